@@ -1,0 +1,138 @@
+"""The interface every framework adapter implements.
+
+An adapter holds only what differs between frameworks: recognising arrays,
+devices, allocation, DLPack import and export quirks, strided views, streams.
+Math goes through the framework's array-API namespace (:meth:`Adapter.namespace`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, ClassVar
+
+from dlmg.device import Device
+from dlmg.errors import FrameworkNotInstalledError
+
+__all__ = ["Adapter"]
+
+
+class Adapter:
+    """Base class of the framework adapters.
+
+    Subclasses set the class attributes and implement the methods that raise
+    ``NotImplementedError`` here. Instances are stateless singletons obtained
+    through :func:`dlmg.registry.get_adapter`.
+
+    Attributes
+    ----------
+    name : str
+        Framework name used throughout dlmg (``"torch"``).
+    modules : tuple of str
+        Top-level module names whose array types this adapter owns.
+    package : str
+        The module to import for the framework.
+    install_hint : str
+        What to install when the framework is missing.
+    mutable : bool
+        Whether arrays can be written in place (``False`` for JAX).
+    """
+
+    name: ClassVar[str] = ""
+    modules: ClassVar[tuple[str, ...]] = ()
+    package: ClassVar[str] = ""
+    install_hint: ClassVar[str] = ""
+    mutable: ClassVar[bool] = True
+
+    # -- the framework itself -------------------------------------------------
+    def available(self) -> bool:
+        """Whether the framework can be imported."""
+        try:
+            self.module()
+        except FrameworkNotInstalledError:
+            return False
+        return True
+
+    def module(self) -> Any:
+        """Import and return the framework's module.
+
+        Raises
+        ------
+        FrameworkNotInstalledError
+            When it is not installed; the message says what to install.
+        """
+        try:
+            return importlib.import_module(self.package)
+        except ImportError as exc:
+            raise FrameworkNotInstalledError(
+                f"dlmg needs {self.package!r} for framework {self.name!r} but it is not "
+                f"installed ({exc}); install it with: {self.install_hint}"
+            ) from exc
+
+    def owns(self, array: Any) -> bool:
+        """Whether ``array`` is an array of this framework (checked without importing it)."""
+        return type(array).__module__.partition(".")[0] in self.modules
+
+    def namespace(self) -> Any:
+        """The framework's array-API namespace (through array-api-compat where needed)."""
+        raise NotImplementedError
+
+    # -- describing arrays ----------------------------------------------------
+    def device_of(self, array: Any) -> Device:
+        """The :class:`~dlmg.device.Device` holding ``array``."""
+        raise NotImplementedError
+
+    def dtype_of(self, array: Any) -> str:
+        """The dlmg dtype name of ``array``."""
+        raise NotImplementedError
+
+    def shape_of(self, array: Any) -> tuple[int, ...]:
+        """The shape of ``array`` as a tuple of ints."""
+        return tuple(int(n) for n in array.shape)
+
+    def strides_of(self, array: Any) -> tuple[int, ...]:
+        """The strides of ``array`` in elements."""
+        raise NotImplementedError
+
+    def data_ptr(self, array: Any) -> int:
+        """The address of ``array``'s first element."""
+        raise NotImplementedError
+
+    def supports(self, device: Device) -> bool:
+        """Whether this framework can hold arrays on ``device``."""
+        raise NotImplementedError
+
+    # -- making and moving arrays ---------------------------------------------
+    def empty(self, shape: tuple[int, ...], dtype: str, device: Device) -> Any:
+        """An uninitialised array on ``device``."""
+        raise NotImplementedError
+
+    def full(self, shape: tuple[int, ...], fill_value: Any, dtype: str, device: Device) -> Any:
+        """An array filled with ``fill_value`` on ``device``."""
+        raise NotImplementedError
+
+    def from_dlpack(self, obj: Any, *, device: Device | None = None, copy: bool | None = None) -> Any:
+        """Take in any DLPack producer as this framework's array.
+
+        Zero-copy when ``obj`` is on a device this framework can address and
+        ``copy`` is not ``True``; ``copy=False`` raises
+        :class:`~dlmg.errors.CopyRequiredError` where a copy would be needed.
+        """
+        raise NotImplementedError
+
+    def to_device(self, array: Any, device: Device) -> Any:
+        """``array`` on ``device`` (the same array when it already is there)."""
+        raise NotImplementedError
+
+    def as_strided(self, array: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int = 0) -> Any:
+        """A view of ``array``'s memory with the given shape, element strides and
+        element offset (relative to ``array``'s first element)."""
+        raise NotImplementedError
+
+    def copy_into(self, dst: Any, src: Any) -> None:
+        """Write ``src`` (same framework, same shape) into the view ``dst``."""
+        dst[...] = src
+
+    # -- streams --------------------------------------------------------------
+    def synchronize(self, device: Device | None = None) -> None:
+        """Wait until all work this framework queued on ``device`` (or all devices) is done."""
+        return None

@@ -1,0 +1,15 @@
+"""dlmg: a framework-neutral distributed tensor.
+
+One logical tensor is split into fragments that live on several devices; each
+fragment is an ordinary PyTorch, CuPy, JAX or NumPy array, taken in and handed
+back through DLPack without copies. Importing dlmg imports no framework.
+"""
+
+from __future__ import annotations
+
+from . import dtypes, errors
+from .device import Device, as_device
+from .errors import *  # noqa: F403  (the exception hierarchy is public API)
+from .registry import adapter_for, framework_of, get_adapter
+
+__version__ = "0.1.0"

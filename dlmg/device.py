@@ -1,0 +1,143 @@
+"""Framework-neutral devices.
+
+A :class:`Device` is a plain value: a kind (``"cpu"``, ``"cuda"``, ...) and an
+index. The host is ``Device("cpu", 0)``; JAX's several CPU devices are the
+distinct devices ``cpu:0``, ``cpu:1``, ... so that a layout can place fragments
+on each of them, while NumPy and torch CPU arrays (one host memory) fit any
+``cpu`` slot.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import DeviceError
+
+__all__ = ["Device", "DL_DEVICE_TYPES", "as_device"]
+
+#: DLPack device type codes (``DLDeviceType``) and dlmg's kind names.
+DL_DEVICE_TYPES: dict[int, str] = {
+    1: "cpu",
+    2: "cuda",
+    3: "cuda_host",
+    4: "opencl",
+    7: "vulkan",
+    8: "metal",
+    9: "vpi",
+    10: "rocm",
+    11: "rocm_host",
+    12: "ext_dev",
+    13: "cuda_managed",
+    14: "oneapi",
+    15: "webgpu",
+    16: "hexagon",
+    17: "maia",
+    18: "trn",
+}
+_KIND_TO_DL: dict[str, int] = {kind: code for code, kind in DL_DEVICE_TYPES.items()}
+_ALIASES = {"gpu": "cuda", "host": "cpu"}
+_HOST_KINDS = frozenset({"cpu", "cuda_host", "rocm_host"})
+_PATTERN = re.compile(r"^\s*([a-z_]+)\s*(?::\s*(\d+))?\s*$")
+
+
+@dataclass(frozen=True, order=True)
+class Device:
+    """A device: a kind and an index.
+
+    Parameters
+    ----------
+    kind : str
+        ``"cpu"``, ``"cuda"`` or another DLPack device kind
+        (see :data:`DL_DEVICE_TYPES`).
+    index : int, optional
+        The device ordinal; 0 by default.
+
+    Examples
+    --------
+    >>> Device.parse("cuda:1")
+    Device('cuda:1')
+    >>> Device.parse("cpu") == Device("cpu", 0)
+    True
+    """
+
+    kind: str
+    index: int = 0
+
+    def __post_init__(self) -> None:
+        kind = _ALIASES.get(self.kind, self.kind)
+        if kind not in _KIND_TO_DL:
+            raise DeviceError(
+                f"device kind {self.kind!r} is unknown; expected one of "
+                f"{sorted(_KIND_TO_DL)}"
+            )
+        object.__setattr__(self, "kind", kind)
+        if isinstance(self.index, bool) or not isinstance(self.index, int) or self.index < 0:
+            raise DeviceError(f"device index must be a non-negative int, got {self.index!r}")
+
+    @classmethod
+    def parse(cls, text: str) -> "Device":
+        """Parse ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"gpu:0"`` and the like."""
+        match = _PATTERN.match(text.lower()) if isinstance(text, str) else None
+        if match is None:
+            raise DeviceError(f"device {text!r} is not of the form 'kind' or 'kind:index'")
+        return cls(match.group(1), int(match.group(2) or 0))
+
+    @classmethod
+    def from_dlpack(cls, device_type: int, device_id: int) -> "Device":
+        """The device of a DLPack ``(device_type, device_id)`` pair."""
+        kind = DL_DEVICE_TYPES.get(int(device_type))
+        if kind is None:
+            raise DeviceError(f"DLPack device type {int(device_type)} is unknown")
+        return cls(kind, int(device_id))
+
+    @property
+    def dlpack(self) -> tuple[int, int]:
+        """The DLPack ``(device_type, device_id)`` pair."""
+        return (_KIND_TO_DL[self.kind], self.index)
+
+    @property
+    def is_host(self) -> bool:
+        """Whether this is host memory (the CPU, pinned or not)."""
+        return self.kind in _HOST_KINDS
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.index}"
+
+    def __repr__(self) -> str:
+        return f"Device('{self}')"
+
+
+def as_device(obj: Any) -> Device:
+    """Turn a device given in any common form into a :class:`Device`.
+
+    Accepts a :class:`Device`; a string (``"cpu"``, ``"cuda:1"``); a DLPack
+    ``(device_type, device_id)`` pair; an int (a CUDA ordinal); or a framework's
+    device object (``torch.device``, a JAX device, ``cupy.cuda.Device``),
+    read through its attributes without importing the framework.
+
+    Raises
+    ------
+    DeviceError
+        When the object names no device dlmg knows.
+    """
+    if isinstance(obj, Device):
+        return obj
+    if isinstance(obj, str):
+        return Device.parse(obj)
+    if isinstance(obj, bool):
+        raise DeviceError(f"device {obj!r} is not a device")
+    if isinstance(obj, int):
+        return Device("cuda", obj)
+    if isinstance(obj, tuple) and len(obj) == 2:
+        return Device.from_dlpack(obj[0], obj[1])
+    platform = getattr(obj, "platform", None)  # a JAX device
+    if isinstance(platform, str) and hasattr(obj, "id"):
+        return Device(_ALIASES.get(platform, platform), int(obj.id))
+    kind = getattr(obj, "type", None)  # torch.device
+    if isinstance(kind, str) and hasattr(obj, "index"):
+        return Device(kind, int(obj.index or 0))
+    if type(obj).__module__.startswith("cupy") and hasattr(obj, "id"):
+        return Device("cuda", int(obj.id))
+    raise DeviceError(f"device {obj!r} of type {type(obj).__name__} is not a device dlmg knows")

@@ -1,0 +1,165 @@
+"""Element types: NumPy-style names and their DLPack codes.
+
+dlmg names every element type by the string NumPy and ml_dtypes use
+(``"float32"``, ``"bfloat16"``, ``"float8_e4m3fn"``). :func:`canonical` turns
+a NumPy dtype, a ``torch.dtype``, a JAX or CuPy dtype or a string into that
+name without importing any framework.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import DtypeError
+
+__all__ = [
+    "DType",
+    "DLPACK_CODES",
+    "canonical",
+    "info",
+    "from_dlpack_code",
+    "NAMES",
+]
+
+#: DLPack ``DLDataTypeCode`` values.
+DLPACK_CODES: dict[str, int] = {
+    "int": 0,
+    "uint": 1,
+    "float": 2,
+    "opaque_handle": 3,
+    "bfloat": 4,
+    "complex": 5,
+    "bool": 6,
+    "float8_e3m4": 7,
+    "float8_e4m3": 8,
+    "float8_e4m3b11fnuz": 9,
+    "float8_e4m3fn": 10,
+    "float8_e4m3fnuz": 11,
+    "float8_e5m2": 12,
+    "float8_e5m2fnuz": 13,
+    "float8_e8m0fnu": 14,
+    "float6_e2m3fn": 15,
+    "float6_e3m2fn": 16,
+    "float4_e2m1fn": 17,
+}
+
+
+@dataclass(frozen=True)
+class DType:
+    """An element type: its name and DLPack ``(code, bits, lanes)``."""
+
+    name: str
+    code: int
+    bits: int
+    lanes: int = 1
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element (sub-byte types occupy whole bytes)."""
+        return max(1, (self.bits * self.lanes + 7) // 8)
+
+    @property
+    def kind(self) -> str:
+        """``"b"``, ``"i"``, ``"u"``, ``"f"`` or ``"c"``, as NumPy's ``dtype.kind``."""
+        return {0: "i", 1: "u", 5: "c", 6: "b"}.get(self.code, "f")
+
+    @property
+    def dlpack(self) -> tuple[int, int, int]:
+        """The DLPack ``(code, bits, lanes)`` triple."""
+        return (self.code, self.bits, self.lanes)
+
+
+def _table() -> dict[str, DType]:
+    entries = [DType("bool", 6, 8)]
+    entries += [DType(f"int{b}", 0, b) for b in (8, 16, 32, 64)]
+    entries += [DType(f"uint{b}", 1, b) for b in (8, 16, 32, 64)]
+    entries += [DType(f"float{b}", 2, b) for b in (16, 32, 64)]
+    entries += [DType("bfloat16", 4, 16)]
+    entries += [DType(f"complex{b}", 5, b) for b in (64, 128)]
+    for name, code in DLPACK_CODES.items():
+        if name.startswith("float8"):
+            entries.append(DType(name, code, 8))
+        elif name.startswith("float6"):
+            entries.append(DType(name, code, 6))
+        elif name.startswith("float4"):
+            entries.append(DType(name, code, 4))
+            entries.append(DType(name + "_x2", code, 4, 2))
+    return {d.name: d for d in entries}
+
+
+_BY_NAME: dict[str, DType] = _table()
+_BY_CODE: dict[tuple[int, int, int], DType] = {d.dlpack: d for d in _BY_NAME.values()}
+#: Every element type name dlmg knows.
+NAMES: tuple[str, ...] = tuple(_BY_NAME)
+_ALIASES = {
+    "bool_": "bool",
+    "half": "float16",
+    "float": "float32",
+    "double": "float64",
+    "cfloat": "complex64",
+    "cdouble": "complex128",
+    "complex": "complex128",
+    "int": "int64",
+    "long": "int64",
+    "short": "int16",
+    "uint": "uint64",
+}
+
+
+def canonical(dtype: Any) -> str:
+    """The dlmg name of an element type given in any common form.
+
+    Parameters
+    ----------
+    dtype : str, numpy.dtype, torch.dtype, type or DType
+        ``"float32"``, ``np.float32``, ``np.dtype("f4")``, ``torch.float32``,
+        ``jnp.bfloat16``, a :class:`DType`...
+
+    Returns
+    -------
+    str
+        The NumPy-style name, such as ``"float32"`` or ``"bfloat16"``.
+
+    Raises
+    ------
+    DtypeError
+        When the type is not one dlmg knows.
+    """
+    if isinstance(dtype, DType):
+        return dtype.name
+    if isinstance(dtype, str):
+        text = dtype
+    elif type(dtype).__module__.startswith("torch"):
+        text = str(dtype).removeprefix("torch.")  # torch.float32 -> float32
+    else:
+        # numpy dtypes and scalar types (also JAX's and CuPy's, which are NumPy's)
+        name = getattr(dtype, "name", None)
+        if not isinstance(name, str):
+            name = getattr(dtype, "__name__", None)
+        if not isinstance(name, str):
+            raise DtypeError(f"dtype {dtype!r} of type {type(dtype).__name__} is not an element type")
+        text = name
+    text = _ALIASES.get(text, text)
+    if text not in _BY_NAME:
+        raise DtypeError(f"dtype {dtype!r} is not an element type dlmg knows; known: {', '.join(NAMES)}")
+    return text
+
+
+def info(dtype: Any) -> DType:
+    """The :class:`DType` record (DLPack code, bits, lanes, itemsize) of ``dtype``."""
+    return _BY_NAME[canonical(dtype)]
+
+
+def from_dlpack_code(code: int, bits: int, lanes: int) -> DType:
+    """The :class:`DType` of a DLPack ``(code, bits, lanes)`` triple.
+
+    Raises
+    ------
+    DtypeError
+        For a triple no element type has.
+    """
+    found = _BY_CODE.get((int(code), int(bits), int(lanes)))
+    if found is None:
+        raise DtypeError(f"DLPack dtype (code={code}, bits={bits}, lanes={lanes}) is not supported")
+    return found

@@ -1,0 +1,67 @@
+"""The one exception hierarchy of dlmg.
+
+Every class derives from :class:`DlmgError` and also from the built-in
+exception that the relevant protocol expects, so callers may catch either
+(``except dlmg.LayoutError`` or ``except ValueError``).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DlmgError",
+    "LayoutError",
+    "LayoutMismatchError",
+    "DLPackError",
+    "CopyRequiredError",
+    "DtypeError",
+    "DeviceError",
+    "FrameworkError",
+    "FrameworkNotInstalledError",
+    "FragmentError",
+]
+
+
+class DlmgError(Exception):
+    """Base class of every error raised by dlmg."""
+
+
+class LayoutError(DlmgError, ValueError):
+    """An invalid layout descriptor (names the field, the mode and the value)."""
+
+
+class LayoutMismatchError(DlmgError, ValueError):
+    """Operands whose layouts differ where identical layouts are required.
+
+    The message names both layouts and points to ``redistribute``.
+    """
+
+
+class DLPackError(DlmgError, BufferError):
+    """A DLPack producer handed over something dlmg cannot use, or dlmg cannot
+    export what was asked for (the protocol's ``BufferError``)."""
+
+
+class CopyRequiredError(DLPackError):
+    """``copy=False`` was requested but the exchange would need a copy."""
+
+
+class DtypeError(DlmgError, TypeError):
+    """An unknown, unsupported or mismatched element type."""
+
+
+class DeviceError(DlmgError, ValueError):
+    """An unknown device, or an array on a device other than the expected one."""
+
+
+class FrameworkError(DlmgError, TypeError):
+    """An array of an unknown framework, or an unknown framework name."""
+
+
+class FrameworkNotInstalledError(DlmgError, ImportError):
+    """The framework asked for is not installed; the message says what to install."""
+
+
+class FragmentError(DlmgError, ValueError):
+    """A fragment does not fit its slot (count, shape, dtype, device or rank),
+    or work on one fragment failed (the message names the fragment, its device
+    and its framework)."""

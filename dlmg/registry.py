@@ -1,0 +1,131 @@
+"""Finding the adapter of an array or of a framework name.
+
+Adapters are loaded lazily: the entry-point group ``dlmg.adapters`` first (so a
+third party can add a framework without touching dlmg), then the built-in
+table. An array's framework is found from its type's module name, looked up
+without importing any framework, and cached per type.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from functools import lru_cache
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any
+
+from .errors import FrameworkError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from dlmg.adapters._base import Adapter
+
+__all__ = ["BUILTIN_ADAPTERS", "get_adapter", "adapter_for", "framework_of", "adapter_names"]
+
+#: The built-in adapters: framework name -> ``"module:Class"``.
+BUILTIN_ADAPTERS: dict[str, str] = {
+    "numpy": "dlmg.adapters.numpy:NumpyAdapter",
+    "torch": "dlmg.adapters.torch:TorchAdapter",
+    "jax": "dlmg.adapters.jax:JaxAdapter",
+    "cupy": "dlmg.adapters.cupy:CupyAdapter",
+    "dlpack": "dlmg.adapters.generic:GenericAdapter",
+}
+_ENTRY_POINT_GROUP = "dlmg.adapters"
+_ALIASES = {"np": "numpy", "pytorch": "torch", "jnp": "jax", "cp": "cupy", "generic": "dlpack"}
+
+
+def _load(target: str) -> "Adapter":
+    module_name, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module_name), attr)()
+
+
+@lru_cache(maxsize=None)
+def _adapters() -> dict[str, str]:
+    table = dict(BUILTIN_ADAPTERS)
+    for ep in entry_points(group=_ENTRY_POINT_GROUP):
+        table[ep.name] = ep.value
+    return table
+
+
+@lru_cache(maxsize=None)
+def _instance(name: str) -> "Adapter":
+    target = _adapters()[name]
+    try:
+        return _load(target)
+    except Exception as exc:  # a broken third-party adapter must not break dlmg
+        if name in BUILTIN_ADAPTERS and target != BUILTIN_ADAPTERS[name]:
+            warnings.warn(
+                f"dlmg adapter {name!r} from entry point {target!r} failed to load "
+                f"({exc!r}); using the built-in one",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            return _load(BUILTIN_ADAPTERS[name])
+        raise
+
+
+def adapter_names() -> tuple[str, ...]:
+    """Names of every registered framework adapter (built-in and entry points)."""
+    return tuple(_adapters())
+
+
+def get_adapter(framework: "str | Adapter") -> "Adapter":
+    """The adapter of a framework given by name (``"torch"``, ``"jax"``...).
+
+    Raises
+    ------
+    FrameworkError
+        For a name no adapter is registered under.
+    """
+    if not isinstance(framework, str):
+        if hasattr(framework, "owns") and hasattr(framework, "name"):
+            return framework
+        raise FrameworkError(f"framework must be a name such as 'torch', got {framework!r}")
+    name = _ALIASES.get(framework.lower(), framework.lower())
+    if name not in _adapters():
+        raise FrameworkError(
+            f"framework {framework!r} is unknown; registered: {', '.join(adapter_names())}"
+        )
+    try:
+        return _instance(name)
+    except Exception as exc:
+        raise FrameworkError(f"the adapter for framework {name!r} failed to load: {exc!r}") from exc
+
+
+@lru_cache(maxsize=256)
+def _adapter_for_type(cls: type) -> "Adapter | None":
+    top = cls.__module__.partition(".")[0]
+    for name in _adapters():
+        if name == "dlpack":
+            continue
+        try:
+            adapter = _instance(name)
+        except Exception as exc:
+            warnings.warn(f"dlmg adapter {name!r} failed to load and is skipped: {exc!r}", RuntimeWarning, stacklevel=4)
+            continue
+        if top in adapter.modules:
+            return adapter
+    if hasattr(cls, "__dlpack__"):
+        return _instance("dlpack")
+    return None
+
+
+def adapter_for(array: Any) -> "Adapter":
+    """The adapter of the framework that owns ``array``, found without importing it.
+
+    Raises
+    ------
+    FrameworkError
+        When no adapter claims the array and it has no ``__dlpack__``.
+    """
+    adapter = _adapter_for_type(type(array))
+    if adapter is None or not adapter.owns(array):
+        raise FrameworkError(
+            f"an object of type {type(array).__module__}.{type(array).__qualname__} is not an "
+            f"array of a known framework ({', '.join(adapter_names())}) and has no __dlpack__"
+        )
+    return adapter
+
+
+def framework_of(array: Any) -> str:
+    """The framework name (``"numpy"``, ``"torch"``...) of ``array``."""
+    return adapter_for(array).name

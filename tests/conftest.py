@@ -1,0 +1,44 @@
+"""Test configuration shared by every test module.
+
+JAX shows 8 CPU devices only when ``XLA_FLAGS`` is set before its first
+operation, so it is set here, before any test imports JAX. ``JAX_PLATFORMS`` is
+deliberately left alone: on the GPU machine JAX must keep its GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+_FLAG = "--xla_force_host_platform_device_count=8"
+if _FLAG not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _FLAG).strip()
+
+_GPU_REASON = (
+    "needs a CUDA GPU with CuPy, PyTorch and JAX; CI has none. Run on the GPU "
+    "machine through the device tool: python3 -m pytest -m gpu"
+)
+
+
+def _cuda_present() -> bool:
+    if shutil.which("nvidia-smi") is None:
+        return False
+    try:
+        return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+HAS_CUDA = _cuda_present()
+
+
+def pytest_collection_modifyitems(config, items):
+    if HAS_CUDA:
+        return
+    skip = pytest.mark.skip(reason=_GPU_REASON)
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
