@@ -42,3 +42,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+try:  # one hypothesis profile for the whole suite: no deadlines (2-core CI), bounded examples
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile(
+        "dlmg",
+        deadline=None,
+        max_examples=int(os.environ.get("DLMG_HYPOTHESIS_EXAMPLES", "60")),
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    settings.load_profile("dlmg")
+except ImportError:  # pragma: no cover - hypothesis is in the test extra
+    pass
