@@ -10,6 +10,7 @@ from __future__ import annotations
 from . import dtypes, errors
 from .device import Device, as_device
 from .errors import *  # noqa: F403  (the exception hierarchy is public API)
+from .layout import Layout, FragmentLayout
 from .registry import adapter_for, framework_of, get_adapter
 
 __version__ = "0.1.0"
