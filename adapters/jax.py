@@ -1,0 +1,371 @@
+"""The JAX adapter: immutable ``jax.Array`` on one CPU or GPU device.
+
+Quirks handled here (each has a test in ``tests/test_adapters.py``):
+
+* JAX exports legacy ``"dltensor"`` capsules only, even when asked for a
+  versioned one, and its consumer asks for legacy ones only (it calls
+  ``__dlpack__`` without ``max_version``); every producer dlmg hands it
+  supports that;
+* with ``jax_enable_x64`` off, JAX silently narrows int64, uint64, float64 and
+  complex128 to 32 bits on import and allocation; dlmg refuses with
+  :class:`~dlmg.errors.DtypeError` instead (checked at call time);
+* JAX copies host buffers that are not 64-byte aligned, silently with
+  ``copy=None``; a ``copy=False`` import raises
+  :class:`~dlmg.errors.CopyRequiredError` (the alignment is checked first and
+  the data pointers are compared afterwards);
+* JAX cannot import non-compact strides (slices with gaps, negative strides,
+  broadcasts; transposes are fine): ``copy=False`` raises
+  :class:`~dlmg.errors.CopyRequiredError`, otherwise the producer's framework
+  makes a contiguous copy first;
+* JAX's CPU devices share the host memory, but ``jax.dlpack.from_dlpack``
+  with ``device=cpu:k`` copies; dlmg imports host memory onto ``cpu:k``
+  zero-copy by handing JAX a producer that reports DLPack device ``(1, k)``.
+  JAX arrays on ``cpu:k`` themselves report ``(1, 0)`` in ``__dlpack_device__``;
+  :meth:`JaxAdapter.device_of` reads the real device from ``devices()``;
+* JAX arrays cannot be viewed with other strides nor written in place
+  (:class:`~dlmg.adapters._common.ViewNotSupportedError`);
+* an array on several devices cannot be exported at all (``BufferError``);
+  export its ``addressable_shards[i].data`` instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dlmg.device import Device
+from dlmg.dtypes import canonical
+from dlmg.errors import CopyRequiredError, DeviceError, DLPackError, DtypeError
+
+from ._common import (
+    SIXTY_FOUR_BIT,
+    BaseAdapter,
+    DLPackShim,
+    ViewNotSupportedError,
+    _known_adapter,
+    c_strides,
+    check_copy,
+    describe_producer,
+    is_compact,
+)
+
+__all__ = ["JaxAdapter"]
+
+#: JAX copies host buffers whose address is not a multiple of this on import.
+JAX_HOST_ALIGNMENT = 64
+_PLATFORM_TO_KIND = {"cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "rocm": "rocm", "tpu": "ext_dev"}
+_KIND_TO_PLATFORMS = {"cpu": ("cpu",), "cuda": ("cuda", "gpu"), "rocm": ("rocm", "gpu")}
+
+
+class JaxAdapter(BaseAdapter):
+    """Adapter for single-device ``jax.Array`` (immutable)."""
+
+    name = "jax"
+    modules = ("jaxlib", "jax")
+    package = "jax"
+    install_hint = "pip install jax (or jax[cuda12] for GPUs)"
+    mutable = False
+
+    def owns(self, array: Any) -> bool:
+        """Whether ``array`` is a ``jax.Array`` (type module ``jaxlib._jax``), checked without importing JAX."""
+        return type(array).__module__.partition(".")[0] in self.modules and hasattr(array, "devices")
+
+    def namespace(self) -> Any:
+        """``jax.numpy``, which follows the array API standard itself."""
+        return self._import("jax.numpy")
+
+    # -- configuration and conversions ---------------------------------------------
+    def x64_enabled(self) -> bool:
+        """Whether ``jax_enable_x64`` is on now (read at every call: it can be toggled)."""
+        config = self.module().config
+        value = getattr(config, "jax_enable_x64", None)
+        if value is None:
+            value = config.read("jax_enable_x64")
+        return bool(value)
+
+    def check_dtype(self, dtype: str) -> None:
+        """Refuse a 64-bit type while ``jax_enable_x64`` is off (JAX would narrow it silently).
+
+        Raises
+        ------
+        DtypeError
+            For int64, uint64, float64 and complex128 with x64 disabled.
+        """
+        if dtype in SIXTY_FOUR_BIT and not self.x64_enabled():
+            narrow = {"int64": "int32", "uint64": "uint32", "float64": "float32", "complex128": "complex64"}[dtype]
+            raise DtypeError(
+                f"JAX has 64-bit types disabled (jax_enable_x64 is off) and would silently narrow "
+                f"{dtype} to {narrow}; dlmg refuses. Enable them with "
+                f"jax.config.update('jax_enable_x64', True) (or JAX_ENABLE_X64=1) before creating "
+                f"arrays, or convert the data to {narrow} explicitly"
+            )
+
+    def jax_dtype(self, dtype: Any) -> Any:
+        """The NumPy-style dtype JAX uses for a dlmg dtype (64-bit types need x64)."""
+        name = canonical(dtype)
+        self.check_dtype(name)
+        jnp = self.namespace()
+        try:
+            return jnp.dtype(name)
+        except TypeError as exc:
+            raise DtypeError(f"JAX has no element type {name!r}") from exc
+
+    def jax_device(self, device: Device) -> Any:
+        """The JAX device of a dlmg :class:`~dlmg.device.Device`.
+
+        ``cpu:k`` is JAX's CPU device ``k`` (8 of them with
+        ``XLA_FLAGS=--xla_force_host_platform_device_count=8``); ``cuda:i``
+        the GPU with local hardware id ``i``.
+
+        Raises
+        ------
+        DeviceError
+            When JAX has no such device.
+        """
+        jax = self.module()
+        seen = []
+        for platform in _KIND_TO_PLATFORMS.get(device.kind, ()):
+            try:
+                devs = jax.local_devices(backend=platform)
+            except RuntimeError:
+                continue
+            for d in devs:
+                if self._index(d) == device.index:
+                    return d
+                seen.append(d)
+        raise DeviceError(
+            f"JAX has no device {device}; its devices: {[str(self._to_device(d)) for d in seen] or 'none of that kind'}"
+        )
+
+    @staticmethod
+    def _index(d: Any) -> int:
+        if d.platform == "cpu":
+            return int(d.id)
+        hw = getattr(d, "local_hardware_id", None)
+        return int(d.id if hw is None else hw)
+
+    def _to_device(self, d: Any) -> Device:
+        kind = _PLATFORM_TO_KIND.get(d.platform)
+        if kind is None:
+            raise DeviceError(f"JAX platform {d.platform!r} has no DLPack counterpart dlmg knows")
+        return Device(kind, self._index(d))
+
+    # -- describing -----------------------------------------------------------
+    def device_of(self, array: Any) -> Device:
+        """The one device of ``array`` (``cpu:k`` keeps JAX's CPU device index).
+
+        Raises
+        ------
+        DeviceError
+            For an array on several devices (use its ``addressable_shards``).
+        """
+        devices = array.devices()
+        if len(devices) != 1:
+            raise DeviceError(
+                f"a JAX array on {len(devices)} devices is not one fragment; wrap its "
+                f"addressable_shards[i].data instead"
+            )
+        return self._to_device(next(iter(devices)))
+
+    def dtype_of(self, array: Any) -> str:
+        """dlmg dtype name of ``array.dtype``."""
+        return canonical(array.dtype)
+
+    def strides_of(self, array: Any) -> tuple[int, ...]:
+        """Element strides of the buffer, from its layout (``format.layout.major_to_minor``).
+
+        Usually C-contiguous; an array imported from a transposed view keeps
+        the transposed layout (zero-copy), which this reports.
+        """
+        shape = self.shape_of(array)
+        order = None
+        fmt = getattr(array, "format", None)
+        layout = getattr(fmt, "layout", None)
+        order = getattr(layout, "major_to_minor", None)
+        if order is None or len(order) != len(shape):
+            return c_strides(shape)
+        strides = [0] * len(shape)
+        acc = 1
+        for mode in reversed(tuple(order)):
+            strides[mode] = acc
+            acc *= max(shape[mode], 1)
+        return tuple(strides)
+
+    def data_ptr(self, array: Any) -> int:
+        """``array.unsafe_buffer_pointer()``."""
+        return int(array.unsafe_buffer_pointer())
+
+    def is_readonly(self, array: Any) -> bool:
+        """True: JAX arrays are immutable (even if a consumer such as torch imports them writable)."""
+        return True
+
+    def supports(self, device: Device) -> bool:
+        """Whether JAX has ``device``."""
+        try:
+            self.jax_device(device)
+        except DeviceError:
+            return False
+        return True
+
+    # -- making and moving ----------------------------------------------------
+    def empty(self, shape: tuple[int, ...], dtype: str, device: Device) -> Any:
+        """Zeros on ``device`` (JAX has no uninitialised arrays).
+
+        Raises
+        ------
+        DtypeError
+            For a 64-bit type while ``jax_enable_x64`` is off.
+        """
+        jnp = self.namespace()
+        return jnp.zeros(tuple(shape), dtype=self.jax_dtype(dtype), device=self.jax_device(device))
+
+    def full(self, shape: tuple[int, ...], fill_value: Any, dtype: str, device: Device) -> Any:
+        """``jax.numpy.full`` on ``device`` (64-bit types need ``jax_enable_x64``)."""
+        jnp = self.namespace()
+        return jnp.full(tuple(shape), fill_value, dtype=self.jax_dtype(dtype), device=self.jax_device(device))
+
+    def from_dlpack(self, obj: Any, *, device: Device | None = None, copy: bool | None = None) -> Any:
+        """``jax.dlpack.from_dlpack`` with dlmg's checks.
+
+        Zero-copy for compact, 64-byte aligned host memory onto any JAX CPU
+        device, and for GPU memory onto its own GPU. ``copy=None`` lets JAX
+        copy what it cannot take in as is (unaligned, strided, another GPU).
+
+        Raises
+        ------
+        DtypeError
+            For a 64-bit producer while ``jax_enable_x64`` is off (JAX would narrow it).
+        CopyRequiredError
+            ``copy=False`` with an unaligned host buffer, non-compact strides or another device.
+        DLPackError
+            When JAX rejects the producer otherwise.
+        """
+        jax = self.module()
+        copy = check_copy(copy)
+        if self.owns(obj):
+            current = self.device_of(obj)
+            if device is None or device == current:
+                self.check_dtype(self.dtype_of(obj))
+                return self.namespace().array(obj, copy=True) if copy else obj
+        src = describe_producer(obj)
+        self.check_dtype(src.dtype)
+        target = device
+        if target is None and src.framework == "jax":
+            target = src.device
+        jdev = None if target is None else self.jax_device(target)
+        producer = obj
+        host = src.device.kind == "cpu"
+        if not is_compact(src.shape, src.strides):
+            if copy is False:
+                raise self._copy_required(
+                    f"cannot import non-compact strides {src.strides} (shape {src.shape}); JAX takes "
+                    "only C-contiguous arrays and transpositions of them"
+                )
+            producer = self._contiguous_producer(obj, src)
+            copy = None
+        elif host and src.size > 0 and src.ptr % JAX_HOST_ALIGNMENT and copy is False:
+            raise self._copy_required(
+                f"copies host buffers that are not {JAX_HOST_ALIGNMENT}-byte aligned, and this one "
+                f"starts at 0x{src.ptr:x} ({src.ptr % JAX_HOST_ALIGNMENT} bytes past a boundary)"
+            )
+        else:
+            known = _known_adapter(obj)
+            if known is not None:
+                producer = known.producer(obj)
+        if host and target is not None and target.kind == "cpu":
+            # JAX places an import on the device the producer reports; all of its
+            # CPU devices share the host memory, so this is zero-copy.
+            producer = DLPackShim(producer, device=(1, self._index(jdev)))
+        elif target is not None and target != src.device and copy is False:
+            raise self._copy_required(f"cannot take in memory on {src.device} as an array on {target}")
+        try:
+            out = jax.dlpack.from_dlpack(producer, device=jdev, copy=copy)
+        except ValueError as exc:
+            if copy is False:
+                raise self._copy_required(f"refused a zero-copy import ({exc})") from exc
+            raise DLPackError(f"JAX could not import a {src.dtype} tensor of shape {src.shape}: {exc}") from exc
+        except (TypeError, BufferError, RuntimeError) as exc:  # JaxRuntimeError is a RuntimeError
+            raise DLPackError(
+                f"JAX could not import a {src.dtype} tensor of shape {src.shape}, strides "
+                f"{src.strides} on {src.device}: {exc}"
+            ) from exc
+        got = canonical(out.dtype)
+        if got != src.dtype:  # never hand back a narrowed array
+            raise DtypeError(f"JAX turned a {src.dtype} tensor into {got}; dlmg refuses the narrowed result")
+        if copy is False and src.size > 0 and self.data_ptr(out) != src.ptr:
+            raise CopyRequiredError("copy=False was requested but JAX copied the buffer on import")
+        return out
+
+    def to_device(self, array: Any, device: Device) -> Any:
+        """``array`` on ``device``: zero-copy between JAX CPU devices, ``jax.device_put`` otherwise."""
+        current = self.device_of(array)
+        if current == device:
+            return array
+        if current.kind == "cpu" and device.kind == "cpu":
+            try:
+                return self.from_dlpack(array, device=device, copy=False)
+            except CopyRequiredError:
+                pass
+        return self.module().device_put(array, self.jax_device(device))
+
+    def as_strided(self, array: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int = 0) -> Any:
+        """Not possible: JAX cannot view memory with other strides.
+
+        Raises
+        ------
+        ViewNotSupportedError
+            Always.
+        """
+        raise ViewNotSupportedError(
+            "JAX arrays cannot be viewed with other strides or offsets (JAX has no views of memory); "
+            "slice them (a copy) or use a framework with views (torch, NumPy, CuPy) for this fragment"
+        )
+
+    def copy_into(self, dst: Any, src: Any) -> None:
+        """Not possible: JAX arrays are immutable.
+
+        Raises
+        ------
+        ViewNotSupportedError
+            Always; build a new array (``dst.at[...].set(src)``) instead.
+        """
+        raise ViewNotSupportedError("JAX arrays are immutable and cannot be written in place; use dst.at[...].set(src)")
+
+    def ascontiguous(self, array: Any) -> Any:
+        """``array`` when its buffer is C-ordered, else a C-ordered copy."""
+        from ._common import is_c_contiguous
+
+        if is_c_contiguous(self.shape_of(array), self.strides_of(array)):
+            return array
+        jnp = self.namespace()
+        return jnp.array(array, copy=True)
+
+    # -- DLPack export -------------------------------------------------------------
+    def export(self, array: Any, **kwargs: Any) -> Any:
+        """``array.__dlpack__(**kwargs)`` -- always a legacy ``"dltensor"`` capsule.
+
+        Raises
+        ------
+        DLPackError
+            For an array on several devices (export ``addressable_shards[i].data``).
+        """
+        if len(array.devices()) != 1:
+            raise DLPackError(
+                f"a JAX array on {len(array.devices())} devices cannot be exported through DLPack; "
+                "export its addressable_shards[i].data instead"
+            )
+        return super().export(array, **kwargs)
+
+    # -- streams ----------------------------------------------------------------
+    def synchronize(self, device: Device | None = None) -> None:
+        """Block until every live JAX array on ``device`` (or anywhere) is computed.
+
+        JAX has no per-device barrier; this waits on ``jax.live_arrays()``.
+        """
+        jax = self.module()
+        for arr in jax.live_arrays():
+            if device is None or any(self._to_device(d) == device for d in arr.devices()):
+                arr.block_until_ready()
+
+    def synchronize_array(self, array: Any) -> None:
+        """``array.block_until_ready()``."""
+        array.block_until_ready()

@@ -1,0 +1,209 @@
+"""The NumPy adapter: host arrays.
+
+NumPy arrays live in the one host memory, so they fit any ``cpu`` slot of a
+layout and are reported on ``cpu:0``. NumPy cannot take in or hand out
+bfloat16 (nor the float8/float6/float4 types) through DLPack even with
+ml_dtypes installed; dlmg raises :class:`~dlmg.errors.DtypeError` for those
+rather than failing deep inside NumPy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dlmg.device import Device
+from dlmg.dtypes import canonical
+from dlmg.errors import DeviceError, DLPackError, DtypeError
+
+from ._common import (
+    NUMPY_DLPACK_DTYPES,
+    BaseAdapter,
+    UnsupportedDtypeError,
+    check_copy,
+    describe_producer,
+)
+
+__all__ = ["NumpyAdapter"]
+
+_HOST = Device("cpu", 0)
+
+
+def _bf16_error(what: str, dtype: str) -> UnsupportedDtypeError:
+    return UnsupportedDtypeError(
+        f"NumPy cannot {what} {dtype} arrays through DLPack (not even with ml_dtypes, which "
+        f"only gives NumPy the {dtype} type itself); keep this data in torch, JAX or CuPy, "
+        f"or reinterpret it as a same-size integer type before the exchange"
+    )
+
+
+class NumpyAdapter(BaseAdapter):
+    """Adapter for :mod:`numpy` arrays (host memory only)."""
+
+    name = "numpy"
+    modules = ("numpy",)
+    package = "numpy"
+    install_hint = "pip install numpy"
+    mutable = True
+
+    def owns(self, array: Any) -> bool:
+        """Whether ``array`` is a NumPy ``ndarray`` (not a NumPy scalar)."""
+        return type(array).__module__.partition(".")[0] == "numpy" and hasattr(array, "__array_interface__") and hasattr(array, "strides")
+
+    def namespace(self) -> Any:
+        """``array_api_compat.numpy``."""
+        return self._import("array_api_compat.numpy")
+
+    # -- describing -----------------------------------------------------------
+    def device_of(self, array: Any) -> Device:
+        """Always ``cpu:0``: NumPy arrays live in host memory."""
+        return _HOST
+
+    def dtype_of(self, array: Any) -> str:
+        """dlmg dtype name (``"bfloat16"`` for an ml_dtypes bfloat16 array)."""
+        return canonical(array.dtype)
+
+    def strides_of(self, array: Any) -> tuple[int, ...]:
+        """Strides in elements.
+
+        Raises
+        ------
+        DLPackError
+            When a byte stride is not a multiple of the item size.
+        """
+        itemsize = array.itemsize
+        out = []
+        for s in array.strides:
+            q, r = divmod(s, itemsize)
+            if r:
+                raise DLPackError(
+                    f"NumPy array strides {array.strides} (bytes) are not multiples of the item size {itemsize}"
+                )
+            out.append(q)
+        return tuple(out)
+
+    def data_ptr(self, array: Any) -> int:
+        """Address of the first element (``__array_interface__['data'][0]``)."""
+        return int(array.__array_interface__["data"][0])
+
+    def is_readonly(self, array: Any) -> bool:
+        """Whether the array is not writeable."""
+        return not array.flags.writeable
+
+    def supports(self, device: Device) -> bool:
+        """True for ``cpu`` devices (any index: one host memory)."""
+        return device.kind == "cpu"
+
+    # -- making and moving ----------------------------------------------------
+    def np_dtype(self, dtype: Any) -> Any:
+        """The NumPy dtype of a dlmg dtype (bfloat16 and float8 types through ml_dtypes).
+
+        Raises
+        ------
+        DtypeError
+            When NumPy has no such type (ml_dtypes missing for bfloat16).
+        """
+        np = self.module()
+        name = canonical(dtype)
+        try:
+            return np.dtype(name)
+        except TypeError:
+            pass
+        try:
+            import ml_dtypes
+        except ImportError as exc:
+            raise DtypeError(f"NumPy needs ml_dtypes for {name}: pip install ml_dtypes") from exc
+        scalar = getattr(ml_dtypes, name.removesuffix("_x2"), None)
+        if scalar is None or name.endswith("_x2"):
+            raise DtypeError(f"NumPy has no element type {name!r}, not even through ml_dtypes")
+        return np.dtype(scalar)
+
+    def _check_device(self, device: Device | None) -> None:
+        if device is not None and device.kind != "cpu":
+            raise DeviceError(f"NumPy arrays live on the host (cpu); device {device} is not supported")
+
+    def empty(self, shape: tuple[int, ...], dtype: str, device: Device) -> Any:
+        """``numpy.empty`` (``device`` must be a ``cpu`` device)."""
+        self._check_device(device)
+        return self.module().empty(tuple(shape), dtype=self.np_dtype(dtype))
+
+    def full(self, shape: tuple[int, ...], fill_value: Any, dtype: str, device: Device) -> Any:
+        """``numpy.full`` (``device`` must be a ``cpu`` device)."""
+        self._check_device(device)
+        return self.module().full(tuple(shape), fill_value, dtype=self.np_dtype(dtype))
+
+    def from_dlpack(self, obj: Any, *, device: Device | None = None, copy: bool | None = None) -> Any:
+        """``numpy.from_dlpack`` with dlmg's checks.
+
+        Zero-copy for host producers unless ``copy=True``. Read-only producers
+        (NumPy, JAX) give read-only arrays.
+
+        Raises
+        ------
+        DtypeError
+            For bfloat16 and the float8/6/4 types, which NumPy's DLPack cannot carry.
+        CopyRequiredError
+            ``copy=False`` with a producer off the host.
+        DeviceError
+            ``device`` not a ``cpu`` device.
+        """
+        np = self.module()
+        copy = check_copy(copy)
+        self._check_device(device)
+        if self.owns(obj):
+            return obj.copy() if copy else obj
+        src = describe_producer(obj)
+        if src.dtype not in NUMPY_DLPACK_DTYPES:
+            raise _bf16_error("import", src.dtype)
+        if not src.device.is_host:
+            if copy is False:
+                raise self._copy_required(f"can only import host memory and the producer is on {src.device}")
+            try:
+                return np.from_dlpack(obj, device="cpu", copy=True)
+            except (TypeError, BufferError, ValueError, RuntimeError) as exc:
+                raise DeviceError(
+                    f"NumPy cannot import memory on {src.device} and the producer would not copy it "
+                    f"to the host ({exc}); move it to the host first (its adapter's to_device)"
+                ) from exc
+        try:
+            return np.from_dlpack(obj, copy=copy)
+        except TypeError:  # NumPy < 2.1 has no copy=
+            out = np.from_dlpack(obj)
+            return out.copy() if copy else out
+        except RuntimeError as exc:  # "Unsupported dtype in DLTensor."
+            raise DLPackError(f"NumPy could not import a {src.dtype} DLPack tensor: {exc}") from exc
+
+    def to_device(self, array: Any, device: Device) -> Any:
+        """``array`` itself for a ``cpu`` device; other devices raise DeviceError."""
+        self._check_device(device)
+        return array
+
+    def as_strided(self, array: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int = 0) -> Any:
+        """A view with element ``strides`` starting ``offset`` elements from ``array``'s first one.
+
+        Built with ``numpy.lib.stride_tricks.as_strided`` (byte strides); the
+        view is writeable when ``array`` is.
+        """
+        np = self.module()
+        as_strided = np.lib.stride_tricks.as_strided
+        itemsize = array.itemsize
+        start = array
+        if offset:
+            step = itemsize if offset > 0 else -itemsize
+            line = as_strided(array, shape=(abs(offset) + 1,), strides=(step,))
+            start = line[abs(offset):]
+        return as_strided(start, shape=tuple(shape), strides=tuple(int(s) * itemsize for s in strides))
+
+    def ascontiguous(self, array: Any) -> Any:
+        """``numpy.ascontiguousarray``."""
+        return self.module().ascontiguousarray(array)
+
+    def export(self, array: Any, **kwargs: Any) -> Any:
+        """``array.__dlpack__(**kwargs)``; bfloat16 raises a clear DtypeError first."""
+        name = self.dtype_of(array)
+        if name not in NUMPY_DLPACK_DTYPES:
+            raise _bf16_error("export", name)
+        return super().export(array, **kwargs)
+
+    def copy_into(self, dst: Any, src: Any) -> None:
+        """``dst[...] = src``."""
+        dst[...] = src

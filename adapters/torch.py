@@ -1,0 +1,261 @@
+"""The PyTorch adapter: CPU and CUDA tensors.
+
+Quirks handled here:
+
+* torch cannot represent negative strides, and ``torch.from_dlpack`` of a
+  producer with negative strides aborts the process (a C++ ``terminate``),
+  so dlmg checks the producer's strides first: ``copy=False`` raises
+  :class:`~dlmg.errors.CopyRequiredError`, otherwise the producer's own
+  framework makes a contiguous copy first;
+* torch refuses to export a CUDA tensor that is not on the current device
+  (``BufferError``); :meth:`TorchAdapter.export` wraps the export in
+  ``torch.cuda.device(index)`` and :meth:`TorchAdapter.producer` gives other
+  consumers an object that does the same;
+* torch does not honour DLPack's READ_ONLY flag: read-only NumPy arrays and
+  JAX buffers come in writable. dlmg records read-only-ness on its fragments
+  (from :meth:`~dlmg.adapters._common.BaseAdapter.is_readonly` of the
+  producer), not in the tensor.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from dlmg.device import Device
+from dlmg.dtypes import canonical
+from dlmg.errors import CopyRequiredError, DeviceError, DLPackError, DtypeError
+
+from ._common import (
+    BaseAdapter,
+    DLPackShim,
+    ViewNotSupportedError,
+    _known_adapter,
+    check_copy,
+    describe_producer,
+    has_negative_strides,
+)
+
+__all__ = ["TorchAdapter"]
+
+_TORCH_TO_KIND = {"cpu": "cpu", "cuda": "cuda", "mps": "metal", "xpu": "oneapi"}
+_KIND_TO_TORCH = {v: k for k, v in _TORCH_TO_KIND.items()}
+
+
+class TorchAdapter(BaseAdapter):
+    """Adapter for :class:`torch.Tensor` (CPU and CUDA)."""
+
+    name = "torch"
+    modules = ("torch",)
+    package = "torch"
+    install_hint = "pip install torch (see https://pytorch.org for CUDA builds)"
+    mutable = True
+
+    def owns(self, array: Any) -> bool:
+        """Whether ``array`` is a ``torch.Tensor`` (checked without importing torch)."""
+        if type(array).__module__.partition(".")[0] != "torch":
+            return False
+        return hasattr(array, "data_ptr") and hasattr(array, "stride")
+
+    def namespace(self) -> Any:
+        """``array_api_compat.torch``."""
+        return self._import("array_api_compat.torch")
+
+    # -- conversions ----------------------------------------------------------
+    def torch_dtype(self, dtype: Any) -> Any:
+        """The ``torch.dtype`` of a dlmg dtype.
+
+        Raises
+        ------
+        DtypeError
+            When this torch build has no such type.
+        """
+        name = canonical(dtype)
+        found = getattr(self.module(), name, None)
+        if found is None or type(found).__name__ != "dtype":
+            raise DtypeError(f"torch {self.module().__version__} has no element type {name!r}")
+        return found
+
+    def torch_device(self, device: Device) -> Any:
+        """The ``torch.device`` of a dlmg :class:`~dlmg.device.Device` (host: ``cpu``).
+
+        Raises
+        ------
+        DeviceError
+            For a kind torch has no device for.
+        """
+        torch = self.module()
+        if device.kind == "cpu":
+            return torch.device("cpu")
+        kind = _KIND_TO_TORCH.get(device.kind)
+        if kind is None:
+            raise DeviceError(f"torch has no device of kind {device.kind!r} ({device})")
+        return torch.device(kind, device.index)
+
+    # -- describing -----------------------------------------------------------
+    def device_of(self, array: Any) -> Device:
+        """``cpu:0`` for CPU tensors, ``cuda:i`` for CUDA tensors."""
+        dev = array.device
+        kind = _TORCH_TO_KIND.get(dev.type)
+        if kind is None:
+            raise DeviceError(f"torch device {dev} has no DLPack counterpart dlmg knows")
+        return Device(kind, 0 if kind == "cpu" else int(dev.index or 0))
+
+    def dtype_of(self, array: Any) -> str:
+        """dlmg dtype name of ``array.dtype``."""
+        return canonical(array.dtype)
+
+    def strides_of(self, array: Any) -> tuple[int, ...]:
+        """``array.stride()`` (already in elements)."""
+        return tuple(array.stride())
+
+    def data_ptr(self, array: Any) -> int:
+        """``array.data_ptr()`` (includes the storage offset)."""
+        return int(array.data_ptr())
+
+    def is_readonly(self, array: Any) -> bool:
+        """False: torch has no read-only tensors (and imports read-only buffers writable)."""
+        return False
+
+    def supports(self, device: Device) -> bool:
+        """``cpu`` devices always; ``cuda:i`` when torch sees that GPU."""
+        if device.kind == "cpu":
+            return True
+        if device.kind == "cuda":
+            torch = self.module()
+            return bool(torch.cuda.is_available()) and device.index < torch.cuda.device_count()
+        return False
+
+    # -- making and moving ----------------------------------------------------
+    def empty(self, shape: tuple[int, ...], dtype: str, device: Device) -> Any:
+        """``torch.empty`` on ``device``."""
+        return self.module().empty(tuple(shape), dtype=self.torch_dtype(dtype), device=self.torch_device(device))
+
+    def full(self, shape: tuple[int, ...], fill_value: Any, dtype: str, device: Device) -> Any:
+        """``torch.full`` on ``device``."""
+        return self.module().full(
+            tuple(shape), fill_value, dtype=self.torch_dtype(dtype), device=self.torch_device(device)
+        )
+
+    def from_dlpack(self, obj: Any, *, device: Device | None = None, copy: bool | None = None) -> Any:
+        """``torch.from_dlpack`` with dlmg's checks.
+
+        Zero-copy when ``obj`` is on ``device`` (default: where it is) and
+        ``copy`` is not ``True``. A producer with negative strides is copied
+        by its own framework first (``copy=None``) or refused (``copy=False``).
+        Read-only producers come in writable (torch has no read-only tensors).
+
+        Raises
+        ------
+        CopyRequiredError
+            ``copy=False`` where the import needs a copy (negative strides, another device).
+        DLPackError
+            When torch rejects the producer.
+        """
+        torch = self.module()
+        copy = check_copy(copy)
+        if self.owns(obj):
+            if device is None or self._same_place(self.device_of(obj), device):
+                return obj.clone() if copy else obj
+            if copy is False:
+                raise self._copy_required(f"cannot move a tensor from {self.device_of(obj)} to {device} without a copy")
+            return obj.to(self.torch_device(device))
+        src = describe_producer(obj)
+        target = src.device if device is None else device
+        producer = obj
+        if has_negative_strides(src.shape, src.strides):
+            if copy is False:
+                raise self._copy_required(
+                    f"cannot represent the producer's negative strides {src.strides} (shape {src.shape})"
+                )
+            producer = self._contiguous_producer(obj, src)
+            copy = None  # the copy is made
+        else:
+            known = _known_adapter(obj)
+            if known is not None:
+                producer = known.producer(obj)
+        moving = not self._same_place(src.device, target)
+        if moving and copy is False:
+            raise self._copy_required(f"cannot take in memory on {src.device} as a tensor on {target}")
+        try:
+            if copy is None or moving:
+                out = torch.from_dlpack(producer)
+            else:
+                out = torch.from_dlpack(producer, copy=copy)
+        except (BufferError, RuntimeError, TypeError) as exc:
+            if isinstance(exc, CopyRequiredError):
+                raise
+            raise DLPackError(f"torch could not import a {src.dtype} tensor of shape {src.shape} "
+                              f"on {src.device}: {exc}") from exc
+        if moving:
+            out = out.to(self.torch_device(target), copy=bool(copy))
+        return out
+
+    @staticmethod
+    def _same_place(a: Device, b: Device) -> bool:
+        if a.kind == "cpu" and b.kind == "cpu":
+            return True
+        return a == b
+
+    def to_device(self, array: Any, device: Device) -> Any:
+        """``array.to(device)`` (``array`` itself when already there)."""
+        if self._same_place(self.device_of(array), device):
+            return array
+        return array.to(self.torch_device(device))
+
+    def as_strided(self, array: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int = 0) -> Any:
+        """``torch.as_strided`` with the storage offset of ``array`` plus ``offset``.
+
+        Raises
+        ------
+        ViewNotSupportedError
+            For negative strides (torch cannot represent them).
+        ValueError
+            When the view would start before the tensor's storage.
+        """
+        if any(int(s) < 0 for s in strides):
+            raise ViewNotSupportedError(f"torch cannot represent negative strides {tuple(strides)}")
+        start = array.storage_offset() + int(offset)
+        if start < 0:
+            raise ValueError(f"offset {offset} puts the view before the start of the tensor's storage")
+        return self.module().as_strided(array, tuple(shape), tuple(int(s) for s in strides), start)
+
+    def ascontiguous(self, array: Any) -> Any:
+        """``array.contiguous()``."""
+        return array.contiguous()
+
+    def copy_into(self, dst: Any, src: Any) -> None:
+        """``dst.copy_(src)``."""
+        dst.copy_(src)
+
+    # -- DLPack export ----------------------------------------------------------
+    def export(self, array: Any, **kwargs: Any) -> Any:
+        """``array.__dlpack__(**kwargs)``, made inside ``torch.cuda.device(index)``
+        for CUDA tensors, so it works whatever the current device is."""
+        if array.device.type == "cuda":
+            with self.module().cuda.device(array.device.index):
+                return super().export(array, **kwargs)
+        return super().export(array, **kwargs)
+
+    def producer(self, array: Any) -> Any:
+        """``array`` for CPU tensors; for CUDA tensors a shim exporting through :meth:`export`."""
+        if array.device.type == "cuda":
+            return DLPackShim(array, export=partial(self.export, array))
+        return array
+
+    # -- streams ----------------------------------------------------------------
+    def synchronize(self, device: Device | None = None) -> None:
+        """``torch.cuda.synchronize`` of ``device`` (all GPUs when ``None``; nothing for the host)."""
+        if device is not None and device.kind != "cuda":
+            return
+        torch = self.module()
+        if not torch.cuda.is_available() or not torch.cuda.is_initialized():
+            return
+        indices = range(torch.cuda.device_count()) if device is None else [device.index]
+        for i in indices:
+            torch.cuda.synchronize(i)
+
+    def synchronize_array(self, array: Any) -> None:
+        """Synchronise the CUDA device of ``array`` (nothing for CPU tensors)."""
+        if array.device.type == "cuda":
+            self.module().cuda.synchronize(array.device.index)
