@@ -1,0 +1,231 @@
+"""The CuPy adapter: CUDA arrays.
+
+Quirks handled here:
+
+* CuPy cannot take in host memory through DLPack (it raises ``TypeError``
+  deep inside); dlmg raises :class:`~dlmg.errors.DeviceError` naming the fix
+  (move the data to the GPU first, e.g. ``get_adapter("cupy").to_device``),
+  or copies it to the GPU when ``copy=True`` was asked for;
+* CuPy does not honour DLPack's READ_ONLY flag (imports come in writable);
+* strided views take byte strides; an offset view is built from the
+  array's ``MemoryPointer`` plus the offset.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from dlmg.device import Device
+from dlmg.dtypes import canonical
+from dlmg.errors import CopyRequiredError, DeviceError, DLPackError
+
+from ._common import BaseAdapter, DLPackShim, _known_adapter, check_copy, describe_producer
+
+__all__ = ["CupyAdapter"]
+
+
+class CupyAdapter(BaseAdapter):
+    """Adapter for :class:`cupy.ndarray` (CUDA device memory)."""
+
+    name = "cupy"
+    modules = ("cupy", "cupy_backends")
+    package = "cupy"
+    install_hint = "pip install cupy-cuda12x (or cupy-cuda13x, matching your CUDA)"
+    mutable = True
+
+    def owns(self, array: Any) -> bool:
+        """Whether ``array`` is a ``cupy.ndarray`` (type module ``cupy._core.core``)."""
+        return type(array).__module__.partition(".")[0] in self.modules and hasattr(array, "data") and hasattr(array, "device")
+
+    def namespace(self) -> Any:
+        """``array_api_compat.cupy``."""
+        return self._import("array_api_compat.cupy")
+
+    # -- conversions ----------------------------------------------------------
+    def cupy_dtype(self, dtype: Any) -> Any:
+        """The dtype CuPy uses for a dlmg dtype (NumPy's, bfloat16 through ml_dtypes)."""
+        from dlmg.registry import get_adapter
+
+        return get_adapter("numpy").np_dtype(dtype)
+
+    def _check_device(self, device: Device) -> int:
+        if device.kind != "cuda":
+            raise DeviceError(
+                f"CuPy arrays live on CUDA devices; {device} is not one (use NumPy or torch for the host)"
+            )
+        return device.index
+
+    # -- describing -----------------------------------------------------------
+    def device_of(self, array: Any) -> Device:
+        """``cuda:i`` with ``i = array.device.id``."""
+        return Device("cuda", int(array.device.id))
+
+    def dtype_of(self, array: Any) -> str:
+        """dlmg dtype name of ``array.dtype``."""
+        return canonical(array.dtype)
+
+    def strides_of(self, array: Any) -> tuple[int, ...]:
+        """Strides in elements (CuPy's are in bytes).
+
+        Raises
+        ------
+        DLPackError
+            When a byte stride is not a multiple of the item size.
+        """
+        itemsize = array.itemsize
+        out = []
+        for s in array.strides:
+            q, r = divmod(int(s), itemsize)
+            if r:
+                raise DLPackError(f"CuPy array strides {array.strides} (bytes) are not multiples of {itemsize}")
+            out.append(q)
+        return tuple(out)
+
+    def data_ptr(self, array: Any) -> int:
+        """``array.data.ptr``."""
+        return int(array.data.ptr)
+
+    def supports(self, device: Device) -> bool:
+        """``cuda:i`` for the GPUs CuPy sees."""
+        if device.kind != "cuda":
+            return False
+        try:
+            return device.index < self.module().cuda.runtime.getDeviceCount()
+        except Exception:  # no driver, no GPU
+            return False
+
+    # -- making and moving ----------------------------------------------------
+    def empty(self, shape: tuple[int, ...], dtype: str, device: Device) -> Any:
+        """``cupy.empty`` on ``device``."""
+        cp = self.module()
+        with cp.cuda.Device(self._check_device(device)):
+            return cp.empty(tuple(shape), dtype=self.cupy_dtype(dtype))
+
+    def full(self, shape: tuple[int, ...], fill_value: Any, dtype: str, device: Device) -> Any:
+        """``cupy.full`` on ``device``."""
+        cp = self.module()
+        with cp.cuda.Device(self._check_device(device)):
+            return cp.full(tuple(shape), fill_value, dtype=self.cupy_dtype(dtype))
+
+    def from_dlpack(self, obj: Any, *, device: Device | None = None, copy: bool | None = None) -> Any:
+        """``cupy.from_dlpack`` with dlmg's checks.
+
+        Zero-copy for a producer on a CUDA device (the import lands on the
+        producer's device). Host memory is refused (CuPy cannot import it)
+        unless ``copy=True``, which copies it to ``device`` (default: the
+        current CUDA device).
+
+        Raises
+        ------
+        DeviceError
+            For host memory without ``copy=True``; the message says how to move it.
+        CopyRequiredError
+            ``copy=False`` with a producer on another GPU than ``device``.
+        """
+        cp = self.module()
+        copy = check_copy(copy)
+        if device is not None:
+            self._check_device(device)
+        if self.owns(obj):
+            current = self.device_of(obj)
+            if device is None or device == current:
+                return obj.copy() if copy else obj
+            if copy is False:
+                raise self._copy_required(f"cannot move an array from {current} to {device} without a copy")
+            return self.to_device(obj, device)
+        src = describe_producer(obj)
+        if src.device.kind != "cuda":
+            if copy is True and src.device.is_host:
+                from dlmg.registry import get_adapter
+
+                host = get_adapter("numpy").from_dlpack(obj)
+                idx = device.index if device is not None else cp.cuda.runtime.getDevice()
+                with cp.cuda.Device(idx):
+                    return cp.array(host, copy=True)
+            raise DeviceError(
+                f"CuPy cannot import memory on {src.device} through DLPack (it takes CUDA device "
+                f"memory only); move it to the GPU first, e.g. get_adapter('cupy').to_device(x, "
+                f"Device('cuda', 0)) or the producer's own adapter's to_device, or pass copy=True"
+            )
+        target = src.device if device is None else device
+        known = _known_adapter(obj)
+        producer = known.producer(obj) if known is not None else obj
+        if target != src.device:
+            if copy is False:
+                raise self._copy_required(f"cannot take in memory on {src.device} as an array on {target}")
+            with cp.cuda.Device(src.device.index):
+                out = cp.from_dlpack(producer)
+            return self.to_device(out, target)
+        try:
+            with cp.cuda.Device(src.device.index):
+                if copy is None:
+                    return cp.from_dlpack(producer)
+                return cp.from_dlpack(producer, copy=copy)
+        except (TypeError, BufferError, ValueError, RuntimeError) as exc:
+            if isinstance(exc, CopyRequiredError):
+                raise
+            raise DLPackError(f"CuPy could not import a {src.dtype} tensor of shape {src.shape} on {src.device}: {exc}") from exc
+
+    def to_device(self, array: Any, device: Device) -> Any:
+        """``array`` on ``cuda:i`` (a peer copy unless it is there already).
+
+        Host NumPy arrays are accepted too (copied to the GPU), so that
+        ``to_device`` is the fix for CuPy's refusal of host memory.
+
+        Raises
+        ------
+        DeviceError
+            For a non-CUDA target: CuPy cannot hold host arrays (use ``array.get()``).
+        """
+        cp = self.module()
+        idx = self._check_device(device)
+        if self.owns(array) and int(array.device.id) == idx:
+            return array
+        with cp.cuda.Device(idx):
+            return cp.array(array, copy=True)
+
+    def as_strided(self, array: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int = 0) -> Any:
+        """A view with element ``strides`` starting ``offset`` elements from ``array``'s first one."""
+        cp = self.module()
+        itemsize = array.itemsize
+        byte_strides = tuple(int(s) * itemsize for s in strides)
+        if not offset:
+            return cp.lib.stride_tricks.as_strided(array, shape=tuple(shape), strides=byte_strides)
+        return cp.ndarray(tuple(shape), dtype=array.dtype, memptr=array.data + int(offset) * itemsize, strides=byte_strides)
+
+    def ascontiguous(self, array: Any) -> Any:
+        """``cupy.ascontiguousarray`` (on the array's device)."""
+        cp = self.module()
+        with cp.cuda.Device(int(array.device.id)):
+            return cp.ascontiguousarray(array)
+
+    def copy_into(self, dst: Any, src: Any) -> None:
+        """``dst[...] = src`` on ``dst``'s device."""
+        cp = self.module()
+        with cp.cuda.Device(int(dst.device.id)):
+            dst[...] = src
+
+    # -- DLPack export -----------------------------------------------------------
+    def export(self, array: Any, **kwargs: Any) -> Any:
+        """``array.__dlpack__(**kwargs)`` inside ``cupy.cuda.Device(array.device.id)``."""
+        with self.module().cuda.Device(int(array.device.id)):
+            return super().export(array, **kwargs)
+
+    def producer(self, array: Any) -> Any:
+        """A shim exporting through :meth:`export` (so the array's device is current)."""
+        return DLPackShim(array, export=partial(self.export, array))
+
+    # -- streams ----------------------------------------------------------------
+    def synchronize(self, device: Device | None = None) -> None:
+        """``cupy.cuda.Device(i).synchronize()`` for ``device`` (every GPU when ``None``)."""
+        if device is not None and device.kind != "cuda":
+            return
+        cp = self.module()
+        indices = range(cp.cuda.runtime.getDeviceCount()) if device is None else [device.index]
+        for i in indices:
+            cp.cuda.Device(i).synchronize()
+
+    def synchronize_array(self, array: Any) -> None:
+        """Synchronise the device of ``array``."""
+        self.module().cuda.Device(int(array.device.id)).synchronize()
