@@ -123,6 +123,10 @@ def test_fragment_layout_values(doc_example):
     assert "coords=(1, 0)" in repr(frag)
     with pytest.raises(IndexError):
         doc_example.fragment(4)
+    with pytest.raises(IndexError):
+        FragmentLayout(doc_example, 4)
+    assert FragmentLayout(doc_example, 1) == frag
+    assert doc_example.local_shapes == ((5, 5), (4, 5), (5, 4), (4, 4))
 
 
 def test_exported_from_dlmg():

@@ -454,6 +454,11 @@ class Layout:
         """Every fragment, numbered like :attr:`devices`."""
         return tuple(FragmentLayout(self, i) for i in range(self.nfragments))
 
+    @property
+    def local_shapes(self) -> tuple[tuple[int, ...], ...]:
+        """The local shape of every fragment, numbered like :attr:`devices`."""
+        return tuple(f.shape for f in self.fragments)
+
     def fragment(self, index: int) -> "FragmentLayout":
         """Fragment ``index`` (negative values count from the end)."""
         i = self._fragment_index(index)
@@ -676,6 +681,14 @@ class FragmentLayout:
 
     layout: Layout
     index: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.layout, Layout):
+            raise TypeError(f"FragmentLayout needs a Layout, got {type(self.layout).__name__}")
+        index = operator.index(self.index)
+        if not 0 <= index < self.layout.nfragments:
+            raise IndexError(f"fragment {index} out of range for a layout of {self.layout.nfragments} fragments")
+        object.__setattr__(self, "index", index)
 
     # geometry ------------------------------------------------------------
 
