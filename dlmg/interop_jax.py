@@ -35,8 +35,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .device import Device, as_device
-from .errors import DeviceError, DtypeError, FragmentError, FrameworkError, LayoutError
+from .device import Device
+from .errors import DeviceError, FragmentError, FrameworkError, LayoutError
 from .layout import Layout
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,8 +58,6 @@ __all__ = [
 _MODE_AXIS = "dim{}"
 _REPLICA_AXIS = "replica"
 
-#: Element types JAX silently narrows to 32 bits unless ``jax_enable_x64`` is on.
-_X64_DTYPES = frozenset({"int64", "uint64", "float64", "complex128"})
 
 
 # --------------------------------------------------------------------------
@@ -79,18 +77,34 @@ def _jax():
     return jax
 
 
+#: DLPack device types of JAX's accelerator platforms.
+_DL_KINDS = {"gpu": 2, "cuda": 2, "rocm": 10}
+
+
+def _dlmg_device(jdev: Any) -> Device:
+    """The dlmg device of a JAX device: ``cpu:<id>`` for JAX's CPU devices, the
+    local hardware id (the CUDA ordinal) for GPUs -- the JAX adapter's convention."""
+    platform = jdev.platform
+    if platform == "cpu":
+        return Device("cpu", int(jdev.id))
+    if platform not in _DL_KINDS:
+        raise DeviceError(f"JAX platform {platform!r} of device {jdev} has no DLPack device type dlmg knows")
+    hw = getattr(jdev, "local_hardware_id", None)
+    return Device.from_dlpack(_DL_KINDS[platform], int(jdev.id if hw is None else hw))
+
+
 def _jax_devices() -> dict[Device, Any]:
-    """Every JAX device of every available backend, keyed by its dlmg device."""
+    """The addressable JAX devices of every available backend, keyed by dlmg device."""
     jax = _jax()
     out: dict[Device, Any] = {}
     for backend in ("cpu", "gpu"):
         try:
-            devices = jax.devices(backend)
+            devices = jax.local_devices(backend=backend)
         except RuntimeError:  # backend not present
             continue
         for d in devices:
             try:
-                out.setdefault(as_device(d), d)
+                out.setdefault(_dlmg_device(d), d)
             except DeviceError:  # pragma: no cover - a platform dlmg has no kind for
                 continue
     return out
@@ -241,7 +255,7 @@ def layout_from_sharding(sharding: "jax.sharding.Sharding", shape: Sequence[int]
     except Exception as exc:  # JAX's IndivisibleError, ValueError...
         raise LayoutError(f"sharding {sharding} does not fit shape {shape_t}: {exc}") from exc
     block, grid, ordered, _ = _geometry(index_map, shape_t)
-    return Layout(shape_t, block=block, grid=grid, devices=[as_device(d) for d in ordered])
+    return Layout(shape_t, block=block, grid=grid, devices=[_dlmg_device(d) for d in ordered])
 
 
 # --------------------------------------------------------------------------
@@ -315,7 +329,7 @@ def _spec_on_mesh(layout: Layout, mesh: Any) -> tuple:
 
     mesh_devs = np.asarray(mesh.devices)
     names = tuple(mesh.axis_names)
-    where = {as_device(d): i for i, d in enumerate(mesh_devs.flat)}
+    where = {_dlmg_device(d): i for i, d in enumerate(mesh_devs.flat)}
     context = f"mesh {dict(zip(names, mesh_devs.shape))} with devices {[str(d) for d in where]}"
     if len(where) != layout.nfragments or set(where) != set(layout.devices):
         raise LayoutError(
@@ -408,7 +422,7 @@ def to_sharding(layout: Layout, mesh: "jax.sharding.Mesh | None" = None) -> "jax
 def _cross_check(sharding: Any, layout: Layout) -> None:
     """Every device's piece under ``sharding`` is what its fragment owns."""
     index_map = sharding.devices_indices_map(layout.shape)
-    by_device = {as_device(d): ix for d, ix in index_map.items()}
+    by_device = {_dlmg_device(d): ix for d, ix in index_map.items()}
     for frag in layout.fragments:
         index = by_device.get(frag.device)
         if index is None or _index_spans(index, layout.shape) != _fragment_spans(frag):
@@ -489,12 +503,12 @@ def jax_compatible_layout(layout: Layout, mesh: "jax.sharding.Mesh | None" = Non
             if all(n % g == 0 for n, g in zip(shape, layout.grid)):
                 block = tuple(n // g if g > 1 else max(n, 1) for n, g in zip(shape, layout.grid))
                 return Layout(shape, block=block, grid=layout.grid, devices=layout.devices)
-        pool = [as_device(d) for d in _local_pool(layout.devices[0].kind)] or list(table)
+        pool = [_dlmg_device(d) for d in _local_pool(layout.devices[0].kind)] or list(table)
         counts = range(len(pool), 1, -1)
     else:
         import numpy as np
 
-        pool = [as_device(d) for d in np.asarray(mesh.devices).flat]
+        pool = [_dlmg_device(d) for d in np.asarray(mesh.devices).flat]
         counts = [len(pool)]
     modes = sorted(range(len(shape)), key=lambda m: (layout.grid[m] == 1, m))
     for p in counts:
@@ -519,7 +533,8 @@ def jax_compatible_layout(layout: Layout, mesh: "jax.sharding.Mesh | None" = Non
 
 def _is_jax_array(obj: Any) -> bool:
     top = type(obj).__module__.partition(".")[0]
-    return top in ("jax", "jaxlib") and hasattr(obj, "addressable_shards") and hasattr(obj, "sharding")
+    cls = type(obj)
+    return top in ("jax", "jaxlib") and hasattr(cls, "addressable_shards") and hasattr(cls, "is_deleted")
 
 
 def from_jax(array: "jax.Array") -> "DistributedTensor":
@@ -568,7 +583,7 @@ def from_jax(array: "jax.Array") -> "DistributedTensor":
         )
     shape = tuple(int(n) for n in array.shape)
     layout = layout_from_sharding(array.sharding, shape)
-    shards = {as_device(s.device): s for s in array.addressable_shards}
+    shards = {_dlmg_device(s.device): s for s in array.addressable_shards}
     arrays = []
     for frag in layout.fragments:
         shard = shards.get(frag.device)
@@ -585,25 +600,16 @@ def from_jax(array: "jax.Array") -> "DistributedTensor":
     return from_fragments(arrays, layout)
 
 
-def _check_x64(dtype: str) -> None:
-    jax = _jax()
-    if dtype in _X64_DTYPES and not jax.config.jax_enable_x64:
-        raise DtypeError(
-            f"the tensor's dtype is {dtype} but JAX runs without 64-bit types and would narrow it "
-            "to 32 bits; enable them with jax.config.update('jax_enable_x64', True)"
-        )
-
-
-def _fragment_to_jax(array: Any, framework: str, device: Device, jdev: Any) -> Any:
-    """``array`` as a JAX array on ``jdev``: itself, or imported through DLPack."""
-    if framework == "jax":
-        if not array.is_deleted() and array.devices() == {jdev}:
-            return array
-        # a JAX array on another device: ask JAX to move it (a copy)
-        return _jax().device_put(array, jdev)
+def _fragment_to_jax(array: Any, framework: str, device: Device) -> Any:
+    """``array`` as a JAX array on ``device``: itself when it already is one
+    there; else moved (JAX CPU devices: zero-copy) or imported through DLPack
+    by the JAX adapter (zero-copy where JAX can address the memory)."""
     from .registry import get_adapter
 
-    return get_adapter("jax").from_dlpack(array, device=device)
+    adapter = get_adapter("jax")
+    if framework == "jax":
+        return adapter.to_device(array, device)
+    return adapter.from_dlpack(array, device=device)
 
 
 def to_jax(
@@ -646,7 +652,10 @@ def to_jax(
         silently).
     """
     jax = _jax()
-    _check_x64(tensor.dtype)
+    from .dtypes import canonical
+    from .registry import get_adapter
+
+    get_adapter("jax").check_dtype(canonical(tensor.dtype))
     layout = tensor.layout
     table = _jax_devices()
     problems = jax_layout_problems(layout)
@@ -670,7 +679,7 @@ def to_jax(
     arrays = []
     for frag in tensor.fragments:
         device = layout.devices[frag.index]
-        arrays.append(_fragment_to_jax(frag.array, frag.framework, device, table[device]))
+        arrays.append(_fragment_to_jax(frag.array, frag.framework, device))
     return jax.make_array_from_single_device_arrays(layout.shape, sharding, arrays)
 
 
