@@ -165,8 +165,8 @@ def render_text(layout: "Layout") -> str:
     """``str(layout)``: a header line, the block table and the fragment summary."""
     head = (
         f"Layout shape={layout.shape} block={layout.block} grid={layout.grid} "
-        f"replicas={layout.nreplicas} ({layout.nfragments} fragments, "
-        f"{'host' if layout.on_host else 'device'}, "
+        f"replicas={layout.nreplicas} ({layout.nfragments} fragment{'' if layout.nfragments == 1 else 's'} on "
+        f"{'the host' if layout.on_host else 'devices'}, "
         f"{'dense' if layout.is_dense else f'element_strides={layout.element_strides} block_strides={layout.block_strides}'})"
     )
     return f"{head}\n{render_table(layout)}\n{render_fragments(layout)}"
