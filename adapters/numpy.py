@@ -204,6 +204,14 @@ class NumpyAdapter(BaseAdapter):
             raise _bf16_error("export", name)
         return super().export(array, **kwargs)
 
+    def producer(self, array: Any) -> Any:
+        """``array`` itself; raises a clear DtypeError first for bfloat16 and the
+        other types NumPy cannot export (before another framework's import fails)."""
+        name = self.dtype_of(array)
+        if name not in NUMPY_DLPACK_DTYPES:
+            raise _bf16_error("export", name)
+        return array
+
     def copy_into(self, dst: Any, src: Any) -> None:
         """``dst[...] = src``."""
         dst[...] = src

@@ -1,0 +1,459 @@
+"""The adapter contract: checks every dlmg adapter must pass.
+
+A third-party adapter package runs the same suite as dlmg's own adapters,
+either in one call::
+
+    from dlmg.testing import check_adapter
+    check_adapter(MyAdapter(), device=Device("cpu", 0))
+
+or as pytest tests, one per check, by subclassing :class:`AdapterContract`::
+
+    class TestMyAdapter(AdapterContract):
+        adapter = MyAdapter()
+        device = Device("cpu", 0)
+
+Each check takes a :class:`ContractContext` and raises ``AssertionError``
+naming what broke. The checks use only the adapter's own methods, plus NumPy
+to compare values on the host; arrays with values are made through the
+adapter's array-API namespace (``arange``/``reshape``/``astype``) unless a
+``make_array`` is given.
+
+This module imports no framework at import time (NumPy is imported inside the
+checks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from dlmg.device import Device, as_device
+from dlmg.dtypes import canonical, info
+from dlmg.errors import CopyRequiredError
+
+__all__ = [
+    "AdapterContract",
+    "CHECKS",
+    "ContractContext",
+    "DEFAULT_DTYPES",
+    "check_adapter",
+    "host_values",
+    "is_capsule",
+]
+
+#: The element types the contract exercises by default.
+DEFAULT_DTYPES: tuple[str, ...] = (
+    "bool", "int8", "int32", "int64", "uint8", "float16", "bfloat16", "float32", "float64", "complex64",
+)
+_NUMPY_DLPACK = frozenset(
+    ["bool", "float16", "float32", "float64", "complex64", "complex128"]
+    + [f"{k}int{b}" for k in ("", "u") for b in (8, 16, 32, 64)]
+)
+
+
+def is_capsule(obj: Any) -> bool:
+    """Whether ``obj`` is a DLPack capsule (``"dltensor"`` or ``"dltensor_versioned"``)."""
+    if type(obj).__name__ != "PyCapsule":
+        return False
+    import ctypes
+
+    get_name = ctypes.pythonapi.PyCapsule_GetName
+    get_name.restype = ctypes.c_char_p
+    get_name.argtypes = [ctypes.py_object]
+    return get_name(obj) in (b"dltensor", b"dltensor_versioned")
+
+
+def host_values(adapter: Any, array: Any) -> Any:
+    """The values of ``array`` as a NumPy array (a copy where needed), for comparisons.
+
+    bfloat16 and other types NumPy cannot take through DLPack are cast to
+    float32 (through the adapter's namespace) first; arrays off the host go
+    through ``adapter.to_device(array, cpu)``, ``array.get()`` or ``array.cpu()``.
+    """
+    import numpy as np
+
+    if not hasattr(array, "__dlpack__"):  # a NumPy scalar from a reduction
+        return np.array(array, copy=True)
+    dtype = adapter.dtype_of(array)
+    if dtype not in _NUMPY_DLPACK:
+        xp = adapter.namespace()
+        array = xp.astype(array, xp.float32)
+    if not adapter.device_of(array).is_host:
+        try:
+            array = adapter.to_device(array, Device("cpu", 0))
+        except Exception:
+            for name in ("get", "cpu"):
+                method = getattr(array, name, None)
+                if method is not None:
+                    array = method()
+                    break
+    return np.array(np.from_dlpack(array), copy=True)
+
+
+def _expected(shape: tuple[int, ...], dtype: str) -> Any:
+    import numpy as np
+
+    n = 1
+    for s in shape:
+        n *= s
+    values = np.arange(n, dtype=np.int64).reshape(shape)
+    if dtype == "bool":
+        return (values % 2).astype(bool)
+    return (values % 100).astype(np.float32 if dtype not in _NUMPY_DLPACK else dtype)
+
+
+def _default_make_array(adapter: Any, shape: tuple[int, ...], dtype: str, device: Device) -> Any:
+    """``arange(n) % 100`` (``% 2`` for bool) of ``shape`` and ``dtype`` on ``device``."""
+    xp = adapter.namespace()
+    n = 1
+    for s in shape:
+        n *= s
+    base = xp.arange(n) % (2 if dtype == "bool" else 100)
+    base = xp.reshape(base, tuple(shape))
+    target = getattr(xp, dtype, None)
+    if target is None:
+        target = _framework_dtype(adapter, dtype)
+    out = xp.astype(base, target)
+    return adapter.to_device(out, device)
+
+
+def _framework_dtype(adapter: Any, dtype: str) -> Any:
+    for attr in ("torch_dtype", "jax_dtype", "cupy_dtype", "np_dtype"):
+        fn = getattr(adapter, attr, None)
+        if fn is not None:
+            return fn(dtype)
+    raise AssertionError(f"cannot name dtype {dtype} in framework {adapter.name}")
+
+
+@dataclass
+class ContractContext:
+    """What a contract check gets.
+
+    Attributes
+    ----------
+    adapter : Adapter
+        The adapter under test.
+    device : Device
+        A device the adapter supports, where arrays are made.
+    dtypes : tuple of str
+        Element types to exercise (those the framework supports).
+    make_array : callable
+        ``make_array(adapter, shape, dtype, device)`` -> an array whose values
+        equal ``arange(n) % 100`` (``% 2`` for bool) reshaped to ``shape``.
+    to_numpy : callable
+        ``to_numpy(adapter, array)`` -> a NumPy copy of the values.
+    """
+
+    adapter: Any
+    device: Device
+    dtypes: tuple[str, ...] = DEFAULT_DTYPES
+    make_array: Callable[..., Any] = _default_make_array
+    to_numpy: Callable[..., Any] = host_values
+    notes: list[str] = field(default_factory=list)
+
+    def array(self, shape: tuple[int, ...], dtype: str = "float32") -> Any:
+        """An array with known values (see :attr:`make_array`)."""
+        return self.make_array(self.adapter, tuple(shape), dtype, self.device)
+
+    def values(self, array: Any) -> Any:
+        """NumPy copy of ``array``'s values."""
+        return self.to_numpy(self.adapter, array)
+
+    def assert_values(self, array: Any, shape: tuple[int, ...], dtype: str, what: str) -> None:
+        """Assert ``array`` holds :func:`_expected` values of ``shape``/``dtype``."""
+        import numpy as np
+
+        got = self.values(array)
+        want = _expected(tuple(shape), dtype)
+        assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+        assert np.array_equal(got.astype(want.dtype), want), f"{what}: values differ:\n{got}\n!=\n{want}"
+
+
+# -- the checks ---------------------------------------------------------------
+def check_identity(ctx: ContractContext) -> None:
+    """name/modules/package are set; ``owns`` recognises the adapter's arrays and nothing else."""
+    a = ctx.adapter
+    assert isinstance(a.name, str) and a.name, "adapter.name must be a non-empty string"
+    assert isinstance(a.package, str) and a.package, "adapter.package must name the framework module"
+    assert isinstance(a.install_hint, str), "adapter.install_hint must be a string"
+    assert isinstance(a.mutable, bool), "adapter.mutable must be a bool"
+    x = ctx.array((2, 3))
+    assert a.owns(x), f"{a.name}.owns() does not recognise its own array {type(x)}"
+    for other in (None, 1.5, [1, 2], "text", object()):
+        assert not a.owns(other), f"{a.name}.owns({other!r}) must be False"
+    assert a.available(), f"{a.name}.available() is False although arrays could be made"
+
+
+def check_registry(ctx: ContractContext) -> None:
+    """When the adapter is registered, ``adapter_for`` finds it for its arrays by type module."""
+    from dlmg.registry import adapter_for, adapter_names
+
+    a = ctx.adapter
+    if a.name not in adapter_names():
+        ctx.notes.append(f"{a.name} is not registered; registry lookup not checked")
+        return
+    x = ctx.array((2,))
+    assert adapter_for(x).name == a.name, f"adapter_for() gives {adapter_for(x).name!r} for a {a.name} array"
+
+
+def check_describe(ctx: ContractContext) -> None:
+    """shape_of, dtype_of, device_of, strides_of (C order for new arrays), data_ptr."""
+    a = ctx.adapter
+    x = ctx.array((2, 3, 4))
+    assert a.shape_of(x) == (2, 3, 4), f"shape_of gives {a.shape_of(x)}"
+    assert a.dtype_of(x) == "float32", f"dtype_of gives {a.dtype_of(x)!r}, want 'float32'"
+    dev = a.device_of(x)
+    assert isinstance(dev, Device), f"device_of must return a dlmg Device, got {dev!r}"
+    assert dev == ctx.device or (dev.kind == ctx.device.kind == "cpu"), f"device_of gives {dev}, made on {ctx.device}"
+    assert a.strides_of(x) == (12, 4, 1), f"strides_of gives {a.strides_of(x)}, want element strides (12, 4, 1)"
+    ptr = a.data_ptr(x)
+    assert isinstance(ptr, int) and ptr != 0, f"data_ptr gives {ptr!r}"
+    assert a.supports(ctx.device), f"supports({ctx.device}) is False although arrays were made there"
+    ctx.assert_values(x, (2, 3, 4), "float32", "make_array")
+
+
+def check_allocation(ctx: ContractContext) -> None:
+    """empty and full give arrays of the right shape, dtype, device and values, for every dtype."""
+    import numpy as np
+
+    a = ctx.adapter
+    for dtype in ctx.dtypes:
+        e = a.empty((3, 2), dtype, ctx.device)
+        assert a.shape_of(e) == (3, 2) and a.dtype_of(e) == dtype, f"empty((3,2), {dtype}) gives {a.shape_of(e)} {a.dtype_of(e)}"
+        f = a.full((2, 5), 1, dtype, ctx.device)
+        assert a.dtype_of(f) == dtype, f"full(..., {dtype}) gives dtype {a.dtype_of(f)}"
+        d = a.device_of(f)
+        assert d == ctx.device or (d.kind == ctx.device.kind == "cpu"), f"full on {ctx.device} lands on {d}"
+        got = ctx.values(f)
+        assert got.shape == (2, 5) and np.all(got == 1), f"full(..., 1, {dtype}) holds {got}"
+    z = a.empty((0, 3), "float32", ctx.device)
+    assert a.shape_of(z) == (0, 3), "empty of a zero-size shape"
+    s = a.full((), 7, "int32", ctx.device)
+    assert a.shape_of(s) == () and int(ctx.values(s)) == 7, "full of a 0-d shape"
+
+
+def check_dlpack_roundtrip(ctx: ContractContext) -> None:
+    """export gives a DLPack capsule; from_dlpack of its own array is zero-copy; copy=True copies."""
+    a = ctx.adapter
+    for dtype in ctx.dtypes:
+        x = ctx.array((3, 4), dtype)
+        try:
+            cap = a.export(x) if hasattr(a, "export") else x.__dlpack__()
+        except TypeError as exc:  # a dtype the framework cannot export (NumPy bfloat16)
+            assert "dlpack" in str(exc).lower() or dtype in str(exc), f"export of {dtype}: unclear error {exc}"
+            continue
+        assert is_capsule(cap), f"export of {dtype} gives {cap!r}, not a DLPack capsule"
+        del cap
+        y = a.from_dlpack(x, copy=False)
+        assert a.data_ptr(y) == a.data_ptr(x), f"from_dlpack(copy=False) of its own {dtype} array moved the data"
+        ctx.assert_values(y, (3, 4), dtype, f"from_dlpack {dtype}")
+        z = a.from_dlpack(x, copy=True)
+        assert a.data_ptr(z) != a.data_ptr(x), f"from_dlpack(copy=True) of a {dtype} array did not copy"
+        ctx.assert_values(z, (3, 4), dtype, f"from_dlpack copy {dtype}")
+    try:
+        a.from_dlpack(ctx.array((2,)), copy="yes")
+    except (ValueError, TypeError):
+        pass
+    else:
+        raise AssertionError("from_dlpack(copy='yes') must raise ValueError")
+
+
+def check_to_device(ctx: ContractContext) -> None:
+    """to_device onto the array's own device gives the same memory."""
+    a = ctx.adapter
+    x = ctx.array((4,))
+    y = a.to_device(x, a.device_of(x))
+    assert a.data_ptr(y) == a.data_ptr(x), "to_device onto the same device copied"
+
+
+def check_as_strided(ctx: ContractContext) -> None:
+    """as_strided views the same memory with element strides and an element offset
+    (or raises NotImplementedError for frameworks without views)."""
+    import numpy as np
+
+    a = ctx.adapter
+    x = ctx.array((4, 6))
+    try:
+        v = a.as_strided(x, (3, 2), (1, 6), offset=7)
+    except NotImplementedError:
+        assert not a.mutable, "a mutable framework must support as_strided"
+        ctx.notes.append(f"{a.name}: no strided views")
+        return
+    itemsize = info(a.dtype_of(x)).itemsize
+    assert a.data_ptr(v) == a.data_ptr(x) + 7 * itemsize, "as_strided offset is not in elements"
+    assert a.strides_of(v) == (1, 6), f"as_strided strides {a.strides_of(v)}"
+    want = _expected((4, 6), "float32").reshape(-1)
+    want = np.lib.stride_tricks.as_strided(want[7:], (3, 2), (4, 24))
+    assert np.array_equal(ctx.values(v), want), f"as_strided values {ctx.values(v)} != {want}"
+    t = a.as_strided(x, (6, 4), (1, 6))
+    assert a.data_ptr(t) == a.data_ptr(x), "as_strided without offset must start at the first element"
+
+
+def check_copy_into(ctx: ContractContext) -> None:
+    """copy_into writes through a view into the base array (mutable frameworks), else raises."""
+    import numpy as np
+
+    a = ctx.adapter
+    dst = a.full((3, 4), 0, "float32", ctx.device)
+    src = ctx.array((2, 4))
+    if not a.mutable:
+        try:
+            a.copy_into(dst, ctx.array((3, 4)))
+        except (NotImplementedError, TypeError, ValueError):
+            return
+        raise AssertionError("copy_into of an immutable framework must raise")
+    view = a.as_strided(dst, (2, 4), (4, 1), offset=4)
+    a.copy_into(view, src)
+    got = ctx.values(dst)
+    want = np.zeros((3, 4), np.float32)
+    want[1:] = _expected((2, 4), "float32")
+    assert np.array_equal(got, want), f"copy_into through a view gave\n{got}"
+
+
+def check_namespace(ctx: ContractContext) -> None:
+    """namespace() is an array-API namespace that works on the adapter's arrays."""
+    xp = ctx.adapter.namespace()
+    for name in ("asarray", "sum", "reshape", "astype", "matmul", "arange"):
+        assert hasattr(xp, name), f"namespace has no {name}"
+    x = ctx.array((3,))
+    assert float(ctx.values(xp.sum(x))) == 3.0, "namespace sum of [0, 1, 2]"
+
+
+def check_synchronize(ctx: ContractContext) -> None:
+    """synchronize(device), synchronize() and synchronize_array (when present) return."""
+    a = ctx.adapter
+    x = ctx.array((3,))
+    a.synchronize(ctx.device)
+    a.synchronize()
+    if hasattr(a, "synchronize_array"):
+        a.synchronize_array(x)
+
+
+def check_readonly(ctx: ContractContext) -> None:
+    """is_readonly (when present) is a bool; False for new arrays of mutable frameworks."""
+    a = ctx.adapter
+    if not hasattr(a, "is_readonly"):
+        return
+    x = ctx.array((3,))
+    ro = a.is_readonly(x)
+    assert isinstance(ro, bool), "is_readonly must return a bool"
+    assert ro == (not a.mutable), f"is_readonly of a new array is {ro}, mutable is {a.mutable}"
+
+
+#: Every contract check by name, in the order they run.
+CHECKS: dict[str, Callable[[ContractContext], None]] = {
+    "identity": check_identity,
+    "registry": check_registry,
+    "describe": check_describe,
+    "allocation": check_allocation,
+    "dlpack_roundtrip": check_dlpack_roundtrip,
+    "to_device": check_to_device,
+    "as_strided": check_as_strided,
+    "copy_into": check_copy_into,
+    "namespace": check_namespace,
+    "synchronize": check_synchronize,
+    "readonly": check_readonly,
+}
+
+
+def check_adapter(
+    adapter: Any,
+    make_array: Callable[..., Any] | None = None,
+    *,
+    device: Any = "cpu",
+    dtypes: tuple[str, ...] | None = None,
+    to_numpy: Callable[..., Any] | None = None,
+    skip: tuple[str, ...] = (),
+) -> list[str]:
+    """Run every contract check on ``adapter``.
+
+    Parameters
+    ----------
+    adapter : Adapter or str
+        The adapter (or a registered framework name).
+    make_array : callable, optional
+        ``make_array(adapter, shape, dtype, device)``; defaults to one built on
+        the adapter's namespace.
+    device : Device or str
+        Where to make arrays.
+    dtypes : tuple of str, optional
+        Element types to exercise (default :data:`DEFAULT_DTYPES`).
+    to_numpy : callable, optional
+        ``to_numpy(adapter, array)``; default :func:`host_values`.
+    skip : tuple of str
+        Names of checks (keys of :data:`CHECKS`) to leave out.
+
+    Returns
+    -------
+    list of str
+        Notes from the checks (what was not applicable).
+
+    Raises
+    ------
+    AssertionError
+        At the first failing check, prefixed with its name.
+    """
+    from dlmg.registry import get_adapter
+
+    ctx = ContractContext(
+        adapter=get_adapter(adapter),
+        device=as_device(device),
+        dtypes=tuple(canonical(d) for d in dtypes) if dtypes else DEFAULT_DTYPES,
+        make_array=make_array or _default_make_array,
+        to_numpy=to_numpy or host_values,
+    )
+    for name, check in CHECKS.items():
+        if name in skip:
+            continue
+        try:
+            check(ctx)
+        except AssertionError as exc:
+            raise AssertionError(f"adapter contract check {name!r} failed for {ctx.adapter.name!r}: {exc}") from exc
+    return ctx.notes
+
+
+class AdapterContract:
+    """pytest base class: one test per contract check.
+
+    Subclass it as ``Test...`` and set :attr:`adapter` (an instance or a
+    registered name) and :attr:`device`; optionally :attr:`dtypes`,
+    :meth:`make_array` and :meth:`to_numpy`.
+    """
+
+    adapter: Any = None
+    device: Any = "cpu"
+    dtypes: tuple[str, ...] = DEFAULT_DTYPES
+
+    def make_array(self, adapter: Any, shape: tuple[int, ...], dtype: str, device: Device) -> Any:
+        """Override to make arrays another way (default: through the namespace)."""
+        return _default_make_array(adapter, shape, dtype, device)
+
+    def to_numpy(self, adapter: Any, array: Any) -> Any:
+        """Override to read values another way (default :func:`host_values`)."""
+        return host_values(adapter, array)
+
+    def contract_context(self) -> ContractContext:
+        """The context the checks run with."""
+        from dlmg.registry import get_adapter
+
+        return ContractContext(
+            adapter=get_adapter(self.adapter),
+            device=as_device(self.device),
+            dtypes=tuple(self.dtypes),
+            make_array=self.make_array,
+            to_numpy=self.to_numpy,
+        )
+
+
+def _make_test(name: str) -> Callable[[AdapterContract], None]:
+    def test(self: AdapterContract) -> None:
+        CHECKS[name](self.contract_context())
+
+    test.__name__ = f"test_{name}"
+    test.__doc__ = CHECKS[name].__doc__
+    return test
+
+
+for _name in CHECKS:
+    setattr(AdapterContract, f"test_{_name}", _make_test(_name))
+del _name
