@@ -1,0 +1,75 @@
+"""``import dlmg`` and everything up to creating adapters imports no framework.
+
+Run in a fresh interpreter (this test process has frameworks loaded already),
+as array-api-compat does for its own namespaces.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+_HEAVY = ("torch", "jax", "jaxlib", "cupy", "cupy_backends", "tensorflow")
+
+_SCRIPT = r"""
+import json, sys
+import dlmg
+import dlmg.adapters
+import dlmg.registry
+import dlmg.testing
+from dlmg.registry import adapter_names, get_adapter, adapter_for, framework_of
+from dlmg import Device
+import numpy as np
+
+adapters = {}
+for name in ("numpy", "torch", "jax", "cupy", "dlpack"):
+    a = get_adapter(name)
+    adapters[name] = type(a).__name__
+    a.owns(object()), a.name, a.modules, a.mutable
+for alias in ("np", "pytorch", "jnp", "cp", "generic"):
+    get_adapter(alias)
+adapter_names()
+# detecting a NumPy array walks every adapter's `modules` without importing frameworks
+assert framework_of(np.ones(3)) == "numpy"
+d = adapter_for(np.ones((2, 3))).describe(np.ones((2, 3)))
+print(json.dumps({"adapters": adapters, "loaded": sorted(sys.modules)}))
+"""
+
+
+def test_import_dlmg_loads_no_framework():
+    proc = subprocess.run([sys.executable, "-c", _SCRIPT], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["adapters"] == {
+        "numpy": "NumpyAdapter",
+        "torch": "TorchAdapter",
+        "jax": "JaxAdapter",
+        "cupy": "CupyAdapter",
+        "dlpack": "GenericAdapter",
+    }
+    top = {m.partition(".")[0] for m in report["loaded"]}
+    loaded = [m for m in _HEAVY if m in top]
+    assert not loaded, f"importing dlmg / creating adapters imported {loaded}"
+    compat = [m for m in report["loaded"] if m.startswith(("array_api_compat.torch", "array_api_compat.cupy"))]
+    assert not compat, f"framework namespaces of array-api-compat were imported: {compat}"
+
+
+@pytest.mark.parametrize("framework", ["torch", "jax"])
+def test_using_one_framework_loads_only_that_one(framework):
+    pytest.importorskip(framework)
+    script = (
+        "import sys, json\n"
+        "from dlmg import get_adapter, adapter_for, Device\n"
+        f"a = get_adapter({framework!r})\n"
+        "x = a.full((2,), 1, 'float32', Device('cpu', 0))\n"
+        "assert adapter_for(x).name == a.name\n"
+        "print(json.dumps(sorted(set(m.partition('.')[0] for m in sys.modules))))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 0, proc.stderr
+    loaded = set(json.loads(proc.stdout.strip().splitlines()[-1]))
+    others = {"torch", "jax", "cupy"} - {framework}
+    assert framework in loaded and not (others & loaded), f"{framework} pulled in {others & loaded}"
