@@ -1,0 +1,456 @@
+"""Making distributed tensors: wrap arrays or raw memory, allocate, scatter.
+
+* :func:`from_fragments` wraps existing arrays (any framework, mixed allowed)
+  without a copy;
+* :func:`from_pointers` wraps raw memory addresses, honouring the layout's
+  element and block strides, with an optional lifetime ``owner``;
+* :func:`empty`, :func:`zeros`, :func:`ones`, :func:`full` allocate every
+  fragment in one framework on its device;
+* :func:`scatter` spreads one regular array over a layout (an explicit copy).
+
+Every function checks what it is given and raises a clear error naming the
+fragment, the field and the value.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Sequence
+
+from .device import Device
+from .dtypes import canonical
+from .errors import DeviceError, FragmentError, LayoutError
+from .tensor import _CREATE, DistributedTensor, Fragment, process_rank
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .adapters import Adapter
+    from .layout import FragmentLayout, Layout
+
+__all__ = ["from_fragments", "from_pointers", "empty", "zeros", "ones", "full", "scatter"]
+
+
+# -- shared checks ----------------------------------------------------------------
+def _check_layout(layout: Any, what: str) -> "Layout":
+    from .layout import Layout
+
+    if not isinstance(layout, Layout):
+        raise TypeError(f"{what} needs a dlmg.Layout as layout, got {type(layout).__name__}")
+    return layout
+
+
+def _ranks(layout: "Layout", ranks: Any) -> tuple[int, ...]:
+    """One process rank per fragment (all this process's by default)."""
+    me = process_rank()
+    n = layout.nfragments
+    if ranks is None:
+        return (me,) * n
+    if isinstance(ranks, Mapping):
+        values = [ranks.get(i, me) for i in range(n)]
+        extra = sorted(set(ranks) - set(range(n)))
+        if extra:
+            raise FragmentError(f"ranks names fragments {extra}, but the layout has {n} fragments")
+    else:
+        values = list(ranks)
+        if len(values) != n:
+            raise FragmentError(f"ranks has {len(values)} entries for a layout of {n} fragments")
+    out = []
+    for i, r in enumerate(values):
+        if isinstance(r, bool):
+            raise FragmentError(f"ranks[{i}] = {r!r} is a bool, not a process rank")
+        try:
+            r = operator.index(r)
+        except TypeError:
+            raise FragmentError(f"ranks[{i}] = {r!r} is not an int process rank") from None
+        if r < 0:
+            raise FragmentError(f"ranks[{i}] = {r} is negative")
+        out.append(r)
+    return tuple(out)
+
+
+def _slots(layout: "Layout", items: Any, ranks: tuple[int, ...], what: str) -> list[Any]:
+    """``items`` (a sequence in fragment order, or a mapping by fragment index) as one
+    entry per fragment (``None`` where nothing was given)."""
+    n = layout.nfragments
+    me = process_rank()
+    local = [i for i in range(n) if ranks[i] == me]
+    if isinstance(items, Mapping):
+        slots: list[Any] = [None] * n
+        for key, value in items.items():
+            try:
+                i = operator.index(key)
+            except TypeError:
+                raise FragmentError(f"{what}: key {key!r} is not a fragment index") from None
+            if not 0 <= i < n:
+                raise FragmentError(f"{what}: fragment index {i} out of range for a layout of {n} fragments")
+            slots[i] = value
+        return slots
+    if isinstance(items, (str, bytes)) or not hasattr(items, "__len__"):
+        raise TypeError(
+            f"{what} takes a sequence in fragment order or a mapping {{fragment index: value}}, "
+            f"got {type(items).__name__}"
+        )
+    items = list(items)
+    if len(items) == n:
+        return items
+    if len(items) == len(local) and len(local) < n:
+        slots = [None] * n
+        for i, value in zip(local, items):
+            slots[i] = value
+        return slots
+    expect = f"{n}" if len(local) == n else f"{n} (or {len(local)}, one per fragment of this process)"
+    raise FragmentError(
+        f"{what}: got {len(items)} entries but the layout has {expect} fragments "
+        f"(shape {layout.shape}, grid {layout.grid}, {layout.nreplicas} replica(s))"
+    )
+
+
+def _places_host_devices(adapter: "Adapter") -> bool:
+    """Whether the framework tells its host devices apart (JAX's cpu:0, cpu:1, ...)."""
+    flag = getattr(adapter, "distinct_host_devices", None)
+    return bool(flag) if flag is not None else adapter.name == "jax"
+
+
+def _fits(adapter: "Adapter", have: Device, slot: Device) -> bool:
+    if have == slot:
+        return True
+    return have.is_host and slot.is_host and not _places_host_devices(adapter)
+
+
+def _remote(frag: "FragmentLayout", rank: int) -> Fragment:
+    return Fragment(frag, None, None, rank=rank, token=_CREATE)
+
+
+# -- from_fragments ----------------------------------------------------------------
+def from_fragments(
+    arrays: Sequence[Any] | Mapping[int, Any],
+    layout: "Layout",
+    *,
+    ranks: Sequence[int] | Mapping[int, int] | None = None,
+    dtype: Any = None,
+) -> DistributedTensor:
+    """Wrap existing arrays as the fragments of a distributed tensor, without a copy.
+
+    Parameters
+    ----------
+    arrays : sequence or mapping of arrays
+        One array per fragment in fragment order (column-major over the grid,
+        then replica), or a mapping ``{fragment index: array}``. Arrays may
+        come from different frameworks (NumPy, torch, JAX, CuPy, any DLPack
+        producer); each must have its fragment's local shape and all one
+        element type. NumPy and torch host arrays fit any ``cpu`` slot (one
+        host memory); a JAX array on ``cpu:3`` fits only a ``cpu:3`` slot.
+        With ``ranks``, give arrays for this process's fragments only (the
+        others ``None`` or left out).
+    layout : Layout
+    ranks : sequence or mapping of int, optional
+        The process holding each fragment; all this process's by default.
+    dtype : dtype, optional
+        The element type, checked against the arrays (needed only when this
+        process holds no fragment).
+
+    Returns
+    -------
+    DistributedTensor
+        Its fragments' ``array`` are the very objects given.
+
+    Raises
+    ------
+    FragmentError
+        Wrong count, shape, dtype, device or rank (the message names the fragment).
+    FrameworkError
+        An object of no known framework.
+
+    Notes
+    -----
+    Arrays may have any strides their framework allows for a dense layout
+    (the layout then describes the distribution only). With explicit
+    ``element_strides`` every array must have the fragment's strides;
+    padded layouts (blocks apart in memory) take raw memory through
+    :func:`from_pointers`.
+
+    Examples
+    --------
+    >>> import numpy as np, dlmg
+    >>> lay = dlmg.Layout.slab((4, 3), 0, ["cpu", "cpu"])
+    >>> dt = dlmg.from_fragments([np.zeros((2, 3)), np.ones((2, 3))], lay)
+    >>> dt[3, 0]
+    1.0
+    """
+    from .registry import adapter_for
+
+    layout = _check_layout(layout, "from_fragments")
+    rank_of = _ranks(layout, ranks)
+    slots = _slots(layout, arrays, rank_of, "from_fragments")
+    me = process_rank()
+    want = None if dtype is None else canonical(dtype)
+    first = None
+    frags: list[Fragment] = []
+    for frag, array, rank in zip(layout.fragments, slots, rank_of):
+        i = frag.index
+        if rank != me:
+            if array is not None:
+                raise FragmentError(
+                    f"fragment {i} belongs to process {rank}, but this is process {me}: pass None for it"
+                )
+            frags.append(_remote(frag, rank))
+            continue
+        if array is None:
+            raise FragmentError(f"fragment {i} (on {frag.device}) belongs to this process but no array was given")
+        adapter = adapter_for(array)
+        shape = adapter.shape_of(array)
+        if shape != frag.shape:
+            raise FragmentError(
+                f"fragment {i}: the {adapter.name} array has shape {shape}, but fragment {i} of the "
+                f"layout has local shape {frag.shape} (global shape {layout.shape}, coords {frag.coords})"
+            )
+        got = canonical(adapter.dtype_of(array))
+        if want is None:
+            want, first = got, i
+        elif got != want:
+            origin = f"fragment {first}" if first is not None else "dtype="
+            raise FragmentError(f"fragment {i} has dtype {got}, but {origin} has {want}: one dtype per tensor")
+        try:
+            have = adapter.device_of(array)
+        except DeviceError as exc:
+            raise FragmentError(f"fragment {i}: {exc}") from exc
+        if not _fits(adapter, have, frag.device):
+            raise FragmentError(
+                f"fragment {i}: the {adapter.name} array lies on {have}, but the layout puts fragment "
+                f"{i} on {frag.device}"
+            )
+        if layout.element_strides is not None:
+            _check_strides(frag, adapter, array)
+        frags.append(Fragment(frag, array, adapter.name, rank=rank, token=_CREATE))
+    if want is None:
+        raise FragmentError("from_fragments: this process holds no fragment; pass dtype= to name the element type")
+    return DistributedTensor._create(layout, frags, want)
+
+
+def _check_strides(frag: "FragmentLayout", adapter: "Adapter", array: Any) -> None:
+    if not frag.is_strided:
+        raise FragmentError(
+            f"fragment {frag.index} lies in padded blocks that no single array describes; wrap its "
+            "memory with dlmg.from_pointers"
+        )
+    have = adapter.strides_of(array)
+    bad = [m for m, (n, a, b) in enumerate(zip(frag.shape, have, frag.strides)) if n > 1 and a != b]
+    if bad:
+        raise FragmentError(
+            f"fragment {frag.index}: the array has strides {have}, but the layout's explicit strides "
+            f"give {frag.strides} (mode {bad[0]})"
+        )
+
+
+# -- from_pointers ------------------------------------------------------------------
+def _pointer(value: Any, index: int) -> int:
+    if isinstance(value, bool):
+        raise FragmentError(f"pointer of fragment {index} is a bool ({value!r}), not an address")
+    try:
+        ptr = operator.index(value)
+    except TypeError:
+        raise FragmentError(
+            f"pointer of fragment {index} is a {type(value).__name__} ({value!r}), not an int address"
+        ) from None
+    if ptr == 0:
+        raise FragmentError(f"pointer of fragment {index} is 0 (NULL); give the address of its memory")
+    if ptr < 0:
+        raise FragmentError(f"pointer of fragment {index} is negative ({ptr})")
+    return ptr
+
+
+def from_pointers(
+    layout: "Layout",
+    pointers: Sequence[int] | Mapping[int, int],
+    dtype: Any,
+    owner: Any = None,
+    framework: str = "numpy",
+    *,
+    ranks: Sequence[int] | Mapping[int, int] | None = None,
+) -> DistributedTensor:
+    """Wrap raw memory addresses as the fragments of a distributed tensor.
+
+    Parameters
+    ----------
+    layout : Layout
+        Its ``element_strides``/``block_strides`` say where each element sits
+        in a fragment's memory (dense when ``None``); a fragment needs
+        ``layout.fragment(i).span`` elements of memory.
+    pointers : sequence or mapping of int
+        Addresses in fragment order, or ``{fragment index: address}`` to bind
+        addresses to explicit fragments. Only this process's fragments are
+        given (see ``ranks``).
+    dtype : dtype
+        The element type.
+    owner : object, optional
+        Kept alive as long as any fragment, view or DLPack consumer of the
+        memory lives, then released (exactly once). Without it the caller
+        keeps the memory alive.
+    framework : str, optional
+        The framework of the fragments' arrays (``"numpy"``, ``"torch"``,
+        ``"cupy"``, ``"jax"``).
+    ranks : sequence or mapping of int, optional
+        The process holding each fragment.
+
+    Returns
+    -------
+    DistributedTensor
+
+    Raises
+    ------
+    FragmentError
+        Wrong count, a NULL, negative or non-int pointer, a missing fragment.
+    LayoutError
+        Explicit strides with a framework that cannot view memory (JAX).
+
+    Notes
+    -----
+    How a fragment is represented:
+
+    * dense layouts: the fragment's array is the memory as a C-contiguous
+      array of the local shape;
+    * explicit strides that one strided array can describe (at most one
+      block per mode, or ``block_strides == block * element_strides``): the
+      array is that strided view;
+    * padded blocks (blocks apart in memory): no single array describes the
+      fragment; :attr:`Fragment.memory` is the whole memory as a flat array
+      (``span`` elements) and :meth:`Fragment.block_views` gives one strided
+      view per owned block. Such fragments take part in gather, scatter and
+      redistribution; ``Fragment.array`` and ``__dlpack__`` raise.
+
+    Memory on host devices is handed over as DLPack device ``cpu``; a JAX
+    fragment lands on its slot's JAX CPU device.
+    """
+    from .dlpack import DLPackExporter
+    from .plans.execute import viewable
+    from .registry import get_adapter
+
+    layout = _check_layout(layout, "from_pointers")
+    name = canonical(dtype)
+    adapter = get_adapter(framework)
+    rank_of = _ranks(layout, ranks)
+    slots = _slots(layout, pointers, rank_of, "from_pointers")
+    me = process_rank()
+    if layout.element_strides is not None and not viewable(adapter):
+        raise LayoutError(
+            f"from_pointers: {adapter.name} cannot view memory with the layout's explicit strides "
+            f"(element_strides={layout.element_strides}, block_strides={layout.block_strides}); "
+            "use numpy, torch or cupy"
+        )
+    frags: list[Fragment] = []
+    for frag, value, rank in zip(layout.fragments, slots, rank_of):
+        i = frag.index
+        if rank != me:
+            if value is not None:
+                raise FragmentError(f"fragment {i} belongs to process {rank}, not this one ({me}): give no pointer")
+            frags.append(_remote(frag, rank))
+            continue
+        if not adapter.supports(frag.device):
+            raise DeviceError(f"from_pointers: {adapter.name} cannot hold fragment {i} on {frag.device}")
+        if frag.size == 0:
+            frags.append(Fragment(frag, adapter.empty(frag.shape, name, frag.device), adapter.name,
+                                  rank=rank, token=_CREATE))
+            continue
+        if value is None:
+            raise FragmentError(f"fragment {i} (on {frag.device}) belongs to this process but no pointer was given")
+        ptr = _pointer(value, i)
+        dev = Device("cpu", 0) if frag.device.kind == "cpu" else frag.device
+        if layout.element_strides is None or frag.is_strided:
+            strides = None if layout.element_strides is None else frag.strides
+            exporter = DLPackExporter(ptr, frag.shape, name, dev, strides=strides, owner=owner)
+            array = adapter.from_dlpack(exporter, device=frag.device, copy=False)
+            frags.append(Fragment(frag, array, adapter.name, rank=rank, token=_CREATE))
+        else:
+            exporter = DLPackExporter(ptr, (frag.span,), name, dev, owner=owner)
+            memory = adapter.from_dlpack(exporter, device=frag.device, copy=False)
+            frags.append(Fragment(frag, None, adapter.name, rank=rank, memory=memory, token=_CREATE))
+    return DistributedTensor._create(layout, frags, name)
+
+
+# -- allocation ---------------------------------------------------------------------
+def _allocate(layout: Any, dtype: Any, framework: str, ranks: Any, fill: Any, what: str) -> DistributedTensor:
+    from .plans.execute import viewable
+    from .registry import get_adapter
+
+    layout = _check_layout(layout, what)
+    name = canonical(dtype)
+    adapter = get_adapter(framework)
+    rank_of = _ranks(layout, ranks)
+    me = process_rank()
+    strided = layout.element_strides is not None
+    if strided and not viewable(adapter):
+        raise LayoutError(
+            f"{what}: {adapter.name} cannot hold fragments with explicit strides "
+            f"(element_strides={layout.element_strides}); use numpy, torch or cupy, or a dense layout"
+        )
+    missing = [str(d) for d in dict.fromkeys(layout.devices) if not adapter.supports(d)]
+    if missing:
+        raise DeviceError(f"{what}: {adapter.name} cannot hold arrays on {', '.join(missing)}")
+    frags = []
+    for frag, rank in zip(layout.fragments, rank_of):
+        if rank != me:
+            frags.append(_remote(frag, rank))
+            continue
+        shape = (frag.span,) if strided else frag.shape
+        if fill is None:
+            base = adapter.empty(tuple(shape), name, frag.device)
+        else:
+            base = adapter.full(tuple(shape), fill, name, frag.device)
+        if not strided:
+            frags.append(Fragment(frag, base, adapter.name, rank=rank, token=_CREATE))
+        elif frag.is_strided:
+            view = adapter.as_strided(base, frag.shape, frag.strides, 0)
+            frags.append(Fragment(frag, view, adapter.name, rank=rank, token=_CREATE))
+        else:
+            frags.append(Fragment(frag, None, adapter.name, rank=rank, memory=base, token=_CREATE))
+    return DistributedTensor._create(layout, frags, name)
+
+
+def empty(layout: "Layout", dtype: Any = "float32", framework: str = "numpy", *, ranks: Any = None) -> DistributedTensor:
+    """A tensor of ``layout`` with uninitialised fragments of ``framework`` on their devices.
+
+    With explicit layout strides each fragment's memory holds ``span``
+    elements (see :func:`from_pointers` for how padded fragments look).
+    JAX has no uninitialised arrays; its fragments are zeros.
+    """
+    return _allocate(layout, dtype, framework, ranks, None, "empty")
+
+
+def zeros(layout: "Layout", dtype: Any = "float32", framework: str = "numpy", *, ranks: Any = None) -> DistributedTensor:
+    """A tensor of ``layout`` filled with zeros (see :func:`empty`)."""
+    return _allocate(layout, dtype, framework, ranks, 0, "zeros")
+
+
+def ones(layout: "Layout", dtype: Any = "float32", framework: str = "numpy", *, ranks: Any = None) -> DistributedTensor:
+    """A tensor of ``layout`` filled with ones (see :func:`empty`)."""
+    return _allocate(layout, dtype, framework, ranks, 1, "ones")
+
+
+def full(layout: "Layout", fill_value: Any, dtype: Any = "float32", framework: str = "numpy", *,
+         ranks: Any = None) -> DistributedTensor:
+    """A tensor of ``layout`` filled with ``fill_value`` (see :func:`empty`)."""
+    return _allocate(layout, dtype, framework, ranks, fill_value, "full")
+
+
+def scatter(array: Any, layout: "Layout", framework: str | None = None) -> DistributedTensor:
+    """Spread a regular array of any framework over ``layout``'s fragments (a copy).
+
+    Parameters
+    ----------
+    array : array
+        NumPy, torch, JAX, CuPy or any DLPack producer, of the layout's shape,
+        any strides.
+    layout : Layout
+    framework : str, optional
+        The framework of the fragments; by default the array's own, which
+        must support every device of the layout.
+
+    Returns
+    -------
+    DistributedTensor
+        Fragment ``i`` holds the elements of the blocks it owns, in
+        increasing global order, on its device.
+    """
+    from .plans.api import scatter as _scatter
+
+    return _scatter(array, layout, framework)

@@ -1,0 +1,419 @@
+"""Gather, scatter, redistribution and framework changes of distributed tensors.
+
+These functions connect tensors to the copy planner (:mod:`~dlmg.plans.plan`)
+and executor (:mod:`~dlmg.plans.execute`):
+
+* :func:`gather` is a redistribution into one regular array (fresh, or a
+  given strided destination of any mutable framework);
+* :func:`scatter` is a redistribution out of one regular array;
+* :func:`redistribute` moves between any two layouts of the same shape,
+  reusing fragments that stay as they are;
+* :func:`to_framework` hands every fragment to another framework through
+  DLPack.
+
+Only fragments of this process are read or written. In a multi-process run,
+gather will mean all-gather (every process receives the whole tensor); dlmg
+runs in one process today, and a tensor with fragments of other processes is
+refused with ``NotImplementedError``.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, Sequence
+
+from ..device import Device, as_device
+from ..dtypes import canonical, info
+from ..errors import (
+    CopyRequiredError,
+    DeviceError,
+    DtypeError,
+    FragmentError,
+    FrameworkError,
+    LayoutError,
+    LayoutMismatchError,
+)
+from .endpoints import Endpoint, array_endpoint, full_endpoint, layout_endpoints
+from .execute import Buffer, copy_framework, run_copies, synchronize, viewable
+from .plan import RedistributionPlan, build_plan
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..adapters import Adapter
+    from ..layout import FragmentLayout, Layout
+    from ..tensor import DistributedTensor, Fragment
+
+__all__ = ["gather", "scatter", "redistribute", "to_framework", "tensor_plan"]
+
+_PLANS: "OrderedDict[Any, RedistributionPlan]" = OrderedDict()
+_PLAN_CACHE_SIZE = 128
+
+
+def _cached(key: Any, make: Any) -> RedistributionPlan:
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = make()
+        _PLANS[key] = plan
+        if len(_PLANS) > _PLAN_CACHE_SIZE:
+            _PLANS.popitem(last=False)
+    else:
+        _PLANS.move_to_end(key)
+    return plan
+
+
+def _get(name: str) -> "Adapter":
+    from ..registry import get_adapter
+
+    return get_adapter(name)
+
+
+# -- sources -------------------------------------------------------------------
+def _check_local(dt: "DistributedTensor", what: str) -> None:
+    remote = [f.index for f in dt.fragments if not f.is_local]
+    if remote:
+        raise NotImplementedError(
+            f"{what}: fragments {remote} are held by other processes; multi-process {what} "
+            "(an all-gather for gather) needs a communication backend dlmg does not have yet"
+        )
+
+
+def _source_geometry(frag: "Fragment") -> Any:
+    if not frag.is_local:
+        return None
+    if frag.is_padded:
+        return "padded"
+    return frag.adapter.strides_of(frag._array)
+
+
+def _source_endpoints(dt: "DistributedTensor", geometry: Sequence[Any]) -> list[Endpoint]:
+    base = layout_endpoints(dt.layout)
+    out = []
+    for frag, ep, geo in zip(dt.fragments, base, geometry):
+        rank = frag.rank if frag.is_local else -1
+        if geo is None or geo == "padded":
+            out.append(Endpoint(ep.index, ep.device, ep.modes, ep.scales, ep.group, ep.fixed_memory, rank))
+        else:
+            out.append(array_endpoint(frag.layout, geo, rank=rank))
+    return out
+
+
+def _source_buffers(dt: "DistributedTensor") -> dict[int, Buffer]:
+    out = {}
+    for frag in dt.fragments:
+        if frag.is_local:
+            base = frag._base()
+            out[frag.index] = Buffer(base, frag.adapter, frag.adapter.device_of(base))
+    return out
+
+
+# -- destinations --------------------------------------------------------------
+def _allocate(frag: "FragmentLayout", framework: "Adapter", dtype: str, prefer: Sequence[str]) -> tuple[Buffer, "Adapter"]:
+    """A writable buffer for destination fragment ``frag``; returns (buffer, copy framework)."""
+    device = frag.device
+    lay = frag.layout
+    if viewable(framework):
+        writer = framework
+    else:
+        if lay.element_strides is not None:
+            raise LayoutError(
+                f"framework {framework.name!r} cannot hold fragments with explicit strides "
+                f"(element_strides={lay.element_strides}, block_strides={lay.block_strides}); "
+                "use a dense layout or a framework with views (numpy, torch, cupy)"
+            )
+        writer = copy_framework(device, dtype, prefer)
+    shape = frag.shape if lay.element_strides is None else (frag.span,)
+    base = writer.empty(tuple(shape), dtype, device)
+    return Buffer(base, writer, writer.device_of(base) if frag.size else device), writer
+
+
+def _finish(frag: "FragmentLayout", buf: Buffer, framework: "Adapter") -> "Fragment":
+    from ..tensor import _CREATE, Fragment, process_rank
+
+    lay = frag.layout
+    device = frag.device
+    if lay.element_strides is None:
+        array = buf.base
+        if buf.adapter.name != framework.name:
+            producer = getattr(buf.adapter, "producer", None)
+            array = framework.from_dlpack(producer(array) if producer else array, device=device)
+        return Fragment(frag, array, framework.name, rank=process_rank(), token=_CREATE)
+    if frag.is_strided:
+        view = buf.adapter.as_strided(buf.base, frag.shape, frag.strides, 0)
+        return Fragment(frag, view, framework.name, rank=process_rank(), token=_CREATE)
+    return Fragment(frag, None, framework.name, rank=process_rank(), memory=buf.base, token=_CREATE)
+
+
+def _choose_framework(dt: "DistributedTensor", frag: "FragmentLayout", framework: str | None) -> "Adapter":
+    if framework is not None:
+        adapter = _get(framework)
+        if not adapter.supports(frag.device):
+            raise DeviceError(
+                f"framework {adapter.name!r} cannot hold fragment {frag.index} on {frag.device}"
+            )
+        return adapter
+    names = [f.framework for f in dt.fragments if f.is_local and f.device == frag.device]
+    names += list(dt.frameworks)
+    for name in dict.fromkeys(n for n in names if n is not None):
+        adapter = _get(name)
+        if adapter.supports(frag.device):
+            return adapter
+    raise FrameworkError(
+        f"none of the tensor's frameworks ({', '.join(dt.frameworks)}) can hold fragment "
+        f"{frag.index} on {frag.device}; pass framework='torch' (or another) to choose one"
+    )
+
+
+# -- redistribute ----------------------------------------------------------------
+def _plan_for(dt: "DistributedTensor", layout: "Layout", targets: Sequence[str]) -> RedistributionPlan:
+    if dt.layout.shape != layout.shape:
+        raise LayoutMismatchError(
+            f"cannot redistribute a tensor of shape {dt.shape} to a layout of shape {layout.shape} "
+            f"({layout!r})"
+        )
+    geometry = tuple(_source_geometry(f) for f in dt.fragments)
+    frameworks = tuple(f.framework for f in dt.fragments)
+    key = ("redistribute", dt.layout, geometry, frameworks, layout, tuple(targets), dt.dtype)
+
+    def can_reuse(s: Endpoint, d: Endpoint) -> bool:
+        src = dt.fragments[s.index]
+        if not src.is_local or src.framework != targets[d.index]:
+            return False
+        if src.is_padded:  # padded memory fits only the same padded geometry
+            return d.fixed_memory
+        return True
+
+    def make() -> RedistributionPlan:
+        return build_plan(
+            _source_endpoints(dt, geometry), layout_endpoints(layout), dt.itemsize,
+            can_reuse=can_reuse, src_layout=dt.layout, dst_layout=layout, dtype=dt.dtype,
+        )
+
+    return _cached(key, make)
+
+
+def _targets(dt: "DistributedTensor", layout: "Layout", framework: str | None) -> list["Adapter"]:
+    return [_choose_framework(dt, frag, framework) for frag in layout.fragments]
+
+
+def tensor_plan(dt: "DistributedTensor", layout: "Layout", framework: str | None = None) -> RedistributionPlan:
+    """The plan :func:`redistribute` runs for ``dt`` and ``layout``."""
+    return _plan_for(dt, layout, [a.name for a in _targets(dt, layout, framework)])
+
+
+def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | None = None) -> "DistributedTensor":
+    """``dt`` in ``layout`` (see :meth:`dlmg.DistributedTensor.redistribute`)."""
+    from ..layout import Layout
+    from ..tensor import DistributedTensor
+
+    if not isinstance(layout, Layout):
+        raise TypeError(f"redistribute needs a dlmg.Layout, got {type(layout).__name__}")
+    _check_local(dt, "redistribute")
+    targets = _targets(dt, layout, framework)
+    plan = _plan_for(dt, layout, [a.name for a in targets])
+    sources = _source_buffers(dt)
+    synchronize(sources.values())
+    prefer = tuple(dt.frameworks)
+    out: list["Fragment"] = []
+    written = []
+    for frag, target in zip(layout.fragments, targets):
+        reused = plan.reused.get(frag.index)
+        if reused is not None:
+            out.append(_reuse(dt.fragments[reused], frag))
+            continue
+        buf, _writer = _allocate(frag, target, dt.dtype, prefer)
+        run_copies(plan.copies_into(frag.index), sources, buf, dt.dtype)
+        written.append(buf)
+        out.append(_finish(frag, buf, target))
+    synchronize(written)
+    return DistributedTensor._create(layout, out, dt.dtype)
+
+
+def _reuse(src: "Fragment", frag: "FragmentLayout") -> "Fragment":
+    from ..tensor import _CREATE, Fragment
+
+    return Fragment(frag, src._array, src.framework, rank=src.rank, memory=src._memory, token=_CREATE)
+
+
+# -- gather ------------------------------------------------------------------------
+def _default_device(dt: "DistributedTensor") -> Device:
+    for f in dt.fragments:
+        if f.is_local:
+            return f.device
+    return dt.layout.devices[0]
+
+
+def gather(dt: "DistributedTensor", framework: str | None = None, device: Any = None, out: Any = None) -> Any:
+    """The whole of ``dt`` as one array (see :meth:`dlmg.DistributedTensor.gather`)."""
+    _check_local(dt, "gather")
+    if out is not None:
+        return _gather_into(dt, out, framework, device)
+    if framework is None:
+        framework = dt.frameworks[0] if dt.frameworks else "numpy"
+    target = _get(framework)
+    dev = _default_device(dt) if device is None else as_device(device)
+    if not target.supports(dev):
+        raise DeviceError(f"framework {target.name!r} cannot hold an array on {dev}")
+    writer = target if viewable(target) else copy_framework(dev, dt.dtype, tuple(dt.frameworks))
+    base = writer.empty(dt.shape, dt.dtype, dev)
+    buf = Buffer(base, writer, writer.device_of(base) if dt.size else dev)
+    _fill(dt, buf)
+    if writer.name == target.name:
+        return base
+    producer = getattr(writer, "producer", None)
+    return target.from_dlpack(producer(base) if producer else base, device=dev)
+
+
+def _gather_into(dt: "DistributedTensor", out: Any, framework: str | None, device: Any) -> Any:
+    from ..registry import adapter_for
+
+    a = adapter_for(out)
+    if framework is not None and _get(framework).name != a.name:
+        raise FrameworkError(f"gather: out is a {a.name} array but framework={framework!r} was asked for")
+    if not viewable(a):
+        raise FrameworkError(
+            f"gather: out is a {a.name} array, which cannot be written in place (immutable); "
+            f"call gather(framework={a.name!r}) for a new array instead"
+        )
+    shape = a.shape_of(out)
+    if shape != dt.shape:
+        raise ValueError(f"gather: out has shape {shape}, the tensor {dt.shape}")
+    got = canonical(a.dtype_of(out))
+    if got != dt.dtype:
+        raise DtypeError(f"gather: out has dtype {got}, the tensor {dt.dtype}")
+    dev = a.device_of(out)
+    if device is not None and not _same_slot(as_device(device), dev):
+        raise DeviceError(f"gather: out lies on {dev} but device={device!r} was asked for")
+    readonly = getattr(a, "is_readonly", None)
+    if readonly is not None and readonly(out):
+        raise ValueError("gather: out is read-only")
+    strides = a.strides_of(out)
+    if any(s == 0 and n > 1 for s, n in zip(strides, shape)):
+        raise ValueError(f"gather: out has zero strides {strides} (a broadcast view); elements would overlap")
+    _fill(dt, Buffer(out, a, dev), strides)
+    return out
+
+
+def _same_slot(a: Device, b: Device) -> bool:
+    return a == b or (a.is_host and b.is_host)
+
+
+def _fill(dt: "DistributedTensor", buf: Buffer, strides: Sequence[int] | None = None) -> None:
+    """Write all of ``dt`` into ``buf`` (a full array with element ``strides``; C order by default)."""
+    if dt.size == 0:
+        return
+    if strides is None:
+        strides = buf.adapter.strides_of(buf.base)
+    strides = tuple(int(s) for s in strides)
+    geometry = tuple(_source_geometry(f) for f in dt.fragments)
+    key = ("gather", dt.layout, geometry, dt.shape, strides, buf.device, dt.dtype)
+
+    def make() -> RedistributionPlan:
+        return build_plan(
+            _source_endpoints(dt, geometry), [full_endpoint(dt.shape, strides, buf.device)],
+            dt.itemsize, can_reuse=lambda s, d: False, src_layout=dt.layout, dtype=dt.dtype,
+        )
+
+    plan = _cached(key, make)
+    sources = _source_buffers(dt)
+    synchronize(sources.values())
+    run_copies(plan.copies_into(0), sources, buf, dt.dtype)
+    synchronize([buf])
+
+
+# -- scatter -------------------------------------------------------------------------
+def scatter(array: Any, layout: "Layout", framework: str | None = None) -> "DistributedTensor":
+    """Spread a regular array over ``layout``'s fragments (see :func:`dlmg.scatter`)."""
+    from ..layout import Layout
+    from ..registry import adapter_for
+    from ..tensor import DistributedTensor
+
+    if not isinstance(layout, Layout):
+        raise TypeError(f"scatter needs a dlmg.Layout, got {type(layout).__name__}")
+    a = adapter_for(array)
+    shape = a.shape_of(array)
+    if shape != layout.shape:
+        raise LayoutMismatchError(f"scatter: the array has shape {shape} but the layout {layout.shape} ({layout!r})")
+    dtype = canonical(a.dtype_of(array))
+    if framework is None:
+        missing = [d for d in dict.fromkeys(layout.devices) if not a.supports(d)]
+        if missing:
+            raise FrameworkError(
+                f"scatter: the source is a {a.name} array and {a.name} cannot hold fragments on "
+                f"{', '.join(map(str, missing))}; pass framework= to choose one that can"
+            )
+        target = a
+    else:
+        target = _get(framework)
+        missing = [d for d in dict.fromkeys(layout.devices) if not target.supports(d)]
+        if missing:
+            raise DeviceError(f"scatter: framework {target.name!r} cannot hold fragments on {', '.join(map(str, missing))}")
+    src_dev = a.device_of(array)
+    strides = tuple(int(s) for s in a.strides_of(array))
+    key = ("scatter", shape, strides, src_dev, layout, dtype)
+
+    def make() -> RedistributionPlan:
+        return build_plan(
+            [full_endpoint(shape, strides, src_dev)], layout_endpoints(layout), info(dtype).itemsize,
+            can_reuse=lambda s, d: False, dst_layout=layout, dtype=dtype,
+        )
+
+    plan = _cached(key, make)
+    sources = {0: Buffer(array, a, src_dev)}
+    synchronize(sources.values())
+    out: list["Fragment"] = []
+    written = []
+    for frag in layout.fragments:
+        buf, _writer = _allocate(frag, target, dtype, (a.name,))
+        run_copies(plan.copies_into(frag.index), sources, buf, dtype)
+        written.append(buf)
+        out.append(_finish(frag, buf, target))
+    synchronize(written)
+    return DistributedTensor._create(layout, out, dtype)
+
+
+# -- to --------------------------------------------------------------------------------
+def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = None) -> "DistributedTensor":
+    """``dt`` with every local fragment handed to ``framework`` (see :meth:`dlmg.DistributedTensor.to`)."""
+    from ..tensor import _CREATE, DistributedTensor, Fragment
+
+    if copy not in (None, True, False):
+        raise ValueError(f"copy must be None, True or False, got {copy!r}")
+    target = _get(framework)
+    out = []
+    for frag in dt.fragments:
+        if not frag.is_local:
+            out.append(frag)
+            continue
+        src = frag.adapter
+        if frag.framework == target.name and copy is not True:
+            out.append(frag)
+            continue
+        if frag.is_padded and not viewable(target):
+            raise LayoutError(
+                f"fragment {frag.index} lies in padded blocks, which {target.name} cannot view; "
+                "redistribute to a dense layout first"
+            )
+        base = frag._base()
+        producer = getattr(src, "producer", None)
+        try:
+            new = target.from_dlpack(producer(base) if producer else base, device=frag.device, copy=copy)
+        except CopyRequiredError:
+            raise
+        except Exception as exc:
+            if copy is False:
+                raise CopyRequiredError(
+                    f"fragment {frag.index} ({frag.framework} on {frag.device}) cannot be handed to "
+                    f"{target.name} without a copy: {exc}"
+                ) from exc
+            raise FragmentError(
+                f"fragment {frag.index} ({frag.framework} on {frag.device}) could not be handed to "
+                f"{target.name}: {exc}"
+            ) from exc
+        if copy is False and frag.size and target.data_ptr(new) != src.data_ptr(base):
+            raise CopyRequiredError(
+                f"fragment {frag.index}: {target.name} copied the memory although copy=False was asked"
+            )
+        if frag.is_padded:
+            out.append(Fragment(frag.layout, None, target.name, rank=frag.rank, memory=new, token=_CREATE))
+        else:
+            out.append(Fragment(frag.layout, new, target.name, rank=frag.rank, token=_CREATE))
+    return DistributedTensor._create(dt.layout, out, dt.dtype)

@@ -1,0 +1,210 @@
+"""Running copy plans on arrays of any framework.
+
+Every copy of a :class:`~dlmg.plans.plan.RedistributionPlan` is one strided
+assignment ``dst_view[...] = src_view`` made by a *copy framework* that can
+view memory (NumPy, torch, CuPy): the destination's own framework, or, for an
+immutable destination (JAX), a staging array of a mutable framework on the
+same device that is handed over through DLPack at the end.
+
+Sources on the same memory as the destination are taken into the copy
+framework through DLPack (zero-copy) and viewed there. Sources elsewhere are
+viewed in a framework on their own device, packed into a compact piece there
+when the view has gaps, and moved to the destination device
+(:func:`transfer`), where the piece is assigned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from ..device import Device
+from ..errors import (
+    CopyRequiredError,
+    DeviceError,
+    DLPackError,
+    DtypeError,
+    FragmentError,
+    FrameworkError,
+)
+from .endpoints import same_memory
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..adapters import Adapter
+    from .plan import Copy, RedistributionPlan
+
+__all__ = ["Buffer", "copy_framework", "transfer", "import_zero_copy", "run_copies", "viewable"]
+
+# frameworks that can make strided views and write in place, in order of preference
+_VIEWERS = ("numpy", "torch", "cupy")
+_NUMPY_FALLBACK_DTYPES = frozenset(
+    ["bool", "float16", "float32", "float64", "complex64", "complex128"]
+    + [f"{k}int{b}" for k in ("", "u") for b in (8, 16, 32, 64)]
+)
+
+
+@dataclass
+class Buffer:
+    """Memory taking part in copies: a base array, its adapter and where it lives.
+
+    Plan offsets and strides are relative to the first element of ``base``.
+    """
+
+    base: Any
+    adapter: "Adapter"
+    device: Device
+
+
+def _adapter(name: str) -> "Adapter | None":
+    from ..registry import get_adapter
+
+    try:
+        a = get_adapter(name)
+    except FrameworkError:
+        return None
+    return a if a.available() else None
+
+
+def _carries(adapter: "Adapter", dtype: str) -> bool:
+    """Whether ``adapter`` can exchange ``dtype`` through DLPack."""
+    if adapter.name != "numpy":
+        return True
+    try:
+        from dlmg.adapters._common import NUMPY_DLPACK_DTYPES as ok
+    except ImportError:  # pragma: no cover
+        ok = _NUMPY_FALLBACK_DTYPES
+    return dtype in ok
+
+
+def viewable(adapter: "Adapter") -> bool:
+    """Whether the framework can view memory with strides and write in place."""
+    return bool(adapter.mutable) and adapter.name != "jax"
+
+
+def copy_framework(device: Device, dtype: str, prefer: Iterable[str] = ()) -> "Adapter":
+    """A framework that can view and write memory on ``device`` for ``dtype``.
+
+    Raises
+    ------
+    FrameworkError
+        When no installed framework can (the message says what to install).
+    """
+    tried = []
+    for name in (*prefer, *_VIEWERS):
+        if name in tried:
+            continue
+        tried.append(name)
+        a = _adapter(name)
+        if a is None or not viewable(a) or not a.supports(device) or not _carries(a, dtype):
+            continue
+        return a
+    raise FrameworkError(
+        f"no installed framework can hold and write {dtype} memory on {device} "
+        f"(tried {', '.join(tried)}); install torch or cupy"
+    )
+
+
+def import_zero_copy(buf: Buffer, into: "Adapter") -> Any:
+    """``buf.base`` as an array of ``into`` over the same memory (no copy).
+
+    Raises
+    ------
+    CopyRequiredError, DLPackError, DtypeError
+        When ``into`` cannot take the memory in as it is.
+    """
+    if buf.adapter.name == into.name:
+        return buf.base
+    producer = getattr(buf.adapter, "producer", None)
+    obj = producer(buf.base) if producer is not None else buf.base
+    return into.from_dlpack(obj, copy=False)
+
+
+def transfer(array: Any, src: "Adapter", dst: "Adapter", device: Device) -> Any:
+    """``array`` (of framework ``src``) as an array of ``dst`` on ``device``.
+
+    Zero-copy on the same memory where possible; otherwise whichever of the
+    two frameworks can reach both devices moves it.
+    """
+    here = src.device_of(array)
+    producer = getattr(src, "producer", None)
+    wrap = (lambda a: producer(a)) if producer is not None else (lambda a: a)
+    if src.name == dst.name:
+        return dst.to_device(array, device)
+    if same_memory(here, device):
+        return dst.from_dlpack(wrap(array), device=device)
+    if src.supports(device):
+        moved = src.to_device(array, device)
+        return dst.from_dlpack(wrap(moved), device=device)
+    if dst.supports(here):
+        return dst.to_device(dst.from_dlpack(wrap(array)), device)
+    try:
+        return dst.from_dlpack(wrap(array), device=device)
+    except (DLPackError, DeviceError, TypeError) as exc:
+        raise DeviceError(
+            f"cannot move a {src.name} array from {here} to a {dst.name} array on {device}: {exc}"
+        ) from exc
+
+
+def _piece(buf: Buffer, copy: "Copy", dtype: str, dst: "Adapter", device: Device) -> Any:
+    """The source elements of ``copy`` as a compact array of ``dst`` on ``device``."""
+    viewer = buf.adapter if viewable(buf.adapter) else copy_framework(buf.device, dtype, (buf.adapter.name,))
+    try:
+        base = import_zero_copy(buf, viewer)
+    except (CopyRequiredError, DLPackError, DtypeError):
+        viewer = copy_framework(buf.device, dtype)
+        base = import_zero_copy(buf, viewer)
+    view = viewer.as_strided(base, copy.shape, copy.src_strides, copy.src_offset)
+    view = viewer.ascontiguous(view)
+    return transfer(view, viewer, dst, device)
+
+
+def run_copies(
+    copies: Sequence["Copy"],
+    sources: dict[int, Buffer],
+    dst: Buffer,
+    dtype: str,
+) -> None:
+    """Run ``copies`` (all into ``dst``) reading ``sources`` by fragment number.
+
+    ``dst.adapter`` must be a viewable framework (see :func:`copy_framework`).
+    """
+    if not copies:
+        return
+    b = dst.adapter
+    imported: dict[int, Any] = {}
+    for c in copies:
+        buf = sources.get(c.src)
+        if buf is None:
+            raise FragmentError(f"source fragment {c.src} is not held by this process")
+        target = b.as_strided(dst.base, c.shape, c.dst_strides, c.dst_offset)
+        src_view = None
+        if same_memory(buf.device, dst.device):
+            base = imported.get(c.src)
+            if base is None and c.src not in imported:
+                try:
+                    base = import_zero_copy(buf, b)
+                except (CopyRequiredError, DLPackError, DtypeError):
+                    base = None
+                imported[c.src] = base
+            if base is not None:
+                try:
+                    src_view = b.as_strided(base, c.shape, c.src_strides, c.src_offset)
+                except (ValueError, NotImplementedError):
+                    src_view = None
+        if src_view is None:
+            src_view = _piece(buf, c, dtype, b, dst.device)
+        b.copy_into(target, src_view)
+
+
+def synchronize(buffers: Iterable[Buffer]) -> None:
+    """Wait for pending work on every buffer's array (CUDA streams, JAX dispatch)."""
+    seen = set()
+    for buf in buffers:
+        sync = getattr(buf.adapter, "synchronize_array", None)
+        if sync is not None:
+            sync(buf.base)
+            continue
+        key = (buf.adapter.name, buf.device)
+        if key not in seen:
+            seen.add(key)
+            buf.adapter.synchronize(buf.device)

@@ -1,0 +1,337 @@
+"""Copy plans: which strided copies turn one set of fragments into another.
+
+:func:`build_plan` pairs every destination endpoint with the source endpoints
+holding its elements, reading replicated sources from one replica (the one
+on the destination's device when there is one), and turns every pair into a
+few strided copies: per mode it decomposes the intersection of the two index
+sets into segments (:func:`~dlmg.plans.segments.decompose`), and each element
+of the cartesian product of the per-mode segment lists is one copy. A
+destination holding exactly what a source on its device holds is *reused*
+(no copy at all).
+
+The plan is data only: devices, fragment numbers, shapes, offsets and strides
+in elements. :mod:`dlmg.plans.execute` runs it on arrays.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from ..device import Device
+from ..dtypes import info
+from .endpoints import Endpoint, layout_endpoints
+from .segments import Segment, decompose
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..layout import Layout
+
+__all__ = ["Copy", "RedistributionPlan", "build_plan", "plan_redistribution"]
+
+
+@dataclass(frozen=True)
+class Copy:
+    """One strided copy between a source and a destination fragment.
+
+    ``dst_base[view(dst_offset, shape, dst_strides)] = src_base[view(src_offset,
+    shape, src_strides)]`` where the views are ``as_strided`` views of the
+    fragments' base arrays (offsets and strides in elements).
+
+    Attributes
+    ----------
+    src, dst : int
+        Source and destination fragment numbers.
+    shape : tuple of int
+        Shape of the strided views (at most two dimensions per mode).
+    src_offset, dst_offset : int
+        Element offset of the first copied element in each base.
+    src_strides, dst_strides : tuple of int
+        Element strides of the views.
+    src_device, dst_device : Device
+    nbytes : int
+        Bytes copied.
+    """
+
+    src: int
+    dst: int
+    shape: tuple[int, ...]
+    src_offset: int
+    src_strides: tuple[int, ...]
+    dst_offset: int
+    dst_strides: tuple[int, ...]
+    src_device: Device
+    dst_device: Device
+    nbytes: int
+
+    @property
+    def size(self) -> int:
+        """Elements copied."""
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+
+@dataclass
+class RedistributionPlan:
+    """An inspectable plan for moving a tensor between two sets of fragments.
+
+    Attributes
+    ----------
+    src_layout, dst_layout : Layout or None
+        The layouts (``None`` where a side is a regular array).
+    itemsize : int
+        Bytes per element.
+    dtype : str or None
+    copies : tuple of Copy
+        Every strided copy, grouped by destination fragment.
+    reused : dict of int to int
+        Destination fragment -> the source fragment taken over unchanged.
+    sources : dict of int to tuple of int
+        Destination fragment -> the source fragments it reads.
+    """
+
+    src_layout: "Layout | None"
+    dst_layout: "Layout | None"
+    itemsize: int
+    copies: tuple[Copy, ...]
+    reused: dict[int, int]
+    sources: dict[int, tuple[int, ...]]
+    dtype: str | None = None
+    _by_dst: dict[int, tuple[Copy, ...]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        groups: dict[int, list[Copy]] = defaultdict(list)
+        for c in self.copies:
+            groups[c.dst].append(c)
+        self._by_dst = {k: tuple(v) for k, v in groups.items()}
+
+    # -- queries -------------------------------------------------------------
+    def copies_into(self, dst: int) -> tuple[Copy, ...]:
+        """The copies writing destination fragment ``dst``."""
+        return self._by_dst.get(dst, ())
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes copied in all (a reused fragment costs nothing)."""
+        return sum(c.nbytes for c in self.copies)
+
+    @property
+    def bytes_by_devices(self) -> dict[tuple[Device, Device], int]:
+        """Bytes copied per ``(source device, destination device)`` pair."""
+        out: dict[tuple[Device, Device], int] = defaultdict(int)
+        for c in self.copies:
+            out[(c.src_device, c.dst_device)] += c.nbytes
+        return dict(sorted(out.items()))
+
+    @property
+    def cross_device_bytes(self) -> int:
+        """Bytes copied between different devices."""
+        return sum(c.nbytes for c in self.copies if c.src_device != c.dst_device)
+
+    @property
+    def ncopies(self) -> int:
+        """Number of strided copies."""
+        return len(self.copies)
+
+    # -- rendering -----------------------------------------------------------
+    def summary(self) -> str:
+        """A few lines: copies, bytes per device pair, reused fragments."""
+        lines = [
+            f"RedistributionPlan: {self.ncopies} strided copies, {self.total_bytes} bytes"
+            f" ({self.cross_device_bytes} across devices), {len(self.reused)} fragments reused"
+        ]
+        if self.src_layout is not None:
+            lines.append(f"  from {self.src_layout!r}")
+        if self.dst_layout is not None:
+            lines.append(f"  to   {self.dst_layout!r}")
+        for (a, b), n in self.bytes_by_devices.items():
+            lines.append(f"  {a} -> {b}: {n} bytes")
+        if self.reused:
+            pairs = ", ".join(f"{d}<-{s}" for d, s in sorted(self.reused.items()))
+            lines.append(f"  reused (dst<-src): {pairs}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def __repr__(self) -> str:
+        return (
+            f"<RedistributionPlan copies={self.ncopies} bytes={self.total_bytes} "
+            f"cross_device={self.cross_device_bytes} reused={len(self.reused)}>"
+        )
+
+
+def _simplify(shape: list[int], a: list[int], b: list[int]) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """Drop dimensions of extent 1 and merge neighbours that are contiguous on both sides."""
+    dims = [(n, s, t) for n, s, t in zip(shape, a, b) if n != 1]
+    merged: list[tuple[int, int, int]] = []
+    for n, s, t in dims:
+        if merged:
+            pn, ps, pt = merged[-1]
+            if ps == n * s and pt == n * t:
+                merged[-1] = (pn * n, s, t)
+                continue
+        merged.append((n, s, t))
+    return (
+        tuple(d[0] for d in merged),
+        tuple(d[1] for d in merged),
+        tuple(d[2] for d in merged),
+    )
+
+
+def _pair_copies(src: Endpoint, dst: Endpoint, cache: dict, itemsize: int) -> list[Copy]:
+    per_mode: list[list[Segment]] = []
+    for a, b in zip(src.modes, dst.modes):
+        key = (id(a), id(b))
+        segs = cache.get(key)
+        if segs is None:
+            segs = decompose(a, b)
+            cache[key] = (segs, a, b)  # keep the maps alive so ids stay unique
+        else:
+            segs = segs[0]
+        if not segs:
+            return []
+        per_mode.append(segs)
+    out = []
+    for combo in itertools.product(*per_mode):
+        shape: list[int] = []
+        ss: list[int] = []
+        ds: list[int] = []
+        so = do = 0
+        for seg, a, b, sa, sb in zip(combo, src.modes, dst.modes, src.scales, dst.scales):
+            shape += [seg.count, seg.run]
+            ss += [seg.src_step * sa, a.unit * sa]
+            ds += [seg.dst_step * sb, b.unit * sb]
+            so += seg.src_start * sa
+            do += seg.dst_start * sb
+        shp, s_str, d_str = _simplify(shape, ss, ds)
+        size = 1
+        for n in shp:
+            size *= n
+        out.append(Copy(src.index, dst.index, shp, so, s_str, do, d_str, src.device, dst.device, size * itemsize))
+    return out
+
+
+def _pick_replica(candidates: Sequence[Endpoint], dst: Endpoint) -> Endpoint:
+    for c in candidates:
+        if c.device == dst.device:
+            return c
+    for c in candidates:
+        if c.device.is_host and dst.device.is_host:
+            return c
+    return candidates[dst.index % len(candidates)]
+
+
+def build_plan(
+    sources: Sequence[Endpoint],
+    destinations: Sequence[Endpoint],
+    itemsize: int,
+    *,
+    can_reuse: Callable[[Endpoint, Endpoint], bool] | None = None,
+    src_layout: "Layout | None" = None,
+    dst_layout: "Layout | None" = None,
+    dtype: str | None = None,
+) -> RedistributionPlan:
+    """Plan the copies filling ``destinations`` from ``sources``.
+
+    Parameters
+    ----------
+    sources, destinations : sequence of Endpoint
+        Source endpoints with equal ``group`` are replicas of each other.
+    itemsize : int
+        Bytes per element.
+    can_reuse : callable, optional
+        ``can_reuse(src, dst)`` may veto taking a source over unchanged
+        (a framework change, for example). By default a source is reused when
+        it is on the destination's device, holds the same indices and, for a
+        prescribed destination geometry, lays them out the same way.
+    """
+    groups: dict[Any, list[Endpoint]] = {}
+    for s in sources:
+        groups.setdefault(s.group, []).append(s)
+    cache: dict = {}
+    copies: list[Copy] = []
+    reused: dict[int, int] = {}
+    used: dict[int, tuple[int, ...]] = {}
+    for d in destinations:
+        if d.size == 0:
+            used[d.index] = ()
+            continue
+        taken = None
+        for s in sources:
+            if (
+                s.device == d.device
+                and s.shape == d.shape
+                and s.same_indices(d)
+                and (not d.fixed_memory or s.same_geometry(d))
+                and (can_reuse is None or can_reuse(s, d))
+            ):
+                taken = s
+                break
+        if taken is not None:
+            reused[d.index] = taken.index
+            used[d.index] = (taken.index,)
+            continue
+        read = []
+        for members in groups.values():
+            s = _pick_replica(members, d)
+            pair = _pair_copies(s, d, cache, itemsize)
+            if pair:
+                copies.extend(pair)
+                read.append(s.index)
+        used[d.index] = tuple(read)
+    return RedistributionPlan(src_layout, dst_layout, itemsize, tuple(copies), reused, used, dtype)
+
+
+@lru_cache(maxsize=128)
+def _cached_layout_plan(src: "Layout", dst: "Layout", dtype: str) -> RedistributionPlan:
+    itemsize = info(dtype).itemsize
+    return build_plan(
+        layout_endpoints(src), layout_endpoints(dst), itemsize,
+        src_layout=src, dst_layout=dst, dtype=dtype,
+    )
+
+
+def plan_redistribution(src_layout: "Layout", dst_layout: "Layout", dtype: Any = "float32") -> RedistributionPlan:
+    """The copy plan moving a tensor of ``dtype`` from ``src_layout`` to ``dst_layout``.
+
+    Parameters
+    ----------
+    src_layout, dst_layout : Layout
+        Layouts of the same global shape (any blocks, grids, replicas,
+        devices and strides).
+    dtype : str or dtype, optional
+        Element type, for the byte counts.
+
+    Returns
+    -------
+    RedistributionPlan
+        Inspect ``copies``, ``bytes_by_devices``, ``total_bytes``,
+        ``reused``; ``print(plan)`` gives a summary.
+
+    Raises
+    ------
+    LayoutMismatchError
+        When the shapes differ.
+
+    Examples
+    --------
+    >>> import dlmg
+    >>> a = dlmg.Layout.slab((8, 8), 0, ["cpu"] * 2)
+    >>> b = dlmg.Layout.slab((8, 8), 1, ["cpu"] * 2)
+    >>> dlmg.plan_redistribution(a, b, "float32").total_bytes
+    256
+    """
+    from ..dtypes import canonical
+    from ..errors import LayoutMismatchError
+
+    if src_layout.shape != dst_layout.shape:
+        raise LayoutMismatchError(
+            f"cannot redistribute between shapes {src_layout.shape} and {dst_layout.shape}: "
+            f"source {src_layout!r}, destination {dst_layout!r}"
+        )
+    return _cached_layout_plan(src_layout, dst_layout, canonical(dtype))

@@ -1,0 +1,555 @@
+"""The distributed tensor and its fragments.
+
+A :class:`DistributedTensor` is one logical array of one element type whose
+elements are spread over fragments as its :class:`~dlmg.layout.Layout` says.
+Each :class:`Fragment` wraps an ordinary array of some framework (NumPy,
+PyTorch, JAX, CuPy...) holding, along every mode, the elements of the blocks
+it owns in increasing global order. Fragments of one tensor may belong to
+different frameworks; their shapes follow the layout, their strides may be
+anything the framework allows.
+
+Tensors are made by the functions of :mod:`dlmg.construct`
+(:func:`~dlmg.from_fragments`, :func:`~dlmg.from_pointers`,
+:func:`~dlmg.empty`, :func:`~dlmg.zeros`, :func:`~dlmg.ones`,
+:func:`~dlmg.full`, :func:`~dlmg.scatter`) and by :meth:`DistributedTensor.redistribute`
+and :meth:`DistributedTensor.to`, never by calling the class.
+
+Processes: every fragment records the ``rank`` of the process holding it;
+only this process's fragments carry arrays (:attr:`Fragment.is_local`).
+Today dlmg runs in one process (rank 0 holds everything).
+
+Operators and reductions are not defined here; :mod:`dlmg.ops` attaches
+them with :meth:`DistributedTensor.register_method`.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from .device import Device
+from .dtypes import canonical, info
+from .errors import DLPackError, FragmentError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .adapters import Adapter
+    from .layout import FragmentLayout, Layout
+    from .plans.plan import RedistributionPlan
+
+__all__ = ["DistributedTensor", "Fragment", "process_rank"]
+
+
+def process_rank() -> int:
+    """The rank of this process among those sharing tensors (0 while dlmg runs in one process)."""
+    return 0
+
+
+_CREATE = object()  # guards the constructors
+
+
+class Fragment:
+    """One piece of a distributed tensor: an ordinary array of some framework.
+
+    Attributes
+    ----------
+    index : int
+        The fragment number in the layout (column-major over the grid, then replica).
+    layout : FragmentLayout
+        The fragment's geometry (coordinates, local shape, owned blocks).
+    framework : str or None
+        The framework of :attr:`array` (``None`` for a fragment of another process).
+    rank : int
+        The process holding it.
+
+    Notes
+    -----
+    ``torch.from_dlpack(fragment)``, ``jnp.from_dlpack(fragment)`` and
+    ``np.from_dlpack(fragment)`` take the fragment's array without a copy:
+    :meth:`__dlpack__` forwards to the owning framework's export, made to
+    work whatever CUDA device is current.
+
+    A fragment wrapped from raw memory whose blocks sit apart (padded
+    ``block_strides``) is no single strided array: it keeps its whole memory
+    as a flat array (:attr:`memory`) and exposes per-block views
+    (:meth:`block_views`); its :attr:`array` raises.
+    """
+
+    __slots__ = ("index", "layout", "framework", "rank", "_array", "_memory", "_adapter", "__weakref__")
+
+    def __init__(
+        self,
+        layout: "FragmentLayout",
+        array: Any,
+        framework: str | None,
+        *,
+        rank: int = 0,
+        memory: Any = None,
+        token: object = None,
+    ) -> None:
+        if token is not _CREATE:
+            raise TypeError("Fragment objects are made by dlmg's constructors (dlmg.from_fragments, ...)")
+        self.index = layout.index
+        self.layout = layout
+        self.framework = framework
+        self.rank = rank
+        self._array = array
+        self._memory = memory
+        self._adapter: "Adapter | None" = None
+
+    # -- what it is ----------------------------------------------------------
+    @property
+    def is_local(self) -> bool:
+        """Whether this process holds the fragment's memory."""
+        return self.rank == process_rank() and (self._array is not None or self._memory is not None)
+
+    @property
+    def is_padded(self) -> bool:
+        """Whether the memory is no single strided array (padded blocks; see :meth:`block_views`)."""
+        return self._array is None and self._memory is not None
+
+    @property
+    def array(self) -> Any:
+        """The framework's own array of the local shape (``None`` for a remote fragment).
+
+        Raises
+        ------
+        FragmentError
+            For a padded fragment, which no single strided array describes.
+        """
+        if self._array is None and self._memory is not None:
+            lay = self.layout.layout
+            raise FragmentError(
+                f"fragment {self.index} lies in padded blocks (block={lay.block}, "
+                f"element_strides={lay.element_strides}, block_strides={lay.block_strides}) that no "
+                f"single strided array can describe; use fragment.block_views() or fragment.memory"
+            )
+        return self._array
+
+    @property
+    def memory(self) -> Any:
+        """The whole memory of a fragment wrapped from raw memory with explicit
+        strides, as a flat 1-D array of ``layout.span`` elements (padding
+        included); ``None`` for fragments that are plain arrays."""
+        return self._memory
+
+    @property
+    def adapter(self) -> "Adapter":
+        """The framework adapter of the fragment's array."""
+        if self._adapter is None:
+            if self.framework is None:
+                raise FragmentError(f"fragment {self.index} is held by process {self.rank}, not this one")
+            from .registry import get_adapter
+
+            self._adapter = get_adapter(self.framework)
+        return self._adapter
+
+    @property
+    def device(self) -> Device:
+        """The device of the fragment's layout slot."""
+        return self.layout.device
+
+    @property
+    def coords(self) -> tuple[int, ...]:
+        """Grid coordinates."""
+        return self.layout.coords
+
+    @property
+    def replica(self) -> int:
+        """Replica number (0 when the layout is not replicated)."""
+        return self.layout.replica
+
+    @property
+    def blocks(self) -> tuple[tuple[int, ...], ...]:
+        """Per mode, the global block indices held, increasing."""
+        return self.layout.blocks
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Local shape."""
+        return self.layout.shape
+
+    @property
+    def size(self) -> int:
+        """Elements held."""
+        return self.layout.size
+
+    # -- memory the copy engine reads and writes ----------------------------
+    def _base(self) -> Any:
+        return self._memory if self._memory is not None else self._array
+
+    def block_views(self) -> list[tuple[tuple[slice, ...], Any]]:
+        """Every owned block as ``(global slices, view of the fragment's memory)``.
+
+        Works for every local fragment; for padded ones this is the way to
+        reach the elements in their own framework.
+        """
+        self._check_local("block_views")
+        out = []
+        if self._memory is None:
+            for glob, loc in self.layout.block_slices():
+                out.append((glob, self._array[loc]))
+            return out
+        lay = self.layout.layout
+        es, bs = lay.element_strides, lay.block_strides
+        adapter = self.adapter
+        for glob, loc in self.layout.block_slices():
+            start = [sl.start for sl in loc]
+            offset = self.layout.memory_offset(start) if self.layout.size else 0
+            shape = tuple(sl.stop - sl.start for sl in loc)
+            out.append((glob, adapter.as_strided(self._memory, shape, es, offset)))
+        return out
+
+    # -- DLPack --------------------------------------------------------------
+    def _check_local(self, what: str) -> None:
+        if not self.is_local:
+            raise FragmentError(
+                f"{what}: fragment {self.index} is held by process {self.rank}; this process "
+                f"(rank {process_rank()}) has no memory of it"
+            )
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        """Export the fragment's array (keywords as the array API's ``__dlpack__``)."""
+        if not self.is_local:
+            raise DLPackError(f"fragment {self.index} is held by process {self.rank}; it cannot be exported here")
+        if self._array is None:
+            raise DLPackError(
+                f"fragment {self.index} lies in padded blocks that no single DLPack tensor can describe; "
+                "export its block_views() or its memory instead"
+            )
+        export = getattr(self.adapter, "export", None)
+        if export is None:
+            return self._array.__dlpack__(**kwargs)
+        return export(self._array, **kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """The DLPack ``(device_type, device_id)`` of the fragment's array."""
+        if not self.is_local or self._array is None:
+            raise DLPackError(f"fragment {self.index} cannot be exported here (remote or padded)")
+        get = getattr(self.adapter, "dlpack_device", None)
+        if get is None:
+            dev_type, dev_id = self._array.__dlpack_device__()
+            return (int(dev_type), int(dev_id))
+        return get(self._array)
+
+    def __repr__(self) -> str:
+        where = f"rank {self.rank}" if not self.is_local else self.framework
+        kind = " padded" if self.is_padded else ""
+        return (
+            f"Fragment(index={self.index}, coords={self.coords}, replica={self.replica}, "
+            f"device='{self.device}', shape={self.shape}, {where}{kind})"
+        )
+
+
+class DistributedTensor:
+    """One logical array spread over fragments on several devices.
+
+    Made by :func:`dlmg.from_fragments`, :func:`dlmg.from_pointers`,
+    :func:`dlmg.empty`/:func:`~dlmg.zeros`/:func:`~dlmg.ones`/:func:`~dlmg.full`,
+    :func:`dlmg.scatter`, :meth:`redistribute` and :meth:`to`.
+
+    Attributes
+    ----------
+    layout : Layout
+        How the elements are spread.
+    dtype : str
+        The dlmg element type name (``"float32"``, ``"bfloat16"``...).
+    fragments : tuple of Fragment
+        One per layout fragment, in layout order.
+
+    Notes
+    -----
+    Distributed tensors do not implement ``__dlpack__``: the array API
+    leaves distributed arrays out of the protocol. Export single fragments
+    (``torch.from_dlpack(dt.fragments[i])``) or :meth:`gather` the tensor
+    into one array first.
+    """
+
+    # the names :mod:`dlmg.ops` and friends may not replace through register_method
+    _CORE = frozenset(
+        {"layout", "dtype", "fragments", "shape", "ndim", "size", "nbytes", "gather", "redistribute",
+         "to", "fragment", "frameworks", "__getitem__", "__dlpack__", "__dlpack_device__", "__repr__"}
+    )
+
+    def __init__(self, *args: Any, token: object = None, **kwargs: Any) -> None:
+        if token is not _CREATE:
+            raise TypeError(
+                "DistributedTensor objects are made by dlmg.from_fragments, dlmg.from_pointers, "
+                "dlmg.empty/zeros/ones/full, dlmg.scatter, redistribute() and to()"
+            )
+        layout, fragments, dtype = args
+        self.layout: "Layout" = layout
+        self.dtype: str = dtype
+        self.fragments: tuple[Fragment, ...] = tuple(fragments)
+
+    # -- construction helpers (trusted, unvalidated) -------------------------
+    @classmethod
+    def _create(cls, layout: "Layout", fragments: Sequence[Fragment], dtype: str) -> "DistributedTensor":
+        return cls(layout, fragments, dtype, token=_CREATE)
+
+    @classmethod
+    def _from_arrays(
+        cls, arrays: Sequence[Any], layout: "Layout", dtype: str | None = None
+    ) -> "DistributedTensor":
+        """A tensor whose fragment ``i`` is ``arrays[i]`` (``None`` for remote ones), unchecked.
+
+        For dlmg's own modules, which build arrays that fit by construction.
+        """
+        from .registry import framework_of
+
+        frags = []
+        for frag, array in zip(layout.fragments, arrays):
+            if array is None:
+                frags.append(Fragment(frag, None, None, rank=-1, token=_CREATE))
+            else:
+                frags.append(Fragment(frag, array, framework_of(array), rank=process_rank(), token=_CREATE))
+        if dtype is None:
+            local = [f for f in frags if f._array is not None]
+            dtype = local[0].adapter.dtype_of(local[0]._array) if local else "float32"
+        return cls._create(layout, frags, canonical(dtype))
+
+    def _replace_arrays(self, arrays: Mapping[int, Any]) -> None:
+        """Put new arrays (same shape, dtype and device) in place of some fragments (in-place
+        updates of immutable JAX fragments)."""
+        from .registry import framework_of
+
+        frags = list(self.fragments)
+        for index, array in arrays.items():
+            old = frags[index]
+            frags[index] = Fragment(old.layout, array, framework_of(array), rank=old.rank, token=_CREATE)
+        self.fragments = tuple(frags)
+
+    @classmethod
+    def register_method(cls, name: str, func: Callable[..., Any] | None = None, *, override: bool = False) -> Any:
+        """Attach ``func`` as method ``name`` (usable as a decorator).
+
+        For modules adding operators and reductions (``__add__``, ``sum``...).
+        The core attributes (``gather``, ``layout``...) are refused unless
+        ``override``.
+
+        Examples
+        --------
+        >>> @DistributedTensor.register_method("__neg__")   # doctest: +SKIP
+        ... def _neg(self): ...
+        """
+        def attach(f: Callable[..., Any]) -> Callable[..., Any]:
+            if name in cls._CORE and not override:
+                raise AttributeError(f"DistributedTensor.{name} is part of the core class; pass override=True")
+            setattr(cls, name, f)
+            return f
+
+        return attach if func is None else attach(func)
+
+    # -- descriptive attributes ----------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The global shape."""
+        return self.layout.shape
+
+    @property
+    def ndim(self) -> int:
+        """The number of modes."""
+        return self.layout.ndim
+
+    @property
+    def size(self) -> int:
+        """The number of elements of the logical tensor."""
+        return self.layout.size
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+        return info(self.dtype).itemsize
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the logical tensor (``size * itemsize``; replicas and padding not counted,
+        see ``layout.nbytes(dtype)`` for each fragment's memory)."""
+        return self.size * self.itemsize
+
+    @property
+    def frameworks(self) -> tuple[str, ...]:
+        """The frameworks of the local fragments, each once, in fragment order."""
+        return tuple(dict.fromkeys(f.framework for f in self.fragments if f.framework is not None))
+
+    @property
+    def devices(self) -> tuple[Device, ...]:
+        """The layout's devices, one per fragment."""
+        return self.layout.devices
+
+    def fragment(self, index: int) -> Fragment:
+        """Fragment ``index`` (negative values count from the end)."""
+        n = len(self.fragments)
+        i = operator.index(index)
+        if not -n <= i < n:
+            raise IndexError(f"fragment {i} out of range for a tensor of {n} fragments")
+        return self.fragments[i]
+
+    @property
+    def local_fragments(self) -> tuple[Fragment, ...]:
+        """The fragments this process holds."""
+        return tuple(f for f in self.fragments if f.is_local)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d distributed tensor")
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator[Any]:
+        raise TypeError(
+            "a DistributedTensor is not iterable element by element; gather() it, or iterate over .fragments"
+        )
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(
+            "a DistributedTensor is not converted implicitly; call dt.gather(framework='numpy') for one array"
+        )
+
+    def __repr__(self) -> str:
+        lay = self.layout
+        parts = [f"shape={self.shape}", f"dtype={self.dtype}"]
+        if any(g > 1 for g in lay.grid):
+            parts.append(f"block={lay.block}, grid={lay.grid}")
+        if lay.nreplicas > 1:
+            parts.append(f"replicas={lay.nreplicas}")
+        devices = tuple(dict.fromkeys(str(d) for d in lay.devices))
+        parts.append(f"fragments={lay.nfragments} on {', '.join(devices)}")
+        parts.append(f"frameworks={', '.join(self.frameworks) or '-'}")
+        if lay.element_strides is not None:
+            parts.append(f"element_strides={lay.element_strides}, block_strides={lay.block_strides}")
+        return f"DistributedTensor({'; '.join(parts)})"
+
+    # -- the DLPack protocol: not for distributed arrays ---------------------
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        raise DLPackError(
+            f"a DistributedTensor ({self.layout.nfragments} fragments) cannot be exported as one DLPack "
+            "tensor (the array API leaves distributed arrays out of the protocol); gather() it into one "
+            "array, or export single fragments: torch.from_dlpack(dt.fragments[i])"
+        )
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        raise DLPackError(
+            "a DistributedTensor has no single DLPack device; gather() it, or ask dt.fragments[i]"
+        )
+
+    # -- element access ------------------------------------------------------
+    def __getitem__(self, index: Any) -> Any:
+        """One element, read from a fragment holding it: ``dt[i, j]``.
+
+        Only tuples of ints (or an int for 1-D tensors) are accepted;
+        negative indices count from the end. Returns a Python scalar where the
+        framework gives one (``.item()``), else a 0-d array.
+
+        Raises
+        ------
+        IndexError
+            For an index out of bounds or of the wrong length.
+        TypeError
+            For slices and other keys (gather first).
+        """
+        key = index if isinstance(index, tuple) else (index,)
+        if len(key) != self.ndim:
+            raise IndexError(f"index {index!r} has {len(key)} entries; the tensor has {self.ndim} modes")
+        idx = []
+        for m, (k, n) in enumerate(zip(key, self.shape)):
+            if isinstance(k, bool):
+                raise TypeError(f"index {index!r}: entry {m} is a bool, not an int")
+            try:
+                i = operator.index(k)
+            except TypeError:
+                raise TypeError(
+                    f"index {index!r}: DistributedTensor reads single elements with ints only; "
+                    "gather() it for slicing"
+                ) from None
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for mode {m} of extent {n}")
+            idx.append(i % n)
+        pairs = self.layout.global_to_local(tuple(idx))
+        local = [(f, li) for f, li in pairs if self.fragments[f].is_local]
+        if not local:
+            raise FragmentError(
+                f"element {tuple(idx)} lies in fragments {[f for f, _ in pairs]}, none held by this process"
+            )
+        f, li = local[0]
+        frag = self.fragments[f]
+        if frag._memory is not None and frag._array is None:
+            offset = frag.layout.memory_offset(li)
+            value = frag.adapter.as_strided(frag._memory, (), (), offset)
+        else:
+            value = frag._array[li]
+        item = getattr(value, "item", None)
+        return item() if callable(item) else value
+
+    # -- moving data ---------------------------------------------------------
+    def gather(self, framework: str | None = None, device: Any = None, out: Any = None) -> Any:
+        """The whole tensor as one regular array, in row-major order.
+
+        Parameters
+        ----------
+        framework : str, optional
+            ``"numpy"``, ``"torch"``, ``"jax"``, ``"cupy"``... By default the
+            framework of the first local fragment (or of ``out``).
+        device : Device or str, optional
+            Where the result lives; by default the device of the first
+            fragment (the host for host layouts), or ``out``'s device.
+        out : array, optional
+            A writable array of the tensor's shape and dtype, of any mutable
+            framework and any strides (a transposed view, a slice), filled in
+            place and returned.
+
+        Returns
+        -------
+        array
+            An array of ``framework`` (or ``out``).
+
+        Notes
+        -----
+        Copies run as a few strided assignments per fragment, never element by
+        element. In a multi-process run this will be an all-gather (every
+        process receives the whole tensor); dlmg runs in one process today.
+        """
+        from .plans.api import gather
+
+        return gather(self, framework=framework, device=device, out=out)
+
+    def redistribute(self, layout: "Layout", framework: str | None = None) -> "DistributedTensor":
+        """The tensor in another layout of the same shape.
+
+        Fragments that stay as they are (same device, same elements, same
+        framework) are reused, not copied; everything else moves by strided
+        copies. See :func:`dlmg.plan_redistribution` for the plan.
+
+        Parameters
+        ----------
+        layout : Layout
+            The target layout (any blocks, grid, replicas, devices, strides).
+        framework : str, optional
+            The frameworks of the new fragments; by default a fragment keeps the
+            framework of a source fragment on its device, else the tensor's.
+        """
+        from .plans.api import redistribute
+
+        return redistribute(self, layout, framework=framework)
+
+    def plan_redistribution(self, layout: "Layout") -> "RedistributionPlan":
+        """The copy plan :meth:`redistribute` would run for ``layout``."""
+        from .plans.api import tensor_plan
+
+        return tensor_plan(self, layout)
+
+    def to(self, framework: str, copy: bool | None = None) -> "DistributedTensor":
+        """The same tensor with every fragment handed to ``framework`` through DLPack.
+
+        Parameters
+        ----------
+        framework : str
+            The target framework.
+        copy : bool, optional
+            ``None``: zero-copy where possible, a copy otherwise; ``True``:
+            always copy; ``False``: never copy, raising
+            :class:`~dlmg.errors.CopyRequiredError` where the target would
+            need one (JAX and unaligned host buffers, 64-bit types without x64...).
+        """
+        from .plans.api import to_framework
+
+        return to_framework(self, framework, copy=copy)
