@@ -12,5 +12,8 @@ from .device import Device, as_device
 from .errors import *  # noqa: F403  (the exception hierarchy is public API)
 from .layout import Layout, FragmentLayout
 from .registry import adapter_for, framework_of, get_adapter
+from .tensor import DistributedTensor, Fragment
+from .construct import empty, from_fragments, from_pointers, full, ones, scatter, zeros
+from .plans import RedistributionPlan, plan_redistribution
 
 __version__ = "0.1.0"
