@@ -9,6 +9,7 @@ rather than failing deep inside NumPy.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from dlmg.device import Device
@@ -46,8 +47,16 @@ class NumpyAdapter(BaseAdapter):
     mutable = True
 
     def owns(self, array: Any) -> bool:
-        """Whether ``array`` is a NumPy ``ndarray`` (not a NumPy scalar)."""
-        return type(array).__module__.partition(".")[0] == "numpy" and hasattr(array, "__array_interface__") and hasattr(array, "strides")
+        """Whether ``array`` is a NumPy ``ndarray`` (not a NumPy scalar), checked
+        by type module first; NumPy is necessarily imported when it matches."""
+        if type(array).__module__.partition(".")[0] not in self.modules:
+            return False
+        np = sys.modules.get("numpy")
+        return np is not None and isinstance(array, np.ndarray)
+
+    def _np(self) -> Any:
+        """The numpy module (also for subclasses whose ``package`` is another one)."""
+        return self._import("numpy")
 
     def namespace(self) -> Any:
         """``array_api_compat.numpy``."""
@@ -102,7 +111,7 @@ class NumpyAdapter(BaseAdapter):
         DtypeError
             When NumPy has no such type (ml_dtypes missing for bfloat16).
         """
-        np = self.module()
+        np = self._np()
         name = canonical(dtype)
         try:
             return np.dtype(name)
@@ -124,12 +133,12 @@ class NumpyAdapter(BaseAdapter):
     def empty(self, shape: tuple[int, ...], dtype: str, device: Device) -> Any:
         """``numpy.empty`` (``device`` must be a ``cpu`` device)."""
         self._check_device(device)
-        return self.module().empty(tuple(shape), dtype=self.np_dtype(dtype))
+        return self._np().empty(tuple(shape), dtype=self.np_dtype(dtype))
 
     def full(self, shape: tuple[int, ...], fill_value: Any, dtype: str, device: Device) -> Any:
         """``numpy.full`` (``device`` must be a ``cpu`` device)."""
         self._check_device(device)
-        return self.module().full(tuple(shape), fill_value, dtype=self.np_dtype(dtype))
+        return self._np().full(tuple(shape), fill_value, dtype=self.np_dtype(dtype))
 
     def from_dlpack(self, obj: Any, *, device: Device | None = None, copy: bool | None = None) -> Any:
         """``numpy.from_dlpack`` with dlmg's checks.
@@ -146,7 +155,7 @@ class NumpyAdapter(BaseAdapter):
         DeviceError
             ``device`` not a ``cpu`` device.
         """
-        np = self.module()
+        np = self._np()
         copy = check_copy(copy)
         self._check_device(device)
         if self.owns(obj):
@@ -183,7 +192,7 @@ class NumpyAdapter(BaseAdapter):
         Built with ``numpy.lib.stride_tricks.as_strided`` (byte strides); the
         view is writeable when ``array`` is.
         """
-        np = self.module()
+        np = self._np()
         as_strided = np.lib.stride_tricks.as_strided
         itemsize = array.itemsize
         start = array
@@ -195,7 +204,7 @@ class NumpyAdapter(BaseAdapter):
 
     def ascontiguous(self, array: Any) -> Any:
         """``numpy.ascontiguousarray``."""
-        return self.module().ascontiguousarray(array)
+        return self._np().ascontiguousarray(array)
 
     def export(self, array: Any, **kwargs: Any) -> Any:
         """``array.__dlpack__(**kwargs)``; bfloat16 raises a clear DtypeError first."""
