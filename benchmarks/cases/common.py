@@ -1,0 +1,62 @@
+"""Helpers shared by the case modules."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..config import Context
+from ..frameworks import make_sync
+from ..harness import Timing, describe_error, measure
+from ..record import Row
+
+__all__ = ["FRAGMENTS", "fragment_devices", "guarded", "ok", "run_row", "same_pointers"]
+
+#: Fragments per distributed tensor in every CPU case (and the GPU pointwise
+#: and gather / scatter cases).
+FRAGMENTS = 8
+
+
+def fragment_devices(framework: str, device: str, count: int = FRAGMENTS) -> list[str]:
+    """Devices of ``count`` fragments of ``framework`` on ``device``'s kind.
+
+    JAX on the CPU spreads its fragments over its CPU devices ``cpu:0`` ...
+    ``cpu:7``; NumPy and PyTorch CPU arrays all sit in host memory (``"cpu"``);
+    on a GPU every fragment is on that one GPU.
+    """
+    if device.startswith("cuda"):
+        return [device] * count
+    if framework == "jax":
+        return [f"cpu:{i}" for i in range(count)]
+    return ["cpu"] * count
+
+
+def run_row(row: Row, ctx: Context, callables: dict[str, Callable[[], Any]]) -> Row:
+    """Time ``callables`` for ``row`` (device work timed to completion)."""
+    row.timings = measure(callables, ctx.settings, make_sync(ctx.device))
+    return row
+
+
+def same_pointers(outputs: list[Any], inputs: list[Any]) -> bool:
+    """Whether every output shares its input's memory (a zero-copy hand-over)."""
+    from ..frameworks import data_ptr
+
+    pairs = [(data_ptr(o), data_ptr(i)) for o, i in zip(outputs, inputs)]
+    return len(outputs) == len(inputs) and all(a is not None and a == b for a, b in pairs)
+
+
+def ok(row: Row, *contenders: str) -> bool:
+    """Whether every named contender of ``row`` has a timing (no error)."""
+    return all(isinstance(row.timings.get(c), Timing) for c in contenders)
+
+
+def guarded(case: int, name: str, native: str, build: Callable[[], list[Row]]) -> list[Row]:
+    """The rows ``build()`` returns, or one row holding its error.
+
+    Native set-up (a framework missing, a device absent) fails a group of rows,
+    not the whole case: the error is recorded as the native contender's.
+    """
+    try:
+        return build()
+    except Exception as exc:  # noqa: BLE001 - reported in the row
+        error = describe_error(exc)
+        return [Row(case, name, {}, native, timings={"native": error, "dlmg": "skipped: native set-up failed"})]

@@ -1,0 +1,198 @@
+"""Case 5 (and the GPU part of case 6): redistribution.
+
+On the CPU an ``n x n`` float32 matrix sharded in row slabs over JAX's 8 CPU
+devices is moved to column slabs:
+
+* dlmg with JAX fragments: ``dlmg.from_jax(x).redistribute(column slabs)``,
+  blocked until ready, against ``jax.device_put(x, column_sharding)``;
+* dlmg with NumPy fragments: ``dt.redistribute(column slabs)`` against the same
+  ``device_put`` and against the NumPy loop that builds each column slab
+  (``np.concatenate`` of the row slabs' column ranges);
+* block-cyclic to row slabs with NumPy and with JAX fragments, against
+  gathering the tensor and scattering it again.
+
+On a GPU 4 torch fragments on the one GPU move from row to column slabs,
+against the same in torch: index copies (``torch.cat`` of each row slab's
+column range) and ``torch.cat`` followed by ``chunk``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..config import Context, MiB
+from ..frameworks import concatenate, fragment_arrays, jax_device, put, to_numpy
+from ..record import Row, Target, check_result, prepared
+from .common import FRAGMENTS, fragment_devices, guarded, ok, run_row
+from .gather_scatter import layout_spec, native_scatter
+from .pointwise import copy_contender
+
+__all__ = ["GPU_FRAGMENTS", "run_redistribute", "run_redistribute_gpu"]
+
+#: Fragments of the GPU redistribution (all on the one GPU).
+GPU_FRAGMENTS = 4
+
+
+def _matches(result: Callable[[], Any], base: np.ndarray) -> Callable[[], str]:
+    def compare() -> str:
+        got = result()
+        gathered = to_numpy(got.gather(framework="numpy"))
+        return "ok" if np.array_equal(gathered, base) else "mismatch: redistributed tensor differs"
+
+    return compare
+
+
+def _params(n: int, framework: str, source: str, target: str, fragments: int, device: str) -> dict[str, Any]:
+    return {"framework": framework, "shape": [n, n], "bytes": n * n * 4, "size": f"{n * n * 4 / MiB:g} MiB",
+            "source_layout": source, "target_layout": target, "fragments": fragments, "device": device}
+
+
+def _slabs_jax(ctx: Context, base: np.ndarray) -> list[Row]:
+    import dlmg
+    import jax
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    n = base.shape[0]
+    mesh = Mesh(np.array([jax_device(f"cpu:{i}") for i in range(FRAGMENTS)]), ("d",))
+    rows_sharding = NamedSharding(mesh, PartitionSpec("d", None))
+    cols_sharding = NamedSharding(mesh, PartitionSpec(None, "d"))
+    x = jax.device_put(base, rows_sharding)
+    x.block_until_ready()
+    target = dlmg.Layout.slab((n, n), axis=1, devices=[f"cpu:{i}" for i in range(FRAGMENTS)])
+
+    def dlmg_fn() -> Any:
+        return dlmg.from_jax(x).redistribute(target)
+
+    row = Row(5, "row slabs -> column slabs, JAX fragments (from_jax + redistribute)",
+              _params(n, "jax", "slab axis 0", "slab axis 1", FRAGMENTS, "cpu:0-7"),
+              "jax.device_put(x, column sharding)", targets=[Target("ratio", "<=", 1.0)])
+    run_row(row, ctx, {"dlmg": dlmg_fn, "native": lambda: jax.device_put(x, cols_sharding)})
+    if ok(row, "dlmg"):
+        row.check = check_result(_matches(dlmg_fn, base))
+    return [row]
+
+
+def _slabs_numpy(ctx: Context, base: np.ndarray) -> list[Row]:
+    import dlmg
+    import jax
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    n = base.shape[0]
+    m = n // FRAGMENTS
+    mesh = Mesh(np.array([jax_device(f"cpu:{i}") for i in range(FRAGMENTS)]), ("d",))
+    x = jax.device_put(base, NamedSharding(mesh, PartitionSpec("d", None)))
+    cols_sharding = NamedSharding(mesh, PartitionSpec(None, "d"))
+    frags = [base[i * m:(i + 1) * m].copy() for i in range(FRAGMENTS)]
+    devices = ["cpu"] * FRAGMENTS
+
+    def numpy_loop() -> list[np.ndarray]:
+        return [np.concatenate([f[:, j * m:(j + 1) * m] for f in frags], axis=0) for j in range(FRAGMENTS)]
+
+    def build() -> Callable[[], Any]:
+        dt = dlmg.from_fragments(frags, dlmg.Layout.slab((n, n), axis=0, devices=devices))
+        target = dlmg.Layout.slab((n, n), axis=1, devices=devices)
+        return lambda: dt.redistribute(target)
+
+    dlmg_fn = prepared(build)
+    row = Row(5, "row slabs -> column slabs, NumPy fragments",
+              _params(n, "numpy", "slab axis 0", "slab axis 1", FRAGMENTS, "cpu"),
+              "jax.device_put(x, column sharding) (JAX fragments)", targets=[Target("ratio", "<=", 1.0)])
+    run_row(row, ctx, {"dlmg": dlmg_fn, "native": lambda: jax.device_put(x, cols_sharding),
+                       "numpy": numpy_loop})
+    t, t_np = row.time("dlmg"), row.time("numpy")
+    row.metrics["ratio vs NumPy loop"] = t / t_np if t and t_np else None
+    if ok(row, "dlmg"):
+        row.check = check_result(_matches(dlmg_fn, base))
+    return [row]
+
+
+def _block_cyclic(ctx: Context, base: np.ndarray, framework: str) -> list[Row]:
+    import dlmg
+
+    n = base.shape[0]
+    block, grid = layout_spec("block-cyclic", (n, n))
+    devices = fragment_devices(framework, ctx.device)
+    x = put(base, framework, devices[0])
+    frags = [put(to_numpy(f), framework, d) for f, d in zip(native_scatter(framework, x, block, grid), devices)]
+
+    def make() -> tuple[Any, Any]:
+        source = dlmg.Layout.block_cyclic((n, n), block=block, grid=grid, devices=devices)
+        target = dlmg.Layout.slab((n, n), axis=0, devices=devices)
+        return dlmg.from_fragments(frags, source), target
+
+    def build_redistribute() -> Callable[[], Any]:
+        dt, target = make()
+        return lambda: dt.redistribute(target)
+
+    def build_gather_scatter() -> Callable[[], Any]:
+        dt, target = make()
+        return lambda: dlmg.scatter(dt.gather(framework=framework), target, framework=framework)
+
+    dlmg_fn = prepared(build_redistribute)
+    row = Row(5, f"block-cyclic -> row slabs, {framework} fragments",
+              _params(n, framework, f"block-cyclic {block} over {grid}", "slab axis 0", FRAGMENTS, ctx.device),
+              "dlmg gather, then dlmg.scatter")
+    run_row(row, ctx, {"dlmg": dlmg_fn, "native": prepared(build_gather_scatter)})
+    if ok(row, "dlmg"):
+        row.check = check_result(_matches(dlmg_fn, base))
+    return [row]
+
+
+def run_redistribute(ctx: Context) -> list[Row]:
+    """Case 5: redistribution over JAX's 8 CPU devices."""
+    n = ctx.mode.redistribute_n
+    base = np.arange(n * n, dtype=np.float32).reshape(n, n)
+    rows: list[Row] = []
+    rows.extend(guarded(5, "row slabs -> column slabs, JAX fragments", "jax.device_put",
+                        lambda: _slabs_jax(ctx, base)))
+    rows.extend(guarded(5, "row slabs -> column slabs, NumPy fragments", "jax.device_put",
+                        lambda: _slabs_numpy(ctx, base)))
+    for fw in ("numpy", "jax"):
+        rows.extend(guarded(5, f"block-cyclic -> row slabs, {fw} fragments", "gather, then scatter",
+                            lambda: _block_cyclic(ctx, base, fw)))
+    return rows
+
+
+def _gpu_torch(ctx: Context) -> list[Row]:
+    import dlmg
+    import torch
+
+    n = ctx.mode.gpu_redistribute_n
+    k = GPU_FRAGMENTS
+    m = n // k
+    base = np.arange(n * n, dtype=np.float32).reshape(n, n) % 65536
+    frags = [torch.from_numpy(base[i * m:(i + 1) * m]).to(ctx.device) for i in range(k)]
+    devices = [ctx.device] * k
+
+    def index_copies() -> list[Any]:
+        return [torch.cat([f[:, j * m:(j + 1) * m] for f in frags], dim=0) for j in range(k)]
+
+    def cat_chunk() -> list[Any]:
+        return [c.contiguous() for c in concatenate("torch", frags).chunk(k, dim=1)]
+
+    def build() -> Callable[[], Any]:
+        dt = dlmg.from_fragments(frags, dlmg.Layout.slab((n, n), axis=0, devices=devices))
+        target = dlmg.Layout.slab((n, n), axis=1, devices=devices)
+        return lambda: dt.redistribute(target)
+
+    dlmg_fn = prepared(build)
+    row = Row(6, "redistribute row slabs -> column slabs, torch",
+              _params(n, "torch", "slab axis 0", "slab axis 1", k, ctx.device),
+              "torch index copies: torch.cat of each row slab's column range")
+    run_row(row, ctx, {"dlmg": dlmg_fn, "native": index_copies, "cat+chunk": cat_chunk,
+                       "copy": copy_contender(ctx.device, n * n * 4)})
+    t, t_cc, t_copy = row.time("dlmg"), row.time("cat+chunk"), row.time("copy")
+    row.metrics["ratio vs cat+chunk"] = t / t_cc if t and t_cc else None
+    row.metrics["dlmg copy fraction"] = t_copy / t if t and t_copy else None
+    row.metrics["dlmg GB/s"] = n * n * 4 / t / 1e9 if t else None
+    if ok(row, "dlmg"):
+        row.check = check_result(_matches(dlmg_fn, base))
+    return [row]
+
+
+def run_redistribute_gpu(ctx: Context) -> list[Row]:
+    """Case 6's redistribution: 4 torch fragments on the GPU."""
+    return guarded(6, "redistribute row slabs -> column slabs, torch", "torch index copies",
+                   lambda: _gpu_torch(ctx))

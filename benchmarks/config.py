@@ -1,0 +1,121 @@
+"""Sizes and timing settings of the three modes: smoke, quick and full."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .harness import Settings
+
+__all__ = ["Context", "MODES", "Mode", "KiB", "MiB", "GiB"]
+
+KiB = 1024
+MiB = 1024 * KiB
+GiB = 1024 * MiB
+
+
+@dataclass(frozen=True)
+class Mode:
+    """Sizes of every case in one mode.
+
+    Attributes
+    ----------
+    name : str
+        ``"smoke"``, ``"quick"`` or ``"full"``.
+    settings : Settings
+        Repeats and warm-up.
+    interchange_bytes : tuple of int
+        Bytes per fragment of the small and the large interchange runs.
+    pointwise_bytes : int
+        Total bytes of each pointwise operand (8 fragments).
+    dispatch_elements : int
+        Elements per fragment of the dispatch-overhead run.
+    gather_shape : tuple of int
+        Global float32 shape of the gather / scatter runs.
+    redistribute_n : int
+        The redistributed matrix is ``n x n`` float32.
+    gpu_* :
+        The same on the GPU.
+    """
+
+    name: str
+    settings: Settings
+    interchange_bytes: tuple[int, int]
+    pointwise_bytes: int
+    dispatch_elements: int
+    gather_shape: tuple[int, int]
+    redistribute_n: int
+    gpu_interchange_bytes: tuple[int, int]
+    gpu_pointwise_bytes: int
+    gpu_gather_shape: tuple[int, int]
+    gpu_redistribute_n: int
+
+
+MODES: dict[str, Mode] = {
+    "smoke": Mode(
+        name="smoke",
+        settings=Settings(repeats=1, warmup=1, min_repeat_s=0.0, max_call_s=5.0),
+        interchange_bytes=(4 * KiB, 64 * KiB),
+        pointwise_bytes=256 * KiB,
+        dispatch_elements=16,
+        gather_shape=(256, 256),
+        redistribute_n=256,
+        gpu_interchange_bytes=(4 * KiB, 64 * KiB),
+        gpu_pointwise_bytes=1 * MiB,
+        gpu_gather_shape=(512, 512),
+        gpu_redistribute_n=512,
+    ),
+    "quick": Mode(
+        name="quick",
+        settings=Settings(repeats=5, warmup=2, min_repeat_s=0.005, max_call_s=20.0),
+        interchange_bytes=(4 * KiB, 4 * MiB),
+        pointwise_bytes=64 * MiB,
+        dispatch_elements=16,
+        gather_shape=(4096, 4096),
+        redistribute_n=2048,
+        gpu_interchange_bytes=(4 * KiB, 256 * MiB),
+        gpu_pointwise_bytes=256 * MiB,
+        gpu_gather_shape=(8192, 8192),
+        gpu_redistribute_n=8192,
+    ),
+    "full": Mode(
+        name="full",
+        settings=Settings(repeats=9, warmup=2, min_repeat_s=0.02, max_call_s=60.0),
+        interchange_bytes=(4 * KiB, 256 * MiB),
+        pointwise_bytes=256 * MiB,
+        dispatch_elements=16,
+        gather_shape=(8192, 8192),
+        redistribute_n=4096,
+        gpu_interchange_bytes=(4 * KiB, 1 * GiB),
+        gpu_pointwise_bytes=1 * GiB,
+        gpu_gather_shape=(16384, 16384),
+        gpu_redistribute_n=16384,
+    ),
+}
+
+
+@dataclass
+class Context:
+    """What a case runs with.
+
+    Attributes
+    ----------
+    mode : Mode
+    device : str
+        ``"cpu"`` or ``"cuda:0"``.
+    notes : list of str
+        Free-form remarks a case adds for the report.
+    """
+
+    mode: Mode
+    device: str = "cpu"
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def settings(self) -> Settings:
+        """The mode's timing settings."""
+        return self.mode.settings
+
+    @property
+    def gpu(self) -> bool:
+        """Whether the cases run on a GPU."""
+        return self.device.startswith("cuda")

@@ -1,0 +1,184 @@
+"""The benchmark suite: command line, case selection, running and reporting.
+
+Usage::
+
+    python benchmarks/run.py [--full | --smoke] [--gpu] [--cases 1,3] [--out DIR] [--docs PATH | --no-docs]
+
+The CPU run (the default) runs cases 1-5; ``--gpu`` runs only case 6 (its
+parts selected with ``--cases`` by the number of the CPU case they mirror:
+1 interchange, 2 ``to()``, 3 pointwise, 4 gather / scatter, 5 redistribution)
+and exits with status 2 when there is no CUDA GPU. A case whose dlmg side
+fails records the error in its rows; a case that fails as a whole records it as
+the case's status; the run goes on either way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import shlex
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .config import MODES, Context, KiB, MiB
+from .harness import describe_error
+from .record import Row
+
+__all__ = ["CPU_CASES", "main", "parse_args", "run_suite"]
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _case(name: str) -> Callable[[Context], list[Row]]:
+    """A case function, imported when the case runs (so a broken module is one case's error)."""
+
+    def run(ctx: Context) -> list[Row]:
+        module_name, func = name.rsplit(".", 1)
+        module = __import__(f"benchmarks.cases.{module_name}", fromlist=[func])
+        return getattr(module, func)(ctx)
+
+    return run
+
+
+#: The CPU cases by number.
+CPU_CASES: dict[int, Callable[[Context], list[Row]]] = {
+    1: _case("interchange.run_interchange"),
+    2: _case("interchange.run_to"),
+    3: _case("pointwise.run_pointwise"),
+    4: _case("gather_scatter.run_gather_scatter"),
+    5: _case("redistribute.run_redistribute"),
+}
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse the command line."""
+    p = argparse.ArgumentParser(prog="python benchmarks/run.py", description=__doc__.split("\n\n")[0])
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--full", action="store_true", help="large sizes, more repeats")
+    size.add_argument("--smoke", action="store_true",
+                      help="tiny sizes and 1 repeat: checks that the suite runs (no meaningful figures)")
+    p.add_argument("--gpu", action="store_true", help="run only the GPU cases (case 6); fails without a CUDA GPU")
+    p.add_argument("--cases", default=None,
+                   help="comma-separated case numbers, e.g. 1,3 (with --gpu: the parts of case 6 by CPU case number)")
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results",
+                   help="folder for <kind>-<mode>.json and .md (default: benchmarks/results)")
+    docs = p.add_mutually_exclusive_group()
+    docs.add_argument("--docs", type=Path, default=None,
+                      help="the performance page to regenerate (default: docs/performance.md, except with --smoke)")
+    docs.add_argument("--no-docs", action="store_true", help="do not touch the performance page")
+    args = p.parse_args(argv)
+    args.mode = "full" if args.full else "smoke" if args.smoke else "quick"
+    try:
+        args.selected = sorted({int(c) for c in args.cases.split(",") if c.strip()}) if args.cases else None
+    except ValueError:
+        p.error(f"--cases must be comma-separated case numbers, got {args.cases!r}")
+    allowed = set(range(1, 7)) if args.gpu else set(CPU_CASES)
+    if args.selected is not None and not set(args.selected) <= allowed:
+        p.error(f"--cases {args.cases!r}: choose among {sorted(allowed)}")
+    if args.docs is None and not args.no_docs and not args.smoke:
+        args.docs = ROOT / "docs" / "performance.md"
+    return args
+
+
+def _sizes(ctx: Context) -> dict[str, str]:
+    m = ctx.mode
+
+    def b(n: int) -> str:
+        return f"{n / MiB:g} MiB" if n >= MiB else f"{n / KiB:g} KiB"
+
+    if ctx.gpu:
+        return {
+            "interchange": f"8 fragments x {b(m.gpu_interchange_bytes[0])} and x {b(m.gpu_interchange_bytes[1])}",
+            "pointwise": f"3 operands x {b(m.gpu_pointwise_bytes)} (8 fragments)",
+            "gather/scatter": f"{m.gpu_gather_shape[0]}x{m.gpu_gather_shape[1]} float32",
+            "redistribution": f"{m.gpu_redistribute_n}x{m.gpu_redistribute_n} float32 (4 fragments)",
+        }
+    return {
+        "interchange": f"8 fragments x {b(m.interchange_bytes[0])} and x {b(m.interchange_bytes[1])}",
+        "pointwise": f"3 operands x {b(m.pointwise_bytes)} (8 fragments); dispatch 8 x {m.dispatch_elements}",
+        "gather/scatter": f"{m.gather_shape[0]}x{m.gather_shape[1]} float32 (8 fragments)",
+        "redistribution": f"{m.redistribute_n}x{m.redistribute_n} float32 (8 JAX CPU devices)",
+    }
+
+
+def _run_case(number: int, fn: Callable[[Context], list[Row]], ctx: Context) -> dict[str, Any]:
+    from .report import case_title
+
+    start = time.perf_counter()
+    try:
+        rows = fn(ctx)
+        status = "ok"
+    except Exception as exc:  # noqa: BLE001 - one broken case must not end the run
+        rows, status = [], describe_error(exc)
+    elapsed = time.perf_counter() - start
+    errors = sum(1 for r in rows if r.status != "ok")
+    print(f"case {number}: {len(rows)} rows, {errors} with errors, {elapsed:.1f} s"
+          + ("" if status == "ok" else f" -- {status}"), file=sys.stderr, flush=True)
+    return {"case": number, "title": case_title(number), "status": status, "runtime_s": elapsed,
+            "rows": [r.as_dict() for r in rows]}
+
+
+def run_suite(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the selected cases and return the run's JSON document."""
+    from .machine import machine_info
+
+    started = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+    t0 = time.perf_counter()
+    ctx = Context(MODES[args.mode], device="cuda:0" if args.gpu else "cpu")
+    cases: list[dict[str, Any]] = []
+    if args.gpu:
+        from .cases.gpu import run_gpu
+
+        ctx.notes.append(f"{ctx.mode.name} sizes; 8 fragments on cuda:0 (redistribution: 4)")
+        parts = args.selected
+
+        def gpu(c: Context) -> list[Row]:
+            return run_gpu(c, parts)
+
+        cases.append(_run_case(6, gpu, ctx))
+    else:
+        for number, fn in CPU_CASES.items():
+            if args.selected is None or number in args.selected:
+                cases.append(_run_case(number, fn, ctx))
+    return {
+        "schema": 1,
+        "kind": "gpu" if args.gpu else "cpu",
+        "mode": args.mode,
+        "command": "python " + shlex.join(["benchmarks/run.py", *args.argv]),
+        "started": started,
+        "runtime_s": time.perf_counter() - t0,
+        "machine": machine_info(ROOT, gpu=args.gpu),
+        "settings": asdict(ctx.settings),
+        "sizes": _sizes(ctx),
+        "notes": ctx.notes,
+        "cases": cases,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the process exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    args.argv = argv
+    if args.gpu:
+        from .cases.gpu import require_gpu
+
+        try:
+            name = require_gpu()
+        except RuntimeError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print(f"GPU: {name}", file=sys.stderr)
+    run = run_suite(args)
+    from .report import render_markdown, update_docs, write_results
+
+    json_path, md_path = write_results(run, args.out)
+    print(render_markdown(run))
+    print(f"\nwrote {json_path} and {md_path}", file=sys.stderr)
+    if args.docs is not None and not args.no_docs:
+        print(f"updated {update_docs(run, args.docs)}", file=sys.stderr)
+    print(f"suite runtime {run['runtime_s']:.0f} s", file=sys.stderr)
+    return 0
