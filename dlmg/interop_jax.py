@@ -692,7 +692,11 @@ def _install() -> None:
     except ImportError:  # pragma: no cover - the tensor module not there yet
         return
     if not hasattr(DistributedTensor, "to_jax"):
-        DistributedTensor.to_jax = to_jax  # type: ignore[attr-defined]
+        register = getattr(DistributedTensor, "register_method", None)
+        if register is not None:
+            register("to_jax", to_jax)
+        else:  # pragma: no cover
+            DistributedTensor.to_jax = to_jax  # type: ignore[attr-defined]
 
 
 _install()
