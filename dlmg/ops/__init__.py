@@ -1,0 +1,80 @@
+"""Operations on distributed tensors, fragment by fragment in each owner's framework.
+
+* :mod:`.dispatch` -- the one execution path (:func:`apply`,
+  :func:`map_fragments`), framework hand-over and :func:`synchronize`;
+* :mod:`.pointwise` -- Python operators and the array API's elementwise
+  functions;
+* :mod:`.reductions` -- ``sum``, ``prod``, ``min``, ``max``, ``mean``,
+  ``all``, ``any``, ``argmax``;
+* :mod:`.linalg` and :mod:`.fft` -- batch-local ``matmul``, ``cholesky``
+  and FFTs.
+
+Importing this package attaches the operators and reduction methods to
+:class:`~dlmg.DistributedTensor` (:func:`install`); it imports no framework.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import dispatch, fft, linalg, pointwise, reductions
+from .dispatch import apply, map_fragments, synchronize, synchronize_tensor
+from .linalg import cholesky, matmul
+from .pointwise import *  # noqa: F403  (the elementwise functions)
+from .pointwise import __all__ as _pointwise_all
+from .reductions import all, any, argmax, max, mean, min, prod, sum  # noqa: A004
+
+__all__ = [
+    "apply",
+    "synchronize",
+    "matmul",
+    "cholesky",
+    "sum",
+    "prod",
+    "min",
+    "max",
+    "mean",
+    "all",
+    "any",
+    "argmax",
+    "install",
+] + [n for n in _pointwise_all if n not in ("OPERATORS", "install")]
+
+
+def _synchronize_method(self: Any) -> Any:
+    """Wait until all queued work producing this tensor's local fragments is done; returns the tensor."""
+    synchronize_tensor(self)
+    return self
+
+
+def _matmul_method(self: Any, other: Any) -> Any:
+    from .dispatch import is_distributed
+
+    if not is_distributed(other):
+        return NotImplemented
+    return matmul(self, other)
+
+
+def _rmatmul_method(self: Any, other: Any) -> Any:
+    from .dispatch import is_distributed
+
+    if not is_distributed(other):
+        return NotImplemented
+    return matmul(other, self)
+
+
+def install(cls: type | None = None) -> None:
+    """Attach operators, elementwise and reduction methods, ``@`` and
+    ``synchronize`` to :class:`~dlmg.DistributedTensor` (or ``cls``)."""
+    if cls is None:
+        from ..tensor import DistributedTensor
+
+        cls = DistributedTensor
+    pointwise.install(cls)
+    reductions.install(cls)
+    cls.register_method("__matmul__", _matmul_method)
+    cls.register_method("__rmatmul__", _rmatmul_method)
+    cls.register_method("synchronize", _synchronize_method)
+
+
+install()

@@ -1,0 +1,440 @@
+"""Elementwise operations: Python operators and the array API's elementwise functions.
+
+Every function here runs through :func:`dlmg.ops.dispatch.map_fragments`:
+fragment by fragment, in the framework of the first distributed operand's
+fragment, on that fragment's device, with no communication. Operands must
+share one layout (:class:`~dlmg.errors.LayoutMismatchError` otherwise);
+Python scalars and 0-d arrays of any framework broadcast.
+
+Result dtypes follow the framework's own promotion rules; where the
+fragments of one tensor belong to different frameworks and those rules
+disagree (``int32 / int32`` is float64 in NumPy, float32 in torch), every
+fragment is cast to the first local fragment's result dtype.
+
+In-place operators (``x += y``) write into the fragments' memory for NumPy,
+torch and CuPy fragments (the data pointers stay the same). JAX arrays are
+immutable: their fragments are *replaced* by new arrays in the same tensor
+object, which every holder of the tensor sees, while arrays exported from
+the old fragments keep the old values (JAX's own ``x += y`` rebinds too).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..dtypes import canonical
+from ._dtypes import BOOL, INEXACT, INT, NUMERIC, REAL, check_inplace, require
+from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed, map_fragments
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..tensor import DistributedTensor
+
+__all__ = [
+    # the array API's elementwise functions (and NumPy's aliases) are added below
+    "where",
+    "clip",
+    "astype",
+    "OPERATORS",
+    "install",
+]
+
+_SIGNED = frozenset("iufc")  # numeric but not bool
+_UINT_INT = frozenset("iu")
+_REAL_NOT_BOOL = frozenset("iuf")
+
+
+def _dtype_of(op: Any) -> Any:
+    """The dlmg dtype of a classified operand, or the Python scalar itself."""
+    if isinstance(op, _ZeroD):
+        return op.adapter.dtype_of(op.array)
+    if op is None or isinstance(op, SCALAR_TYPES):
+        return op
+    return op.dtype
+
+
+def _classify_all(args: tuple[Any, ...]) -> list[Any]:
+    return [a if a is None or isinstance(a, SCALAR_TYPES) or is_distributed(a) else classify_operand(a) for a in args]
+
+
+def _check(name: str, ops: list[Any], kinds: frozenset[str] | None, hint: str = "") -> None:
+    if kinds is None or kinds == NUMERIC:
+        return
+    require(name, [_dtype_of(op) for op in ops if op is not None], kinds, hint)
+
+
+# --------------------------------------------------------------------------
+# elementwise functions of the array API standard
+
+
+def _make_function(public: str, std: str, nargs: int, kinds: frozenset[str] | None, doc: str) -> Callable[..., Any]:
+    def per_fragment(xp: Any, *arrays: Any, _std: str = std) -> Any:
+        return getattr(xp, _std)(*arrays)
+
+    if nargs == 1:
+
+        def function(x: Any, /) -> "DistributedTensor":
+            ops = _classify_all((x,))
+            _check(public, ops, kinds)
+            out = map_fragments(per_fragment, ops, name=public)
+            assert out is not None
+            return out
+
+    else:
+
+        def function(x1: Any, x2: Any, /) -> "DistributedTensor":  # type: ignore[misc]
+            ops = _classify_all((x1, x2))
+            _check(public, ops, kinds)
+            out = map_fragments(per_fragment, ops, name=public)
+            assert out is not None
+            return out
+
+    function.__name__ = function.__qualname__ = public
+    operand = "x" if nargs == 1 else "x1, x2"
+    function.__doc__ = (
+        f"{doc}, elementwise, fragment by fragment (array API ``{std}``).\n\n"
+        f"Parameters\n----------\n{operand} : DistributedTensor, scalar or 0-d array\n"
+        "    At least one distributed tensor; distributed operands share one layout.\n\n"
+        "Returns\n-------\nDistributedTensor\n    A new tensor of the operands' layout.\n\n"
+        "Raises\n------\nLayoutMismatchError\n    When the distributed operands' layouts differ.\n"
+        "DtypeError\n    For element types the operation is not defined for.\n"
+    )
+    return function
+
+
+#: public name -> (array-API name, number of operands, allowed kinds, summary)
+_FUNCTIONS: dict[str, tuple[str, int, frozenset[str] | None, str]] = {
+    "abs": ("abs", 1, _SIGNED, "Absolute value"),
+    "acos": ("acos", 1, _SIGNED, "Inverse cosine"),
+    "acosh": ("acosh", 1, _SIGNED, "Inverse hyperbolic cosine"),
+    "asin": ("asin", 1, _SIGNED, "Inverse sine"),
+    "asinh": ("asinh", 1, _SIGNED, "Inverse hyperbolic sine"),
+    "atan": ("atan", 1, _SIGNED, "Inverse tangent"),
+    "atanh": ("atanh", 1, _SIGNED, "Inverse hyperbolic tangent"),
+    "bitwise_invert": ("bitwise_invert", 1, INT, "Bitwise NOT"),
+    "ceil": ("ceil", 1, _REAL_NOT_BOOL, "Ceiling"),
+    "conj": ("conj", 1, NUMERIC, "Complex conjugate"),
+    "cos": ("cos", 1, _SIGNED, "Cosine"),
+    "cosh": ("cosh", 1, _SIGNED, "Hyperbolic cosine"),
+    "exp": ("exp", 1, _SIGNED, "Exponential"),
+    "expm1": ("expm1", 1, _SIGNED, "exp(x) - 1"),
+    "floor": ("floor", 1, _REAL_NOT_BOOL, "Floor"),
+    "imag": ("imag", 1, NUMERIC, "Imaginary part"),
+    "isfinite": ("isfinite", 1, NUMERIC, "Test for finite values"),
+    "isinf": ("isinf", 1, NUMERIC, "Test for infinities"),
+    "isnan": ("isnan", 1, NUMERIC, "Test for NaN"),
+    "log": ("log", 1, _SIGNED, "Natural logarithm"),
+    "log1p": ("log1p", 1, _SIGNED, "log(1 + x)"),
+    "log2": ("log2", 1, _SIGNED, "Base-2 logarithm"),
+    "log10": ("log10", 1, _SIGNED, "Base-10 logarithm"),
+    "logical_not": ("logical_not", 1, NUMERIC, "Logical NOT"),
+    "negative": ("negative", 1, _SIGNED, "Numerical negative"),
+    "positive": ("positive", 1, NUMERIC, "Numerical positive (a copy)"),
+    "real": ("real", 1, NUMERIC, "Real part"),
+    "reciprocal": ("reciprocal", 1, INEXACT, "1 / x"),
+    "round": ("round", 1, _SIGNED, "Round half to even"),
+    "sign": ("sign", 1, _SIGNED, "Sign"),
+    "signbit": ("signbit", 1, _REAL_NOT_BOOL, "Whether the sign bit is set"),
+    "sin": ("sin", 1, _SIGNED, "Sine"),
+    "sinh": ("sinh", 1, _SIGNED, "Hyperbolic sine"),
+    "square": ("square", 1, _SIGNED, "Square"),
+    "sqrt": ("sqrt", 1, _SIGNED, "Square root"),
+    "tan": ("tan", 1, _SIGNED, "Tangent"),
+    "tanh": ("tanh", 1, _SIGNED, "Hyperbolic tangent"),
+    "trunc": ("trunc", 1, _REAL_NOT_BOOL, "Truncation toward zero"),
+    "add": ("add", 2, NUMERIC, "Sum"),
+    "atan2": ("atan2", 2, _REAL_NOT_BOOL, "Quadrant-aware inverse tangent of x1 / x2"),
+    "bitwise_and": ("bitwise_and", 2, INT, "Bitwise AND"),
+    "bitwise_left_shift": ("bitwise_left_shift", 2, _UINT_INT, "Left shift"),
+    "bitwise_or": ("bitwise_or", 2, INT, "Bitwise OR"),
+    "bitwise_right_shift": ("bitwise_right_shift", 2, _UINT_INT, "Right shift"),
+    "bitwise_xor": ("bitwise_xor", 2, INT, "Bitwise XOR"),
+    "copysign": ("copysign", 2, _REAL_NOT_BOOL, "x1 with the sign of x2"),
+    "divide": ("divide", 2, NUMERIC, "True division"),
+    "equal": ("equal", 2, NUMERIC, "x1 == x2"),
+    "floor_divide": ("floor_divide", 2, REAL, "Floor division"),
+    "greater": ("greater", 2, REAL, "x1 > x2"),
+    "greater_equal": ("greater_equal", 2, REAL, "x1 >= x2"),
+    "hypot": ("hypot", 2, _REAL_NOT_BOOL, "sqrt(x1**2 + x2**2)"),
+    "less": ("less", 2, REAL, "x1 < x2"),
+    "less_equal": ("less_equal", 2, REAL, "x1 <= x2"),
+    "logaddexp": ("logaddexp", 2, _REAL_NOT_BOOL, "log(exp(x1) + exp(x2))"),
+    "logical_and": ("logical_and", 2, NUMERIC, "Logical AND"),
+    "logical_or": ("logical_or", 2, NUMERIC, "Logical OR"),
+    "logical_xor": ("logical_xor", 2, NUMERIC, "Logical XOR"),
+    "maximum": ("maximum", 2, REAL, "Elementwise maximum (NaN propagates)"),
+    "minimum": ("minimum", 2, REAL, "Elementwise minimum (NaN propagates)"),
+    "multiply": ("multiply", 2, NUMERIC, "Product"),
+    "nextafter": ("nextafter", 2, frozenset("f"), "Next representable value after x1 toward x2"),
+    "not_equal": ("not_equal", 2, NUMERIC, "x1 != x2"),
+    "pow": ("pow", 2, NUMERIC, "x1 raised to x2"),
+    "remainder": ("remainder", 2, REAL, "Remainder with the sign of x2"),
+    "subtract": ("subtract", 2, NUMERIC, "Difference"),
+}
+
+#: NumPy's names for the same functions.
+_ALIASES: dict[str, str] = {
+    "absolute": "abs",
+    "arccos": "acos",
+    "arccosh": "acosh",
+    "arcsin": "asin",
+    "arcsinh": "asinh",
+    "arctan": "atan",
+    "arctanh": "atanh",
+    "arctan2": "atan2",
+    "conjugate": "conj",
+    "invert": "bitwise_invert",
+    "left_shift": "bitwise_left_shift",
+    "right_shift": "bitwise_right_shift",
+    "power": "pow",
+    "true_divide": "divide",
+    "mod": "remainder",
+}
+
+for _public, (_std, _nargs, _kinds, _doc) in _FUNCTIONS.items():
+    globals()[_public] = _make_function(_public, _std, _nargs, _kinds, _doc)
+    __all__.append(_public)
+for _alias, _target in _ALIASES.items():
+    globals()[_alias] = globals()[_target]
+    __all__.append(_alias)
+del _public, _std, _nargs, _kinds, _doc, _alias, _target
+
+
+def _where_fragment(xp: Any, cond: Any, x1: Any, x2: Any) -> Any:
+    return xp.where(cond, x1, x2)
+
+
+def where(condition: Any, x1: Any, x2: Any, /) -> "DistributedTensor":
+    """``x1`` where ``condition`` is true, else ``x2``, elementwise.
+
+    Parameters
+    ----------
+    condition : DistributedTensor, bool or 0-d array
+    x1, x2 : DistributedTensor, scalar or 0-d array
+        At least one of the three operands is distributed; all distributed
+        ones share one layout. The first distributed operand decides each
+        fragment's framework.
+
+    Returns
+    -------
+    DistributedTensor
+    """
+    ops = _classify_all((condition, x1, x2))
+    out = map_fragments(_where_fragment, ops, name="where")
+    assert out is not None
+    return out
+
+
+def _clip_fragment(xp: Any, x: Any, lo: Any, hi: Any) -> Any:
+    return xp.clip(x, min=lo, max=hi)
+
+
+def clip(x: Any, /, min: Any = None, max: Any = None) -> "DistributedTensor":  # noqa: A002
+    """``x`` limited to ``[min, max]`` elementwise.
+
+    Parameters
+    ----------
+    x : DistributedTensor
+    min, max : scalar, 0-d array, DistributedTensor or None
+        Bounds (``None``: unbounded on that side); distributed bounds share
+        ``x``'s layout.
+
+    Returns
+    -------
+    DistributedTensor
+    """
+    ops = _classify_all((x, min, max))
+    _check("clip", ops, REAL)
+    out = map_fragments(_clip_fragment, ops, name="clip")
+    assert out is not None
+    return out
+
+
+def astype(x: "DistributedTensor", dtype: Any, /, *, copy: bool = True) -> "DistributedTensor":
+    """``x`` converted to element type ``dtype``, fragment by fragment.
+
+    Parameters
+    ----------
+    x : DistributedTensor
+    dtype : str or any framework's dtype
+        The target type (``"float32"``, ``torch.float32``, ``np.int8``...).
+    copy : bool
+        With ``False``, ``x`` itself is returned when it already has ``dtype``.
+
+    Returns
+    -------
+    DistributedTensor
+    """
+    name = canonical(dtype)
+    if not copy and x.dtype == name:
+        return x
+
+    def per_fragment(xp: Any, a: Any) -> Any:
+        return xp.astype(a, getattr(xp, name))
+
+    out = map_fragments(per_fragment, (x,), name=f"astype({name})")
+    assert out is not None
+    return out
+
+
+# --------------------------------------------------------------------------
+# Python operators
+
+
+def _forward(op: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+    return lambda xp, a, b: op(a, b)
+
+
+def _backward(op: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+    return lambda xp, a, b: op(b, a)
+
+
+def _binary_method(symbol: str, op: Callable[[Any, Any], Any], kinds: frozenset[str] | None, reflected: bool) -> Callable[..., Any]:
+    per_fragment = _backward(op) if reflected else _forward(op)
+    label = f"operator {symbol}"
+
+    def method(self: "DistributedTensor", other: Any) -> Any:
+        if not (isinstance(other, SCALAR_TYPES) or is_distributed(other)):
+            try:
+                other = classify_operand(other)
+            except TypeError:
+                return NotImplemented
+        if kinds is not None:
+            require(label, (self.dtype, _dtype_of(other)), kinds)
+        return map_fragments(per_fragment, (self, other), name=label)
+
+    return method
+
+
+def _unary_method(symbol: str, op: Callable[[Any], Any], kinds: frozenset[str] | None) -> Callable[..., Any]:
+    label = f"operator {symbol}"
+
+    def per_fragment(xp: Any, a: Any) -> Any:
+        return op(a)
+
+    def method(self: "DistributedTensor") -> "DistributedTensor":
+        if kinds is not None:
+            require(label, (self.dtype,), kinds)
+        out = map_fragments(per_fragment, (self,), name=label)
+        assert out is not None
+        return out
+
+    return method
+
+
+def _inplace_method(symbol: str, iop: Callable[[Any, Any], Any], kinds: frozenset[str] | None) -> Callable[..., Any]:
+    label = f"operator {symbol}"
+
+    def per_fragment(xp: Any, a: Any, b: Any) -> Any:
+        r = iop(a, b)  # in place for NumPy/torch/CuPy (r is a); a new array for JAX
+        if r is not a and r.dtype != a.dtype:
+            r = xp.astype(r, a.dtype)
+        return r
+
+    def method(self: "DistributedTensor", other: Any) -> Any:
+        if not (isinstance(other, SCALAR_TYPES) or is_distributed(other)):
+            try:
+                other = classify_operand(other)
+            except TypeError:
+                return NotImplemented
+        dtype = _dtype_of(other)
+        if kinds is not None:
+            require(label, (self.dtype, dtype), kinds)
+        check_inplace("truediv" if symbol == "/=" else label, self.dtype, (dtype,))
+        indices = _distinct_memory(self) if self.layout.is_replicated else None
+        map_fragments(per_fragment, (self, other), name=label, in_place=True, indices=indices)
+        return self
+
+    return method
+
+
+def _distinct_memory(tensor: "DistributedTensor") -> list[int]:
+    """Local fragments of a replicated tensor, leaving out those whose memory
+    another one already is (the same array wrapped as two replicas must be
+    updated in place once, not twice)."""
+    seen: set[tuple[str, int]] = set()
+    out = []
+    for frag in tensor.fragments:
+        if not frag.is_local:
+            continue
+        adapter = frag.adapter
+        if adapter.mutable and frag.size:
+            key = (frag.framework, adapter.data_ptr(frag.array))
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(frag.index)
+    return out
+
+
+#: symbol, forward name, reflected name, in-place name, function, in-place function, kinds
+_BINARY = (
+    ("+", "__add__", "__radd__", "__iadd__", operator.add, operator.iadd, None),
+    ("-", "__sub__", "__rsub__", "__isub__", operator.sub, operator.isub, None),
+    ("*", "__mul__", "__rmul__", "__imul__", operator.mul, operator.imul, None),
+    ("/", "__truediv__", "__rtruediv__", "__itruediv__", operator.truediv, operator.itruediv, None),
+    ("//", "__floordiv__", "__rfloordiv__", "__ifloordiv__", operator.floordiv, operator.ifloordiv, REAL),
+    ("%", "__mod__", "__rmod__", "__imod__", operator.mod, operator.imod, REAL),
+    ("**", "__pow__", "__rpow__", "__ipow__", operator.pow, operator.ipow, None),
+    ("&", "__and__", "__rand__", "__iand__", operator.and_, operator.iand, INT),
+    ("|", "__or__", "__ror__", "__ior__", operator.or_, operator.ior, INT),
+    ("^", "__xor__", "__rxor__", "__ixor__", operator.xor, operator.ixor, INT),
+    ("<<", "__lshift__", "__rlshift__", "__ilshift__", operator.lshift, operator.ilshift, _UINT_INT),
+    (">>", "__rshift__", "__rrshift__", "__irshift__", operator.rshift, operator.irshift, _UINT_INT),
+)
+_COMPARISONS = (
+    ("==", "__eq__", operator.eq, None),
+    ("!=", "__ne__", operator.ne, None),
+    ("<", "__lt__", operator.lt, REAL),
+    ("<=", "__le__", operator.le, REAL),
+    (">", "__gt__", operator.gt, REAL),
+    (">=", "__ge__", operator.ge, REAL),
+)
+_UNARY = (
+    ("-", "__neg__", operator.neg, _SIGNED),
+    ("+", "__pos__", operator.pos, NUMERIC),
+    ("abs", "__abs__", operator.abs, _SIGNED),
+    ("~", "__invert__", operator.invert, INT),
+)
+
+
+def _bool(self: "DistributedTensor") -> bool:
+    """The truth value of a one-element tensor; others raise like NumPy arrays."""
+    if self.size != 1:
+        raise ValueError(
+            f"the truth value of a distributed tensor of {self.size} elements is ambiguous; "
+            "use dlmg.any(x) or dlmg.all(x)"
+        )
+    return bool(self[(0,) * self.ndim])
+
+
+def _operators() -> dict[str, Any]:
+    methods: dict[str, Any] = {}
+    for symbol, fwd, rev, inp, op, iop, kinds in _BINARY:
+        methods[fwd] = _binary_method(symbol, op, kinds, reflected=False)
+        methods[rev] = _binary_method(symbol, op, kinds, reflected=True)
+        methods[inp] = _inplace_method(symbol + "=", iop, kinds)
+    for symbol, name, op, kinds in _COMPARISONS:
+        methods[name] = _binary_method(symbol, op, kinds, reflected=False)
+    for symbol, name, op, kinds in _UNARY:
+        methods[name] = _unary_method(symbol, op, kinds)
+    methods["__bool__"] = _bool
+    methods["__array_ufunc__"] = None  # NumPy defers to our reflected operators
+    methods["__array_priority__"] = 1000
+    methods["__hash__"] = object.__hash__  # == is elementwise; identity hashing, as torch tensors
+    methods["astype"] = astype
+    methods["conj"] = globals()["conj"]
+    methods["real"] = property(globals()["real"], doc="The real part (a new tensor).")
+    methods["imag"] = property(globals()["imag"], doc="The imaginary part (a new tensor).")
+    return methods
+
+
+#: Every method :func:`install` attaches to :class:`~dlmg.DistributedTensor`.
+OPERATORS: dict[str, Any] = _operators()
+
+
+def install(cls: type) -> None:
+    """Attach the operators and elementwise methods to ``cls``."""
+    for name, method in OPERATORS.items():
+        cls.register_method(name, method)

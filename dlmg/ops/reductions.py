@@ -1,0 +1,511 @@
+"""Reductions: sum, prod, min, max, mean, all, any and argmax.
+
+How a reduction runs:
+
+1. every fragment that takes part is reduced over the requested modes in its
+   own framework, on its own device (a *partial*, with the reduced modes
+   kept as extent 1);
+2. the partials of fragments that differ only along reduced *distributed*
+   modes (and share a replica) are handed to the framework and device of the
+   one with grid coordinate 0 along those modes, stacked and reduced again.
+
+So reducing only modes that are not distributed (grid 1) is purely local and
+keeps the grid; reducing a distributed mode gives the layout of
+:meth:`~dlmg.Layout.drop_modes`: the kept fragments' devices, replicas
+staying replicas (each replica reduces its own copy; no element is counted
+twice). ``axis=None`` reduces everything and returns a regular 0-d array of
+the framework of fragment 0, on its device, combining replica 0 only; an
+explicit tuple naming every mode returns a 0-d *distributed* tensor instead.
+
+Nothing is synchronised; the result is ready after :func:`dlmg.synchronize`
+as any other.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from ..errors import DtypeError, FragmentError
+from ._dtypes import float_dtype, index_dtype, kind_of, narrow_for, sum_dtype
+from .dispatch import Executor, _fail, executor, is_distributed, map_fragments, move_array, new_tensor
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..layout import Layout
+    from ..tensor import DistributedTensor
+
+__all__ = ["sum", "prod", "min", "max", "mean", "all", "any", "argmax", "install", "METHODS"]
+
+Axis = "int | Sequence[int] | None"
+
+
+# --------------------------------------------------------------------------
+# plans: which fragments combine into which output fragment
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How the fragments of one layout reduce over some modes.
+
+    Attributes
+    ----------
+    axes : tuple of int
+        The reduced modes, increasing.
+    out_layout : Layout or None
+        The result's layout (``None`` for ``axis=None``: a regular array).
+    groups : tuple of (int, tuple of int)
+        Per output fragment: its index and the input fragments combining
+        into it, the first being the one the result lives with.
+    count : int
+        Elements reduced into each output element (``mean``).
+    """
+
+    axes: tuple[int, ...]
+    out_layout: "Layout | None"
+    groups: tuple[tuple[int, tuple[int, ...]], ...]
+    count: int
+
+
+def _normalize_axes(axis: Any, ndim: int, name: str) -> tuple[int, ...] | None:
+    if axis is None:
+        return None
+    if isinstance(axis, bool):
+        raise TypeError(f"{name}: axis must be an int or a tuple of ints, got {axis!r}")
+    raw = (axis,) if isinstance(axis, int) else tuple(axis)
+    out = []
+    for a in raw:
+        if isinstance(a, bool) or not isinstance(a, int):
+            raise TypeError(f"{name}: axis entries must be ints, got {a!r}")
+        if not -ndim <= a < ndim:
+            raise ValueError(f"{name}: axis {a} is out of bounds for a tensor of {ndim} modes")
+        a %= ndim
+        if a in out:
+            raise ValueError(f"{name}: axis {a} is repeated in {axis!r}")
+        out.append(a)
+    return tuple(sorted(out))
+
+
+@lru_cache(maxsize=256)
+def _plan(layout: "Layout", axes: tuple[int, ...] | None, keepdims: bool) -> _Plan:
+    ndim = layout.ndim
+    if axes is None:  # everything, replica 0 only, into a regular array
+        members = tuple(range(layout.ngrid))
+        return _Plan(tuple(range(ndim)), None, ((0, members),), layout.size)
+    removed = set(axes)
+    dropped = layout.drop_modes(axes) if axes else layout
+    dropped = dropped.replace(element_strides=None, block_strides=None) if dropped.element_strides else dropped
+    if keepdims and axes:
+        from ..layout import Layout
+
+        shape = list(dropped.shape)
+        block = list(dropped.block)
+        grid = list(dropped.grid)
+        for a in axes:  # insert unit modes; the grid order of the devices is unchanged
+            shape.insert(a, 1)
+            block.insert(a, 1)
+            grid.insert(a, 1)
+        out_layout = Layout(shape, block=block, grid=grid, devices=dropped.devices)
+    else:
+        out_layout = dropped
+    kept = [m for m in range(ndim) if m not in removed]
+    groups: dict[int, list[int]] = {}
+    for frag in layout.fragments:
+        coords = tuple(frag.coords[m] for m in kept)
+        if keepdims:
+            full = [0] * ndim
+            for m, c in zip(kept, coords):
+                full[m] = c
+            coords = tuple(full)
+        j = out_layout.fragment_index(coords, frag.replica)
+        groups.setdefault(j, []).append(frag.index)
+    count = math.prod(layout.shape[a] for a in axes)
+    return _Plan(axes, out_layout, tuple((j, tuple(groups[j])) for j in sorted(groups)), count)
+
+
+# --------------------------------------------------------------------------
+# the reduction engine
+
+
+@dataclass(frozen=True)
+class _Reducer:
+    """One reduction: how a fragment reduces locally and how partials combine.
+
+    ``local(xp, array, axes, ctx)`` returns the partial (reduced modes kept
+    as extent 1; for ``axes=None``-style full reductions a 0-d array);
+    ``combine(xp, partials, ctx)`` reduces a list of partials of the same
+    shape along a new leading mode.
+    """
+
+    name: str
+    local: Callable[..., Any]
+    combine: Callable[..., Any]
+    needs_elements: bool = False  # min, max, argmax: no identity element
+
+
+def _stack(xp: Any, parts: Sequence[Any]) -> Any:
+    return xp.stack(list(parts), axis=0)
+
+
+def _simple(name: str, fn_name: str, with_dtype: bool, needs_elements: bool = False) -> _Reducer:
+    def local(xp: Any, a: Any, axes: tuple[int, ...] | None, ctx: "_Context") -> Any:
+        fn = getattr(xp, fn_name)
+        if with_dtype:
+            return fn(a, axis=axes, keepdims=axes is not None, dtype=ctx.dtype_for(xp))
+        return fn(a, axis=axes, keepdims=axes is not None)
+
+    def combine(xp: Any, parts: Sequence[Any], ctx: "_Context") -> Any:
+        fn = getattr(xp, fn_name)
+        if with_dtype:
+            return fn(_stack(xp, parts), axis=0, dtype=ctx.dtype_for(xp))
+        return fn(_stack(xp, parts), axis=0)
+
+    return _Reducer(name, local, combine, needs_elements)
+
+
+class _Context:
+    """Per-call values the reducers need (accumulation dtype, argmax geometry)."""
+
+    __slots__ = ("dtype", "_by_xp", "layout", "fragment", "big", "input_dtype")
+
+    def __init__(self, dtype: str | None, layout: "Layout", input_dtype: str) -> None:
+        self.dtype = dtype
+        self.layout = layout
+        self.input_dtype = input_dtype
+        self._by_xp: dict[int, Any] = {}
+        self.fragment = 0
+        self.big = builtins.max(layout.size, 1)
+
+    def dtype_for(self, xp: Any) -> Any:
+        if self.dtype is None:
+            return None
+        got = self._by_xp.get(id(xp))
+        if got is None:
+            got = self._by_xp[id(xp)] = getattr(xp, self.dtype)
+        return got
+
+
+def _global_index(xp: Any, local: Any, frag_layout: Any, mode: int, dtype: Any) -> Any:
+    """Global indices along ``mode`` of the local indices ``local`` of a fragment."""
+    lay = frag_layout.layout
+    b, g, c = lay.block[mode], lay.grid[mode], frag_layout.coords[mode]
+    local = xp.astype(local, dtype)
+    if g == 1:
+        return local
+    if len(frag_layout.blocks[mode]) <= 1:  # one block: a shift
+        return local + c * b
+    return (c + (local // b) * g) * b + local % b
+
+
+def _argmax_local(xp: Any, a: Any, axes: tuple[int, ...] | None, ctx: _Context) -> Any:
+    """(max value, global index) of one fragment, along one mode or over all of it."""
+    frag_layout = ctx.layout.fragments[ctx.fragment]
+    idx_dtype = ctx.dtype_for(xp)
+    if "bool" in str(a.dtype):
+        a = xp.astype(a, xp.uint8)
+    if axes is None or len(axes) != 1 or a.ndim == 0:  # flat over the whole fragment
+        flat = xp.reshape(a, (-1,))
+        li = xp.argmax(flat)
+        value = xp.max(flat)
+        shape = frag_layout.shape
+        gshape = ctx.layout.shape
+        rest = xp.astype(li, idx_dtype)
+        total = None
+        stride = 1
+        for m in reversed(range(len(shape))):
+            coord = rest % shape[m] if m else rest
+            rest = rest // shape[m]
+            g = _global_index(xp, coord, frag_layout, m, idx_dtype)
+            total = g * stride if total is None else total + g * stride
+            stride *= gshape[m]
+        if total is None:  # a 0-d tensor
+            total = xp.astype(li, idx_dtype)
+        return value, total
+    (mode,) = axes
+    li = xp.argmax(a, axis=mode, keepdims=True)
+    value = xp.max(a, axis=mode, keepdims=True)
+    return value, _global_index(xp, li, frag_layout, mode, idx_dtype)
+
+
+def _argmax_combine(xp: Any, parts: Sequence[Any], ctx: _Context) -> Any:
+    values = _stack(xp, [p[0] for p in parts])
+    indices = _stack(xp, [p[1] for p in parts])
+    best = xp.max(values, axis=0, keepdims=True)
+    hit = values == best
+    if kind_of(ctx.input_dtype) in "fc":
+        hit = hit | (xp.isnan(values) & xp.isnan(best))
+    candidates = xp.where(hit, indices, xp.full_like(indices, ctx.big))
+    return xp.min(candidates, axis=0)
+
+
+_REDUCERS = {
+    "sum": _simple("sum", "sum", True),
+    "prod": _simple("prod", "prod", True),
+    "min": _simple("min", "min", False, True),
+    "max": _simple("max", "max", False, True),
+    "all": _simple("all", "all", False),
+    "any": _simple("any", "any", False),
+    "argmax": _Reducer("argmax", _argmax_local, _argmax_combine, True),
+}
+
+
+def _reduce(
+    x: "DistributedTensor",
+    name: str,
+    axis: Any,
+    keepdims: bool,
+    dtype: str | None,
+    reducer: _Reducer | None = None,
+) -> Any:
+    """Run one reduction (see the module docstring)."""
+    if not is_distributed(x):
+        raise TypeError(f"dlmg.{name} takes a DistributedTensor, got {type(x).__name__}")
+    reducer = reducer or _REDUCERS[name]
+    axes = _normalize_axes(axis, x.ndim, f"dlmg.{name}")
+    layout = x.layout
+    if reducer.needs_elements:
+        reduced = range(x.ndim) if axes is None else axes
+        if builtins.any(layout.shape[a] == 0 for a in reduced):
+            raise ValueError(
+                f"dlmg.{name}: the reduced modes of shape {layout.shape} hold no element, and "
+                f"{name} has no identity"
+            )
+    if axes == ():  # no mode reduced: an elementwise conversion
+        return _no_axes(x, name, dtype)
+    plan = _plan(layout, axes, bool(keepdims))
+    ctx = _Context(dtype, layout, x.dtype)
+    local_axes = None if axes is None else plan.axes
+    frags = x.fragments
+    out_layout = plan.out_layout
+    results: list[Any] = [None] * (1 if out_layout is None else out_layout.nfragments)
+    for j, members in plan.groups:
+        home = frags[members[0]]
+        if not home.is_local:
+            continue
+        target = executor(home.framework, home.device)
+        parts = []
+        for i in members:
+            frag = frags[i]
+            if reducer.needs_elements and axes is not None and builtins.any(frag.shape[a] == 0 for a in axes):
+                continue  # contributes nothing; the home fragment always holds elements
+            if reducer.needs_elements and axes is None and frag.size == 0:
+                continue
+            ex = executor(frag.framework, frag.device)
+            ctx.fragment = i
+            try:
+                part = ex.run(reducer.local, frag.array, local_axes, ctx)
+                if ex is not target:
+                    part = _move(part, target, ex)
+            except FragmentError:
+                raise
+            except Exception as exc:
+                raise _fail(f"dlmg.{name}", i, ex, exc) from exc
+            parts.append(part)
+        try:
+            results[j] = target.run(_finish, reducer, parts, ctx, out_layout, j, keepdims, axes)
+        except Exception as exc:
+            raise _fail(f"dlmg.{name} (combining partials)", members[0], target, exc) from exc
+    if out_layout is None:
+        return results[0]
+    return new_tensor(results, out_layout)
+
+
+def _move(part: Any, target: Executor, source: Executor) -> Any:
+    if isinstance(part, tuple):
+        return tuple(move_array(p, target, source.adapter) for p in part)
+    return move_array(part, target, source.adapter)
+
+
+def _finish(
+    xp: Any,
+    reducer: _Reducer,
+    parts: list[Any],
+    ctx: _Context,
+    out_layout: "Layout | None",
+    j: int,
+    keepdims: bool,
+    axes: tuple[int, ...] | None,
+) -> Any:
+    if len(parts) == 1:
+        result = parts[0][1] if reducer.name == "argmax" else parts[0]
+    else:
+        result = reducer.combine(xp, parts, ctx)
+    if out_layout is None:
+        if keepdims:
+            return xp.reshape(result, (1,) * ctx.layout.ndim)
+        return xp.reshape(result, ())
+    return xp.reshape(result, out_layout.fragments[j].shape)
+
+
+def _no_axes(x: "DistributedTensor", name: str, dtype: str | None) -> "DistributedTensor":
+    """A reduction over no mode: every element is its own result."""
+    if name == "argmax":
+        raise ValueError("dlmg.argmax: axis=() reduces nothing")
+
+    def per_fragment(xp: Any, a: Any) -> Any:
+        if name in ("all", "any"):
+            return xp.astype(a, xp.bool)
+        if dtype is not None:
+            return xp.astype(a, getattr(xp, dtype))
+        return xp.asarray(a, copy=True)
+
+    out = map_fragments(per_fragment, (x,), name=f"dlmg.{name}")
+    assert out is not None
+    return out
+
+
+# --------------------------------------------------------------------------
+# the public functions
+
+
+def _frameworks(x: "DistributedTensor") -> tuple[str, ...]:
+    return x.frameworks
+
+
+def sum(x: "DistributedTensor", /, *, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
+    """Sum of the elements over ``axis``.
+
+    Parameters
+    ----------
+    x : DistributedTensor
+    axis : int or tuple of int, optional
+        Modes to reduce (negative values count from the end); ``None``
+        reduces every element into a regular 0-d array.
+    dtype : str or dtype, optional
+        Accumulation and result type. By default NumPy's: bool and signed
+        integers sum in int64, unsigned ones in uint64 (32-bit types where a
+        JAX fragment takes part without ``jax_enable_x64``), floating and
+        complex types in their own type.
+    keepdims : bool
+        Keep the reduced modes with extent 1.
+
+    Returns
+    -------
+    DistributedTensor or array
+        A distributed tensor whose layout is ``x.layout.drop_modes(axis)``
+        (reduced modes of extent 1 kept with ``keepdims``); for
+        ``axis=None`` a 0-d array of fragment 0's framework on its device.
+
+    Notes
+    -----
+    Float sums combine per-fragment partial sums, so they differ from
+    NumPy's pairwise summation by rounding only (relative error about
+    ``n * eps`` of the sum of absolute values).
+    """
+    return _reduce(x, "sum", axis, keepdims, _accum(x, dtype))
+
+
+def prod(x: "DistributedTensor", /, *, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:
+    """Product of the elements over ``axis`` (dtype rules as :func:`sum`)."""
+    return _reduce(x, "prod", axis, keepdims, _accum(x, dtype))
+
+
+def min(x: "DistributedTensor", /, *, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
+    """Smallest element over ``axis`` (NaN propagates).
+
+    Raises
+    ------
+    ValueError
+        When a reduced mode has extent 0 (no identity element).
+    DtypeError
+        For complex tensors.
+    """
+    _real(x, "min")
+    return _reduce(x, "min", axis, keepdims, None)
+
+
+def max(x: "DistributedTensor", /, *, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
+    """Largest element over ``axis`` (NaN propagates; rules as :func:`min`)."""
+    _real(x, "max")
+    return _reduce(x, "max", axis, keepdims, None)
+
+
+def mean(x: "DistributedTensor", /, *, axis: Any = None, keepdims: bool = False) -> Any:
+    """Arithmetic mean over ``axis``: the :func:`sum` divided by the count.
+
+    Floating and complex tensors average in their own type; bool and integer
+    tensors in float64 (float32 where a JAX fragment takes part without
+    ``jax_enable_x64``), as NumPy does.
+    """
+    target = narrow_for(float_dtype(x.dtype), _frameworks(x))
+    axes = _normalize_axes(axis, x.ndim, "dlmg.mean")
+    count = math.prod(x.shape) if axes is None else math.prod(x.shape[a] for a in axes)
+    total = _reduce(x, "sum", axis, keepdims, target)
+    if axes == ():
+        return total
+    if is_distributed(total):
+        out = map_fragments(lambda xp, s: s / count if count else s * float("nan"), (total,), name="dlmg.mean")
+        return out
+    frag = x.fragments[0]
+    ex = executor(frag.framework, frag.device)
+    return ex.run(lambda xp, s: s / count if count else s * float("nan"), total)
+
+
+def all(x: "DistributedTensor", /, *, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
+    """Whether every element over ``axis`` is true (nonzero)."""
+    return _reduce(x, "all", axis, keepdims, None)
+
+
+def any(x: "DistributedTensor", /, *, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
+    """Whether some element over ``axis`` is true (nonzero)."""
+    return _reduce(x, "any", axis, keepdims, None)
+
+
+def argmax(x: "DistributedTensor", /, *, axis: int | None = None, keepdims: bool = False) -> Any:
+    """Global index of the largest element (the first one on ties; NaN counts as largest).
+
+    Parameters
+    ----------
+    x : DistributedTensor
+    axis : int, optional
+        One mode: the result holds global indices along it. ``None``: the
+        index into the flattened (row-major) tensor, as a regular 0-d array.
+    keepdims : bool
+
+    Returns
+    -------
+    DistributedTensor or array
+        int64 indices (int32 where a JAX fragment takes part without x64).
+    """
+    if axis is not None and not isinstance(axis, int):
+        raise TypeError(f"dlmg.argmax: axis must be an int or None, got {axis!r}")
+    _real(x, "argmax")
+    return _reduce(x, "argmax", axis, keepdims, narrow_for(index_dtype(), _frameworks(x)))
+
+
+def _accum(x: "DistributedTensor", dtype: Any) -> str:
+    if dtype is not None:
+        from ..dtypes import canonical
+
+        return canonical(dtype)
+    return narrow_for(sum_dtype(x.dtype), _frameworks(x))
+
+
+def _real(x: Any, name: str) -> None:
+    if is_distributed(x) and kind_of(x.dtype) == "c":
+        raise DtypeError(f"dlmg.{name} is not defined for complex tensors ({x.dtype}); reduce .real or abs() of it")
+
+
+def _method(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def method(self: "DistributedTensor", axis: Any = None, **kwargs: Any) -> Any:
+        return fn(self, axis=axis, **kwargs)
+
+    method.__name__ = fn.__name__
+    method.__doc__ = fn.__doc__
+    return method
+
+
+#: The reduction methods of :class:`~dlmg.DistributedTensor`.
+METHODS: dict[str, Callable[..., Any]] = {
+    f.__name__: _method(f) for f in (sum, prod, min, max, mean, all, any, argmax)
+}
+
+
+def install(cls: type) -> None:
+    """Attach ``sum``, ``prod``, ``min``, ``max``, ``mean``, ``all``, ``any``,
+    ``argmax`` as methods of ``cls``."""
+    for name, method in METHODS.items():
+        cls.register_method(name, method)
