@@ -252,7 +252,8 @@ class JaxAdapter(BaseAdapter):
         if target is None and src.framework == "jax":
             target = src.device
         jdev = None if target is None else self.jax_device(target)
-        producer = obj
+        known = _known_adapter(obj)
+        producer = obj if known is None else known.producer(obj)  # dtype limits of the producer first
         host = src.device.kind == "cpu"
         if not is_compact(src.shape, src.strides):
             if copy is False:
@@ -267,10 +268,6 @@ class JaxAdapter(BaseAdapter):
                 f"copies host buffers that are not {JAX_HOST_ALIGNMENT}-byte aligned, and this one "
                 f"starts at 0x{src.ptr:x} ({src.ptr % JAX_HOST_ALIGNMENT} bytes past a boundary)"
             )
-        else:
-            known = _known_adapter(obj)
-            if known is not None:
-                producer = known.producer(obj)
         if host and target is not None and target.kind == "cpu":
             # JAX places an import on the device the producer reports; all of its
             # CPU devices share the host memory, so this is zero-copy.

@@ -162,7 +162,8 @@ class TorchAdapter(BaseAdapter):
             return obj.to(self.torch_device(device))
         src = describe_producer(obj)
         target = src.device if device is None else device
-        producer = obj
+        known = _known_adapter(obj)
+        producer = obj if known is None else known.producer(obj)  # dtype limits of the producer first
         if has_negative_strides(src.shape, src.strides):
             if copy is False:
                 raise self._copy_required(
@@ -170,10 +171,6 @@ class TorchAdapter(BaseAdapter):
                 )
             producer = self._contiguous_producer(obj, src)
             copy = None  # the copy is made
-        else:
-            known = _known_adapter(obj)
-            if known is not None:
-                producer = known.producer(obj)
         moving = not self._same_place(src.device, target)
         if moving and copy is False:
             raise self._copy_required(f"cannot take in memory on {src.device} as a tensor on {target}")
