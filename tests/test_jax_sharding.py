@@ -133,6 +133,25 @@ def test_grid_is_column_major_then_replica():
     assert [d.index for d in layout.devices] == expect
 
 
+#: the table of docs/interop.md: spec on mesh (2, 4) -> block, grid, replicas, device ids
+DOC_TABLE = [
+    (P("a", "b"), (4, 2), (2, 4), 1, [0, 4, 1, 5, 2, 6, 3, 7]),
+    (P("b", "a"), (2, 4), (4, 2), 1, [0, 1, 2, 3, 4, 5, 6, 7]),
+    (P(("a", "b")), (1, 8), (8, 1), 1, [0, 1, 2, 3, 4, 5, 6, 7]),
+    (P(("b", "a")), (1, 8), (8, 1), 1, [0, 4, 1, 5, 2, 6, 3, 7]),
+    (P("a"), (4, 8), (2, 1), 4, [0, 4, 1, 5, 2, 6, 3, 7]),
+    (P(None, "b"), (8, 2), (1, 4), 2, [0, 1, 2, 3, 4, 5, 6, 7]),
+    (P(), (8, 8), (1, 1), 8, [0, 1, 2, 3, 4, 5, 6, 7]),
+]
+
+
+@pytest.mark.parametrize("spec, block, grid, nreplicas, ids", DOC_TABLE, ids=[str(r[0]) for r in DOC_TABLE])
+def test_the_documented_table(spec, block, grid, nreplicas, ids):
+    layout = layout_from_sharding(NamedSharding(make_mesh((2, 4)), spec), (8, 8))
+    assert (layout.block, layout.grid, layout.nreplicas) == (block, grid, nreplicas)
+    assert [d.index for d in layout.devices] == ids
+
+
 @pytest.mark.parametrize("case", MESH_SPECS, ids=_ids)
 def test_sharding_from_layout_round_trips(case):
     mesh_shape, spec = case
