@@ -223,14 +223,26 @@ class Fragment:
         return export(self._array, **kwargs)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        """The DLPack ``(device_type, device_id)`` of the fragment's array."""
+        """The DLPack ``(device_type, device_id)`` of the fragment's array.
+
+        A JAX array on host device ``cpu:k`` reports ``(1, k)`` (JAX itself
+        says ``(1, 0)``), so that ``jnp.from_dlpack(fragment)`` lands on the
+        same JAX CPU device; NumPy and torch read any CPU id as the host.
+        """
         if not self.is_local or self._array is None:
             raise DLPackError(f"fragment {self.index} cannot be exported here (remote or padded)")
-        get = getattr(self.adapter, "dlpack_device", None)
+        adapter = self.adapter
+        get = getattr(adapter, "dlpack_device", None)
         if get is None:
             dev_type, dev_id = self._array.__dlpack_device__()
-            return (int(dev_type), int(dev_id))
-        return get(self._array)
+            pair = (int(dev_type), int(dev_id))
+        else:
+            pair = tuple(get(self._array))
+        if pair[0] == 1:
+            have = adapter.device_of(self._array)
+            if have.kind == "cpu" and have.index:
+                return (1, have.index)
+        return pair
 
     def __repr__(self) -> str:
         where = f"rank {self.rank}" if not self.is_local else self.framework
