@@ -408,10 +408,13 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
                 f"fragment {frag.index} ({frag.framework} on {frag.device}) could not be handed to "
                 f"{target.name}: {exc}"
             ) from exc
-        if copy is False and frag.size and target.data_ptr(new) != src.data_ptr(base):
-            raise CopyRequiredError(
-                f"fragment {frag.index}: {target.name} copied the memory although copy=False was asked"
-            )
+        if frag.size and copy is not None and (target.data_ptr(new) == src.data_ptr(base)) != (not copy):
+            if copy is False:
+                raise CopyRequiredError(
+                    f"fragment {frag.index}: {target.name} copied the memory although copy=False was asked"
+                )
+            # copy=True honoured by the framework's own copy (JAX's from_dlpack ignores it on the host)
+            new = target.from_dlpack(new, device=frag.device, copy=True)
         if frag.is_padded:
             out.append(Fragment(frag.layout, None, target.name, rank=frag.rank, memory=new, token=_CREATE))
         else:
