@@ -66,7 +66,7 @@ MODES: dict[str, Mode] = {
     ),
     "quick": Mode(
         name="quick",
-        settings=Settings(repeats=5, warmup=2, min_repeat_s=0.005, max_call_s=20.0),
+        settings=Settings(repeats=7, warmup=2, min_repeat_s=0.02, max_call_s=20.0),
         interchange_bytes=(4 * KiB, 4 * MiB),
         pointwise_bytes=64 * MiB,
         dispatch_elements=16,
@@ -79,7 +79,7 @@ MODES: dict[str, Mode] = {
     ),
     "full": Mode(
         name="full",
-        settings=Settings(repeats=9, warmup=2, min_repeat_s=0.02, max_call_s=60.0),
+        settings=Settings(repeats=11, warmup=2, min_repeat_s=0.05, max_call_s=60.0),
         interchange_bytes=(4 * KiB, 256 * MiB),
         pointwise_bytes=256 * MiB,
         dispatch_elements=16,

@@ -166,7 +166,8 @@ def render_markdown(run: dict[str, Any], level: int = 2) -> str:
         f"- Command: `{run['command']}`",
         f"- Date: {run['started']}; suite runtime {run['runtime_s']:.0f} s; dlmg commit {m.get('git_commit')}",
         f"- CPU: {m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable), {m['memory_gib']} GiB;"
-        f" load average at start {m.get('load_average')}",
+        f" load average (1, 5, 15 min) {m.get('load_average')} at the start,"
+        f" {m.get('load_average_end')} at the end",
     ]
     if m.get("gpu"):
         g = m["gpu"]

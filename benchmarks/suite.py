@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import os
 import shlex
 import sys
 import time
@@ -143,6 +144,11 @@ def run_suite(args: argparse.Namespace) -> dict[str, Any]:
         for number, fn in CPU_CASES.items():
             if args.selected is None or number in args.selected:
                 cases.append(_run_case(number, fn, ctx))
+    machine = machine_info(ROOT, gpu=args.gpu)
+    try:
+        machine["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        machine["load_average_end"] = None
     return {
         "schema": 1,
         "kind": "gpu" if args.gpu else "cpu",
@@ -150,7 +156,7 @@ def run_suite(args: argparse.Namespace) -> dict[str, Any]:
         "command": "python " + shlex.join(["benchmarks/run.py", *args.argv]),
         "started": started,
         "runtime_s": time.perf_counter() - t0,
-        "machine": machine_info(ROOT, gpu=args.gpu),
+        "machine": machine,
         "settings": asdict(ctx.settings),
         "sizes": _sizes(ctx),
         "notes": ctx.notes,

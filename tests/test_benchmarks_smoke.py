@@ -1,0 +1,131 @@
+"""The benchmark suite runs end to end (tiny sizes), so that it cannot rot.
+
+No timing is asserted here: performance is reported by the suite, never
+tested. What is checked is the shape of what it writes -- every case, every
+row with its ratio, targets and status, the native side working, the
+Markdown and the performance page -- and that a failing dlmg call becomes data
+instead of ending the run.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN = ROOT / "benchmarks" / "run.py"
+CPU_CASES = [1, 2, 3, 4, 5]
+ROW_KEYS = {"case", "name", "params", "native_name", "dlmg", "native", "others", "ratio", "metrics",
+            "targets", "pass", "check", "status"}
+
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    docs = out / "performance.md"
+    done = subprocess.run(
+        [sys.executable, str(RUN), "--smoke", "--out", str(out), "--docs", str(docs)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return out, docs, json.loads((out / "cpu-smoke.json").read_text())
+
+
+def test_smoke_run_has_every_case_with_rows(smoke_run):
+    _, _, run = smoke_run
+    assert run["kind"] == "cpu" and run["mode"] == "smoke"
+    assert [c["case"] for c in run["cases"]] == CPU_CASES
+    for case in run["cases"]:
+        assert case["status"] == "ok", (case["case"], case["status"])
+        assert case["rows"], case["case"]
+
+
+def test_every_row_has_ratio_targets_and_a_working_native_side(smoke_run):
+    _, _, run = smoke_run
+    for case in run["cases"]:
+        for row in case["rows"]:
+            assert ROW_KEYS <= set(row), (row["name"], ROW_KEYS - set(row))
+            assert row["ratio"] is None or row["ratio"] > 0
+            assert isinstance(row["status"], str) and row["status"]
+            native = row["native"]
+            assert native is not None and "error" not in native, (row["name"], native)
+            assert native["repeats"] >= 1 and native["min_s"] <= native["median_s"] <= native["max_s"]
+            if row["status"] == "ok":
+                assert row["ratio"] is not None, row["name"]
+            for target in row["targets"]:
+                assert {"metric", "op", "limit", "value", "pass"} <= set(target)
+
+
+def test_interchange_rows_report_growth_from_small_to_large(smoke_run):
+    _, _, run = smoke_run
+    rows = next(c for c in run["cases"] if c["case"] == 1)["rows"]
+    assert any("large/small" in r["metrics"] for r in rows)
+
+
+def test_machine_info_and_command_are_recorded(smoke_run):
+    _, _, run = smoke_run
+    machine = run["machine"]
+    assert machine["cores"] >= 1 and machine["cpu"]
+    assert {"numpy", "python"} <= set(machine["versions"])
+    assert run["command"].startswith("python benchmarks/run.py --smoke")
+
+
+def test_markdown_and_performance_page_are_written(smoke_run):
+    out, docs, _ = smoke_run
+    table = (out / "cpu-smoke.md").read_text()
+    assert "| benchmark |" in table and "ratio" in table
+    page = docs.read_text()
+    assert "<!-- BEGIN CPU -->" in page and "<!-- END CPU -->" in page
+    assert "<!-- BEGIN GPU -->" in page and "Not run yet" in page
+
+
+def test_performance_page_keeps_the_other_kind(tmp_path):
+    from benchmarks.report import update_docs
+
+    page = tmp_path / "performance.md"
+    run = {"kind": "gpu", "mode": "smoke", "command": "python benchmarks/run.py --gpu", "started": "now",
+           "runtime_s": 1.0, "settings": {"repeats": 1, "warmup": 1}, "cases": [],
+           "machine": {"cpu": "x", "cores": 1, "usable_cores": 1, "memory_gib": 1, "gpu": None,
+                       "versions": {"python": "3"}}}
+    page.write_text("<!-- BEGIN CPU -->\nkept CPU section\n<!-- END CPU -->\n")
+    update_docs(run, page)
+    text = page.read_text()
+    assert "kept CPU section" in text and "GPU results (smoke)" in text
+
+
+def test_a_failing_contender_is_recorded_not_raised():
+    from benchmarks.harness import Settings, Timing, measure
+
+    def broken():
+        raise AttributeError("module 'dlmg' has no attribute 'nothing'")
+
+    got = measure({"dlmg": broken, "native": lambda: None}, Settings(repeats=1, warmup=1, min_repeat_s=0))
+    assert got["dlmg"].startswith("error: AttributeError")
+    assert isinstance(got["native"], Timing)
+
+
+def _cuda_present() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def test_gpu_flag_fails_clearly_without_a_gpu(tmp_path):
+    if _cuda_present():
+        pytest.skip("a CUDA GPU is present: --gpu runs instead of failing")
+    done = subprocess.run(
+        [sys.executable, str(RUN), "--gpu", "--smoke", "--out", str(tmp_path), "--no-docs"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 2
+    assert "--gpu needs" in done.stderr
+    assert not list(tmp_path.iterdir())
