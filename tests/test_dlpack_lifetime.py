@@ -223,6 +223,16 @@ def test_exporter_validation(args, kwargs, error, message):
         DLPackExporter(*args, **kwargs)
 
 
+def test_exporter_address_forms():
+    base = np.arange(4, dtype=np.int32)
+    for address in (base.ctypes.data, np.intp(base.ctypes.data), ctypes.c_void_p(base.ctypes.data)):
+        exporter = DLPackExporter(address, (4,), "int32", "cpu", owner=base)
+        assert exporter.pointer == base.ctypes.data and exporter.owner is base
+        assert np.from_dlpack(exporter).tolist() == [0, 1, 2, 3]
+    with pytest.raises(TypeError, match="True"):
+        DLPackExporter(True, (0,), "int32", "cpu")
+
+
 def test_exporter_accepts_empty_null_and_bytes():
     empty = DLPackExporter(0, (0, 4), "float32", "cpu")
     assert dl.inspect(empty).data == 0

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import numbers
 import operator
 import sys
 from collections.abc import Sequence
@@ -270,7 +271,7 @@ class DLPackExporter:
 
     Parameters
     ----------
-    pointer_or_buffer : int or buffer
+    pointer_or_buffer : int, numpy integer, ctypes.c_void_p or buffer
         The address of the memory (``data``), or any object supporting the
         Python buffer protocol (host memory only); then its address is used,
         the buffer is kept as owner and ``readonly`` is inferred from it.
@@ -363,8 +364,12 @@ class DLPackExporter:
         for extent in shape_t:
             size *= extent
 
-        if isinstance(pointer_or_buffer, int) and not isinstance(pointer_or_buffer, bool):
-            data = int(pointer_or_buffer)
+        if isinstance(pointer_or_buffer, bool):
+            raise TypeError(f"pointer_or_buffer must be an address or a buffer, got {pointer_or_buffer!r}")
+        if isinstance(pointer_or_buffer, (numbers.Integral, ctypes.c_void_p)):
+            # NumPy integers and c_void_p also have the buffer protocol: they are addresses here.
+            raw = pointer_or_buffer.value if isinstance(pointer_or_buffer, ctypes.c_void_p) else pointer_or_buffer
+            data = int(raw or 0)
             keep: Any = owner
         else:
             if not self._device.is_host:
