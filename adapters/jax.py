@@ -13,6 +13,14 @@ Quirks handled here (each has a test in ``tests/test_adapters.py``):
   ``copy=None``; a ``copy=False`` import raises
   :class:`~dlmg.errors.CopyRequiredError` (the alignment is checked first and
   the data pointers are compared afterwards);
+* JAX asks for legacy capsules, which cannot say READ_ONLY, so read-only
+  producers (a read-only NumPy array, a read-only DLPackExporter) refuse to
+  export to it: ``copy=False`` raises
+  :class:`~dlmg.errors.CopyRequiredError`, otherwise JAX copies the memory
+  on import;
+* ``jax.dlpack.from_dlpack(x, copy=True)`` does not copy host memory (the
+  result shares the producer's buffer); dlmg imports and then copies with
+  ``jnp.array(x, copy=True)``;
 * JAX cannot import non-compact strides (slices with gaps, negative strides,
   broadcasts; transposes are fine): ``copy=False`` raises
   :class:`~dlmg.errors.CopyRequiredError`, otherwise the producer's framework
@@ -254,6 +262,11 @@ class JaxAdapter(BaseAdapter):
         jdev = None if target is None else self.jax_device(target)
         known = _known_adapter(obj)
         producer = obj if known is None else known.producer(obj)  # dtype limits of the producer first
+        if src.size == 0:
+            # nothing to share; JAX would still insist on an aligned pointer
+            jnp = self.namespace()
+            where = jdev if jdev is not None else self.jax_device(src.device) if src.device.kind != "cpu" else None
+            return jnp.zeros(src.shape, dtype=jnp.dtype(src.dtype), device=where)
         host = src.device.kind == "cpu"
         if not is_compact(src.shape, src.strides):
             if copy is False:
@@ -268,6 +281,18 @@ class JaxAdapter(BaseAdapter):
                 f"copies host buffers that are not {JAX_HOST_ALIGNMENT}-byte aligned, and this one "
                 f"starts at 0x{src.ptr:x} ({src.ptr % JAX_HOST_ALIGNMENT} bytes past a boundary)"
             )
+        elif src.readonly and src.framework != "jax":
+            # JAX asks for a legacy capsule, which cannot carry READ_ONLY, so a
+            # read-only producer refuses to export to it (NumPy, DLPackExporter).
+            if copy is False:
+                raise self._copy_required(
+                    "asks for legacy DLPack capsules only, which cannot mark memory read-only, so a "
+                    "read-only producer cannot hand its memory to JAX without a copy"
+                )
+            from dlmg.dlpack import DLPackExporter
+
+            producer = DLPackExporter(src.ptr, src.shape, src.dtype, src.device, strides=src.strides, owner=obj)
+            copy = True  # copied below: JAX never keeps the read-only memory
         if host and target is not None and target.kind == "cpu":
             # JAX places an import on the device the producer reports; all of its
             # CPU devices share the host memory, so this is zero-copy.
@@ -275,7 +300,10 @@ class JaxAdapter(BaseAdapter):
         elif target is not None and target != src.device and copy is False:
             raise self._copy_required(f"cannot take in memory on {src.device} as an array on {target}")
         try:
-            out = jax.dlpack.from_dlpack(producer, device=jdev, copy=copy)
+            # JAX's own copy=True does not copy host memory (measured on 0.10): copy afterwards
+            out = jax.dlpack.from_dlpack(producer, device=jdev, copy=None if copy else copy)
+            if copy:
+                out = self.namespace().array(out, copy=True)
         except ValueError as exc:
             if copy is False:
                 raise self._copy_required(f"refused a zero-copy import ({exc})") from exc
