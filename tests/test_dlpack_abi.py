@@ -146,7 +146,13 @@ def test_inspect_torch():
 
 
 def test_inspect_jax_is_legacy():
-    jnp = pytest.importorskip("jax.numpy")
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    with jax.default_device(jax.devices("cpu")[0]):  # the GPU machine defaults to its GPU
+        _check_jax_cases(jnp)
+
+
+def _check_jax_cases(jnp):
     cases = {
         "0-d": jnp.asarray(1.5, jnp.float32),
         "2-d": jnp.arange(12, dtype=jnp.int32).reshape(3, 4),
@@ -354,3 +360,27 @@ def test_foreign_capsule_names():
     with pytest.raises(DLPackError, match="not a DLPack tensor"):
         dl.inspect(other(ctypes.addressof(producer.managed), b"something_else", None))
     assert producer.deleted == 1
+
+
+# --------------------------------------------------------------------------
+# CUDA producers (GPU machine only)
+
+
+@pytest.mark.gpu
+def test_inspect_cuda_producers():
+    torch = pytest.importorskip("torch")
+    cp = pytest.importorskip("cupy")
+    jnp = pytest.importorskip("jax.numpy")
+    cuda0 = Device("cuda", 0)
+    t = torch.arange(24.0, device="cuda").reshape(4, 6)
+    for view in (t, t.t(), t[1:, 2:], torch.ones(3, dtype=torch.bfloat16, device="cuda")):
+        info = dl.inspect(view)  # passes stream=-1: no synchronisation for metadata
+        assert info.device == cuda0 and info.ptr == view.data_ptr()
+        assert info.shape == tuple(view.shape) and info.strides == tuple(view.stride())
+    c = cp.arange(12, dtype=cp.float32).reshape(3, 4)[:, ::2]
+    info = dl.inspect(c)
+    assert info.device == cuda0 and info.ptr == c.data.ptr and info.strides == (4, 2)
+    x = jnp.ones((2, 3), jnp.float32)
+    if x.devices().pop().platform == "gpu":
+        info = dl.inspect(x)
+        assert info.device == cuda0 and info.ptr == x.unsafe_buffer_pointer()

@@ -442,3 +442,34 @@ def test_deleters_at_interpreter_shutdown():
     assert lines[:1] == ["ok"]
     # Released normally while atexit handlers run; at finalisation deleters do nothing.
     assert "atexit" in lines
+
+
+@pytest.mark.gpu
+def test_cuda_memory_exported_zero_copy():
+    torch = pytest.importorskip("torch")
+    cp = pytest.importorskip("cupy")
+    jnp = pytest.importorskip("jax.numpy")
+    released: list = []
+    source = torch.arange(12.0, device="cuda").reshape(3, 4)
+    address = source.data_ptr()
+    weakref.finalize(source, released.append, 1)
+    exporter = DLPackExporter(address, (3, 4), "float32", "cuda:0", owner=source)
+    t = torch.from_dlpack(exporter)  # torch passes its current stream
+    c = cp.from_dlpack(exporter)
+    assert t.data_ptr() == address and c.data.ptr == address
+    consumers = [t, c]
+    x = jnp.ones(1)
+    if x.devices().pop().platform == "gpu":
+        j = jnp.from_dlpack(exporter)
+        assert j.unsafe_buffer_pointer() == address
+        consumers.append(j)
+    del source, exporter, t, c
+    gc.collect()
+    assert released == []
+    expected = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(consumers[0].cpu().numpy(), expected)
+    np.testing.assert_array_equal(cp.asnumpy(consumers[1]), expected)
+    consumers.clear()
+    gc.collect()
+    torch.cuda.synchronize()
+    assert released == [1]
