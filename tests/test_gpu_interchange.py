@@ -1,0 +1,211 @@
+"""The interchange matrix on CUDA: CuPy, torch and JAX producers x consumers.
+
+Runs on the GPU machine only (``pytest -m gpu``); CI skips it with a reason.
+Each cell proves zero-copy by data pointers and values, or expects the
+documented error (the same rules as ``tests/test_interchange_matrix.py``).
+
+torch refuses to export a CUDA tensor that is not on its current device;
+dlmg's export goes through ``torch.cuda.device(index)``. With two or more GPUs
+the test puts the tensor on ``cuda:1`` while ``cuda:0`` is current; with one
+GPU it sets the current device explicitly and checks the export still goes
+through dlmg's path (the refusal itself needs a second GPU to show).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+np = pytest.importorskip("numpy")
+
+from dlmg import Device, get_adapter  # noqa: E402
+from dlmg.errors import CopyRequiredError, DeviceError, DtypeError  # noqa: E402
+from dlmg.testing import host_values  # noqa: E402
+
+FRAMEWORKS = ("cupy", "torch", "jax")
+DTYPES = ("bool", "int8", "int32", "float16", "bfloat16", "float32", "float64", "complex64")
+KINDS = ("contiguous", "transposed", "strided", "offset")
+GPU0 = Device("cuda", 0)
+
+
+def _need_all() -> None:
+    missing = [m for m in FRAMEWORKS if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)} with CUDA")
+
+
+def _ml_dtypes():
+    return pytest.importorskip("ml_dtypes")
+
+
+def reference(dtype: str, shape) -> np.ndarray:
+    n = int(np.prod(shape))
+    v = np.arange(n).reshape(shape) % 100
+    if dtype == "bool":
+        return (v % 2).astype(bool)
+    if dtype.startswith("complex"):
+        return (v - 1j * (v + 1)).astype(dtype)
+    return v.astype(np.float32 if dtype == "bfloat16" else dtype)
+
+
+def _view(x, kind: str, lib: str):
+    if kind == "transposed":
+        return x.permute(2, 0, 1) if lib == "torch" else x.transpose(2, 0, 1)
+    if kind == "strided":
+        return x[:, ::2]
+    if kind == "offset":
+        return x[1:]
+    return x
+
+
+_SHAPES = {"contiguous": (2, 3, 4), "transposed": (2, 3, 4), "strided": (4, 8), "offset": (4, 8)}
+
+
+def make_producer(producer: str, dtype: str, kind: str):
+    """(array on cuda:0, address of its first element, expected values)."""
+    ref = reference(dtype, _SHAPES[kind])
+    want = _view(ref, kind, "numpy")
+    if producer == "cupy":
+        import cupy as cp
+
+        with cp.cuda.Device(0):
+            host = ref.astype(_ml_dtypes().bfloat16) if dtype == "bfloat16" else ref
+            x = _view(cp.asarray(host), kind, "cupy")
+        return x, int(x.data.ptr), want
+    if producer == "torch":
+        import torch
+
+        t = torch.from_numpy(np.array(ref, order="C")).to("cuda:0")
+        if dtype == "bfloat16":
+            t = t.to(torch.bfloat16)
+        x = _view(t, kind, "torch")
+        return x, x.data_ptr(), want
+    import jax
+    import jax.numpy as jnp
+
+    get_adapter("jax").check_dtype(dtype)
+    dev = get_adapter("jax").jax_device(GPU0)
+    x = _view(jax.device_put(jnp.asarray(ref, dtype=jnp.dtype(dtype)), dev), kind, "jax")
+    return x, x.unsafe_buffer_pointer(), want
+
+
+def expected(producer: str, consumer: str, dtype: str, kind: str, x64: bool):
+    """(error class, message pattern) or None for zero-copy."""
+    if producer == "jax" and dtype == "float64" and not x64:
+        return DtypeError, "jax_enable_x64"
+    if producer == consumer:
+        return None
+    if consumer == "jax":
+        if dtype == "float64" and not x64:
+            return DtypeError, "jax_enable_x64"
+        if producer != "jax" and kind == "strided":
+            return CopyRequiredError, "non-compact strides"
+    return None
+
+
+def _cells():
+    for p in FRAMEWORKS:
+        for c in FRAMEWORKS:
+            for d in DTYPES:
+                for k in KINDS:
+                    yield pytest.param(p, c, d, k, id=f"{p}->{c}-{d}-{k}")
+
+
+@pytest.mark.parametrize(("producer", "consumer", "dtype", "kind"), list(_cells()))
+def test_cuda_cell(producer, consumer, dtype, kind):
+    _need_all()
+    import jax
+
+    adapter = get_adapter(consumer)
+    exp = expected(producer, consumer, dtype, kind, bool(jax.config.jax_enable_x64))
+    if exp is not None:
+        with pytest.raises(exp[0], match=exp[1]):
+            x, _, _ = make_producer(producer, dtype, kind)
+            adapter.from_dlpack(x, copy=False)
+        return
+    x, ptr, want = make_producer(producer, dtype, kind)
+    out = adapter.from_dlpack(x, copy=False)
+    adapter.synchronize_array(out)
+    assert adapter.device_of(out) == GPU0
+    assert adapter.shape_of(out) == want.shape and adapter.dtype_of(out) == dtype
+    assert adapter.data_ptr(out) == ptr, "not zero-copy"
+    got = host_values(adapter, out)
+    assert np.array_equal(got, want.astype(got.dtype)), f"values differ:\n{got}\n!=\n{want}"
+
+
+def test_cupy_refuses_host_memory_with_the_fix():
+    _need_all()
+    import torch
+
+    cupy = get_adapter("cupy")
+    for host in (np.arange(6, dtype=np.float32), torch.arange(6, dtype=torch.float32)):
+        with pytest.raises(DeviceError, match=re.escape("to_device")):
+            cupy.from_dlpack(host)
+        with pytest.raises(DeviceError):
+            cupy.from_dlpack(host, copy=False)
+        moved = cupy.to_device(np.asarray(host), GPU0)  # the fix the message names
+        assert cupy.device_of(moved) == GPU0
+        copied = cupy.from_dlpack(host, copy=True)
+        assert cupy.device_of(copied) == GPU0
+        assert np.array_equal(host_values(cupy, copied), np.arange(6, dtype=np.float32))
+
+
+def test_numpy_takes_cuda_memory_only_as_a_copy():
+    _need_all()
+    import cupy as cp
+
+    x = cp.arange(6, dtype=cp.float32)
+    with pytest.raises(CopyRequiredError):
+        get_adapter("numpy").from_dlpack(x, copy=False)
+
+
+def test_torch_export_whatever_the_current_device():
+    """dlmg's export of a torch CUDA tensor works whatever device is current.
+
+    With >= 2 GPUs: the tensor is on cuda:1 while cuda:0 is current, where
+    torch's own ``__dlpack__`` raises BufferError. With one GPU the current
+    device is set explicitly and the export checked through the same path.
+    """
+    _need_all()
+    import torch
+
+    T = get_adapter("torch")
+    n = torch.cuda.device_count()
+    idx = 1 if n >= 2 else 0
+    t = torch.arange(8, dtype=torch.float32, device=f"cuda:{idx}")
+    torch.cuda.set_device(0)
+    try:
+        if n >= 2:
+            with pytest.raises(BufferError):
+                t.__dlpack__(stream=None)  # torch's own refusal (the quirk)
+        cap = T.export(t, max_version=(1, 0))
+        from dlmg.testing import is_capsule
+
+        assert is_capsule(cap)
+        del cap
+        for consumer in ("cupy", "jax"):
+            a = get_adapter(consumer)
+            out = a.from_dlpack(t, copy=False)
+            assert a.data_ptr(out) == t.data_ptr() and a.device_of(out) == Device("cuda", idx)
+            assert np.array_equal(host_values(a, out), np.arange(8, dtype=np.float32))
+    finally:
+        torch.cuda.set_device(0)
+
+
+def test_cuda_moves_between_frameworks_and_host():
+    _need_all()
+    cupy, torch_a, jax_a = (get_adapter(n) for n in FRAMEWORKS)
+    for a in (cupy, torch_a, jax_a):
+        x = a.full((3, 4), 2, "float32", GPU0)
+        assert a.device_of(x) == GPU0 and a.supports(GPU0)
+        a.synchronize(GPU0)
+        if a.name != "cupy":
+            h = a.to_device(x, Device("cpu", 0))
+            assert a.device_of(h).kind == "cpu"
+            assert np.all(host_values(a, h) == 2)
+    v = cupy.as_strided(cupy.full((4, 6), 1, "float32", GPU0), (3, 2), (1, 6), offset=7)
+    assert cupy.strides_of(v) == (1, 6)
