@@ -138,6 +138,55 @@ def decompose(src: ModeMap, dst: ModeMap) -> list[Segment]:
     nruns = starts.size
     if nruns == 1:
         return [Segment(1, int(n), int(s0[0]), int(n) * src.unit, int(d0[0]), int(n) * dst.unit)]
+    period = _period(lengths, s0, d0)
+    out: list[Segment] = []
+    for phase in range(period):
+        pick = slice(phase, None, period)
+        out += _progressions(lengths[pick], s0[pick], d0[pick], src.unit, dst.unit)
+    return out
+
+
+#: the longest period (in runs) looked for between two block-cyclic index sets
+MAX_PERIOD = 64
+
+
+def _period(lengths: np.ndarray, s0: np.ndarray, d0: np.ndarray) -> int:
+    """The run period ``p`` that groups the runs into the fewest progressions.
+
+    Two block-cyclic distributions with different blocks or grids intersect in
+    a pattern of runs that repeats every ``p`` runs (``p`` is 1 when one side
+    is a slab or both share their blocks). Runs ``j, j + p, j + 2p, ...`` then
+    form one progression each. ``p`` is chosen to minimise the estimate
+    ``p + 2 * (runs breaking the period-p pattern)`` of the segment count.
+    """
+    nruns = lengths.size
+    best, best_cost = 1, None
+    for p in range(1, min(MAX_PERIOD, nruns - 1) + 1):
+        same = lengths[p:] == lengths[:-p]
+        ds, dd = s0[p:] - s0[:-p], d0[p:] - d0[:-p]
+        # the most common step of each phase is what a progression would use
+        phase = np.arange(ds.size) % p
+        steps = np.stack([phase, ds, dd], axis=1)
+        _, inverse, counts = np.unique(steps, axis=0, return_inverse=True, return_counts=True)
+        row_count = counts[inverse.ravel()]
+        common = np.zeros(p, dtype=np.int64)
+        np.maximum.at(common, phase, row_count)
+        good = int(np.count_nonzero(same & (row_count == common[phase])))
+        cost = p + 2 * (ds.size - good)
+        if best_cost is None or cost < best_cost:
+            best, best_cost = p, cost
+        if best_cost <= p + 1:  # no longer period can do better
+            break
+    return best
+
+
+def _progressions(lengths: np.ndarray, s0: np.ndarray, d0: np.ndarray, su: int, du: int) -> list[Segment]:
+    """Greedy grouping of consecutive runs into progressions of equal-length runs
+    with constant steps (one Python iteration per produced segment)."""
+    nruns = lengths.size
+    if nruns == 1:
+        run = int(lengths[0])
+        return [Segment(1, run, int(s0[0]), run * su, int(d0[0]), run * du)]
     ds, dd = np.diff(s0), np.diff(d0)
     same_len = lengths[1:] == lengths[:-1]  # gap j: runs j and j + 1 have one length
     # gap k extends the progression that used gap k - 1
@@ -149,7 +198,7 @@ def decompose(src: ModeMap, dst: ModeMap) -> list[Segment]:
     while j < nruns:
         run = int(lengths[j])
         if j == nruns - 1 or not same_len[j]:
-            out.append(Segment(1, run, int(s0[j]), run * src.unit, int(d0[j]), run * dst.unit))
+            out.append(Segment(1, run, int(s0[j]), run * su, int(d0[j]), run * du))
             j += 1
             continue
         last_gap = j + (int(ahead[j + 1]) if j + 1 < nruns - 1 else 0)

@@ -1,0 +1,270 @@
+"""Redistribution and its copy plans: the segment math, byte counts, reused
+fragments, and round trips between random layouts and frameworks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dlmg
+from dlmg import Layout
+from dlmg.errors import LayoutMismatchError
+from dlmg.plans.segments import blocked_mode, decompose, dense_mode, streaks
+
+from test_tensor_strategies import (
+    FRAMEWORKS,
+    check_fragments,
+    have,
+    jax_cpus,
+    layout_pairs,
+    layouts,
+    make,
+    need,
+    reference,
+    to_numpy,
+)
+
+AVAILABLE = tuple(f for f in FRAMEWORKS if have(f))
+
+
+# -- segments -------------------------------------------------------------------------
+def _pairs(segments, src_unit, dst_unit):
+    """Every (source offset, destination offset) pair the segments cover."""
+    out = []
+    for s in segments:
+        for c in range(s.count):
+            for r in range(s.run):
+                out.append((s.src_start + c * s.src_step + r * src_unit,
+                            s.dst_start + c * s.dst_step + r * dst_unit))
+    return out
+
+
+@st.composite
+def mode_maps(draw, universe):
+    chosen = sorted(draw(st.sets(st.sampled_from(universe), max_size=len(universe))))
+    idx = np.array(chosen, dtype=np.int64)
+    if draw(st.booleans()):
+        return dense_mode(idx)
+    block = draw(st.integers(1, 4))
+    es = draw(st.integers(1, 3))
+    bs = draw(st.integers(block * es, block * es + 3))
+    return blocked_mode(idx, block, es, bs)
+
+
+@settings(max_examples=150)
+@given(st.data())
+def test_decompose_covers_the_intersection_exactly(data):
+    universe = list(range(data.draw(st.integers(1, 40))))
+    a = data.draw(mode_maps(universe))
+    b = data.draw(mode_maps(universe))
+    segs = decompose(a, b)
+    common, ia, ib = np.intersect1d(a.indices, b.indices, return_indices=True)
+    want = list(zip(a.offsets[ia].tolist(), b.offsets[ib].tolist()))
+    assert sorted(_pairs(segs, a.unit, b.unit)) == sorted(want)  # each pair once, any order
+    assert all(s.count >= 1 and s.run >= 1 for s in segs)
+
+
+def test_decompose_block_cyclic_is_a_few_segments():
+    n, block, grid = 10_000, 7, 3
+    k = np.arange(n)
+    owned = k[(k // block) % grid == 1]
+    segs = decompose(dense_mode(owned), dense_mode(np.arange(n)))
+    assert len(segs) <= 2  # the full blocks as one progression, plus a partial last block
+    assert sum(s.size for s in segs) == owned.size
+    cyc = decompose(dense_mode(np.arange(2, n, 5)), dense_mode(np.arange(1000, 4000)))
+    assert len(cyc) == 1 and cyc[0].run == 1
+
+
+def test_streaks():
+    flags = np.array([1, 1, 0, 1, 0, 0, 1, 1, 1], bool)
+    assert streaks(flags).tolist() == [2, 1, 0, 1, 0, 0, 3, 2, 1]
+    assert streaks(np.zeros(0, bool)).tolist() == []
+
+
+# -- plans ---------------------------------------------------------------------------------
+def _expected_plan_bytes(src: Layout, dst: Layout, itemsize: int):
+    """Bytes each destination fragment needs: 0 when a source fragment on its device holds
+    exactly its elements, else all of them."""
+    total = 0
+    reused = set()
+    for d in dst.fragments:
+        if d.size == 0:
+            continue
+        same = [
+            s for s in src.fragments
+            if s.device == d.device and s.shape == d.shape
+            and all(np.array_equal(src.owned_indices(s.index, m), dst.owned_indices(d.index, m))
+                    for m in range(dst.ndim))
+        ]
+        if same:
+            reused.add(d.index)
+        else:
+            total += d.size * itemsize
+    return total, reused
+
+
+@settings(max_examples=60)
+@given(layout_pairs(), st.sampled_from(["float32", "complex128", "bool"]))
+def test_plan_bytes_equal_what_differs(pair, dtype):
+    src, dst = pair
+    plan = dlmg.plan_redistribution(src, dst, dtype)
+    itemsize = np.dtype(dtype).itemsize
+    total, reused = _expected_plan_bytes(src, dst, itemsize)
+    assert plan.total_bytes == total
+    assert set(plan.reused) == reused
+    assert sum(plan.bytes_by_devices.values()) == total
+    for d in dst.fragments:  # every element of a destination is written exactly once
+        if d.index not in reused:
+            assert sum(c.size for c in plan.copies_into(d.index)) == d.size
+    assert plan.cross_device_bytes == sum(
+        n for (a, b), n in plan.bytes_by_devices.items() if a != b
+    )
+    assert "RedistributionPlan" in str(plan) and "reused" in repr(plan)
+
+
+def test_plan_summary_and_fields():
+    src = Layout.slab((8, 6), 0, ["cpu:0", "cpu:1"])
+    dst = Layout.slab((8, 6), 1, ["cpu:0", "cpu:1", "cpu:2"])
+    plan = dlmg.plan_redistribution(src, dst, "float64")
+    assert plan.total_bytes == 8 * 6 * 8
+    assert plan.bytes_by_devices == {
+        (dlmg.Device("cpu", 0), dlmg.Device("cpu", 0)): 64,
+        (dlmg.Device("cpu", 0), dlmg.Device("cpu", 1)): 64,
+        (dlmg.Device("cpu", 0), dlmg.Device("cpu", 2)): 64,
+        (dlmg.Device("cpu", 1), dlmg.Device("cpu", 0)): 64,
+        (dlmg.Device("cpu", 1), dlmg.Device("cpu", 1)): 64,
+        (dlmg.Device("cpu", 1), dlmg.Device("cpu", 2)): 64,
+    }
+    assert plan.cross_device_bytes == 4 * 64
+    assert plan.ncopies == 6 and plan.sources[2] == (0, 1)
+    c = plan.copies_into(1)[0]
+    assert c.shape == (4, 2) and c.nbytes == 64 and c.src_strides == (6, 1) and c.dst_strides == (2, 1)
+    text = plan.summary()
+    assert "cpu:1 -> cpu:2: 64 bytes" in text and "6 strided copies" in text
+    with pytest.raises(LayoutMismatchError):
+        dlmg.plan_redistribution(src, Layout.single((8, 7)), "float32")
+
+
+def test_replicated_source_reads_the_replica_on_the_destination_device():
+    src = Layout.replicated((6, 6), ["cpu:0", "cpu:1", "cpu:2"])
+    dst = Layout.slab((6, 6), 0, ["cpu:2", "cpu:1"])
+    plan = dlmg.plan_redistribution(src, dst, "float32")
+    assert plan.cross_device_bytes == 0
+    assert plan.sources == {0: (2,), 1: (1,)}
+
+
+def test_unchanged_fragments_are_reused():
+    src = Layout.slab((8,), 0, ["cpu:0", "cpu:1"])
+    dst = Layout((8,), block=(4,), grid=(2,), devices=["cpu:0", "cpu:1", "cpu:2", "cpu:3"])  # + a replica
+    plan = dlmg.plan_redistribution(src, dst, "float32")
+    assert plan.reused == {0: 0, 1: 1}
+    assert plan.total_bytes == 32 and plan.cross_device_bytes == 32
+    x = np.arange(8, dtype=np.float32)
+    dt = dlmg.scatter(x, src)
+    out = dt.redistribute(dst)
+    assert out.fragments[0].array is dt.fragments[0].array
+    assert out.fragments[1].array is dt.fragments[1].array
+    check_fragments(out, x)
+    # a framework change is no reuse
+    if have("torch"):
+        t = dt.redistribute(dst, framework="torch")
+        assert t.frameworks == ("torch",)
+        check_fragments(t, x)
+
+
+def test_same_layout_redistribution_copies_nothing():
+    layout = Layout((9, 7), block=(2, 3), grid=(2, 2), devices=["cpu"] * 4)
+    dt = dlmg.scatter(reference(layout.shape, "int64"), layout)
+    plan = dt.plan_redistribution(layout)
+    assert plan.ncopies == 0 and len(plan.reused) == 4
+    again = dt.redistribute(layout)
+    assert all(a.array is b.array for a, b in zip(dt.fragments, again.fragments))
+
+
+# -- executing -------------------------------------------------------------------------------
+@st.composite
+def redistribution_cases(draw):
+    src_fw = draw(st.sampled_from(AVAILABLE))
+    dst_fw = draw(st.sampled_from((None,) + AVAILABLE))
+    jax_ok = "jax" in (src_fw, dst_fw)
+    dtype = draw(st.sampled_from(("float32", "int32", "bool", "complex64")
+                                 + (() if jax_ok else ("float64", "int64"))))
+    a, b = draw(layout_pairs())
+    return src_fw, dst_fw, dtype, a, b
+
+
+@settings(max_examples=60)
+@given(redistribution_cases())
+def test_redistribution_round_trip_preserves_every_element(case):
+    src_fw, dst_fw, dtype, a, b = case
+    x = reference(a.shape, dtype, seed=7)
+    dt = dlmg.scatter(make(x, src_fw, dtype), a, framework=src_fw)
+    moved = dt.redistribute(b, framework=dst_fw)
+    assert moved.layout == b and moved.dtype == dtype
+    assert set(moved.frameworks) <= {dst_fw or src_fw}
+    check_fragments(moved, x)
+    back = moved.redistribute(a)
+    check_fragments(back, x)
+    np.testing.assert_array_equal(to_numpy(back.gather(framework="numpy")), x)
+
+
+@pytest.mark.parametrize("src_fw", AVAILABLE)
+@pytest.mark.parametrize("dst_fw", AVAILABLE)
+def test_redistribute_between_framework_pairs_on_jax_devices(src_fw, dst_fw):
+    if jax_cpus() < 8:
+        pytest.skip("needs 8 JAX CPU devices")
+    a = Layout((12, 10), block=(1, 3), grid=(4, 2), devices=[f"cpu:{i}" for i in range(8)])  # cyclic rows
+    b = Layout((12, 10), block=(4, 10), grid=(3, 1), devices=["cpu:5", "cpu:6", "cpu:7"] * 2)  # slabs, 2 replicas
+    x = reference(a.shape, "float32", seed=11)
+    dt = dlmg.scatter(make(x, src_fw, "float32"), a, framework=src_fw)
+    moved = dt.redistribute(b, framework=dst_fw)
+    check_fragments(moved, x)
+    if dst_fw == "jax":
+        for f in moved.fragments:
+            assert f.adapter.device_of(f.array) == f.device
+    np.testing.assert_array_equal(to_numpy(moved.gather()), x)
+
+
+def test_redistribute_bfloat16():
+    need("torch", "jax")
+    a = Layout((6, 5), block=(2, 2), grid=(3, 1), devices=["cpu"] * 3)
+    b = Layout.replicated((6, 5), ["cpu", "cpu"])
+    x = reference(a.shape, "bfloat16")
+    dt = dlmg.scatter(make(x, "torch", "bfloat16"), a)
+    for fw in ("torch", "jax"):
+        moved = dt.redistribute(b, framework=fw)
+        check_fragments(moved, x)
+
+
+def test_redistribute_errors():
+    dt = dlmg.zeros(Layout.slab((4, 4), 0, ["cpu"] * 2))
+    with pytest.raises(LayoutMismatchError, match="shape"):
+        dt.redistribute(Layout.slab((4, 5), 0, ["cpu"] * 2))
+    with pytest.raises(TypeError, match="Layout"):
+        dt.redistribute((4, 4))
+    with pytest.raises(dlmg.FrameworkError, match="framework="):  # numpy cannot hold CUDA fragments
+        dt.redistribute(Layout.slab((4, 4), 0, ["cuda:0", "cuda:1"]))
+
+
+def test_large_block_cyclic_redistribution_uses_few_copies():
+    # cyclic to cyclic: one strided copy per fragment pair, whatever the extent
+    plan = dlmg.plan_redistribution(Layout((100_000,), block=(1,), grid=(7,), devices=["cpu"] * 7),
+                                    Layout((100_000,), block=(1,), grid=(5,), devices=["cpu"] * 5), "int8")
+    assert plan.ncopies == 35 and plan.total_bytes == 100_000
+    # block-cyclic with incommensurate blocks: runs repeat with the period of the two
+    # patterns (lcm(8 * 3, 5 * 2) = 120 rows), each phase is one progression
+    a = Layout((600, 500), block=(8, 16), grid=(3, 2), devices=["cpu"] * 6)
+    b = Layout((600, 500), block=(5, 7), grid=(2, 3), devices=["cpu"] * 6)
+    rows = dlmg.plan_redistribution(a.replace(block=(8, 500), grid=(3, 1), devices=["cpu"] * 3),
+                                    b.replace(block=(5, 500), grid=(2, 1), devices=["cpu"] * 2), "float32")
+    assert rows.ncopies <= 3 * 2 * 8  # at most a handful of phases per pair, not 75 + 120 blocks
+    plan = dlmg.plan_redistribution(a, b, "float32")
+    assert plan.total_bytes == 600 * 500 * 4
+    x = reference(a.shape, "float32")
+    moved = dlmg.scatter(x, a).redistribute(b)
+    check_fragments(moved, x)
+    assert math.prod(moved.shape) == x.size
