@@ -225,9 +225,10 @@ class Fragment:
     def __dlpack_device__(self) -> tuple[int, int]:
         """The DLPack ``(device_type, device_id)`` of the fragment's array.
 
-        A JAX array on host device ``cpu:k`` reports ``(1, k)`` (JAX itself
-        says ``(1, 0)``), so that ``jnp.from_dlpack(fragment)`` lands on the
-        same JAX CPU device; NumPy and torch read any CPU id as the host.
+        A fragment in host slot ``cpu:k`` reports ``(1, k)`` (JAX itself says
+        ``(1, 0)`` for all its CPU devices, NumPy and torch have only one), so
+        that ``jnp.from_dlpack(fragment)`` lands on JAX's CPU device ``k``,
+        zero-copy; NumPy and torch read any CPU id as the host.
         """
         if not self.is_local or self._array is None:
             raise DLPackError(f"fragment {self.index} cannot be exported here (remote or padded)")
@@ -238,10 +239,8 @@ class Fragment:
             pair = (int(dev_type), int(dev_id))
         else:
             pair = tuple(get(self._array))
-        if pair[0] == 1:
-            have = adapter.device_of(self._array)
-            if have.kind == "cpu" and have.index:
-                return (1, have.index)
+        if pair[0] == 1 and self.device.kind == "cpu":
+            return (1, self.device.index)
         return pair
 
     def __repr__(self) -> str:
