@@ -453,6 +453,7 @@ def test_cuda_memory_exported_zero_copy():
     source = torch.arange(12.0, device="cuda").reshape(3, 4)
     address = source.data_ptr()
     weakref.finalize(source, released.append, 1)
+    live = live_exports()
     exporter = DLPackExporter(address, (3, 4), "float32", "cuda:0", owner=source)
     t = torch.from_dlpack(exporter)  # torch passes its current stream
     c = cp.from_dlpack(exporter)
@@ -460,16 +461,17 @@ def test_cuda_memory_exported_zero_copy():
     consumers = [t, c]
     x = jnp.ones(1)
     if x.devices().pop().platform == "gpu":
-        j = jnp.from_dlpack(exporter)
-        assert j.unsafe_buffer_pointer() == address
-        consumers.append(j)
+        consumers.append(jnp.from_dlpack(exporter))
+        assert consumers[-1].unsafe_buffer_pointer() == address
     del source, exporter, t, c
     gc.collect()
     assert released == []
     expected = np.arange(12.0).reshape(3, 4)
     np.testing.assert_array_equal(consumers[0].cpu().numpy(), expected)
     np.testing.assert_array_equal(cp.asnumpy(consumers[1]), expected)
+    if len(consumers) == 3:
+        np.testing.assert_array_equal(np.asarray(consumers[2]), expected)
     consumers.clear()
     gc.collect()
     torch.cuda.synchronize()
-    assert released == [1]
+    assert released == [1] and live_exports() == live
