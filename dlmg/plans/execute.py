@@ -114,35 +114,50 @@ def import_zero_copy(buf: Buffer, into: "Adapter") -> Any:
     """
     if buf.adapter.name == into.name:
         return buf.base
-    producer = getattr(buf.adapter, "producer", None)
-    obj = producer(buf.base) if producer is not None else buf.base
-    return into.from_dlpack(obj, copy=False)
+    return into.from_dlpack(_producer(buf.adapter, buf.base), copy=False)
 
 
 def transfer(array: Any, src: "Adapter", dst: "Adapter", device: Device) -> Any:
     """``array`` (of framework ``src``) as an array of ``dst`` on ``device``.
 
-    Zero-copy on the same memory where possible; otherwise whichever of the
-    two frameworks can reach both devices moves it.
+    Zero-copy on the same memory where possible. Across devices, whichever of
+    the two frameworks reaches both devices moves it; otherwise ``dst`` is
+    asked for a copying import, and failing that a third installed framework
+    that reaches both devices (torch, CuPy, JAX) carries it over.
     """
     here = src.device_of(array)
-    producer = getattr(src, "producer", None)
-    wrap = (lambda a: producer(a)) if producer is not None else (lambda a: a)
     if src.name == dst.name:
         return dst.to_device(array, device)
     if same_memory(here, device):
-        return dst.from_dlpack(wrap(array), device=device)
+        return dst.from_dlpack(_producer(src, array), device=device)
     if src.supports(device):
         moved = src.to_device(array, device)
-        return dst.from_dlpack(wrap(moved), device=device)
+        return dst.from_dlpack(_producer(src, moved), device=device)
     if dst.supports(here):
-        return dst.to_device(dst.from_dlpack(wrap(array)), device)
+        return dst.to_device(dst.from_dlpack(_producer(src, array)), device)
+    errors = []
     try:
-        return dst.from_dlpack(wrap(array), device=device)
-    except (DLPackError, DeviceError, TypeError) as exc:
-        raise DeviceError(
-            f"cannot move a {src.name} array from {here} to a {dst.name} array on {device}: {exc}"
-        ) from exc
+        return dst.from_dlpack(_producer(src, array), device=device, copy=True)
+    except (DLPackError, DeviceError, TypeError, ValueError, RuntimeError) as exc:
+        errors.append(f"{dst.name}: {exc}")
+    for name in ("torch", "cupy", "jax"):
+        bridge = _adapter(name) if name not in (src.name, dst.name) else None
+        if bridge is None or not (bridge.supports(here) and bridge.supports(device)):
+            continue
+        try:
+            moved = bridge.to_device(bridge.from_dlpack(_producer(src, array)), device)
+            return dst.from_dlpack(_producer(bridge, moved), device=device)
+        except (DLPackError, DeviceError, DtypeError, TypeError, ValueError, RuntimeError) as exc:
+            errors.append(f"{name}: {exc}")
+    raise DeviceError(
+        f"cannot move a {src.name} array from {here} to a {dst.name} array on {device} "
+        f"({'; '.join(errors)}); install a framework that reaches both devices (torch)"
+    )
+
+
+def _producer(adapter: "Adapter", array: Any) -> Any:
+    producer = getattr(adapter, "producer", None)
+    return producer(array) if producer is not None else array
 
 
 def _piece(buf: Buffer, copy: "Copy", dtype: str, dst: "Adapter", device: Device) -> Any:
