@@ -125,14 +125,21 @@ class Executor:
 
 
 _EXECUTORS: dict[tuple[str, Device], Executor] = {}
+_BY_ID: dict[tuple[str, int], Executor] = {}  # fast path: keyed by the Device object's id
 
 
 def executor(framework: str, device: Device) -> Executor:
     """The (cached) :class:`Executor` of ``framework`` on ``device``."""
+    ex = _BY_ID.get((framework, id(device)))
+    if ex is not None and ex.device is device:
+        return ex
     key = (framework, device)
     ex = _EXECUTORS.get(key)
     if ex is None:
         ex = _EXECUTORS[key] = Executor(framework, device)
+    if len(_BY_ID) > 4096:
+        _BY_ID.clear()
+    _BY_ID[(framework, id(device))] = ex
     return ex
 
 
@@ -445,6 +452,7 @@ def map_fragments(
     ]
     results: list[Any] = [None] * layout.nfragments
     multi = len({lead_fw[i] for i in indices}) > 1
+    scalar_out = layout.ndim == 0  # NumPy turns 0-d results into scalars
     for i in indices:
         frag = lead_frags[i]
         ex = executor(frag.framework, frag.device)
@@ -469,6 +477,8 @@ def map_fragments(
                     results[i] = fn(ex.xp, *call)
         except Exception as exc:
             raise _fail(name, i, ex, exc) from exc
+        if scalar_out and not hasattr(results[i], "__dlpack__"):
+            results[i] = ex.xp.asarray(results[i])
     if multi:
         _unify_dtypes(results, indices, lead_frags, name)
     if in_place:
