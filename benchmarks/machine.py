@@ -46,6 +46,8 @@ def _versions() -> dict[str, str]:
 
 
 def _git_commit(root: Path) -> str | None:
+    if os.environ.get("DLMG_BENCH_COMMIT"):  # a copy of the tree without .git (a remote GPU machine)
+        return os.environ["DLMG_BENCH_COMMIT"]
     try:
         done = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
                               capture_output=True, text=True, timeout=10)

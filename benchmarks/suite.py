@@ -134,7 +134,7 @@ def run_suite(args: argparse.Namespace) -> dict[str, Any]:
         from .cases.gpu import run_gpu
 
         ctx.notes.append(f"{ctx.mode.name} sizes; 8 fragments on cuda:0 (redistribution: 4)")
-        parts = args.selected
+        parts = None if args.selected is None or 6 in args.selected else args.selected
 
         def gpu(c: Context) -> list[Row]:
             return run_gpu(c, parts)

@@ -53,7 +53,8 @@ def native_scatter(framework: str, x: Any, block: tuple[int, int], grid: tuple[i
 
     Needs every mode's extent to be a multiple of ``block * grid``; fragment
     ``f`` has grid coordinates ``(f % grid[0], f // grid[0])`` (column-major).
-    One strided view and one copy per fragment.
+    One strided view and one copy per fragment (for JAX, whose indexing
+    already returns a new array, just the indexing).
     """
     rows, cols = x.shape
     (b0, b1), (g0, g1) = block, grid
@@ -61,7 +62,10 @@ def native_scatter(framework: str, x: Any, block: tuple[int, int], grid: tuple[i
     out = []
     for f in range(g0 * g1):
         p, q = f % g0, f // g0
-        out.append(copy_of(framework, six[:, p, :, :, q, :]).reshape(rows // g0, cols // g1))
+        piece = six[:, p, :, :, q, :]
+        if framework != "jax":
+            piece = copy_of(framework, piece)
+        out.append(piece.reshape(rows // g0, cols // g1))
     return out
 
 

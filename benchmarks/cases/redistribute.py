@@ -38,7 +38,7 @@ GPU_FRAGMENTS = 4
 def _matches(result: Callable[[], Any], base: np.ndarray) -> Callable[[], str]:
     def compare() -> str:
         got = result()
-        gathered = to_numpy(got.gather(framework="numpy"))
+        gathered = to_numpy(got.gather())
         return "ok" if np.array_equal(gathered, base) else "mismatch: redistributed tensor differs"
 
     return compare
