@@ -84,21 +84,22 @@ def make(x: np.ndarray, framework: str, dtype: str) -> object:
 
 
 def to_numpy(a: object) -> np.ndarray:
-    """Any framework's array as NumPy (bfloat16 widened to float32)."""
+    """Any framework's array as NumPy on the host (bfloat16 widened to float32)."""
     mod = type(a).__module__.partition(".")[0]
     if mod == "torch":
         import torch
 
         if a.dtype == torch.bfloat16:
             a = a.float()
-        return a.detach().cpu().resolve_conj().numpy()
-    if mod in ("jax", "jaxlib"):
+        out = a.detach().cpu().resolve_conj().numpy()
+    elif mod in ("jax", "jaxlib"):
         if str(a.dtype) == "bfloat16":
             a = a.astype("float32")
-        return np.asarray(a)
-    if mod == "cupy":
-        return a.get()
-    out = np.asarray(a)
+        out = np.asarray(a)
+    elif mod == "cupy":
+        out = a.get()
+    else:
+        out = np.asarray(a)
     if str(out.dtype) == "bfloat16":
         out = out.astype(np.float32)
     return out

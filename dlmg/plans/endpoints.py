@@ -94,7 +94,7 @@ def same_memory(a: Device, b: Device) -> bool:
     return a == b or (a.is_host and b.is_host)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=512)
 def _owned(extent: int, block: int, grid: int, coord: int, local: int) -> np.ndarray:
     k = np.arange(local, dtype=np.int64)
     out = (coord + (k // block) * grid) * block + k % block
@@ -102,7 +102,7 @@ def _owned(extent: int, block: int, grid: int, coord: int, local: int) -> np.nda
     return out
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=512)
 def _mode_map(extent: int, block: int, grid: int, coord: int, local: int,
               element_stride: int | None, block_stride: int | None) -> ModeMap:
     indices = _owned(extent, block, grid, coord, local)
