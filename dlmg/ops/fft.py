@@ -65,12 +65,31 @@ def _transform(kind: str, x: "DistributedTensor", n: int | None, axis: int, norm
             raise ValueError(f"{name}: cannot transform an empty mode (extent {m}) without n")
     out_layout = with_modes(x.layout, ((axis, extent),), True)
 
+    out_dtype = _out_dtype(kind, x.dtype)
+
     def per_fragment(xp: Any, a: Any) -> Any:
+        if 0 in a.shape:  # nothing to transform (some FFT libraries fail on empty batches)
+            import array_api_compat
+
+            shape = list(a.shape)
+            shape[axis] = extent
+            return xp.zeros(tuple(shape), dtype=getattr(xp, out_dtype), device=array_api_compat.device(a))
         return getattr(xp.fft, kind)(a, n=n, axis=axis, norm=norm)
 
     out = map_fragments(per_fragment, (x,), name=name, out_layout=out_layout)
     assert out is not None
     return out
+
+
+_COMPLEX = {"float16": "complex64", "float32": "complex64", "float64": "complex128",
+            "complex64": "complex64", "complex128": "complex128"}
+_REAL = {v: k for k, v in _COMPLEX.items() if k.startswith("float") and k != "float16"}
+
+
+def _out_dtype(kind: str, dtype: str) -> str:
+    """The result dtype of a transform of ``dtype`` input (for empty fragments)."""
+    complex_type = _COMPLEX.get(dtype, "complex64")
+    return _REAL[complex_type] if kind == "irfft" else complex_type
 
 
 def _doc(kind: str, what: str, extent: str, dtypes: str) -> str:

@@ -297,6 +297,7 @@ def _reduce(
             ctx.fragment = i
             try:
                 part = ex.run(reducer.local, frag.array, local_axes, ctx)
+                part = tuple(_array(ex.xp, p) for p in part) if isinstance(part, tuple) else _array(ex.xp, part)
                 if ex is not target:
                     part = _move(part, target, ex)
             except FragmentError:
@@ -334,10 +335,15 @@ def _finish(
     else:
         result = reducer.combine(xp, parts, ctx)
     if out_layout is None:
-        if keepdims:
-            return xp.reshape(result, (1,) * ctx.layout.ndim)
-        return xp.reshape(result, ())
-    return xp.reshape(result, out_layout.fragments[j].shape)
+        shape = (1,) * ctx.layout.ndim if keepdims else ()
+    else:
+        shape = out_layout.fragments[j].shape
+    return _array(xp, xp.reshape(result, shape))
+
+
+def _array(xp: Any, value: Any) -> Any:
+    """``value`` as an array (NumPy hands back 0-d results as scalars)."""
+    return value if hasattr(value, "__dlpack__") else xp.asarray(value)
 
 
 def _no_axes(x: "DistributedTensor", name: str, dtype: str | None) -> "DistributedTensor":
@@ -430,6 +436,7 @@ def mean(x: "DistributedTensor", /, *, axis: Any = None, keepdims: bool = False)
     tensors in float64 (float32 where a JAX fragment takes part without
     ``jax_enable_x64``), as NumPy does.
     """
+    _tensor(x, "mean")
     target = narrow_for(float_dtype(x.dtype), _frameworks(x))
     axes = _normalize_axes(axis, x.ndim, "dlmg.mean")
     count = math.prod(x.shape) if axes is None else math.prod(x.shape[a] for a in axes)
@@ -441,7 +448,7 @@ def mean(x: "DistributedTensor", /, *, axis: Any = None, keepdims: bool = False)
         return out
     frag = x.fragments[0]
     ex = executor(frag.framework, frag.device)
-    return ex.run(lambda xp, s: s / count if count else s * float("nan"), total)
+    return ex.run(lambda xp, s: _array(xp, s / count if count else s * float("nan")), total)
 
 
 def all(x: "DistributedTensor", /, *, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
@@ -477,6 +484,7 @@ def argmax(x: "DistributedTensor", /, *, axis: int | None = None, keepdims: bool
 
 
 def _accum(x: "DistributedTensor", dtype: Any) -> str:
+    _tensor(x, "sum")
     if dtype is not None:
         from ..dtypes import canonical
 
@@ -484,8 +492,14 @@ def _accum(x: "DistributedTensor", dtype: Any) -> str:
     return narrow_for(sum_dtype(x.dtype), _frameworks(x))
 
 
+def _tensor(x: Any, name: str) -> None:
+    if not is_distributed(x):
+        raise TypeError(f"dlmg.{name} takes a DistributedTensor, got {type(x).__name__}")
+
+
 def _real(x: Any, name: str) -> None:
-    if is_distributed(x) and kind_of(x.dtype) == "c":
+    _tensor(x, name)
+    if kind_of(x.dtype) == "c":
         raise DtypeError(f"dlmg.{name} is not defined for complex tensors ({x.dtype}); reduce .real or abs() of it")
 
 
