@@ -51,10 +51,13 @@ def test_contract(framework: str, device: str, dtypes: tuple[str, ...], check: s
 # -- helpers ---------------------------------------------------------------------
 @pytest.fixture
 def jnp():
+    """jax.numpy, with the host as JAX's default device (on the GPU machine it is a GPU)."""
     _need("jax")
+    import jax
     import jax.numpy as jnp
 
-    return jnp
+    with jax.default_device(jax.devices("cpu")[0]):
+        yield jnp
 
 
 @pytest.fixture
