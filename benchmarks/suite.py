@@ -105,6 +105,14 @@ def _sizes(ctx: Context) -> dict[str, str]:
     }
 
 
+def _load() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages, where the system has them."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
 def _run_case(number: int, fn: Callable[[Context], list[Row]], ctx: Context) -> dict[str, Any]:
     from .report import case_title
 
@@ -127,6 +135,7 @@ def run_suite(args: argparse.Namespace) -> dict[str, Any]:
     from .machine import machine_info
 
     started = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+    load_start = _load()
     t0 = time.perf_counter()
     ctx = Context(MODES[args.mode], device="cuda:0" if args.gpu else "cpu")
     cases: list[dict[str, Any]] = []
@@ -145,10 +154,14 @@ def run_suite(args: argparse.Namespace) -> dict[str, Any]:
             if args.selected is None or number in args.selected:
                 cases.append(_run_case(number, fn, ctx))
     machine = machine_info(ROOT, gpu=args.gpu)
-    try:
-        machine["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        machine["load_average_end"] = None
+    machine["load_average"], machine["load_average_end"] = load_start, _load()
+    busy = load_start[0] if load_start else 0.0
+    if busy > 0.5 * (machine.get("usable_cores") or 1):
+        ctx.notes.append(
+            f"the machine was busy when the run started (1-minute load average {busy} on "
+            f"{machine.get('usable_cores')} cores): figures are noisy; ratios less so, since "
+            "the contenders of each comparison are timed in turn"
+        )
     return {
         "schema": 1,
         "kind": "gpu" if args.gpu else "cpu",
