@@ -20,6 +20,7 @@ from ._common import (
     NUMPY_DLPACK_DTYPES,
     BaseAdapter,
     UnsupportedDtypeError,
+    _known_adapter,
     check_copy,
     describe_producer,
 )
@@ -163,20 +164,22 @@ class NumpyAdapter(BaseAdapter):
         src = describe_producer(obj)
         if src.dtype not in NUMPY_DLPACK_DTYPES:
             raise _bf16_error("import", src.dtype)
+        known = _known_adapter(obj)
+        producer = obj if known is None else known.producer(obj)
         if not src.device.is_host:
             if copy is False:
                 raise self._copy_required(f"can only import host memory and the producer is on {src.device}")
             try:
-                return np.from_dlpack(obj, device="cpu", copy=True)
+                return np.from_dlpack(producer, device="cpu", copy=True)
             except (TypeError, BufferError, ValueError, RuntimeError) as exc:
                 raise DeviceError(
                     f"NumPy cannot import memory on {src.device} and the producer would not copy it "
                     f"to the host ({exc}); move it to the host first (its adapter's to_device)"
                 ) from exc
         try:
-            return np.from_dlpack(obj, copy=copy)
+            return np.from_dlpack(producer, copy=copy)
         except TypeError:  # NumPy < 2.1 has no copy=
-            out = np.from_dlpack(obj)
+            out = np.from_dlpack(producer)
             return out.copy() if copy else out
         except RuntimeError as exc:  # "Unsupported dtype in DLTensor."
             raise DLPackError(f"NumPy could not import a {src.dtype} DLPack tensor: {exc}") from exc

@@ -11,6 +11,8 @@ Quirks handled here:
   (``BufferError``); :meth:`TorchAdapter.export` wraps the export in
   ``torch.cuda.device(index)`` and :meth:`TorchAdapter.producer` gives other
   consumers an object that does the same;
+* torch refuses to export a tensor that requires grad; dlmg exports its
+  ``detach()`` (same memory);
 * torch does not honour DLPack's READ_ONLY flag: read-only NumPy arrays and
   JAX buffers come in writable. dlmg records read-only-ness on its fragments
   (from :meth:`~dlmg.adapters._common.BaseAdapter.is_readonly` of the
@@ -228,7 +230,20 @@ class TorchAdapter(BaseAdapter):
     # -- DLPack export ----------------------------------------------------------
     def export(self, array: Any, **kwargs: Any) -> Any:
         """``array.__dlpack__(**kwargs)``, made inside ``torch.cuda.device(index)``
-        for CUDA tensors, so it works whatever the current device is."""
+        for CUDA tensors, so it works whatever the current device is.
+
+        A tensor that requires grad is exported through ``detach()`` (the same
+        memory; torch refuses to export it otherwise). A tensor with the lazy
+        conjugate bit raises :class:`~dlmg.errors.DLPackError` (resolving it
+        would be a copy: call ``resolve_conj()`` first).
+        """
+        if array.requires_grad:
+            array = array.detach()
+        if array.is_complex() and array.is_conj():
+            raise DLPackError(
+                "torch cannot export a tensor with the lazy conjugate bit set; call "
+                "tensor.resolve_conj() first (a copy)"
+            )
         if array.device.type == "cuda":
             with self.module().cuda.device(array.device.index):
                 return super().export(array, **kwargs)
@@ -236,7 +251,7 @@ class TorchAdapter(BaseAdapter):
 
     def producer(self, array: Any) -> Any:
         """``array`` for CPU tensors; for CUDA tensors a shim exporting through :meth:`export`."""
-        if array.device.type == "cuda":
+        if array.device.type == "cuda" or array.requires_grad or (array.is_complex() and array.is_conj()):
             return DLPackShim(array, export=partial(self.export, array))
         return array
 

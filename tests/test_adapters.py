@@ -338,6 +338,22 @@ def test_torch_reads_numpy_read_only_as_writable(torch):
     assert T.data_ptr(t) == a.ctypes.data and N.is_readonly(a) and not T.is_readonly(t)
 
 
+def test_torch_grad_and_conj_exports(torch):
+    """torch refuses to export tensors that require grad (dlmg exports the detached
+    view, same memory) and tensors with the lazy conjugate bit (clear error)."""
+    t = torch.arange(8.0, requires_grad=True)
+    with pytest.raises(BufferError):
+        t.__dlpack__()  # torch's own refusal
+    for consumer in (N, J):
+        y = consumer.from_dlpack(t, copy=False)
+        assert consumer.data_ptr(y) == t.data_ptr()
+    c = torch.ones(64, dtype=torch.complex64).conj()
+    with pytest.raises(DLPackError, match="resolve_conj"):
+        N.from_dlpack(c)
+    with pytest.raises(DLPackError, match="resolve_conj"):
+        T.export(c)
+
+
 def test_copy_argument_is_validated(torch):
     for adapter, x in ((N, np.ones(2)), (T, torch.ones(2))):
         with pytest.raises(ValueError, match="copy"):
