@@ -160,7 +160,9 @@ def run_suite(args: argparse.Namespace) -> dict[str, Any]:
         ctx.notes.append(
             f"the machine was busy when the run started (1-minute load average {busy} on "
             f"{machine.get('usable_cores')} cores): figures are noisy; ratios less so, since "
-            "the contenders of each comparison are timed in turn"
+            "the contenders of each comparison are timed in turn. PyTorch CPU ops split work "
+            "over intra-op threads and stall when one is descheduled, so torch CPU times "
+            "jump (4 ms vs 60 ms for the same copy) for dlmg and native alike"
         )
     return {
         "schema": 1,

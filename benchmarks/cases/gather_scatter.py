@@ -88,8 +88,9 @@ def _rows_for(ctx: Context, framework: str) -> list[Row]:
     devices = fragment_devices(framework, ctx.device)
     x = put(base, framework, devices[0])
     copy = copy_contender(ctx.device, nbytes)
+    concat = "torch.cat" if framework == "torch" else framework + ".concatenate"
     rows: list[Row] = []
-    slab_rows: dict[str, Row] = {}
+    slab_dlmg: dict[str, Callable[[], Any]] = {}
     for kind in LAYOUTS:
         block, grid = layout_spec(kind, shape)
         frags = native_scatter(framework, x, block, grid)
@@ -104,67 +105,63 @@ def _rows_for(ctx: Context, framework: str) -> list[Row]:
             dt = dlmg.from_fragments(frags, layout())
             return lambda: dt.gather(framework=framework)
 
-        gather = prepared(build_gather)
-        row = Row(4, f"gather, {kind}, {framework}", dict(params),
-                  f"{'torch.cat' if framework == 'torch' else framework + '.concatenate'} of the fragments")
-        run_row(row, ctx, {"dlmg": gather, "native": lambda: concatenate(framework, frags), "copy": copy})
-        if ok(row, "dlmg"):
-            row.check = check_result(
-                lambda: "ok" if np.array_equal(to_numpy(gather()), base) else "mismatch: gathered array differs"
-            )
-        rows.append(row)
-
-        out = put(np.zeros(shape, dtype=np.float32), framework, devices[0])
-        native_out = _concat_into(framework, frags, out)
+        out = None if framework == "jax" else put(np.zeros(shape, dtype=np.float32), framework, devices[0])
 
         def build_gather_out() -> Callable[[], Any]:
             dt = dlmg.from_fragments(frags, layout())
             return lambda: dt.gather(out=out)
 
-        if native_out is not None:
-            row = Row(4, f"gather(out=), {kind}, {framework}", dict(params),
-                      "concatenation of the fragments into the same buffer")
-            run_row(row, ctx, {"dlmg": prepared(build_gather_out), "native": native_out, "copy": copy})
-            rows.append(row)
-
         def build_scatter() -> Callable[[], Any]:
             lay = layout()
             return lambda: dlmg.scatter(x, lay, framework=framework)
 
-        scatter = prepared(build_scatter)
-        row = Row(4, f"scatter, {kind}, {framework}", dict(params),
-                  f"{framework} strided view + copy per fragment")
-        run_row(row, ctx, {"dlmg": scatter, "native": lambda: native_scatter(framework, x, block, grid),
-                           "copy": copy})
-        if ok(row, "dlmg"):
-            def compare() -> str:
-                from ..frameworks import fragment_arrays
+        gather, scatter = prepared(build_gather), prepared(build_scatter)
 
-                got = [to_numpy(a) for a in fragment_arrays(scatter())]
-                want = [to_numpy(a) for a in frags]
-                same = len(got) == len(want) and all(np.array_equal(g, w) for g, w in zip(got, want))
-                return "ok" if same else "mismatch: scattered fragments differ"
+        def gathered_ok() -> str:
+            return "ok" if np.array_equal(to_numpy(gather()), base) else "mismatch: gathered array differs"
 
-            row.check = check_result(compare)
-        rows.append(row)
-    for row in rows:
-        _gbps(row, nbytes)
-        op = row.name.split(",", 1)[0]
-        kind = row.params["layout"]
-        if kind == "slab":
-            slab_rows[op] = row
-            row.targets.append(Target("dlmg copy fraction", ">=", 0.8))
-    for row in rows:
-        op, kind = row.name.split(",", 1)[0], row.params["layout"]
-        if kind != "slab" and op in slab_rows:
-            t, t_slab = row.time("dlmg"), slab_rows[op].time("dlmg")
-            row.metrics["time / slab time"] = t / t_slab if t and t_slab else None
-            row.targets.append(Target("time / slab time", "<=", 3.0))
+        def scattered_ok() -> str:
+            from ..frameworks import fragment_arrays
+
+            got = [to_numpy(a) for a in fragment_arrays(scatter())]
+            want = [to_numpy(a) for a in frags]
+            same = len(got) == len(want) and all(np.array_equal(g, w) for g, w in zip(got, want))
+            return "ok" if same else "mismatch: scattered fragments differ"
+
+        native_out = _concat_into(framework, frags, out)
+        ops: list[tuple[str, Callable[[], Any], Callable[[], Any] | None, str, Callable[[], str] | None]] = [
+            ("gather", gather, lambda: concatenate(framework, frags), f"{concat} of the fragments", gathered_ok),
+            ("gather(out=)", prepared(build_gather_out), native_out,
+             f"{concat} of the fragments into the same buffer", None),
+            ("scatter", scatter, lambda: native_scatter(framework, x, block, grid),
+             f"{framework} strided view + copy per fragment", scattered_ok),
+        ]
+        for op, dlmg_fn, native_fn, native_name, check in ops:
+            if native_fn is None:  # JAX arrays are immutable: no buffer to fill
+                continue
+            row = Row(4, f"{op}, {kind}, {framework}", dict(params), native_name)
+            contenders = {"dlmg": dlmg_fn, "native": native_fn, "copy": copy}
+            if kind == "slab":
+                slab_dlmg[op] = dlmg_fn
+                row.targets.append(Target("dlmg copy fraction", ">=", 0.8))
+            elif op in slab_dlmg:
+                contenders["dlmg slab"] = slab_dlmg[op]  # timed in turn with this layout's call
+            run_row(row, ctx, contenders)
+            _gbps(row, nbytes)
+            if "dlmg slab" in contenders:
+                t, t_slab = row.time("dlmg"), row.time("dlmg slab")
+                row.metrics["time / slab time"] = t / t_slab if t and t_slab else None
+                row.targets.append(Target("time / slab time", "<=", 3.0))
+            if check is not None and ok(row, "dlmg"):
+                row.check = check_result(check)
+            rows.append(row)
     return rows
 
 
-def _concat_into(framework: str, frags: list[Any], out: Any) -> Callable[[], Any] | None:
+def _concat_into(framework: str, frags: list[Any], out: Any | None) -> Callable[[], Any] | None:
     """The framework's concatenation into a preallocated buffer, where it has one."""
+    if framework == "jax" or out is None:
+        return None
     # the fragments stacked along mode 0 have the buffer's bytes, not always its shape
     flat = out.reshape(sum(f.shape[0] for f in frags), frags[0].shape[1])
     if framework == "numpy":
@@ -177,7 +174,7 @@ def _concat_into(framework: str, frags: list[Any], out: Any) -> Callable[[], Any
         import cupy
 
         return lambda: cupy.concatenate(frags, axis=0, out=flat)
-    return None  # JAX arrays are immutable: no buffer to fill
+    return None
 
 
 def run_gather_scatter(ctx: Context) -> list[Row]:
