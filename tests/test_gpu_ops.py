@@ -52,7 +52,7 @@ def build(x: np.ndarray, layout: Layout, frameworks) -> dlmg.DistributedTensor:
 
 def host(a) -> np.ndarray:
     if isinstance(a, dlmg.DistributedTensor):
-        return np.asarray(a.gather(framework="numpy"))
+        return np.asarray(a.gather(framework="numpy", device="cpu"))
     mod = type(a).__module__.partition(".")[0]
     if mod == "torch":
         return a.detach().cpu().numpy()

@@ -280,6 +280,9 @@ def test_where_clip_astype_and_complex_parts(assignment):
         assert out.dtype == dtype and fragment_dtypes(out) == {dtype}
         np.testing.assert_array_equal(gathered(out), (abs(x) * 10).astype(dtype))
     assert a.astype("float32", copy=False) is a
+    if assignment in ("jax", "mixed"):
+        with pytest.raises(DtypeError, match="x64"):
+            a.astype("float64")
     z = data(layout.shape, "complex64", seed=13)
     c = build(z, layout, assignment)
     close(gathered(c.real), z.real)

@@ -453,32 +453,43 @@ def map_fragments(
     results: list[Any] = [None] * layout.nfragments
     multi = len({lead_fw[i] for i in indices}) > 1
     scalar_out = layout.ndim == 0  # NumPy turns 0-d results into scalars
-    for i in indices:
-        frag = lead_frags[i]
-        ex = executor(frag.framework, frag.device)
-        call = list(args)
-        for position, frags in tensors:
-            call[position] = frags[i].array
-        for position, frags in foreign:
-            other = frags[i]
-            if other.framework != ex.framework:
-                try:
-                    call[position] = move_array(other.array, ex, other.adapter)
-                except Exception as exc:
-                    raise _fail(f"{name} (handing fragment {i} of operand {position} from "
-                                f"{other.framework} to {ex.framework})", i, ex, exc) from exc
-        for position in zero_d:
-            call[position] = args[position].for_executor(ex)
-        try:
-            if ex.context is None:
+    active: Executor | None = None  # the executor whose device context is entered
+    manager: Any = None
+    try:
+        for i in indices:
+            frag = lead_frags[i]
+            ex = executor(frag.framework, frag.device)
+            if ex is not active and (ex.context is not None or manager is not None):
+                # one context per run of fragments on the same device, not one per fragment
+                if manager is not None:
+                    manager.__exit__(None, None, None)
+                    manager = None
+                if ex.context is not None:
+                    manager = ex.context()
+                    manager.__enter__()
+                active = ex
+            call = list(args)
+            for position, frags in tensors:
+                call[position] = frags[i].array
+            for position, frags in foreign:
+                other = frags[i]
+                if other.framework != ex.framework:
+                    try:
+                        call[position] = move_array(other.array, ex, other.adapter)
+                    except Exception as exc:
+                        raise _fail(f"{name} (handing fragment {i} of operand {position} from "
+                                    f"{other.framework} to {ex.framework})", i, ex, exc) from exc
+            for position in zero_d:
+                call[position] = args[position].for_executor(ex)
+            try:
                 results[i] = fn(ex.xp, *call)
-            else:
-                with ex.context():
-                    results[i] = fn(ex.xp, *call)
-        except Exception as exc:
-            raise _fail(name, i, ex, exc) from exc
-        if scalar_out and not hasattr(results[i], "__dlpack__"):
-            results[i] = ex.xp.asarray(results[i])
+            except Exception as exc:
+                raise _fail(name, i, ex, exc) from exc
+            if scalar_out and not hasattr(results[i], "__dlpack__"):
+                results[i] = ex.xp.asarray(results[i])
+    finally:
+        if manager is not None:
+            manager.__exit__(None, None, None)
     if multi:
         _unify_dtypes(results, indices, lead_frags, name)
     if in_place:

@@ -25,7 +25,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..dtypes import canonical
-from ._dtypes import BOOL, INEXACT, INT, NUMERIC, REAL, check_inplace, require
+from ..errors import DtypeError
+from ._dtypes import INEXACT, INT, NUMERIC, REAL, check_inplace, narrow_for, require
 from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed, map_fragments
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -265,10 +266,21 @@ def astype(x: "DistributedTensor", dtype: Any, /, *, copy: bool = True) -> "Dist
     Returns
     -------
     DistributedTensor
+
+    Raises
+    ------
+    DtypeError
+        For a 64-bit type when JAX fragments take part and ``jax_enable_x64``
+        is off (JAX would narrow it silently).
     """
     name = canonical(dtype)
     if not copy and x.dtype == name:
         return x
+    if narrow_for(name, x.frameworks) != name:
+        raise DtypeError(
+            f"astype({name}): the tensor has JAX fragments and JAX has 64-bit types disabled "
+            "(jax_enable_x64 is off), so it would silently narrow them; enable x64 or choose a 32-bit type"
+        )
 
     def per_fragment(xp: Any, a: Any) -> Any:
         return xp.astype(a, getattr(xp, name))
