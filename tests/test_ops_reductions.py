@@ -250,3 +250,24 @@ def test_dispatch_failure_in_a_reduction_names_the_fragment():
     a = build(data(layout.shape, "float32"), layout)
     with pytest.raises(dlmg.FragmentError, match=r"fragment 0 \(device cpu:0, framework numpy\)"):
         dlmg.prod(a, dtype="bfloat16")  # NumPy has no bfloat16
+
+
+def test_all_eight_jax_devices():
+    need("jax")
+    import jax
+
+    if len(jax.devices("cpu")) < 8:
+        pytest.skip("needs XLA_FLAGS=--xla_force_host_platform_device_count=8")
+    layout = Layout((8, 6), block=(1, 3), grid=(4, 2), devices=[f"cpu:{i}" for i in range(8)])
+    x, y = data(layout.shape, seed=30), data(layout.shape, seed=31)
+    a, b = build(x, layout, "jax"), build(y, layout, "jax")
+    z = a * b + 1
+    for frag in z.fragments:  # every fragment computed on its own JAX device
+        assert frag.adapter.device_of(frag.array) == frag.device
+    np.testing.assert_allclose(gathered(z), x * y + 1, rtol=1e-6)
+    cols = z.sum(axis=0)
+    assert cols.layout.devices == (layout.devices[0], layout.devices[4])
+    for frag in cols.fragments:
+        assert frag.adapter.device_of(frag.array) == frag.device
+    np.testing.assert_allclose(gathered(cols), (x * y + 1).sum(axis=0), rtol=RTOL)
+    assert int(to_numpy(dlmg.argmax(z))) == int(np.argmax(x * y + 1))
