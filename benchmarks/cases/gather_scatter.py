@@ -108,8 +108,8 @@ def _rows_for(ctx: Context, framework: str) -> list[Row]:
         out = None if framework == "jax" else put(np.zeros(shape, dtype=np.float32), framework, devices[0])
 
         def build_gather_out() -> Callable[[], Any]:
-            dt = dlmg.from_fragments(frags, layout())
-            return lambda: dt.gather(out=out)
+            dt, buffer = dlmg.from_fragments(frags, layout()), out  # bound now: the slab call is reused later
+            return lambda: dt.gather(out=buffer)
 
         def build_scatter() -> Callable[[], Any]:
             lay = layout()

@@ -54,12 +54,17 @@ def _zero_copy_check(
     return compare
 
 
+def _bare_loop(consume: Callable[[Any], Any], arrays: list[Any]) -> Callable[[], list[Any]]:
+    """The native counterpart: the consumer's ``from_dlpack`` on each array."""
+    return lambda: [consume(a) for a in arrays]
+
+
 def _rows_for(ctx: Context, case: int, src: str, dst: str) -> list[Row]:
     import dlmg
 
     consume = from_dlpack_fn(dst)
     rows: list[Row] = []
-    by_size: list[Row] = []
+    small: dict[str, Callable[[], Any]] = {}  # the small size's main contenders, timed again beside the large
     for nbytes in ctx.mode.gpu_interchange_bytes if ctx.gpu else ctx.mode.interchange_bytes:
         arrays, devices = _fragments(src, ctx.device, nbytes)
         params = {
@@ -71,29 +76,27 @@ def _rows_for(ctx: Context, case: int, src: str, dst: str) -> list[Row]:
             "device": ctx.device,
         }
 
-        def native() -> list[Any]:
-            return [consume(a) for a in arrays]
+        native = _bare_loop(consume, arrays)  # bound now: the small size's calls are timed again later
 
         def layout() -> Any:
             return dlmg.Layout.slab((FRAGMENTS * (nbytes // 4),), axis=0, devices=devices)
 
         if case == 1:
             def build_wrap() -> Callable[[], list[Any]]:
-                lay = layout()
+                lay, frags = layout(), arrays
 
                 def wrap_export() -> list[Any]:
-                    dt = dlmg.from_fragments(arrays, lay)
+                    dt = dlmg.from_fragments(frags, lay)
                     return [consume(f) for f in dt.fragments]
 
                 return wrap_export
 
             row = Row(1, f"{src} -> {dst}: from_fragments + from_dlpack(dt.fragments[i])", dict(params),
                       f"{dst} from_dlpack on each {src} array", targets=[RATIO_TARGET])
-            run_row(row, ctx, {"dlmg": prepared(build_wrap), "native": native})
+            _run_sized(row, ctx, {"dlmg": prepared(build_wrap), "native": native}, small)
             if ok(row, "dlmg"):
                 row.check = check_result(_zero_copy_check(build_wrap(), native, arrays))
             rows.append(row)
-            by_size.append(row)
 
             def build_export() -> Callable[[], list[Any]]:
                 dt = dlmg.from_fragments(arrays, layout())
@@ -111,20 +114,32 @@ def _rows_for(ctx: Context, case: int, src: str, dst: str) -> list[Row]:
             row = Row(2, f"{src} -> {dst}: dt.to({dst!r})", dict(params),
                       f"loop of {dst} from_dlpack on each {src} array", targets=[RATIO_TARGET])
             to = prepared(build_to)
-            run_row(row, ctx, {"dlmg": to, "native": native})
+            _run_sized(row, ctx, {"dlmg": to, "native": native}, small)
             if ok(row, "dlmg"):
                 from ..frameworks import fragment_arrays
 
                 row.check = check_result(_zero_copy_check(lambda: fragment_arrays(to()), native, arrays))
             rows.append(row)
-            by_size.append(row)
-    if len(by_size) == 2:
-        small, large = by_size
-        for who, key in (("dlmg", "large/small"), ("native", "native large/small")):
-            t_small, t_large = small.time(who), large.time(who)
-            large.metrics[key] = t_large / t_small if t_small and t_large else None
-        large.targets.append(GROWTH_TARGET)
     return rows
+
+
+def _run_sized(row: Row, ctx: Context, contenders: dict[str, Callable[[], Any]],
+               small: dict[str, Callable[[], Any]]) -> None:
+    """Time a main row; the large one also times the small size's calls in turn.
+
+    The first call (small size) stores its contenders in ``small``; the second
+    (large size) times them again beside its own, so that large / small is a
+    ratio measured in the same conditions.
+    """
+    if not small:
+        small.update(contenders)
+        run_row(row, ctx, contenders)
+        return
+    run_row(row, ctx, {**contenders, "dlmg small": small["dlmg"], "native small": small["native"]})
+    for who, key in (("dlmg", "large/small"), ("native", "native large/small")):
+        t_large, t_small = row.time(who), row.time(f"{who} small")
+        row.metrics[key] = t_large / t_small if t_small and t_large else None
+    row.targets.append(GROWTH_TARGET)
 
 
 def _run(ctx: Context, case: int) -> list[Row]:
