@@ -521,3 +521,81 @@ def test_synchronize_and_truth_values():
     with pytest.raises(ValueError, match="ambiguous"):
         bool(a > 0)
     assert len({a, b}) == 2  # tensors stay hashable (by identity) although == is elementwise
+
+
+# --------------------------------------------------------------------------
+# reuse of temporaries: ``a * b + c`` writes the sum into the product's memory
+
+
+def _elided() -> int:
+    from dlmg.ops import pointwise
+
+    return pointwise.ELIDED[0]
+
+
+@pytest.mark.skipif(
+    __import__("dlmg.ops.pointwise", fromlist=["_"])._TEMPORARY_REFS is None,
+    reason="this interpreter does not tell temporaries from named values; reuse is off",
+)
+class TestTemporaryReuse:
+    layout = dlmg.Layout.slab((8, 6), axis=0, devices=["cpu"] * 3)
+
+    def _operands(self, framework="numpy", dtype="float64"):
+        base = np.arange(48, dtype=dtype).reshape(8, 6)
+        a = dlmg.scatter(base + 1, self.layout, framework=framework)
+        b = dlmg.scatter(base * 2, self.layout, framework=framework)
+        return base, a, b
+
+    @pytest.mark.parametrize("framework", ["numpy", "torch"])
+    def test_temporary_is_reused_and_result_is_right(self, framework):
+        base, a, b = self._operands(framework)
+        before = _elided()
+        r = a * b + 3.0
+        assert _elided() == before + 1
+        np.testing.assert_array_equal(r.gather(framework="numpy"), (base + 1) * (base * 2) + 3.0)
+        r = (a - b) * (a + b) / 2.0
+        assert _elided() == before + 3
+        np.testing.assert_allclose(r.gather(framework="numpy"), ((base + 1) ** 2 - (base * 2) ** 2) / 2.0)
+
+    def test_named_results_are_never_overwritten(self):
+        base, a, b = self._operands()
+        before = _elided()
+        t = a * b
+        pointers = [f.array.ctypes.data for f in t.fragments]
+        r = t + 1.0
+        assert _elided() == before
+        np.testing.assert_array_equal(t.gather(), (base + 1) * (base * 2))
+        assert [f.array.ctypes.data for f in r.fragments] != pointers
+        held = (a * b).fragments  # a reference to the fragments keeps the tensor's memory visible
+        np.testing.assert_array_equal(np.concatenate([f.array for f in held]), (base + 1) * (base * 2))
+
+    def test_inputs_and_exported_memory_are_never_overwritten(self):
+        base, a, b = self._operands()
+        r = a + 0.0 + 1.0  # the second + may reuse the first's result, never a's memory
+        np.testing.assert_array_equal(a.gather(), base + 1)
+        np.testing.assert_array_equal(r.gather(), base + 2)
+        shared = a.to("torch")  # shares a's memory; it is no operator result
+        before = _elided()
+        shared + 1.0
+        assert _elided() == before
+        np.testing.assert_array_equal(a.gather(), base + 1)
+
+    def test_dtype_changes_are_not_reused(self):
+        base, a, b = self._operands(dtype="int32")
+        before = _elided()
+        r = (a * b) / 2  # int32 / int -> float64: cannot live in int32 memory
+        assert r.dtype == "float64"
+        r = (a * b) + 0.5
+        assert r.dtype == "float64"
+        assert _elided() == before
+        r = (a * b) + 1
+        assert _elided() == before + 1 and r.dtype == "int32"
+
+    def test_autograd_results_are_not_reused(self):
+        torch = pytest.importorskip("torch")
+        w = torch.ones(8, 6, dtype=torch.float64, requires_grad=True)
+        x = dlmg.from_fragments([w[0:3], w[3:6], w[6:8]], self.layout)
+        before = _elided()
+        y = x * 2.0 + 1.0
+        assert _elided() == before
+        assert all(f.array.requires_grad for f in y.fragments)

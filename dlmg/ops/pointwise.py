@@ -21,12 +21,13 @@ the old fragments keep the old values (JAX's own ``x += y`` rebinds too).
 from __future__ import annotations
 
 import operator
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..dtypes import canonical
 from ..errors import DtypeError
-from ._dtypes import INEXACT, INT, NUMERIC, REAL, check_inplace, narrow_for, require
+from ._dtypes import INEXACT, INT, NUMERIC, REAL, check_inplace, kind_of, narrow_for, require
 from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed, map_fragments
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -302,11 +303,67 @@ def _backward(op: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     return lambda xp, a, b: op(b, a)
 
 
-def _binary_method(symbol: str, op: Callable[[Any, Any], Any], kinds: frozenset[str] | None, reflected: bool) -> Callable[..., Any]:
+def _temporary_refcount() -> int | None:
+    """The reference count ``self`` has inside a binary operator method when
+    the left operand is a temporary (the result of another operation), or
+    ``None`` when this interpreter does not tell temporaries from named
+    values apart (then temporaries are never reused)."""
+    getrefcount = getattr(sys, "getrefcount", None)
+    if getrefcount is None:  # not CPython
+        return None
+
+    class Probe:
+        def __add__(self, other: Any) -> int:
+            return getrefcount(self)
+
+    temporary = Probe() + 0
+    named = Probe()
+    held = named + 0
+    return temporary if held == temporary + 1 else None
+
+
+_TEMPORARY_REFS = _temporary_refcount()
+#: How many operator results had their memory reused for the next operation
+#: (a diagnostic, read by the tests).
+ELIDED = [0]
+
+
+def _keeps_dtype(symbol: str, dtype: str, other: Any) -> bool:
+    """Whether ``tensor(dtype) <symbol> other`` has ``dtype`` again, so the
+    result fits in the left operand's memory."""
+    kind = kind_of(dtype)
+    if symbol == "/" and kind not in "fc":
+        return False
+    if is_distributed(other):
+        return other.dtype == dtype
+    if isinstance(other, bool) or not isinstance(other, (int, float, complex)):
+        return False
+    if isinstance(other, int):
+        return kind in "iufc"
+    return kind in ("fc" if isinstance(other, float) else "c")
+
+
+def _reusable(tensor: "DistributedTensor") -> bool:
+    """Whether ``tensor``'s fragments are fresh operator results nobody else
+    sees (and no autograd graph records)."""
+    if not getattr(tensor, "_fresh", False) or tensor.ndim == 0:
+        return False
+    return not any(getattr(f._array, "requires_grad", False) for f in tensor.fragments)
+
+
+def _binary_method(
+    symbol: str,
+    op: Callable[[Any, Any], Any],
+    kinds: frozenset[str] | None,
+    reflected: bool,
+    iop: Callable[[Any, Any], Any] | None = None,
+) -> Callable[..., Any]:
     per_fragment = _backward(op) if reflected else _forward(op)
     label = f"operator {symbol}"
+    reuse = _inplace_fragment(iop) if iop is not None and not reflected else None
 
     def method(self: "DistributedTensor", other: Any) -> Any:
+        refs = sys.getrefcount(self) if reuse is not None else 0  # first: nothing else may hold self yet
         if not (isinstance(other, SCALAR_TYPES) or is_distributed(other)):
             try:
                 other = classify_operand(other)
@@ -314,7 +371,21 @@ def _binary_method(symbol: str, op: Callable[[Any, Any], Any], kinds: frozenset[
                 return NotImplemented
         if kinds is not None:
             require(label, (self.dtype, _dtype_of(other)), kinds)
-        return map_fragments(per_fragment, (self, other), name=label)
+        if (
+            refs == _TEMPORARY_REFS
+            and reuse is not None
+            and _reusable(self)
+            and _keeps_dtype(symbol, self.dtype, other)
+        ):
+            # ``self`` is a temporary (``a * b`` in ``a * b + c``): write into its
+            # memory instead of allocating, as NumPy does for its own temporaries.
+            map_fragments(reuse, (self, other), name=label, in_place=True)
+            ELIDED[0] += 1
+            return self
+        out = map_fragments(per_fragment, (self, other), name=label)
+        if reuse is not None and out is not None:
+            out._fresh = True
+        return out
 
     return method
 
@@ -335,14 +406,19 @@ def _unary_method(symbol: str, op: Callable[[Any], Any], kinds: frozenset[str] |
     return method
 
 
-def _inplace_method(symbol: str, iop: Callable[[Any, Any], Any], kinds: frozenset[str] | None) -> Callable[..., Any]:
-    label = f"operator {symbol}"
-
+def _inplace_fragment(iop: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     def per_fragment(xp: Any, a: Any, b: Any) -> Any:
         r = iop(a, b)  # in place for NumPy/torch/CuPy (r is a); a new array for JAX
         if r is not a and r.dtype != a.dtype:
             r = xp.astype(r, a.dtype)
         return r
+
+    return per_fragment
+
+
+def _inplace_method(symbol: str, iop: Callable[[Any, Any], Any], kinds: frozenset[str] | None) -> Callable[..., Any]:
+    label = f"operator {symbol}"
+    per_fragment = _inplace_fragment(iop)
 
     def method(self: "DistributedTensor", other: Any) -> Any:
         if not (isinstance(other, SCALAR_TYPES) or is_distributed(other)):
@@ -424,7 +500,7 @@ def _bool(self: "DistributedTensor") -> bool:
 def _operators() -> dict[str, Any]:
     methods: dict[str, Any] = {}
     for symbol, fwd, rev, inp, op, iop, kinds in _BINARY:
-        methods[fwd] = _binary_method(symbol, op, kinds, reflected=False)
+        methods[fwd] = _binary_method(symbol, op, kinds, reflected=False, iop=iop)
         methods[rev] = _binary_method(symbol, op, kinds, reflected=True)
         methods[inp] = _inplace_method(symbol + "=", iop, kinds)
     for symbol, name, op, kinds in _COMPARISONS:
