@@ -132,6 +132,11 @@ class Adapter:
         """Write ``src`` (same framework, same shape) into the view ``dst``."""
         dst[...] = src
 
+    def export(self, array: Any, **kwargs: Any) -> Any:
+        """A DLPack capsule of ``array``: ``array.__dlpack__(**kwargs)``, with
+        whatever the framework needs around it (a device context, a check)."""
+        return array.__dlpack__(**kwargs)
+
     # -- streams --------------------------------------------------------------
     def synchronize(self, device: Device | None = None) -> None:
         """Wait until all work this framework queued on ``device`` (or all devices) is done."""

@@ -92,19 +92,21 @@ _BY_NAME: dict[str, DType] = _table()
 _BY_CODE: dict[tuple[int, int, int], DType] = {d.dlpack: d for d in _BY_NAME.values()}
 #: Every element type name dlmg knows.
 NAMES: tuple[str, ...] = tuple(_BY_NAME)
+# torch's spellings; "float", "int" and "complex" are left out on purpose:
+# torch.float is float32 where NumPy's "float" is float64.
 _ALIASES = {
     "bool_": "bool",
     "half": "float16",
-    "float": "float32",
     "double": "float64",
     "cfloat": "complex64",
     "cdouble": "complex128",
-    "complex": "complex128",
-    "int": "int64",
     "long": "int64",
     "short": "int16",
-    "uint": "uint64",
 }
+# canonical() runs on every fragment of every operation: remember its answers
+# per (type, value) so that objects of different types that compare equal
+# (np.dtype("f8") == "float") never share an entry.
+_CANONICAL_CACHE: dict[tuple[type, Any], str] = {}
 
 
 def canonical(dtype: Any) -> str:
@@ -126,6 +128,20 @@ def canonical(dtype: Any) -> str:
     DtypeError
         When the type is not one dlmg knows.
     """
+    try:
+        return _CANONICAL_CACHE[(type(dtype), dtype)]
+    except (KeyError, TypeError):  # TypeError: an unhashable object
+        pass
+    name = _canonical_uncached(dtype)
+    if len(_CANONICAL_CACHE) < 1024:
+        try:
+            _CANONICAL_CACHE[(type(dtype), dtype)] = name
+        except TypeError:
+            pass
+    return name
+
+
+def _canonical_uncached(dtype: Any) -> str:
     if isinstance(dtype, DType):
         return dtype.name
     if isinstance(dtype, str):

@@ -75,7 +75,9 @@ class Fragment:
     (:meth:`block_views`); its :attr:`array` raises.
     """
 
-    __slots__ = ("index", "layout", "framework", "rank", "_array", "_memory", "_adapter", "__weakref__")
+    __slots__ = (
+        "index", "layout", "framework", "rank", "_array", "_memory", "_adapter", "_dl_device", "__weakref__"
+    )
 
     def __init__(
         self,
@@ -96,6 +98,7 @@ class Fragment:
         self._array = array
         self._memory = memory
         self._adapter: "Adapter | None" = None
+        self._dl_device: tuple[int, int] | None = None  # an array never changes device: asked once
 
     # -- what it is ----------------------------------------------------------
     @property
@@ -210,6 +213,9 @@ class Fragment:
 
     def __dlpack__(self, **kwargs: Any) -> Any:
         """Export the fragment's array (keywords as the array API's ``__dlpack__``)."""
+        adapter = self._adapter
+        if adapter is not None and self._array is not None:  # the common case, kept short
+            return adapter.export(self._array, **kwargs)
         if not self.is_local:
             raise DLPackError(f"fragment {self.index} is held by process {self.rank}; it cannot be exported here")
         if self._array is None:
@@ -217,10 +223,7 @@ class Fragment:
                 f"fragment {self.index} lies in padded blocks that no single DLPack tensor can describe; "
                 "export its block_views() or its memory instead"
             )
-        export = getattr(self.adapter, "export", None)
-        if export is None:
-            return self._array.__dlpack__(**kwargs)
-        return export(self._array, **kwargs)
+        return self.adapter.export(self._array, **kwargs)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         """The DLPack ``(device_type, device_id)`` of the fragment's array.
@@ -230,6 +233,8 @@ class Fragment:
         that ``jnp.from_dlpack(fragment)`` lands on JAX's CPU device ``k``,
         zero-copy; NumPy and torch read any CPU id as the host.
         """
+        if self._dl_device is not None:
+            return self._dl_device
         if not self.is_local or self._array is None:
             raise DLPackError(f"fragment {self.index} cannot be exported here (remote or padded)")
         adapter = self.adapter
@@ -240,7 +245,8 @@ class Fragment:
         else:
             pair = tuple(get(self._array))
         if pair[0] == 1 and self.device.kind == "cpu":
-            return (1, self.device.index)
+            pair = (1, self.device.index)
+        self._dl_device = pair
         return pair
 
     def __repr__(self) -> str:

@@ -109,3 +109,18 @@ def test_canonical_rejects_unknown():
         dtypes.canonical(object())
     with pytest.raises(dlmg.DtypeError, match="code=2, bits=24"):
         dtypes.from_dlpack_code(2, 24, 1)
+
+
+def test_ambiguous_spellings_are_refused():
+    # torch.float is float32 where NumPy's "float" is float64: dlmg takes neither guess
+    for word in ("float", "int", "complex"):
+        with pytest.raises(dlmg.DtypeError, match=word):
+            dtypes.canonical(word)
+
+
+def test_cache_keeps_types_apart():
+    np = pytest.importorskip("numpy")
+    assert dtypes.canonical(np.dtype("float64")) == "float64"
+    assert dtypes.canonical(np.dtype("float64")) == "float64"  # cached answer
+    with pytest.raises(dlmg.DtypeError):
+        dtypes.canonical("float")  # equal to np.dtype("float64") but a different type
