@@ -268,3 +268,41 @@ def test_large_block_cyclic_redistribution_uses_few_copies():
     moved = dlmg.scatter(x, a).redistribute(b)
     check_fragments(moved, x)
     assert math.prod(moved.shape) == x.size
+
+
+# -- host copies on threads -------------------------------------------------------------
+@pytest.mark.parametrize("framework", [f for f in ("numpy", "torch") if have(f)])
+def test_threaded_host_copies_give_the_same_tensor(monkeypatch, framework):
+    from dlmg.plans import execute
+
+    calls = []
+    real_submit = execute._pool().submit if execute._pool() is not None else None
+    if real_submit is None:
+        pytest.skip("one CPU: dlmg never copies on threads here")
+    monkeypatch.setattr(execute, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(execute, "PARALLEL_MIN_TASK_BYTES", 1)
+    monkeypatch.setattr(execute._POOL[0], "submit", lambda *a, **k: calls.append(1) or real_submit(*a, **k))
+    full = np.arange(48 * 40, dtype=np.float32).reshape(48, 40)
+    src = dlmg.scatter(full, Layout.block_cyclic((48, 40), (5, 3), (2, 3), ["cpu"] * 6), framework=framework)
+    assert calls, "scatter into 6 fragments ran on the pool"
+    for dst in (Layout.slab((48, 40), 1, ["cpu"] * 4), Layout.block_cyclic((48, 40), (2, 7), (4, 1), ["cpu"] * 8)):
+        out = src.redistribute(dst)
+        assert np.array_equal(to_numpy(out.gather(framework="numpy")), full)
+        check_fragments(out, full)
+
+
+def test_threaded_copy_errors_reach_the_caller(monkeypatch):
+    from dlmg.plans import execute
+
+    if execute._pool() is None:
+        pytest.skip("one CPU: dlmg never copies on threads here")
+    monkeypatch.setattr(execute, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(execute, "PARALLEL_MIN_TASK_BYTES", 1)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("copy failed on purpose")
+
+    monkeypatch.setattr(execute, "run_copies", broken)
+    full = np.ones((16, 16), dtype=np.float32)
+    with pytest.raises(RuntimeError, match="on purpose"):
+        dlmg.scatter(full, Layout.slab((16, 16), 0, ["cpu"] * 4))

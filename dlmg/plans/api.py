@@ -34,7 +34,7 @@ from ..errors import (
     LayoutMismatchError,
 )
 from .endpoints import Endpoint, array_endpoint, full_endpoint, layout_endpoints
-from .execute import Buffer, copy_framework, run_copies, synchronize, viewable
+from .execute import Buffer, copy_framework, run_jobs, synchronize, viewable
 from .plan import RedistributionPlan, build_plan
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -212,18 +212,19 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
     sources = _source_buffers(dt)
     synchronize(sources.values())
     prefer = tuple(dt.frameworks)
-    out: list["Fragment"] = []
-    written = []
+    written: dict[int, tuple[Buffer, "Adapter"]] = {}
     for frag, target in zip(layout.fragments, targets):
-        reused = plan.reused.get(frag.index)
-        if reused is not None:
-            out.append(_reuse(dt.fragments[reused], frag))
-            continue
-        buf, _writer = _allocate(frag, target, dt.dtype, prefer)
-        run_copies(plan.copies_into(frag.index), sources, buf, dt.dtype)
-        written.append(buf)
-        out.append(_finish(frag, buf, target))
-    synchronize(written)
+        if frag.index not in plan.reused:
+            written[frag.index] = (_allocate(frag, target, dt.dtype, prefer)[0], target)
+    run_jobs([(plan.copies_into(i), sources, buf) for i, (buf, _) in written.items()], dt.dtype)
+    synchronize(buf for buf, _ in written.values())
+    out: list["Fragment"] = []
+    for frag in layout.fragments:
+        if frag.index in written:
+            buf, target = written[frag.index]
+            out.append(_finish(frag, buf, target))
+        else:
+            out.append(_reuse(dt.fragments[plan.reused[frag.index]], frag))
     return DistributedTensor._create(layout, out, dt.dtype)
 
 
@@ -315,7 +316,7 @@ def _fill(dt: "DistributedTensor", buf: Buffer, strides: Sequence[int] | None = 
     plan = _cached(key, make)
     sources = _source_buffers(dt)
     synchronize(sources.values())
-    run_copies(plan.copies_into(0), sources, buf, dt.dtype)
+    run_jobs([(plan.copies_into(0), sources, buf)], dt.dtype)
     synchronize([buf])
 
 
@@ -359,14 +360,10 @@ def scatter(array: Any, layout: "Layout", framework: str | None = None) -> "Dist
     plan = _cached(key, make)
     sources = {0: Buffer(array, a, src_dev)}
     synchronize(sources.values())
-    out: list["Fragment"] = []
-    written = []
-    for frag in layout.fragments:
-        buf, _writer = _allocate(frag, target, dtype, (a.name,))
-        run_copies(plan.copies_into(frag.index), sources, buf, dtype)
-        written.append(buf)
-        out.append(_finish(frag, buf, target))
+    written = [_allocate(frag, target, dtype, (a.name,))[0] for frag in layout.fragments]
+    run_jobs([(plan.copies_into(i), sources, buf) for i, buf in enumerate(written)], dtype)
     synchronize(written)
+    out = [_finish(frag, buf, target) for frag, buf in zip(layout.fragments, written)]
     return DistributedTensor._create(layout, out, dtype)
 
 

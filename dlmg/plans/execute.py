@@ -15,6 +15,9 @@ when the view has gaps, and moved to the destination device
 
 from __future__ import annotations
 
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
@@ -33,7 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..adapters import Adapter
     from .plan import Copy, RedistributionPlan
 
-__all__ = ["Buffer", "copy_framework", "transfer", "import_zero_copy", "run_copies", "viewable"]
+__all__ = ["Buffer", "copy_framework", "transfer", "import_zero_copy", "run_copies", "run_jobs", "viewable"]
 
 # frameworks that can make strided views and write in place, in order of preference
 _VIEWERS = ("numpy", "torch", "cupy")
@@ -209,6 +212,63 @@ def run_copies(
         if src_view is None:
             src_view = _piece(buf, c, dtype, b, dst.device)
         b.copy_into(target, src_view)
+
+
+#: Host copies of at least this many bytes in all are spread over threads.
+PARALLEL_MIN_BYTES = 4 << 20
+#: ... and only when a task copies this many bytes on average.
+PARALLEL_MIN_TASK_BYTES = 1 << 20
+_POOL: list[ThreadPoolExecutor] = []
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor | None:
+    workers = min(os.cpu_count() or 1, 8)
+    if workers < 2:
+        return None
+    with _POOL_LOCK:
+        if not _POOL:
+            _POOL.append(ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dlmg-copy"))
+    return _POOL[0]
+
+
+def run_jobs(jobs: Sequence[tuple[Sequence["Copy"], dict[int, Buffer], Buffer]], dtype: str) -> None:
+    """Run several destinations' copies: ``jobs`` lists ``(copies, sources, dst)``.
+
+    Host copies (NumPy and torch release the GIL while they copy) large
+    enough to pay for it run on a thread pool, one task per destination and
+    source fragment: the tasks write disjoint parts of the destinations. Device
+    copies are queued in order on the caller's thread (they are asynchronous
+    already, and CUDA's current device is per thread).
+    """
+    tasks: list[tuple[list["Copy"], dict[int, Buffer], Buffer]] = []
+    nbytes = 0
+    host = True
+    for copies, sources, dst in jobs:
+        host = host and dst.device.is_host
+        by_source: dict[int, list["Copy"]] = {}
+        for c in copies:
+            by_source.setdefault(c.src, []).append(c)
+            nbytes += c.nbytes
+            buf = sources.get(c.src)
+            host = host and (buf is None or buf.device.is_host)
+        tasks.extend((group, sources, dst) for group in by_source.values())
+    # Threads pay only when each task copies enough to outweigh the Python
+    # work around it (views, imports), which holds the GIL.
+    big = nbytes >= PARALLEL_MIN_BYTES and nbytes >= len(tasks) * PARALLEL_MIN_TASK_BYTES
+    # One destination (a gather) stays on one thread: first-touch page faults of
+    # a fresh buffer from several threads contend in the kernel (measured: 19 ms
+    # to 93 ms for 256 MiB on 2 cores), which outweighs the parallel copy.
+    pool = _pool() if host and big and len(jobs) > 1 else None
+    if pool is None:
+        for copies, sources, dst in tasks:
+            run_copies(copies, sources, dst, dtype)
+        return
+    futures = [pool.submit(run_copies, copies, sources, dst, dtype) for copies, sources, dst in tasks]
+    errors = [f.exception() for f in futures]  # wait for every task before raising
+    for error in errors:
+        if error is not None:
+            raise error
 
 
 def synchronize(buffers: Iterable[Buffer]) -> None:
