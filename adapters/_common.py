@@ -33,6 +33,8 @@ from dlmg.errors import (
     DtypeError,
     FrameworkError,
     FrameworkNotInstalledError,
+    UnsupportedDtypeError,
+    ViewNotSupportedError,
 )
 
 from ._base import Adapter
@@ -61,23 +63,6 @@ NUMPY_DLPACK_DTYPES: frozenset[str] = frozenset(
 
 #: Element types that JAX silently narrows to 32 bits unless ``jax_enable_x64`` is on.
 SIXTY_FOUR_BIT: frozenset[str] = frozenset({"int64", "uint64", "float64", "complex128"})
-
-
-class UnsupportedDtypeError(DtypeError, DLPackError):
-    """An element type a framework cannot import or export through DLPack.
-
-    Both a :class:`~dlmg.errors.DtypeError` (``TypeError``) and a
-    :class:`~dlmg.errors.DLPackError` (``BufferError``, what the DLPack
-    protocol prescribes for an export that cannot be done).
-    """
-
-
-class ViewNotSupportedError(FrameworkError, NotImplementedError):
-    """The framework cannot make a strided view of existing memory (JAX), or
-    cannot write into an array in place.
-
-    Also a ``NotImplementedError``, so generic code can fall back to a copy.
-    """
 
 
 @dataclass(frozen=True)

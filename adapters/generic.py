@@ -142,11 +142,11 @@ class GenericAdapter(BaseAdapter):
         )
 
     def copy_into(self, dst: Any, src: Any) -> None:
-        """Not possible: raises :class:`~dlmg.adapters._common.ViewNotSupportedError`."""
+        """Not possible: raises :class:`~dlmg.errors.ViewNotSupportedError`."""
         raise ViewNotSupportedError(_NO_MATH.format(kind=type(dst).__name__, what="writes"))
 
     def ascontiguous(self, array: Any) -> Any:
-        """Not possible for a foreign producer (raises :class:`~dlmg.adapters._common.ViewNotSupportedError`)."""
+        """Not possible for a foreign producer (raises :class:`~dlmg.errors.ViewNotSupportedError`)."""
         raise ViewNotSupportedError(_NO_MATH.format(kind=type(array).__name__, what="a contiguous copy"))
 
     def export(self, array: Any, **kwargs: Any) -> Any:

@@ -31,7 +31,7 @@ Quirks handled here (each has a test in ``tests/test_adapters.py``):
   JAX arrays on ``cpu:k`` themselves report ``(1, 0)`` in ``__dlpack_device__``;
   :meth:`JaxAdapter.device_of` reads the real device from ``devices()``;
 * JAX arrays cannot be viewed with other strides nor written in place
-  (:class:`~dlmg.adapters._common.ViewNotSupportedError`);
+  (:class:`~dlmg.errors.ViewNotSupportedError`);
 * an array on several devices cannot be exported at all (``BufferError``);
   export its ``addressable_shards[i].data`` instead.
 """

@@ -18,6 +18,8 @@ __all__ = [
     "FrameworkError",
     "FrameworkNotInstalledError",
     "FragmentError",
+    "UnsupportedDtypeError",
+    "ViewNotSupportedError",
 ]
 
 
@@ -65,3 +67,15 @@ class FragmentError(DlmgError, ValueError):
     """A fragment does not fit its slot (count, shape, dtype, device or rank),
     or work on one fragment failed (the message names the fragment, its device
     and its framework)."""
+
+
+class UnsupportedDtypeError(DtypeError, DLPackError):
+    """An element type a framework cannot import or export through DLPack
+    (NumPy and bfloat16). Both a ``TypeError`` and the ``BufferError`` the
+    DLPack protocol prescribes for an export that cannot be done."""
+
+
+class ViewNotSupportedError(FrameworkError, NotImplementedError):
+    """The framework cannot make a strided view of existing memory or write
+    into an array in place (JAX). Also a ``NotImplementedError``, so generic
+    code can fall back to a copy."""

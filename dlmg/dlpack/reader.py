@@ -11,6 +11,7 @@ import ctypes
 from dataclasses import dataclass
 from typing import Any
 
+from .._shapes import c_strides as c_contiguous_strides
 from ..device import Device
 from ..dtypes import DType, from_dlpack_code, info
 from ..errors import DLPackError, DeviceError, DtypeError
@@ -133,14 +134,6 @@ class DLPackInfo:
         return bool(self.flags & IS_SUBBYTE_TYPE_PADDED)
 
 
-def c_contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """Row-major strides, in elements, of ``shape``."""
-    strides = []
-    step = 1
-    for extent in reversed(shape):
-        strides.append(step)
-        step *= max(extent, 1)
-    return tuple(reversed(strides))
 
 
 def _producer_name(obj: Any) -> str:

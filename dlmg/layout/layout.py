@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from .._shapes import c_strides
 from ..device import Device, as_device
 from ..errors import DeviceError, LayoutError
 
@@ -118,13 +119,6 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _c_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    strides = []
-    step = 1
-    for extent in reversed(shape):
-        strides.append(step)
-        step *= max(extent, 1)
-    return tuple(reversed(strides))
 
 
 def _mode_local_extent(extent: int, block: int, grid: int, coord: int) -> int:
@@ -264,7 +258,7 @@ class Layout:
         if es_t is not None and bs_t is None:
             bs_t = tuple(b * s for b, s in zip(block_t, es_t))
         elif bs_t is not None and es_t is None:
-            es_t = _c_strides(block_t)
+            es_t = c_strides(block_t)
         object.__setattr__(self, "shape", shape_t)
         object.__setattr__(self, "block", block_t)
         object.__setattr__(self, "grid", grid_t)
@@ -763,7 +757,7 @@ class FragmentLayout:
     def _strides_or_none(self) -> tuple[int, ...] | None:
         lay = self.layout
         if lay.element_strides is None:
-            return _c_strides(self.shape)
+            return c_strides(self.shape)
         out = []
         for m, n_local in enumerate(self.shape):
             b, es, bs = lay.block[m], lay.element_strides[m], lay.block_strides[m]
@@ -823,7 +817,7 @@ class FragmentLayout:
         idx = self._check_local(local_index)
         lay = self.layout
         if lay.element_strides is None:
-            return sum(i * s for i, s in zip(idx, _c_strides(self.shape)))
+            return sum(i * s for i, s in zip(idx, c_strides(self.shape)))
         return sum(
             (i // b) * bs + (i % b) * es
             for i, b, es, bs in zip(idx, lay.block, lay.element_strides, lay.block_strides)

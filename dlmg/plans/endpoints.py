@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from .._shapes import c_strides
 from ..device import Device
 from .segments import ModeMap, blocked_mode, dense_mode
 
@@ -111,12 +112,6 @@ def _mode_map(extent: int, block: int, grid: int, coord: int, local: int,
     return blocked_mode(indices, block, element_stride, block_stride)
 
 
-def _c_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    out, step = [], 1
-    for n in reversed(shape):
-        out.append(step)
-        step *= max(int(n), 1)
-    return tuple(reversed(out))
 
 
 def fragment_modes(frag: "FragmentLayout") -> tuple[tuple[ModeMap, ...], tuple[int, ...]]:
@@ -130,7 +125,7 @@ def fragment_modes(frag: "FragmentLayout") -> tuple[tuple[ModeMap, ...], tuple[i
         )
         for m in range(lay.ndim)
     )
-    scales = _c_strides(frag.shape) if es is None else (1,) * lay.ndim
+    scales = c_strides(frag.shape) if es is None else (1,) * lay.ndim
     return modes, scales
 
 
