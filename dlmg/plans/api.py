@@ -133,6 +133,7 @@ def _finish(frag: "FragmentLayout", buf: Buffer, framework: "Adapter") -> "Fragm
     if lay.element_strides is None:
         array = buf.base
         if buf.adapter.name != framework.name:
+            synchronize([buf])  # the staging framework's queued copies, before another framework reads
             producer = getattr(buf.adapter, "producer", None)
             array = framework.from_dlpack(producer(array) if producer else array, device=device)
         return Fragment(frag, array, framework.name, rank=process_rank(), token=_CREATE)
@@ -210,14 +211,12 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
     targets = _targets(dt, layout, framework)
     plan = _plan_for(dt, layout, [a.name for a in targets])
     sources = _source_buffers(dt)
-    synchronize(sources.values())
     prefer = tuple(dt.frameworks)
     written: dict[int, tuple[Buffer, "Adapter"]] = {}
     for frag, target in zip(layout.fragments, targets):
         if frag.index not in plan.reused:
             written[frag.index] = (_allocate(frag, target, dt.dtype, prefer)[0], target)
     run_jobs([(plan.copies_into(i), sources, buf) for i, (buf, _) in written.items()], dt.dtype)
-    synchronize(buf for buf, _ in written.values())
     out: list["Fragment"] = []
     for frag in layout.fragments:
         if frag.index in written:
@@ -259,6 +258,7 @@ def gather(dt: "DistributedTensor", framework: str | None = None, device: Any = 
     _fill(dt, buf)
     if writer.name == target.name:
         return base
+    synchronize([buf])  # the staging framework's queued copies, before another framework reads
     producer = getattr(writer, "producer", None)
     return target.from_dlpack(producer(base) if producer else base, device=dev)
 
@@ -314,10 +314,7 @@ def _fill(dt: "DistributedTensor", buf: Buffer, strides: Sequence[int] | None = 
         )
 
     plan = _cached(key, make)
-    sources = _source_buffers(dt)
-    synchronize(sources.values())
-    run_jobs([(plan.copies_into(0), sources, buf)], dt.dtype)
-    synchronize([buf])
+    run_jobs([(plan.copies_into(0), _source_buffers(dt), buf)], dt.dtype)
 
 
 # -- scatter -------------------------------------------------------------------------
@@ -359,10 +356,8 @@ def scatter(array: Any, layout: "Layout", framework: str | None = None) -> "Dist
 
     plan = _cached(key, make)
     sources = {0: Buffer(array, a, src_dev)}
-    synchronize(sources.values())
     written = [_allocate(frag, target, dtype, (a.name,))[0] for frag in layout.fragments]
     run_jobs([(plan.copies_into(i), sources, buf) for i, buf in enumerate(written)], dtype)
-    synchronize(written)
     out = [_finish(frag, buf, target) for frag, buf in zip(layout.fragments, written)]
     return DistributedTensor._create(layout, out, dtype)
 

@@ -240,7 +240,22 @@ def run_jobs(jobs: Sequence[tuple[Sequence["Copy"], dict[int, Buffer], Buffer]],
     source fragment: the tasks write disjoint parts of the destinations. Device
     copies are queued in order on the caller's thread (they are asynchronous
     already, and CUDA's current device is per thread).
+
+    Sources are waited for before and destinations after, unless every buffer
+    belongs to one framework that orders its own work on its streams (torch,
+    CuPy): then the copies stay asynchronous, like that framework's own.
     """
+    sources = {id(b): b for _, srcs, _ in jobs for b in srcs.values()}
+    targets = [dst for _, _, dst in jobs]
+    ordered = stream_ordered([*sources.values(), *targets])
+    if not ordered:
+        synchronize(sources.values())
+    _run_tasks(jobs, dtype)
+    if not ordered:
+        synchronize(targets)
+
+
+def _run_tasks(jobs: Sequence[tuple[Sequence["Copy"], dict[int, Buffer], Buffer]], dtype: str) -> None:
     tasks: list[tuple[list["Copy"], dict[int, Buffer], Buffer]] = []
     nbytes = 0
     host = True
@@ -271,15 +286,36 @@ def run_jobs(jobs: Sequence[tuple[Sequence["Copy"], dict[int, Buffer], Buffer]],
             raise error
 
 
+#: Frameworks whose copies are ordered on their own current stream of each
+#: device, so work among arrays of one of them needs no host-side wait.
+STREAM_ORDERED = frozenset({"torch", "cupy"})
+# frameworks whose wait on one array is a wait on its whole device
+_DEVICE_WIDE = frozenset({"torch", "cupy"})
+
+
+def stream_ordered(buffers: Iterable[Buffer]) -> bool:
+    """Whether every buffer belongs to one stream-ordered framework (see :data:`STREAM_ORDERED`)."""
+    names = {buf.adapter.name for buf in buffers}
+    return len(names) == 1 and names <= STREAM_ORDERED
+
+
 def synchronize(buffers: Iterable[Buffer]) -> None:
-    """Wait for pending work on every buffer's array (CUDA streams, JAX dispatch)."""
+    """Wait for pending work on every buffer's array (CUDA streams, JAX dispatch).
+
+    One wait per device for frameworks that can only wait for a whole device.
+    """
     seen = set()
     for buf in buffers:
+        name = buf.adapter.name
         sync = getattr(buf.adapter, "synchronize_array", None)
-        if sync is not None:
+        if sync is not None and name not in _DEVICE_WIDE:
             sync(buf.base)
             continue
-        key = (buf.adapter.name, buf.device)
-        if key not in seen:
-            seen.add(key)
+        key = (name, buf.device)
+        if key in seen:
+            continue
+        seen.add(key)
+        if sync is not None:
+            sync(buf.base)
+        else:
             buf.adapter.synchronize(buf.device)
