@@ -176,20 +176,36 @@ def _piece(buf: Buffer, copy: "Copy", dtype: str, dst: "Adapter", device: Device
     return transfer(view, viewer, dst, device)
 
 
+def _imported(imported: dict[tuple[int, str], Any], index: int, buf: Buffer, viewer: "Adapter") -> Any:
+    """Source ``index`` taken into ``viewer`` zero-copy (``None`` where it cannot be),
+    remembered in ``imported`` so each source is taken in once per framework."""
+    key = (index, viewer.name)
+    if key not in imported:
+        try:
+            imported[key] = import_zero_copy(buf, viewer)
+        except (CopyRequiredError, DLPackError, DtypeError):
+            imported[key] = None
+    return imported[key]
+
+
 def run_copies(
     copies: Sequence["Copy"],
     sources: dict[int, Buffer],
     dst: Buffer,
     dtype: str,
+    imported: dict[tuple[int, str], Any] | None = None,
 ) -> None:
     """Run ``copies`` (all into ``dst``) reading ``sources`` by fragment number.
 
     ``dst.adapter`` must be a viewable framework (see :func:`copy_framework`).
+    ``imported`` caches sources taken into the copy framework, shared by the
+    calls of one redistribution.
     """
     if not copies:
         return
     b = dst.adapter
-    imported: dict[int, Any] = {}
+    if imported is None:
+        imported = {}
     for c in copies:
         buf = sources.get(c.src)
         if buf is None:
@@ -197,13 +213,7 @@ def run_copies(
         target = b.as_strided(dst.base, c.shape, c.dst_strides, c.dst_offset)
         src_view = None
         if same_memory(buf.device, dst.device):
-            base = imported.get(c.src)
-            if base is None and c.src not in imported:
-                try:
-                    base = import_zero_copy(buf, b)
-                except (CopyRequiredError, DLPackError, DtypeError):
-                    base = None
-                imported[c.src] = base
+            base = _imported(imported, c.src, buf, b)
             if base is not None:
                 try:
                     src_view = b.as_strided(base, c.shape, c.src_strides, c.src_offset)
@@ -275,11 +285,16 @@ def _run_tasks(jobs: Sequence[tuple[Sequence["Copy"], dict[int, Buffer], Buffer]
     # a fresh buffer from several threads contend in the kernel (measured: 19 ms
     # to 93 ms for 256 MiB on 2 cores), which outweighs the parallel copy.
     pool = _pool() if host and big and len(jobs) > 1 else None
+    imported: dict[tuple[int, str], Any] = {}
     if pool is None:
         for copies, sources, dst in tasks:
-            run_copies(copies, sources, dst, dtype)
+            run_copies(copies, sources, dst, dtype, imported)
         return
-    futures = [pool.submit(run_copies, copies, sources, dst, dtype) for copies, sources, dst in tasks]
+    for copies, sources, dst in tasks:  # take each source in once, here, so the threads only read
+        buf = sources.get(copies[0].src)  # a task reads one source
+        if buf is not None and same_memory(buf.device, dst.device):
+            _imported(imported, copies[0].src, buf, dst.adapter)
+    futures = [pool.submit(run_copies, copies, sources, dst, dtype, imported) for copies, sources, dst in tasks]
     errors = [f.exception() for f in futures]  # wait for every task before raising
     for error in errors:
         if error is not None:
