@@ -203,6 +203,11 @@ def _sections(text: str) -> dict[str, str]:
     return found
 
 
+def _notes(text: str) -> str | None:
+    match = re.search(r"<!-- BEGIN NOTES -->\n(.*?)<!-- END NOTES -->", text, flags=re.S)
+    return match.group(1) if match else None
+
+
 def update_docs(run: dict[str, Any], path: Path) -> Path:
     """Rewrite ``path`` (docs/performance.md) with this run's section.
 
@@ -218,6 +223,9 @@ def update_docs(run: dict[str, Any], path: Path) -> Path:
             f"`python benchmarks/run.py{' --gpu' if kind == 'gpu' else ''}`.\n"
         )
         parts.append(f"<!-- BEGIN {kind.upper()} -->\n{body}<!-- END {kind.upper()} -->\n")
+    notes = _notes(path.read_text()) if path.exists() else None
+    if notes is not None:  # the hand-written analysis is kept as it is
+        parts.append(f"<!-- BEGIN NOTES -->\n{notes}<!-- END NOTES -->\n")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(parts))
     return path

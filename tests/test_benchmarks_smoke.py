@@ -94,10 +94,14 @@ def test_performance_page_keeps_the_other_kind(tmp_path):
            "runtime_s": 1.0, "settings": {"repeats": 1, "warmup": 1}, "cases": [],
            "machine": {"cpu": "x", "cores": 1, "usable_cores": 1, "memory_gib": 1, "gpu": None,
                        "versions": {"python": "3"}}}
-    page.write_text("<!-- BEGIN CPU -->\nkept CPU section\n<!-- END CPU -->\n")
+    page.write_text(
+        "<!-- BEGIN CPU -->\nkept CPU section\n<!-- END CPU -->\n"
+        "<!-- BEGIN NOTES -->\nhand-written analysis\n<!-- END NOTES -->\n"
+    )
     update_docs(run, page)
     text = page.read_text()
     assert "kept CPU section" in text and "GPU results (smoke)" in text
+    assert "<!-- BEGIN NOTES -->\nhand-written analysis\n<!-- END NOTES -->" in text
 
 
 def test_a_failing_contender_is_recorded_not_raised():
