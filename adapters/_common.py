@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from dlmg.device import Device, as_device
@@ -30,7 +31,6 @@ from dlmg.dtypes import canonical, info
 from dlmg.errors import (
     CopyRequiredError,
     DLPackError,
-    DtypeError,
     FrameworkError,
     FrameworkNotInstalledError,
     UnsupportedDtypeError,
@@ -40,6 +40,7 @@ from dlmg.errors import (
 from ._base import Adapter
 
 __all__ = [
+    "element_strides",
     "ArrayInfo",
     "BaseAdapter",
     "DLPackShim",
@@ -173,6 +174,26 @@ def check_copy(copy: Any) -> bool | None:
 
 
 # -- the __dlpack__ protocol, consumer side -------------------------------------
+def element_strides(byte_strides: Sequence[int], itemsize: int, framework: str) -> tuple[int, ...]:
+    """Byte strides (NumPy's and CuPy's) as element strides.
+
+    Raises
+    ------
+    DLPackError
+        When a byte stride is not a multiple of the item size (DLPack counts
+        strides in elements and cannot describe it).
+    """
+    out = []
+    for s in byte_strides:
+        q, r = divmod(int(s), itemsize)
+        if r:
+            raise DLPackError(
+                f"{framework} array strides {tuple(byte_strides)} (bytes) are not multiples of the item size {itemsize}"
+            )
+        out.append(q)
+    return tuple(out)
+
+
 def call_dlpack(
     obj: Any,
     *,

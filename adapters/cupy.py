@@ -20,7 +20,7 @@ from dlmg.device import Device
 from dlmg.dtypes import canonical
 from dlmg.errors import CopyRequiredError, DeviceError, DLPackError
 
-from ._common import BaseAdapter, DLPackShim, _known_adapter, check_copy, describe_producer
+from ._common import BaseAdapter, DLPackShim, _known_adapter, check_copy, describe_producer, element_strides
 
 __all__ = ["CupyAdapter"]
 
@@ -73,14 +73,7 @@ class CupyAdapter(BaseAdapter):
         DLPackError
             When a byte stride is not a multiple of the item size.
         """
-        itemsize = array.itemsize
-        out = []
-        for s in array.strides:
-            q, r = divmod(int(s), itemsize)
-            if r:
-                raise DLPackError(f"CuPy array strides {array.strides} (bytes) are not multiples of {itemsize}")
-            out.append(q)
-        return tuple(out)
+        return element_strides(array.strides, array.itemsize, "CuPy")
 
     def data_ptr(self, array: Any) -> int:
         """``array.data.ptr``."""

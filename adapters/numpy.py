@@ -23,6 +23,7 @@ from ._common import (
     _known_adapter,
     check_copy,
     describe_producer,
+    element_strides,
 )
 
 __all__ = ["NumpyAdapter"]
@@ -80,16 +81,7 @@ class NumpyAdapter(BaseAdapter):
         DLPackError
             When a byte stride is not a multiple of the item size.
         """
-        itemsize = array.itemsize
-        out = []
-        for s in array.strides:
-            q, r = divmod(s, itemsize)
-            if r:
-                raise DLPackError(
-                    f"NumPy array strides {array.strides} (bytes) are not multiples of the item size {itemsize}"
-                )
-            out.append(q)
-        return tuple(out)
+        return element_strides(array.strides, array.itemsize, "NumPy")
 
     def data_ptr(self, array: Any) -> int:
         """Address of the first element (``__array_interface__['data'][0]``)."""

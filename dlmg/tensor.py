@@ -194,7 +194,7 @@ class Fragment:
                 out.append((glob, self._array[loc]))
             return out
         lay = self.layout.layout
-        es, bs = lay.element_strides, lay.block_strides
+        es = lay.element_strides
         adapter = self.adapter
         for glob, loc in self.layout.block_slices():
             start = [sl.start for sl in loc]

@@ -29,7 +29,6 @@ from typing import Any, Callable
 
 from dlmg.device import Device, as_device
 from dlmg.dtypes import canonical, info
-from dlmg.errors import CopyRequiredError
 
 __all__ = [
     "AdapterContract",

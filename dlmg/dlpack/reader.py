@@ -7,7 +7,6 @@ releases the capsule as a consumer must (rename, then call the deleter once).
 
 from __future__ import annotations
 
-import ctypes
 from dataclasses import dataclass
 from typing import Any
 

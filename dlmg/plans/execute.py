@@ -34,7 +34,7 @@ from .endpoints import same_memory
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..adapters import Adapter
-    from .plan import Copy, RedistributionPlan
+    from .plan import Copy
 
 __all__ = ["Buffer", "copy_framework", "transfer", "import_zero_copy", "run_copies", "run_jobs", "viewable"]
 
