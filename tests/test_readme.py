@@ -27,3 +27,13 @@ def test_ci_runs_the_readme_install_and_test_command():
     install_and_test = _readme_commands()[1].split("&& ", 2)[2]  # after venv creation and activation
     assert install_and_test in ci
     assert (ROOT / "examples" / "quickstart.py").exists()
+
+
+def test_readme_example_runs():
+    import pytest
+
+    pytest.importorskip("torch")
+    pytest.importorskip("jax")
+    text = (ROOT / "README.md").read_text()
+    example = re.findall(r"```python\n(.+?)```", text, flags=re.S)[0]
+    exec(compile(example, "README.md", "exec"), {})
