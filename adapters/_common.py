@@ -21,11 +21,14 @@ Nothing here imports a framework at import time. The pieces are:
 
 from __future__ import annotations
 
+import math
+
 import importlib
 from dataclasses import dataclass
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from dlmg._shapes import c_strides
 from dlmg.device import Device, as_device
 from dlmg.dtypes import canonical, info
 from dlmg.errors import (
@@ -99,10 +102,7 @@ class ArrayInfo:
     @property
     def size(self) -> int:
         """Number of elements."""
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+        return math.prod(self.shape)
 
     @property
     def itemsize(self) -> int:
@@ -111,26 +111,9 @@ class ArrayInfo:
 
 
 # -- strides ---------------------------------------------------------------------
-def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """C-contiguous element strides of ``shape``."""
-    strides = []
-    acc = 1
-    for n in reversed(shape):
-        strides.append(acc)
-        acc *= max(int(n), 1)
-    return tuple(reversed(strides))
-
-
-def _size(shape: tuple[int, ...]) -> int:
-    n = 1
-    for s in shape:
-        n *= int(s)
-    return n
-
-
 def is_c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
     """Whether the element strides are C-contiguous (ignoring modes of extent <= 1)."""
-    if _size(shape) == 0:
+    if math.prod(shape) == 0:
         return True
     expected = 1
     for n, s in zip(reversed(shape), reversed(strides)):
@@ -150,7 +133,7 @@ def is_compact(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
     broadcasts (zero strides) and negative strides. Modes of extent 1 are
     ignored; an empty array is compact.
     """
-    if _size(shape) == 0:
+    if math.prod(shape) == 0:
         return True
     modes = sorted((s, n) for n, s in zip(shape, strides) if n != 1)
     expected = 1
@@ -163,7 +146,7 @@ def is_compact(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
 
 def has_negative_strides(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
     """Whether any mode of extent > 1 runs backwards in memory."""
-    return _size(shape) > 0 and any(s < 0 for n, s in zip(shape, strides) if n > 1)
+    return math.prod(shape) > 0 and any(s < 0 for n, s in zip(shape, strides) if n > 1)
 
 
 def check_copy(copy: Any) -> bool | None:

@@ -24,6 +24,8 @@ checks).
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -92,9 +94,7 @@ def host_values(adapter: Any, array: Any) -> Any:
 def _expected(shape: tuple[int, ...], dtype: str) -> Any:
     import numpy as np
 
-    n = 1
-    for s in shape:
-        n *= s
+    n = math.prod(shape)
     values = np.arange(n, dtype=np.int64).reshape(shape)
     if dtype == "bool":
         return (values % 2).astype(bool)
@@ -104,9 +104,7 @@ def _expected(shape: tuple[int, ...], dtype: str) -> Any:
 def _default_make_array(adapter: Any, shape: tuple[int, ...], dtype: str, device: Device) -> Any:
     """``arange(n) % 100`` (``% 2`` for bool) of ``shape`` and ``dtype`` on ``device``."""
     xp = adapter.namespace()
-    n = 1
-    for s in shape:
-        n *= s
+    n = math.prod(shape)
     base = xp.arange(n) % (2 if dtype == "bool" else 100)
     base = xp.reshape(base, tuple(shape))
     target = getattr(xp, dtype, None)

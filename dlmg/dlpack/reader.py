@@ -7,6 +7,8 @@ releases the capsule as a consumer must (rename, then call the deleter once).
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,10 +103,7 @@ class DLPackInfo:
     @property
     def size(self) -> int:
         """Number of elements."""
-        n = 1
-        for extent in self.shape:
-            n *= extent
-        return n
+        return math.prod(self.shape)
 
     @property
     def is_c_contiguous(self) -> bool:

@@ -15,6 +15,8 @@ in elements. :mod:`dlmg.plans.execute` runs it on arrays.
 
 from __future__ import annotations
 
+import math
+
 import itertools
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -69,10 +71,7 @@ class Copy:
     @property
     def size(self) -> int:
         """Elements copied."""
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+        return math.prod(self.shape)
 
 
 @dataclass
