@@ -28,6 +28,17 @@ from ._common import (
 
 __all__ = ["NumpyAdapter"]
 
+
+class _InterfaceView:
+    """Carries an ``__array_interface__`` to ``numpy.asarray`` and keeps the
+    array whose memory it describes alive (as the view's ``base``)."""
+
+    __slots__ = ("__array_interface__", "base")
+
+    def __init__(self, interface: dict, base: Any) -> None:
+        self.__array_interface__ = interface
+        self.base = base
+
 _HOST = Device("cpu", 0)
 
 
@@ -184,18 +195,33 @@ class NumpyAdapter(BaseAdapter):
     def as_strided(self, array: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int = 0) -> Any:
         """A view with element ``strides`` starting ``offset`` elements from ``array``'s first one.
 
-        Built with ``numpy.lib.stride_tricks.as_strided`` (byte strides); the
-        view is writeable when ``array`` is.
+        Inside a C-contiguous array the view is made by the ``ndarray``
+        constructor over ``array``'s buffer (bounds-checked, about 1 us);
+        otherwise from ``array``'s ``__array_interface__`` in one step (what
+        ``numpy.lib.stride_tricks.as_strided`` does, without its second call
+        for the offset). The copy engine makes two views per copy. The view is
+        writeable when ``array`` is, and keeps ``array`` alive.
         """
         np = self._np()
-        as_strided = np.lib.stride_tricks.as_strided
         itemsize = array.itemsize
-        start = array
-        if offset:
-            step = itemsize if offset > 0 else -itemsize
-            line = as_strided(array, shape=(abs(offset) + 1,), strides=(step,))
-            start = line[abs(offset):]
-        return as_strided(start, shape=tuple(shape), strides=tuple(int(s) * itemsize for s in strides))
+        byte_strides = tuple(int(s) * itemsize for s in strides)
+        if offset >= 0 and array.flags.c_contiguous:
+            try:  # the fast way (about 1 us), for views inside a contiguous array
+                return np.ndarray(tuple(shape), array.dtype, array, int(offset) * itemsize, byte_strides)
+            except (TypeError, ValueError):  # a view reaching outside the array's own extent
+                pass
+        interface = array.__array_interface__
+        pointer, readonly = interface["data"]
+        view = np.asarray(_InterfaceView({
+            "shape": tuple(int(n) for n in shape),
+            "strides": byte_strides,
+            "typestr": interface["typestr"],
+            "data": (pointer + int(offset) * itemsize, readonly),
+            "version": 3,
+        }, array))
+        if view.dtype != array.dtype:  # ml_dtypes types travel as opaque void bytes
+            view = view.view(array.dtype)
+        return view
 
     def ascontiguous(self, array: Any) -> Any:
         """``numpy.ascontiguousarray``."""

@@ -42,6 +42,7 @@ __all__ = ["TorchAdapter"]
 
 _TORCH_TO_KIND = {"cpu": "cpu", "cuda": "cuda", "mps": "metal", "xpu": "oneapi"}
 _KIND_TO_TORCH = {v: k for k, v in _TORCH_TO_KIND.items()}
+_DEVICES: dict[Any, Device] = {}
 
 
 class TorchAdapter(BaseAdapter):
@@ -98,10 +99,13 @@ class TorchAdapter(BaseAdapter):
     def device_of(self, array: Any) -> Device:
         """``cpu:0`` for CPU tensors, ``cuda:i`` for CUDA tensors."""
         dev = array.device
-        kind = _TORCH_TO_KIND.get(dev.type)
-        if kind is None:
-            raise DeviceError(f"torch device {dev} has no DLPack counterpart dlmg knows")
-        return Device(kind, 0 if kind == "cpu" else int(dev.index or 0))
+        found = _DEVICES.get(dev)  # asked per fragment per copy: torch.device is hashable
+        if found is None:
+            kind = _TORCH_TO_KIND.get(dev.type)
+            if kind is None:
+                raise DeviceError(f"torch device {dev} has no DLPack counterpart dlmg knows")
+            found = _DEVICES[dev] = Device(kind, 0 if kind == "cpu" else int(dev.index or 0))
+        return found
 
     def dtype_of(self, array: Any) -> str:
         """dlmg dtype name of ``array.dtype``."""
