@@ -1,8 +1,8 @@
-"""dlmg: a framework-neutral distributed tensor.
+"""dlmg: distributed tensors whose pieces are any framework's arrays.
 
-One logical tensor is split into fragments that live on several devices; each
-fragment is an ordinary PyTorch, CuPy, JAX or NumPy array, taken in and handed
-back through DLPack without copies. Importing dlmg imports no framework.
+A :class:`DistributedTensor` keeps one array as fragments on several devices;
+each fragment is a plain PyTorch, CuPy, JAX or NumPy array, exchanged through
+DLPack with no copy. Importing dlmg imports none of those frameworks.
 """
 
 from __future__ import annotations
