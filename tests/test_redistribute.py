@@ -306,3 +306,18 @@ def test_threaded_copy_errors_reach_the_caller(monkeypatch):
     full = np.ones((16, 16), dtype=np.float32)
     with pytest.raises(RuntimeError, match="on purpose"):
         dlmg.scatter(full, Layout.slab((16, 16), 0, ["cpu"] * 4))
+
+
+def test_which_copies_need_no_host_side_wait():
+    from dlmg.device import Device
+    from dlmg.plans.execute import Buffer, stream_ordered
+    from dlmg.registry import get_adapter
+
+    def buf(framework, device):
+        return Buffer(None, get_adapter(framework), Device.parse(device))
+
+    assert stream_ordered([buf("torch", "cuda:0"), buf("torch", "cuda:1")])  # torch orders its peer copies
+    assert stream_ordered([buf("cupy", "cuda:1"), buf("cupy", "cuda:1")])
+    assert not stream_ordered([buf("cupy", "cuda:0"), buf("cupy", "cuda:1")])  # CuPy does not across devices
+    assert not stream_ordered([buf("torch", "cuda:0"), buf("cupy", "cuda:0")])  # two frameworks, two streams
+    assert not stream_ordered([buf("jax", "cpu:0"), buf("jax", "cpu:1")])

@@ -303,15 +303,22 @@ def _run_tasks(jobs: Sequence[tuple[Sequence["Copy"], dict[int, Buffer], Buffer]
 
 #: Frameworks whose copies are ordered on their own current stream of each
 #: device, so work among arrays of one of them needs no host-side wait.
+#: torch orders copies between devices too (its device-to-device copy waits
+#: for the source device's stream); CuPy does not, so CuPy counts only when
+#: every buffer is on one device.
 STREAM_ORDERED = frozenset({"torch", "cupy"})
+_ORDERED_ACROSS_DEVICES = frozenset({"torch"})
 # frameworks whose wait on one array is a wait on its whole device
 _DEVICE_WIDE = frozenset({"torch", "cupy"})
 
 
 def stream_ordered(buffers: Iterable[Buffer]) -> bool:
-    """Whether every buffer belongs to one stream-ordered framework (see :data:`STREAM_ORDERED`)."""
+    """Whether the copies among ``buffers`` need no host-side wait (see :data:`STREAM_ORDERED`)."""
+    buffers = list(buffers)
     names = {buf.adapter.name for buf in buffers}
-    return len(names) == 1 and names <= STREAM_ORDERED
+    if len(names) != 1 or not names <= STREAM_ORDERED:
+        return False
+    return names <= _ORDERED_ACROSS_DEVICES or len({buf.device for buf in buffers}) == 1
 
 
 def synchronize(buffers: Iterable[Buffer]) -> None:
