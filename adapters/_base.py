@@ -11,6 +11,7 @@ import importlib
 from typing import Any, ClassVar
 
 from dlmg.device import Device
+from dlmg.dtypes import canonical
 from dlmg.errors import FrameworkNotInstalledError
 
 __all__ = ["Adapter"]
@@ -82,8 +83,8 @@ class Adapter:
         raise NotImplementedError
 
     def dtype_of(self, array: Any) -> str:
-        """The dlmg dtype name of ``array``."""
-        raise NotImplementedError
+        """The dlmg dtype name of ``array`` (by default read from ``array.dtype``)."""
+        return canonical(array.dtype)
 
     def shape_of(self, array: Any) -> tuple[int, ...]:
         """The shape of ``array`` as a tuple of ints."""

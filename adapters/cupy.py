@@ -17,7 +17,6 @@ from functools import partial
 from typing import Any
 
 from dlmg.device import Device
-from dlmg.dtypes import canonical
 from dlmg.errors import CopyRequiredError, DeviceError, DLPackError
 
 from ._common import BaseAdapter, DLPackShim, _known_adapter, check_copy, describe_producer, element_strides
@@ -60,10 +59,6 @@ class CupyAdapter(BaseAdapter):
     def device_of(self, array: Any) -> Device:
         """``cuda:i`` with ``i = array.device.id``."""
         return Device("cuda", int(array.device.id))
-
-    def dtype_of(self, array: Any) -> str:
-        """dlmg dtype name of ``array.dtype``."""
-        return canonical(array.dtype)
 
     def strides_of(self, array: Any) -> tuple[int, ...]:
         """Strides in elements (CuPy's are in bytes).

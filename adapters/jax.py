@@ -174,10 +174,6 @@ class JaxAdapter(BaseAdapter):
             )
         return self._to_device(next(iter(devices)))
 
-    def dtype_of(self, array: Any) -> str:
-        """dlmg dtype name of ``array.dtype``."""
-        return canonical(array.dtype)
-
     def strides_of(self, array: Any) -> tuple[int, ...]:
         """Element strides of the buffer, from its layout (``format.layout.major_to_minor``).
 

@@ -80,10 +80,6 @@ class NumpyAdapter(BaseAdapter):
         """Always ``cpu:0``: NumPy arrays live in host memory."""
         return _HOST
 
-    def dtype_of(self, array: Any) -> str:
-        """dlmg dtype name (``"bfloat16"`` for an ml_dtypes bfloat16 array)."""
-        return canonical(array.dtype)
-
     def strides_of(self, array: Any) -> tuple[int, ...]:
         """Strides in elements.
 

@@ -107,10 +107,6 @@ class TorchAdapter(BaseAdapter):
             found = _DEVICES[dev] = Device(kind, 0 if kind == "cpu" else int(dev.index or 0))
         return found
 
-    def dtype_of(self, array: Any) -> str:
-        """dlmg dtype name of ``array.dtype``."""
-        return canonical(array.dtype)
-
     def strides_of(self, array: Any) -> tuple[int, ...]:
         """``array.stride()`` (already in elements)."""
         return tuple(array.stride())
