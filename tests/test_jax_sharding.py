@@ -19,7 +19,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P, SingleDeviceSharding
 import dlmg  # noqa: E402
 from dlmg import Layout  # noqa: E402
 from dlmg.errors import DtypeError, FrameworkError, FragmentError, LayoutError  # noqa: E402
-from dlmg.interop_jax import (  # noqa: E402
+from dlmg.interop.jax import (  # noqa: E402
     from_jax,
     jax_compatible_layout,
     jax_layout_problems,

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import dlmg
 from dlmg import Layout
 from dlmg.errors import DtypeError, LayoutError, LayoutMismatchError
-from test_ops_support import ASSIGNMENTS, EXAMPLES, build, data, fragment_dtypes, gathered, layouts, need
+from _ops_support import ASSIGNMENTS, EXAMPLES, build, data, fragment_dtypes, gathered, layouts, need
 
 
 def batch_layouts(shape, jax_devices: bool, nwhole: int):

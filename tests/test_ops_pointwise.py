@@ -13,7 +13,7 @@ from hypothesis import given, settings
 import dlmg
 from dlmg import Layout
 from dlmg.errors import DtypeError, FragmentError, LayoutMismatchError
-from test_ops_support import (
+from _ops_support import (
     ASSIGNMENTS,
     EXAMPLES,
     UNIFORM,

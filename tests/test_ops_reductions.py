@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import dlmg
 from dlmg import Layout
 from dlmg.errors import DtypeError
-from test_ops_support import (
+from _ops_support import (
     ASSIGNMENTS,
     EXAMPLES,
     build,
