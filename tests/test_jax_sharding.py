@@ -29,9 +29,9 @@ from dlmg.interop.jax import (  # noqa: E402
 )
 
 CPUS = jax.devices("cpu")
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     len(CPUS) < 8, reason="needs 8 JAX CPU devices (XLA_FLAGS=--xla_force_host_platform_device_count=8)"
-)
+)]
 
 SHAPE = (8, 8, 4)
 
