@@ -87,6 +87,8 @@ class C10dEngine(Engine):
         self._host_ok = "gloo" in backend or "mpi" in backend
         # an NCCL-only group cannot move host memory: objects travel through a gloo side group
         self._objects = group if self._host_ok else dist.new_group(backend="gloo")
+        # the all-gather into one flat tensor (renamed all_gather_single in newer torch)
+        self._all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 
     # -- devices ---------------------------------------------------------------
     def local_device(self) -> Device:
@@ -146,18 +148,18 @@ class C10dEngine(Engine):
         data = pickle.dumps(obj)
         size = torch.tensor([len(data)], dtype=torch.int64)
         sizes = torch.empty(self.world_size, dtype=torch.int64)
-        self._run("allgather_object (sizes)", self._dist.all_gather_into_tensor, sizes, size, group=self._objects)
+        self._run("allgather_object (sizes)", self._all_gather, sizes, size, group=self._objects)
         longest = int(sizes.max())
         send = torch.zeros(longest, dtype=torch.uint8)
         if data:
             send[: len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
         recv = torch.empty(longest * self.world_size, dtype=torch.uint8)
-        self._run("allgather_object", self._dist.all_gather_into_tensor, recv, send, group=self._objects)
+        self._run("allgather_object", self._all_gather, recv, send, group=self._objects)
         raw = recv.numpy().tobytes()
         return [pickle.loads(raw[r * longest: r * longest + int(sizes[r])]) for r in range(self.world_size)]
 
     def all_gather(self, send: Any, recv: Any) -> None:
-        self._run("all_gather", self._dist.all_gather_into_tensor, self._bytes(recv), self._bytes(send),
+        self._run("all_gather", self._all_gather, self._bytes(recv), self._bytes(send),
                   group=self.group)
 
     def alltoallv(self, send: Any, send_counts: Sequence[int], recv: Any, recv_counts: Sequence[int]) -> None:

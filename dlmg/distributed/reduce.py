@@ -93,9 +93,11 @@ def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keep
             acc = np.full(rshape, _identity("max", vdtype), dtype=vdtype)
             idx = np.full(rshape, np.iinfo(np.int64).max, dtype=np.int64)
         else:
-            adt = np.dtype("uint8") if name in ("all", "any") else _np_dtype(dtype or x.dtype)
+            bools = name in ("all", "any") or (name in ("min", "max") and x.dtype == "bool")
+            adt = np.dtype("uint8") if bools else _np_dtype(dtype or x.dtype)
             acc = np.full(rshape, _identity(name, adt), dtype=adt)
             idx = None
+            vdtype = adt
         local_axes = None if axes is None else reduced
         for frag in x.fragments:
             if not frag.is_local or frag.replica != 0 or frag.size == 0:
@@ -114,7 +116,7 @@ def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keep
                 idx[key] = np.where(better, where, cur_i)
             else:
                 value = _host(part, ex).reshape(acc[key].shape)
-                if name in ("all", "any"):
+                if adt == np.uint8:
                     value = value.astype(np.uint8)
                 _combine(name, acc, key, value)
         return acc, idx

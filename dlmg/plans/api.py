@@ -166,6 +166,8 @@ def _choose_framework(dt: "DistributedTensor", frag: "FragmentLayout", framework
         return adapter
     names = [f.framework for f in dt.fragments if f.is_local and f.device == frag.device]
     names += list(dt.frameworks)
+    if not names:  # a process holding no fragment of the source (several processes)
+        names = ["numpy", "torch", "cupy"]
     for name in dict.fromkeys(n for n in names if n is not None):
         adapter = _get(name)
         if adapter.supports(frag.device):
