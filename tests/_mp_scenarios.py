@@ -327,3 +327,33 @@ SCENARIOS = {
         mixed_frameworks, mismatch, raising, remote_fragment, timeout,
     )
 }
+
+
+def engine():
+    """The engine's own collectives on raw buffers."""
+    eng = dd.current_engine()
+    me, world = eng.rank, eng.world_size
+    assert eng.allgather_object({"r": me}) == [{"r": r} for r in range(world)]
+    send, _ = eng.empty(3, "float32", dd.local_device())
+    _np(send)[:] = me
+    recv, _ = eng.empty(3 * world, "float32", dd.local_device())
+    eng.all_gather(send, recv)
+    np.testing.assert_array_equal(_np(recv), np.repeat(np.arange(world), 3))
+    counts = [r + 1 for r in range(world)]  # rank r gets r + 1 elements from everyone
+    send, _ = eng.empty(sum(counts), "int64", dd.local_device())
+    _np(send)[:] = me
+    recv, _ = eng.empty(world * (me + 1), "int64", dd.local_device())
+    eng.alltoallv(send, counts, recv, [me + 1] * world)
+    np.testing.assert_array_equal(_np(recv), np.repeat(np.arange(world), me + 1))
+    for op, want in (("sum", sum(range(world))), ("max", world - 1), ("min", 0), ("prod", 0 if world > 1 else 0)):
+        buf = np.full(2, float(me))
+        eng.allreduce(buf, op)
+        assert buf[0] == want, (op, buf)
+    buf = np.full(4, me, dtype=np.int32)
+    eng.broadcast(buf, world - 1)
+    assert (buf == world - 1).all()
+    eng.barrier()
+    return {"name": eng.name, "devices": [str(d) for d in dd.devices()], "backend": dd.backend()}
+
+
+SCENARIOS["engine"] = engine
