@@ -2,7 +2,7 @@
 
 JAX shows 8 CPU devices only when ``XLA_FLAGS`` is set before its first
 operation, so it is set here, before any test imports JAX. ``JAX_PLATFORMS`` is
-deliberately left alone: on the GPU machine JAX must keep its GPU.
+deliberately left alone: with a GPU present JAX must keep it.
 """
 
 from __future__ import annotations
@@ -17,10 +17,7 @@ _FLAG = "--xla_force_host_platform_device_count=8"
 if _FLAG not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _FLAG).strip()
 
-_GPU_REASON = (
-    "needs a CUDA GPU with CuPy, PyTorch and JAX; CI has none. Run on the GPU "
-    "machine through the device tool: python3 -m pytest -m gpu"
-)
+_GPU_REASON = "needs a CUDA GPU (with CuPy, and PyTorch and JAX built for CUDA)"
 
 
 def _cuda_present() -> bool:
