@@ -11,7 +11,7 @@ import importlib
 from typing import Any, Callable, ClassVar
 
 from dlmg.device import Device
-from dlmg.dtypes import canonical
+from dlmg.dtypes import canonical, info
 from dlmg.errors import FrameworkNotInstalledError
 
 __all__ = ["Adapter"]
@@ -142,6 +142,42 @@ class Adapter:
     def synchronize(self, device: Device | None = None) -> None:
         """Wait until all work this framework queued on ``device`` (or all devices) is done."""
         return None
+
+    # -- what the framework computes in and what its results share ------------
+    def accumulate_dtype(self, dtype: str, op: str) -> str:
+        """The element type reduction ``op`` (``"sum"``, ``"prod"``) runs in here
+        when its result must have type ``dtype``.
+
+        By default ``dtype`` itself. A framework that lacks the arithmetic for
+        ``dtype`` names a type it has where the result is exact after a cast
+        back to ``dtype`` (two's-complement int64 for unsigned sums and
+        products: both wrap modulo ``2**64``); dlmg casts the result back.
+        """
+        return dtype
+
+    def shares_memory(self, a: Any, b: Any) -> bool:
+        """Whether arrays ``a`` and ``b`` of this framework may overlap in memory.
+
+        The default compares the byte ranges their data pointers, shapes and
+        strides span (conservative: interleaved views count as overlapping).
+        Frameworks with immutable arrays answer False (nothing can be written
+        through either).
+        """
+        if not self.mutable:
+            return False
+        ranges = []
+        for array in (a, b):
+            shape = self.shape_of(array)
+            if not all(shape):
+                return False
+            strides = self.strides_of(array)
+            itemsize = info(self.dtype_of(array)).itemsize
+            start = self.data_ptr(array)
+            low = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0) * itemsize
+            high = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) * itemsize + itemsize
+            ranges.append((start + low, start + high))
+        (a0, a1), (b0, b1) = ranges
+        return a0 < b1 and b0 < a1
 
     # -- compiling --------------------------------------------------------------
     def compile_elementwise(self, fn: Callable[..., Any], device: Device) -> tuple[Callable[..., Any], str]:

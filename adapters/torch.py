@@ -270,6 +270,16 @@ class TorchAdapter(BaseAdapter):
             return DLPackShim(array, export=partial(self.export, array))
         return array
 
+    # -- arithmetic ---------------------------------------------------------------
+    def accumulate_dtype(self, dtype: str, op: str) -> str:
+        """int64 for sums and products of uint16/32/64 results, which torch
+        cannot compute (``"sum_cpu" not implemented for 'UInt64'``); int64
+        arithmetic wraps modulo ``2**64`` as unsigned arithmetic does, so the
+        cast back is exact."""
+        if op in ("sum", "prod") and dtype in ("uint16", "uint32", "uint64"):
+            return "int64"
+        return dtype
+
     # -- streams ----------------------------------------------------------------
     def synchronize(self, device: Device | None = None) -> None:
         """``torch.cuda.synchronize`` of ``device`` (all GPUs when ``None``; nothing for the host)."""

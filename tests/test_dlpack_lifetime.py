@@ -366,6 +366,7 @@ def _rss() -> int | None:
         return None
 
 
+@pytest.mark.slow
 def test_memory_flat_over_many_cycles():
     torch = pytest.importorskip("torch")
     base = np.arange(16, dtype=np.float32)
@@ -429,6 +430,7 @@ _SHUTDOWN_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_deleters_at_interpreter_shutdown():
     pytest.importorskip("torch")
     pytest.importorskip("jax")

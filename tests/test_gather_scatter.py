@@ -13,7 +13,7 @@ import dlmg
 from dlmg import Layout
 from dlmg.errors import DeviceError, DtypeError, FrameworkError, LayoutMismatchError
 
-from test_tensor_strategies import (
+from _strategies import (
     FRAMEWORKS,
     check_fragments,
     dtypes_for,

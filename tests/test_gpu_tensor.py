@@ -14,7 +14,7 @@ import pytest
 import dlmg
 from dlmg import Layout
 
-from test_tensor_strategies import check_fragments, reference, to_numpy
+from _strategies import check_fragments, reference, to_numpy
 
 pytestmark = pytest.mark.gpu
 

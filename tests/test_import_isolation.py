@@ -57,6 +57,7 @@ def test_import_dlmg_loads_no_framework():
     assert not compat, f"framework namespaces of array-api-compat were imported: {compat}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", ["torch", "jax"])
 def test_using_one_framework_loads_only_that_one(framework):
     pytest.importorskip(framework)

@@ -19,7 +19,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P, SingleDeviceSharding
 import dlmg  # noqa: E402
 from dlmg import Layout  # noqa: E402
 from dlmg.errors import DtypeError, FrameworkError, FragmentError, LayoutError  # noqa: E402
-from dlmg.interop_jax import (  # noqa: E402
+from dlmg.interop.jax import (  # noqa: E402
     from_jax,
     jax_compatible_layout,
     jax_layout_problems,
@@ -29,9 +29,9 @@ from dlmg.interop_jax import (  # noqa: E402
 )
 
 CPUS = jax.devices("cpu")
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     len(CPUS) < 8, reason="needs 8 JAX CPU devices (XLA_FLAGS=--xla_force_host_platform_device_count=8)"
-)
+)]
 
 SHAPE = (8, 8, 4)
 

@@ -10,7 +10,7 @@ import pytest
 import dlmg
 from dlmg import Layout
 from dlmg.errors import FragmentError, LayoutMismatchError
-from test_ops_support import build, data, data_ptrs, gathered, jax_cpus, need
+from _ops_support import build, data, data_ptrs, gathered, jax_cpus, need
 
 LAYOUT = Layout((12, 6), block=(3, 6), grid=(4, 1), devices=["cpu"] * 4)
 

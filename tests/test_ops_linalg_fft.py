@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import dlmg
 from dlmg import Layout
 from dlmg.errors import DtypeError, LayoutError, LayoutMismatchError
-from test_ops_support import ASSIGNMENTS, EXAMPLES, build, data, fragment_dtypes, gathered, layouts, need
+from _ops_support import ASSIGNMENT_PARAMS, EXAMPLES, build, data, fragment_dtypes, gathered, layouts, need
 
 
 def batch_layouts(shape, jax_devices: bool, nwhole: int):
@@ -27,7 +27,7 @@ def spd(batch, n, seed, dtype="float32"):
 
 
 # -- matmul ----------------------------------------------------------------------------
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", ASSIGNMENT_PARAMS)
 def test_matmul_matches_numpy_over_batch_layouts(assignment):
     need(assignment)
     jaxy = assignment in ("jax", "mixed")
@@ -94,7 +94,7 @@ def test_matmul_errors_point_to_redistribute():
 
 
 # -- cholesky --------------------------------------------------------------------------
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", ASSIGNMENT_PARAMS)
 def test_cholesky_matches_numpy(assignment):
     need(assignment)
     layout = Layout((6, 4, 4), block=(2, 4, 4), grid=(3, 1, 1), devices=["cpu:0", "cpu:1", "cpu:2"] * 2)  # replicated
@@ -130,7 +130,7 @@ FFTS = {
 }
 
 
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", ASSIGNMENT_PARAMS)
 def test_ffts_match_numpy(assignment):
     need(assignment)
     jaxy = assignment in ("jax", "mixed")

@@ -13,7 +13,8 @@ from hypothesis import given, settings
 import dlmg
 from dlmg import Layout
 from dlmg.errors import DtypeError, FragmentError, LayoutMismatchError
-from test_ops_support import (
+from _ops_support import (
+    ASSIGNMENT_PARAMS,
     ASSIGNMENTS,
     EXAMPLES,
     UNIFORM,
@@ -58,7 +59,7 @@ def close(got, want, rtol=RTOL, atol=ATOL):
 
 
 # -- operators over random layouts and every framework ----------------------------------
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", ASSIGNMENT_PARAMS)
 def test_binary_operators_match_numpy(assignment):
     need(assignment)
 
@@ -91,7 +92,7 @@ def need_ok(name):
     return True
 
 
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", ASSIGNMENT_PARAMS)
 def test_scalars_reflected_and_unary_operators(assignment):
     need(assignment)
 
@@ -119,7 +120,7 @@ def check_scalars_and_unary(layout, assignment):
     close(gathered(1 < a), 1 < x)
 
 
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", ASSIGNMENT_PARAMS)
 def test_integer_and_bitwise_operators(assignment):
     need(assignment)
     layout = UNIFORM
@@ -235,7 +236,7 @@ BINARY = [
 ]
 
 
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", ASSIGNMENT_PARAMS)
 def test_unary_functions_match_numpy(assignment):
     need(assignment)
     layout = UNIFORM
@@ -247,7 +248,7 @@ def test_unary_functions_match_numpy(assignment):
         close(got, ref(x), rtol=2e-5, atol=2e-6)
 
 
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", ASSIGNMENT_PARAMS)
 def test_binary_functions_match_numpy(assignment):
     need(assignment)
     layout = UNIFORM
@@ -264,7 +265,7 @@ def test_binary_functions_match_numpy(assignment):
     close(gathered(dlmg.pow(2.0, a)), np.power(np.float32(2.0), x), rtol=2e-5)
 
 
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", ASSIGNMENT_PARAMS)
 def test_where_clip_astype_and_complex_parts(assignment):
     need(assignment)
     layout = UNIFORM
@@ -456,7 +457,7 @@ def test_in_place_on_a_replica_sharing_memory_applies_once():
 
 
 # -- apply and the dispatch -----------------------------------------------------------------
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", ASSIGNMENT_PARAMS)
 def test_apply_runs_in_each_fragments_framework(assignment):
     need(assignment)
     layout = Layout((6, 5), block=(2, 5), grid=(3, 1), devices=["cpu:4", "cpu:5", "cpu:6"])

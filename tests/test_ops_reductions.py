@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 import dlmg
 from dlmg import Layout
 from dlmg.errors import DtypeError
-from test_ops_support import (
-    ASSIGNMENTS,
+from _ops_support import (
+    ASSIGNMENT_PARAMS,
     EXAMPLES,
     build,
     data,
@@ -105,7 +105,7 @@ def check_reduction(name: str, layout: Layout, assignment: str, axis, keepdims: 
         np.testing.assert_array_equal(value, want)
 
 
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", ASSIGNMENT_PARAMS)
 def test_reductions_match_numpy(assignment):
     need(assignment)
 
@@ -120,7 +120,7 @@ def test_reductions_match_numpy(assignment):
     run()
 
 
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", ASSIGNMENT_PARAMS)
 def test_integer_sums_are_exact_and_use_numpys_accumulator(assignment):
     need(assignment)
     layout = Layout((9, 8), block=(2, 3), grid=(3, 2), devices=["cpu:0", "cpu:1", "cpu:2"] * 2)
@@ -192,7 +192,7 @@ def test_empty_fragments_are_skipped():
     np.testing.assert_array_equal(gathered(dlmg.max(empty, axis=1)), np.zeros((0,)))
 
 
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", ASSIGNMENT_PARAMS)
 def test_argmax_ties_and_nan_follow_numpy(assignment):
     need(assignment)
     layout = Layout((6, 5), block=(1, 2), grid=(3, 2), devices=[f"cpu:{i % 2}" for i in range(6)])
@@ -252,6 +252,7 @@ def test_dispatch_failure_in_a_reduction_names_the_fragment():
         dlmg.prod(a, dtype="bfloat16")  # NumPy has no bfloat16
 
 
+@pytest.mark.slow
 def test_all_eight_jax_devices():
     need("jax")
     import jax

@@ -15,7 +15,7 @@ from dlmg import Layout
 from dlmg.errors import LayoutMismatchError
 from dlmg.plans.segments import blocked_mode, decompose, dense_mode, streaks
 
-from test_tensor_strategies import (
+from _strategies import (
     FRAMEWORKS,
     check_fragments,
     have,

@@ -24,7 +24,7 @@ from dlmg.errors import (
     LayoutError,
 )
 
-from test_tensor_strategies import (
+from _strategies import (
     check_fragments,
     expected_fragment,
     have,

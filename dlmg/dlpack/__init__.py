@@ -2,6 +2,8 @@
 
 - :mod:`~dlmg.dlpack.abi`: the structs, flag bits and type/device codes;
 - :func:`inspect` / :func:`device_of`: read any producer's capsule, validated;
+- :mod:`~dlmg.dlpack.bounds`: the sizes and addresses no memory can have,
+  refused at import;
 - :class:`DLPackExporter`: export memory dlmg does not own (a raw address
   with an owner, or a buffer-protocol object) to any consumer;
 - :func:`live_exports`: managed tensors exported and not yet released.

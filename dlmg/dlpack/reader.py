@@ -30,6 +30,7 @@ from .abi import (
     DLManagedTensorVersioned,
     DLTensor,
 )
+from .bounds import check_metadata
 from .capsule import capsule_name, capsule_pointer, is_capsule, mark_consumed
 
 __all__ = ["DLPackInfo", "inspect", "device_of", "c_contiguous_strides"]
@@ -215,6 +216,7 @@ def _parse_tensor(t: DLTensor) -> dict[str, Any]:
         size *= extent
     if data == 0 and size != 0:
         raise DLPackError(f"DLPack tensor has a NULL data pointer but {size} elements (shape {shape})")
+    check_metadata(shape, strides, dtype.itemsize, data, int(t.byte_offset), device.is_host)
     return {
         "device": device,
         "dtype": dtype.name,
@@ -289,7 +291,9 @@ def inspect(obj: Any) -> DLPackInfo:
         (a ``BufferError``) when the producer refuses to export, or hands over
         a capsule dlmg cannot use: consumed already, of a major version other
         than 1, or with invalid metadata (negative or huge ndim, NULL shape,
-        negative extent, unknown dtype or device, NULL data with elements).
+        negative extent, unknown dtype or device, NULL data with elements,
+        or sizes and addresses no memory can have: see
+        :func:`dlmg.dlpack.bounds.check_metadata`).
 
     Notes
     -----

@@ -3,6 +3,7 @@ frozen value, its index math and its rendering (text tables and plots)."""
 
 from __future__ import annotations
 
-from .layout import FragmentLayout, Layout
+from .fragment import FragmentLayout
+from .layout import Layout
 
 __all__ = ["Layout", "FragmentLayout"]

@@ -31,8 +31,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..device import Device
-from ..errors import DlmgError, FragmentError, FrameworkError, LayoutMismatchError
+from ..errors import FragmentError, LayoutMismatchError
 from ..registry import adapter_for, adapter_names, get_adapter
+from ._executor import Executor, _fail, executor, move_array
+from ._operands import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
@@ -49,118 +51,13 @@ __all__ = [
     "synchronize_tensor",
     "move_array",
     "new_tensor",
+    "SCALAR_TYPES",
+    "classify_operand",
 ]
 
-#: Python scalars broadcast to every fragment as they are.
-SCALAR_TYPES = (bool, int, float, complex)
-
 
 # --------------------------------------------------------------------------
-# executors: what running on one (framework, device) needs
-
-
-def _device_context(adapter: Any, device: Device) -> Callable[[], Any] | None:
-    """A factory of the context manager that makes ``device`` current, or None."""
-    if device.kind != "cuda":
-        return None
-    index = device.index
-    if adapter.name == "torch":
-        torch = adapter.module()
-        return lambda: torch.cuda.device(index)
-    if adapter.name == "cupy":
-        cupy = adapter.module()
-        return lambda: cupy.cuda.Device(index)
-    return None  # JAX arrays carry their device; other frameworks: as they are
-
-
-class Executor:
-    """How work for one ``(framework, device)`` pair is run.
-
-    Attributes
-    ----------
-    framework : str
-        The framework name (``"torch"``).
-    device : Device
-        The device the work runs on.
-    adapter : Adapter
-        The framework's adapter.
-    xp : module
-        The framework's array-API namespace.
-    context : callable or None
-        Returns a context manager making ``device`` current (CUDA devices of
-        torch and CuPy); ``None`` where no context is needed.
-    """
-
-    __slots__ = ("framework", "device", "adapter", "xp", "context", "_dtypes")
-
-    def __init__(self, framework: str, device: Device) -> None:
-        self.framework = framework
-        self.device = device
-        self.adapter = get_adapter(framework)
-        self.xp = self.adapter.namespace()
-        self.context = _device_context(self.adapter, device)
-        self._dtypes: dict[str, Any] = {}
-
-    def dtype(self, name: str) -> Any:
-        """The framework's dtype object for the dlmg dtype ``name``."""
-        found = self._dtypes.get(name)
-        if found is None:
-            found = getattr(self.xp, name, None)
-            if found is None:
-                from ..errors import DtypeError
-
-                raise DtypeError(f"{self.framework} has no element type {name!r}")
-            self._dtypes[name] = found
-        return found
-
-    def run(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """``fn(xp, *args)`` on this executor's device."""
-        if self.context is None:
-            return fn(self.xp, *args)
-        with self.context():
-            return fn(self.xp, *args)
-
-    def __repr__(self) -> str:
-        return f"Executor({self.framework!r}, {self.device})"
-
-
-_EXECUTORS: dict[tuple[str, Device], Executor] = {}
-_BY_ID: dict[tuple[str, int], Executor] = {}  # fast path: keyed by the Device object's id
-
-
-def executor(framework: str, device: Device) -> Executor:
-    """The (cached) :class:`Executor` of ``framework`` on ``device``."""
-    ex = _BY_ID.get((framework, id(device)))
-    if ex is not None and ex.device is device:
-        return ex
-    key = (framework, device)
-    ex = _EXECUTORS.get(key)
-    if ex is None:
-        ex = _EXECUTORS[key] = Executor(framework, device)
-    if len(_BY_ID) > 4096:
-        _BY_ID.clear()
-    _BY_ID[(framework, id(device))] = ex
-    return ex
-
-
-# --------------------------------------------------------------------------
-# tensors: recognising them, comparing layouts, building results
-
-
-def _tensor_class() -> type:
-    from ..tensor import DistributedTensor
-
-    return DistributedTensor
-
-
-_TENSOR_CLASS: list[type] = []
-
-
-def is_distributed(obj: Any) -> bool:
-    """Whether ``obj`` is a :class:`~dlmg.DistributedTensor`."""
-    if not _TENSOR_CLASS:
-        _TENSOR_CLASS.append(_tensor_class())
-    return isinstance(obj, _TENSOR_CLASS[0])
+# tensors: comparing layouts, building results
 
 
 _DIST_KEYS: dict[int, tuple[Any, tuple]] = {}
@@ -229,7 +126,9 @@ def new_tensor(arrays: Sequence[Any], layout: "Layout", dtype: str | None = None
     tensor class's trusted, unvalidated constructor is used. ``dtype`` is
     the first local array's unless given.
     """
-    return _tensor_class()._from_arrays(arrays, layout, dtype)
+    from ..tensor import DistributedTensor
+
+    return DistributedTensor._from_arrays(arrays, layout, dtype)
 
 
 def replace_fragment_arrays(tensor: "DistributedTensor", arrays: dict[int, Any]) -> None:
@@ -238,127 +137,125 @@ def replace_fragment_arrays(tensor: "DistributedTensor", arrays: dict[int, Any])
 
 
 # --------------------------------------------------------------------------
-# moving arrays between frameworks and devices
+# the one per-fragment loop: collect -> run -> store
 
 
-def move_array(array: Any, target: Executor, source: Any = None) -> Any:
-    """``array`` as an array of ``target``'s framework on ``target``'s device.
+class _Operands:
+    """The operands of one call, sorted by kind (see :func:`_collect`)."""
 
-    Zero-copy through DLPack where the memory already is on that device; a
-    copy (by whichever framework can make it) otherwise.
+    __slots__ = ("lead", "args", "tensors", "zero_d")
 
-    Parameters
-    ----------
-    array : array
-        An array of any known framework.
-    target : Executor
-        Where the result must live.
-    source : Adapter, optional
-        ``array``'s adapter when the caller knows it.
-    """
-    src = source if source is not None else adapter_for(array)
-    dst = target.adapter
-    device = target.device
-    if src is dst:
-        return dst.to_device(array, device)
-    here = src.device_of(array)
-    if here == device or (here.is_host and device.is_host):
-        return dst.from_dlpack(array, device=device)
-    if src.supports(device):  # the source framework moves it, then a zero-copy hand-over
-        return dst.from_dlpack(src.to_device(array, device), device=device)
-    if dst.supports(here):  # a zero-copy hand-over, then the target framework moves it
-        return dst.to_device(dst.from_dlpack(array, device=here), device)
-    host = Device("cpu", 0)
-    return dst.from_dlpack(src.to_device(array, host), device=device)
+    def __init__(self, lead: Any, args: list[Any], tensors: list[tuple[int, Any]], zero_d: list[int]) -> None:
+        self.lead = lead
+        self.args = args  # scalars, None and _ZeroD in place; None where a tensor goes
+        self.tensors = tensors  # (position in args, fragments)
+        self.zero_d = zero_d  # positions of 0-d arrays
 
 
-# --------------------------------------------------------------------------
-# the one per-fragment loop
+def _collect(operands: Sequence[Any], name: str, check: bool) -> _Operands:
+    """Classify the operands, find the lead and check the layouts agree."""
+    lead = None
+    args: list[Any] = []
+    tensors: list[tuple[int, Any]] = []
+    zero_d: list[int] = []
+    for position, op in enumerate(operands):
+        if op is not None and not isinstance(op, (SCALAR_TYPES, _ZeroD)):
+            op = classify_operand(op)
+        if isinstance(op, _ZeroD):
+            zero_d.append(position)
+            args.append(op)
+        elif op is None or isinstance(op, SCALAR_TYPES):
+            args.append(op)
+        else:
+            if lead is None:
+                lead = op
+            elif check:
+                check_same_layout(name, lead, op)
+            args.append(None)
+            tensors.append((position, op.fragments))
+    if lead is None:
+        raise TypeError(f"{name} needs at least one distributed tensor operand")
+    return _Operands(lead, args, tensors, zero_d)
 
 
-_FAIL_CLASSES: dict[type, type] = {}
-
-
-def _fail_class(exc: BaseException) -> type:
-    """FragmentError, or a subclass that is also the original's dlmg error class
-    (so ``except dlmg.DtypeError`` still catches a dtype failure on one fragment)."""
-    cls = type(exc)
-    if not isinstance(exc, DlmgError) or isinstance(exc, FragmentError):
-        return FragmentError
-    found = _FAIL_CLASSES.get(cls)
-    if found is None:
-        found = _FAIL_CLASSES[cls] = type(f"Fragment{cls.__name__}", (FragmentError, cls), {"__module__": __name__})
-    return found
-
-
-def _fail(name: str, index: int, ex: Executor, exc: BaseException) -> FragmentError:
-    err = _fail_class(exc)(
-        f"{name} failed on fragment {index} (device {ex.device}, framework {ex.framework}): "
-        f"{type(exc).__name__}: {exc}"
-    )
-    err.fragment = index  # type: ignore[attr-defined]
-    err.device = ex.device  # type: ignore[attr-defined]
-    err.framework = ex.framework  # type: ignore[attr-defined]
-    return err
-
-
-class _ZeroD:
-    """A 0-d array operand, converted once per executor."""
-
-    __slots__ = ("array", "adapter", "_by_executor")
-
-    def __init__(self, array: Any, adapter: Any) -> None:
-        self.array = array
-        self.adapter = adapter
-        self._by_executor: dict[int, Any] = {}
-
-    def for_executor(self, ex: Executor) -> Any:
-        got = self._by_executor.get(id(ex))
-        if got is None:
-            if self.adapter is ex.adapter and self.adapter.device_of(self.array) == ex.device:
-                got = self.array
-            else:
-                try:
-                    got = move_array(self.array, ex, self.adapter)
-                except Exception:  # no DLPack route: go through a Python scalar
-                    got = self.array.item()
-            self._by_executor[id(ex)] = got
-        return got
-
-
-def classify_operand(obj: Any) -> Any:
-    """Check one operand: a distributed tensor, a Python scalar or a 0-d array.
-
-    Returns the operand, or a :class:`_ZeroD` wrapper for a 0-d array.
-
-    Raises
-    ------
-    TypeError
-        For anything else (a regular array of rank > 0 must be scattered first).
-    """
-    if isinstance(obj, SCALAR_TYPES) or is_distributed(obj):
-        return obj
-    if type(obj).__module__.partition(".")[0] == "numpy":
-        import numpy as np
-
-        if isinstance(obj, np.generic):  # a NumPy scalar such as np.float32(1): a 0-d array
-            obj = np.asarray(obj)
+def _run(
+    fn: Callable[..., Any], ops: _Operands, indices: Sequence[int], nfragments: int, scalar_out: bool, name: str
+) -> list[Any]:
+    """``fn`` on every fragment of ``indices``, each in its lead fragment's executor."""
+    lead_frags = ops.lead.fragments
+    args, tensors, zero_d = ops.args, ops.tensors, ops.zero_d
+    # Fragments of the other operands whose framework differs from the lead's.
+    lead_fw = [f.framework for f in lead_frags]
+    foreign = [
+        (position, frags)
+        for position, frags in tensors[1:]
+        if any(frags[i].framework != lead_fw[i] for i in indices)
+    ]
+    results: list[Any] = [None] * nfragments
+    active: Executor | None = None  # the executor whose device context is entered
+    manager: Any = None
     try:
-        adapter = adapter_for(obj)
-    except FrameworkError:
-        adapter = None
-    if adapter is None or getattr(obj, "ndim", None) is None:
-        raise TypeError(
-            f"an operand of type {type(obj).__module__}.{type(obj).__qualname__} cannot be combined with "
-            "a distributed tensor; use a Python scalar, a 0-d array or a DistributedTensor"
-        )
-    if obj.ndim != 0:
-        raise TypeError(
-            f"a regular {adapter.name} array of shape {tuple(obj.shape)} cannot be combined with a "
-            "distributed tensor (no hidden scatter); scatter it into the tensor's layout first: "
-            "dlmg.scatter(array, tensor.layout)"
-        )
-    return _ZeroD(obj, adapter)
+        for i in indices:
+            frag = lead_frags[i]
+            ex = executor(frag.framework, frag.device)
+            if ex is not active and (ex.context is not None or manager is not None):
+                # one context per run of fragments on the same device, not one per fragment
+                if manager is not None:
+                    manager.__exit__(None, None, None)
+                    manager = None
+                if ex.context is not None:
+                    manager = ex.context()
+                    manager.__enter__()
+                active = ex
+            call = list(args)
+            for position, frags in tensors:
+                call[position] = frags[i].array
+            for position, frags in foreign:
+                other = frags[i]
+                if other.framework != ex.framework:
+                    try:
+                        call[position] = move_array(other.array, ex, other.adapter)
+                    except Exception as exc:
+                        raise _fail(f"{name} (handing fragment {i} of operand {position} from "
+                                    f"{other.framework} to {ex.framework})", i, ex, exc) from exc
+            for position in zero_d:
+                call[position] = args[position].for_executor(ex)
+            try:
+                results[i] = fn(ex.xp, *call)
+            except Exception as exc:
+                raise _fail(name, i, ex, exc) from exc
+            if scalar_out and not hasattr(results[i], "__dlpack__"):
+                results[i] = ex.xp.asarray(results[i])  # NumPy turns 0-d results into scalars
+    finally:
+        if manager is not None:
+            manager.__exit__(None, None, None)
+    if len({lead_fw[i] for i in indices}) > 1:
+        _unify_dtypes(results, indices, lead_frags, name)
+    return results
+
+
+def _store(
+    results: list[Any],
+    lead: "DistributedTensor",
+    indices: Sequence[int],
+    layout: "Layout",
+    out: "DistributedTensor | None",
+    in_place: bool,
+    name: str,
+) -> "DistributedTensor":
+    """The results as a tensor: the lead (in place), ``out``, or a new tensor."""
+    if in_place:
+        lead_frags = lead.fragments
+        if not all(executor(lead_frags[i].framework, lead_frags[i].device).adapter.mutable for i in indices):
+            replace_fragment_arrays(
+                lead,
+                {i: results[i] for i in indices if not get_adapter(lead_frags[i].framework).mutable},
+            )
+        return lead
+    if out is not None:
+        _write_into(out, results, indices, name)
+        return out
+    return new_tensor(results, layout)
 
 
 def map_fragments(
@@ -418,91 +315,12 @@ def map_fragments(
     FragmentError
         When ``fn`` fails on a fragment (chained to the original error).
     """
-    lead = None
-    args: list[Any] = []
-    tensors: list[tuple[int, Any]] = []  # (position in args, fragments)
-    zero_d: list[int] = []
-    for position, op in enumerate(operands):
-        if op is not None and not isinstance(op, (SCALAR_TYPES, _ZeroD)):
-            op = classify_operand(op)
-        if isinstance(op, _ZeroD):
-            zero_d.append(position)
-            args.append(op)
-        elif op is None or isinstance(op, SCALAR_TYPES):
-            args.append(op)
-        else:
-            if lead is None:
-                lead = op
-            elif check:
-                check_same_layout(name, lead, op)
-            args.append(None)
-            tensors.append((position, op.fragments))
-    if lead is None:
-        raise TypeError(f"{name} needs at least one distributed tensor operand")
-    lead_frags = lead.fragments
-    layout = out_layout if out_layout is not None else dense(lead.layout)
+    ops = _collect(operands, name, check)
+    layout = out_layout if out_layout is not None else dense(ops.lead.layout)
     if indices is None:
-        indices = [f.index for f in lead_frags if f.is_local]
-    # Fragments of the other operands whose framework differs from the lead's.
-    lead_fw = [f.framework for f in lead_frags]
-    foreign = [
-        (position, frags)
-        for position, frags in tensors[1:]
-        if any(frags[i].framework != lead_fw[i] for i in indices)
-    ]
-    results: list[Any] = [None] * layout.nfragments
-    multi = len({lead_fw[i] for i in indices}) > 1
-    scalar_out = layout.ndim == 0  # NumPy turns 0-d results into scalars
-    active: Executor | None = None  # the executor whose device context is entered
-    manager: Any = None
-    try:
-        for i in indices:
-            frag = lead_frags[i]
-            ex = executor(frag.framework, frag.device)
-            if ex is not active and (ex.context is not None or manager is not None):
-                # one context per run of fragments on the same device, not one per fragment
-                if manager is not None:
-                    manager.__exit__(None, None, None)
-                    manager = None
-                if ex.context is not None:
-                    manager = ex.context()
-                    manager.__enter__()
-                active = ex
-            call = list(args)
-            for position, frags in tensors:
-                call[position] = frags[i].array
-            for position, frags in foreign:
-                other = frags[i]
-                if other.framework != ex.framework:
-                    try:
-                        call[position] = move_array(other.array, ex, other.adapter)
-                    except Exception as exc:
-                        raise _fail(f"{name} (handing fragment {i} of operand {position} from "
-                                    f"{other.framework} to {ex.framework})", i, ex, exc) from exc
-            for position in zero_d:
-                call[position] = args[position].for_executor(ex)
-            try:
-                results[i] = fn(ex.xp, *call)
-            except Exception as exc:
-                raise _fail(name, i, ex, exc) from exc
-            if scalar_out and not hasattr(results[i], "__dlpack__"):
-                results[i] = ex.xp.asarray(results[i])
-    finally:
-        if manager is not None:
-            manager.__exit__(None, None, None)
-    if multi:
-        _unify_dtypes(results, indices, lead_frags, name)
-    if in_place:
-        if not all(executor(lead_frags[i].framework, lead_frags[i].device).adapter.mutable for i in indices):
-            replace_fragment_arrays(
-                lead,
-                {i: results[i] for i in indices if not get_adapter(lead_frags[i].framework).mutable},
-            )
-        return lead
-    if out is not None:
-        _write_into(out, results, indices, name)
-        return out
-    return new_tensor(results, layout)
+        indices = [f.index for f in ops.lead.fragments if f.is_local]
+    results = _run(fn, ops, indices, layout.nfragments, layout.ndim == 0, name)
+    return _store(results, ops.lead, indices, layout, out, in_place, name)
 
 
 def _unify_dtypes(results: list[Any], indices: Sequence[int], frags: Sequence[Any], name: str) -> None:

@@ -18,6 +18,13 @@ from dlmg import Layout
 FRAMEWORKS = ("numpy", "torch", "jax")
 #: per-fragment framework assignments: one framework, or a cycle over several
 ASSIGNMENTS = ("numpy", "torch", "jax", "mixed")
+#: ASSIGNMENTS for parametrize: the JAX ones (first-call compiles) run outside the fast loop.
+ASSIGNMENT_PARAMS = (
+    "numpy",
+    "torch",
+    pytest.param("jax", marks=pytest.mark.slow),
+    pytest.param("mixed", marks=pytest.mark.slow),
+)
 
 
 def have(name: str) -> bool:

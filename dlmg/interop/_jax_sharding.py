@@ -1,32 +1,6 @@
-"""Sharded ``jax.Array`` in and out of dlmg, without copies.
-
-JAX refuses ``__dlpack__`` for an array on more than one device, even a fully
-replicated one. This module closes that gap: :func:`from_jax` wraps the
-addressable shards of a sharded array as the fragments of a
-:class:`~dlmg.DistributedTensor`, and :func:`to_jax` assembles a distributed
-tensor back into one sharded array. Both hand over the shards' buffers as they
-are (the same ``unsafe_buffer_pointer``); nothing is copied.
-
-The conversions between a JAX sharding and a :class:`~dlmg.Layout` are plain
-functions (:func:`layout_from_sharding`, :func:`sharding_from_layout`):
-
-* a tensor mode split over the mesh axes ``(x, y)`` (a ``PartitionSpec``
-  entry ``('x', 'y')``, ``x`` major) becomes one block of ``n / (|x| * |y|)``
-  elements per grid coordinate, the coordinate of a device along the mode
-  being ``x_index * |y| + y_index``;
-* mesh axes that split no mode become the replica mode; the replica index
-  enumerates them row-major in mesh order, which is JAX's ``replica_id``;
-* the layout lists the devices column-major over the grid (mode 0 fastest),
-  then by replica.
-
-The layouts are derived from ``sharding.devices_indices_map(shape)``, so any
-:class:`jax.sharding.Sharding` works whose index map is a regular tiling
-(``NamedSharding``, ``SingleDeviceSharding``, GSPMD-style shardings);
-otherwise a :class:`~dlmg.LayoutError` says why.
-
-JAX is imported only inside the functions here; importing dlmg never imports
-it.
-"""
+"""Conversions between JAX shardings and dlmg layouts, and the mapping
+between JAX devices and dlmg devices. Internal to :mod:`dlmg.interop.jax`,
+which documents the rules. JAX is imported only inside the functions."""
 
 from __future__ import annotations
 
@@ -35,29 +9,16 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .device import Device
-from .errors import DeviceError, FragmentError, FrameworkError, LayoutError
-from .layout import Layout
+from ..device import Device
+from ..errors import DeviceError, LayoutError
+from ..layout import Layout
 
 if TYPE_CHECKING:  # pragma: no cover
     import jax
 
-    from .tensor import DistributedTensor
-
-__all__ = [
-    "from_jax",
-    "to_jax",
-    "layout_from_sharding",
-    "sharding_from_layout",
-    "to_sharding",
-    "jax_layout_problems",
-    "jax_compatible_layout",
-]
-
 #: Mesh axis names of the meshes :func:`sharding_from_layout` builds.
 _MODE_AXIS = "dim{}"
 _REPLICA_AXIS = "replica"
-
 
 
 # --------------------------------------------------------------------------
@@ -68,7 +29,7 @@ def _jax():
     try:
         import jax
     except ImportError as exc:  # pragma: no cover - jax is in the test extra
-        from .errors import FrameworkNotInstalledError
+        from ..errors import FrameworkNotInstalledError
 
         raise FrameworkNotInstalledError(
             f"dlmg needs 'jax' for sharded arrays but it is not installed ({exc}); "
@@ -525,178 +486,3 @@ def jax_compatible_layout(layout: Layout, mesh: "jax.sharding.Mesh | None" = Non
     if mesh is not None:
         return Layout.replicated(shape, devices=pool)
     return Layout.single(shape, pool[0])
-
-
-# --------------------------------------------------------------------------
-# jax.Array <-> DistributedTensor
-
-
-def _is_jax_array(obj: Any) -> bool:
-    top = type(obj).__module__.partition(".")[0]
-    cls = type(obj)
-    return top in ("jax", "jaxlib") and hasattr(cls, "addressable_shards") and hasattr(cls, "is_deleted")
-
-
-def from_jax(array: "jax.Array") -> "DistributedTensor":
-    """Wrap a (sharded) ``jax.Array`` as a distributed tensor, without a copy.
-
-    Each addressable shard becomes one fragment: the fragment's array is
-    ``shard.data``, which shares the shard's buffer (the same
-    ``unsafe_buffer_pointer``). The layout is
-    :func:`layout_from_sharding` of the array's sharding, and every shard's
-    ``index`` is checked against the range its fragment owns.
-
-    Parameters
-    ----------
-    array : jax.Array
-        Sharded over any number of devices, replicated or on one device.
-
-    Returns
-    -------
-    DistributedTensor
-        Fragments are JAX arrays, one per device (replicas included).
-
-    Raises
-    ------
-    FrameworkError
-        When ``array`` is no ``jax.Array``.
-    FragmentError
-        When it is deleted or not fully addressable (several processes).
-    LayoutError
-        When its sharding has no layout.
-
-    Notes
-    -----
-    JAX buffers are immutable by contract; fragments handed on to a mutable
-    framework (``dt.to("torch")``) must not be written.
-    """
-    if not _is_jax_array(array):
-        raise FrameworkError(
-            f"from_jax needs a jax.Array, got {type(array).__module__}.{type(array).__qualname__}"
-        )
-    if array.is_deleted():
-        raise FragmentError("from_jax got a deleted jax.Array (its buffers were donated or freed)")
-    if not array.is_fully_addressable:
-        raise FragmentError(
-            "from_jax got a jax.Array that is not fully addressable (it spans several processes); "
-            "dlmg wraps only the shards of this process so far"
-        )
-    shape = tuple(int(n) for n in array.shape)
-    layout = layout_from_sharding(array.sharding, shape)
-    shards = {_dlmg_device(s.device): s for s in array.addressable_shards}
-    arrays = []
-    for frag in layout.fragments:
-        shard = shards.get(frag.device)
-        if shard is None:  # pragma: no cover - fully addressable arrays have every shard
-            raise FragmentError(f"the jax.Array has no shard on {frag.device} (fragment {frag.index})")
-        if _index_spans(shard.index, shape) != _fragment_spans(frag):
-            raise LayoutError(  # pragma: no cover - the geometry was derived from the same map
-                f"shard on {frag.device} holds index {shard.index} but fragment {frag.index} "
-                f"of {layout!r} owns {frag.ranges}"
-            )
-        arrays.append(shard.data)
-    from .construct import from_fragments
-
-    return from_fragments(arrays, layout)
-
-
-def _fragment_to_jax(array: Any, framework: str, device: Device) -> Any:
-    """``array`` as a JAX array on ``device``: itself when it already is one
-    there; else moved (JAX CPU devices: zero-copy) or imported through DLPack
-    by the JAX adapter (zero-copy where JAX can address the memory)."""
-    from .registry import get_adapter
-
-    adapter = get_adapter("jax")
-    if framework == "jax":
-        return adapter.to_device(array, device)
-    return adapter.from_dlpack(array, device=device)
-
-
-def to_jax(
-    tensor: "DistributedTensor",
-    *,
-    mesh: "jax.sharding.Mesh | None" = None,
-    redistribute: bool = False,
-) -> "jax.Array":
-    """Assemble a distributed tensor into one sharded ``jax.Array``.
-
-    Fragments that already are JAX arrays on their slot's device are used as
-    they are; others are imported onto the slot's JAX device through DLPack
-    (zero-copy where JAX can address the memory: host fragments aligned to 64
-    bytes, GPU fragments on that GPU, compact strides). The pieces are joined
-    with ``jax.make_array_from_single_device_arrays`` under
-    :func:`sharding_from_layout`.
-
-    Parameters
-    ----------
-    tensor : DistributedTensor
-    mesh : jax.sharding.Mesh, optional
-        The mesh of the result's ``NamedSharding``; by default one built from
-        the layout's devices (see :func:`sharding_from_layout`).
-    redistribute : bool, optional
-        When JAX cannot express the layout (block-cyclic, uneven, a device
-        holding two fragments, non-JAX devices), redistribute first to
-        :func:`jax_compatible_layout` instead of raising.
-
-    Returns
-    -------
-    jax.Array
-
-    Raises
-    ------
-    LayoutError
-        When JAX cannot express the layout and ``redistribute`` is false; the
-        message names the layout to redistribute to.
-    DtypeError
-        For a 64-bit dtype while ``jax_enable_x64`` is off (JAX would narrow it
-        silently).
-    """
-    jax = _jax()
-    from .dtypes import canonical
-    from .registry import get_adapter
-
-    get_adapter("jax").check_dtype(canonical(tensor.dtype))
-    layout = tensor.layout
-    table = _jax_devices()
-    problems = jax_layout_problems(layout)
-    problems += [f"device {d} is no JAX device" for d in dict.fromkeys(layout.devices) if d not in table]
-    if mesh is not None and not problems:
-        try:
-            _spec_on_mesh(layout, mesh)
-        except LayoutError as exc:
-            problems.append(str(exc))
-    if problems:
-        target = jax_compatible_layout(layout, mesh)
-        if not redistribute:
-            raise LayoutError(
-                f"to_jax: JAX cannot express layout {layout!r}: {'; '.join(problems)}. "
-                f"Redistribute first, e.g. tensor.redistribute({_layout_expr(target)}), "
-                "or call to_jax(redistribute=True), which does that"
-            )
-        tensor = tensor.redistribute(target)
-        layout = tensor.layout
-    sharding = sharding_from_layout(layout, mesh)
-    arrays = []
-    for frag in tensor.fragments:
-        device = layout.devices[frag.index]
-        arrays.append(_fragment_to_jax(frag.array, frag.framework, device))
-    return jax.make_array_from_single_device_arrays(layout.shape, sharding, arrays)
-
-
-def _install() -> None:
-    """Attach ``Layout.to_sharding`` and ``DistributedTensor.to_jax``."""
-    if not hasattr(Layout, "to_sharding"):
-        Layout.to_sharding = to_sharding  # type: ignore[attr-defined]
-    try:
-        from .tensor import DistributedTensor
-    except ImportError:  # pragma: no cover - the tensor module not there yet
-        return
-    if not hasattr(DistributedTensor, "to_jax"):
-        register = getattr(DistributedTensor, "register_method", None)
-        if register is not None:
-            register("to_jax", to_jax)
-        else:  # pragma: no cover
-            DistributedTensor.to_jax = to_jax  # type: ignore[attr-defined]
-
-
-_install()

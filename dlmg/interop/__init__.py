@@ -1,0 +1,50 @@
+"""Interoperation with other frameworks' own distributed arrays.
+
+Each submodule converts between one framework's sharded array and
+:class:`~dlmg.DistributedTensor` / :class:`~dlmg.Layout`: :mod:`.jax` for
+sharded ``jax.Array`` and ``jax.sharding``; :mod:`.partitioned` for the
+``__partitioned__`` protocol; :mod:`.cutensor` for cuTENSORMg and cuTENSORMp
+tensor descriptors. Framework names are at home here
+and in ``adapters/``, nowhere else in dlmg. No framework is imported until a
+function is called.
+"""
+
+from __future__ import annotations
+
+from .cutensor import cutensormg, cutensormp, layout_from_cutensormg
+from .jax import (
+    from_jax,
+    jax_compatible_layout,
+    jax_layout_problems,
+    layout_from_sharding,
+    sharding_from_layout,
+    to_jax,
+    to_sharding,
+)
+from .partitioned import from_partitioned, partitioned
+
+__all__ = [
+    "from_jax",
+    "to_jax",
+    "layout_from_sharding",
+    "sharding_from_layout",
+    "to_sharding",
+    "jax_layout_problems",
+    "jax_compatible_layout",
+    "from_partitioned",
+    "partitioned",
+    "cutensormg",
+    "cutensormp",
+    "layout_from_cutensormg",
+]
+
+
+def _register_methods() -> None:
+    """``DistributedTensor.to_jax``, through the tensor's extension point."""
+    from ..tensor import DistributedTensor
+
+    if not hasattr(DistributedTensor, "to_jax"):
+        DistributedTensor.register_method("to_jax", to_jax)
+
+
+_register_methods()

@@ -1,0 +1,159 @@
+"""Where per-fragment work runs: one :class:`Executor` per ``(framework,
+device)`` pair (adapter, array-API namespace, device context), moving arrays
+onto an executor, and the :class:`~dlmg.errors.FragmentError` that names the
+fragment a failure happened on. Internal to :mod:`dlmg.ops`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..device import Device
+from ..errors import DlmgError, FragmentError
+from ..registry import adapter_for, get_adapter
+
+__all__ = ["Executor", "executor", "move_array", "fail"]
+
+
+def _device_context(adapter: Any, device: Device) -> Callable[[], Any] | None:
+    """A factory of the context manager that makes ``device`` current, or None."""
+    if device.kind != "cuda":
+        return None
+    index = device.index
+    if adapter.name == "torch":
+        torch = adapter.module()
+        return lambda: torch.cuda.device(index)
+    if adapter.name == "cupy":
+        cupy = adapter.module()
+        return lambda: cupy.cuda.Device(index)
+    return None  # JAX arrays carry their device; other frameworks: as they are
+
+
+class Executor:
+    """How work for one ``(framework, device)`` pair is run.
+
+    Attributes
+    ----------
+    framework : str
+        The framework name (``"torch"``).
+    device : Device
+        The device the work runs on.
+    adapter : Adapter
+        The framework's adapter.
+    xp : module
+        The framework's array-API namespace.
+    context : callable or None
+        Returns a context manager making ``device`` current (CUDA devices of
+        torch and CuPy); ``None`` where no context is needed.
+    """
+
+    __slots__ = ("framework", "device", "adapter", "xp", "context", "_dtypes")
+
+    def __init__(self, framework: str, device: Device) -> None:
+        self.framework = framework
+        self.device = device
+        self.adapter = get_adapter(framework)
+        self.xp = self.adapter.namespace()
+        self.context = _device_context(self.adapter, device)
+        self._dtypes: dict[str, Any] = {}
+
+    def dtype(self, name: str) -> Any:
+        """The framework's dtype object for the dlmg dtype ``name``."""
+        found = self._dtypes.get(name)
+        if found is None:
+            found = getattr(self.xp, name, None)
+            if found is None:
+                from ..errors import DtypeError
+
+                raise DtypeError(f"{self.framework} has no element type {name!r}")
+            self._dtypes[name] = found
+        return found
+
+    def run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(xp, *args)`` on this executor's device."""
+        if self.context is None:
+            return fn(self.xp, *args)
+        with self.context():
+            return fn(self.xp, *args)
+
+    def __repr__(self) -> str:
+        return f"Executor({self.framework!r}, {self.device})"
+
+
+_EXECUTORS: dict[tuple[str, Device], Executor] = {}
+_BY_ID: dict[tuple[str, int], Executor] = {}  # fast path: keyed by the Device object's id
+
+
+def executor(framework: str, device: Device) -> Executor:
+    """The (cached) :class:`Executor` of ``framework`` on ``device``."""
+    ex = _BY_ID.get((framework, id(device)))
+    if ex is not None and ex.device is device:
+        return ex
+    key = (framework, device)
+    ex = _EXECUTORS.get(key)
+    if ex is None:
+        ex = _EXECUTORS[key] = Executor(framework, device)
+    if len(_BY_ID) > 4096:
+        _BY_ID.clear()
+    _BY_ID[(framework, id(device))] = ex
+    return ex
+
+
+def move_array(array: Any, target: Executor, source: Any = None) -> Any:
+    """``array`` as an array of ``target``'s framework on ``target``'s device.
+
+    Zero-copy through DLPack where the memory already is on that device; a
+    copy (by whichever framework can make it) otherwise.
+
+    Parameters
+    ----------
+    array : array
+        An array of any known framework.
+    target : Executor
+        Where the result must live.
+    source : Adapter, optional
+        ``array``'s adapter when the caller knows it.
+    """
+    src = source if source is not None else adapter_for(array)
+    dst = target.adapter
+    device = target.device
+    if src is dst:
+        return dst.to_device(array, device)
+    here = src.device_of(array)
+    if here == device or (here.is_host and device.is_host):
+        return dst.from_dlpack(array, device=device)
+    if src.supports(device):  # the source framework moves it, then a zero-copy hand-over
+        return dst.from_dlpack(src.to_device(array, device), device=device)
+    if dst.supports(here):  # a zero-copy hand-over, then the target framework moves it
+        return dst.to_device(dst.from_dlpack(array, device=here), device)
+    host = Device("cpu", 0)
+    return dst.from_dlpack(src.to_device(array, host), device=device)
+
+
+_FAIL_CLASSES: dict[type, type] = {}
+
+
+def _fail_class(exc: BaseException) -> type:
+    """FragmentError, or a subclass that is also the original's dlmg error class
+    (so ``except dlmg.DtypeError`` still catches a dtype failure on one fragment)."""
+    cls = type(exc)
+    if not isinstance(exc, DlmgError) or isinstance(exc, FragmentError):
+        return FragmentError
+    found = _FAIL_CLASSES.get(cls)
+    if found is None:
+        found = _FAIL_CLASSES[cls] = type(f"Fragment{cls.__name__}", (FragmentError, cls), {"__module__": __name__})
+    return found
+
+
+def _fail(name: str, index: int, ex: Executor, exc: BaseException) -> FragmentError:
+    err = _fail_class(exc)(
+        f"{name} failed on fragment {index} (device {ex.device}, framework {ex.framework}): "
+        f"{type(exc).__name__}: {exc}"
+    )
+    err.fragment = index  # type: ignore[attr-defined]
+    err.device = ex.device  # type: ignore[attr-defined]
+    err.framework = ex.framework  # type: ignore[attr-defined]
+    return err
+
+
+fail = _fail

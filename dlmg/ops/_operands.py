@@ -1,0 +1,91 @@
+"""Operands of per-fragment work: distributed tensors, Python scalars and 0-d
+arrays (converted once per executor); anything else is refused with a
+message saying what to do. Internal to :mod:`dlmg.ops`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import FrameworkError
+from ..registry import adapter_for
+from ._executor import Executor, move_array
+
+__all__ = ["SCALAR_TYPES", "is_distributed", "classify_operand"]
+
+#: Python scalars broadcast to every fragment as they are.
+SCALAR_TYPES = (bool, int, float, complex)
+
+
+def _tensor_class() -> type:
+    from ..tensor import DistributedTensor
+
+    return DistributedTensor
+
+
+_TENSOR_CLASS: list[type] = []
+
+
+def is_distributed(obj: Any) -> bool:
+    """Whether ``obj`` is a :class:`~dlmg.DistributedTensor`."""
+    if not _TENSOR_CLASS:
+        _TENSOR_CLASS.append(_tensor_class())
+    return isinstance(obj, _TENSOR_CLASS[0])
+
+
+class _ZeroD:
+    """A 0-d array operand, converted once per executor."""
+
+    __slots__ = ("array", "adapter", "_by_executor")
+
+    def __init__(self, array: Any, adapter: Any) -> None:
+        self.array = array
+        self.adapter = adapter
+        self._by_executor: dict[int, Any] = {}
+
+    def for_executor(self, ex: Executor) -> Any:
+        got = self._by_executor.get(id(ex))
+        if got is None:
+            if self.adapter is ex.adapter and self.adapter.device_of(self.array) == ex.device:
+                got = self.array
+            else:
+                try:
+                    got = move_array(self.array, ex, self.adapter)
+                except Exception:  # no DLPack route: go through a Python scalar
+                    got = self.array.item()
+            self._by_executor[id(ex)] = got
+        return got
+
+
+def classify_operand(obj: Any) -> Any:
+    """Check one operand: a distributed tensor, a Python scalar or a 0-d array.
+
+    Returns the operand, or a :class:`_ZeroD` wrapper for a 0-d array.
+
+    Raises
+    ------
+    TypeError
+        For anything else (a regular array of rank > 0 must be scattered first).
+    """
+    if isinstance(obj, SCALAR_TYPES) or is_distributed(obj):
+        return obj
+    if type(obj).__module__.partition(".")[0] == "numpy":
+        import numpy as np
+
+        if isinstance(obj, np.generic):  # a NumPy scalar such as np.float32(1): a 0-d array
+            obj = np.asarray(obj)
+    try:
+        adapter = adapter_for(obj)
+    except FrameworkError:
+        adapter = None
+    if adapter is None or getattr(obj, "ndim", None) is None:
+        raise TypeError(
+            f"an operand of type {type(obj).__module__}.{type(obj).__qualname__} cannot be combined with "
+            "a distributed tensor; use a Python scalar, a 0-d array or a DistributedTensor"
+        )
+    if obj.ndim != 0:
+        raise TypeError(
+            f"a regular {adapter.name} array of shape {tuple(obj.shape)} cannot be combined with a "
+            "distributed tensor (no hidden scatter); scatter it into the tensor's layout first: "
+            "dlmg.scatter(array, tensor.layout)"
+        )
+    return _ZeroD(obj, adapter)
