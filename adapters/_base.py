@@ -8,7 +8,7 @@ Math goes through the framework's array-API namespace (:meth:`Adapter.namespace`
 from __future__ import annotations
 
 import importlib
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 from dlmg.device import Device
 from dlmg.dtypes import canonical, info
@@ -178,3 +178,32 @@ class Adapter:
             ranges.append((start + low, start + high))
         (a0, a1), (b0, b1) = ranges
         return a0 < b1 and b0 < a1
+
+    # -- compiling --------------------------------------------------------------
+    def compile_elementwise(self, fn: Callable[..., Any], device: Device) -> tuple[Callable[..., Any], str]:
+        """A compiled form of an elementwise function for this framework's arrays on ``device``.
+
+        Parameters
+        ----------
+        fn : callable
+            ``fn(xp, *args)``: the work on one fragment, given an array-API
+            namespace ``xp`` and the fragment's arrays (and Python scalars).
+        device : Device
+            Where the arrays live.
+
+        Returns
+        -------
+        kernel : callable
+            ``kernel(*args)`` returns what ``fn(xp, *args)`` returns. A compiler
+            may trace ``fn`` once and specialise on the arguments' shapes and
+            dtypes; callers keep one kernel per (function, dtype, shape, device).
+        compiler : str
+            What compiles it (``"jax.jit"``, ``"cupy.fuse"``, ...); the default
+            runs ``fn`` as it is: ``"eager"``.
+        """
+        xp = self.namespace()
+
+        def eager(*args: Any) -> Any:
+            return fn(xp, *args)
+
+        return eager, "eager"

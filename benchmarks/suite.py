@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/run.py [--full | --smoke] [--gpu] [--cases 1,3] [--out DIR] [--docs PATH | --no-docs]
 
-The CPU run (the default) runs cases 1-5; ``--gpu`` runs only case 6 (its
+The CPU run (the default) runs cases 1-5 and 7 (scaling); ``--gpu`` runs only case 6 (its
 parts selected with ``--cases`` by the number of the CPU case they mirror:
 1 interchange, 2 ``to()``, 3 pointwise, 4 gather / scatter, 5 redistribution)
 and exits with status 2 when there is no CUDA GPU. A case whose dlmg side
@@ -33,13 +33,13 @@ __all__ = ["CPU_CASES", "main", "parse_args", "run_suite"]
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _case(name: str) -> Callable[[Context], list[Row]]:
+def _case(name: str, **kwargs: Any) -> Callable[[Context], list[Row]]:
     """A case function, imported when the case runs (so a broken module is one case's error)."""
 
     def run(ctx: Context) -> list[Row]:
         module_name, func = name.rsplit(".", 1)
         module = __import__(f"benchmarks.cases.{module_name}", fromlist=[func])
-        return getattr(module, func)(ctx)
+        return getattr(module, func)(ctx, **kwargs)
 
     return run
 
@@ -51,6 +51,7 @@ CPU_CASES: dict[int, Callable[[Context], list[Row]]] = {
     3: _case("pointwise.run_pointwise"),
     4: _case("gather_scatter.run_gather_scatter"),
     5: _case("redistribute.run_redistribute"),
+    7: _case("scaling.run_scaling", case=7),
 }
 
 
@@ -102,6 +103,7 @@ def _sizes(ctx: Context) -> dict[str, str]:
         "pointwise": f"3 operands x {b(m.pointwise_bytes)} (8 fragments); dispatch 8 x {m.dispatch_elements}",
         "gather/scatter": f"{m.gather_shape[0]}x{m.gather_shape[1]} float32 (8 fragments)",
         "redistribution": f"{m.redistribute_n}x{m.redistribute_n} float32 (8 JAX CPU devices)",
+        "scaling": f"{m.scaling_n}x{m.scaling_n} float32 (1-512 NumPy fragments)",
     }
 
 
@@ -194,12 +196,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         print(f"GPU: {name}", file=sys.stderr)
     run = run_suite(args)
+    from .plots import write_plots
     from .report import render_markdown, update_docs, write_results
 
+    write_plots(run, args.out)
     json_path, md_path = write_results(run, args.out)
     print(render_markdown(run))
     print(f"\nwrote {json_path} and {md_path}", file=sys.stderr)
     if args.docs is not None and not args.no_docs:
-        print(f"updated {update_docs(run, args.docs)}", file=sys.stderr)
+        print(f"updated {update_docs(run, args.docs, plots_from=args.out)}", file=sys.stderr)
     print(f"suite runtime {run['runtime_s']:.0f} s", file=sys.stderr)
     return 0
