@@ -8,7 +8,7 @@ Math goes through the framework's array-API namespace (:meth:`Adapter.namespace`
 from __future__ import annotations
 
 import importlib
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 from dlmg.device import Device
 from dlmg.dtypes import canonical, info
@@ -102,6 +102,15 @@ class Adapter:
         """Whether this framework can hold arrays on ``device``."""
         raise NotImplementedError
 
+    def landing_device(self, device: Device) -> Device:
+        """Where a whole array gathered from fragments on ``device`` goes when no device is asked for.
+
+        The fragments' own device when this framework can hold arrays there,
+        otherwise the host: asking NumPy for an array of GPU fragments means
+        host memory.
+        """
+        return device if self.supports(device) else Device("cpu", 0)
+
     # -- making and moving arrays ---------------------------------------------
     def empty(self, shape: tuple[int, ...], dtype: str, device: Device) -> Any:
         """An uninitialised array on ``device``."""
@@ -178,3 +187,32 @@ class Adapter:
             ranges.append((start + low, start + high))
         (a0, a1), (b0, b1) = ranges
         return a0 < b1 and b0 < a1
+
+    # -- compiling --------------------------------------------------------------
+    def compile_elementwise(self, fn: Callable[..., Any], device: Device) -> tuple[Callable[..., Any], str]:
+        """A compiled form of an elementwise function for this framework's arrays on ``device``.
+
+        Parameters
+        ----------
+        fn : callable
+            ``fn(xp, *args)``: the work on one fragment, given an array-API
+            namespace ``xp`` and the fragment's arrays (and Python scalars).
+        device : Device
+            Where the arrays live.
+
+        Returns
+        -------
+        kernel : callable
+            ``kernel(*args)`` returns what ``fn(xp, *args)`` returns. A compiler
+            may trace ``fn`` once and specialise on the arguments' shapes and
+            dtypes; callers keep one kernel per (function, dtype, shape, device).
+        compiler : str
+            What compiles it (``"jax.jit"``, ``"cupy.fuse"``, ...); the default
+            runs ``fn`` as it is: ``"eager"``.
+        """
+        xp = self.namespace()
+
+        def eager(*args: Any) -> Any:
+            return fn(xp, *args)
+
+        return eager, "eager"

@@ -106,6 +106,10 @@ class NumpyAdapter(BaseAdapter):
         """True for ``cpu`` devices (any index: one host memory)."""
         return device.kind == "cpu"
 
+    def landing_device(self, device: Device) -> Device:
+        """The host, always: NumPy holds host memory only (``cpu:k`` of the fragments kept)."""
+        return device if device.kind == "cpu" else Device("cpu", 0)
+
     # -- making and moving ----------------------------------------------------
     def np_dtype(self, dtype: Any) -> Any:
         """The NumPy dtype of a dlmg dtype (bfloat16 and float8 types through ml_dtypes).

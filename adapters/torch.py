@@ -21,6 +21,7 @@ Quirks handled here:
 
 from __future__ import annotations
 
+import os
 from functools import partial
 from typing import Any
 
@@ -39,6 +40,20 @@ from ._common import (
 )
 
 __all__ = ["TorchAdapter"]
+
+
+def _compiler_missing(device: Device) -> str:
+    """Why ``torch.compile`` cannot build kernels for ``device`` here ("" when it can)."""
+    import importlib.util
+    import shutil
+
+    if device.kind == "cuda":
+        return "" if importlib.util.find_spec("triton") is not None else "torch.compile needs triton for CUDA"
+    if device.kind == "cpu":
+        compilers = (os.environ.get("CXX", ""), "g++", "c++", "clang++")
+        found = any(shutil.which(c) for c in compilers if c)
+        return "" if found else "torch.compile needs a C++ compiler for the host"
+    return f"torch.compile has no backend dlmg trusts for {device.kind}"
 
 _TORCH_TO_KIND = {"cpu": "cpu", "cuda": "cuda", "mps": "metal", "xpu": "oneapi"}
 _KIND_TO_TORCH = {v: k for k, v in _TORCH_TO_KIND.items()}
@@ -289,3 +304,19 @@ class TorchAdapter(BaseAdapter):
         """Synchronise the CUDA device of ``array`` (nothing for CPU tensors)."""
         if array.device.type == "cuda":
             self.module().cuda.synchronize(array.device.index)
+
+    # -- compiling --------------------------------------------------------------
+    def compile_elementwise(self, fn: Any, device: Device) -> tuple[Any, str]:
+        """``torch.compile`` of ``fn`` where torch's compiler can build for
+        ``device`` (CUDA: Triton installed; host: a C++ compiler on the path);
+        eager otherwise (the second value says which)."""
+        xp = self.namespace()
+
+        def kernel(*args: Any) -> Any:
+            return fn(xp, *args)
+
+        kernel.__name__ = getattr(fn, "__name__", "kernel")
+        missing = _compiler_missing(device)
+        if missing:
+            return kernel, f"eager ({missing})"
+        return self.module().compile(kernel), "torch.compile"
