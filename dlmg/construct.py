@@ -18,8 +18,9 @@ import operator
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .device import Device
-from .dtypes import canonical
+from .device import Device, unreachable_hint
+from ._scalars import check_scalar
+from .dtypes import canonical, info
 from .errors import DeviceError, FragmentError, LayoutError
 from .tensor import _CREATE, DistributedTensor, Fragment, process_rank
 
@@ -340,12 +341,36 @@ def from_pointers(
 
 
 # -- allocation ---------------------------------------------------------------------
+<<<<<<< HEAD
 def _allocate(layout: Any, dtype: Any, framework: str, fill: Any, what: str) -> DistributedTensor:
+=======
+_UNINITIALISED = object()  # empty(): no fill value at all (None is a user's missing value)
+_BYTE_LIMIT = 1 << 63  # no allocation reaches 2**63 bytes (sizes are ptrdiff_t)
+
+
+def _check_bytes(layout: "Layout", name: str, what: str) -> None:
+    """Refuse fragments no memory can hold, before a framework is asked to."""
+    itemsize = info(name).itemsize
+    strided = layout.element_strides is not None
+    for frag in layout.fragments:
+        count = frag.span if strided else frag.size
+        if count * itemsize >= _BYTE_LIMIT:
+            raise LayoutError(
+                f"{what}: fragment {frag.index} of layout shape {layout.shape} needs {count} elements of "
+                f"{name} = {count * itemsize} bytes, 2**63 or more, which no memory can hold"
+            )
+
+
+def _allocate(layout: Any, dtype: Any, framework: str, ranks: Any, fill: Any, what: str) -> DistributedTensor:
+>>>>>>> main
     from .plans.execute import viewable
     from .registry import get_adapter
 
     layout = _check_layout(layout, what)
     name = canonical(dtype)
+    if fill is not _UNINITIALISED:
+        fill = check_scalar(fill, name, f"{what}: fill_value")
+    _check_bytes(layout, name, what)
     adapter = get_adapter(framework)
     rank_of = _ranks(layout)
     me = process_rank()
@@ -358,14 +383,14 @@ def _allocate(layout: Any, dtype: Any, framework: str, fill: Any, what: str) -> 
     mine = [f.device for f, r in zip(layout.fragments, rank_of) if r == me]
     missing = [str(d) for d in dict.fromkeys(mine) if not adapter.supports(d)]
     if missing:
-        raise DeviceError(f"{what}: {adapter.name} cannot hold arrays on {', '.join(missing)}")
+        raise DeviceError(f"{what}: {adapter.name} cannot hold arrays on {', '.join(missing)}{unreachable_hint(missing)}")
     frags = []
     for frag, rank in zip(layout.fragments, rank_of):
         if rank != me:
             frags.append(_remote(frag, rank))
             continue
         shape = (frag.span,) if strided else frag.shape
-        if fill is None:
+        if fill is _UNINITIALISED:
             base = adapter.empty(tuple(shape), name, frag.device)
         else:
             base = adapter.full(tuple(shape), fill, name, frag.device)
@@ -386,7 +411,11 @@ def empty(layout: "Layout", dtype: Any = "float32", framework: str = "numpy") ->
     elements (see :func:`from_pointers` for how padded fragments look).
     JAX has no uninitialised arrays; its fragments are zeros.
     """
+<<<<<<< HEAD
     return _allocate(layout, dtype, framework, None, "empty")
+=======
+    return _allocate(layout, dtype, framework, ranks, _UNINITIALISED, "empty")
+>>>>>>> main
 
 
 def zeros(layout: "Layout", dtype: Any = "float32", framework: str = "numpy") -> DistributedTensor:
@@ -399,9 +428,27 @@ def ones(layout: "Layout", dtype: Any = "float32", framework: str = "numpy") -> 
     return _allocate(layout, dtype, framework, 1, "ones")
 
 
+<<<<<<< HEAD
 def full(layout: "Layout", fill_value: Any, dtype: Any = "float32", framework: str = "numpy") -> DistributedTensor:
     """A tensor of ``layout`` filled with ``fill_value`` (see :func:`empty`)."""
     return _allocate(layout, dtype, framework, fill_value, "full")
+=======
+def full(layout: "Layout", fill_value: Any, dtype: Any = "float32", framework: str = "numpy", *,
+         ranks: Any = None) -> DistributedTensor:
+    """A tensor of ``layout`` filled with ``fill_value`` (see :func:`empty`).
+
+    Raises
+    ------
+    TypeError
+        When ``fill_value`` is ``None`` or not a number.
+    DtypeRangeError
+        When ``dtype`` cannot represent ``fill_value`` (``300`` for int8, ``1e300``
+        for float32); a :class:`~dlmg.errors.DtypeError` and a ``ValueError``.
+    LayoutError
+        When a fragment would need ``2**63`` bytes or more.
+    """
+    return _allocate(layout, dtype, framework, ranks, fill_value, "full")
+>>>>>>> main
 
 
 def scatter(array: Any, layout: "Layout", framework: str | None = None, *, root: int | None = None) -> DistributedTensor:
