@@ -341,9 +341,6 @@ def from_pointers(
 
 
 # -- allocation ---------------------------------------------------------------------
-<<<<<<< HEAD
-def _allocate(layout: Any, dtype: Any, framework: str, fill: Any, what: str) -> DistributedTensor:
-=======
 _UNINITIALISED = object()  # empty(): no fill value at all (None is a user's missing value)
 _BYTE_LIMIT = 1 << 63  # no allocation reaches 2**63 bytes (sizes are ptrdiff_t)
 
@@ -361,8 +358,7 @@ def _check_bytes(layout: "Layout", name: str, what: str) -> None:
             )
 
 
-def _allocate(layout: Any, dtype: Any, framework: str, ranks: Any, fill: Any, what: str) -> DistributedTensor:
->>>>>>> main
+def _allocate(layout: Any, dtype: Any, framework: str, fill: Any, what: str) -> DistributedTensor:
     from .plans.execute import viewable
     from .registry import get_adapter
 
@@ -411,11 +407,7 @@ def empty(layout: "Layout", dtype: Any = "float32", framework: str = "numpy") ->
     elements (see :func:`from_pointers` for how padded fragments look).
     JAX has no uninitialised arrays; its fragments are zeros.
     """
-<<<<<<< HEAD
-    return _allocate(layout, dtype, framework, None, "empty")
-=======
-    return _allocate(layout, dtype, framework, ranks, _UNINITIALISED, "empty")
->>>>>>> main
+    return _allocate(layout, dtype, framework, _UNINITIALISED, "empty")
 
 
 def zeros(layout: "Layout", dtype: Any = "float32", framework: str = "numpy") -> DistributedTensor:
@@ -428,13 +420,7 @@ def ones(layout: "Layout", dtype: Any = "float32", framework: str = "numpy") -> 
     return _allocate(layout, dtype, framework, 1, "ones")
 
 
-<<<<<<< HEAD
 def full(layout: "Layout", fill_value: Any, dtype: Any = "float32", framework: str = "numpy") -> DistributedTensor:
-    """A tensor of ``layout`` filled with ``fill_value`` (see :func:`empty`)."""
-    return _allocate(layout, dtype, framework, fill_value, "full")
-=======
-def full(layout: "Layout", fill_value: Any, dtype: Any = "float32", framework: str = "numpy", *,
-         ranks: Any = None) -> DistributedTensor:
     """A tensor of ``layout`` filled with ``fill_value`` (see :func:`empty`).
 
     Raises
@@ -447,8 +433,7 @@ def full(layout: "Layout", fill_value: Any, dtype: Any = "float32", framework: s
     LayoutError
         When a fragment would need ``2**63`` bytes or more.
     """
-    return _allocate(layout, dtype, framework, ranks, fill_value, "full")
->>>>>>> main
+    return _allocate(layout, dtype, framework, fill_value, "full")
 
 
 def scatter(array: Any, layout: "Layout", framework: str | None = None, *, root: int | None = None) -> DistributedTensor:

@@ -293,17 +293,13 @@ def _reduce(
     if axes == ():  # no mode reduced: an elementwise conversion
         return _no_axes(x, name, dtype)
     plan = _plan(layout, axes, bool(keepdims))
-<<<<<<< HEAD
-    ctx = _Context(dtype, layout, x.dtype)
+    ctx = _Context(dtype, layout, x.dtype, reducer.name)
     from ..distributed._state import current
 
     if current() is not None:  # across processes: local partials, then the engine's all-reduce
         from ..distributed.reduce import reduce as across
 
         return across(x, name, axes, bool(keepdims), dtype, reducer, plan, ctx)
-=======
-    ctx = _Context(dtype, layout, x.dtype, reducer.name)
->>>>>>> main
     local_axes = None if axes is None else plan.axes
     frags = x.fragments
     out_layout = plan.out_layout

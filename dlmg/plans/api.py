@@ -271,18 +271,11 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
 
     if not isinstance(layout, Layout):
         raise TypeError(f"redistribute needs a dlmg.Layout, got {type(layout).__name__}")
-<<<<<<< HEAD
     if _engine(dt, "redistribute") is not None:
         from ..distributed.collectives import redistribute as across
 
         return across(dt, layout, framework)
-    targets = _targets(dt, layout, framework)
-    plan = _plan_for(dt, layout, [a.name for a in targets])
-=======
     targets, plan, local = _planned(dt, layout, framework)
-    if not local:
-        _check_local(dt, "redistribute")
->>>>>>> main
     sources = _source_buffers(dt)
     prefer = tuple(dt.frameworks)
     written: dict[int, tuple[Buffer, "Adapter"]] = {}

@@ -215,11 +215,11 @@ def _pair_copies(src: Endpoint, dst: Endpoint, cache: dict, itemsize: int) -> li
     return out
 
 
-<<<<<<< HEAD
 #: The copies between one source and one destination endpoint (``cache`` keeps
 #: per-mode decompositions across calls of one plan).
 pair_copies = _pair_copies
-=======
+
+
 class _Overlaps:
     """Which sources share at least one global index with a destination.
 
@@ -265,7 +265,6 @@ class _Overlaps:
             if not near:
                 return []
         return list(range(self.count)) if near is None else sorted(near)
->>>>>>> main
 
 
 def _pick_replica(candidates: Sequence[Endpoint], dst: Endpoint) -> Endpoint:
