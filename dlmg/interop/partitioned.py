@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from ..device import Device
 from ..errors import FragmentError, LayoutError
 from ..layout import Layout
+from ._wrap import wrap_fragments
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -402,8 +403,6 @@ def _ranks(layout: Layout, owners: Mapping[tuple[int, ...], list]) -> list[int]:
 
 def _wrap(layout: Layout, parts: Mapping, arrays: Mapping, owners: Mapping) -> "DistributedTensor":
     """One fragment per partition (``layout.grid`` is the tiling)."""
-    from ..construct import from_fragments
-
     ranks = _ranks(layout, owners)
     me = _me()
     given = {}
@@ -416,12 +415,11 @@ def _wrap(layout: Layout, parts: Mapping, arrays: Mapping, owners: Mapping) -> "
                     f"this process (rank {me}) but has no data"
                 )
             given[frag.index] = array
-    return from_fragments(given, layout, ranks=ranks, dtype=_dtype(parts) if not given else None)
+    return wrap_fragments(given, layout, ranks, dtype=_dtype(parts) if not given else None)
 
 
 def _wrap_bases(layout: Layout, parts: Mapping, arrays: Mapping, owners: Mapping) -> "DistributedTensor":
     """One fragment per cell of ``layout`` from the producer's fragment arrays (``base``)."""
-    from ..construct import from_fragments
     from ..registry import adapter_for
 
     me = _me()
@@ -452,7 +450,7 @@ def _wrap_bases(layout: Layout, parts: Mapping, arrays: Mapping, owners: Mapping
                 given[f] = base
             elif seen is not base:
                 raise LayoutError(f"__partitioned__: partitions of fragment {f} name different fragment arrays")
-    return from_fragments(given, layout, ranks=ranks, dtype=_dtype(parts) if not given else None)
+    return wrap_fragments(given, layout, ranks, dtype=_dtype(parts) if not given else None)
 
 
 def _dtype(parts: Mapping) -> Any:
