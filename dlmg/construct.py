@@ -18,7 +18,7 @@ import operator
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .device import Device
+from .device import Device, unreachable_hint
 from ._scalars import check_scalar
 from .dtypes import canonical, info
 from .errors import DeviceError, FragmentError, LayoutError
@@ -406,7 +406,7 @@ def _allocate(layout: Any, dtype: Any, framework: str, ranks: Any, fill: Any, wh
         )
     missing = [str(d) for d in dict.fromkeys(layout.devices) if not adapter.supports(d)]
     if missing:
-        raise DeviceError(f"{what}: {adapter.name} cannot hold arrays on {', '.join(missing)}")
+        raise DeviceError(f"{what}: {adapter.name} cannot hold arrays on {', '.join(missing)}{unreachable_hint(missing)}")
     frags = []
     for frag, rank in zip(layout.fragments, rank_of):
         if rank != me:

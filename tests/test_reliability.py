@@ -30,6 +30,31 @@ def _torch_tensor(values=(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0), dtype=torch.f
     return dlmg.from_fragments([t[:4].clone(), t[4:].clone()], _layout())
 
 
+# -- 2. results are fresh arrays in every framework ------------------------------
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda d: +d, id="unary-plus"),
+        pytest.param(lambda d: dlmg.positive(d), id="positive"),
+        pytest.param(lambda d: d.conj(), id="conj-real"),
+        pytest.param(lambda d: dlmg.conj(d), id="dlmg.conj-real"),
+        pytest.param(lambda d: d.real, id="real-of-real"),
+        pytest.param(lambda d: dlmg.astype(d, "float32"), id="astype-same"),
+    ],
+)
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_results_are_fresh(make, framework):
+    d = _torch_tensor()
+    if framework == "numpy":
+        d = d.to("numpy", copy=True)
+    before = d.gather("numpy").copy()
+    e = make(d)
+    e += 100
+    assert np.array_equal(d.gather("numpy"), before)
+    for fd, fe in zip(d.fragments, e.fragments):
+        assert fd.adapter.data_ptr(fd.array) != fe.adapter.data_ptr(fe.array)
+
+
 # -- 4. a missing fill value is an error, not uninitialised memory ---------------
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
 def test_full_without_a_value_is_a_type_error(framework):

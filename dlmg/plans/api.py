@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ..device import Device, as_device
+from ..device import Device, as_device, unreachable_hint
 from ..dtypes import canonical, info
 from ..errors import (
     CopyRequiredError,
@@ -166,6 +166,7 @@ def _choose_framework(dt: "DistributedTensor", frag: "FragmentLayout", framework
         if not adapter.supports(frag.device):
             raise DeviceError(
                 f"framework {adapter.name!r} cannot hold fragment {frag.index} on {frag.device}"
+                f"{unreachable_hint([frag.device])}"
             )
         return adapter
     names = [f.framework for f in dt.fragments if f.is_local and f.device == frag.device]
@@ -297,9 +298,9 @@ def gather(dt: "DistributedTensor", framework: str | None = None, device: Any = 
     if framework is None:
         framework = dt.frameworks[0] if dt.frameworks else "numpy"
     target = _get(framework)
-    dev = _default_device(dt) if device is None else as_device(device)
+    dev = target.landing_device(_default_device(dt)) if device is None else as_device(device)
     if not target.supports(dev):
-        raise DeviceError(f"framework {target.name!r} cannot hold an array on {dev}")
+        raise DeviceError(f"framework {target.name!r} cannot hold an array on {dev}{unreachable_hint([dev])}")
     writer = target if viewable(target) else copy_framework(dev, dt.dtype, tuple(dt.frameworks))
     base = writer.empty(dt.shape, dt.dtype, dev)
     buf = Buffer(base, writer, writer.device_of(base) if dt.size else dev)
@@ -387,14 +388,17 @@ def scatter(array: Any, layout: "Layout", framework: str | None = None) -> "Dist
         if missing:
             raise FrameworkError(
                 f"scatter: the source is a {a.name} array and {a.name} cannot hold fragments on "
-                f"{', '.join(map(str, missing))}; pass framework= to choose one that can"
+                f"{', '.join(map(str, missing))}; pass framework= to choose one that can{unreachable_hint(missing)}"
             )
         target = a
     else:
         target = _get(framework)
         missing = [d for d in dict.fromkeys(layout.devices) if not target.supports(d)]
         if missing:
-            raise DeviceError(f"scatter: framework {target.name!r} cannot hold fragments on {', '.join(map(str, missing))}")
+            raise DeviceError(
+                f"scatter: framework {target.name!r} cannot hold fragments on "
+                f"{', '.join(map(str, missing))}{unreachable_hint(missing)}"
+            )
     src_dev = a.device_of(array)
     strides = tuple(int(s) for s in a.strides_of(array))
     key = ("scatter", shape, strides, src_dev, layout, dtype)
