@@ -75,10 +75,17 @@ class Fragment:
     ``block_strides``) is no single strided array: it keeps its whole memory
     as a flat array (:attr:`memory`) and exposes per-block views
     (:meth:`block_views`); its :attr:`array` raises.
+
+    :attr:`readonly` says whether the memory must not be written: a
+    read-only NumPy array, a JAX array, a DLPack tensor marked
+    ``READ_ONLY``, or memory handed on from one of them by :meth:`to`
+    without a copy (torch and CuPy arrays cannot carry the fact themselves).
+    In-place operations refuse such fragments before writing anything.
     """
 
     __slots__ = (
-        "index", "layout", "framework", "rank", "_array", "_memory", "_adapter", "_dl_device", "__weakref__"
+        "index", "layout", "framework", "rank", "_array", "_memory", "_adapter", "_dl_device", "_readonly",
+        "__weakref__",
     )
 
     def __init__(
@@ -89,10 +96,12 @@ class Fragment:
         *,
         rank: int | None = None,
         memory: Any = None,
+        readonly: bool = False,
         token: object = None,
     ) -> None:
         if token is not _CREATE:
             raise TypeError("Fragment objects are made by dlmg's constructors (dlmg.from_fragments, ...)")
+        self._readonly = bool(readonly)  # handed on from a read-only source, whatever the array says
         self.index = layout.index
         self.layout = layout
         self.framework = framework
@@ -107,6 +116,27 @@ class Fragment:
     def is_local(self) -> bool:
         """Whether this process holds the fragment's memory."""
         return self.rank == process_rank() and (self._array is not None or self._memory is not None)
+
+    @property
+    def readonly(self) -> bool:
+        """Whether the fragment's memory must not be written.
+
+        True when the array itself says so (a NumPy array that is not
+        writeable, a JAX array, a DLPack producer marked ``READ_ONLY``) or
+        when the memory was handed on without a copy from such a source
+        (``to("torch")`` of read-only NumPy or JAX fragments).
+        """
+        if self._readonly:
+            return True
+        if not self.is_local:
+            return False
+        return bool(self.adapter.is_readonly(self._base()))
+
+    @property
+    def inherits_readonly(self) -> bool:
+        """Whether the memory came, without a copy, from a read-only source
+        (as opposed to the array itself being read-only)."""
+        return self._readonly
 
     @property
     def is_padded(self) -> bool:
@@ -219,7 +249,7 @@ class Fragment:
     def __dlpack__(self, **kwargs: Any) -> Any:
         """Export the fragment's array (keywords as the array API's ``__dlpack__``)."""
         adapter = self._adapter
-        if adapter is not None and self._array is not None:  # the common case, kept short
+        if adapter is not None and self._array is not None and not self._readonly:  # the common case, kept short
             return adapter.export(self._array, **kwargs)
         if not self.is_local:
             raise DLPackError(f"fragment {self.index} is held by process {self.rank}; it cannot be exported here")
@@ -228,7 +258,12 @@ class Fragment:
                 f"fragment {self.index} lies in padded blocks that no single DLPack tensor can describe; "
                 "export its block_views() or its memory instead"
             )
-        return self.adapter.export(self._array, **kwargs)
+        capsule = self.adapter.export(self._array, **kwargs)
+        if self._readonly:  # memory from a read-only source: say so to consumers that listen (NumPy)
+            from .dlpack.capsule import mark_readonly
+
+            mark_readonly(capsule)
+        return capsule
 
     def __dlpack_device__(self) -> tuple[int, int]:
         """The DLPack ``(device_type, device_id)`` of the fragment's array.

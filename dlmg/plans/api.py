@@ -32,6 +32,7 @@ from ..errors import (
     FrameworkError,
     LayoutError,
     LayoutMismatchError,
+    ReadOnlyError,
 )
 from .endpoints import Endpoint, array_endpoint, full_endpoint, layout_endpoints
 from .execute import Buffer, copy_framework, run_jobs, synchronize, viewable
@@ -296,7 +297,8 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
 def _reuse(src: "Fragment", frag: "FragmentLayout") -> "Fragment":
     from ..tensor import _CREATE, Fragment
 
-    return Fragment(frag, src._array, src.framework, rank=src.rank, memory=src._memory, token=_CREATE)
+    return Fragment(frag, src._array, src.framework, rank=src.rank, memory=src._memory,
+                    readonly=src.inherits_readonly, token=_CREATE)
 
 
 # -- gather ------------------------------------------------------------------------
@@ -368,7 +370,7 @@ def _check_out(dt: "DistributedTensor", out: Any, framework: str | None, device:
         raise DeviceError(f"gather: out lies on {dev} but device={device!r} was asked for")
     readonly = getattr(a, "is_readonly", None)
     if readonly is not None and readonly(out):
-        raise ValueError("gather: out is read-only")
+        raise ReadOnlyError(f"gather: out (a {a.name} array) is read-only; nothing was written")
     strides = a.strides_of(out)
     if any(s == 0 and n > 1 for s, n in zip(strides, shape)):
         raise ValueError(f"gather: out has zero strides {strides} (a broadcast view); elements would overlap")
@@ -485,6 +487,7 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
                 "redistribute to a dense layout first"
             )
         base = frag._base()
+        readonly = frag.readonly
         producer = getattr(src, "producer", None)
         try:
             new = target.from_dlpack(producer(base) if producer else base, device=frag.device, copy=copy)
@@ -507,8 +510,11 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
                 )
             # copy=True honoured by the framework's own copy (JAX's from_dlpack ignores it on the host)
             new = target.from_dlpack(new, device=frag.device, copy=True)
+        # Memory handed on without a copy stays as read-only as its source was.
+        readonly = readonly and copy is not True and (not frag.size or target.data_ptr(new) == src.data_ptr(base))
         if frag.is_padded:
-            out.append(Fragment(frag.layout, None, target.name, rank=frag.rank, memory=new, token=_CREATE))
+            out.append(Fragment(frag.layout, None, target.name, rank=frag.rank, memory=new, readonly=readonly,
+                                token=_CREATE))
         else:
-            out.append(Fragment(frag.layout, new, target.name, rank=frag.rank, token=_CREATE))
+            out.append(Fragment(frag.layout, new, target.name, rank=frag.rank, readonly=readonly, token=_CREATE))
     return DistributedTensor._create(dt.layout, out, dt.dtype)
