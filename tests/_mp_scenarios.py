@@ -226,6 +226,7 @@ def reductions():
                             want = np.prod(full.astype(np.int64), axis=axis, keepdims=keepdims)
                         if axis is None:
                             np.testing.assert_allclose(_np(got), want, rtol=1e-9, err_msg=f"{name} {dtype}")
+                            assert _np(got).shape == np.shape(want), (name, _np(got).shape)
                         else:
                             check_local(got, np.asarray(want), f"{name} axis={axis} {dtype}")
                         n += 1
@@ -241,6 +242,13 @@ def pointwise():
     check_local(x + y * 2, a + b * 2, "x + 2y")
     check_local(dlmg.sin(x), np.sin(a), "sin")
     check_local(x > y, a > b, "x > y")
+    # everything on rank 0: the others hold nothing, still know the result's dtype, and receive it
+    only = Layout((6, 5), block=(3, 5), grid=(2, 1), devices=_cpu(2), ranks=[0, 0])
+    z = wrap(a.astype(np.int32), only, FRAMEWORKS)
+    w = (z * 2.5 + 1) // 2
+    assert w.dtype == "float64", w.dtype
+    np.testing.assert_array_equal(_np(w.gather()), (a.astype(np.int32) * 2.5 + 1) // 2)
+    np.testing.assert_allclose(_np(dlmg.mean(z, axis=0).gather()), a.astype(np.int32).mean(axis=0))
     return True
 
 
