@@ -14,9 +14,9 @@ Tensors are made by the functions of :mod:`dlmg.construct`
 :func:`~dlmg.full`, :func:`~dlmg.scatter`) and by :meth:`DistributedTensor.redistribute`
 and :meth:`DistributedTensor.to`, never by calling the class.
 
-Processes: every fragment records the ``rank`` of the process holding it;
+Processes: the layout names the process (``rank``) holding every fragment;
 only this process's fragments carry arrays (:attr:`Fragment.is_local`).
-Today dlmg runs in one process (rank 0 holds everything).
+Without :func:`dlmg.distributed.init` dlmg runs in one process (rank 0).
 
 Operators and reductions are not defined here; :mod:`dlmg.ops` attaches
 them with :meth:`DistributedTensor.register_method`.
@@ -42,7 +42,9 @@ __all__ = ["DistributedTensor", "Fragment", "process_rank"]
 
 def process_rank() -> int:
     """The rank of this process among those sharing tensors (0 while dlmg runs in one process)."""
-    return 0
+    from .distributed._state import rank
+
+    return rank()
 
 
 _CREATE = object()  # guards the constructors
@@ -92,7 +94,7 @@ class Fragment:
         array: Any,
         framework: str | None,
         *,
-        rank: int = 0,
+        rank: int | None = None,
         memory: Any = None,
         readonly: bool = False,
         token: object = None,
@@ -103,7 +105,7 @@ class Fragment:
         self.index = layout.index
         self.layout = layout
         self.framework = framework
-        self.rank = rank
+        self.rank = layout.rank if rank is None else rank
         self._array = array
         self._memory = memory
         self._adapter: "Adapter | None" = None
@@ -143,13 +145,16 @@ class Fragment:
 
     @property
     def array(self) -> Any:
-        """The framework's own array of the local shape (``None`` for a remote fragment).
+        """The framework's own array of the local shape.
 
         Raises
         ------
         FragmentError
-            For a padded fragment, which no single strided array describes.
+            For a fragment of another process (the message names its rank), or
+            a padded fragment, which no single strided array describes.
         """
+        if self._array is None and self._memory is None:
+            self._check_local("array")
         if self._array is None and self._memory is not None:
             lay = self.layout.layout
             raise FragmentError(
@@ -352,9 +357,9 @@ class DistributedTensor:
         frags = []
         for frag, array in zip(layout.fragments, arrays):
             if array is None:
-                frags.append(Fragment(frag, None, None, rank=-1, token=_CREATE))
+                frags.append(Fragment(frag, None, None, token=_CREATE))
             else:
-                frags.append(Fragment(frag, array, framework_of(array), rank=process_rank(), token=_CREATE))
+                frags.append(Fragment(frag, array, framework_of(array), token=_CREATE))
         if dtype is None:
             local = [f for f in frags if f._array is not None]
             dtype = local[0].adapter.dtype_of(local[0]._array) if local else "float32"
@@ -533,7 +538,8 @@ class DistributedTensor:
         return item() if callable(item) else value
 
     # -- moving data ---------------------------------------------------------
-    def gather(self, framework: str | None = None, device: Any = None, out: Any = None) -> Any:
+    def gather(self, framework: str | None = None, device: Any = None, out: Any = None, *,
+               root: int | None = None) -> Any:
         """The whole tensor as one regular array, in row-major order.
 
         Parameters
@@ -551,6 +557,8 @@ class DistributedTensor:
             A writable array of the tensor's shape and dtype, of any mutable
             framework and any strides (a transposed view, a slice), filled in
             place and returned.
+        root : int, optional
+            Across processes: the only rank receiving the array.
 
         Returns
         -------
@@ -560,12 +568,13 @@ class DistributedTensor:
         Notes
         -----
         Copies run as a few strided assignments per fragment, never element by
-        element. In a multi-process run this will be an all-gather (every
-        process receives the whole tensor); dlmg runs in one process today.
+        element. Across processes (after :func:`dlmg.distributed.init`) this
+        is an all-gather: every process receives the whole tensor, unless
+        ``root`` names the one process that does (the others get ``None``).
         """
         from .plans.api import gather
 
-        return gather(self, framework=framework, device=device, out=out)
+        return gather(self, framework=framework, device=device, out=out, root=root)
 
     def redistribute(self, layout: "Layout", framework: str | None = None) -> "DistributedTensor":
         """The tensor in another layout of the same shape.

@@ -78,7 +78,7 @@ def distribution_key(layout: "Layout") -> tuple:
     blocks = tuple(
         None if g == 1 else min(b, max(n, 1)) for n, b, g in zip(layout.shape, layout.block, layout.grid)
     )
-    key = (layout.shape, blocks, layout.grid, layout.devices)
+    key = (layout.shape, blocks, layout.grid, layout.devices, layout.ranks)
     if len(_DIST_KEYS) > 4096:
         _DIST_KEYS.clear()
     _DIST_KEYS[id(layout)] = (layout, key)
