@@ -465,6 +465,11 @@ class DistributedTensor:
             For slices and other keys (gather first).
         """
         key = index if isinstance(index, tuple) else (index,)
+        if any(k is Ellipsis or k is None or isinstance(k, slice) or getattr(k, "ndim", 0) for k in key):
+            raise TypeError(
+                f"index {index!r}: DistributedTensor reads single elements with ints only; "
+                "gather() it for slicing"
+            )
         if len(key) != self.ndim:
             raise IndexError(f"index {index!r} has {len(key)} entries; the tensor has {self.ndim} modes")
         idx = []
