@@ -18,6 +18,7 @@ fail with a message of their own; dlmg answers those protocols:
 from __future__ import annotations
 
 import inspect
+import sys
 from typing import Any
 
 __all__ = ["install", "regular_array_message"]
@@ -124,7 +125,15 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
 
 
 def __jax_array__(self: Any) -> Any:
-    """JAX asks for one ``jax.Array``; a distributed tensor is not converted implicitly."""
+    """JAX asks for one ``jax.Array``; a distributed tensor is not converted implicitly.
+
+    JAX's operators (``jax_array + dt``) ask too, and return ``NotImplemented``
+    when the answer is not an array: there the tensor answers itself, so that
+    Python goes on to the tensor's reflected operator (which takes 0-d arrays
+    and refuses larger ones with its own message).
+    """
+    if sys._getframe(1).f_code.co_name.startswith("_operator_"):
+        return self
     raise TypeError(
         "a DistributedTensor is not turned into a jax.Array implicitly. For one array: "
         "dt.gather(framework='jax'); for a sharded jax.Array on the same buffers: dt.to_jax(); to combine "
