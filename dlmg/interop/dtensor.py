@@ -28,6 +28,7 @@ from ._dtensor_layout import (
     nearest_expressible,
     placements_for_layout,
 )
+from ._wrap import wrap_fragments
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -152,12 +153,10 @@ def from_dtensor(x: Any, *, reduce: bool = False) -> "DistributedTensor":
         tuple(x.shape), ranks_flat, tuple(mesh.mesh.shape), placements,
         lambda r: _mesh_device(mesh, r, me, local),
     )
-    from ..construct import from_fragments
     from ..registry import get_adapter
 
     given = {f: local for f, r in enumerate(ranks) if r == me}
-    dtype = get_adapter("torch").dtype_of(local)
-    return from_fragments(given, layout, ranks=ranks, dtype=dtype)
+    return wrap_fragments(given, layout, ranks, dtype=get_adapter("torch").dtype_of(local))
 
 
 def _local_torch(tensor: "DistributedTensor", me: int) -> tuple[Any, Any]:

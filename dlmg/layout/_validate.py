@@ -173,3 +173,25 @@ def check_no_overlap(
         f"{name}[{mode}] = {stride} does not step past the elements of the smaller strides "
         f"(fragment 0 has local shape {tuple(local)}; {context})"
     )
+
+
+def as_ranks(ranks: Any, count: int, context: str) -> tuple[int, ...]:
+    """One non-negative process rank per fragment (``None``: all 0; an int: all that one)."""
+    if ranks is None:
+        return (0,) * count
+    if isinstance(ranks, Iterable) and not isinstance(ranks, (str, bytes)):
+        values = tuple(ranks)
+        if len(values) != count:
+            raise LayoutError(
+                f"ranks has {len(values)} entries but the layout has {count} fragments (one rank per "
+                f"device, replicas included): ranks={values!r} ({context})"
+            )
+    else:
+        values = (ranks,) * count
+    out = []
+    for i, value in enumerate(values):
+        r = as_int(value, f"ranks[{i}]", context)
+        if r < 0:
+            raise LayoutError(f"ranks[{i}] = {r} must be a non-negative process rank ({context})")
+        out.append(r)
+    return tuple(out)
