@@ -40,6 +40,7 @@ from ._validate import (
     as_shape,
     ceil_div,
     check_no_overlap,
+    check_span,
     context_of,
     per_mode,
 )
@@ -179,6 +180,7 @@ class Layout:
         object.__setattr__(self, "block_strides", bs_t)
         object.__setattr__(self, "ranks", as_ranks(ranks, len(devices_t), context))
         if es_t is not None:
+            check_span(shape_t, block_t, grid_t, es_t, bs_t, context)
             check_no_overlap(shape_t, block_t, grid_t, es_t, bs_t, context)
 
     # -- pickling: only the fields travel, never the caches
