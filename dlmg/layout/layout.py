@@ -172,6 +172,16 @@ class Layout:
         if es_t is not None:
             check_no_overlap(shape_t, block_t, grid_t, es_t, bs_t, context)
 
+    def __hash__(self) -> int:
+        # computed once: layouts key plan caches, and hashing hundreds of devices
+        # on every lookup would cost more than the lookup saves
+        found = self.__dict__.get("_hash")
+        if found is None:
+            found = self.__dict__["_hash"] = hash(
+                (self.shape, self.block, self.grid, self.devices, self.element_strides, self.block_strides)
+            )
+        return found
+
     # -- pickling: only the fields travel, never the caches
     def __getstate__(self) -> dict[str, Any]:
         return {
