@@ -122,7 +122,8 @@ class CupyAdapter(BaseAdapter):
             if copy is False:
                 raise self._copy_required(f"cannot move an array from {current} to {device} without a copy")
             return self.to_device(obj, device)
-        src = describe_producer(obj)
+        known = _known_adapter(obj)
+        src = describe_producer(obj) if known is None else known.describe(obj)
         if src.device.kind != "cuda":
             if copy is True and src.device.is_host:
                 from dlmg.registry import get_adapter
@@ -137,7 +138,6 @@ class CupyAdapter(BaseAdapter):
                 f"Device('cuda', 0)) or the producer's own adapter's to_device, or pass copy=True"
             )
         target = src.device if device is None else device
-        known = _known_adapter(obj)
         producer = known.producer(obj) if known is not None else obj
         if target != src.device:
             if copy is False:

@@ -175,10 +175,10 @@ class NumpyAdapter(BaseAdapter):
         self._check_device(device)
         if self.owns(obj):
             return obj.copy() if copy else obj
-        src = describe_producer(obj)
+        known = _known_adapter(obj)
+        src = describe_producer(obj) if known is None else known.describe(obj)
         if src.dtype not in NUMPY_DLPACK_DTYPES:
             raise _bf16_error("import", src.dtype)
-        known = _known_adapter(obj)
         producer = obj if known is None else known.producer(obj)
         if not src.device.is_host:
             if copy is False:

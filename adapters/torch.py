@@ -177,9 +177,9 @@ class TorchAdapter(BaseAdapter):
             if copy is False:
                 raise self._copy_required(f"cannot move a tensor from {self.device_of(obj)} to {device} without a copy")
             return obj.to(self.torch_device(device))
-        src = describe_producer(obj)
-        target = src.device if device is None else device
         known = _known_adapter(obj)
+        src = describe_producer(obj) if known is None else known.describe(obj)
+        target = src.device if device is None else device
         producer = obj if known is None else known.producer(obj)  # dtype limits of the producer first
         if has_negative_strides(src.shape, src.strides):
             if copy is False:

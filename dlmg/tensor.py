@@ -88,6 +88,8 @@ class Fragment:
         rank: int = 0,
         memory: Any = None,
         token: object = None,
+        adapter: "Adapter | None" = None,
+        dl_device: tuple[int, int] | None = None,
     ) -> None:
         if token is not _CREATE:
             raise TypeError("Fragment objects are made by dlmg's constructors (dlmg.from_fragments, ...)")
@@ -97,8 +99,10 @@ class Fragment:
         self.rank = rank
         self._array = array
         self._memory = memory
-        self._adapter: "Adapter | None" = None
-        self._dl_device: tuple[int, int] | None = None  # an array never changes device: asked once
+        # what the constructor already knows (the array's adapter, its DLPack device)
+        # is kept; anything else is asked once, when first needed
+        self._adapter: "Adapter | None" = adapter
+        self._dl_device: tuple[int, int] | None = dl_device  # an array never changes device
 
     # -- what it is ----------------------------------------------------------
     @property
