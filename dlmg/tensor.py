@@ -316,14 +316,19 @@ class DistributedTensor:
 
         For dlmg's own modules, which build arrays that fit by construction.
         """
-        from .registry import framework_of
+        from .registry import adapter_for
 
         frags = []
+        rank = process_rank()
+        last_type: type | None = None
+        adapter: Any = None
         for frag, array in zip(layout.fragments, arrays):
             if array is None:
                 frags.append(Fragment(frag, None, None, rank=-1, token=_CREATE))
-            else:
-                frags.append(Fragment(frag, array, framework_of(array), rank=process_rank(), token=_CREATE))
+                continue
+            if type(array) is not last_type:  # results of one operation share a type
+                adapter, last_type = adapter_for(array), type(array)
+            frags.append(Fragment(frag, array, adapter.name, rank=rank, token=_CREATE, adapter=adapter))
         if dtype is None:
             local = [f for f in frags if f._array is not None]
             dtype = local[0].adapter.dtype_of(local[0]._array) if local else "float32"
