@@ -242,6 +242,21 @@ class TorchAdapter(BaseAdapter):
         """``dst.copy_(src)``."""
         dst.copy_(src)
 
+    def copy_many(self, dsts: Any, srcs: Any) -> None:
+        """``torch._foreach_copy_(dsts, srcs)`` for several copies on one CUDA device
+        (one batched launch where torch can, its own per-pair copies otherwise, in
+        C++ without Python work between them); ``copy_`` pair by pair elsewhere."""
+        if len(dsts) > 1 and dsts[0].is_cuda:
+            foreach = getattr(self.module(), "_foreach_copy_", None)
+            device = dsts[0].device
+            if foreach is not None and all(
+                d.device == device and s.device == device and d.dtype == s.dtype for d, s in zip(dsts, srcs)
+            ):
+                foreach(list(dsts), list(srcs))
+                return
+        for dst, src in zip(dsts, srcs):
+            dst.copy_(src)
+
     # -- DLPack export ----------------------------------------------------------
     def export(self, array: Any, **kwargs: Any) -> Any:
         """``array.__dlpack__(**kwargs)``, made inside ``torch.cuda.device(index)``
