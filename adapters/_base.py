@@ -102,6 +102,15 @@ class Adapter:
         """Whether this framework can hold arrays on ``device``."""
         raise NotImplementedError
 
+    def landing_device(self, device: Device) -> Device:
+        """Where a whole array gathered from fragments on ``device`` goes when no device is asked for.
+
+        The fragments' own device when this framework can hold arrays there,
+        otherwise the host: asking NumPy for an array of GPU fragments means
+        host memory.
+        """
+        return device if self.supports(device) else Device("cpu", 0)
+
     # -- making and moving arrays ---------------------------------------------
     def empty(self, shape: tuple[int, ...], dtype: str, device: Device) -> Any:
         """An uninitialised array on ``device``."""

@@ -134,6 +134,14 @@ class TorchAdapter(BaseAdapter):
         """False: torch has no read-only tensors (and imports read-only buffers writable)."""
         return False
 
+    def shares_memory(self, a: Any, b: Any) -> bool:
+        """Whether the tensors view one storage (torch returns ``self`` from
+        ``+t``, ``t.conj()`` and ``t.real`` of real tensors)."""
+        if a is b:
+            return True
+        pa = a.untyped_storage().data_ptr()
+        return pa != 0 and pa == b.untyped_storage().data_ptr()
+
     def supports(self, device: Device) -> bool:
         """``cpu`` devices always; ``cuda:i`` when torch sees that GPU."""
         if device.kind == "cpu":

@@ -164,3 +164,19 @@ def test_gpu_flag_fails_clearly_without_a_gpu(tmp_path):
     assert done.returncode == 2
     assert "--gpu needs" in done.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_results_folder_is_ignored_and_no_page_by_default():
+    from benchmarks.suite import DOCS_PAGE, RECORDED, parse_args
+
+    args = parse_args([])
+    assert args.out == ROOT / "benchmarks" / "results"
+    assert args.docs is None and args.recorded is None
+    done = subprocess.run(["git", "check-ignore", "-q", "benchmarks/results/cpu-quick.json"], cwd=ROOT)
+    if done.returncode == 128:
+        pytest.skip("needs a git checkout")
+    assert done.returncode == 0, "benchmarks/results/ must be ignored by git"
+    update = parse_args(["--update-docs"])
+    assert update.docs == DOCS_PAGE and update.recorded == RECORDED
+    assert subprocess.run(["git", "check-ignore", "-q", "benchmarks/recorded/cpu-quick.json"],
+                          cwd=ROOT).returncode == 1

@@ -2,7 +2,7 @@
 (jax.jit) fragments on cuda:0, compiled once per signature, checked against
 NumPy on the gathered data.
 
-Marked ``gpu``: CI skips them; run ``python -m pytest -m gpu`` on the GPU machine.
+Marked ``gpu``: skipped without a CUDA GPU; ``python -m pytest -m gpu`` runs them on a GPU.
 """
 
 from __future__ import annotations

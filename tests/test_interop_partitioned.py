@@ -214,6 +214,26 @@ def test_irregular_tiling_needs_copy():
     np.testing.assert_array_equal(dt.gather(), x)
 
 
+def test_trailing_empty_partitions_fit_a_slab():
+    """5 rows over 4 processes the torch.chunk way (2, 2, 1, 0): a slab layout; Heat's
+    balanced way (2, 1, 1, 1) has no common block size."""
+    def rows(sizes):
+        parts, at = {}, 0
+        for i, n in enumerate(sizes):
+            parts[(i, 0)] = {"start": (at, 0), "shape": (n, 3), "data": np.full((n, 3), float(i)),
+                             "location": [0]}
+            at += n
+        return {"shape": (5, 3), "partition_tiling": (4, 1), "partitions": parts, "get": lambda x: x,
+                "locals": list(parts)}
+
+    dt = from_partitioned(rows([2, 2, 1, 0]))
+    assert dt.layout.block == (2, 3) and dt.layout.grid == (4, 1)
+    assert [f.shape for f in dt.fragments] == [(2, 3), (2, 3), (1, 3), (0, 3)]
+    with pytest.raises(LayoutError, match=r"sizes \[2, 1, 1, 1\]"):
+        from_partitioned(rows([2, 1, 1, 1]))
+    np.testing.assert_array_equal(from_partitioned(rows([2, 1, 1, 1]), copy=True).gather()[:, 0], [0, 0, 1, 2, 3])
+
+
 def test_empty_tensor():
     dt = dlmg.zeros(Layout.slab((0, 3), 1, ["cpu"] * 3))
     d = dt.__partitioned__

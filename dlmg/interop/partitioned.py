@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from ..device import Device
 from ..errors import FragmentError, LayoutError
 from ..layout import Layout
+from ._wrap import wrap_fragments
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -214,11 +215,12 @@ def _mode_tiling(
         if at != shape[m]:
             raise LayoutError(f"__partitioned__: mode {m}: the partitions cover {at} of {shape[m]} elements")
         out.append(full)
-    return out, [
-        f"mode {m}: sizes {[s for _, s in row]}"
-        for m, row in enumerate(out)
-        if row and (any(s != row[0][1] for _, s in row[:-1]) or not 0 < row[-1][1] <= row[0][1])
-    ]
+    irregular = []
+    for m, row in enumerate(out):
+        b = max(row[0][1], 1) if row else 1
+        if any(size != max(0, min(b, shape[m] - k * b)) for k, (_, size) in enumerate(row)):
+            irregular.append(f"mode {m}: sizes {[size for _, size in row]}")
+    return out, irregular
 
 
 def _period(keys: Mapping[tuple[int, ...], Any], tiling: tuple[int, ...], mode: int) -> int:
@@ -325,7 +327,7 @@ def from_partitioned(obj: Any, *, copy: bool = False) -> "DistributedTensor":
                 "into one that spreads the modes evenly"
             )
         return _irregular_copy(shape, tiling, spans, parts, arrays, devices, owners)
-    block = tuple(row[0][1] if row else 1 for row in spans)
+    block = tuple(max(row[0][1], 1) if row else 1 for row in spans)
     use_fragments = all("fragments" in p and "base_start" in p for p in parts.values())
     keys = {
         pos: tuple(
@@ -346,19 +348,25 @@ def from_partitioned(obj: Any, *, copy: bool = False) -> "DistributedTensor":
 
 
 def _replica_arrays(part: Mapping[str, Any], entries: list, me: int, get: Any, pos: tuple) -> list[Any]:
-    data = part.get("replicas")
-    if data is None:
-        data = [part.get("data")] + [None] * (len(entries) - 1)
+    """The arrays this process holds of each replica of one partition (``None`` elsewhere).
+
+    dlmg's producer lists a view per replica (``replicas``); other producers
+    give one ``data``, which belongs to the first replica located here.
+    """
+    given = part.get("replicas")
+    if given is None:
+        mine = next((r for r, (rank, _) in enumerate(entries) if rank == me), None)
+        given = [part.get("data") if r == mine else None for r in range(len(entries))]
+    if len(given) != len(entries):
+        raise LayoutError(
+            f"__partitioned__: partitions[{pos}] lists {len(given)} replicas for {len(entries)} locations"
+        )
     out = []
-    for r, handle in enumerate(data):
-        if handle is not None and callable(get):
-            handle = get(handle)
-        rank = entries[r][0]
-        if handle is not None and rank != me:
-            handle = None  # another process's copy, handed along by a single-process producer
-        if handle is None and rank == me and r == 0 and part.get("data") is not None:
-            handle = get(part["data"]) if callable(get) else part["data"]
-        out.append(handle)
+    for (rank, _), handle in zip(entries, given):
+        if handle is None or rank != me:
+            out.append(None)  # held elsewhere
+        else:
+            out.append(get(handle) if callable(get) else handle)
     return out
 
 
@@ -402,8 +410,6 @@ def _ranks(layout: Layout, owners: Mapping[tuple[int, ...], list]) -> list[int]:
 
 def _wrap(layout: Layout, parts: Mapping, arrays: Mapping, owners: Mapping) -> "DistributedTensor":
     """One fragment per partition (``layout.grid`` is the tiling)."""
-    from ..construct import from_fragments
-
     ranks = _ranks(layout, owners)
     me = _me()
     given = {}
@@ -416,12 +422,11 @@ def _wrap(layout: Layout, parts: Mapping, arrays: Mapping, owners: Mapping) -> "
                     f"this process (rank {me}) but has no data"
                 )
             given[frag.index] = array
-    return from_fragments(given, layout, ranks=ranks, dtype=_dtype(parts) if not given else None)
+    return wrap_fragments(given, layout, ranks, dtype=_dtype(parts) if not given else None)
 
 
 def _wrap_bases(layout: Layout, parts: Mapping, arrays: Mapping, owners: Mapping) -> "DistributedTensor":
     """One fragment per cell of ``layout`` from the producer's fragment arrays (``base``)."""
-    from ..construct import from_fragments
     from ..registry import adapter_for
 
     me = _me()
@@ -452,7 +457,7 @@ def _wrap_bases(layout: Layout, parts: Mapping, arrays: Mapping, owners: Mapping
                 given[f] = base
             elif seen is not base:
                 raise LayoutError(f"__partitioned__: partitions of fragment {f} name different fragment arrays")
-    return from_fragments(given, layout, ranks=ranks, dtype=_dtype(parts) if not given else None)
+    return wrap_fragments(given, layout, ranks, dtype=_dtype(parts) if not given else None)
 
 
 def _dtype(parts: Mapping) -> Any:

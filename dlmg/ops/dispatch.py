@@ -35,6 +35,7 @@ from ..errors import FragmentError, LayoutMismatchError
 from ..registry import adapter_for, adapter_names, get_adapter
 from ._executor import Executor, _fail, executor, move_array
 from ._operands import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed
+from ._writes import check_writable, partial_note
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
@@ -77,7 +78,7 @@ def distribution_key(layout: "Layout") -> tuple:
     blocks = tuple(
         None if g == 1 else min(b, max(n, 1)) for n, b, g in zip(layout.shape, layout.block, layout.grid)
     )
-    key = (layout.shape, blocks, layout.grid, layout.devices)
+    key = (layout.shape, blocks, layout.grid, layout.devices, layout.ranks)
     if len(_DIST_KEYS) > 4096:
         _DIST_KEYS.clear()
     _DIST_KEYS[id(layout)] = (layout, key)
@@ -178,10 +179,31 @@ def _collect(operands: Sequence[Any], name: str, check: bool) -> _Operands:
     return _Operands(lead, args, tensors, zero_d)
 
 
+def _fresh(result: Any, call: list[Any], positions: Sequence[int], ex: Executor) -> Any:
+    """``result``, or a copy of it where it shares memory with an operand's
+    fragment (torch returns ``self`` from ``+t``, ``t.conj()`` of real tensors;
+    NumPy ``real`` of a real array): new tensors never alias their inputs."""
+    for position in positions:
+        arg = call[position]
+        if result is arg or ex.adapter.shares_memory(result, arg):
+            return ex.xp.asarray(result, copy=True)
+    return result
+
+
 def _run(
-    fn: Callable[..., Any], ops: _Operands, indices: Sequence[int], nfragments: int, scalar_out: bool, name: str
+    fn: Callable[..., Any],
+    ops: _Operands,
+    indices: Sequence[int],
+    nfragments: int,
+    scalar_out: bool,
+    name: str,
+    fresh: bool = True,
+    in_place: bool = False,
 ) -> list[Any]:
-    """``fn`` on every fragment of ``indices``, each in its lead fragment's executor."""
+    """``fn`` on every fragment of ``indices``, each in its lead fragment's executor.
+
+    With ``fresh``, a result sharing memory with an operand is copied. With
+    ``in_place``, a failure says which fragments ``fn`` had already written."""
     lead_frags = ops.lead.fragments
     args, tensors, zero_d = ops.args, ops.tensors, ops.zero_d
     # Fragments of the other operands whose framework differs from the lead's.
@@ -192,6 +214,7 @@ def _run(
         if any(frags[i].framework != lead_fw[i] for i in indices)
     ]
     results: list[Any] = [None] * nfragments
+    positions = [position for position, _ in tensors]
     active: Executor | None = None  # the executor whose device context is entered
     manager: Any = None
     try:
@@ -223,9 +246,14 @@ def _run(
             try:
                 results[i] = fn(ex.xp, *call)
             except Exception as exc:
-                raise _fail(name, i, ex, exc) from exc
+                raise _fail(name + (partial_note(indices, i) if in_place else ""), i, ex, exc) from exc
             if scalar_out and not hasattr(results[i], "__dlpack__"):
                 results[i] = ex.xp.asarray(results[i])  # NumPy turns 0-d results into scalars
+            elif fresh and positions and ex.adapter.mutable and hasattr(results[i], "__dlpack__"):
+                try:
+                    results[i] = _fresh(results[i], call, positions, ex)
+                except Exception as exc:
+                    raise _fail(f"{name} (copying a result that shares its input's memory)", i, ex, exc) from exc
     finally:
         if manager is not None:
             manager.__exit__(None, None, None)
@@ -319,7 +347,12 @@ def map_fragments(
     layout = out_layout if out_layout is not None else dense(ops.lead.layout)
     if indices is None:
         indices = [f.index for f in ops.lead.fragments if f.is_local]
-    results = _run(fn, ops, indices, layout.nfragments, layout.ndim == 0, name)
+    if out is not None:
+        check_writable(out, indices, name)
+    results = _run(
+        fn, ops, indices, layout.nfragments, layout.ndim == 0, name, fresh=not in_place and out is None,
+        in_place=in_place,
+    )
     return _store(results, ops.lead, indices, layout, out, in_place, name)
 
 
@@ -367,7 +400,7 @@ def _write_into(out: "DistributedTensor", results: list[Any], indices: Sequence[
             else:
                 replaced[i] = r
         except Exception as exc:
-            raise _fail(f"{name} (writing into out)", i, ex, exc) from exc
+            raise _fail(f"{name} (writing into out){partial_note(indices, i)}", i, ex, exc) from exc
     if replaced:
         replace_fragment_arrays(out, replaced)
 
