@@ -2,7 +2,7 @@
 copy engine for contiguous and pitched pieces) and gather, scatter and
 redistribution through them, repeated so that cached views are read again.
 
-Marked ``gpu``: CI skips them; run ``python -m pytest -m gpu`` on the GPU machine.
+Marked ``gpu``: skipped without a CUDA GPU; ``python -m pytest -m gpu`` runs them on a GPU.
 """
 
 from __future__ import annotations

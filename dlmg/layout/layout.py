@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -188,9 +188,7 @@ class Layout:
         # on every lookup would cost more than the lookup saves
         found = self.__dict__.get("_hash")
         if found is None:
-            found = self.__dict__["_hash"] = hash(
-                (self.shape, self.block, self.grid, self.devices, self.element_strides, self.block_strides)
-            )
+            found = self.__dict__["_hash"] = hash(tuple(getattr(self, f.name) for f in fields(self)))
         return found
 
     # -- pickling: only the fields travel, never the caches
