@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 
 from dlmg._shapes import c_strides
 from dlmg.device import Device, as_device
+from dlmg.registry import adapter_for
 from dlmg.dtypes import canonical, info
 from dlmg.errors import (
     CopyRequiredError,
@@ -269,8 +270,6 @@ class DLPackShim:
 # -- describing producers --------------------------------------------------------
 def _known_adapter(obj: Any) -> "BaseAdapter | None":
     """The adapter of ``obj`` when it is an array of a known framework (no import)."""
-    from dlmg.registry import adapter_for
-
     try:
         adapter = adapter_for(obj)
     except FrameworkError:
