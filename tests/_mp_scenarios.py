@@ -403,3 +403,7 @@ def jax_multicontroller():
 
 
 SCENARIOS["jax_multicontroller"] = jax_multicontroller
+
+from tests._mp_interop import SCENARIOS as _INTEROP  # noqa: E402  (the interop bridges' scenarios)
+
+SCENARIOS.update(_INTEROP)

@@ -167,6 +167,29 @@ def test_unsigned_sum_wraps_as_numpy():
 
 
 # -- 7. errors of the right type, naming the limit -------------------------------
+def test_layout_extent_over_int64_is_a_layout_error():
+    with pytest.raises(LayoutError, match=r"shape.*2\*\*63"):
+        dlmg.Layout((2**70,), devices=["cpu"])
+    with pytest.raises(LayoutError, match=r"2\*\*63"):
+        dlmg.Layout((2**40, 2**40), devices=["cpu"])
+
+
+def test_scatter_of_2_to_the_80_elements_is_a_dlmg_error():
+    producer = Producer(ndim=2, shape=(2**40, 2**40), strides=(0, 0))
+    with pytest.raises(LayoutError, match=r"2\*\*63"):
+        dlmg.scatter(producer, dlmg.Layout((2**40, 2**40), devices=["cpu"]))
+    with pytest.raises(dlmg.DLPackError, match=r"2\*\*63"):  # the producer alone, into a small layout
+        dlmg.scatter(producer, _layout())
+    assert producer.deleted == producer.exports
+
+
+def test_layout_strides_past_int64_are_a_layout_error():
+    with pytest.raises(LayoutError, match=r"2\*\*63"):
+        dlmg.Layout((4, 4), devices=["cpu"], element_strides=(2**62, 1))
+    with pytest.raises(LayoutError, match=r"block\[0\] = 9223372036854775808"):
+        dlmg.Layout((4,), block=(2**63,), devices=["cpu"])
+
+
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
 def test_zeros_over_the_byte_limit_is_a_dlmg_error(framework):
     with pytest.raises((LayoutError, DtypeError), match=r"2\*\*63"):
