@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 
 from dlmg._shapes import c_strides
 from dlmg.device import Device, as_device
+from dlmg.registry import adapter_for
 from dlmg.dtypes import canonical, info
 from dlmg.errors import (
     CopyRequiredError,
@@ -269,8 +270,6 @@ class DLPackShim:
 # -- describing producers --------------------------------------------------------
 def _known_adapter(obj: Any) -> "BaseAdapter | None":
     """The adapter of ``obj`` when it is an array of a known framework (no import)."""
-    from dlmg.registry import adapter_for
-
     try:
         adapter = adapter_for(obj)
     except FrameworkError:
@@ -368,8 +367,13 @@ class BaseAdapter(Adapter):
             try:
                 mod = importlib.import_module(name)
             except ImportError as exc:
+                missing = (getattr(exc, "name", None) or name).partition(".")[0]
+                hint = (
+                    f"pip install {missing.replace('_', '-')}" if missing != self.package.partition(".")[0]
+                    else self.install_hint
+                )
                 raise FrameworkNotInstalledError(
-                    f"dlmg needs {name!r} for framework {self.name!r} ({exc}); install: {self.install_hint}"
+                    f"dlmg needs {name!r} for framework {self.name!r} ({exc}); install it with: {hint}"
                 ) from exc
             BaseAdapter._module_cache[name] = mod
         return mod

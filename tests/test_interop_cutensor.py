@@ -152,7 +152,9 @@ def test_cutensormp_arguments():
 def test_cutensormp_refuses_two_fragments_of_one_process():
     lay = Layout((8,), block=(4,), grid=(2,), devices=["cuda:0", "cuda:1"])
     with pytest.raises(LayoutError, match="fragments 0 and 1 .* rank 0"):
-        lay.cutensormp()  # a layout naming no processes: this process holds both
+        lay.cutensormp()  # the layout's ranks: process 0 holds both
+    spread = lay.replace(ranks=[1, 0])
+    assert spread.cutensormp().ranks.tolist() == [1, 0]
     with pytest.raises(LayoutError, match="ranks has 1 entries"):
         lay.cutensormp(ranks=[0])
     one = Layout((8,), devices=["cuda:0"])
