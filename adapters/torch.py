@@ -204,7 +204,7 @@ class TorchAdapter(BaseAdapter):
                 out = torch.from_dlpack(producer)
             else:
                 out = torch.from_dlpack(producer, copy=copy)
-        except (BufferError, RuntimeError, TypeError) as exc:
+        except (BufferError, RuntimeError, TypeError, ValueError) as exc:  # ValueError: "Expected zero byte_offset"
             if isinstance(exc, CopyRequiredError):
                 raise
             raise DLPackError(f"torch could not import a {src.dtype} tensor of shape {src.shape} "

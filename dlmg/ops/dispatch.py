@@ -352,7 +352,31 @@ def map_fragments(
         fn, ops, indices, layout.nfragments, layout.ndim == 0, name, fresh=not in_place and out is None,
         in_place=in_place,
     )
+    if not indices and out is None and not in_place:  # this process holds no fragment
+        return new_tensor(results, layout, _probe_dtype(fn, operands))
     return _store(results, ops.lead, indices, layout, out, in_place, name)
+
+
+def _probe_dtype(fn: Callable[..., Any], operands: Sequence[Any]) -> str | None:
+    """The dtype ``fn`` gives on empty NumPy arrays of the operands' dtypes: what a process
+    holding no fragment records as its result's dtype (``None`` when that cannot be told)."""
+    import numpy as np
+
+    from ..dtypes import canonical
+
+    try:
+        numpy = get_adapter("numpy")
+        args = []
+        for op in operands:
+            if is_distributed(op):
+                args.append(np.empty((0,) * op.ndim, dtype=op.dtype))
+            elif op is None or isinstance(op, SCALAR_TYPES):
+                args.append(op)
+            else:
+                args.append(np.zeros((), dtype=canonical(adapter_for(op).dtype_of(op))))
+        return canonical(numpy.dtype_of(np.asarray(fn(numpy.namespace(), *args))))
+    except Exception:  # a dtype NumPy lacks, or fn needs real data: the lead's dtype then
+        return None
 
 
 def _unify_dtypes(results: list[Any], indices: Sequence[int], frags: Sequence[Any], name: str) -> None:
