@@ -235,6 +235,14 @@ def to_dtensor(tensor: "DistributedTensor", mesh: Any = None) -> Any:
                 f"(a grid and replicas whose product is the number of processes)"
             )
         seen[r] = f
+    world = dist.get_world_size()
+    if mesh is None and sorted(ranks) != list(range(world)):
+        # a new mesh is made by every process of the group together: all must take part
+        raise LayoutError(
+            f"to_dtensor without a mesh needs one fragment on every process of the group "
+            f"(ranks 0..{world - 1}), but the fragments are on ranks {sorted(ranks)}; pass mesh= "
+            f"(a DeviceMesh of those ranks) or redistribute over every process"
+        )
     local, _ = _local_torch(tensor, me)
     to_torch = {"shard": lambda p: Shard(p[1]), "replicate": lambda p: Replicate()}
     if mesh is None:
