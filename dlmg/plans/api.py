@@ -525,5 +525,7 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
             out.append(Fragment(frag.layout, None, target.name, rank=frag.rank, memory=new, readonly=readonly,
                                 token=_CREATE))
         else:
-            out.append(Fragment(frag.layout, new, target.name, rank=frag.rank, readonly=readonly, token=_CREATE))
+            device = frag.device  # the import put it there: host memory in slot cpu:k exports as (1, k)
+            out.append(Fragment(frag.layout, new, target.name, rank=frag.rank, readonly=readonly, token=_CREATE,
+                                adapter=target, dl_device=(1, device.index) if device.kind == "cpu" else None))
     return DistributedTensor._create(dt.layout, out, dt.dtype)
