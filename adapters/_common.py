@@ -367,8 +367,13 @@ class BaseAdapter(Adapter):
             try:
                 mod = importlib.import_module(name)
             except ImportError as exc:
+                missing = (getattr(exc, "name", None) or name).partition(".")[0]
+                hint = (
+                    f"pip install {missing.replace('_', '-')}" if missing != self.package.partition(".")[0]
+                    else self.install_hint
+                )
                 raise FrameworkNotInstalledError(
-                    f"dlmg needs {name!r} for framework {self.name!r} ({exc}); install: {self.install_hint}"
+                    f"dlmg needs {name!r} for framework {self.name!r} ({exc}); install it with: {hint}"
                 ) from exc
             BaseAdapter._module_cache[name] = mod
         return mod

@@ -199,12 +199,17 @@ class NumpyAdapter(BaseAdapter):
                     f"to the host ({exc}); move it to the host first (its adapter's to_device)"
                 ) from exc
         try:
-            return np.from_dlpack(producer, copy=copy)
-        except TypeError:  # NumPy < 2.1 has no copy=
-            out = np.from_dlpack(producer)
-            return out.copy() if copy else out
-        except RuntimeError as exc:  # "Unsupported dtype in DLTensor."
-            raise DLPackError(f"NumPy could not import a {src.dtype} DLPack tensor: {exc}") from exc
+            try:
+                return np.from_dlpack(producer, copy=copy)
+            except TypeError:  # NumPy < 2.1 has no copy=
+                out = np.from_dlpack(producer)
+                return out.copy() if copy else out
+        except (RuntimeError, ValueError, BufferError) as exc:  # "Unsupported dtype", "array is too big"
+            if isinstance(exc, DLPackError):
+                raise
+            raise DLPackError(
+                f"NumPy could not import a {src.dtype} DLPack tensor of shape {src.shape}: {exc}"
+            ) from exc
 
     def to_device(self, array: Any, device: Device) -> Any:
         """``array`` itself for a ``cpu`` device; other devices raise DeviceError."""

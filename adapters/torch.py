@@ -209,7 +209,7 @@ class TorchAdapter(BaseAdapter):
                 out = torch.from_dlpack(producer)
             else:
                 out = torch.from_dlpack(producer, copy=copy)
-        except (BufferError, RuntimeError, TypeError) as exc:
+        except (BufferError, RuntimeError, TypeError, ValueError) as exc:  # ValueError: "Expected zero byte_offset"
             if isinstance(exc, CopyRequiredError):
                 raise
             dtype = (src or known.describe(obj)).dtype

@@ -269,14 +269,17 @@ def _find_cutensormg() -> str | None:
 @pytest.mark.gpu
 def test_cutensormg_accepts_the_descriptor():
     """Create the descriptors with libcutensorMg itself (the cutensor-cu12/cu13 wheels ship it)."""
+    torch = pytest.importorskip("torch")  # loads the CUDA runtime libcutensorMg links against
     path = _find_cutensormg()
     if path is None:
-        pytest.skip("needs libcutensorMg (pip install cutensor-cu12)")
+        pytest.skip("needs libcutensorMg (pip install cutensor-cu12 or cutensor-cu13, matching CUDA)")
     try:
+        for base in glob.glob(os.path.join(os.path.dirname(path), "libcutensor.so*")):
+            ctypes.CDLL(base, mode=ctypes.RTLD_GLOBAL)  # its sibling, found without an rpath
+            break
         lib = ctypes.CDLL(path)
     except OSError as exc:
         pytest.skip(f"libcutensorMg does not load: {exc}")
-    torch = pytest.importorskip("torch")
     ndev = torch.cuda.device_count()
     if ndev < 1:
         pytest.skip("needs a CUDA GPU")

@@ -1,8 +1,8 @@
-"""The interop bridges across 2 and 4 processes (torch.distributed on gloo).
+"""The interop bridges across 2 and 4 processes (torch.distributed on gloo), and a
+global jax.Array through DTensor and back in 2 multi-controller JAX processes.
 
-Each process count launches its processes once for the module and runs every
-scenario of :mod:`tests._mp_interop` in them; the tests read the per-process
-results.
+Each setup launches its processes once for the module and runs its scenarios
+of :mod:`tests._mp_interop` in them; the tests read the per-process results.
 """
 
 from __future__ import annotations
@@ -35,3 +35,4 @@ def test_scenario(run, scenario):
         assert all(v == values[0] for v in values)
     if scenario == "dtensor_partial":
         assert values == [sum(range(1, nprocs + 1))] * nprocs
+
