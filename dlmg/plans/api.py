@@ -23,6 +23,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..device import Device, as_device
+from ..registry import DEFAULT_FRAMEWORK, viewing_frameworks
 from ..dtypes import canonical, info
 from ..errors import (
     CopyRequiredError,
@@ -34,7 +35,7 @@ from ..errors import (
     LayoutMismatchError,
 )
 from .endpoints import Endpoint, array_endpoint, full_endpoint, layout_endpoints
-from .execute import Buffer, copy_framework, run_jobs, synchronize, viewable
+from .execute import Buffer, copy_framework, run_jobs, synchronize
 from .plan import RedistributionPlan, build_plan
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -81,7 +82,7 @@ def _source_geometry(frag: "Fragment") -> Any:
         return None
     if frag.is_padded:
         return "padded"
-    return frag.adapter.strides_of(frag._array)
+    return frag.adapter.strides_of(frag.array)
 
 
 def _source_endpoints(dt: "DistributedTensor", geometry: Sequence[Any]) -> list[Endpoint]:
@@ -100,7 +101,7 @@ def _source_buffers(dt: "DistributedTensor") -> dict[int, Buffer]:
     out = {}
     for frag in dt.fragments:
         if frag.is_local:
-            base = frag._base()
+            base = frag.base
             out[frag.index] = Buffer(base, frag.adapter, frag.adapter.device_of(base))
     return out
 
@@ -110,14 +111,14 @@ def _allocate(frag: "FragmentLayout", framework: "Adapter", dtype: str, prefer: 
     """A writable buffer for destination fragment ``frag``; returns (buffer, copy framework)."""
     device = frag.device
     lay = frag.layout
-    if viewable(framework):
+    if framework.can_view:
         writer = framework
     else:
         if lay.element_strides is not None:
             raise LayoutError(
                 f"framework {framework.name!r} cannot hold fragments with explicit strides "
                 f"(element_strides={lay.element_strides}, block_strides={lay.block_strides}); "
-                "use a dense layout or a framework with views (numpy, torch, cupy)"
+                f"use a dense layout or a framework with views ({', '.join(viewing_frameworks())})"
             )
         writer = copy_framework(device, dtype, prefer)
     shape = frag.shape if lay.element_strides is None else (frag.span,)
@@ -126,7 +127,7 @@ def _allocate(frag: "FragmentLayout", framework: "Adapter", dtype: str, prefer: 
 
 
 def _finish(frag: "FragmentLayout", buf: Buffer, framework: "Adapter") -> "Fragment":
-    from ..tensor import _CREATE, Fragment, process_rank
+    from ..tensor import Fragment, process_rank
 
     lay = frag.layout
     device = frag.device
@@ -134,13 +135,12 @@ def _finish(frag: "FragmentLayout", buf: Buffer, framework: "Adapter") -> "Fragm
         array = buf.base
         if buf.adapter.name != framework.name:
             synchronize([buf])  # the staging framework's queued copies, before another framework reads
-            producer = getattr(buf.adapter, "producer", None)
-            array = framework.from_dlpack(producer(array) if producer else array, device=device)
-        return Fragment(frag, array, framework.name, rank=process_rank(), token=_CREATE)
+            array = framework.from_dlpack(buf.adapter.producer(array), device=device)
+        return Fragment.of_array(frag, array, framework.name, rank=process_rank())
     if frag.is_strided:
         view = buf.adapter.as_strided(buf.base, frag.shape, frag.strides, 0)
-        return Fragment(frag, view, framework.name, rank=process_rank(), token=_CREATE)
-    return Fragment(frag, None, framework.name, rank=process_rank(), memory=buf.base, token=_CREATE)
+        return Fragment.of_array(frag, view, framework.name, rank=process_rank())
+    return Fragment.of_memory(frag, buf.base, framework.name, rank=process_rank())
 
 
 def _choose_framework(dt: "DistributedTensor", frag: "FragmentLayout", framework: str | None) -> "Adapter":
@@ -159,7 +159,7 @@ def _choose_framework(dt: "DistributedTensor", frag: "FragmentLayout", framework
             return adapter
     raise FrameworkError(
         f"none of the tensor's frameworks ({', '.join(dt.frameworks)}) can hold fragment "
-        f"{frag.index} on {frag.device}; pass framework='torch' (or another) to choose one"
+        f"{frag.index} on {frag.device}; pass framework= to choose one that can"
     )
 
 
@@ -228,9 +228,7 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
 
 
 def _reuse(src: "Fragment", frag: "FragmentLayout") -> "Fragment":
-    from ..tensor import _CREATE, Fragment
-
-    return Fragment(frag, src._array, src.framework, rank=src.rank, memory=src._memory, token=_CREATE)
+    return src.with_layout(frag)
 
 
 # -- gather ------------------------------------------------------------------------
@@ -247,20 +245,19 @@ def gather(dt: "DistributedTensor", framework: str | None = None, device: Any = 
     if out is not None:
         return _gather_into(dt, out, framework, device)
     if framework is None:
-        framework = dt.frameworks[0] if dt.frameworks else "numpy"
+        framework = dt.frameworks[0] if dt.frameworks else DEFAULT_FRAMEWORK
     target = _get(framework)
     dev = _default_device(dt) if device is None else as_device(device)
     if not target.supports(dev):
         raise DeviceError(f"framework {target.name!r} cannot hold an array on {dev}")
-    writer = target if viewable(target) else copy_framework(dev, dt.dtype, tuple(dt.frameworks))
+    writer = target if target.can_view else copy_framework(dev, dt.dtype, tuple(dt.frameworks))
     base = writer.empty(dt.shape, dt.dtype, dev)
     buf = Buffer(base, writer, writer.device_of(base) if dt.size else dev)
     _fill(dt, buf)
     if writer.name == target.name:
         return base
     synchronize([buf])  # the staging framework's queued copies, before another framework reads
-    producer = getattr(writer, "producer", None)
-    return target.from_dlpack(producer(base) if producer else base, device=dev)
+    return target.from_dlpack(writer.producer(base), device=dev)
 
 
 def _gather_into(dt: "DistributedTensor", out: Any, framework: str | None, device: Any) -> Any:
@@ -269,7 +266,7 @@ def _gather_into(dt: "DistributedTensor", out: Any, framework: str | None, devic
     a = adapter_for(out)
     if framework is not None and _get(framework).name != a.name:
         raise FrameworkError(f"gather: out is a {a.name} array but framework={framework!r} was asked for")
-    if not viewable(a):
+    if not a.can_view:
         raise FrameworkError(
             f"gather: out is a {a.name} array, which cannot be written in place (immutable); "
             f"call gather(framework={a.name!r}) for a new array instead"
@@ -283,8 +280,7 @@ def _gather_into(dt: "DistributedTensor", out: Any, framework: str | None, devic
     dev = a.device_of(out)
     if device is not None and not _same_slot(as_device(device), dev):
         raise DeviceError(f"gather: out lies on {dev} but device={device!r} was asked for")
-    readonly = getattr(a, "is_readonly", None)
-    if readonly is not None and readonly(out):
+    if a.is_readonly(out):
         raise ValueError("gather: out is read-only")
     strides = a.strides_of(out)
     if any(s == 0 and n > 1 for s, n in zip(strides, shape)):
@@ -365,7 +361,7 @@ def scatter(array: Any, layout: "Layout", framework: str | None = None) -> "Dist
 # -- to --------------------------------------------------------------------------------
 def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = None) -> "DistributedTensor":
     """``dt`` with every local fragment handed to ``framework`` (see :meth:`dlmg.DistributedTensor.to`)."""
-    from ..tensor import _CREATE, DistributedTensor, Fragment
+    from ..tensor import DistributedTensor, Fragment
 
     if copy not in (None, True, False):
         raise ValueError(f"copy must be None, True or False, got {copy!r}")
@@ -379,15 +375,14 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
         if frag.framework == target.name and copy is not True:
             out.append(frag)
             continue
-        if frag.is_padded and not viewable(target):
+        if frag.is_padded and not target.can_view:
             raise LayoutError(
                 f"fragment {frag.index} lies in padded blocks, which {target.name} cannot view; "
                 "redistribute to a dense layout first"
             )
-        base = frag._base()
-        producer = getattr(src, "producer", None)
+        base = frag.base
         try:
-            new = target.from_dlpack(producer(base) if producer else base, device=frag.device, copy=copy)
+            new = target.from_dlpack(src.producer(base), device=frag.device, copy=copy)
         except CopyRequiredError:
             raise
         except Exception as exc:
@@ -408,7 +403,7 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
             # copy=True honoured by the framework's own copy (JAX's from_dlpack ignores it on the host)
             new = target.from_dlpack(new, device=frag.device, copy=True)
         if frag.is_padded:
-            out.append(Fragment(frag.layout, None, target.name, rank=frag.rank, memory=new, token=_CREATE))
+            out.append(Fragment.of_memory(frag.layout, new, target.name, rank=frag.rank))
         else:
-            out.append(Fragment(frag.layout, new, target.name, rank=frag.rank, token=_CREATE))
+            out.append(Fragment.of_array(frag.layout, new, target.name, rank=frag.rank))
     return DistributedTensor._create(dt.layout, out, dt.dtype)
