@@ -26,10 +26,8 @@ import importlib
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from dlmg.device import Device
 from dlmg.dlpack import c_contiguous_strides as c_strides
 from dlmg.dlpack import inspect as dl_inspect
-from dlmg.dtypes import canonical
 from dlmg.errors import (
     CopyRequiredError,
     DLPackError,
