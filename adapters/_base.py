@@ -278,6 +278,15 @@ class Adapter:
         overwritten behind the framework's back)."""
         return False
 
+    def landing_device(self, device: Device) -> Device:
+        """Where a whole array gathered from fragments on ``device`` goes when no device is asked for.
+
+        The fragments' own device when this framework can hold arrays there,
+        otherwise the host: asking NumPy for an array of GPU fragments means
+        host memory.
+        """
+        return device if self.supports(device) else Device("cpu", 0)
+
     # -- making and moving arrays ---------------------------------------------
     def empty(self, shape: tuple[int, ...], dtype: str, device: Device) -> Any:
         """An uninitialised array on ``device``."""
@@ -335,3 +344,68 @@ class Adapter:
     def synchronize_array(self, array: Any) -> None:
         """Wait until the work producing ``array`` is done (by default: its device's)."""
         self.synchronize(self.device_of(array))
+
+    # -- what the framework computes in and what its results share ------------
+    def accumulate_dtype(self, dtype: str, op: str) -> str:
+        """The element type reduction ``op`` (``"sum"``, ``"prod"``) runs in here
+        when its result must have type ``dtype``.
+
+        By default ``dtype`` itself. A framework that lacks the arithmetic for
+        ``dtype`` names a type it has where the result is exact after a cast
+        back to ``dtype`` (two's-complement int64 for unsigned sums and
+        products: both wrap modulo ``2**64``); dlmg casts the result back.
+        """
+        return dtype
+
+    def shares_memory(self, a: Any, b: Any) -> bool:
+        """Whether arrays ``a`` and ``b`` of this framework may overlap in memory.
+
+        The default compares the byte ranges their data pointers, shapes and
+        strides span (conservative: interleaved views count as overlapping).
+        Frameworks with immutable arrays answer False (nothing can be written
+        through either).
+        """
+        if not self.mutable:
+            return False
+        ranges = []
+        for array in (a, b):
+            shape = self.shape_of(array)
+            if not all(shape):
+                return False
+            strides = self.strides_of(array)
+            itemsize = info(self.dtype_of(array)).itemsize
+            start = self.data_ptr(array)
+            low = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0) * itemsize
+            high = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) * itemsize + itemsize
+            ranges.append((start + low, start + high))
+        (a0, a1), (b0, b1) = ranges
+        return a0 < b1 and b0 < a1
+
+    # -- compiling --------------------------------------------------------------
+    def compile_elementwise(self, fn: Callable[..., Any], device: Device) -> tuple[Callable[..., Any], str]:
+        """A compiled form of an elementwise function for this framework's arrays on ``device``.
+
+        Parameters
+        ----------
+        fn : callable
+            ``fn(xp, *args)``: the work on one fragment, given an array-API
+            namespace ``xp`` and the fragment's arrays (and Python scalars).
+        device : Device
+            Where the arrays live.
+
+        Returns
+        -------
+        kernel : callable
+            ``kernel(*args)`` returns what ``fn(xp, *args)`` returns. A compiler
+            may trace ``fn`` once and specialise on the arguments' shapes and
+            dtypes; callers keep one kernel per (function, dtype, shape, device).
+        compiler : str
+            What compiles it (``"jax.jit"``, ``"cupy.fuse"``, ...); the default
+            runs ``fn`` as it is: ``"eager"``.
+        """
+        xp = self.namespace()
+
+        def eager(*args: Any) -> Any:
+            return fn(xp, *args)
+
+        return eager, "eager"

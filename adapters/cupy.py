@@ -233,3 +233,19 @@ class CupyAdapter(BaseAdapter):
     def synchronize_array(self, array: Any) -> None:
         """Synchronise the device of ``array``."""
         self.module().cuda.Device(int(array.device.id)).synchronize()
+
+    # -- compiling --------------------------------------------------------------
+    def compile_elementwise(self, fn: Any, device: Device) -> tuple[Any, str]:
+        """``cupy.fuse`` of ``fn``: one elementwise kernel per dtype and shape.
+
+        Inside the fused kernel the namespace is the ``cupy`` module itself,
+        whose ufuncs ``cupy.fuse`` knows how to fuse (the array-API wrapper's
+        functions are not ufuncs).
+        """
+        cp = self.module()
+
+        def kernel(*args: Any) -> Any:
+            return fn(cp, *args)
+
+        kernel.__name__ = getattr(fn, "__name__", "kernel")
+        return cp.fuse(kernel), "cupy.fuse"

@@ -398,3 +398,17 @@ class JaxAdapter(BaseAdapter):
     def synchronize_array(self, array: Any) -> None:
         """``array.block_until_ready()``."""
         array.block_until_ready()
+
+    # -- compiling --------------------------------------------------------------
+    def compile_elementwise(self, fn: Any, device: Device) -> tuple[Any, str]:
+        """``jax.jit`` of ``fn`` with ``jax.numpy`` as its namespace: one XLA
+        computation (one pass over memory) per dtype and shape, run on the
+        arrays' own device."""
+        jax = self.module()
+        jnp = self.namespace()
+
+        def kernel(*args: Any) -> Any:
+            return fn(jnp, *args)
+
+        kernel.__name__ = getattr(fn, "__name__", "kernel")
+        return jax.jit(kernel), "jax.jit"

@@ -107,9 +107,17 @@ class NumpyAdapter(BaseAdapter):
         """Whether the array is not writeable."""
         return not array.flags.writeable
 
+    def shares_memory(self, a: Any, b: Any) -> bool:
+        """``numpy.may_share_memory`` (the bounds check, conservative and cheap)."""
+        return a is b or bool(self._np().may_share_memory(a, b))
+
     def supports(self, device: Device) -> bool:
         """True for ``cpu`` devices (any index: one host memory)."""
         return device.kind == "cpu"
+
+    def landing_device(self, device: Device) -> Device:
+        """The host, always: NumPy holds host memory only (``cpu:k`` of the fragments kept)."""
+        return device if device.kind == "cpu" else Device("cpu", 0)
 
     # -- making and moving ----------------------------------------------------
     def native_dtype(self, dtype: Any) -> Any:

@@ -21,6 +21,7 @@ Quirks handled here:
 
 from __future__ import annotations
 
+import os
 from functools import partial
 from typing import Any
 
@@ -39,6 +40,20 @@ from ._common import (
 )
 
 __all__ = ["TorchAdapter"]
+
+
+def _compiler_missing(device: Device) -> str:
+    """Why ``torch.compile`` cannot build kernels for ``device`` here ("" when it can)."""
+    import importlib.util
+    import shutil
+
+    if device.kind == "cuda":
+        return "" if importlib.util.find_spec("triton") is not None else "torch.compile needs triton for CUDA"
+    if device.kind == "cpu":
+        compilers = (os.environ.get("CXX", ""), "g++", "c++", "clang++")
+        found = any(shutil.which(c) for c in compilers if c)
+        return "" if found else "torch.compile needs a C++ compiler for the host"
+    return f"torch.compile has no backend dlmg trusts for {device.kind}"
 
 _TORCH_TO_KIND = {"cpu": "cpu", "cuda": "cuda", "mps": "metal", "xpu": "oneapi"}
 _KIND_TO_TORCH = {v: k for k, v in _TORCH_TO_KIND.items()}
@@ -140,6 +155,14 @@ class TorchAdapter(BaseAdapter):
     def is_readonly(self, array: Any) -> bool:
         """False: torch has no read-only tensors (and imports read-only buffers writable)."""
         return False
+
+    def shares_memory(self, a: Any, b: Any) -> bool:
+        """Whether the tensors view one storage (torch returns ``self`` from
+        ``+t``, ``t.conj()`` and ``t.real`` of real tensors)."""
+        if a is b:
+            return True
+        pa = a.untyped_storage().data_ptr()
+        return pa != 0 and pa == b.untyped_storage().data_ptr()
 
     def supports(self, device: Device) -> bool:
         """``cpu`` devices always; ``cuda:i`` when torch sees that GPU."""
@@ -277,6 +300,16 @@ class TorchAdapter(BaseAdapter):
             return DLPackShim(array, export=partial(self.export, array))
         return array
 
+    # -- arithmetic ---------------------------------------------------------------
+    def accumulate_dtype(self, dtype: str, op: str) -> str:
+        """int64 for sums and products of uint16/32/64 results, which torch
+        cannot compute (``"sum_cpu" not implemented for 'UInt64'``); int64
+        arithmetic wraps modulo ``2**64`` as unsigned arithmetic does, so the
+        cast back is exact."""
+        if op in ("sum", "prod") and dtype in ("uint16", "uint32", "uint64"):
+            return "int64"
+        return dtype
+
     # -- streams ----------------------------------------------------------------
     def synchronize(self, device: Device | None = None) -> None:
         """``torch.cuda.synchronize`` of ``device`` (all GPUs when ``None``; nothing for the host)."""
@@ -293,3 +326,19 @@ class TorchAdapter(BaseAdapter):
         """Synchronise the CUDA device of ``array`` (nothing for CPU tensors)."""
         if array.device.type == "cuda":
             self.module().cuda.synchronize(array.device.index)
+
+    # -- compiling --------------------------------------------------------------
+    def compile_elementwise(self, fn: Any, device: Device) -> tuple[Any, str]:
+        """``torch.compile`` of ``fn`` where torch's compiler can build for
+        ``device`` (CUDA: Triton installed; host: a C++ compiler on the path);
+        eager otherwise (the second value says which)."""
+        xp = self.namespace()
+
+        def kernel(*args: Any) -> Any:
+            return fn(xp, *args)
+
+        kernel.__name__ = getattr(fn, "__name__", "kernel")
+        missing = _compiler_missing(device)
+        if missing:
+            return kernel, f"eager ({missing})"
+        return self.module().compile(kernel), "torch.compile"

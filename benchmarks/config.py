@@ -33,6 +33,8 @@ class Mode:
         Global float32 shape of the gather / scatter runs.
     redistribute_n : int
         The redistributed matrix is ``n x n`` float32.
+    scaling_n : int
+        The scaling case's matrix is ``n x n`` float32.
     gpu_* :
         The same on the GPU.
     """
@@ -44,6 +46,7 @@ class Mode:
     dispatch_elements: int
     gather_shape: tuple[int, int]
     redistribute_n: int
+    scaling_n: int
     gpu_interchange_bytes: tuple[int, int]
     gpu_pointwise_bytes: int
     gpu_gather_shape: tuple[int, int]
@@ -59,6 +62,7 @@ MODES: dict[str, Mode] = {
         dispatch_elements=16,
         gather_shape=(256, 256),
         redistribute_n=256,
+        scaling_n=256,
         gpu_interchange_bytes=(4 * KiB, 64 * KiB),
         gpu_pointwise_bytes=1 * MiB,
         gpu_gather_shape=(512, 512),
@@ -72,6 +76,7 @@ MODES: dict[str, Mode] = {
         dispatch_elements=16,
         gather_shape=(4096, 4096),
         redistribute_n=2048,
+        scaling_n=4096,
         gpu_interchange_bytes=(4 * KiB, 256 * MiB),
         gpu_pointwise_bytes=256 * MiB,
         gpu_gather_shape=(8192, 8192),
@@ -85,6 +90,7 @@ MODES: dict[str, Mode] = {
         dispatch_elements=16,
         gather_shape=(8192, 8192),
         redistribute_n=4096,
+        scaling_n=8192,
         gpu_interchange_bytes=(4 * KiB, 1 * GiB),
         gpu_pointwise_bytes=1 * GiB,
         gpu_gather_shape=(16384, 16384),

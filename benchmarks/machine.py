@@ -46,7 +46,7 @@ def _versions() -> dict[str, str]:
 
 
 def _git_commit(root: Path) -> str | None:
-    if os.environ.get("DLMG_BENCH_COMMIT"):  # a copy of the tree without .git (a remote GPU machine)
+    if os.environ.get("DLMG_BENCH_COMMIT"):  # a copy of the tree without .git (a copy made for another machine)
         return os.environ["DLMG_BENCH_COMMIT"]
     try:
         done = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],

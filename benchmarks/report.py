@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,7 @@ _CASE_TITLES = {
     4: "Gather and scatter (slab, cyclic, block-cyclic)",
     5: "Redistribution over JAX's 8 CPU devices",
     6: "GPU: interchange, pointwise, gather / scatter, redistribution on cuda:0",
+    7: "Scaling: cost versus fragment count and layout complexity",
 }
 
 
@@ -189,6 +191,9 @@ def render_markdown(run: dict[str, Any], level: int = 2) -> str:
         if case["rows"]:
             lines.append(header)
             lines += [_row_markdown(r) for r in case["rows"]]
+        plot = run.get("plots", {}).get(str(case["case"]))
+        if plot:
+            lines += ["", f"![{case['title']}]({plot})"]
         lines.append(f"\n({case['runtime_s']:.1f} s)")
     return "\n".join(lines)
 
@@ -208,12 +213,20 @@ def _notes(text: str) -> str | None:
     return match.group(1) if match else None
 
 
-def update_docs(run: dict[str, Any], path: Path) -> Path:
+def update_docs(run: dict[str, Any], path: Path, plots_from: Path | None = None) -> Path:
     """Rewrite ``path`` (docs/performance.md) with this run's section.
 
     The section of the other kind (GPU for a CPU run and vice versa) is kept as
     it was; a missing one gets a placeholder naming the command that fills it.
+    The run's plots are copied from ``plots_from`` (the results folder) beside
+    the page, which links them by file name.
     """
+    if plots_from is not None:
+        for name in run.get("plots", {}).values():
+            source, target = Path(plots_from) / name, path.parent / name
+            if source.exists() and source.resolve() != target.resolve():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source, target)
     old = _sections(path.read_text()) if path.exists() else {}
     old[run["kind"]] = render_markdown(run, level=2) + "\n"
     parts = [_INTRO]

@@ -2,14 +2,19 @@
 
 Usage::
 
-    python benchmarks/run.py [--full | --smoke] [--gpu] [--cases 1,3] [--out DIR] [--docs PATH | --no-docs]
+    python benchmarks/run.py [--full | --smoke] [--gpu] [--cases 1,3] [--out DIR] [--update-docs | --docs PATH]
 
-The CPU run (the default) runs cases 1-5; ``--gpu`` runs only case 6 (its
+The CPU run (the default) runs cases 1-5 and 7 (scaling); ``--gpu`` runs only case 6 (its
 parts selected with ``--cases`` by the number of the CPU case they mirror:
 1 interchange, 2 ``to()``, 3 pointwise, 4 gather / scatter, 5 redistribution)
 and exits with status 2 when there is no CUDA GPU. A case whose dlmg side
 fails records the error in its rows; a case that fails as a whole records it as
 the case's status; the run goes on either way.
+
+Results go to ``benchmarks/results/`` (ignored by git) unless ``--out`` says
+otherwise; the checkout stays clean. ``--update-docs`` rewrites
+``docs/performance.md`` and keeps the run's JSON and Markdown in
+``benchmarks/recorded/``; ``--docs PATH`` rewrites another page.
 """
 
 from __future__ import annotations
@@ -31,15 +36,18 @@ from .record import Row
 __all__ = ["CPU_CASES", "main", "parse_args", "run_suite"]
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The page ``--update-docs`` rewrites, and where it keeps that run's files.
+DOCS_PAGE = ROOT / "docs" / "performance.md"
+RECORDED = ROOT / "benchmarks" / "recorded"
 
 
-def _case(name: str) -> Callable[[Context], list[Row]]:
+def _case(name: str, **kwargs: Any) -> Callable[[Context], list[Row]]:
     """A case function, imported when the case runs (so a broken module is one case's error)."""
 
     def run(ctx: Context) -> list[Row]:
         module_name, func = name.rsplit(".", 1)
         module = __import__(f"benchmarks.cases.{module_name}", fromlist=[func])
-        return getattr(module, func)(ctx)
+        return getattr(module, func)(ctx, **kwargs)
 
     return run
 
@@ -51,6 +59,7 @@ CPU_CASES: dict[int, Callable[[Context], list[Row]]] = {
     3: _case("pointwise.run_pointwise"),
     4: _case("gather_scatter.run_gather_scatter"),
     5: _case("redistribute.run_redistribute"),
+    7: _case("scaling.run_scaling", case=7),
 }
 
 
@@ -65,11 +74,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--cases", default=None,
                    help="comma-separated case numbers, e.g. 1,3 (with --gpu: the parts of case 6 by CPU case number)")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results",
-                   help="folder for <kind>-<mode>.json and .md (default: benchmarks/results)")
+                   help="folder for <kind>-<mode>.json and .md (default: benchmarks/results, ignored by git)")
     docs = p.add_mutually_exclusive_group()
-    docs.add_argument("--docs", type=Path, default=None,
-                      help="the performance page to regenerate (default: docs/performance.md, except with --smoke)")
-    docs.add_argument("--no-docs", action="store_true", help="do not touch the performance page")
+    docs.add_argument("--update-docs", action="store_true",
+                      help="rewrite docs/performance.md and keep the results in benchmarks/recorded/")
+    docs.add_argument("--docs", type=Path, default=None, help="a performance page to rewrite (default: none)")
+    docs.add_argument("--no-docs", action="store_true", help="do not touch any page (the default)")
     args = p.parse_args(argv)
     args.mode = "full" if args.full else "smoke" if args.smoke else "quick"
     try:
@@ -79,8 +89,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     allowed = set(range(1, 7)) if args.gpu else set(CPU_CASES)
     if args.selected is not None and not set(args.selected) <= allowed:
         p.error(f"--cases {args.cases!r}: choose among {sorted(allowed)}")
-    if args.docs is None and not args.no_docs and not args.smoke:
-        args.docs = ROOT / "docs" / "performance.md"
+    args.recorded = None
+    if args.update_docs:
+        args.docs = DOCS_PAGE
+        args.recorded = RECORDED
     return args
 
 
@@ -102,6 +114,7 @@ def _sizes(ctx: Context) -> dict[str, str]:
         "pointwise": f"3 operands x {b(m.pointwise_bytes)} (8 fragments); dispatch 8 x {m.dispatch_elements}",
         "gather/scatter": f"{m.gather_shape[0]}x{m.gather_shape[1]} float32 (8 fragments)",
         "redistribution": f"{m.redistribute_n}x{m.redistribute_n} float32 (8 JAX CPU devices)",
+        "scaling": f"{m.scaling_n}x{m.scaling_n} float32 (1-512 NumPy fragments)",
     }
 
 
@@ -194,12 +207,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         print(f"GPU: {name}", file=sys.stderr)
     run = run_suite(args)
+    from .plots import write_plots
     from .report import render_markdown, update_docs, write_results
 
+    write_plots(run, args.out)
     json_path, md_path = write_results(run, args.out)
     print(render_markdown(run))
     print(f"\nwrote {json_path} and {md_path}", file=sys.stderr)
+    if args.recorded is not None:
+        kept = write_results(run, args.recorded)
+        print(f"kept {kept[0]} and {kept[1]}", file=sys.stderr)
     if args.docs is not None and not args.no_docs:
-        print(f"updated {update_docs(run, args.docs)}", file=sys.stderr)
+        print(f"updated {update_docs(run, args.docs, plots_from=args.out)}", file=sys.stderr)
     print(f"suite runtime {run['runtime_s']:.0f} s", file=sys.stderr)
     return 0

@@ -15,7 +15,10 @@ from .registry import adapter_for, framework_of, get_adapter
 from .tensor import DistributedTensor, Fragment
 from .construct import empty, from_fragments, from_pointers, full, ones, scatter, zeros
 from .plans import RedistributionPlan, plan_redistribution
-from .interop import from_jax, layout_from_sharding, sharding_from_layout, to_jax, to_sharding
+from .interop import (
+    from_dtensor, from_jax, from_partitioned, layout_from_sharding, sharding_from_layout, to_dtensor, to_jax,
+    to_sharding,
+)
 from .ops import *  # noqa: F403  (apply, elementwise functions, reductions, matmul, synchronize)
 from . import fft, linalg
 

@@ -18,8 +18,9 @@ import operator
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .device import Device
-from .dtypes import canonical
+from .device import Device, unreachable_hint
+from ._scalars import check_scalar
+from .dtypes import canonical, info
 from .errors import DeviceError, FragmentError, LayoutError
 from .registry import DEFAULT_FRAMEWORK, viewing_frameworks
 from .tensor import DistributedTensor, Fragment, process_rank
@@ -357,11 +358,31 @@ def from_pointers(
 
 
 # -- allocation ---------------------------------------------------------------------
+_UNINITIALISED = object()  # empty(): no fill value at all (None is a user's missing value)
+_BYTE_LIMIT = 1 << 63  # no allocation reaches 2**63 bytes (sizes are ptrdiff_t)
+
+
+def _check_bytes(layout: "Layout", name: str, what: str) -> None:
+    """Refuse fragments no memory can hold, before a framework is asked to."""
+    itemsize = info(name).itemsize
+    strided = layout.element_strides is not None
+    for frag in layout.fragments:
+        count = frag.span if strided else frag.size
+        if count * itemsize >= _BYTE_LIMIT:
+            raise LayoutError(
+                f"{what}: fragment {frag.index} of layout shape {layout.shape} needs {count} elements of "
+                f"{name} = {count * itemsize} bytes, 2**63 or more, which no memory can hold"
+            )
+
+
 def _allocate(layout: Any, dtype: Any, framework: str, ranks: Any, fill: Any, what: str) -> DistributedTensor:
     from .registry import get_adapter
 
     layout = _check_layout(layout, what)
     name = canonical(dtype)
+    if fill is not _UNINITIALISED:
+        fill = check_scalar(fill, name, f"{what}: fill_value")
+    _check_bytes(layout, name, what)
     adapter = get_adapter(framework)
     rank_of = _ranks(layout, ranks)
     me = process_rank()
@@ -373,14 +394,14 @@ def _allocate(layout: Any, dtype: Any, framework: str, ranks: Any, fill: Any, wh
         )
     missing = [str(d) for d in dict.fromkeys(layout.devices) if not adapter.supports(d)]
     if missing:
-        raise DeviceError(f"{what}: {adapter.name} cannot hold arrays on {', '.join(missing)}")
+        raise DeviceError(f"{what}: {adapter.name} cannot hold arrays on {', '.join(missing)}{unreachable_hint(missing)}")
     frags = []
     for frag, rank in zip(layout.fragments, rank_of):
         if rank != me:
             frags.append(Fragment.remote(frag, rank))
             continue
         shape = (frag.span,) if strided else frag.shape
-        if fill is None:
+        if fill is _UNINITIALISED:
             base = adapter.empty(tuple(shape), name, frag.device)
         else:
             base = adapter.full(tuple(shape), fill, name, frag.device)
@@ -401,7 +422,7 @@ def empty(layout: "Layout", dtype: Any = "float32", framework: str = DEFAULT_FRA
     elements (see :func:`from_pointers` for how padded fragments look).
     JAX has no uninitialised arrays; its fragments are zeros.
     """
-    return _allocate(layout, dtype, framework, ranks, None, "empty")
+    return _allocate(layout, dtype, framework, ranks, _UNINITIALISED, "empty")
 
 
 def zeros(layout: "Layout", dtype: Any = "float32", framework: str = DEFAULT_FRAMEWORK, *, ranks: Any = None) -> DistributedTensor:
@@ -416,7 +437,18 @@ def ones(layout: "Layout", dtype: Any = "float32", framework: str = DEFAULT_FRAM
 
 def full(layout: "Layout", fill_value: Any, dtype: Any = "float32", framework: str = DEFAULT_FRAMEWORK, *,
          ranks: Any = None) -> DistributedTensor:
-    """A tensor of ``layout`` filled with ``fill_value`` (see :func:`empty`)."""
+    """A tensor of ``layout`` filled with ``fill_value`` (see :func:`empty`).
+
+    Raises
+    ------
+    TypeError
+        When ``fill_value`` is ``None`` or not a number.
+    DtypeRangeError
+        When ``dtype`` cannot represent ``fill_value`` (``300`` for int8, ``1e300``
+        for float32); a :class:`~dlmg.errors.DtypeError` and a ``ValueError``.
+    LayoutError
+        When a fragment would need ``2**63`` bytes or more.
+    """
     return _allocate(layout, dtype, framework, ranks, fill_value, "full")
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from .errors import DeviceError
 
-__all__ = ["Device", "DL_DEVICE_TYPES", "as_device"]
+__all__ = ["Device", "DL_DEVICE_TYPES", "as_device", "unreachable_hint"]
 
 #: DLPack device type codes (``DLDeviceType``) and dlmg's kind names.
 DL_DEVICE_TYPES: dict[int, str] = {
@@ -50,14 +50,16 @@ class Device:
     ----------
     kind : str
         ``"cpu"``, ``"cuda"`` or another DLPack device kind
-        (see :data:`DL_DEVICE_TYPES`).
+        (see :data:`DL_DEVICE_TYPES`), or ``"kind:index"`` such as ``"cpu:3"``.
     index : int, optional
         The device ordinal; 0 by default.
 
     Examples
     --------
-    >>> Device.parse("cuda:1")
+    >>> Device("cuda:1")
     Device('cuda:1')
+    >>> Device.parse("cuda:1") == Device("cuda", 1)
+    True
     >>> Device.parse("cpu") == Device("cpu", 0)
     True
     """
@@ -66,7 +68,18 @@ class Device:
     index: int = 0
 
     def __post_init__(self) -> None:
-        kind = _ALIASES.get(self.kind, self.kind)
+        if isinstance(self.kind, str) and ":" in self.kind:  # Device("cpu:3"), as layouts accept
+            parsed = Device.parse(self.kind)
+            if self.index not in (0, parsed.index):
+                raise DeviceError(
+                    f"device {self.kind!r} with index={self.index!r}: give the index once, "
+                    f"as Device({parsed.kind!r}, {self.index!r}) or Device('{parsed.kind}:{self.index}')"
+                )
+            object.__setattr__(self, "kind", parsed.kind)
+            object.__setattr__(self, "index", parsed.index)
+        if not isinstance(self.kind, str):
+            raise DeviceError(f"device kind must be a string such as 'cpu' or 'cuda:1', got {self.kind!r}")
+        kind = _ALIASES.get(self.kind.lower(), self.kind.lower())
         if kind not in _KIND_TO_DL:
             raise DeviceError(
                 f"device kind {self.kind!r} is unknown; expected one of "
@@ -139,3 +152,17 @@ def as_device(obj: Any) -> Device:
     if found is not None:
         return found
     raise DeviceError(f"device {obj!r} of type {type(obj).__name__} is not a device dlmg knows")
+
+
+def unreachable_hint(devices: Any) -> str:
+    """A sentence to append when a framework cannot reach ``devices``.
+
+    Integers in a device list mean CUDA ordinals, which surprises on a machine
+    without CUDA: say so whenever a CUDA device is among those unreachable.
+    """
+    if any(as_device(d).kind == "cuda" for d in devices):
+        return (
+            "; integers in a device list mean CUDA ordinals (0 is cuda:0): on a machine without "
+            "a CUDA GPU name host devices 'cpu' or 'cpu:k' instead"
+        )
+    return ""

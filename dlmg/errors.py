@@ -14,10 +14,12 @@ __all__ = [
     "DLPackError",
     "CopyRequiredError",
     "DtypeError",
+    "DtypeRangeError",
     "DeviceError",
     "FrameworkError",
     "FrameworkNotInstalledError",
     "FragmentError",
+    "ReadOnlyError",
     "UnsupportedDtypeError",
     "ViewNotSupportedError",
 ]
@@ -51,6 +53,14 @@ class DtypeError(DlmgError, TypeError):
     """An unknown, unsupported or mismatched element type."""
 
 
+class DtypeRangeError(DtypeError, ValueError, OverflowError):
+    """A value the element type cannot represent (``full(layout, 300, "int8")``).
+
+    The message names the value, the type and its range. Also a
+    ``ValueError`` and an ``OverflowError``, what NumPy raises for the same
+    conversion."""
+
+
 class DeviceError(DlmgError, ValueError):
     """An unknown device, or an array on a device other than the expected one."""
 
@@ -67,6 +77,13 @@ class FragmentError(DlmgError, ValueError):
     """A fragment does not fit its slot (count, shape, dtype, device or rank),
     or work on one fragment failed (the message names the fragment, its device
     and its framework)."""
+
+
+class ReadOnlyError(DlmgError, ValueError):
+    """A write into memory that must not be written: a read-only NumPy array,
+    a JAX buffer, a DLPack tensor marked ``READ_ONLY``, or any fragment handed
+    on from one of them (``Fragment.readonly``). Raised before anything is
+    written; also a ``ValueError``, as NumPy's own refusal."""
 
 
 class UnsupportedDtypeError(DtypeError, DLPackError):

@@ -533,8 +533,11 @@ class DistributedTensor:
             ``"numpy"``, ``"torch"``, ``"jax"``, ``"cupy"``... By default the
             framework of the first local fragment (or of ``out``).
         device : Device or str, optional
-            Where the result lives; by default the device of the first
-            fragment (the host for host layouts), or ``out``'s device.
+            Where the result lives. By default the device of the first
+            fragment where ``framework`` can hold arrays there, otherwise the
+            host (the framework's :meth:`~dlmg.adapters.Adapter.landing_device`):
+            ``framework="numpy"`` of GPU fragments lands in host memory.
+            With ``out``, ``out``'s device.
         out : array, optional
             A writable array of the tensor's shape and dtype, of any mutable
             framework and any strides (a transposed view, a slice), filled in

@@ -2,7 +2,7 @@
 
 JAX shows 8 CPU devices only when ``XLA_FLAGS`` is set before its first
 operation, so it is set here, before any test imports JAX. ``JAX_PLATFORMS`` is
-deliberately left alone: on the GPU machine JAX must keep its GPU.
+deliberately left alone: with a GPU present JAX must keep it.
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ def test_contract(framework: str, device: str, dtypes: tuple[str, ...], check: s
 # -- helpers ---------------------------------------------------------------------
 @pytest.fixture
 def jnp():
-    """jax.numpy, with the host as JAX's default device (on the GPU machine it is a GPU)."""
+    """jax.numpy, with the host as JAX's default device (with a GPU present it is the GPU)."""
     _need("jax")
     import jax
     import jax.numpy as jnp

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow  # each test runs Python subprocesses
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "benchmarks" / "run.py"
-CPU_CASES = [1, 2, 3, 4, 5]
+CPU_CASES = [1, 2, 3, 4, 5, 7]
 ROW_KEYS = {"case", "name", "params", "native_name", "dlmg", "native", "others", "ratio", "metrics",
             "targets", "pass", "check", "status"}
 
@@ -69,6 +69,35 @@ def test_interchange_rows_report_growth_from_small_to_large(smoke_run):
     _, _, run = smoke_run
     rows = next(c for c in run["cases"] if c["case"] == 1)["rows"]
     assert any("large/small" in r["metrics"] for r in rows)
+
+
+def test_fused_rows_name_their_compiler(smoke_run):
+    _, _, run = smoke_run
+    rows = [r for r in next(c for c in run["cases"] if c["case"] == 3)["rows"] if r["name"].startswith("fused")]
+    assert {r["params"]["framework"] for r in rows} == {"numpy", "torch", "jax"}
+    for row in rows:
+        assert row["targets"] and row["status"] == "ok", (row["name"], row["status"])
+        assert row["check"].startswith("ok ("), row["check"]
+    jax_row = next(r for r in rows if r["params"]["framework"] == "jax")
+    assert jax_row["params"]["compiler"] == "jax.jit"
+
+
+def test_scaling_rows_cover_fragment_counts_and_block_sizes_with_a_plot(smoke_run):
+    out, docs, run = smoke_run
+    case = next(c for c in run["cases"] if c["case"] == 7)
+    rows = case["rows"]
+    by_series = {}
+    for row in rows:
+        by_series.setdefault(row["params"]["series"], []).append(row)
+        assert row["status"] == "ok" and row["check"] == "ok", (row["name"], row["status"], row["check"])
+        for metric in ("planning ms", "plan hit us", "us per fragment"):
+            assert row["metrics"][metric] is not None, (row["name"], metric)
+        assert {t["metric"] for t in row["targets"]} >= {"plan hit us", "us per fragment"}
+    assert sorted({r["params"]["fragments"] for r in by_series["fragments"]}) == [1, 8, 64, 512]
+    assert [r["params"]["block"] for r in by_series["complexity"]][::2] == ["slab", "256x256", "16x16", "1x1"]
+    plot = run["plots"]["7"]
+    assert (out / plot).stat().st_size > 0 and (docs.parent / plot).exists()
+    assert f"]({plot})" in docs.read_text()
 
 
 def test_machine_info_and_command_are_recorded(smoke_run):
@@ -135,3 +164,19 @@ def test_gpu_flag_fails_clearly_without_a_gpu(tmp_path):
     assert done.returncode == 2
     assert "--gpu needs" in done.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_results_folder_is_ignored_and_no_page_by_default():
+    from benchmarks.suite import DOCS_PAGE, RECORDED, parse_args
+
+    args = parse_args([])
+    assert args.out == ROOT / "benchmarks" / "results"
+    assert args.docs is None and args.recorded is None
+    done = subprocess.run(["git", "check-ignore", "-q", "benchmarks/results/cpu-quick.json"], cwd=ROOT)
+    if done.returncode == 128:
+        pytest.skip("needs a git checkout")
+    assert done.returncode == 0, "benchmarks/results/ must be ignored by git"
+    update = parse_args(["--update-docs"])
+    assert update.docs == DOCS_PAGE and update.recorded == RECORDED
+    assert subprocess.run(["git", "check-ignore", "-q", "benchmarks/recorded/cpu-quick.json"],
+                          cwd=ROOT).returncode == 1

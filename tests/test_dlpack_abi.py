@@ -148,7 +148,7 @@ def test_inspect_torch():
 def test_inspect_jax_is_legacy():
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
-    with jax.default_device(jax.devices("cpu")[0]):  # the GPU machine defaults to its GPU
+    with jax.default_device(jax.devices("cpu")[0]):  # with a GPU present JAX defaults to it
         _check_jax_cases(jnp)
 
 
@@ -363,7 +363,7 @@ def test_foreign_capsule_names():
 
 
 # --------------------------------------------------------------------------
-# CUDA producers (GPU machine only)
+# CUDA producers (need a CUDA GPU)
 
 
 @pytest.mark.gpu

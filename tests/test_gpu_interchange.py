@@ -1,6 +1,6 @@
 """The interchange matrix on CUDA: CuPy, torch and JAX producers x consumers.
 
-Runs on the GPU machine only (``pytest -m gpu``); CI skips it with a reason.
+Needs a CUDA GPU (``pytest -m gpu``); skipped, with the reason, without one.
 Each cell proves zero-copy by data pointers and values, or expects the
 documented error (the same rules as ``tests/test_interchange_matrix.py``).
 

@@ -1,7 +1,7 @@
 """dlmg.ops on a CUDA GPU: fragments of torch, CuPy and JAX on cuda:0, computed
 in their own framework on the GPU, checked against NumPy on the gathered data.
 
-Marked ``gpu``: CI skips them; run ``python -m pytest -m gpu`` on the GPU machine.
+Marked ``gpu``: skipped without a CUDA GPU; ``python -m pytest -m gpu`` runs them on a GPU.
 """
 
 from __future__ import annotations

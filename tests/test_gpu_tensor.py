@@ -2,8 +2,8 @@
 GPU), zero-copy wrapping and export, gather into every framework, strided
 destinations, redistribution on the GPU and between host and GPU.
 
-Marked ``gpu``: CI has no GPU and skips these; the GPU machine runs them with
-``python3 -m pytest -m gpu``.
+Marked ``gpu``: skipped without a CUDA GPU; ``python3 -m pytest -m gpu`` runs
+them on a GPU.
 """
 
 from __future__ import annotations

@@ -170,7 +170,7 @@ def make_producer(producer: str, dtype: str, kind: str) -> tuple[Any, int, Any]:
         return x, x.data_ptr(), want
     a = get_adapter("jax")
     a.check_dtype(dtype)  # dlmg refuses what JAX would narrow
-    cpu = jax.devices("cpu")[0]  # on the GPU machine JAX's default device is a GPU
+    cpu = jax.devices("cpu")[0]  # with a GPU present JAX's default device is the GPU
     x = view(jnp.asarray(ref, dtype=jnp.dtype(dtype), device=cpu), kind, "jax")
     return x, x.unsafe_buffer_pointer(), want
 

@@ -1,4 +1,4 @@
-"""Sharded ``jax.Array`` in and out of dlmg (issue 6), on JAX's 8 CPU devices.
+"""Sharded ``jax.Array`` in and out of dlmg, on JAX's 8 CPU devices.
 
 Every conversion is checked three ways: the values, the data pointers (the
 same buffers before and after: no copy), and the geometry (each fragment owns
@@ -332,7 +332,7 @@ def test_float64_without_x64_is_refused():
     host = np.arange(16, dtype=np.float64).reshape(8, 2)
     dt = dlmg.from_fragments([host[i : i + 1].copy() for i in range(8)], layout)
     if jax.config.jax_enable_x64:
-        pytest.skip("x64 is on in this session")
+        pytest.skip("needs jax_enable_x64 off")
     with pytest.raises(DtypeError, match="x64"):
         to_jax(dt)
 

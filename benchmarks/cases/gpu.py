@@ -40,7 +40,7 @@ def require_gpu() -> str:
     if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
         raise RuntimeError(
             f"--gpu needs a CUDA GPU, but torch {torch.__version__} sees none "
-            f"(torch.version.cuda = {torch.version.cuda}); run the GPU cases on the GPU machine"
+            f"(torch.version.cuda = {torch.version.cuda}); run the GPU cases on a machine with a CUDA GPU"
         )
     return torch.cuda.get_device_name(0)
 

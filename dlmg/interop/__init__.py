@@ -1,14 +1,18 @@
 """Interoperation with other frameworks' own distributed arrays.
 
-Each submodule converts between one framework's sharded array and
+Each submodule converts between one kind of distributed array and
 :class:`~dlmg.DistributedTensor` / :class:`~dlmg.Layout`: :mod:`.jax` for
-sharded ``jax.Array`` and ``jax.sharding``. Framework names are at home here
-and in ``adapters/``, nowhere else in dlmg. No framework is imported until a
+sharded ``jax.Array`` and ``jax.sharding``; :mod:`.dtensor` for PyTorch's
+``DTensor``; :mod:`.partitioned` for the ``__partitioned__`` protocol;
+:mod:`.cutensor` for cuTENSORMg and cuTENSORMp tensor descriptors.
+Framework names are at home here and in ``adapters/``, nowhere else in dlmg. No framework is imported until a
 function is called.
 """
 
 from __future__ import annotations
 
+from .cutensor import cutensormg, cutensormp, layout_from_cutensormg
+from .dtensor import from_dtensor, to_dtensor
 from .jax import (
     from_jax,
     jax_compatible_layout,
@@ -18,6 +22,7 @@ from .jax import (
     to_jax,
     to_sharding,
 )
+from .partitioned import from_partitioned, partitioned
 
 __all__ = [
     "from_jax",
@@ -27,6 +32,13 @@ __all__ = [
     "to_sharding",
     "jax_layout_problems",
     "jax_compatible_layout",
+    "from_dtensor",
+    "to_dtensor",
+    "from_partitioned",
+    "partitioned",
+    "cutensormg",
+    "cutensormp",
+    "layout_from_cutensormg",
 ]
 
 

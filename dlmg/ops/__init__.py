@@ -4,6 +4,9 @@
   :func:`map_fragments`), framework hand-over and :func:`synchronize`;
 * :mod:`.pointwise` -- Python operators and the array API's elementwise
   functions;
+* :mod:`.fused` -- :func:`fuse`: a user's elementwise function compiled per
+  fragment by the owner's compiler (``jax.jit``, ``cupy.fuse``,
+  ``torch.compile``);
 * :mod:`.reductions` -- ``sum``, ``prod``, ``min``, ``max``, ``mean``,
   ``all``, ``any``, ``argmax``;
 * :mod:`.linalg` and :mod:`.fft` -- batch-local ``matmul``, ``cholesky``
@@ -17,8 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import dispatch, fft, linalg, pointwise, reductions
+from . import dispatch, fft, fused, linalg, pointwise, reductions
 from .dispatch import apply, map_fragments, synchronize, synchronize_tensor
+from .fused import FusedFunction, fuse
 from .linalg import cholesky, matmul
 from .pointwise import *  # noqa: F403  (the elementwise functions)
 from .pointwise import __all__ as _pointwise_all
@@ -26,6 +30,8 @@ from .reductions import all, any, argmax, max, mean, min, prod, sum  # noqa: A00
 
 __all__ = [
     "apply",
+    "fuse",
+    "FusedFunction",
     "synchronize",
     "matmul",
     "cholesky",

@@ -134,10 +134,29 @@ def _collect(operands: Sequence[Any], name: str, check: bool) -> _Operands:
     return _Operands(lead, args, tensors, zero_d)
 
 
+def _fresh(result: Any, call: list[Any], positions: Sequence[int], ex: Executor) -> Any:
+    """``result``, or a copy of it where it shares memory with an operand's
+    fragment (torch returns ``self`` from ``+t``, ``t.conj()`` of real tensors;
+    NumPy ``real`` of a real array): new tensors never alias their inputs."""
+    for position in positions:
+        arg = call[position]
+        if result is arg or ex.adapter.shares_memory(result, arg):
+            return ex.xp.asarray(result, copy=True)
+    return result
+
+
 def _run(
-    fn: Callable[..., Any], ops: _Operands, indices: Sequence[int], nfragments: int, scalar_out: bool, name: str
+    fn: Callable[..., Any],
+    ops: _Operands,
+    indices: Sequence[int],
+    nfragments: int,
+    scalar_out: bool,
+    name: str,
+    fresh: bool = True,
 ) -> list[Any]:
-    """``fn`` on every fragment of ``indices``, each in its lead fragment's executor."""
+    """``fn`` on every fragment of ``indices``, each in its lead fragment's executor.
+
+    With ``fresh``, a result sharing memory with an operand is copied."""
     lead_frags = ops.lead.fragments
     args, tensors, zero_d = ops.args, ops.tensors, ops.zero_d
     # Fragments of the other operands whose framework differs from the lead's.
@@ -148,6 +167,7 @@ def _run(
         if any(frags[i].framework != lead_fw[i] for i in indices)
     ]
     results: list[Any] = [None] * nfragments
+    positions = [position for position, _ in tensors]
     active: Executor | None = None  # the executor whose device context is entered
     manager: Any = None
     try:
@@ -182,6 +202,11 @@ def _run(
                 raise _fail(name, i, ex, exc) from exc
             if scalar_out and not hasattr(results[i], "__dlpack__"):
                 results[i] = ex.xp.asarray(results[i])  # NumPy turns 0-d results into scalars
+            elif fresh and positions and ex.adapter.mutable and hasattr(results[i], "__dlpack__"):
+                try:
+                    results[i] = _fresh(results[i], call, positions, ex)
+                except Exception as exc:
+                    raise _fail(f"{name} (copying a result that shares its input's memory)", i, ex, exc) from exc
     finally:
         if manager is not None:
             manager.__exit__(None, None, None)
@@ -275,7 +300,7 @@ def map_fragments(
     layout = out_layout if out_layout is not None else ops.lead.layout.dense
     if indices is None:
         indices = [f.index for f in ops.lead.fragments if f.is_local]
-    results = _run(fn, ops, indices, layout.nfragments, layout.ndim == 0, name)
+    results = _run(fn, ops, indices, layout.nfragments, layout.ndim == 0, name, fresh=not in_place and out is None)
     return _store(results, ops.lead, indices, layout, out, in_place, name)
 
 

@@ -154,13 +154,15 @@ def _simple(name: str, fn_name: str, with_dtype: bool, needs_elements: bool = Fa
     def local(xp: Any, a: Any, axes: tuple[int, ...] | None, ctx: "_Context") -> Any:
         fn = getattr(xp, fn_name)
         if with_dtype:
-            return fn(a, axis=axes, keepdims=axes is not None, dtype=ctx.dtype_for(xp))
+            return fn(a, axis=axes, keepdims=axes is not None, dtype=ctx.accumulate_for(xp))
         return fn(a, axis=axes, keepdims=axes is not None)
 
     def combine(xp: Any, parts: Sequence[Any], ctx: "_Context") -> Any:
         fn = getattr(xp, fn_name)
         if with_dtype:
-            return fn(_stack(xp, parts), axis=0, dtype=ctx.dtype_for(xp))
+            acc = ctx.accumulate_for(xp)
+            stacked = _stack(xp, [p if p.dtype == acc else xp.astype(p, acc) for p in parts])
+            return fn(stacked, axis=0, dtype=acc)
         return fn(_stack(xp, parts), axis=0)
 
     return _Reducer(name, local, combine, needs_elements)
@@ -169,22 +171,37 @@ def _simple(name: str, fn_name: str, with_dtype: bool, needs_elements: bool = Fa
 class _Context:
     """Per-call values the reducers need (accumulation dtype, argmax geometry)."""
 
-    __slots__ = ("dtype", "_by_xp", "layout", "fragment", "big", "input_dtype")
+    __slots__ = ("dtype", "_by_xp", "_acc_by_xp", "layout", "fragment", "big", "input_dtype", "op", "adapter")
 
-    def __init__(self, dtype: str | None, layout: "Layout", input_dtype: str) -> None:
+    def __init__(self, dtype: str | None, layout: "Layout", input_dtype: str, op: str = "") -> None:
         self.dtype = dtype
         self.layout = layout
         self.input_dtype = input_dtype
+        self.op = op
+        self.adapter: Any = None  # the adapter of the executor running now
         self._by_xp: dict[int, Any] = {}
+        self._acc_by_xp: dict[int, Any] = {}
         self.fragment = 0
         self.big = builtins.max(layout.size, 1)
 
     def dtype_for(self, xp: Any) -> Any:
+        """The result dtype as ``xp``'s dtype object (None: the framework's default)."""
         if self.dtype is None:
             return None
         got = self._by_xp.get(id(xp))
         if got is None:
             got = self._by_xp[id(xp)] = getattr(xp, self.dtype)
+        return got
+
+    def accumulate_for(self, xp: Any) -> Any:
+        """The dtype ``xp``'s framework accumulates in (its adapter's
+        ``accumulate_dtype`` of the result dtype)."""
+        if self.dtype is None:
+            return None
+        got = self._acc_by_xp.get(id(xp))
+        if got is None:
+            name = self.dtype if self.adapter is None else self.adapter.accumulate_dtype(self.dtype, self.op)
+            got = self._acc_by_xp[id(xp)] = getattr(xp, name)
         return got
 
 
@@ -276,7 +293,7 @@ def _reduce(
     if axes == ():  # no mode reduced: an elementwise conversion
         return _no_axes(x, name, dtype)
     plan = _plan(layout, axes, bool(keepdims))
-    ctx = _Context(dtype, layout, x.dtype)
+    ctx = _Context(dtype, layout, x.dtype, reducer.name)
     local_axes = None if axes is None else plan.axes
     frags = x.fragments
     out_layout = plan.out_layout
@@ -295,6 +312,7 @@ def _reduce(
                 continue
             ex = executor(frag.framework, frag.device)
             ctx.fragment = i
+            ctx.adapter = ex.adapter
             try:
                 part = ex.run(reducer.local, frag.array, local_axes, ctx)
                 part = tuple(_array(ex.xp, p) for p in part) if isinstance(part, tuple) else _array(ex.xp, part)
@@ -305,6 +323,7 @@ def _reduce(
             except Exception as exc:
                 raise _fail(f"dlmg.{name}", i, ex, exc) from exc
             parts.append(part)
+        ctx.adapter = target.adapter
         try:
             results[j] = target.run(_finish, reducer, parts, ctx, out_layout, j, keepdims, axes)
         except Exception as exc:
@@ -338,7 +357,11 @@ def _finish(
         shape = (1,) * ctx.layout.ndim if keepdims else ()
     else:
         shape = out_layout.fragments[j].shape
-    return _array(xp, xp.reshape(result, shape))
+    result = _array(xp, xp.reshape(result, shape))
+    want = ctx.dtype_for(xp)
+    if want is not None and reducer.name != "argmax" and result.dtype != want:
+        result = xp.astype(result, want)  # back from the framework's accumulation type
+    return result
 
 
 def _array(xp: Any, value: Any) -> Any:

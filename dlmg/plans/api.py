@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ..device import Device, as_device
+from ..device import Device, as_device, unreachable_hint
 from ..registry import DEFAULT_FRAMEWORK, viewing_frameworks
 from ..dtypes import canonical, info
 from ..errors import (
@@ -97,12 +97,29 @@ def _source_endpoints(dt: "DistributedTensor", geometry: Sequence[Any]) -> list[
     return out
 
 
+def _memo(dt: "DistributedTensor") -> dict[Any, Any]:
+    """What dlmg remembers about ``dt``'s current fragments (plans, source buffers).
+
+    Fragments never change geometry, framework or device while the tensor's
+    fragments tuple stays the same object; a new tuple (in-place updates of
+    JAX fragments) starts a new memo.
+    """
+    memo = dt.__dict__.get("_plan_memo")
+    if memo is None or memo.get("fragments") is not dt.fragments or len(memo) > 32:
+        memo = dt.__dict__["_plan_memo"] = {"fragments": dt.fragments}
+    return memo
+
+
 def _source_buffers(dt: "DistributedTensor") -> dict[int, Buffer]:
-    out = {}
-    for frag in dt.fragments:
-        if frag.is_local:
-            base = frag.base
-            out[frag.index] = Buffer(base, frag.adapter, frag.adapter.device_of(base))
+    memo = _memo(dt)
+    out = memo.get("sources")
+    if out is None:
+        out = {}
+        for frag in dt.fragments:
+            if frag.is_local:
+                base = frag.base
+                out[frag.index] = Buffer(base, frag.adapter, frag.adapter.device_of(base))
+        memo["sources"] = out
     return out
 
 
@@ -149,6 +166,7 @@ def _choose_framework(dt: "DistributedTensor", frag: "FragmentLayout", framework
         if not adapter.supports(frag.device):
             raise DeviceError(
                 f"framework {adapter.name!r} cannot hold fragment {frag.index} on {frag.device}"
+                f"{unreachable_hint([frag.device])}"
             )
         return adapter
     names = [f.framework for f in dt.fragments if f.is_local and f.device == frag.device]
@@ -192,12 +210,43 @@ def _plan_for(dt: "DistributedTensor", layout: "Layout", targets: Sequence[str])
 
 
 def _targets(dt: "DistributedTensor", layout: "Layout", framework: str | None) -> list["Adapter"]:
-    return [_choose_framework(dt, frag, framework) for frag in layout.fragments]
+    # the choice depends on the destination's device only: made once per device
+    chosen: dict[Device, "Adapter"] = {}
+    out = []
+    for frag in layout.fragments:
+        adapter = chosen.get(frag.device)
+        if adapter is None:
+            adapter = chosen[frag.device] = _choose_framework(dt, frag, framework)
+        out.append(adapter)
+    return out
+
+
+def _planned(
+    dt: "DistributedTensor", layout: "Layout", framework: str | None
+) -> tuple[list["Adapter"], RedistributionPlan, bool]:
+    """The target frameworks and the plan of redistributing ``dt`` to ``layout``, and
+    whether this process holds every fragment of ``dt``.
+
+    Remembered on the tensor per target layout object: a tensor's fragments
+    (their frameworks, devices and strides) never change while the fragments
+    tuple stays the same object, so a repeated redistribution finds its plan
+    with one dictionary lookup instead of describing every fragment again.
+    """
+    memo = _memo(dt)
+    key = ("redistribute", id(layout), framework)
+    found = memo.get(key)
+    if found is not None and found[0] is layout:
+        return found[1], found[2], found[3]
+    targets = _targets(dt, layout, framework)
+    plan = _plan_for(dt, layout, [a.name for a in targets])
+    local = all(f.is_local for f in dt.fragments)
+    memo[key] = (layout, targets, plan, local)
+    return targets, plan, local
 
 
 def tensor_plan(dt: "DistributedTensor", layout: "Layout", framework: str | None = None) -> RedistributionPlan:
     """The plan :func:`redistribute` runs for ``dt`` and ``layout``."""
-    return _plan_for(dt, layout, [a.name for a in _targets(dt, layout, framework)])
+    return _planned(dt, layout, framework)[1]
 
 
 def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | None = None) -> "DistributedTensor":
@@ -207,9 +256,9 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
 
     if not isinstance(layout, Layout):
         raise TypeError(f"redistribute needs a dlmg.Layout, got {type(layout).__name__}")
-    _check_local(dt, "redistribute")
-    targets = _targets(dt, layout, framework)
-    plan = _plan_for(dt, layout, [a.name for a in targets])
+    targets, plan, local = _planned(dt, layout, framework)
+    if not local:
+        _check_local(dt, "redistribute")
     sources = _source_buffers(dt)
     prefer = tuple(dt.frameworks)
     written: dict[int, tuple[Buffer, "Adapter"]] = {}
@@ -247,9 +296,9 @@ def gather(dt: "DistributedTensor", framework: str | None = None, device: Any = 
     if framework is None:
         framework = dt.frameworks[0] if dt.frameworks else DEFAULT_FRAMEWORK
     target = _get(framework)
-    dev = _default_device(dt) if device is None else as_device(device)
+    dev = target.landing_device(_default_device(dt)) if device is None else as_device(device)
     if not target.supports(dev):
-        raise DeviceError(f"framework {target.name!r} cannot hold an array on {dev}")
+        raise DeviceError(f"framework {target.name!r} cannot hold an array on {dev}{unreachable_hint([dev])}")
     writer = target if target.can_view else copy_framework(dev, dt.dtype, tuple(dt.frameworks))
     base = writer.empty(dt.shape, dt.dtype, dev)
     buf = Buffer(base, writer, writer.device_of(base) if dt.size else dev)
@@ -300,16 +349,19 @@ def _fill(dt: "DistributedTensor", buf: Buffer, strides: Sequence[int] | None = 
     if strides is None:
         strides = buf.adapter.strides_of(buf.base)
     strides = tuple(int(s) for s in strides)
-    geometry = tuple(_source_geometry(f) for f in dt.fragments)
-    key = ("gather", dt.layout, geometry, dt.shape, strides, buf.device, dt.dtype)
+    memo = _memo(dt)
+    plan = memo.get(("gather", strides, buf.device))
+    if plan is None:
+        geometry = tuple(_source_geometry(f) for f in dt.fragments)
+        key = ("gather", dt.layout, geometry, dt.shape, strides, buf.device, dt.dtype)
 
-    def make() -> RedistributionPlan:
-        return build_plan(
-            _source_endpoints(dt, geometry), [full_endpoint(dt.shape, strides, buf.device)],
-            dt.itemsize, can_reuse=lambda s, d: False, src_layout=dt.layout, dtype=dt.dtype,
-        )
+        def make() -> RedistributionPlan:
+            return build_plan(
+                _source_endpoints(dt, geometry), [full_endpoint(dt.shape, strides, buf.device)],
+                dt.itemsize, can_reuse=lambda s, d: False, src_layout=dt.layout, dtype=dt.dtype,
+            )
 
-    plan = _cached(key, make)
+        plan = memo[("gather", strides, buf.device)] = _cached(key, make)
     run_jobs([(plan.copies_into(0), _source_buffers(dt), buf)], dt.dtype)
 
 
@@ -332,14 +384,17 @@ def scatter(array: Any, layout: "Layout", framework: str | None = None) -> "Dist
         if missing:
             raise FrameworkError(
                 f"scatter: the source is a {a.name} array and {a.name} cannot hold fragments on "
-                f"{', '.join(map(str, missing))}; pass framework= to choose one that can"
+                f"{', '.join(map(str, missing))}; pass framework= to choose one that can{unreachable_hint(missing)}"
             )
         target = a
     else:
         target = _get(framework)
         missing = [d for d in dict.fromkeys(layout.devices) if not target.supports(d)]
         if missing:
-            raise DeviceError(f"scatter: framework {target.name!r} cannot hold fragments on {', '.join(map(str, missing))}")
+            raise DeviceError(
+                f"scatter: framework {target.name!r} cannot hold fragments on "
+                f"{', '.join(map(str, missing))}{unreachable_hint(missing)}"
+            )
     src_dev = a.device_of(array)
     strides = tuple(int(s) for s in a.strides_of(array))
     key = ("scatter", shape, strides, src_dev, layout, dtype)

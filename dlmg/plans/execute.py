@@ -179,7 +179,8 @@ def run_jobs(jobs: Sequence[tuple[Sequence["Copy"], dict[int, Buffer], Buffer]],
     belongs to one framework that orders its own work on its streams (torch,
     CuPy): then the copies stay asynchronous, like that framework's own.
     """
-    sources = {id(b): b for _, srcs, _ in jobs for b in srcs.values()}
+    tables = {id(srcs): srcs for _, srcs, _ in jobs}  # jobs usually share one table of sources
+    sources = {id(b): b for srcs in tables.values() for b in srcs.values()}
     targets = [dst for _, _, dst in jobs]
     ordered = stream_ordered([*sources.values(), *targets])
     if not ordered:

@@ -215,6 +215,53 @@ def _pair_copies(src: Endpoint, dst: Endpoint, cache: dict, itemsize: int) -> li
     return out
 
 
+class _Overlaps:
+    """Which sources share at least one global index with a destination.
+
+    Sources are grouped per mode by their mode map (fragments in one grid row
+    share one map object), and a pair of maps is intersected once, so a
+    destination costs one check per distinct source map and mode instead of
+    one per source: planning stays near-linear in the fragment count.
+    """
+
+    def __init__(self, sources: Sequence[Endpoint], cache: dict) -> None:
+        self.count = len(sources)
+        self.cache = cache
+        ndim = len(sources[0].modes) if sources else 0
+        self.by_mode: list[dict[int, tuple[Any, set[int]]]] = [{} for _ in range(ndim)]
+        for p, s in enumerate(sources):
+            for m, a in enumerate(s.modes):
+                entry = self.by_mode[m].get(id(a))
+                if entry is None:
+                    self.by_mode[m][id(a)] = (a, {p})
+                else:
+                    entry[1].add(p)
+
+    def _meet(self, a: Any, b: Any) -> bool:
+        key = (id(a), id(b))
+        segs = self.cache.get(key)
+        if segs is None:
+            if a.indices.size == 0 or b.indices.size == 0 or a.indices[-1] < b.indices[0] \
+                    or b.indices[-1] < a.indices[0]:
+                found: list = []
+            else:
+                found = decompose(a, b)
+            segs = self.cache[key] = (found, a, b)  # keep the maps alive so ids stay unique
+        return bool(segs[0])
+
+    def __call__(self, dst: Endpoint) -> list[int]:
+        near: set[int] | None = None
+        for m, b in enumerate(dst.modes):
+            hits: set[int] = set()
+            for a, positions in self.by_mode[m].values():
+                if self._meet(a, b):
+                    hits |= positions
+            near = hits if near is None else near & hits
+            if not near:
+                return []
+        return list(range(self.count)) if near is None else sorted(near)
+
+
 def _pick_replica(candidates: Sequence[Endpoint], dst: Endpoint) -> Endpoint:
     for c in candidates:
         if c.device == dst.device:
@@ -250,9 +297,17 @@ def build_plan(
         prescribed destination geometry, lays them out the same way.
     """
     groups: dict[Any, list[Endpoint]] = {}
+    position: dict[Any, int] = {}
+    group_of: list[int] = []  # each source's group, numbered in order of appearance
     for s in sources:
-        groups.setdefault(s.group, []).append(s)
+        if s.group not in groups:
+            position[s.group] = len(groups)
+            groups[s.group] = []
+        groups[s.group].append(s)
+        group_of.append(position[s.group])
+    group_list = list(groups.values())
     cache: dict = {}
+    overlapping = _Overlaps(sources, cache)
     copies: list[Copy] = []
     reused: dict[int, int] = {}
     used: dict[int, tuple[int, ...]] = {}
@@ -260,8 +315,10 @@ def build_plan(
         if d.size == 0:
             used[d.index] = ()
             continue
+        near = overlapping(d)  # positions of the sources sharing an index with d, in order
         taken = None
-        for s in sources:
+        for p in near:
+            s = sources[p]
             if (
                 s.device == d.device
                 and s.shape == d.shape
@@ -276,8 +333,8 @@ def build_plan(
             used[d.index] = (taken.index,)
             continue
         read = []
-        for members in groups.values():
-            s = _pick_replica(members, d)
+        for g in sorted({group_of[p] for p in near}):
+            s = _pick_replica(group_list[g], d)
             pair = _pair_copies(s, d, cache, itemsize)
             if pair:
                 copies.extend(pair)

@@ -1,0 +1,255 @@
+"""Fused elementwise work: a user's function compiled by each fragment's owner.
+
+Eager ``a * b + c`` runs two kernels, each a full pass over memory. With
+:func:`fuse` the whole function runs as one compiled kernel per fragment, built
+by the framework that owns the fragment (``jax.jit`` for JAX, ``cupy.fuse`` for
+CuPy, ``torch.compile`` for torch where its compiler can build for the device;
+frameworks without a compiler, such as NumPy, run the function eagerly). The
+adapter method :meth:`~dlmg.adapters.Adapter.compile_elementwise` does the
+compiling; this module keeps one kernel per (function, framework, device,
+argument shapes and dtypes) and reuses it, so a kernel is traced and compiled
+once however many fragments or calls share that signature.
+
+A kernel that the compiler cannot build (an operation it does not support, a
+missing toolchain found only at build time) falls back to running the function
+eagerly for that signature; :attr:`FusedFunction.compilers` says which
+compiler ran where.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..device import Device
+from ..errors import FragmentError
+from ..registry import adapter_for
+from .dispatch import check_same_layout, is_distributed, map_fragments
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..tensor import DistributedTensor
+
+__all__ = ["FusedFunction", "fuse"]
+
+
+def _signature(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """What a compiled kernel specialises on: each array's shape and dtype, each scalar's type."""
+    sig = []
+    for a in args:
+        shape = getattr(a, "shape", None)
+        if shape is None:
+            sig.append(type(a))
+        else:
+            sig.append((tuple(shape), a.dtype))
+    return tuple(sig)
+
+
+class _Kernel:
+    """One compiled kernel, with its eager fallback decided on the first call."""
+
+    __slots__ = ("call", "compiler", "eager", "tried")
+
+    def __init__(self, call: Callable[..., Any], compiler: str, eager: Callable[..., Any]) -> None:
+        self.call = call
+        self.compiler = compiler
+        self.eager = eager
+        self.tried = compiler.startswith("eager")
+
+    def __call__(self, *args: Any) -> Any:
+        if self.tried:
+            return self.call(*args)
+        try:
+            result = self.call(*args)
+        except Exception as compiled_error:  # noqa: BLE001 - the compiler refused: run eagerly
+            result = self.eager(*args)  # the user's own error, if the function is wrong, raises here
+            reason = f"{type(compiled_error).__name__}: {str(compiled_error).splitlines()[0][:160]}" \
+                if str(compiled_error) else type(compiled_error).__name__
+            self.call, self.compiler = self.eager, f"eager ({self.compiler} failed: {reason})"
+        self.tried = True
+        return result
+
+
+class FusedFunction:
+    """An elementwise function run fused, fragment by fragment, by each owner's compiler.
+
+    Made by :func:`fuse`; calling it is like :func:`dlmg.apply` with the
+    function compiled.
+
+    Attributes
+    ----------
+    fn : callable
+        The user's function.
+    namespace : bool
+        Whether ``fn`` takes the array-API namespace as its first argument.
+    compile : bool
+        ``False`` runs ``fn`` eagerly everywhere (for comparison and debugging).
+    """
+
+    def __init__(self, fn: Callable[..., Any], *, namespace: bool = False, compile: bool = True) -> None:
+        if not callable(fn):
+            raise TypeError(f"dlmg.fuse needs a callable, got {type(fn).__name__}")
+        self.fn = fn
+        self.namespace = namespace
+        self.compile = compile
+        self.__name__ = getattr(fn, "__name__", "fused")
+        self.__doc__ = getattr(fn, "__doc__", None)
+        self._name = f"fuse({self.__name__})"
+        self._kernels: dict[tuple[Any, ...], _Kernel] = {}
+        self._compiled: dict[tuple[str, str], tuple[Callable[..., Any], str]] = {}
+        if namespace:
+            self._with_xp = fn
+        else:
+            def with_xp(xp: Any, *args: Any) -> Any:
+                return fn(*args)
+
+            with_xp.__name__ = self.__name__
+            self._with_xp = with_xp
+        functools.update_wrapper(self, fn, updated=())
+
+    # -- compiling ------------------------------------------------------------
+    def _kernel(self, xp: Any, args: tuple[Any, ...]) -> _Kernel:
+        first = next(a for a in args if getattr(a, "shape", None) is not None)
+        adapter = adapter_for(first)
+        device = adapter.device_of(first)
+        key = (adapter.name, device, _signature(args))
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            with_xp = self._with_xp
+
+            def eager(*a: Any) -> Any:
+                return with_xp(xp, *a)
+
+            if self.compile:
+                # one compiler object per framework and device kind: it traces once and
+                # specialises per shape, dtype and device itself
+                built = self._compiled.get((adapter.name, device.kind))
+                if built is None:
+                    built = self._compiled[(adapter.name, device.kind)] = adapter.compile_elementwise(
+                        with_xp, device
+                    )
+                call, compiler = built
+            else:
+                call, compiler = eager, "eager (compile=False)"
+            kernel = self._kernels[key] = _Kernel(call, compiler, eager)
+        return kernel
+
+    def _per_fragment(self, xp: Any, *args: Any) -> Any:
+        return self._kernel(xp, args)(*args)
+
+    @property
+    def compilers(self) -> dict[tuple[str, Device], str]:
+        """Which compiler built the kernels that ran, per ``(framework, device)``.
+
+        Values are ``"jax.jit"``, ``"cupy.fuse"``, ``"torch.compile"``, or
+        ``"eager (...)"`` with the reason no compiler ran.
+        """
+        found: dict[tuple[str, Device], str] = {}
+        for (framework, device, _), kernel in self._kernels.items():
+            found.setdefault((framework, device), kernel.compiler)
+        return found
+
+    @property
+    def cache_size(self) -> int:
+        """How many kernels were built (one per framework, device, shapes and dtypes)."""
+        return len(self._kernels)
+
+    def clear_cache(self) -> None:
+        """Drop the compiled kernels (they are rebuilt on the next call)."""
+        self._kernels.clear()
+        self._compiled.clear()
+
+    # -- running --------------------------------------------------------------
+    def __call__(self, *operands: Any, out: "DistributedTensor | None" = None) -> "DistributedTensor":
+        """Run the function on every local fragment of the operands.
+
+        Parameters
+        ----------
+        *operands : DistributedTensor, scalar or 0-d array
+            As for :func:`dlmg.apply`: at least one distributed tensor, all of
+            one layout; the first one's fragments decide where each
+            fragment's work runs.
+        out : DistributedTensor, optional
+            A tensor of the same layout to write the results into.
+
+        Returns
+        -------
+        DistributedTensor
+
+        Raises
+        ------
+        LayoutMismatchError
+            When the operands' (or ``out``'s) layouts differ.
+        FragmentError
+            When the function fails on a fragment, or returns an array that is
+            not of the fragment's shape.
+        """
+        if out is not None:
+            lead = next((op for op in operands if is_distributed(op)), None)
+            if lead is None:
+                raise TypeError(f"{self._name} needs at least one distributed tensor operand")
+            check_same_layout(self._name, lead, out)
+        result = map_fragments(self._per_fragment, operands, name=self._name, out=out)
+        assert result is not None
+        if out is None:
+            for frag in result.fragments:
+                if frag.is_local and tuple(frag.array.shape) != frag.layout.shape:
+                    raise FragmentError(
+                        f"{self._name} returned an array of shape {tuple(frag.array.shape)} for fragment "
+                        f"{frag.index}, whose shape is {frag.layout.shape}; fuse runs elementwise functions only"
+                    )
+        return result
+
+    def __repr__(self) -> str:
+        return f"<dlmg.fuse of {self.__name__}: {self.cache_size} kernel(s)>"
+
+
+def fuse(
+    fn: Callable[..., Any] | None = None, *, namespace: bool = False, compile: bool = True
+) -> Any:
+    """Run an elementwise function fused, per fragment, through each owner's compiler.
+
+    Use as ``dlmg.fuse(fn)`` or as a decorator (``@dlmg.fuse`` or
+    ``@dlmg.fuse(namespace=True)``).
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(*arrays)`` (or ``fn(xp, *arrays)`` with ``namespace=True``):
+        elementwise work on one fragment's arrays, returning an array of the
+        fragment's shape. It is traced by the owner's compiler, so it must be
+        traceable: array operations only, no Python branching on values.
+    namespace : bool
+        Pass the fragment framework's array namespace as the first argument
+        (inside ``cupy.fuse`` it is the ``cupy`` module, whose ufuncs it fuses).
+    compile : bool
+        ``False`` runs ``fn`` eagerly (the same results, one kernel per
+        operation).
+
+    Returns
+    -------
+    FusedFunction
+        Callable as ``f(*operands, out=None)``; returns a DistributedTensor.
+
+    Notes
+    -----
+    Compilers per framework: JAX ``jax.jit``; CuPy ``cupy.fuse``; torch
+    ``torch.compile`` where it can build for the device (CUDA: Triton; host:
+    a C++ compiler), eager otherwise; NumPy and other frameworks: eager. A
+    kernel is built once per (function, framework, device, shapes and dtypes)
+    and reused; the first call of each pays the compilation (``torch.compile``:
+    seconds). Where a compiler rejects the function it runs eagerly;
+    :attr:`FusedFunction.compilers` reports what ran.
+
+    Examples
+    --------
+    >>> @dlmg.fuse                                       # doctest: +SKIP
+    ... def axpy(a, b, c):
+    ...     return a * b + c
+    >>> y = axpy(x1, x2, x3)                             # doctest: +SKIP
+    >>> axpy.compilers                                   # doctest: +SKIP
+    {('jax', Device('cpu', 0)): 'jax.jit', ...}
+    """
+    if fn is None:
+        return lambda f: FusedFunction(f, namespace=namespace, compile=compile)
+    return FusedFunction(fn, namespace=namespace, compile=compile)

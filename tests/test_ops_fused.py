@@ -1,0 +1,166 @@
+"""dlmg.fuse: a user's elementwise function compiled per fragment by the owner's
+compiler (jax.jit, torch.compile, eager NumPy), cached per signature, with
+the same results, ``out=`` handling and errors as dlmg.apply."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dlmg
+from dlmg import Layout
+from dlmg.errors import FragmentError, LayoutMismatchError
+from _ops_support import build, data, data_ptrs, gathered, jax_cpus, need
+
+LAYOUT = Layout((12, 6), block=(3, 6), grid=(4, 1), devices=["cpu"] * 4)
+
+
+def jax_layout() -> Layout:
+    need("jax")
+    if jax_cpus() < 4:
+        pytest.skip("needs 4 JAX CPU devices (XLA_FLAGS=--xla_force_host_platform_device_count=8)")
+    return Layout((12, 6), block=(3, 6), grid=(4, 1), devices=[f"cpu:{i}" for i in range(4)])
+
+
+def operands(layout: Layout, framework: str):
+    xs = [data(layout.shape, seed=s) for s in range(3)]
+    return xs, [build(x, layout, framework) for x in xs]
+
+
+def test_numpy_runs_eagerly_with_the_same_result():
+    (a, b, c), (da, db, dc) = operands(LAYOUT, "numpy")
+    f = dlmg.fuse(lambda x, y, z: x * y + z)
+    got = f(da, db, dc)
+    np.testing.assert_allclose(gathered(got), a * b + c, rtol=1e-6)
+    assert set(f.compilers.values()) == {"eager"}
+    assert isinstance(got, dlmg.DistributedTensor) and got.layout.shape == LAYOUT.shape
+
+
+def test_jax_is_traced_once_and_jitted_on_every_device():
+    layout = jax_layout()
+    (a, b, c), (da, db, dc) = operands(layout, "jax")
+    traces = []
+
+    @dlmg.fuse
+    def axpy(x, y, z):
+        traces.append(1)
+        return x * y + z
+
+    first = axpy(da, db, dc)
+    second = axpy(db, dc, da)
+    np.testing.assert_allclose(gathered(first), a * b + c, rtol=1e-6)
+    np.testing.assert_allclose(gathered(second), b * c + a, rtol=1e-6)
+    assert len(traces) == 1  # one trace serves every fragment and both calls
+    assert axpy.cache_size == 4  # one kernel per device (same shape and dtype)
+    assert set(axpy.compilers.values()) == {"jax.jit"}
+    assert {str(d) for _, d in axpy.compilers} == {f"cpu:{i}" for i in range(4)}
+    assert [str(f.device) for f in first.fragments] == [f"cpu:{i}" for i in range(4)]
+
+
+def test_namespace_scalars_and_decorator_with_arguments():
+    layout = jax_layout()
+    x = data(layout.shape, seed=5)
+    for framework, lay in (("numpy", LAYOUT), ("jax", layout)):
+        @dlmg.fuse(namespace=True)
+        def soft(xp, v, scale):
+            return xp.tanh(v) * scale + 1
+
+        got = soft(build(x, lay, framework), 2.0)
+        np.testing.assert_allclose(gathered(got), np.tanh(x) * 2 + 1, rtol=1e-5)
+
+
+def test_out_writes_in_place_for_numpy_and_replaces_jax_fragments():
+    (a, b, c), (da, db, dc) = operands(LAYOUT, "numpy")
+    out = build(np.zeros(LAYOUT.shape, np.float32), LAYOUT, "numpy")
+    before = data_ptrs(out)
+    f = dlmg.fuse(lambda x, y, z: x * y + z)
+    assert f(da, db, dc, out=out) is out
+    assert data_ptrs(out) == before
+    np.testing.assert_allclose(gathered(out), a * b + c, rtol=1e-6)
+    layout = jax_layout()
+    (a, b, c), (ja, jb, jc) = operands(layout, "jax")
+    jout = build(np.zeros(layout.shape, np.float32), layout, "jax")
+    f(ja, jb, jc, out=jout)
+    np.testing.assert_allclose(gathered(jout), a * b + c, rtol=1e-6)
+
+
+def test_mixed_frameworks_follow_the_lead_fragment():
+    layout = jax_layout()
+    x = data(layout.shape, seed=1)
+    dj = build(x, layout, "jax")
+    dn = build(x, layout, "numpy")
+    f = dlmg.fuse(lambda p, q: p - q * 2)
+    with pytest.raises(LayoutMismatchError):
+        f(dj, build(x, LAYOUT, "numpy"))
+    got = f(dj, dj)
+    assert got.frameworks == ("jax",)
+    np.testing.assert_allclose(gathered(got), -x, rtol=1e-6)
+    np.testing.assert_allclose(gathered(f(dn, dn)), -x, rtol=1e-6)
+
+
+def test_a_function_the_compiler_rejects_runs_eagerly_and_says_so():
+    layout = jax_layout()
+    x = data(layout.shape, seed=2)
+
+    def branchy(v):
+        if float(v.reshape(-1)[0]) > 100:  # a Python branch on a value: jit cannot trace it
+            return v
+        return v + 1
+
+    f = dlmg.fuse(branchy)
+    got = f(build(x, layout, "jax"))
+    np.testing.assert_allclose(gathered(got), x + 1, rtol=1e-6)
+    (compiler,) = set(f.compilers.values())
+    assert compiler.startswith("eager (jax.jit failed:"), compiler
+
+
+def test_errors_name_the_fragment_and_non_elementwise_results_are_refused():
+    _, (da, _, _) = operands(LAYOUT, "numpy")
+
+    def broken(v):
+        raise ValueError("no such thing")
+
+    with pytest.raises(FragmentError, match=r"fuse\(broken\) failed on fragment 0.*no such thing"):
+        dlmg.fuse(broken)(da)
+    with pytest.raises(FragmentError, match="elementwise"):
+        dlmg.fuse(lambda v: v.sum(axis=0))(da)
+    with pytest.raises(TypeError, match="callable"):
+        dlmg.fuse(3)
+
+
+def test_the_adapter_contract_defaults_to_eager():
+    from dlmg.adapters import Adapter
+    from dlmg.device import Device
+
+    class Plain(Adapter):
+        name = "plain"
+
+        def namespace(self):
+            return np
+
+    kernel, compiler = Plain().compile_elementwise(lambda xp, v: xp.negative(v), Device("cpu", 0))
+    assert compiler == "eager"
+    np.testing.assert_array_equal(kernel(np.arange(3)), [0, -1, -2])
+
+
+def test_torch_without_compiling_and_compile_false():
+    need("torch")
+    (a, b, c), (da, db, dc) = operands(LAYOUT, "torch")
+    f = dlmg.fuse(lambda x, y, z: x * y + z, compile=False)
+    np.testing.assert_allclose(gathered(f(da, db, dc)), a * b + c, rtol=1e-6)
+    assert set(f.compilers.values()) == {"eager (compile=False)"}
+
+
+@pytest.mark.slow
+def test_torch_compile_builds_one_kernel_for_the_host():
+    need("torch")
+    from dlmg.registry import get_adapter
+
+    _, why = get_adapter("torch").compile_elementwise(lambda xp, v: v, dlmg.Device("cpu", 0))
+    (a, b, c), (da, db, dc) = operands(LAYOUT, "torch")
+    f = dlmg.fuse(lambda x, y, z: x * y + z)
+    np.testing.assert_allclose(gathered(f(da, db, dc)), a * b + c, rtol=1e-6)
+    np.testing.assert_allclose(gathered(f(db, dc, da)), b * c + a, rtol=1e-6)
+    (compiler,) = set(f.compilers.values())
+    assert compiler == why  # "torch.compile", or "eager (...)" naming what is missing
+    assert f.cache_size == 1
