@@ -41,33 +41,9 @@ def _check_layout(layout: Any, what: str) -> "Layout":
     return layout
 
 
-def _ranks(layout: "Layout", ranks: Any) -> tuple[int, ...]:
-    """One process rank per fragment (all this process's by default)."""
-    me = process_rank()
-    n = layout.nfragments
-    if ranks is None:
-        return (me,) * n
-    if isinstance(ranks, Mapping):
-        values = [ranks.get(i, me) for i in range(n)]
-        extra = sorted(set(ranks) - set(range(n)))
-        if extra:
-            raise FragmentError(f"ranks names fragments {extra}, but the layout has {n} fragments")
-    else:
-        values = list(ranks)
-        if len(values) != n:
-            raise FragmentError(f"ranks has {len(values)} entries for a layout of {n} fragments")
-    out = []
-    for i, r in enumerate(values):
-        if isinstance(r, bool):
-            raise FragmentError(f"ranks[{i}] = {r!r} is a bool, not a process rank")
-        try:
-            r = operator.index(r)
-        except TypeError:
-            raise FragmentError(f"ranks[{i}] = {r!r} is not an int process rank") from None
-        if r < 0:
-            raise FragmentError(f"ranks[{i}] = {r} is negative")
-        out.append(r)
-    return tuple(out)
+def _ranks(layout: "Layout") -> tuple[int, ...]:
+    """The process of every fragment: the layout's ``ranks``."""
+    return layout.ranks
 
 
 def _slots(layout: "Layout", items: Any, ranks: tuple[int, ...], what: str) -> list[Any]:
@@ -100,7 +76,7 @@ def _slots(layout: "Layout", items: Any, ranks: tuple[int, ...], what: str) -> l
         for i, value in zip(local, items):
             slots[i] = value
         return slots
-    expect = f"{n}" if len(local) == n else f"{n} (or {len(local)}, one per fragment of this process)"
+    expect = f"{n}" if len(local) == n else f"{n} (or {len(local)}, one per fragment of process {me})"
     raise FragmentError(
         f"{what}: got {len(items)} entries but the layout has {expect} fragments "
         f"(shape {layout.shape}, grid {layout.grid}, {layout.nreplicas} replica(s))"
@@ -118,7 +94,6 @@ def from_fragments(
     arrays: Sequence[Any] | Mapping[int, Any],
     layout: "Layout",
     *,
-    ranks: Sequence[int] | Mapping[int, int] | None = None,
     dtype: Any = None,
 ) -> DistributedTensor:
     """Wrap existing arrays as the fragments of a distributed tensor, without a copy.
@@ -132,11 +107,12 @@ def from_fragments(
         producer); each must have its fragment's local shape and all one
         element type. NumPy and torch host arrays fit any ``cpu`` slot (one
         host memory); a JAX array on ``cpu:3`` fits only a ``cpu:3`` slot.
-        With ``ranks``, give arrays for this process's fragments only (the
-        others ``None`` or left out).
+        When ``layout.ranks`` spreads the fragments over processes, each
+        process gives arrays for its own fragments only: a mapping, a
+        sequence of its fragments in order, or a full-length sequence with
+        ``None`` for the others.
     layout : Layout
-    ranks : sequence or mapping of int, optional
-        The process holding each fragment; all this process's by default.
+        Its ``ranks`` say which process holds each fragment.
     dtype : dtype, optional
         The element type, checked against the arrays (needed only when this
         process holds no fragment).
@@ -172,7 +148,7 @@ def from_fragments(
     from .registry import adapter_for
 
     layout = _check_layout(layout, "from_fragments")
-    rank_of = _ranks(layout, ranks)
+    rank_of = _ranks(layout)
     slots = _slots(layout, arrays, rank_of, "from_fragments")
     me = process_rank()
     want = None if dtype is None else canonical(dtype)
@@ -257,8 +233,6 @@ def from_pointers(
     dtype: Any,
     owner: Any = None,
     framework: str = DEFAULT_FRAMEWORK,
-    *,
-    ranks: Sequence[int] | Mapping[int, int] | None = None,
 ) -> DistributedTensor:
     """Wrap raw memory addresses as the fragments of a distributed tensor.
 
@@ -271,7 +245,7 @@ def from_pointers(
     pointers : sequence or mapping of int
         Addresses in fragment order, or ``{fragment index: address}`` to bind
         addresses to explicit fragments. Only this process's fragments are
-        given (see ``ranks``).
+        given (those ``layout.ranks`` gives this process).
     dtype : dtype
         The element type.
     owner : object, optional
@@ -281,8 +255,6 @@ def from_pointers(
     framework : str, optional
         The framework of the fragments' arrays (``"numpy"``, ``"torch"``,
         ``"cupy"``, ``"jax"``).
-    ranks : sequence or mapping of int, optional
-        The process holding each fragment.
 
     Returns
     -------
@@ -319,7 +291,7 @@ def from_pointers(
     layout = _check_layout(layout, "from_pointers")
     name = canonical(dtype)
     adapter = get_adapter(framework)
-    rank_of = _ranks(layout, ranks)
+    rank_of = _ranks(layout)
     slots = _slots(layout, pointers, rank_of, "from_pointers")
     me = process_rank()
     if layout.element_strides is not None and not adapter.can_view:
@@ -375,7 +347,7 @@ def _check_bytes(layout: "Layout", name: str, what: str) -> None:
             )
 
 
-def _allocate(layout: Any, dtype: Any, framework: str, ranks: Any, fill: Any, what: str) -> DistributedTensor:
+def _allocate(layout: Any, dtype: Any, framework: str, fill: Any, what: str) -> DistributedTensor:
     from .registry import get_adapter
 
     layout = _check_layout(layout, what)
@@ -384,7 +356,7 @@ def _allocate(layout: Any, dtype: Any, framework: str, ranks: Any, fill: Any, wh
         fill = check_scalar(fill, name, f"{what}: fill_value")
     _check_bytes(layout, name, what)
     adapter = get_adapter(framework)
-    rank_of = _ranks(layout, ranks)
+    rank_of = _ranks(layout)
     me = process_rank()
     strided = layout.element_strides is not None
     if strided and not adapter.can_view:
@@ -392,7 +364,8 @@ def _allocate(layout: Any, dtype: Any, framework: str, ranks: Any, fill: Any, wh
             f"{what}: {adapter.name} cannot hold fragments with explicit strides "
             f"(element_strides={layout.element_strides}); use one of {', '.join(viewing_frameworks())}, or a dense layout"
         )
-    missing = [str(d) for d in dict.fromkeys(layout.devices) if not adapter.supports(d)]
+    mine = [f.device for f, r in zip(layout.fragments, rank_of) if r == me]
+    missing = [str(d) for d in dict.fromkeys(mine) if not adapter.supports(d)]
     if missing:
         raise DeviceError(f"{what}: {adapter.name} cannot hold arrays on {', '.join(missing)}{unreachable_hint(missing)}")
     frags = []
@@ -415,28 +388,27 @@ def _allocate(layout: Any, dtype: Any, framework: str, ranks: Any, fill: Any, wh
     return DistributedTensor._create(layout, frags, name)
 
 
-def empty(layout: "Layout", dtype: Any = "float32", framework: str = DEFAULT_FRAMEWORK, *, ranks: Any = None) -> DistributedTensor:
+def empty(layout: "Layout", dtype: Any = "float32", framework: str = DEFAULT_FRAMEWORK) -> DistributedTensor:
     """A tensor of ``layout`` with uninitialised fragments of ``framework`` on their devices.
 
     With explicit layout strides each fragment's memory holds ``span``
     elements (see :func:`from_pointers` for how padded fragments look).
     JAX has no uninitialised arrays; its fragments are zeros.
     """
-    return _allocate(layout, dtype, framework, ranks, _UNINITIALISED, "empty")
+    return _allocate(layout, dtype, framework, _UNINITIALISED, "empty")
 
 
-def zeros(layout: "Layout", dtype: Any = "float32", framework: str = DEFAULT_FRAMEWORK, *, ranks: Any = None) -> DistributedTensor:
+def zeros(layout: "Layout", dtype: Any = "float32", framework: str = DEFAULT_FRAMEWORK) -> DistributedTensor:
     """A tensor of ``layout`` filled with zeros (see :func:`empty`)."""
-    return _allocate(layout, dtype, framework, ranks, 0, "zeros")
+    return _allocate(layout, dtype, framework, 0, "zeros")
 
 
-def ones(layout: "Layout", dtype: Any = "float32", framework: str = DEFAULT_FRAMEWORK, *, ranks: Any = None) -> DistributedTensor:
+def ones(layout: "Layout", dtype: Any = "float32", framework: str = DEFAULT_FRAMEWORK) -> DistributedTensor:
     """A tensor of ``layout`` filled with ones (see :func:`empty`)."""
-    return _allocate(layout, dtype, framework, ranks, 1, "ones")
+    return _allocate(layout, dtype, framework, 1, "ones")
 
 
-def full(layout: "Layout", fill_value: Any, dtype: Any = "float32", framework: str = DEFAULT_FRAMEWORK, *,
-         ranks: Any = None) -> DistributedTensor:
+def full(layout: "Layout", fill_value: Any, dtype: Any = "float32", framework: str = DEFAULT_FRAMEWORK) -> DistributedTensor:
     """A tensor of ``layout`` filled with ``fill_value`` (see :func:`empty`).
 
     Raises
@@ -449,21 +421,26 @@ def full(layout: "Layout", fill_value: Any, dtype: Any = "float32", framework: s
     LayoutError
         When a fragment would need ``2**63`` bytes or more.
     """
-    return _allocate(layout, dtype, framework, ranks, fill_value, "full")
+    return _allocate(layout, dtype, framework, fill_value, "full")
 
 
-def scatter(array: Any, layout: "Layout", framework: str | None = None) -> DistributedTensor:
+def scatter(array: Any, layout: "Layout", framework: str | None = None, *, root: int | None = None) -> DistributedTensor:
     """Spread a regular array of any framework over ``layout``'s fragments (a copy).
 
     Parameters
     ----------
     array : array
         NumPy, torch, JAX, CuPy or any DLPack producer, of the layout's shape,
-        any strides.
+        any strides. Across processes only process ``root`` passes it; the
+        others pass ``None``.
     layout : Layout
     framework : str, optional
         The framework of the fragments; by default the array's own, which
         must support every device of the layout.
+    root : int, optional
+        Across processes (after :func:`dlmg.distributed.init`): the rank
+        whose array is spread (0 by default); each process receives its own
+        fragments.
 
     Returns
     -------
@@ -473,4 +450,4 @@ def scatter(array: Any, layout: "Layout", framework: str | None = None) -> Distr
     """
     from .plans.api import scatter as _scatter
 
-    return _scatter(array, layout, framework)
+    return _scatter(array, layout, framework, root)

@@ -22,6 +22,8 @@ __all__ = [
     "ReadOnlyError",
     "UnsupportedDtypeError",
     "ViewNotSupportedError",
+    "CollectiveError",
+    "CollectiveMismatchError",
 ]
 
 
@@ -96,3 +98,14 @@ class ViewNotSupportedError(FrameworkError, NotImplementedError):
     """The framework cannot make a strided view of existing memory or write
     into an array in place (JAX). Also a ``NotImplementedError``, so generic
     code can fall back to a copy."""
+
+
+class CollectiveError(DlmgError, RuntimeError):
+    """A collective across processes failed: a process raised while preparing it,
+    left, or did not arrive within the timeout (the message names the rank where
+    it is known)."""
+
+
+class CollectiveMismatchError(CollectiveError, ValueError):
+    """Processes called different collectives, or the same one on different
+    layouts, dtypes or arguments (SPMD broken); the message shows both sides."""

@@ -14,9 +14,9 @@ Tensors are made by the functions of :mod:`dlmg.construct`
 :func:`~dlmg.full`, :func:`~dlmg.scatter`) and by :meth:`DistributedTensor.redistribute`
 and :meth:`DistributedTensor.to`, never by calling the class.
 
-Processes: every fragment records the ``rank`` of the process holding it;
+Processes: the layout names the process (``rank``) holding every fragment;
 only this process's fragments carry arrays (:attr:`Fragment.is_local`).
-Today dlmg runs in one process (rank 0 holds everything).
+Without :func:`dlmg.distributed.init` dlmg runs in one process (rank 0).
 
 Operators and reductions are not defined here; :mod:`dlmg.ops` attaches
 them with :meth:`DistributedTensor.register_method`.
@@ -42,7 +42,9 @@ __all__ = ["DistributedTensor", "Fragment", "process_rank"]
 
 def process_rank() -> int:
     """The rank of this process among those sharing tensors (0 while dlmg runs in one process)."""
-    return 0
+    from .distributed._state import rank
+
+    return rank()
 
 
 _CREATE = object()  # guards the constructors
@@ -73,10 +75,17 @@ class Fragment:
     ``block_strides``) is no single strided array: it keeps its whole memory
     as a flat array (:attr:`memory`) and exposes per-block views
     (:meth:`block_views`); its :attr:`array` raises.
+
+    :attr:`readonly` says whether the memory must not be written: a
+    read-only NumPy array, a JAX array, a DLPack tensor marked
+    ``READ_ONLY``, or memory handed on from one of them by :meth:`to`
+    without a copy (torch and CuPy arrays cannot carry the fact themselves).
+    In-place operations refuse such fragments before writing anything.
     """
 
     __slots__ = (
-        "index", "layout", "framework", "rank", "_array", "_memory", "_adapter", "_dl_device", "__weakref__"
+        "index", "layout", "framework", "rank", "_array", "_memory", "_adapter", "_dl_device", "_readonly",
+        "__weakref__",
     )
 
     def __init__(
@@ -85,16 +94,18 @@ class Fragment:
         array: Any,
         framework: str | None,
         *,
-        rank: int = 0,
+        rank: int | None = None,
         memory: Any = None,
+        readonly: bool = False,
         token: object = None,
     ) -> None:
         if token is not _CREATE:
             raise TypeError("Fragment objects are made by dlmg's constructors (dlmg.from_fragments, ...)")
+        self._readonly = bool(readonly)  # handed on from a read-only source, whatever the array says
         self.index = layout.index
         self.layout = layout
         self.framework = framework
-        self.rank = rank
+        self.rank = layout.rank if rank is None else rank
         self._array = array
         self._memory = memory
         self._adapter: "Adapter | None" = None
@@ -102,18 +113,23 @@ class Fragment:
 
     # -- constructors (for dlmg's own modules; users get fragments from tensors) ----
     @classmethod
-    def of_array(cls, layout: "FragmentLayout", array: Any, framework: str, *, rank: int) -> "Fragment":
-        """A fragment held as ``array``, an array of ``framework`` of the local shape."""
-        return cls(layout, array, framework, rank=rank, token=_CREATE)
+    def of_array(
+        cls, layout: "FragmentLayout", array: Any, framework: str, *, rank: int | None = None, readonly: bool = False
+    ) -> "Fragment":
+        """A fragment held as ``array``, an array of ``framework`` of the local shape
+        (``readonly``: the memory came, without a copy, from a read-only source)."""
+        return cls(layout, array, framework, rank=rank, readonly=readonly, token=_CREATE)
 
     @classmethod
-    def of_memory(cls, layout: "FragmentLayout", memory: Any, framework: str, *, rank: int) -> "Fragment":
+    def of_memory(
+        cls, layout: "FragmentLayout", memory: Any, framework: str, *, rank: int | None = None, readonly: bool = False
+    ) -> "Fragment":
         """A padded fragment held as ``memory``, a flat array of ``layout.span`` elements."""
-        return cls(layout, None, framework, rank=rank, memory=memory, token=_CREATE)
+        return cls(layout, None, framework, rank=rank, memory=memory, readonly=readonly, token=_CREATE)
 
     @classmethod
-    def remote(cls, layout: "FragmentLayout", rank: int) -> "Fragment":
-        """A fragment held by process ``rank``, not this one."""
+    def remote(cls, layout: "FragmentLayout", rank: int | None = None) -> "Fragment":
+        """A fragment held by another process (``rank``; by default the layout's)."""
         return cls(layout, None, None, rank=rank, token=_CREATE)
 
     def with_array(self, array: Any, framework: str | None = None) -> "Fragment":
@@ -126,7 +142,8 @@ class Fragment:
 
     def with_layout(self, layout: "FragmentLayout") -> "Fragment":
         """The same memory as the fragment of another layout that holds the same elements."""
-        return Fragment(layout, self._array, self.framework, rank=self.rank, memory=self._memory, token=_CREATE)
+        return Fragment(layout, self._array, self.framework, rank=self.rank, memory=self._memory,
+                        readonly=self._readonly, token=_CREATE)
 
     # -- what it is ----------------------------------------------------------
     @property
@@ -135,19 +152,43 @@ class Fragment:
         return self.rank == process_rank() and (self._array is not None or self._memory is not None)
 
     @property
+    def readonly(self) -> bool:
+        """Whether the fragment's memory must not be written.
+
+        True when the array itself says so (a NumPy array that is not
+        writeable, a JAX array, a DLPack producer marked ``READ_ONLY``) or
+        when the memory was handed on without a copy from such a source
+        (``to("torch")`` of read-only NumPy or JAX fragments).
+        """
+        if self._readonly:
+            return True
+        if not self.is_local:
+            return False
+        return bool(self.adapter.is_readonly(self.base))
+
+    @property
+    def inherits_readonly(self) -> bool:
+        """Whether the memory came, without a copy, from a read-only source
+        (as opposed to the array itself being read-only)."""
+        return self._readonly
+
+    @property
     def is_padded(self) -> bool:
         """Whether the memory is no single strided array (padded blocks; see :meth:`block_views`)."""
         return self._array is None and self._memory is not None
 
     @property
     def array(self) -> Any:
-        """The framework's own array of the local shape (``None`` for a remote fragment).
+        """The framework's own array of the local shape.
 
         Raises
         ------
         FragmentError
-            For a padded fragment, which no single strided array describes.
+            For a fragment of another process (the message names its rank), or
+            a padded fragment, which no single strided array describes.
         """
+        if self._array is None and self._memory is None:
+            self._check_local("array")
         if self._array is None and self._memory is not None:
             lay = self.layout.layout
             raise FragmentError(
@@ -246,7 +287,7 @@ class Fragment:
     def __dlpack__(self, **kwargs: Any) -> Any:
         """Export the fragment's array (keywords as the array API's ``__dlpack__``)."""
         adapter = self._adapter
-        if adapter is not None and self._array is not None:  # the common case, kept short
+        if adapter is not None and self._array is not None and not self._readonly:  # the common case, kept short
             return adapter.export(self._array, **kwargs)
         if not self.is_local:
             raise DLPackError(f"fragment {self.index} is held by process {self.rank}; it cannot be exported here")
@@ -255,7 +296,12 @@ class Fragment:
                 f"fragment {self.index} lies in padded blocks that no single DLPack tensor can describe; "
                 "export its block_views() or its memory instead"
             )
-        return self.adapter.export(self._array, **kwargs)
+        capsule = self.adapter.export(self._array, **kwargs)
+        if self._readonly:  # memory from a read-only source: say so to consumers that listen (NumPy)
+            from .dlpack.capsule import mark_readonly
+
+            mark_readonly(capsule)
+        return capsule
 
     def __dlpack_device__(self) -> tuple[int, int]:
         """The DLPack ``(device_type, device_id)`` of the fragment's array.
@@ -343,9 +389,9 @@ class DistributedTensor:
         frags = []
         for frag, array in zip(layout.fragments, arrays):
             if array is None:
-                frags.append(Fragment(frag, None, None, rank=-1, token=_CREATE))
+                frags.append(Fragment(frag, None, None, token=_CREATE))
             else:
-                frags.append(Fragment(frag, array, framework_of(array), rank=process_rank(), token=_CREATE))
+                frags.append(Fragment(frag, array, framework_of(array), token=_CREATE))
         if dtype is None:
             local = [f for f in frags if f._array is not None]
             dtype = local[0].adapter.dtype_of(local[0]._array) if local else "float32"
@@ -524,7 +570,8 @@ class DistributedTensor:
         return item() if callable(item) else value
 
     # -- moving data ---------------------------------------------------------
-    def gather(self, framework: str | None = None, device: Any = None, out: Any = None) -> Any:
+    def gather(self, framework: str | None = None, device: Any = None, out: Any = None, *,
+               root: int | None = None) -> Any:
         """The whole tensor as one regular array, in row-major order.
 
         Parameters
@@ -542,6 +589,8 @@ class DistributedTensor:
             A writable array of the tensor's shape and dtype, of any mutable
             framework and any strides (a transposed view, a slice), filled in
             place and returned.
+        root : int, optional
+            Across processes: the only rank receiving the array.
 
         Returns
         -------
@@ -551,12 +600,13 @@ class DistributedTensor:
         Notes
         -----
         Copies run as a few strided assignments per fragment, never element by
-        element. In a multi-process run this will be an all-gather (every
-        process receives the whole tensor); dlmg runs in one process today.
+        element. Across processes (after :func:`dlmg.distributed.init`) this
+        is an all-gather: every process receives the whole tensor, unless
+        ``root`` names the one process that does (the others get ``None``).
         """
         from .plans.api import gather
 
-        return gather(self, framework=framework, device=device, out=out)
+        return gather(self, framework=framework, device=device, out=out, root=root)
 
     def redistribute(self, layout: "Layout", framework: str | None = None) -> "DistributedTensor":
         """The tensor in another layout of the same shape.

@@ -78,6 +78,9 @@ class Producer:
         How many capsules were handed out.
     memory : ctypes array
         The real buffer ``data="buffer"`` points at (64 float64, zeros).
+    legacy : DLManagedTensor
+        The same tensor as a legacy struct, handed to consumers that pass no
+        ``max_version`` (they cannot read a versioned one).
     """
 
     def __init__(self, spec: Spec | None = None, **fields: Any) -> None:
@@ -114,6 +117,11 @@ class Producer:
 
         self._deleter = dl.DLPACK_DELETER(deleter)
         managed.deleter = self._deleter
+        # The same tensor as a legacy struct, for consumers that ask for no version (JAX).
+        self.legacy = dl.DLManagedTensor()
+        ctypes.memmove(ctypes.addressof(self.legacy.dl_tensor), ctypes.addressof(managed.dl_tensor),
+                       ctypes.sizeof(dl.DLTensor))
+        self.legacy.deleter = self._deleter
 
     @property
     def address(self) -> int:
@@ -131,4 +139,7 @@ class Producer:
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, **kwargs: Any) -> Any:
         if self.spec.legacy_only and (max_version is not None or kwargs):
             raise TypeError("__dlpack__() got an unexpected keyword argument 'max_version'")
+        if self.spec.versioned and max_version is None:  # a consumer of the legacy protocol
+            self.exports += 1
+            return new_capsule(ctypes.addressof(self.legacy), False)
         return self.capsule()

@@ -16,7 +16,10 @@ import numpy as np
 import pytest
 
 import dlmg
-from dlmg.errors import DtypeError, LayoutError
+from dlmg.dlpack import READ_ONLY
+from dlmg.errors import DtypeError, LayoutError, ReadOnlyError
+
+from _capsule_structs import Producer
 
 torch = pytest.importorskip("torch")
 
@@ -55,11 +58,76 @@ def test_results_are_fresh(make, framework):
         assert fd.adapter.data_ptr(fd.array) != fe.adapter.data_ptr(fe.array)
 
 
+# -- 3. read-only and immutable memory is never written -------------------------
+def _readonly_numpy():
+    parts = [np.arange(4.0), np.arange(4.0, 8.0)]
+    for p in parts:
+        p.flags.writeable = False
+    return parts
+
+
+def test_readonly_numpy_to_torch_refuses_in_place():
+    parts = _readonly_numpy()
+    dt = dlmg.from_fragments(parts, _layout())
+    t = dt.to("torch")
+    assert all(f.readonly for f in t.fragments)
+    assert t.fragments[0].array.data_ptr() == parts[0].ctypes.data  # still zero-copy
+    with pytest.raises(ReadOnlyError, match="fragment 0"):
+        t += 1
+    assert parts[0].tolist() == [0, 1, 2, 3] and parts[1].tolist() == [4, 5, 6, 7]
+
+
+def test_jax_to_torch_refuses_in_place():
+    jnp = pytest.importorskip("jax.numpy")
+    import jax
+
+    cpus = jax.devices("cpu")[:2]
+    parts = [jax.device_put(jnp.arange(4.0, dtype=jnp.float32), cpus[0]),
+             jax.device_put(jnp.arange(4.0, 8.0, dtype=jnp.float32), cpus[1])]
+    lay = dlmg.Layout.slab((8,), 0, ["cpu:0", "cpu:1"])
+    dt = dlmg.from_fragments(parts, lay)
+    t = dt.to("torch")
+    with pytest.raises(ReadOnlyError):
+        t += 1
+    assert np.asarray(parts[0]).tolist() == [0, 1, 2, 3]
+
+
+def test_readonly_capsule_through_torch_refuses_in_place():
+    producers = [Producer(versioned=True, flags=READ_ONLY, shape=(4,), strides=(1,)) for _ in range(2)]
+    dt = dlmg.from_fragments(producers, _layout())
+    assert all(f.readonly for f in dt.fragments)
+    t = dt.to("torch")
+    with pytest.raises(ReadOnlyError):
+        t += 1
+    assert not any(p.memory[i] for p in producers for i in range(4))
+
+
 # -- 4. a missing fill value is an error, not uninitialised memory ---------------
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
 def test_full_without_a_value_is_a_type_error(framework):
     with pytest.raises(TypeError, match="fill_value"):
         dlmg.full(_layout(), None, framework=framework)
+
+
+# -- 5. in-place operations are all or nothing ------------------------------------
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_in_place_checks_every_fragment_before_writing(framework):
+    first = np.arange(4.0)
+    second = np.arange(4.0, 8.0)
+    second.flags.writeable = False
+    dt = dlmg.from_fragments([first, second], _layout())
+    if framework == "torch":
+        dt = dt.to("torch")
+    with pytest.raises(ReadOnlyError, match="fragment 1"):
+        dt += 100
+    assert first.tolist() == [0, 1, 2, 3]  # fragment 0 untouched
+
+
+def test_in_place_dtype_refusal_writes_nothing():
+    dt = dlmg.from_fragments([np.arange(4, dtype=np.int32), np.arange(4, 8, dtype=np.int32)], _layout())
+    with pytest.raises(DtypeError):
+        dt += 0.5
+    assert dt.gather("numpy").tolist() == list(range(8))
 
 
 # -- 6. unsigned sums and products in torch ---------------------------------------
@@ -99,6 +167,29 @@ def test_unsigned_sum_wraps_as_numpy():
 
 
 # -- 7. errors of the right type, naming the limit -------------------------------
+def test_layout_extent_over_int64_is_a_layout_error():
+    with pytest.raises(LayoutError, match=r"shape.*2\*\*63"):
+        dlmg.Layout((2**70,), devices=["cpu"])
+    with pytest.raises(LayoutError, match=r"2\*\*63"):
+        dlmg.Layout((2**40, 2**40), devices=["cpu"])
+
+
+def test_scatter_of_2_to_the_80_elements_is_a_dlmg_error():
+    producer = Producer(ndim=2, shape=(2**40, 2**40), strides=(0, 0))
+    with pytest.raises(LayoutError, match=r"2\*\*63"):
+        dlmg.scatter(producer, dlmg.Layout((2**40, 2**40), devices=["cpu"]))
+    with pytest.raises(dlmg.DLPackError, match=r"2\*\*63"):  # the producer alone, into a small layout
+        dlmg.scatter(producer, _layout())
+    assert producer.deleted == producer.exports
+
+
+def test_layout_strides_past_int64_are_a_layout_error():
+    with pytest.raises(LayoutError, match=r"2\*\*63"):
+        dlmg.Layout((4, 4), devices=["cpu"], element_strides=(2**62, 1))
+    with pytest.raises(LayoutError, match=r"block\[0\] = 9223372036854775808"):
+        dlmg.Layout((4,), block=(2**63,), devices=["cpu"])
+
+
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
 def test_zeros_over_the_byte_limit_is_a_dlmg_error(framework):
     with pytest.raises((LayoutError, DtypeError), match=r"2\*\*63"):

@@ -335,31 +335,54 @@ def test_from_fragments_jax_device_must_match(jax, jnp):
 
 
 def test_ranks():
-    layout = Layout.slab((6,), 0, ["cpu"] * 3)
+    layout = Layout.slab((6,), 0, ["cpu"] * 3, ranks=[0, 1, 0])
     a = [np.arange(2.0), np.arange(2.0, 4.0), np.arange(4.0, 6.0)]
-    dt = dlmg.from_fragments([a[0], None, a[2]], layout, ranks=[0, 1, 0])
+    dt = dlmg.from_fragments([a[0], None, a[2]], layout)
     assert [f.rank for f in dt.fragments] == [0, 1, 0]
     assert [f.is_local for f in dt.fragments] == [True, False, True]
-    assert dt.fragments[1].array is None and dt.local_fragments == (dt.fragments[0], dt.fragments[2])
+    assert dt.local_fragments == (dt.fragments[0], dt.fragments[2])
+    with pytest.raises(FragmentError, match="held by process 1"):
+        dt.fragments[1].array
     assert dt[5] == 5.0
     with pytest.raises(FragmentError, match="none held by this process"):
         dt[2]
     with pytest.raises(BufferError):
         dt.fragments[1].__dlpack__()
-    with pytest.raises(NotImplementedError, match="all-gather"):
+    with pytest.raises(FragmentError, match=r"dlmg.distributed.init"):
         dt.gather()
-    # only this process's arrays, in order
-    assert dlmg.from_fragments([a[0], a[2]], layout, ranks=[0, 1, 0]).fragments[2].array is a[2]
+    # only this process's arrays, in order, or a mapping
+    assert dlmg.from_fragments([a[0], a[2]], layout).fragments[2].array is a[2]
+    assert dlmg.from_fragments({0: a[0], 2: a[2]}, layout).fragments[0].array is a[0]
     with pytest.raises(FragmentError, match="belongs to process 1"):
-        dlmg.from_fragments(a, layout, ranks=[0, 1, 0])
-    with pytest.raises(FragmentError, match="ranks has 2 entries"):
-        dlmg.from_fragments(a, layout, ranks=[0, 0])
-    with pytest.raises(FragmentError, match="negative"):
-        dlmg.from_fragments(a, layout, ranks=[0, -1, 0])
+        dlmg.from_fragments(a, layout)
     with pytest.raises(FragmentError, match="dtype="):
-        dlmg.from_fragments([None] * 3, layout, ranks=[1, 1, 1])
-    remote = dlmg.from_fragments([None] * 3, layout, ranks=[1, 1, 2], dtype="float64")
+        dlmg.from_fragments([None] * 3, layout.replace(ranks=[1, 1, 1]))
+    remote = dlmg.from_fragments([None] * 3, layout.replace(ranks=[1, 1, 2]), dtype="float64")
     assert remote.dtype == "float64" and remote.frameworks == ()
+    zeros = dlmg.zeros(layout)
+    assert [f.is_local for f in zeros.fragments] == [True, False, True]
+
+
+def test_layout_ranks():
+    layout = Layout.slab((6, 4), 0, ["cpu", "cpu"], ranks=[0, 1])
+    assert layout.ranks == (0, 1) and layout != Layout.slab((6, 4), 0, ["cpu", "cpu"])
+    assert hash(layout) != hash(Layout.slab((6, 4), 0, ["cpu", "cpu"]))
+    assert "ranks=(0, 1)" in repr(layout) and "1:cpu:0" in str(layout)
+    assert Layout.single((3,), "cpu", ranks=2).ranks == (2,)
+    assert Layout.replicated((3,), ["cpu"] * 2, ranks=[1, 0]).ranks == (1, 0)
+    assert Layout.block_cyclic((8,), (2,), (2,), ["cpu"] * 2, ranks=[1, 1]).fragments[1].rank == 1
+    assert Layout((4,), devices=["cpu"] * 2).ranks == (0, 0)
+    assert layout.drop_modes(1).ranks == (0, 1) and layout.drop_modes(0).ranks == (0,)
+    assert layout.with_devices(["cpu"] * 4).ranks == (0, 0, 0, 0)
+    import pickle
+
+    assert pickle.loads(pickle.dumps(layout)) == layout
+    with pytest.raises(dlmg.LayoutError, match="ranks has 1 entries"):
+        Layout((4,), devices=["cpu"] * 2, ranks=[0])
+    with pytest.raises(dlmg.LayoutError, match=r"ranks\[1\] = -1"):
+        Layout((4,), devices=["cpu"] * 2, ranks=[0, -1])
+    with pytest.raises(dlmg.LayoutError, match="not an int"):
+        Layout((4,), devices=["cpu"] * 2, ranks=[0, "a"])
 
 
 # -- from_pointers ------------------------------------------------------------------------

@@ -28,6 +28,7 @@ __all__ = [
     "capsule_pointer",
     "new_capsule",
     "mark_consumed",
+    "mark_readonly",
     "name_address",
     "CAPSULE_TYPE",
 ]
@@ -139,3 +140,24 @@ def mark_consumed(capsule: object, versioned: bool) -> None:
     name = USED_CAPSULE_NAME_VERSIONED if versioned else USED_CAPSULE_NAME
     if _PyCapsule_SetName(capsule, _NAMES[name]) != 0:  # pragma: no cover - only for non-capsules
         raise DLPackError("could not rename the DLPack capsule")
+
+
+def mark_readonly(capsule: object) -> bool:
+    """Set ``READ_ONLY`` on an unconsumed versioned capsule before handing it on.
+
+    For memory whose framework cannot say it is read-only (torch holding a
+    JAX buffer): consumers that honour the flag (NumPy) then refuse writes.
+    Legacy capsules have no flags and are left as they are.
+
+    Returns
+    -------
+    bool
+        Whether the flag could be set.
+    """
+    from .abi import READ_ONLY, DLManagedTensorVersioned
+
+    if not is_capsule(capsule) or _PyCapsule_GetName(capsule) != CAPSULE_NAME_VERSIONED:
+        return False
+    managed = DLManagedTensorVersioned.from_address(capsule_pointer(capsule, CAPSULE_NAME_VERSIONED))
+    managed.flags = int(managed.flags) | READ_ONLY
+    return True

@@ -17,6 +17,9 @@ from ..errors import DeviceError, LayoutError
 #: prove free of overlap are rejected instead of checked element by element.
 _EXACT_OVERLAP_CHECK_LIMIT = 1 << 22
 
+#: Extents, blocks, strides, element counts and memory offsets stay below
+#: 2**63: every framework indexes with int64, and no memory holds more.
+INDEX_LIMIT = 1 << 63
 
 
 def context_of(**fields: Any) -> str:
@@ -58,6 +61,11 @@ def per_mode(
             raise LayoutError(
                 f"{name}[{mode}] = {number} must be {rule} (mode {mode}; {context})"
             )
+        if number >= INDEX_LIMIT:
+            raise LayoutError(
+                f"{name}[{mode}] = {number} is 2**63 or more, beyond the int64 range every framework "
+                f"indexes with (mode {mode}; {context})"
+            )
         out.append(number)
     return tuple(out)
 
@@ -68,7 +76,34 @@ def as_shape(shape: Any) -> tuple[int, ...]:
     if not isinstance(shape, Iterable):
         shape = (as_int(shape, "shape", f"shape={shape!r}"),)
     shape = tuple(shape)
-    return per_mode("shape", shape, len(shape), f"shape={shape!r}", minimum=0)
+    out = per_mode("shape", shape, len(shape), f"shape={shape!r}", minimum=0)
+    count = math.prod(out)
+    if count >= INDEX_LIMIT:
+        raise LayoutError(
+            f"shape={out} has {count} elements, 2**63 or more, beyond the int64 range every framework "
+            "indexes with"
+        )
+    return out
+
+
+def check_span(
+    shape: tuple[int, ...],
+    block: tuple[int, ...],
+    grid: tuple[int, ...],
+    es: tuple[int, ...],
+    bs: tuple[int, ...],
+    context: str,
+) -> None:
+    """Raise when the memory of fragment 0 (the largest) reaches 2**63 elements."""
+    local = [mode_local_extent(n, b, g, 0) for n, b, g in zip(shape, block, grid)]
+    if not all(local):
+        return
+    span = 1 + sum(mode_max_offset(n, b, e, k) for n, b, e, k in zip(local, block, es, bs))
+    if span >= INDEX_LIMIT:
+        raise LayoutError(
+            f"element_strides={es} and block_strides={bs} put fragment 0 over {span} elements of "
+            f"memory, 2**63 or more, which no memory holds ({context})"
+        )
 
 
 def as_devices(devices: Any, context: str) -> tuple[Device, ...]:
@@ -173,3 +208,25 @@ def check_no_overlap(
         f"{name}[{mode}] = {stride} does not step past the elements of the smaller strides "
         f"(fragment 0 has local shape {tuple(local)}; {context})"
     )
+
+
+def as_ranks(ranks: Any, count: int, context: str) -> tuple[int, ...]:
+    """One non-negative process rank per fragment (``None``: all 0; an int: all that one)."""
+    if ranks is None:
+        return (0,) * count
+    if isinstance(ranks, Iterable) and not isinstance(ranks, (str, bytes)):
+        values = tuple(ranks)
+        if len(values) != count:
+            raise LayoutError(
+                f"ranks has {len(values)} entries but the layout has {count} fragments (one rank per "
+                f"device, replicas included): ranks={values!r} ({context})"
+            )
+    else:
+        values = (ranks,) * count
+    out = []
+    for i, value in enumerate(values):
+        r = as_int(value, f"ranks[{i}]", context)
+        if r < 0:
+            raise LayoutError(f"ranks[{i}] = {r} must be a non-negative process rank ({context})")
+        out.append(r)
+    return tuple(out)

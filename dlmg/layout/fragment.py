@@ -71,6 +71,11 @@ class FragmentLayout:
         """The device holding it."""
         return self.layout.devices[self.index]
 
+    @property
+    def rank(self) -> int:
+        """The process holding it."""
+        return self.layout.ranks[self.index]
+
     @cached_property
     def shape(self) -> tuple[int, ...]:
         """Local shape: per mode, the summed sizes of the owned blocks."""
@@ -260,5 +265,6 @@ class FragmentLayout:
     def __repr__(self) -> str:
         return (
             f"FragmentLayout(index={self.index}, coords={self.coords}, replica={self.replica}, "
-            f"device='{self.device}', shape={self.shape})"
+            f"device='{self.device}', shape={self.shape}"
+            + (f", rank={self.rank})" if self.rank else ")")
         )

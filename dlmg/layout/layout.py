@@ -36,9 +36,11 @@ from ..errors import LayoutError
 from ._validate import (
     as_devices,
     as_int,
+    as_ranks,
     as_shape,
     ceil_div,
     check_no_overlap,
+    check_span,
     context_of,
     per_mode,
 )
@@ -85,6 +87,11 @@ class Layout:
         ``block_strides`` given: every block is C-contiguous
         (``element_strides`` are the C strides of ``block``). Strides must be
         positive and no two elements of a fragment may share memory.
+    ranks : sequence of int or int, optional
+        The process holding each fragment, in the order of ``devices``
+        (replica mode included), as cuTENSORMp's descriptor gives a rank per
+        grid cell. An int puts every fragment on that process. All 0 by
+        default (one process). Devices name each process's own devices.
 
     Raises
     ------
@@ -115,6 +122,7 @@ class Layout:
     devices: tuple[Device, ...]
     element_strides: tuple[int, ...] | None = None
     block_strides: tuple[int, ...] | None = None
+    ranks: tuple[int, ...] = ()
 
     def __init__(
         self,
@@ -125,6 +133,7 @@ class Layout:
         devices: Sequence[Device | str] | Device | str,
         element_strides: Sequence[int] | None = None,
         block_strides: Sequence[int] | None = None,
+        ranks: Sequence[int] | int | None = None,
     ) -> None:
         shape_t = as_shape(shape)
         ndim = len(shape_t)
@@ -169,7 +178,9 @@ class Layout:
         object.__setattr__(self, "devices", devices_t)
         object.__setattr__(self, "element_strides", es_t)
         object.__setattr__(self, "block_strides", bs_t)
+        object.__setattr__(self, "ranks", as_ranks(ranks, len(devices_t), context))
         if es_t is not None:
+            check_span(shape_t, block_t, grid_t, es_t, bs_t, context)
             check_no_overlap(shape_t, block_t, grid_t, es_t, bs_t, context)
 
     # -- pickling: only the fields travel, never the caches
@@ -181,16 +192,19 @@ class Layout:
             "devices": self.devices,
             "element_strides": self.element_strides,
             "block_strides": self.block_strides,
+            "ranks": self.ranks,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        state.setdefault("ranks", (0,) * len(state["devices"]))
         for name, value in state.items():
             object.__setattr__(self, name, value)
 
     # -- constructors ------------------------------------------------------
 
     @classmethod
-    def slab(cls, shape: Sequence[int] | int, axis: int, devices: Sequence[Device | str]) -> "Layout":
+    def slab(cls, shape: Sequence[int] | int, axis: int, devices: Sequence[Device | str], *,
+             ranks: Sequence[int] | int | None = None) -> "Layout":
         """One contiguous piece per device along ``axis``.
 
         With ``p = len(devices)`` and ``n = shape[axis]`` the block along
@@ -206,6 +220,8 @@ class Layout:
         axis : int
             The mode to split; negative values count from the end.
         devices : sequence of Device or str
+        ranks : sequence of int or int, optional
+            The process of each piece (see :class:`Layout`).
         """
         shape_t = as_shape(shape)
         ndim = len(shape_t)
@@ -221,7 +237,7 @@ class Layout:
         block[axis_i] = max(ceil_div(shape_t[axis_i], p), 1)
         grid = [1] * ndim
         grid[axis_i] = p
-        return cls(shape_t, block=block, grid=grid, devices=devices_t)
+        return cls(shape_t, block=block, grid=grid, devices=devices_t, ranks=ranks)
 
     @classmethod
     def block_cyclic(
@@ -230,19 +246,23 @@ class Layout:
         block: Sequence[int],
         grid: Sequence[int],
         devices: Sequence[Device | str],
+        *,
+        ranks: Sequence[int] | int | None = None,
     ) -> "Layout":
         """A block-cyclic layout (the constructor with every field given)."""
-        return cls(shape, block=block, grid=grid, devices=devices)
+        return cls(shape, block=block, grid=grid, devices=devices, ranks=ranks)
 
     @classmethod
-    def replicated(cls, shape: Sequence[int] | int, devices: Sequence[Device | str]) -> "Layout":
-        """One full copy of the tensor on each of ``devices``."""
-        return cls(shape, devices=devices)
+    def replicated(cls, shape: Sequence[int] | int, devices: Sequence[Device | str], *,
+                   ranks: Sequence[int] | int | None = None) -> "Layout":
+        """One full copy of the tensor on each of ``devices`` (of processes ``ranks``)."""
+        return cls(shape, devices=devices, ranks=ranks)
 
     @classmethod
-    def single(cls, shape: Sequence[int] | int, device: Device | str = "cpu") -> "Layout":
-        """The whole tensor as one fragment on ``device``."""
-        return cls(shape, devices=(device,))
+    def single(cls, shape: Sequence[int] | int, device: Device | str = "cpu", *,
+               ranks: Sequence[int] | int | None = None) -> "Layout":
+        """The whole tensor as one fragment on ``device`` (of process ``ranks``, 0 by default)."""
+        return cls(shape, devices=(device,), ranks=ranks)
 
     def replace(self, **fields: Any) -> "Layout":
         """A copy with some fields changed (validated like a new layout).
@@ -254,6 +274,8 @@ class Layout:
         if unknown:
             raise TypeError(f"Layout.replace() got unknown fields {sorted(unknown)}")
         values = {**self.__getstate__(), **fields}
+        if "devices" in fields and "ranks" not in fields and len(values["ranks"]) != len(as_devices(fields["devices"], "")):
+            values["ranks"] = None  # another fragment count: every fragment on process 0 again
         if "element_strides" in fields and "block_strides" not in fields:
             values["block_strides"] = None  # derive them again from the new element strides
         shape = values.pop("shape")
@@ -288,7 +310,8 @@ class Layout:
                 raise LayoutError(f"axes names mode {a} twice ({self._context()})")
             removed.add(a)
         keep = [m for m in range(self.ndim) if m not in removed]
-        devices = [f.device for f in self.fragments if all(f.coords[m] == 0 for m in removed)]
+        kept = [f for f in self.fragments if all(f.coords[m] == 0 for m in removed)]
+        devices = [f.device for f in kept]
         pick = lambda t: None if t is None else tuple(t[m] for m in keep)  # noqa: E731
         return Layout(
             pick(self.shape),
@@ -297,6 +320,7 @@ class Layout:
             devices=devices,
             element_strides=pick(self.element_strides),
             block_strides=pick(self.block_strides),
+            ranks=[self.ranks[f.index] for f in kept],
         )
 
     # -- derived values ----------------------------------------------------
@@ -434,6 +458,15 @@ class Layout:
         itemsize = info(dtype).itemsize
         return tuple(f.span * itemsize for f in self.fragments)
 
+    def fragments_of(self, rank: int) -> tuple[int, ...]:
+        """The fragments process ``rank`` holds, in order."""
+        return tuple(i for i, r in enumerate(self.ranks) if r == rank)
+
+    @property
+    def nprocesses(self) -> int:
+        """``max(ranks) + 1``: the processes the layout names."""
+        return max(self.ranks) + 1
+
     # -- rendering ---------------------------------------------------------
 
     def __repr__(self) -> str:
@@ -446,6 +479,8 @@ class Layout:
         if self.element_strides is not None:
             parts.append(f"element_strides={self.element_strides!r}")
             parts.append(f"block_strides={self.block_strides!r}")
+        if any(self.ranks):
+            parts.append(f"ranks={self.ranks!r}")
         return f"Layout({', '.join(parts)})"
 
     def __str__(self) -> str:
@@ -480,7 +515,7 @@ class Layout:
     @cached_property
     def _distribution_key(self) -> tuple:
         blocks = tuple(None if g == 1 else min(b, max(n, 1)) for n, b, g in zip(self.shape, self.block, self.grid))
-        return (self.shape, blocks, self.grid, self.devices)
+        return (self.shape, blocks, self.grid, self.devices, self.ranks)
 
     def distribution_key(self) -> tuple:
         """What decides which element sits in which fragment on which device.

@@ -75,12 +75,19 @@ def _block_origin(layout: "Layout", r: int, c: int) -> tuple[int, ...]:
     return (r * layout.block[0], c * layout.block[1]) + (0,) * (layout.ndim - 2)
 
 
+def _place(layout: "Layout", f: int) -> str:
+    """``cuda:0``, or ``1:cuda:0`` (rank 1's cuda:0) when the layout spans processes."""
+    device = str(layout.devices[f])
+    return f"{layout.ranks[f]}:{device}" if any(layout.ranks) else device
+
+
 def _cell_label(layout: "Layout", fragments: tuple[int, ...]) -> str:
-    unique = len(set(layout.devices)) == len(layout.devices)
+    places = list(zip(layout.ranks, layout.devices))
+    unique = len(set(places)) == len(places)
     labels = []
     for f in fragments:
-        device = str(layout.devices[f])
-        labels.append(device if unique else f"#{f} {device}")
+        place = _place(layout, f)
+        labels.append(place if unique else f"#{f} {place}")
     return " & ".join(labels)
 
 
@@ -148,7 +155,7 @@ def render_fragments(layout: "Layout") -> str:
         frag = layout.fragment(f)
         blocks = "(" + ", ".join(_compact(b) for b in frag.blocks) + ("," if frag.ndim == 1 else "") + ")"
         rows.append(
-            [str(f), str(frag.coords), str(frag.replica), str(frag.device), str(frag.shape), blocks]
+            [str(f), str(frag.coords), str(frag.replica), _place(layout, f), str(frag.shape), blocks]
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     return "\n".join("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)
@@ -188,9 +195,9 @@ def plot_layout(layout: "Layout", ax: Any = None) -> Any:
         fig, ax = plt.subplots(figsize=(6, 4))
     else:
         fig = ax.figure
-    devices = sorted(set(layout.devices), key=lambda d: (d.kind, d.index))
-    cmap = matplotlib.colormaps["tab20" if len(devices) > 10 else "tab10"]
-    colour = {d: cmap(i % cmap.N) for i, d in enumerate(devices)}
+    places = sorted(set(zip(layout.ranks, layout.devices)), key=lambda p: (p[0], p[1].kind, p[1].index))
+    cmap = matplotlib.colormaps["tab20" if len(places) > 10 else "tab10"]
+    colour = {p: cmap(i % cmap.N) for i, p in enumerate(places)}
     nrows, ncols, row_ranges, col_ranges = _cut(layout)
     if layout.ndim == 1:
         row_ranges = [(0, 1)]
@@ -201,9 +208,9 @@ def plot_layout(layout: "Layout", ax: Any = None) -> Any:
             for c in range(ncols):
                 x0, x1 = col_ranges[c]
                 owners = layout.owners(_block_origin(layout, r, c))
-                device = layout.devices[owners[0]]
+                place = (layout.ranks[owners[0]], layout.devices[owners[0]])
                 ax.add_patch(
-                    Rectangle((x0, y0), x1 - x0, y1 - y0, facecolor=colour[device], edgecolor="black", lw=1)
+                    Rectangle((x0, y0), x1 - x0, y1 - y0, facecolor=colour[place], edgecolor="black", lw=1)
                 )
                 if nrows * ncols <= 400:
                     ax.text(

@@ -41,6 +41,7 @@ def suggest_whole(layout: "Layout", modes: tuple[int, ...]) -> "Layout":
         block[m] = max(shape[m], 1)
         grid[m] = 1
     devices = list(dropped.devices)
+    ranks = list(dropped.ranks)
     batch = [m for m in range(layout.ndim) if m not in modes]
     if all(grid[m] == 1 for m in batch) and layout.ngrid > 1 and batch:
         first = batch[0]
@@ -48,7 +49,8 @@ def suggest_whole(layout: "Layout", modes: tuple[int, ...]) -> "Layout":
         block[first] = max(-(-shape[first] // p), 1)
         grid[first] = p
         devices = [layout.devices[r * p + i] for r in range(layout.nreplicas) for i in range(p)]
-    return Layout(shape, block=block, grid=grid, devices=devices)
+        ranks = [layout.ranks[r * p + i] for r in range(layout.nreplicas) for i in range(p)]
+    return Layout(shape, block=block, grid=grid, devices=devices, ranks=ranks)
 
 
 def require_whole(name: str, layout: "Layout", modes: Sequence[int], operand: str = "x") -> None:
@@ -81,7 +83,8 @@ def with_modes(layout: "Layout", extents: tuple[tuple[int, int], ...], replicas:
         shape[mode] = extent
         block[mode] = max(extent, 1)
     devices = layout.devices if replicas else layout.devices[: layout.ngrid]
-    return Layout(shape, block=block, grid=layout.grid, devices=devices)
+    ranks = layout.ranks if replicas else layout.ranks[: layout.ngrid]
+    return Layout(shape, block=block, grid=layout.grid, devices=devices, ranks=ranks)
 
 
 def batch_key(layout: "Layout", nbatch: int) -> tuple:
@@ -90,4 +93,5 @@ def batch_key(layout: "Layout", nbatch: int) -> tuple:
         None if g == 1 else min(b, max(n, 1))
         for n, b, g in zip(layout.shape[:nbatch], layout.block[:nbatch], layout.grid[:nbatch])
     )
-    return (layout.shape[:nbatch], blocks, layout.grid[:nbatch], layout.devices[: layout.ngrid])
+    return (layout.shape[:nbatch], blocks, layout.grid[:nbatch], layout.devices[: layout.ngrid],
+            layout.ranks[: layout.ngrid])

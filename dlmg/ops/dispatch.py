@@ -35,6 +35,7 @@ from ..errors import FragmentError, LayoutMismatchError
 from ..registry import adapter_for, adapter_names, get_adapter
 from ._executor import Executor, _fail, executor, move_array
 from ._operands import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed
+from ._writes import check_writable, partial_note
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
@@ -153,10 +154,12 @@ def _run(
     scalar_out: bool,
     name: str,
     fresh: bool = True,
+    in_place: bool = False,
 ) -> list[Any]:
     """``fn`` on every fragment of ``indices``, each in its lead fragment's executor.
 
-    With ``fresh``, a result sharing memory with an operand is copied."""
+    With ``fresh``, a result sharing memory with an operand is copied. With
+    ``in_place``, a failure says which fragments ``fn`` had already written."""
     lead_frags = ops.lead.fragments
     args, tensors, zero_d = ops.args, ops.tensors, ops.zero_d
     # Fragments of the other operands whose framework differs from the lead's.
@@ -199,7 +202,7 @@ def _run(
             try:
                 results[i] = fn(ex.xp, *call)
             except Exception as exc:
-                raise _fail(name, i, ex, exc) from exc
+                raise _fail(name + (partial_note(indices, i) if in_place else ""), i, ex, exc) from exc
             if scalar_out and not hasattr(results[i], "__dlpack__"):
                 results[i] = ex.xp.asarray(results[i])  # NumPy turns 0-d results into scalars
             elif fresh and positions and ex.adapter.mutable and hasattr(results[i], "__dlpack__"):
@@ -300,7 +303,12 @@ def map_fragments(
     layout = out_layout if out_layout is not None else ops.lead.layout.dense
     if indices is None:
         indices = [f.index for f in ops.lead.fragments if f.is_local]
-    results = _run(fn, ops, indices, layout.nfragments, layout.ndim == 0, name, fresh=not in_place and out is None)
+    if out is not None:
+        check_writable(out, indices, name)
+    results = _run(
+        fn, ops, indices, layout.nfragments, layout.ndim == 0, name, fresh=not in_place and out is None,
+        in_place=in_place,
+    )
     return _store(results, ops.lead, indices, layout, out, in_place, name)
 
 
@@ -348,7 +356,7 @@ def _write_into(out: "DistributedTensor", results: list[Any], indices: Sequence[
             else:
                 replaced[i] = r
         except Exception as exc:
-            raise _fail(f"{name} (writing into out)", i, ex, exc) from exc
+            raise _fail(f"{name} (writing into out){partial_note(indices, i)}", i, ex, exc) from exc
     if replaced:
         replace_fragment_arrays(out, replaced)
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ..dtypes import canonical
 from ..errors import DtypeError
 from ._dtypes import INEXACT, INT, NUMERIC, REAL, check_inplace, kind_of, narrow_for, require
+from ._writes import check_writable
 from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed, map_fragments
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -431,10 +432,15 @@ def _inplace_method(symbol: str, iop: Callable[[Any, Any], Any], kinds: frozense
             require(label, (self.dtype, dtype), kinds)
         check_inplace("truediv" if symbol == "/=" else label, self.dtype, (dtype,))
         indices = _distinct_memory(self) if self.layout.is_replicated else None
+        check_writable(self, indices if indices is not None else _local(self), label)
         map_fragments(per_fragment, (self, other), name=label, in_place=True, indices=indices)
         return self
 
     return method
+
+
+def _local(tensor: "DistributedTensor") -> list[int]:
+    return [f.index for f in tensor.fragments if f.is_local]
 
 
 def _distinct_memory(tensor: "DistributedTensor") -> list[int]:

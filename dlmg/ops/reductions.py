@@ -108,7 +108,7 @@ def _plan(layout: "Layout", axes: tuple[int, ...] | None, keepdims: bool) -> _Pl
             shape.insert(a, 1)
             block.insert(a, 1)
             grid.insert(a, 1)
-        out_layout = Layout(shape, block=block, grid=grid, devices=dropped.devices)
+        out_layout = Layout(shape, block=block, grid=grid, devices=dropped.devices, ranks=dropped.ranks)
     else:
         out_layout = dropped
     kept = [m for m in range(ndim) if m not in removed]
@@ -294,6 +294,12 @@ def _reduce(
         return _no_axes(x, name, dtype)
     plan = _plan(layout, axes, bool(keepdims))
     ctx = _Context(dtype, layout, x.dtype, reducer.name)
+    from ..distributed._state import current
+
+    if current() is not None:  # across processes: local partials, then the engine's all-reduce
+        from ..distributed.reduce import reduce as across
+
+        return across(x, name, axes, bool(keepdims), dtype, reducer, plan, ctx)
     local_axes = None if axes is None else plan.axes
     frags = x.fragments
     out_layout = plan.out_layout
@@ -469,7 +475,11 @@ def mean(x: "DistributedTensor", /, *, axis: Any = None, keepdims: bool = False)
     if is_distributed(total):
         out = map_fragments(lambda xp, s: s / count if count else s * float("nan"), (total,), name="dlmg.mean")
         return out
-    frag = x.fragments[0]
+    from ..registry import get_adapter
+
+    frag = next((f for f in x.fragments if f.is_local), None)
+    if frag is None:  # a process without fragments holds the result as a NumPy array
+        return _array(get_adapter("numpy").namespace(), total / count if count else total * float("nan"))
     ex = executor(frag.framework, frag.device)
     return ex.run(lambda xp, s: _array(xp, s / count if count else s * float("nan")), total)
 

@@ -33,6 +33,7 @@ from ..errors import (
     FrameworkError,
     LayoutError,
     LayoutMismatchError,
+    ReadOnlyError,
 )
 from .endpoints import Endpoint, array_endpoint, full_endpoint, layout_endpoints
 from .execute import Buffer, copy_framework, run_jobs, synchronize
@@ -68,13 +69,26 @@ def _get(name: str) -> "Adapter":
 
 
 # -- sources -------------------------------------------------------------------
-def _check_local(dt: "DistributedTensor", what: str) -> None:
-    remote = [f.index for f in dt.fragments if not f.is_local]
-    if remote:
-        raise NotImplementedError(
-            f"{what}: fragments {remote} are held by other processes; multi-process {what} "
-            "(an all-gather for gather) needs a communication backend dlmg does not have yet"
-        )
+def _engine(dt: "DistributedTensor", what: str) -> Any:
+    """The active communication engine, or ``None`` when dlmg runs in one process.
+
+    Raises
+    ------
+    FragmentError
+        When ``dt`` has fragments of other processes but no engine was set up.
+    """
+    from ..distributed._state import current
+
+    engine = current()
+    if engine is None:
+        remote = [f.index for f in dt.fragments if not f.is_local]
+        if remote:
+            raise FragmentError(
+                f"{what}: fragments {remote} are held by other processes (ranks "
+                f"{sorted({dt.fragments[i].rank for i in remote})}); call dlmg.distributed.init() "
+                "in every process first"
+            )
+    return engine
 
 
 def _source_geometry(frag: "Fragment") -> Any:
@@ -171,6 +185,8 @@ def _choose_framework(dt: "DistributedTensor", frag: "FragmentLayout", framework
         return adapter
     names = [f.framework for f in dt.fragments if f.is_local and f.device == frag.device]
     names += list(dt.frameworks)
+    if not names:  # a process holding no fragment of the source (several processes)
+        names = ["numpy", "torch", "cupy"]
     for name in dict.fromkeys(n for n in names if n is not None):
         adapter = _get(name)
         if adapter.supports(frag.device):
@@ -256,9 +272,11 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
 
     if not isinstance(layout, Layout):
         raise TypeError(f"redistribute needs a dlmg.Layout, got {type(layout).__name__}")
+    if _engine(dt, "redistribute") is not None:
+        from ..distributed.collectives import redistribute as across
+
+        return across(dt, layout, framework)
     targets, plan, local = _planned(dt, layout, framework)
-    if not local:
-        _check_local(dt, "redistribute")
     sources = _source_buffers(dt)
     prefer = tuple(dt.frameworks)
     written: dict[int, tuple[Buffer, "Adapter"]] = {}
@@ -288,11 +306,25 @@ def _default_device(dt: "DistributedTensor") -> Device:
     return dt.layout.devices[0]
 
 
-def gather(dt: "DistributedTensor", framework: str | None = None, device: Any = None, out: Any = None) -> Any:
+def gather(dt: "DistributedTensor", framework: str | None = None, device: Any = None, out: Any = None,
+           root: int | None = None) -> Any:
     """The whole of ``dt`` as one array (see :meth:`dlmg.DistributedTensor.gather`)."""
-    _check_local(dt, "gather")
+    if _engine(dt, "gather") is not None:
+        from ..distributed.collectives import gather as across
+
+        return across(dt, framework, device, out, root)
+    if root not in (None, 0):
+        raise ValueError(f"gather: root={root!r} but dlmg runs in one process (rank 0)")
+    buf, finish = destination(dt, framework, device, out)
+    _fill(dt, buf, None if out is None else buf.adapter.strides_of(out))
+    return finish()
+
+
+def destination(dt: "DistributedTensor", framework: str | None, device: Any, out: Any) -> tuple[Buffer, Any]:
+    """Where a gather of ``dt`` writes: ``(buffer, finish)``; ``finish()`` returns the result
+    (hands a staging buffer to an immutable target framework)."""
     if out is not None:
-        return _gather_into(dt, out, framework, device)
+        return _check_out(dt, out, framework, device), lambda: out
     if framework is None:
         framework = dt.frameworks[0] if dt.frameworks else DEFAULT_FRAMEWORK
     target = _get(framework)
@@ -302,14 +334,17 @@ def gather(dt: "DistributedTensor", framework: str | None = None, device: Any = 
     writer = target if target.can_view else copy_framework(dev, dt.dtype, tuple(dt.frameworks))
     base = writer.empty(dt.shape, dt.dtype, dev)
     buf = Buffer(base, writer, writer.device_of(base) if dt.size else dev)
-    _fill(dt, buf)
-    if writer.name == target.name:
-        return base
-    synchronize([buf])  # the staging framework's queued copies, before another framework reads
-    return target.from_dlpack(writer.producer(base), device=dev)
+
+    def finish() -> Any:
+        if writer.name == target.name:
+            return base
+        synchronize([buf])  # the staging framework's queued copies, before another framework reads
+        return target.from_dlpack(writer.producer(base), device=dev)
+
+    return buf, finish
 
 
-def _gather_into(dt: "DistributedTensor", out: Any, framework: str | None, device: Any) -> Any:
+def _check_out(dt: "DistributedTensor", out: Any, framework: str | None, device: Any) -> Buffer:
     from ..registry import adapter_for
 
     a = adapter_for(out)
@@ -330,12 +365,11 @@ def _gather_into(dt: "DistributedTensor", out: Any, framework: str | None, devic
     if device is not None and not _same_slot(as_device(device), dev):
         raise DeviceError(f"gather: out lies on {dev} but device={device!r} was asked for")
     if a.is_readonly(out):
-        raise ValueError("gather: out is read-only")
+        raise ReadOnlyError(f"gather: out (a {a.name} array) is read-only; nothing was written")
     strides = a.strides_of(out)
     if any(s == 0 and n > 1 for s, n in zip(strides, shape)):
         raise ValueError(f"gather: out has zero strides {strides} (a broadcast view); elements would overlap")
-    _fill(dt, Buffer(out, a, dev), strides)
-    return out
+    return Buffer(out, a, dev)
 
 
 def _same_slot(a: Device, b: Device) -> bool:
@@ -366,14 +400,26 @@ def _fill(dt: "DistributedTensor", buf: Buffer, strides: Sequence[int] | None = 
 
 
 # -- scatter -------------------------------------------------------------------------
-def scatter(array: Any, layout: "Layout", framework: str | None = None) -> "DistributedTensor":
+def scatter(array: Any, layout: "Layout", framework: str | None = None, root: int | None = None) -> "DistributedTensor":
     """Spread a regular array over ``layout``'s fragments (see :func:`dlmg.scatter`)."""
+    from ..distributed._state import current
     from ..layout import Layout
     from ..registry import adapter_for
     from ..tensor import DistributedTensor
 
     if not isinstance(layout, Layout):
         raise TypeError(f"scatter needs a dlmg.Layout, got {type(layout).__name__}")
+    if current() is not None:
+        from ..distributed.collectives import scatter as across
+
+        return across(array, layout, framework, 0 if root is None else root)
+    if root not in (None, 0):
+        raise ValueError(f"scatter: root={root!r} but dlmg runs in one process (rank 0)")
+    if any(r != 0 for r in layout.ranks):
+        raise FragmentError(
+            f"scatter: the layout puts fragments on ranks {sorted(set(layout.ranks))}; call "
+            "dlmg.distributed.init() in every process first"
+        )
     a = adapter_for(array)
     shape = a.shape_of(array)
     if shape != layout.shape:
@@ -436,6 +482,7 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
                 "redistribute to a dense layout first"
             )
         base = frag.base
+        readonly = frag.readonly
         try:
             new = target.from_dlpack(src.producer(base), device=frag.device, copy=copy)
         except CopyRequiredError:
@@ -457,8 +504,10 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
                 )
             # copy=True honoured by the framework's own copy (JAX's from_dlpack ignores it on the host)
             new = target.from_dlpack(new, device=frag.device, copy=True)
+        # Memory handed on without a copy stays as read-only as its source was.
+        readonly = readonly and copy is not True and (not frag.size or target.data_ptr(new) == src.data_ptr(base))
         if frag.is_padded:
-            out.append(Fragment.of_memory(frag.layout, new, target.name, rank=frag.rank))
+            out.append(Fragment.of_memory(frag.layout, new, target.name, rank=frag.rank, readonly=readonly))
         else:
-            out.append(Fragment.of_array(frag.layout, new, target.name, rank=frag.rank))
+            out.append(Fragment.of_array(frag.layout, new, target.name, rank=frag.rank, readonly=readonly))
     return DistributedTensor._create(dt.layout, out, dt.dtype)

@@ -31,7 +31,7 @@ from .segments import Segment, decompose
 if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
 
-__all__ = ["Copy", "RedistributionPlan", "build_plan", "plan_redistribution"]
+__all__ = ["Copy", "RedistributionPlan", "build_plan", "pair_copies", "plan_redistribution"]
 
 
 @dataclass(frozen=True)
@@ -213,6 +213,11 @@ def _pair_copies(src: Endpoint, dst: Endpoint, cache: dict, itemsize: int) -> li
             size *= n
         out.append(Copy(src.index, dst.index, shp, so, s_str, do, d_str, src.device, dst.device, size * itemsize))
     return out
+
+
+#: The copies between one source and one destination endpoint (``cache`` keeps
+#: per-mode decompositions across calls of one plan).
+pair_copies = _pair_copies
 
 
 class _Overlaps:

@@ -1,0 +1,130 @@
+"""dlmg across processes: SPMD on torch.distributed or MPI.
+
+Every process runs the same program and calls the same dlmg functions in the
+same order; every process knows the whole layout (its ``ranks`` say which
+process holds each fragment) and holds only its own fragments' memory.
+Pointwise work never communicates; :meth:`~dlmg.DistributedTensor.gather`
+(an all-gather, or to one root), :func:`dlmg.scatter`,
+:meth:`~dlmg.DistributedTensor.redistribute` and the reductions do, through
+the engine chosen here. Without :func:`init`, dlmg runs in one process.
+
+Examples
+--------
+Under ``python -m torch.distributed.run --nproc-per-node 2 prog.py``::
+
+    import dlmg, dlmg.distributed as dd
+    dd.init("torch")
+    layout = dd.slab((1024, 1024), axis=0)        # one slab per process
+    x = dlmg.zeros(layout, framework="torch")
+    full = x.gather()                              # every process gets it all
+"""
+
+from __future__ import annotations
+
+import atexit
+from typing import Any
+
+from ..device import Device
+from ..errors import CollectiveError
+from ._state import current, rank, set_current, world_size
+from .engine import REDUCE_OPS, Engine
+from .registry import engine_factory, engine_names
+
+__all__ = [
+    "init", "finalize", "rank", "world_size", "backend", "local_device", "devices", "slab",
+    "current_engine", "is_initialized", "Engine", "REDUCE_OPS", "engine_names",
+]
+
+#: Seconds a collective may wait for the other processes by default.
+DEFAULT_TIMEOUT = 300.0
+
+_devices: list[tuple[Device, ...]] = []
+
+
+def init(backend: str = "torch", *, group: Any = None, comm: Any = None, timeout: float = DEFAULT_TIMEOUT) -> Engine:
+    """Make dlmg work across the processes of a torch.distributed group or MPI communicator.
+
+    Parameters
+    ----------
+    backend : {"torch", "mpi"} or a registered engine name
+        ``"torch"``: the default process group when it is initialised,
+        otherwise one initialised from torchrun's environment (gloo, plus NCCL
+        where CUDA is present). ``"mpi"``: ``mpi4py.MPI.COMM_WORLD``.
+    group : torch.distributed.ProcessGroup, optional
+        The group to use instead of the default one (``backend="torch"``).
+    comm : mpi4py.MPI.Comm, optional
+        The communicator to use instead of ``COMM_WORLD`` (``backend="mpi"``).
+    timeout : float
+        Seconds any collective waits for the other processes before it raises
+        :class:`~dlmg.errors.CollectiveError`.
+
+    Returns
+    -------
+    Engine
+        The engine now used by every collective.
+
+    Raises
+    ------
+    CollectiveError
+        When dlmg is already initialised, or the group cannot be set up.
+    """
+    if current() is not None:
+        raise CollectiveError(f"dlmg.distributed is already initialised ({current()!r}); call finalize() first")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    engine = engine_factory(backend)(group=group, comm=comm, timeout=float(timeout))
+    everyone = engine.allgather_object(engine.local_device())
+    set_current(engine)
+    _devices[:] = [tuple(everyone)]
+    return engine
+
+
+def finalize() -> None:
+    """Return to single-process dlmg (and release a process group :func:`init` created)."""
+    engine = current()
+    set_current(None)
+    _devices.clear()
+    if engine is not None:
+        engine.finalize()
+
+
+atexit.register(finalize)
+
+
+def is_initialized() -> bool:
+    """Whether :func:`init` was called (and not :func:`finalize`)."""
+    return current() is not None
+
+
+def current_engine() -> Engine | None:
+    """The engine in use, ``None`` in single-process mode."""
+    return current()
+
+
+def backend() -> str | None:
+    """The engine's name (``"torch"``, ``"mpi"``), ``None`` in single-process mode."""
+    engine = current()
+    return None if engine is None else engine.name
+
+
+def local_device() -> Device:
+    """This process's device: ``cuda:LOCAL_RANK`` where the engine moves GPU memory, else ``cpu``."""
+    engine = current()
+    return Device("cpu", 0) if engine is None else engine.local_device()
+
+
+def devices() -> tuple[Device, ...]:
+    """Every process's :func:`local_device`, in rank order."""
+    return _devices[0] if _devices else (local_device(),)
+
+
+def slab(shape: Any, axis: int = 0) -> "Any":
+    """The layout with one slab per process along ``axis``, each on its process's local device.
+
+    Fragment ``r`` belongs to rank ``r``; see :meth:`dlmg.Layout.slab` for the
+    split of uneven extents.
+    """
+    from ..layout import Layout
+
+    n = world_size()
+    return Layout.slab(shape, axis, devices(), ranks=tuple(range(n)))

@@ -1,0 +1,107 @@
+"""Agreement before every collective: same operation, same layouts, nobody failed.
+
+SPMD code calls the same collectives in the same order on every process. Before
+data moves, every process contributes a short description of what it is about
+to do (operation, layouts, dtype, arguments) together with the error it met
+while preparing, if any, in one small all-gather bounded by the engine's
+timeout. Then, on every process alike:
+
+* a process that failed makes every other one raise
+  :class:`~dlmg.errors.CollectiveError` naming its rank and its error (the
+  failing process raises its own error);
+* descriptions that differ raise :class:`~dlmg.errors.CollectiveMismatchError`
+  showing this process's side and the first differing one.
+
+So one failing process ends the collective everywhere instead of leaving the
+others waiting, and the group stays usable afterwards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
+
+from ..errors import CollectiveError, CollectiveMismatchError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .engine import Engine
+
+__all__ = ["agree", "prepare", "prepare_vote", "describe"]
+
+T = TypeVar("T")
+
+#: Descriptions longer than this are shown cut in messages (the digest compares all of it).
+_SHOWN = 600
+
+
+def describe(what: str, **fields: Any) -> str:
+    """``what(field=value, ...)``, the text every process compares."""
+    inner = ", ".join(f"{k}={v!r}" for k, v in fields.items())
+    return f"{what}({inner})"
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _SHOWN else text[:_SHOWN] + " ..."
+
+
+def agree(engine: "Engine", description: str, error: BaseException | None = None, vote: Any = None) -> list[Any]:
+    """Compare ``description`` and failures across every process (see the module docstring).
+
+    Returns
+    -------
+    list
+        Every process's ``vote`` (a small picklable value), in rank order.
+
+    Raises
+    ------
+    CollectiveError
+        When some process reports an error (the failing process re-raises its own).
+    CollectiveMismatchError
+        When descriptions differ.
+    """
+    report = None if error is None else f"{type(error).__name__}: {error}"
+    entries = engine.allgather_object((_digest(description), _cut(description), report, vote))
+    failed = [(r, e[2]) for r, e in enumerate(entries) if e[2] is not None]
+    if failed:
+        if error is not None:
+            raise error
+        ranks = ", ".join(str(r) for r, _ in failed)
+        first_rank, first_report = failed[0]
+        raise CollectiveError(
+            f"{_cut(description)} did not run: rank(s) {ranks} failed while preparing it; "
+            f"rank {first_rank}: {first_report}"
+        )
+    mine = _digest(description)
+    for r, (digest, shown, _, _) in enumerate(entries):
+        if digest != mine:
+            raise CollectiveMismatchError(
+                f"processes disagree on the collective (every process must call the same dlmg "
+                f"functions on the same layouts in the same order): rank {engine.rank} runs "
+                f"{_cut(description)}, rank {r} runs {shown}"
+            )
+    return [e[3] for e in entries]
+
+
+def prepare(engine: "Engine", description: str, work: Callable[[], T]) -> T:
+    """Run the local ``work`` of a collective, then :func:`agree` on it; returns its result."""
+    try:
+        result = work()
+    except Exception as exc:
+        agree(engine, description, exc)
+        raise  # pragma: no cover - agree re-raises exc
+    agree(engine, description)
+    return result
+
+
+def prepare_vote(engine: "Engine", description: str, work: Callable[[], tuple[T, Any]]) -> tuple[T, list[Any]]:
+    """As :func:`prepare`, for ``work`` returning ``(result, vote)``; returns ``(result, votes)``."""
+    try:
+        result, vote = work()
+    except Exception as exc:
+        agree(engine, description, exc)
+        raise  # pragma: no cover - agree re-raises exc
+    return result, agree(engine, description, vote=vote)

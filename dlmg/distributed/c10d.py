@@ -1,0 +1,186 @@
+"""The torch.distributed (c10d) engine: gloo for host memory, NCCL for CUDA memory.
+
+:func:`create` uses the default process group when it is initialised (or the
+``group`` given), otherwise initialises it from torchrun's environment
+(``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``) with
+``cpu:gloo,cuda:nccl`` where CUDA is present and ``gloo`` otherwise.
+
+Buffers of any framework enter c10d as torch tensors through
+``torch.from_dlpack`` (no copy) and travel as bytes, so every dtype goes
+through all-gather and all-to-all; all-reduce takes the element type.
+Every collective runs asynchronously and is waited for with the engine's
+timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from datetime import timedelta
+from typing import Any, Sequence
+
+from ..device import Device
+from ..errors import CollectiveError, DeviceError
+from .engine import Engine
+
+__all__ = ["C10dEngine", "create"]
+
+_REQUIRED_ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+def _torch() -> Any:
+    import torch
+    import torch.distributed as dist
+
+    return torch, dist
+
+
+def create(*, group: Any = None, comm: Any = None, timeout: float = 300.0) -> "C10dEngine":
+    """The engine over ``group`` (the default process group by default).
+
+    Raises
+    ------
+    TypeError
+        When ``comm`` (an MPI communicator) is given.
+    CollectiveError
+        When no process group exists and torchrun's environment is missing.
+    """
+    if comm is not None:
+        raise TypeError("backend='torch' takes group= (a torch.distributed ProcessGroup), not comm=")
+    torch, dist = _torch()
+    if not dist.is_available():
+        raise CollectiveError("torch.distributed is not available in this torch build")
+    owned = False
+    if not dist.is_initialized():
+        if group is not None:
+            raise CollectiveError("group= was given but torch.distributed has no default process group")
+        missing = [k for k in _REQUIRED_ENV if k not in os.environ]
+        if missing:
+            raise CollectiveError(
+                f"torch.distributed is not initialised and the environment lacks {', '.join(missing)}; "
+                "start the program with torchrun (python -m torch.distributed.run) or call "
+                "torch.distributed.init_process_group first"
+            )
+        cuda = torch.cuda.is_available()
+        if cuda:
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
+        dist.init_process_group("cpu:gloo,cuda:nccl" if cuda else "gloo", timeout=timedelta(seconds=timeout))
+        owned = True
+    group = group if group is not None else dist.group.WORLD
+    return C10dEngine(group, timeout, owned)
+
+
+class C10dEngine(Engine):
+    """Collectives of one torch.distributed process group."""
+
+    name = "torch"
+
+    def __init__(self, group: Any, timeout: float, owned: bool) -> None:
+        torch, dist = _torch()
+        super().__init__(dist.get_rank(group), dist.get_world_size(group), timeout)
+        self.group = group
+        self._owned = owned
+        self._dist = dist
+        self._torch = torch
+        backend = str(dist.get_backend(group))
+        self._nccl = "nccl" in backend
+        self._host_ok = "gloo" in backend or "mpi" in backend
+        # an NCCL-only group cannot move host memory: objects travel through a gloo side group
+        self._objects = group if self._host_ok else dist.new_group(backend="gloo")
+        # the all-gather into one flat tensor (renamed all_gather_single in newer torch)
+        self._all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+
+    # -- devices ---------------------------------------------------------------
+    def local_device(self) -> Device:
+        if self._nccl and self._torch.cuda.is_available():
+            return Device("cuda", self._torch.cuda.current_device())
+        return Device("cpu", 0)
+
+    def transport(self, device: Device) -> str:
+        if device.is_host:
+            return "gloo" if self._host_ok else "gloo (side group)"
+        if device.kind == "cuda" and self._nccl:
+            return "nccl"
+        raise DeviceError(f"the torch engine's group ({self._dist.get_backend(self.group)}) cannot move memory on {device}")
+
+    # -- buffers ---------------------------------------------------------------
+    def empty(self, n: int, dtype: str, device: Device) -> tuple[Any, str]:
+        from ..registry import get_adapter
+
+        return get_adapter("torch").empty((int(n),), dtype, device), "torch"
+
+    def accepts(self, array: Any, framework: str) -> bool:
+        return True  # every DLPack producer enters as a torch tensor
+
+    def _tensor(self, buf: Any) -> Any:
+        t = buf if isinstance(buf, self._torch.Tensor) else self._torch.from_dlpack(buf)
+        return t.reshape(-1)
+
+    def _bytes(self, buf: Any) -> Any:
+        t = self._tensor(buf)
+        if t.dtype == self._torch.bool:
+            return t.view(self._torch.uint8)
+        return t.view(self._torch.uint8) if t.element_size() != 1 or t.dtype != self._torch.uint8 else t
+
+    def _wait(self, work: Any, what: str) -> None:
+        try:
+            if work is not None:
+                work.wait(timeout=timedelta(seconds=self.timeout))
+        except CollectiveError:
+            raise
+        except Exception as exc:  # c10d raises RuntimeError subclasses (DistBackendError...)
+            raise CollectiveError(f"{what} failed on rank {self.rank} of {self.world_size}: {exc}") from exc
+
+    def _run(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            work = fn(*args, async_op=True, **kwargs)
+        except Exception as exc:
+            raise CollectiveError(f"{what} failed on rank {self.rank} of {self.world_size}: {exc}") from exc
+        self._wait(work, what)
+
+    def settle(self, device: Device) -> None:
+        if not device.is_host:
+            self._torch.cuda.current_stream().synchronize()
+
+    # -- collectives -------------------------------------------------------------
+    def allgather_object(self, obj: Any) -> list[Any]:
+        torch = self._torch
+        data = pickle.dumps(obj)
+        size = torch.tensor([len(data)], dtype=torch.int64)
+        sizes = torch.empty(self.world_size, dtype=torch.int64)
+        self._run("allgather_object (sizes)", self._all_gather, sizes, size, group=self._objects)
+        longest = int(sizes.max())
+        send = torch.zeros(longest, dtype=torch.uint8)
+        if data:
+            send[: len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+        recv = torch.empty(longest * self.world_size, dtype=torch.uint8)
+        self._run("allgather_object", self._all_gather, recv, send, group=self._objects)
+        raw = recv.numpy().tobytes()
+        return [pickle.loads(raw[r * longest: r * longest + int(sizes[r])]) for r in range(self.world_size)]
+
+    def all_gather(self, send: Any, recv: Any) -> None:
+        self._run("all_gather", self._all_gather, self._bytes(recv), self._bytes(send),
+                  group=self.group)
+
+    def alltoallv(self, send: Any, send_counts: Sequence[int], recv: Any, recv_counts: Sequence[int]) -> None:
+        s, r = self._tensor(send), self._tensor(recv)
+        item = s.element_size()
+        self._run(
+            "alltoallv", self._dist.all_to_all_single, self._bytes(r), self._bytes(s),
+            output_split_sizes=[int(c) * item for c in recv_counts],
+            input_split_sizes=[int(c) * item for c in send_counts], group=self.group,
+        )
+
+    def broadcast(self, buf: Any, root: int) -> None:
+        src = self._dist.get_global_rank(self.group, root)
+        self._run("broadcast", self._dist.broadcast, self._bytes(buf), src, group=self.group)
+
+    def allreduce(self, buf: Any, op: str) -> None:
+        ops = self._dist.ReduceOp
+        table = {"sum": ops.SUM, "prod": ops.PRODUCT, "min": ops.MIN, "max": ops.MAX}
+        self._run(f"allreduce ({op})", self._dist.all_reduce, self._tensor(buf), op=table[op], group=self.group)
+
+    def finalize(self) -> None:
+        if self._owned and self._dist.is_initialized():
+            self._dist.destroy_process_group()
+            self._owned = False

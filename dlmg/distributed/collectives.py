@@ -1,0 +1,310 @@
+"""Gather, scatter and redistribution when the fragments live in several processes.
+
+Each function follows the same steps on every process:
+
+1. local preparation -- check the arguments, allocate the destination memory,
+   plan the routes (:mod:`~dlmg.distributed.routes`, the same on every
+   process) and pack the outgoing pieces (:mod:`~dlmg.distributed.exchange`);
+2. the agreement (:mod:`~dlmg.distributed.agree`): same operation and layouts
+   everywhere, nobody failed;
+3. one all-to-all(v) of the packed messages, then the copies into the
+   destinations.
+
+``gather()`` with every process receiving is an all-gather. When each process
+holds one equal slab of leading rows and every process's destination is a
+C-contiguous array, it runs as the engine's all-gather straight from the
+fragments into the destinations (no packing); the processes vote on that in
+the agreement, so they all take the same path.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+from .._shapes import c_strides
+from ..device import Device
+from ..dtypes import canonical, info
+from ..errors import FragmentError, LayoutMismatchError
+from ..plans import api
+from ..plans.endpoints import full_endpoint, layout_endpoints, same_memory
+from ..plans.execute import Buffer, synchronize
+from ._state import current
+from .agree import describe, prepare, prepare_vote
+from .exchange import deliver, pack
+from .routes import Routes, full_places, layout_places, plan_routes
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..layout import Layout
+    from ..tensor import DistributedTensor
+    from .engine import Engine
+
+__all__ = ["gather", "scatter", "redistribute", "gather_routes", "redistribution_routes", "scatter_routes"]
+
+_ROUTES: "OrderedDict[Any, Routes]" = OrderedDict()
+_CACHE_SIZE = 64
+
+
+def _cached(key: Any, make: Any) -> Routes:
+    routes = _ROUTES.get(key)
+    if routes is None:
+        routes = _ROUTES[key] = make()
+        if len(_ROUTES) > _CACHE_SIZE:
+            _ROUTES.popitem(last=False)
+    else:
+        _ROUTES.move_to_end(key)
+    return routes
+
+
+def _engine() -> "Engine":
+    engine = current()
+    if engine is None:  # pragma: no cover - callers check first
+        raise RuntimeError("dlmg.distributed.init() was not called")
+    return engine
+
+
+def _comm_device(layout: "Layout", engine: "Engine") -> Device:
+    """Where messages of a tensor of ``layout`` are staged on this process."""
+    return Device("cpu", 0) if layout.devices[0].is_host else engine.local_device()
+
+
+def _root(root: Any, engine: "Engine", what: str) -> int:
+    try:
+        r = operator.index(root)
+    except TypeError:
+        raise TypeError(f"{what}: root must be an int rank, got {root!r}") from None
+    if not 0 <= r < engine.world_size:
+        raise ValueError(f"{what}: root={r} is not a rank of the {engine.world_size} processes")
+    return r
+
+
+# -- routes (identical on every process) --------------------------------------------
+def gather_routes(layout: "Layout", receivers: tuple[int, ...], itemsize: int, engine: "Engine") -> Routes:
+    """Routes of a gather of a tensor of ``layout`` into whole arrays on ``receivers``."""
+    device = _comm_device(layout, engine)
+    key = ("gather", layout, receivers, itemsize, engine.world_size)
+    return _cached(key, lambda: plan_routes(
+        layout_places(layout), full_places(layout.shape, receivers, [device] * len(receivers)),
+        engine.world_size, itemsize, engine.transport(device)))
+
+
+def redistribution_routes(src: "Layout", dst: "Layout", itemsize: int, engine: "Engine") -> Routes:
+    """Routes moving a tensor from layout ``src`` to layout ``dst``."""
+    device = _comm_device(dst, engine)
+    key = ("redistribute", src, dst, itemsize, engine.world_size)
+    return _cached(key, lambda: plan_routes(
+        layout_places(src), layout_places(dst), engine.world_size, itemsize, engine.transport(device)))
+
+
+def scatter_routes(layout: "Layout", root: int, itemsize: int, engine: "Engine") -> Routes:
+    """Routes spreading a whole array of process ``root`` over ``layout``."""
+    device = _comm_device(layout, engine)
+    key = ("scatter", layout, root, itemsize, engine.world_size)
+    return _cached(key, lambda: plan_routes(
+        full_places(layout.shape, (root,), [device]), layout_places(layout),
+        engine.world_size, itemsize, engine.transport(device)))
+
+
+# -- gather ----------------------------------------------------------------------------
+def _slab_rows(layout: "Layout", world: int) -> bool:
+    """Whether rank ``r`` holds exactly rows ``[r*b, (r+1)*b)`` (one equal slab each, no replicas)."""
+    return (
+        layout.ndim > 0 and layout.nreplicas == 1 and layout.nfragments == world
+        and layout.ranks == tuple(range(world)) and layout.grid[0] == world
+        and all(g == 1 for g in layout.grid[1:]) and layout.block[0] * world == layout.shape[0]
+        and layout.element_strides is None
+    )
+
+
+def _direct_vote(dt: "DistributedTensor", buf: Buffer | None, engine: "Engine", device: Device) -> bool:
+    """Whether this process can all-gather straight from its fragment into ``buf``."""
+    if buf is None or not _slab_rows(dt.layout, engine.world_size):
+        return False
+    frag = dt.fragments[engine.rank]
+    if not frag.is_local or frag.is_padded or not same_memory(frag.device, device) or not same_memory(buf.device, device):
+        return False
+    if tuple(buf.adapter.strides_of(buf.base)) != c_strides(dt.shape):
+        return False
+    if tuple(frag.adapter.strides_of(frag.array)) != c_strides(frag.shape):
+        return False
+    return engine.accepts(frag.array, frag.framework) and engine.accepts(buf.base, buf.adapter.name)
+
+
+def gather(dt: "DistributedTensor", framework: str | None, device: Any, out: Any, root: int | None) -> Any:
+    """All-gather (``root=None``) or gather to ``root`` of ``dt``; ``None`` on non-roots."""
+    engine = _engine()
+    me = engine.rank
+    receivers = tuple(range(engine.world_size)) if root is None else (_root(root, engine, "gather"),)
+    comm = _comm_device(dt.layout, engine)
+    description = describe("gather", layout=dt.layout, dtype=dt.dtype, root=root)
+
+    def work() -> tuple[Any, bool]:
+        if me in receivers:
+            buf, finish = api.destination(dt, framework, device, out)
+        else:
+            if out is not None:
+                raise ValueError(f"gather(root={root}): out= is for the root; rank {me} passes none")
+            buf, finish = None, lambda: None
+        direct = root is None and _direct_vote(dt, buf, engine, comm)
+        if direct:
+            return (buf, finish, None), True
+        routes = gather_routes(dt.layout, receivers, dt.itemsize, engine)
+        geometry = tuple(api._source_geometry(f) for f in dt.fragments)
+        src_eps = {ep.index: ep for ep in api._source_endpoints(dt, geometry) if dt.fragments[ep.index].is_local}
+        dst_eps, dsts = {}, {}
+        if buf is not None:
+            k = receivers.index(me)
+            strides = tuple(int(s) for s in buf.adapter.strides_of(buf.base))
+            dst_eps[k] = full_endpoint(dt.shape, strides, buf.device)
+            dsts[k] = buf
+        packed = pack(engine, routes, src_eps, api._source_buffers(dt), dst_eps, dsts, dt.dtype, comm)
+        return (buf, finish, packed), False
+
+    (buf, finish, packed), votes = prepare_vote(engine, description, work)
+    if all(votes):
+        frag = dt.fragments[me]
+        synchronize([Buffer(frag.array, frag.adapter, frag.device), buf])
+        if dt.size:
+            engine.all_gather(frag.array, buf.base)
+            engine.settle(comm)
+        return finish()
+    if packed is None:  # this process could go direct but another could not: the general way
+        packed = _repack(dt, buf, receivers, engine, comm)
+    deliver(engine, packed)
+    return finish()
+
+
+def _repack(dt: "DistributedTensor", buf: Buffer, receivers: tuple[int, ...], engine: "Engine", comm: Device) -> Any:
+    routes = gather_routes(dt.layout, receivers, dt.itemsize, engine)
+    geometry = tuple(api._source_geometry(f) for f in dt.fragments)
+    src_eps = {ep.index: ep for ep in api._source_endpoints(dt, geometry) if dt.fragments[ep.index].is_local}
+    k = receivers.index(engine.rank)
+    strides = tuple(int(s) for s in buf.adapter.strides_of(buf.base))
+    dst_eps = {k: full_endpoint(dt.shape, strides, buf.device)}
+    return pack(engine, routes, src_eps, api._source_buffers(dt), dst_eps, {k: buf}, dt.dtype, comm)
+
+
+# -- redistribute ------------------------------------------------------------------------
+def _remote(frag: Any, rank: int) -> Any:
+    from ..tensor import Fragment
+
+    return Fragment.remote(frag, rank)
+
+
+def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | None) -> "DistributedTensor":
+    """``dt`` in ``layout`` across processes (see :meth:`dlmg.DistributedTensor.redistribute`)."""
+    from ..tensor import DistributedTensor
+
+    engine = _engine()
+    me = engine.rank
+    comm = _comm_device(layout, engine)
+    description = describe("redistribute", source=dt.layout, target=layout, dtype=dt.dtype)
+
+    def work() -> Any:
+        if dt.layout.shape != layout.shape:
+            raise LayoutMismatchError(
+                f"cannot redistribute a tensor of shape {dt.shape} to a layout of shape {layout.shape}"
+            )
+        routes = redistribution_routes(dt.layout, layout, dt.itemsize, engine)
+        geometry = tuple(api._source_geometry(f) for f in dt.fragments)
+        src_eps = {ep.index: ep for ep in api._source_endpoints(dt, geometry) if dt.fragments[ep.index].is_local}
+        dst_all = layout_endpoints(layout)
+        prefer = tuple(dt.frameworks)
+        reused: dict[int, int] = {}
+        written: dict[int, tuple[Buffer, Any]] = {}
+        for frag in layout.fragments:
+            if layout.ranks[frag.index] != me:
+                continue
+            target = api._choose_framework(dt, frag, framework)
+            source = _reusable(dt, src_eps, dst_all[frag.index], target.name)
+            if source is not None:
+                reused[frag.index] = source
+            else:
+                written[frag.index] = (api._allocate(frag, target, dt.dtype, prefer)[0], target)
+        dsts = {i: buf for i, (buf, _) in written.items()}
+        dst_eps = {i: dst_all[i] for i in dsts}
+        return pack(engine, routes, src_eps, api._source_buffers(dt), dst_eps, dsts, dt.dtype, comm), reused, written
+
+    packed, reused, written = prepare(engine, description, work)
+    deliver(engine, packed)
+    out = []
+    for frag in layout.fragments:
+        i = frag.index
+        if i in written:
+            buf, target = written[i]
+            out.append(api._finish(frag, buf, target))
+        elif i in reused:
+            out.append(api._reuse(dt.fragments[reused[i]], frag))
+        else:
+            out.append(_remote(frag, layout.ranks[i]))
+    return DistributedTensor._create(layout, out, dt.dtype)
+
+
+def _reusable(dt: "DistributedTensor", src_eps: dict[int, Any], d: Any, target: str) -> int | None:
+    """A local source fragment a destination can take over unchanged (as in one process)."""
+    for s in src_eps.values():
+        src = dt.fragments[s.index]
+        if src.framework != target or s.device != d.device or s.shape != d.shape or not s.same_indices(d):
+            continue
+        if d.fixed_memory and not s.same_geometry(d):
+            continue
+        if src.is_padded and not d.fixed_memory:
+            continue
+        return s.index
+    return None
+
+
+# -- scatter --------------------------------------------------------------------------------
+def scatter(array: Any, layout: "Layout", framework: str | None, root: int) -> "DistributedTensor":
+    """Spread process ``root``'s ``array`` over ``layout`` (others pass ``None``)."""
+    from ..layout import Layout
+    from ..registry import adapter_for
+    from ..tensor import DistributedTensor
+
+    engine = _engine()
+    me = engine.rank
+    if not isinstance(layout, Layout):
+        raise TypeError(f"scatter needs a dlmg.Layout, got {type(layout).__name__}")
+    root = _root(root, engine, "scatter")
+    description = describe("scatter", layout=layout, root=root)
+
+    def inspect() -> tuple[Any, Any]:
+        if me != root:
+            if array is not None:
+                raise ValueError(f"scatter(root={root}): rank {me} passes None, only the root passes the array")
+            return None, None
+        a = adapter_for(array)
+        shape = a.shape_of(array)
+        if shape != layout.shape:
+            raise LayoutMismatchError(f"scatter: the array has shape {shape} but the layout {layout.shape} ({layout!r})")
+        return a, (canonical(a.dtype_of(array)), a.name)
+
+    a, votes = prepare_vote(engine, description, inspect)
+    dtype, root_framework = votes[root]
+    comm = _comm_device(layout, engine)
+
+    def work() -> Any:
+        target = api._get(framework or root_framework)
+        mine = [f for f in layout.fragments if layout.ranks[f.index] == me]
+        missing = [str(f.device) for f in mine if not target.supports(f.device)]
+        if missing:
+            raise FragmentError(f"scatter: framework {target.name!r} cannot hold fragments on {', '.join(missing)}")
+        routes = scatter_routes(layout, root, info(dtype).itemsize, engine)
+        src_eps, sources = {}, {}
+        if me == root:
+            dev = a.device_of(array)
+            src_eps[0] = full_endpoint(layout.shape, tuple(int(s) for s in a.strides_of(array)), dev)
+            sources[0] = Buffer(array, a, dev)
+        dst_all = layout_endpoints(layout)
+        written = {f.index: api._allocate(f, target, dtype, (target.name,))[0] for f in mine}
+        dst_eps = {i: dst_all[i] for i in written}
+        return pack(engine, routes, src_eps, sources, dst_eps, written, dtype, comm), written, target
+
+    packed, written, target = prepare(engine, describe("scatter (buffers)", layout=layout, root=root), work)
+    deliver(engine, packed)
+    out = [
+        api._finish(f, written[f.index], target) if f.index in written else _remote(f, layout.ranks[f.index])
+        for f in layout.fragments
+    ]
+    return DistributedTensor._create(layout, out, dtype)

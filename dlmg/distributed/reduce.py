@@ -1,0 +1,163 @@
+"""Reductions across processes: reduce locally, then one all-reduce.
+
+Every process reduces its fragments of replica 0 over the requested modes in
+their own frameworks (so replicas count once), and combines the partials into
+a dense host array of the reduced shape that starts as the operation's
+identity. One all-reduce of that array (sum, prod, min, max; ``all``/``any``
+as min/max of 0/1) gives every process the whole result; each keeps the
+output fragments it holds and hands them to the framework and device of the
+fragment they come from. ``argmax`` runs two all-reduces: the maximum value,
+then the smallest global index holding it.
+
+The array exchanged has the reduced shape (one element for ``axis=None``), so
+the traffic is that of the result, never that of the input.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..device import Device
+from ._state import current
+from .agree import describe, prepare
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..tensor import DistributedTensor
+
+__all__ = ["reduce"]
+
+_HOST = Device("cpu", 0)
+_ENGINE_OP = {"sum": "sum", "prod": "prod", "min": "min", "max": "max", "all": "min", "any": "max"}
+_NARROW = ("float16", "bfloat16")
+
+
+def _np_dtype(name: str) -> Any:
+    return np.dtype("float32") if name in _NARROW else np.dtype(name)
+
+
+def _identity(name: str, dtype: np.dtype) -> Any:
+    if name == "sum":
+        return 0
+    if name == "prod":
+        return 1
+    if name in ("all",):
+        return 1
+    if name == "any":
+        return 0
+    big = np.inf if dtype.kind in "fc" else np.iinfo(dtype).max
+    small = -np.inf if dtype.kind in "fc" else np.iinfo(dtype).min
+    return big if name == "min" else small
+
+
+def _host(part: Any, ex: Any) -> np.ndarray:
+    """A partial as a NumPy array (narrow floats widened first, in their own framework)."""
+    from ..ops.dispatch import executor, move_array
+
+    name = str(getattr(part, "dtype", ""))
+    if any(n in name for n in _NARROW):
+        part = ex.xp.astype(part, ex.xp.float32)
+    return np.asarray(move_array(part, executor("numpy", _HOST), ex.adapter))
+
+
+def _combine(name: str, acc: np.ndarray, key: Any, value: np.ndarray) -> None:
+    if name == "sum":
+        acc[key] += value
+    elif name == "prod":
+        acc[key] *= value
+    elif name in ("min", "all"):
+        acc[key] = np.minimum(acc[key], value)
+    else:
+        acc[key] = np.maximum(acc[key], value)
+
+
+def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keepdims: bool,
+           dtype: str | None, reducer: Any, plan: Any, ctx: Any) -> Any:
+    """Run reduction ``name`` of ``x`` across processes (arguments as in :mod:`dlmg.ops.reductions`)."""
+    from ..ops.dispatch import executor, move_array, new_tensor
+
+    engine = current()
+    assert engine is not None
+    layout = x.layout
+    reduced = tuple(range(x.ndim)) if axes is None else axes
+    kept = [m for m in range(x.ndim) if m not in reduced]
+    rshape = tuple(layout.shape[m] for m in kept)
+    description = describe(f"reduce {name}", layout=layout, dtype=x.dtype, axes=axes, keepdims=keepdims,
+                           accumulate=dtype)
+
+    def work() -> tuple[np.ndarray, np.ndarray | None]:
+        if name == "argmax":
+            vdtype = np.dtype("uint8") if x.dtype == "bool" else _np_dtype(x.dtype)
+            acc = np.full(rshape, _identity("max", vdtype), dtype=vdtype)
+            idx = np.full(rshape, np.iinfo(np.int64).max, dtype=np.int64)
+        else:
+            bools = name in ("all", "any") or (name in ("min", "max") and x.dtype == "bool")
+            adt = np.dtype("uint8") if bools else _np_dtype(dtype or x.dtype)
+            acc = np.full(rshape, _identity(name, adt), dtype=adt)
+            idx = None
+            vdtype = adt
+        local_axes = None if axes is None else reduced
+        for frag in x.fragments:
+            if not frag.is_local or frag.replica != 0 or frag.size == 0:
+                continue
+            ex = executor(frag.framework, frag.device)
+            ctx.fragment = frag.index
+            part = ex.run(reducer.local, frag.array, local_axes, ctx)
+            key = np.ix_(*[frag.layout.layout.owned_indices(frag.index, m) for m in kept]) if kept else ()
+            if name == "argmax":
+                value, where = (_host(p, ex) for p in part)
+                value = value.reshape(acc[key].shape).astype(acc.dtype)
+                where = where.reshape(acc[key].shape).astype(np.int64)
+                cur_v, cur_i = acc[key], idx[key]
+                better = (value > cur_v) | ((value == cur_v) & (where < cur_i))
+                acc[key] = np.where(better, value, cur_v)
+                idx[key] = np.where(better, where, cur_i)
+            else:
+                value = _host(part, ex).reshape(acc[key].shape)
+                if adt == np.uint8:
+                    value = value.astype(np.uint8)
+                _combine(name, acc, key, value)
+        return acc, idx
+
+    acc, idx = prepare(engine, description, work)
+    if name == "argmax":
+        mine = acc.copy()
+        engine.allreduce(acc.reshape(-1), "max")
+        idx = np.where(mine == acc, idx, np.iinfo(np.int64).max)
+        engine.allreduce(idx.reshape(-1), "min")
+        result = idx.astype(dtype or "int64")
+    else:
+        engine.allreduce(acc.reshape(-1), _ENGINE_OP[name])
+        final = "bool" if name in ("all", "any") else (dtype or x.dtype)
+        result = acc.astype(np.dtype("float32") if final in _NARROW else final)
+    if keepdims:
+        result = np.expand_dims(result, reduced)
+    if plan.out_layout is None:
+        home = next((f for f in x.fragments if f.is_local), None)
+        target = executor("numpy" if home is None else home.framework, _HOST if home is None else home.device)
+        out = move_array(np.ascontiguousarray(result), target)
+        return _narrow(out, target, dtype or x.dtype) if name not in ("argmax", "all", "any") else out
+    out_layout = plan.out_layout
+    arrays: list[Any] = [None] * out_layout.nfragments
+    homes = dict(plan.groups)
+    for j, members in homes.items():
+        frag = out_layout.fragments[j]
+        home = x.fragments[members[0]]
+        if not home.is_local:
+            continue
+        key = np.ix_(*[out_layout.owned_indices(j, m) for m in range(out_layout.ndim)]) if out_layout.ndim else ()
+        target = executor(home.framework, home.device)
+        piece = move_array(np.ascontiguousarray(result[key]).reshape(frag.shape), target)
+        if name not in ("argmax", "all", "any"):
+            piece = _narrow(piece, target, dtype or x.dtype)
+        arrays[j] = piece
+    return new_tensor(arrays, out_layout)
+
+
+def _narrow(array: Any, target: Any, dtype: str) -> Any:
+    """Back to a narrow float type the exchange widened."""
+    if dtype in _NARROW:
+        return target.xp.astype(array, getattr(target.xp, dtype))
+    return array

@@ -1,0 +1,359 @@
+"""Scenarios every process of a multi-process launch runs (see :mod:`tests._mp_worker`).
+
+Each scenario builds the same global data on every process (seeded), wraps
+this process's fragments only, runs dlmg's collectives and compares what this
+process holds with the single-process answer (NumPy on the global array). A
+scenario returns a small JSON-able value or raises.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import dlmg
+import dlmg.distributed as dd
+from dlmg import Layout
+from dlmg.errors import CollectiveError, CollectiveMismatchError
+
+FRAMEWORKS = ("numpy", "torch")
+
+
+def _global(shape, seed=0, dtype="float64"):
+    rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        return rng.random(shape) < 0.5
+    if dtype.startswith("int"):
+        return rng.integers(-50, 50, size=shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def _piece(full, layout, i):
+    if layout.ndim == 0:
+        return full.copy()
+    return np.ascontiguousarray(full[np.ix_(*[layout.owned_indices(i, m) for m in range(layout.ndim)])])
+
+
+def _convert(array, framework):
+    if framework == "numpy":
+        return array
+    if framework == "torch":
+        import torch
+
+        return torch.from_numpy(array.copy())
+    if framework == "jax":
+        import jax.numpy as jnp
+
+        return jnp.asarray(array)
+    raise ValueError(framework)
+
+
+def wrap(full, layout, frameworks=("numpy",)):
+    """This process's fragments of ``full`` in ``layout`` (framework chosen per fragment)."""
+    me = dd.rank()
+    arrays = {}
+    for i in layout.fragments_of(me):
+        arrays[i] = _convert(_piece(full, layout, i), frameworks[i % len(frameworks)])
+    return dlmg.from_fragments(arrays, layout, dtype=str(full.dtype))
+
+
+def _np(array):
+    if array is None:
+        return None
+    if type(array).__module__.startswith("torch"):
+        return array.detach().cpu().numpy()
+    return np.asarray(array)
+
+
+def check_local(dt, full, what=""):
+    """Every local fragment of ``dt`` holds its part of ``full``."""
+    n = 0
+    for frag in dt.fragments:
+        if frag.rank != dd.rank():
+            assert not frag.is_local
+            continue
+        got = _np(frag.array)
+        want = _piece(full, dt.layout, frag.index)
+        assert got.shape == want.shape, (what, frag.index, got.shape, want.shape)
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9, err_msg=f"{what} fragment {frag.index}")
+        n += 1
+    return n
+
+
+def _cpu(n):
+    return ["cpu"] * n
+
+
+def random_layout(rng, shape, world):
+    """A random block-cyclic layout of ``shape`` with replicas and random ranks."""
+    ndim = len(shape)
+    block = [int(rng.integers(1, max(n, 1) + 1)) for n in shape]
+    grid = [int(rng.integers(1, 4)) for _ in shape]
+    if math.prod(grid) > 6:
+        grid = [1] * ndim
+        grid[0] = 3
+    reps = int(rng.integers(1, 3))
+    nfrag = math.prod(grid) * reps
+    ranks = [int(r) for r in rng.integers(0, world, size=nfrag)]
+    return Layout(shape, block=block, grid=grid, devices=_cpu(nfrag), ranks=ranks)
+
+
+# -- scenarios ------------------------------------------------------------------------
+def allgather():
+    world = dd.world_size()
+    out = []
+    for rows, fw in ((4 * world, "numpy"), (4 * world, "torch"), (2 * world + 1, "numpy"), (5, "torch")):
+        full = _global((rows, 6), seed=rows)
+        layout = dd.slab(full.shape, axis=0)
+        dt = wrap(full, layout, (fw,))
+        got = _np(dt.gather())
+        np.testing.assert_array_equal(got, full)
+        assert type(dt.gather(framework="torch")).__module__.startswith("torch")
+        out.append(got.shape)
+    # columns, and replicated fragments, and every process with several
+    full = _global((7, 9), seed=3)
+    layout = Layout((7, 9), block=(2, 3), grid=(2, 2), devices=_cpu(8), ranks=[r % world for r in range(8)])
+    np.testing.assert_array_equal(_np(wrap(full, layout, FRAMEWORKS).gather()), full)
+    return out
+
+
+def gather_out():
+    world = dd.world_size()
+    full = _global((3 * world, 5), seed=11)
+    dt = wrap(full, dd.slab(full.shape, axis=0))
+    out = np.empty((5, 3 * world)).T  # a transposed destination
+    assert dt.gather(out=out) is out
+    np.testing.assert_array_equal(out, full)
+    import torch
+
+    tout = torch.empty(full.shape, dtype=torch.float64)
+    assert dt.gather(out=tout) is tout
+    np.testing.assert_array_equal(tout.numpy(), full)
+    return True
+
+
+def root_gather():
+    world = dd.world_size()
+    full = _global((world + 3, 4), seed=5)
+    layout = Layout((world + 3, 4), block=(2, 2), grid=(2, 2), devices=_cpu(4), ranks=[r % world for r in range(4)])
+    dt = wrap(full, layout, FRAMEWORKS)
+    for root in range(world):
+        got = dt.gather(root=root)
+        if dd.rank() == root:
+            np.testing.assert_array_equal(_np(got), full)
+        else:
+            assert got is None
+        out = np.zeros(full.shape) if dd.rank() == root else None
+        res = dt.gather(root=root, out=out)
+        if dd.rank() == root:
+            assert res is out
+            np.testing.assert_array_equal(out, full)
+    return True
+
+
+def scatter():
+    world = dd.world_size()
+    rng = np.random.default_rng(7)
+    n = 0
+    for k in range(6):
+        full = _global((6, 5), seed=k)
+        layout = random_layout(rng, (6, 5), world)
+        root = k % world
+        for fw in (None, "torch"):
+            dt = dlmg.scatter(full if dd.rank() == root else None, layout, fw, root=root)
+            n += check_local(dt, full, f"scatter {k}")
+    return n
+
+
+def redistribute_pairs():
+    world = dd.world_size()
+    rng = np.random.default_rng(1234)
+    checked = 0
+    messages = 0
+    for k in range(56):
+        ndim = int(rng.integers(1, 4))
+        shape = tuple(int(rng.integers(0 if k % 17 == 0 else 1, 7)) for _ in range(ndim))
+        src = random_layout(rng, shape, world)
+        dst = random_layout(rng, shape, world)
+        full = _global(shape, seed=k)
+        dt = wrap(full, src, FRAMEWORKS)
+        moved = dt.redistribute(dst)
+        check_local(moved, full, f"pair {k}: {src!r} -> {dst!r}")
+        back = _np(moved.gather())
+        np.testing.assert_array_equal(back, full)
+        routes = dlmg.distributed.collectives.redistribution_routes(src, dst, 8, dd.current_engine())
+        assert all(len({(a, b)}) == 1 for (a, b) in routes.bytes_by_ranks)
+        messages += routes.nmessages
+        checked += 1
+    # slab rows -> columns: one message per pair of processes, bytes as expected
+    full = _global((4 * world, 4 * world), seed=99)
+    rows, cols = dd.slab(full.shape, 0), dd.slab(full.shape, 1)
+    routes = dlmg.distributed.collectives.redistribution_routes(rows, cols, 8, dd.current_engine())
+    assert routes.nmessages == world * (world - 1)
+    assert all(n == 16 * 8 for n in routes.bytes_by_ranks.values()), routes.bytes_by_ranks
+    check_local(wrap(full, rows).redistribute(cols), full, "rows -> cols")
+    # fragments that stay are reused
+    dt = wrap(full, rows, ("torch",))
+    same = dt.redistribute(rows)
+    assert all(a.array is b.array for a, b in zip(dt.local_fragments, same.local_fragments))
+    return {"pairs": checked, "messages": messages}
+
+
+def reductions():
+    world = dd.world_size()
+    rng = np.random.default_rng(55)
+    n = 0
+    for k in range(8):
+        shape = (5, 4) if k % 2 else (3, 4, 2)
+        layout = random_layout(rng, shape, world)
+        for dtype in ("float64", "int64", "bool"):
+            full = _global(shape, seed=k, dtype=dtype)
+            dt = wrap(full, layout, FRAMEWORKS)
+            for name in ("sum", "prod", "min", "max", "mean", "all", "any", "argmax"):
+                if dtype == "bool" and name in ("prod", "mean"):
+                    continue
+                for axis in (None, 0, 1):
+                    for keepdims in (False, True):
+                        if name == "argmax" and axis is None and keepdims:
+                            continue
+                        got = getattr(dlmg, name)(dt, axis=axis, keepdims=keepdims)
+                        if name == "argmax":
+                            want = np.argmax(full, axis=axis, keepdims=keepdims)
+                        else:
+                            want = getattr(np, name)(full, axis=axis, keepdims=keepdims)
+                        if dtype == "int64" and name == "prod":
+                            want = np.prod(full.astype(np.int64), axis=axis, keepdims=keepdims)
+                        if axis is None:
+                            np.testing.assert_allclose(_np(got), want, rtol=1e-9, err_msg=f"{name} {dtype}")
+                        else:
+                            check_local(got, np.asarray(want), f"{name} axis={axis} {dtype}")
+                        n += 1
+    return n
+
+
+def pointwise():
+    world = dd.world_size()
+    rng = np.random.default_rng(3)
+    layout = random_layout(rng, (6, 5), world)
+    a, b = _global((6, 5), 1), _global((6, 5), 2)
+    x, y = wrap(a, layout, FRAMEWORKS), wrap(b, layout, FRAMEWORKS)
+    check_local(x + y * 2, a + b * 2, "x + 2y")
+    check_local(dlmg.sin(x), np.sin(a), "sin")
+    check_local(x > y, a > b, "x > y")
+    return True
+
+
+def mixed_frameworks():
+    world = dd.world_size()
+    fw = ("numpy", "torch", "jax")[dd.rank() % 3]
+    full = _global((3 * world, 4), seed=21, dtype="float32")
+    layout = dd.slab(full.shape, axis=0)
+    dt = wrap(full, layout, (fw,))
+    assert dt.frameworks == (fw,)
+    np.testing.assert_array_equal(_np(dt.gather(framework="numpy")), full)
+    cols = dd.slab(full.shape, axis=1)
+    check_local(dt.redistribute(cols), full, "mixed rows -> cols")
+    np.testing.assert_allclose(_np(dlmg.sum(dt)), full.sum(), rtol=1e-5)
+    return fw
+
+
+def mismatch():
+    world = dd.world_size()
+    full = _global((4 * world, 3), seed=1)
+    axis = 0 if dd.rank() == 0 else 1
+    dt = wrap(full, dd.slab(full.shape, axis=axis))
+    try:
+        dt.gather()
+    except CollectiveMismatchError as exc:
+        text = str(exc)
+        assert "rank 0" in text and "rank " in text and "gather" in text, text
+    else:
+        raise AssertionError("no CollectiveMismatchError")
+    # the group is still usable
+    same = wrap(full, dd.slab(full.shape, axis=0))
+    np.testing.assert_array_equal(_np(same.gather()), full)
+    return True
+
+
+def raising():
+    world = dd.world_size()
+    full = _global((2 * world, 3), seed=1)
+    dt = wrap(full, dd.slab(full.shape, axis=0))
+    bad = np.empty((1, 1)) if dd.rank() == 1 else None
+    try:
+        dt.gather(out=bad)
+    except CollectiveError as exc:
+        assert dd.rank() != 1 and "rank(s) 1" in str(exc), str(exc)
+    except ValueError as exc:
+        assert dd.rank() == 1 and "out has shape" in str(exc), str(exc)
+    else:
+        raise AssertionError("no error")
+    np.testing.assert_array_equal(_np(dt.gather()), full)
+    return True
+
+
+def remote_fragment():
+    world = dd.world_size()
+    full = _global((2 * world, 3), seed=1)
+    dt = wrap(full, dd.slab(full.shape, axis=0))
+    other = dt.fragments[(dd.rank() + 1) % world]
+    try:
+        other.array
+    except dlmg.FragmentError as exc:
+        assert f"process {other.rank}" in str(exc)
+    else:
+        raise AssertionError("remote fragment readable")
+    return True
+
+
+def timeout():
+    """Rank 1 skips a collective: the others raise CollectiveError within the timeout."""
+    dd.current_engine().timeout = 3.0
+    full = _global((2 * dd.world_size(), 3), seed=1)
+    dt = wrap(full, dd.slab(full.shape, axis=0))
+    if dd.rank() == 1:
+        return "skipped"
+    try:
+        dt.gather()
+    except CollectiveError as exc:
+        return str(exc)[:200]
+    raise AssertionError("no CollectiveError")
+
+
+SCENARIOS = {
+    f.__name__: f for f in (
+        allgather, gather_out, root_gather, scatter, redistribute_pairs, reductions, pointwise,
+        mixed_frameworks, mismatch, raising, remote_fragment, timeout,
+    )
+}
+
+
+def engine():
+    """The engine's own collectives on raw buffers."""
+    eng = dd.current_engine()
+    me, world = eng.rank, eng.world_size
+    assert eng.allgather_object({"r": me}) == [{"r": r} for r in range(world)]
+    send, _ = eng.empty(3, "float32", dd.local_device())
+    _np(send)[:] = me
+    recv, _ = eng.empty(3 * world, "float32", dd.local_device())
+    eng.all_gather(send, recv)
+    np.testing.assert_array_equal(_np(recv), np.repeat(np.arange(world), 3))
+    counts = [r + 1 for r in range(world)]  # rank r gets r + 1 elements from everyone
+    send, _ = eng.empty(sum(counts), "int64", dd.local_device())
+    _np(send)[:] = me
+    recv, _ = eng.empty(world * (me + 1), "int64", dd.local_device())
+    eng.alltoallv(send, counts, recv, [me + 1] * world)
+    np.testing.assert_array_equal(_np(recv), np.repeat(np.arange(world), me + 1))
+    for op, want in (("sum", sum(range(world))), ("max", world - 1), ("min", 0), ("prod", 0 if world > 1 else 0)):
+        buf = np.full(2, float(me))
+        eng.allreduce(buf, op)
+        assert buf[0] == want, (op, buf)
+    buf = np.full(4, me, dtype=np.int32)
+    eng.broadcast(buf, world - 1)
+    assert (buf == world - 1).all()
+    eng.barrier()
+    return {"name": eng.name, "devices": [str(d) for d in dd.devices()], "backend": dd.backend()}
+
+
+SCENARIOS["engine"] = engine

@@ -1,0 +1,132 @@
+"""Launching N processes of one scenario list on 127.0.0.1 and collecting their results.
+
+Each launch starts the worker (:mod:`tests._mp_worker`) in N processes once
+(test modules call it from a module-scoped fixture) under one of:
+
+* ``torch``: plain subprocesses with torchrun's environment (``RANK``,
+  ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``);
+* ``mpi``: ``mpiexec -n N`` of the MPI installed beside the interpreter (the
+  ``mpich`` wheel) or on the PATH;
+* ``jax``: plain subprocesses that also join JAX's multi-controller runtime
+  (``jax.distributed.initialize``) on a second port, then dlmg on gloo.
+
+Every process writes ``rank<r>.json``: per scenario, whether it passed, its
+error and the values it reports. A hard timeout ends the whole launch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKER = Path(__file__).resolve().parent / "_mp_worker.py"
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def mpiexec() -> str | None:
+    """The ``mpiexec`` beside the interpreter (the mpich wheel), else the PATH's."""
+    here = Path(sys.executable).parent / "mpiexec"
+    return str(here) if here.exists() else shutil.which("mpiexec")
+
+
+def have_mpi() -> bool:
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return False
+    return mpiexec() is not None
+
+
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("XLA_FLAGS", None)  # the worker sets its own device count
+    env.update({
+        "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "JAX_PLATFORMS": "cpu",
+        "PYTHONPATH": str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
+        "TORCH_CPP_LOG_LEVEL": "ERROR", "PYTHONUNBUFFERED": "1",
+    })
+    env.update(extra or {})
+    return env
+
+
+def launch(engine: str, nprocs: int, scenarios: list[str], *, timeout: float = 240.0,
+           collective_timeout: float = 60.0, extra_env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run ``scenarios`` in ``nprocs`` processes under ``engine``.
+
+    Returns
+    -------
+    dict
+        ``{"ranks": [per-rank {scenario: {"ok", "error", "value"}} or None],
+        "returncodes": [...], "output": str}``.
+    """
+    out = Path(tempfile.mkdtemp(prefix="dlmg-mp-"))
+    args = ["--engine", engine, "--out", str(out), "--timeout", str(collective_timeout),
+            "--scenarios", ",".join(scenarios)]
+    env = _env(extra_env)
+    procs: list[subprocess.Popen] = []
+    logs = [open(out / f"log{r}.txt", "w+") for r in range(nprocs)]
+    try:
+        if engine == "mpi":
+            cmd = [mpiexec(), "-n", str(nprocs), sys.executable, str(WORKER), *args]
+            procs.append(subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=logs[0], stderr=subprocess.STDOUT,
+                                          start_new_session=True))
+        else:
+            port, jax_port = free_port(), free_port()
+            for r in range(nprocs):
+                penv = dict(env, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(nprocs),
+                            LOCAL_WORLD_SIZE=str(nprocs), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                            DLMG_TEST_JAX_PORT=str(jax_port))
+                procs.append(subprocess.Popen([sys.executable, str(WORKER), *args], env=penv, cwd=ROOT,
+                                              stdout=logs[r], stderr=subprocess.STDOUT, start_new_session=True))
+        codes = []
+        for p in procs:
+            try:
+                codes.append(p.wait(timeout=timeout))
+            except subprocess.TimeoutExpired:
+                codes.append(None)
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        ranks = []
+        for r in range(nprocs):
+            path = out / f"rank{r}.json"
+            ranks.append(json.loads(path.read_text()) if path.exists() else None)
+        output = ""
+        for r, log in enumerate(logs):
+            log.seek(0)
+            output += f"--- process {r} ---\n{log.read()[-6000:]}\n"
+        return {"ranks": ranks, "returncodes": codes, "output": output}
+    finally:
+        for log in logs:
+            log.close()
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def check(result: dict[str, Any], scenario: str, ranks: list[int] | None = None) -> list[Any]:
+    """Assert ``scenario`` passed on every (or the given) rank; returns the per-rank values."""
+    values = []
+    for r, rank in enumerate(result["ranks"]):
+        if ranks is not None and r not in ranks:
+            continue
+        assert rank is not None, f"process {r} wrote no results:\n{result['output']}"
+        entry = rank.get(scenario)
+        assert entry is not None, f"process {r} did not run {scenario}:\n{result['output']}"
+        assert entry["ok"], f"{scenario} failed on process {r}: {entry['error']}\n{result['output'][-3000:]}"
+        values.append(entry.get("value"))
+    return values

@@ -1,0 +1,52 @@
+"""Distributed tensors across 2 and 4 processes on each engine (torch.distributed on
+gloo, MPI through mpi4py): every collective equals the single-process answer.
+
+Each (engine, process count) pair launches its processes once for the module
+and runs every scenario of :mod:`tests._mp_scenarios` in them; the tests below
+read the per-process results.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from _multiproc import check, have_mpi, launch
+
+SCENARIOS = [
+    "allgather", "gather_out", "root_gather", "scatter", "redistribute_pairs", "reductions",
+    "pointwise", "mixed_frameworks", "mismatch", "raising", "remote_fragment",
+]
+SETUPS = [("torch", 2), ("torch", 4), ("mpi", 2), ("mpi", 4)]
+
+pytestmark = pytest.mark.slow
+
+
+def _skip(engine: str) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("jax")
+    if engine == "mpi" and not have_mpi():
+        pytest.skip("needs mpi4py and an MPI (pip install mpi4py mpich)")
+
+
+@pytest.fixture(scope="module", params=SETUPS, ids=[f"{e}-{n}" for e, n in SETUPS])
+def run(request):
+    engine, nprocs = request.param
+    _skip(engine)
+    return launch(engine, nprocs, SCENARIOS)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_scenario(run, scenario):
+    values = check(run, scenario)
+    if scenario == "redistribute_pairs":
+        assert all(v["pairs"] >= 50 for v in values)
+
+
+@pytest.mark.parametrize("engine", ["torch", "mpi"])
+def test_a_process_that_does_not_arrive_ends_the_collective(engine):
+    """Rank 1 skips a gather: the others raise CollectiveError instead of waiting forever."""
+    _skip(engine)
+    result = launch(engine, 2, ["timeout"], collective_timeout=3.0)
+    values = check(result, "timeout")
+    assert values[1] == "skipped"
+    assert "rank 0" in values[0]
