@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Sequence
 
 from dlmg.device import Device
 from dlmg.dtypes import canonical, info
@@ -321,6 +321,18 @@ class Adapter:
     def copy_into(self, dst: Any, src: Any) -> None:
         """Write ``src`` (same framework, same shape) into the view ``dst``."""
         dst[...] = src
+
+    def copy_many(self, dsts: Sequence[Any], srcs: Sequence[Any]) -> None:
+        """Write each ``srcs[i]`` into the view ``dsts[i]`` (pairs as for :meth:`copy_into`;
+        the destinations do not overlap).
+
+        The default calls :meth:`copy_into` pair by pair. A framework may
+        issue the copies together instead (one batched launch, or its copy
+        engine directly), as long as they are queued in order on its current
+        stream with no host-side wait.
+        """
+        for dst, src in zip(dsts, srcs):
+            self.copy_into(dst, src)
 
     def export(self, array: Any, **kwargs: Any) -> Any:
         """A DLPack capsule of ``array``: ``array.__dlpack__(**kwargs)``, with

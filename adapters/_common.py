@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 
 from dlmg.dlpack import c_contiguous_strides as c_strides
 from dlmg.dlpack import inspect as dl_inspect
+from dlmg.registry import adapter_for
 from dlmg.errors import (
     CopyRequiredError,
     DLPackError,
@@ -225,8 +226,6 @@ class DLPackShim:
 # -- describing producers --------------------------------------------------------
 def _known_adapter(obj: Any) -> "BaseAdapter | None":
     """The adapter of ``obj`` when it is an array of a known framework (no import)."""
-    from dlmg.registry import adapter_for
-
     try:
         adapter = adapter_for(obj)
     except FrameworkError:
@@ -302,8 +301,13 @@ class BaseAdapter(Adapter):
             try:
                 mod = importlib.import_module(name)
             except ImportError as exc:
+                missing = (getattr(exc, "name", None) or name).partition(".")[0]
+                hint = (
+                    f"pip install {missing.replace('_', '-')}" if missing != self.package.partition(".")[0]
+                    else self.install_hint
+                )
                 raise FrameworkNotInstalledError(
-                    f"dlmg needs {name!r} for framework {self.name!r} ({exc}); install: {self.install_hint}"
+                    f"dlmg needs {name!r} for framework {self.name!r} ({exc}); install it with: {hint}"
                 ) from exc
             BaseAdapter._module_cache[name] = mod
         return mod

@@ -24,6 +24,39 @@ from ._common import BaseAdapter, DLPackShim, _known_adapter, check_copy, descri
 __all__ = ["CupyAdapter"]
 
 
+#: cudaMemcpyDeviceToDevice
+_DEVICE_TO_DEVICE = 3
+
+
+def _rows(array: Any) -> tuple[int, int, int] | None:
+    """``(rows, row bytes, pitch)`` of an array that is rows of contiguous elements at a
+    pitch (a 2-D array whose last mode is contiguous) or one contiguous row; else None."""
+    item = array.itemsize
+    if array.ndim == 2 and array.strides[1] == item and array.strides[0] >= array.shape[1] * item:
+        return array.shape[0], array.shape[1] * item, array.strides[0]
+    if array.flags.c_contiguous:
+        return 1, array.nbytes, array.nbytes
+    return None
+
+
+def _copy_engine(cp: Any, dst: Any, src: Any, stream: int) -> bool:
+    """Queue ``dst[...] = src`` as one (2-D) memcpy when both sides allow it; whether it did."""
+    if dst.size == 0:
+        return True
+    if dst.dtype != src.dtype or dst.shape != src.shape or dst.device.id != src.device.id:
+        return False
+    d, s = _rows(dst), _rows(src)
+    if d is None or s is None:
+        return False
+    if d[0] == 1 and s[0] == 1:  # both contiguous
+        cp.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, dst.nbytes, _DEVICE_TO_DEVICE, stream)
+        return True
+    if d[1] != s[1] or d[0] != s[0]:
+        return False
+    cp.cuda.runtime.memcpy2DAsync(dst.data.ptr, d[2], src.data.ptr, s[2], d[1], d[0], _DEVICE_TO_DEVICE, stream)
+    return True
+
+
 class CupyAdapter(BaseAdapter):
     """Adapter for :class:`cupy.ndarray` (CUDA device memory)."""
 
@@ -138,7 +171,8 @@ class CupyAdapter(BaseAdapter):
             if copy is False:
                 raise self._copy_required(f"cannot move an array from {current} to {device} without a copy")
             return self.to_device(obj, device)
-        src = describe_producer(obj)
+        known = _known_adapter(obj)
+        src = describe_producer(obj) if known is None else known.describe(obj)
         if src.device.kind != "cuda":
             if copy is True and src.device.is_host:
                 from dlmg.registry import get_adapter
@@ -153,7 +187,6 @@ class CupyAdapter(BaseAdapter):
                 f"Device('cuda', 0)) or the producer's own adapter's to_device, or pass copy=True"
             )
         target = src.device if device is None else device
-        known = _known_adapter(obj)
         producer = known.producer(obj) if known is not None else obj
         if target != src.device:
             if copy is False:
@@ -205,10 +238,27 @@ class CupyAdapter(BaseAdapter):
             return cp.ascontiguousarray(array)
 
     def copy_into(self, dst: Any, src: Any) -> None:
-        """``dst[...] = src`` on ``dst``'s device."""
+        """``dst[...] = src`` on ``dst``'s device (see :meth:`copy_many`)."""
+        self.copy_many([dst], [src])
+
+    def copy_many(self, dsts: Any, srcs: Any) -> None:
+        """Each ``dsts[i][...] = srcs[i]``, queued on the current stream of the
+        destinations' device, entered once.
+
+        A copy whose two sides are C-contiguous, or rows of contiguous elements
+        at a pitch (2-D), on one device and of one dtype goes to the copy
+        engine (``cudaMemcpyAsync`` / ``cudaMemcpy2DAsync``): CuPy's own
+        assignment runs an elementwise kernel, which reaches about 0.6 of the
+        copy bandwidth. Anything else is CuPy's assignment.
+        """
+        if not dsts:
+            return
         cp = self.module()
-        with cp.cuda.Device(int(dst.device.id)):
-            dst[...] = src
+        with cp.cuda.Device(int(dsts[0].device.id)):
+            stream = cp.cuda.get_current_stream().ptr
+            for dst, src in zip(dsts, srcs):
+                if not _copy_engine(cp, dst, src, stream):
+                    dst[...] = src
 
     # -- DLPack export -----------------------------------------------------------
     def export(self, array: Any, **kwargs: Any) -> Any:

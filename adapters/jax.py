@@ -258,13 +258,13 @@ class JaxAdapter(BaseAdapter):
             if device is None or device == current:
                 self.check_dtype(self.dtype_of(obj))
                 return self.namespace().array(obj, copy=True) if copy else obj
-        src = describe_producer(obj)
+        known = _known_adapter(obj)
+        src = describe_producer(obj) if known is None else known.describe(obj)
         self.check_dtype(src.dtype)
         target = device
         if target is None and src.framework == "jax":
             target = src.device
         jdev = None if target is None else self.native_device(target)
-        known = _known_adapter(obj)
         producer = obj if known is None else known.producer(obj)  # dtype limits of the producer first
         if src.size == 0:
             # nothing to share; JAX would still insist on an aligned pointer

@@ -29,6 +29,10 @@ from ._common import (
 __all__ = ["NumpyAdapter"]
 
 
+#: Host allocations start on this boundary (the strictest any framework asks for: JAX's).
+_ALIGNMENT = 64
+
+
 class _InterfaceView:
     """Carries an ``__array_interface__`` to ``numpy.asarray`` and keeps the
     array whose memory it describes alive (as the view's ``base``)."""
@@ -148,9 +152,20 @@ class NumpyAdapter(BaseAdapter):
             raise DeviceError(f"NumPy arrays live on the host (cpu); device {device} is not supported")
 
     def empty(self, shape: tuple[int, ...], dtype: str, device: Device) -> Any:
-        """``numpy.empty`` (``device`` must be a ``cpu`` device)."""
+        """``numpy.empty`` (``device`` must be a ``cpu`` device), 64-byte aligned.
+
+        Aligned so that any framework takes the memory in without a copy (JAX
+        copies host buffers that are not 64-byte aligned); NumPy itself
+        aligns to 16 bytes only.
+        """
         self._check_device(device)
-        return self._np().empty(tuple(shape), dtype=self.native_dtype(dtype))
+        np = self._np()
+        out = np.empty(tuple(shape), dtype=self.native_dtype(dtype))
+        if out.size == 0 or self.data_ptr(out) % _ALIGNMENT == 0:
+            return out
+        raw = np.empty(out.nbytes + _ALIGNMENT, dtype=np.uint8)
+        start = -self.data_ptr(raw) % _ALIGNMENT
+        return raw[start:start + out.nbytes].view(out.dtype).reshape(out.shape)
 
     def full(self, shape: tuple[int, ...], fill_value: Any, dtype: str, device: Device) -> Any:
         """``numpy.full`` (``device`` must be a ``cpu`` device)."""
@@ -177,10 +192,10 @@ class NumpyAdapter(BaseAdapter):
         self._check_device(device)
         if self.owns(obj):
             return obj.copy() if copy else obj
-        src = describe_producer(obj)
+        known = _known_adapter(obj)
+        src = describe_producer(obj) if known is None else known.describe(obj)
         if src.dtype not in NUMPY_DLPACK_DTYPES:
             raise _bf16_error("import", src.dtype)
-        known = _known_adapter(obj)
         producer = obj if known is None else known.producer(obj)
         if not src.device.is_host:
             if copy is False:
@@ -193,12 +208,17 @@ class NumpyAdapter(BaseAdapter):
                     f"to the host ({exc}); move it to the host first (its adapter's to_device)"
                 ) from exc
         try:
-            return np.from_dlpack(producer, copy=copy)
-        except TypeError:  # NumPy < 2.1 has no copy=
-            out = np.from_dlpack(producer)
-            return out.copy() if copy else out
-        except RuntimeError as exc:  # "Unsupported dtype in DLTensor."
-            raise DLPackError(f"NumPy could not import a {src.dtype} DLPack tensor: {exc}") from exc
+            try:
+                return np.from_dlpack(producer, copy=copy)
+            except TypeError:  # NumPy < 2.1 has no copy=
+                out = np.from_dlpack(producer)
+                return out.copy() if copy else out
+        except (RuntimeError, ValueError, BufferError) as exc:  # "Unsupported dtype", "array is too big"
+            if isinstance(exc, DLPackError):
+                raise
+            raise DLPackError(
+                f"NumPy could not import a {src.dtype} DLPack tensor of shape {src.shape}: {exc}"
+            ) from exc
 
     def to_device(self, array: Any, device: Device) -> Any:
         """``array`` itself for a ``cpu`` device; other devices raise DeviceError."""

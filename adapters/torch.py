@@ -207,9 +207,9 @@ class TorchAdapter(BaseAdapter):
             if copy is False:
                 raise self._copy_required(f"cannot move a tensor from {self.device_of(obj)} to {device} without a copy")
             return obj.to(self.native_device(device))
-        src = describe_producer(obj)
-        target = src.device if device is None else device
         known = _known_adapter(obj)
+        src = describe_producer(obj) if known is None else known.describe(obj)
+        target = src.device if device is None else device
         producer = obj if known is None else known.producer(obj)  # dtype limits of the producer first
         if has_negative_strides(src.shape, src.strides):
             if copy is False:
@@ -226,7 +226,7 @@ class TorchAdapter(BaseAdapter):
                 out = torch.from_dlpack(producer)
             else:
                 out = torch.from_dlpack(producer, copy=copy)
-        except (BufferError, RuntimeError, TypeError) as exc:
+        except (BufferError, RuntimeError, TypeError, ValueError) as exc:  # ValueError: "Expected zero byte_offset"
             if isinstance(exc, CopyRequiredError):
                 raise
             raise DLPackError(f"torch could not import a {src.dtype} tensor of shape {src.shape} "
@@ -271,6 +271,21 @@ class TorchAdapter(BaseAdapter):
     def copy_into(self, dst: Any, src: Any) -> None:
         """``dst.copy_(src)``."""
         dst.copy_(src)
+
+    def copy_many(self, dsts: Any, srcs: Any) -> None:
+        """``torch._foreach_copy_(dsts, srcs)`` for several copies on one CUDA device
+        (one batched launch where torch can, its own per-pair copies otherwise, in
+        C++ without Python work between them); ``copy_`` pair by pair elsewhere."""
+        if len(dsts) > 1 and dsts[0].is_cuda:
+            foreach = getattr(self.module(), "_foreach_copy_", None)
+            device = dsts[0].device
+            if foreach is not None and all(
+                d.device == device and s.device == device and d.dtype == s.dtype for d, s in zip(dsts, srcs)
+            ):
+                foreach(list(dsts), list(srcs))
+                return
+        for dst, src in zip(dsts, srcs):
+            dst.copy_(src)
 
     # -- DLPack export ----------------------------------------------------------
     def export(self, array: Any, **kwargs: Any) -> Any:

@@ -89,6 +89,10 @@ def _fits(adapter: "Adapter", have: Device, slot: Device) -> bool:
     return have.is_host and slot.is_host and not adapter.distinct_host_devices
 
 
+#: dlmg dtype names of frameworks' dtype objects, per adapter (asked once per kind of array)
+_DTYPE_NAMES: dict[tuple[Any, Any], str] = {}
+
+
 # -- from_fragments ----------------------------------------------------------------
 def from_fragments(
     arrays: Sequence[Any] | Mapping[int, Any],
@@ -154,6 +158,9 @@ def from_fragments(
     want = None if dtype is None else canonical(dtype)
     first = None
     frags: list[Fragment] = []
+    last_type: type | None = None
+    adapter: Any = None
+    dtype_names = _DTYPE_NAMES
     for frag, array, rank in zip(layout.fragments, slots, rank_of):
         i = frag.index
         if rank != me:
@@ -165,14 +172,28 @@ def from_fragments(
             continue
         if array is None:
             raise FragmentError(f"fragment {i} (on {frag.device}) belongs to this process but no array was given")
-        adapter = adapter_for(array)
-        shape = adapter.shape_of(array)
+        cls = type(array)
+        if cls is not last_type:  # fragments of one tensor are mostly of one type
+            adapter, last_type = adapter_for(array), cls
+        elif adapter.name == "dlpack":
+            adapter = adapter_for(array)
+        shape = getattr(array, "shape", None)
+        if shape != frag.shape:  # the framework's own shape first: a tuple (or torch.Size) of ints
+            shape = adapter.shape_of(array)
         if shape != frag.shape:
             raise FragmentError(
                 f"fragment {i}: the {adapter.name} array has shape {shape}, but fragment {i} of the "
                 f"layout has local shape {frag.shape} (global shape {layout.shape}, coords {frag.coords})"
             )
-        got = canonical(adapter.dtype_of(array))
+        raw = getattr(array, "dtype", None)
+        got = dtype_names.get((adapter, raw)) if raw is not None else None
+        if got is None:
+            got = canonical(adapter.dtype_of(array))
+            if raw is not None:
+                try:
+                    dtype_names[(adapter, raw)] = got
+                except TypeError:  # an unhashable dtype object
+                    pass
         if want is None:
             want, first = got, i
         elif got != want:
@@ -189,7 +210,9 @@ def from_fragments(
             )
         if layout.element_strides is not None:
             _check_strides(frag, adapter, array)
-        frags.append(Fragment.of_array(frag, array, adapter.name, rank=rank))
+        # what Fragment.__dlpack_device__ would find for plain host memory in slot cpu:k: (1, k)
+        dl = (1, frag.device.index) if have.kind == "cpu" and frag.device.kind == "cpu" else None
+        frags.append(Fragment.of_array(frag, array, adapter.name, rank=rank, adapter=adapter, dl_device=dl))
     if want is None:
         raise FragmentError("from_fragments: this process holds no fragment; pass dtype= to name the element type")
     return DistributedTensor._create(layout, frags, want)

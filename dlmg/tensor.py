@@ -98,6 +98,8 @@ class Fragment:
         memory: Any = None,
         readonly: bool = False,
         token: object = None,
+        adapter: "Adapter | None" = None,
+        dl_device: tuple[int, int] | None = None,
     ) -> None:
         if token is not _CREATE:
             raise TypeError("Fragment objects are made by dlmg's constructors (dlmg.from_fragments, ...)")
@@ -108,17 +110,29 @@ class Fragment:
         self.rank = layout.rank if rank is None else rank
         self._array = array
         self._memory = memory
-        self._adapter: "Adapter | None" = None
-        self._dl_device: tuple[int, int] | None = None  # an array never changes device: asked once
+        # what the constructor already knows (the array's adapter, its DLPack device)
+        # is kept; anything else is asked once, when first needed
+        self._adapter: "Adapter | None" = adapter
+        self._dl_device: tuple[int, int] | None = dl_device  # an array never changes device
 
     # -- constructors (for dlmg's own modules; users get fragments from tensors) ----
     @classmethod
     def of_array(
-        cls, layout: "FragmentLayout", array: Any, framework: str, *, rank: int | None = None, readonly: bool = False
+        cls,
+        layout: "FragmentLayout",
+        array: Any,
+        framework: str,
+        *,
+        rank: int | None = None,
+        readonly: bool = False,
+        adapter: "Adapter | None" = None,
+        dl_device: tuple[int, int] | None = None,
     ) -> "Fragment":
         """A fragment held as ``array``, an array of ``framework`` of the local shape
-        (``readonly``: the memory came, without a copy, from a read-only source)."""
-        return cls(layout, array, framework, rank=rank, readonly=readonly, token=_CREATE)
+        (``readonly``: the memory came, without a copy, from a read-only source;
+        ``adapter`` and ``dl_device``: what the caller already knows of the array)."""
+        return cls(layout, array, framework, rank=rank, readonly=readonly, adapter=adapter, dl_device=dl_device,
+                   token=_CREATE)
 
     @classmethod
     def of_memory(
@@ -384,14 +398,18 @@ class DistributedTensor:
 
         For dlmg's own modules, which build arrays that fit by construction.
         """
-        from .registry import framework_of
+        from .registry import adapter_for
 
         frags = []
+        last_type: type | None = None
+        adapter: Any = None
         for frag, array in zip(layout.fragments, arrays):
             if array is None:
                 frags.append(Fragment(frag, None, None, token=_CREATE))
-            else:
-                frags.append(Fragment(frag, array, framework_of(array), token=_CREATE))
+                continue
+            if type(array) is not last_type:  # results of one operation share a type
+                adapter, last_type = adapter_for(array), type(array)
+            frags.append(Fragment(frag, array, adapter.name, token=_CREATE, adapter=adapter))
         if dtype is None:
             local = [f for f in frags if f._array is not None]
             dtype = local[0].adapter.dtype_of(local[0]._array) if local else "float32"
@@ -537,6 +555,11 @@ class DistributedTensor:
             For slices and other keys (gather first).
         """
         key = index if isinstance(index, tuple) else (index,)
+        if any(k is Ellipsis or k is None or isinstance(k, slice) or getattr(k, "ndim", 0) for k in key):
+            raise TypeError(
+                f"index {index!r}: DistributedTensor reads single elements with ints only; "
+                "gather() it for slicing"
+            )
         if len(key) != self.ndim:
             raise IndexError(f"index {index!r} has {len(key)} entries; the tensor has {self.ndim} modes")
         idx = []

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlmg.dlpack import abi as dl
-from dlmg.dlpack.capsule import new_capsule
+from dlmg.dlpack.capsule import capsule_name, new_capsule
 
 __all__ = ["Spec", "Producer"]
 
@@ -76,6 +76,10 @@ class Producer:
         How many times a consumer called the deleter.
     exports : int
         How many capsules were handed out.
+    consumed : int
+        How many of them a consumer took over (renamed); each must lead to
+        exactly one deleter call, the others to none (a capsule nobody
+        consumed is its producer's to free).
     memory : ctypes array
         The real buffer ``data="buffer"`` points at (64 float64, zeros).
     legacy : DLManagedTensor
@@ -88,6 +92,7 @@ class Producer:
         self.spec = spec
         self.deleted = 0
         self.exports = 0
+        self.handed_out: list[Any] = []  # every capsule, to see which a consumer took over
         self.memory = (ctypes.c_double * 64)()
         self._shape = None if spec.shape is None else _int64_array(spec.shape, spec.ndim)
         self._strides = None if spec.strides is None else _int64_array(spec.strides, spec.ndim)
@@ -130,8 +135,18 @@ class Producer:
 
     def capsule(self) -> Any:
         """A fresh, unconsumed capsule of the managed tensor."""
+        return self._hand_out(self.address, self.spec.versioned)
+
+    def _hand_out(self, address: int, versioned: bool) -> Any:
         self.exports += 1
-        return new_capsule(self.address, self.spec.versioned)
+        capsule = new_capsule(address, versioned)
+        self.handed_out.append(capsule)
+        return capsule
+
+    @property
+    def consumed(self) -> int:
+        """How many capsules handed out a consumer renamed ``used_*`` (took over)."""
+        return sum(capsule_name(c).startswith(b"used_") for c in self.handed_out)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return (self.spec.device_type, self.spec.device_id)
@@ -140,6 +155,5 @@ class Producer:
         if self.spec.legacy_only and (max_version is not None or kwargs):
             raise TypeError("__dlpack__() got an unexpected keyword argument 'max_version'")
         if self.spec.versioned and max_version is None:  # a consumer of the legacy protocol
-            self.exports += 1
-            return new_capsule(ctypes.addressof(self.legacy), False)
+            return self._hand_out(ctypes.addressof(self.legacy), False)
         return self.capsule()

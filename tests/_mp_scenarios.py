@@ -357,3 +357,7 @@ def engine():
 
 
 SCENARIOS["engine"] = engine
+
+from tests._mp_interop import SCENARIOS as _INTEROP  # noqa: E402  (the interop bridges' scenarios)
+
+SCENARIOS.update(_INTEROP)

@@ -152,7 +152,9 @@ def test_cutensormp_arguments():
 def test_cutensormp_refuses_two_fragments_of_one_process():
     lay = Layout((8,), block=(4,), grid=(2,), devices=["cuda:0", "cuda:1"])
     with pytest.raises(LayoutError, match="fragments 0 and 1 .* rank 0"):
-        lay.cutensormp()  # a layout naming no processes: this process holds both
+        lay.cutensormp()  # the layout's ranks: process 0 holds both
+    spread = lay.replace(ranks=[1, 0])
+    assert spread.cutensormp().ranks.tolist() == [1, 0]
     with pytest.raises(LayoutError, match="ranks has 1 entries"):
         lay.cutensormp(ranks=[0])
     one = Layout((8,), devices=["cuda:0"])
@@ -267,14 +269,17 @@ def _find_cutensormg() -> str | None:
 @pytest.mark.gpu
 def test_cutensormg_accepts_the_descriptor():
     """Create the descriptors with libcutensorMg itself (the cutensor-cu12/cu13 wheels ship it)."""
+    torch = pytest.importorskip("torch")  # loads the CUDA runtime libcutensorMg links against
     path = _find_cutensormg()
     if path is None:
-        pytest.skip("needs libcutensorMg (pip install cutensor-cu12)")
+        pytest.skip("needs libcutensorMg (pip install cutensor-cu12 or cutensor-cu13, matching CUDA)")
     try:
+        for base in glob.glob(os.path.join(os.path.dirname(path), "libcutensor.so*")):
+            ctypes.CDLL(base, mode=ctypes.RTLD_GLOBAL)  # its sibling, found without an rpath
+            break
         lib = ctypes.CDLL(path)
     except OSError as exc:
         pytest.skip(f"libcutensorMg does not load: {exc}")
-    torch = pytest.importorskip("torch")
     ndev = torch.cuda.device_count()
     if ndev < 1:
         pytest.skip("needs a CUDA GPU")

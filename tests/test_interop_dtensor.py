@@ -193,6 +193,12 @@ def test_other_frameworks_go_through_dlpack(mesh):
     torch.testing.assert_close(dt.full_tensor(), torch.arange(6.0, dtype=torch.float64).reshape(2, 3))
 
 
+def test_devices_of_the_wrong_count_are_refused(mesh):
+    dt = distribute_tensor(torch.zeros(2, 2), mesh, [Shard(0)])
+    with pytest.raises(LayoutError, match="devices has 2 entries but the DTensor has 1 shards"):
+        dlmg.from_dtensor(dt, devices=["cpu", "cpu"])
+
+
 def test_not_a_dtensor():
     with pytest.raises(TypeError, match="DTensor"):
         dlmg.from_dtensor(torch.zeros(2))
@@ -207,7 +213,8 @@ def test_jax_array_through_dtensor_keeps_its_buffer(mesh):
     t = dlmg.from_jax(x)
     dt = t.to_dtensor(mesh=mesh)
     assert dt.to_local().data_ptr() == ptr
-    t2 = dlmg.from_dtensor(dt)
+    t2 = dlmg.from_dtensor(dt, devices=t.layout.devices)
+    assert t2.layout == t.layout
     y = t2.to("jax").to_jax()
     assert y.unsafe_buffer_pointer() == ptr
     np.testing.assert_array_equal(np.asarray(y), np.asarray(x))

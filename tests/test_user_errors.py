@@ -77,3 +77,107 @@ def test_gather_gpu_fragments_to_numpy_lands_on_the_host(framework):
     assert isinstance(got, np.ndarray)
     np.testing.assert_array_equal(got, host)
     assert type(dt.gather()).__module__.split(".")[0] == framework  # the fragments' framework keeps the GPU
+
+
+# -- regular arrays next to distributed tensors ----------------------------------------------------
+
+
+@pytest.fixture
+def dt():
+    return dlmg.scatter(np.arange(32.0).reshape(8, 4), dlmg.Layout.slab((8, 4), 0, ["cpu", "cpu"]))
+
+
+def _raises_scatter(fn):
+    with pytest.raises(TypeError, match=r"shape \(8, 4\).*dlmg\.scatter\(array, (dt|tensor)\.layout\)"):
+        fn()
+
+
+def test_numpy_array_with_a_tensor_says_scatter(dt):
+    _raises_scatter(lambda: dt + np.ones((8, 4)))
+    _raises_scatter(lambda: np.ones((8, 4)) + dt)
+    _raises_scatter(lambda: np.add(np.ones((8, 4)), dt))
+    _raises_scatter(lambda: dlmg.add(dt, np.ones((8, 4))))
+    _raises_scatter(lambda: np.where(np.ones((8, 4), bool), dt, 0))
+
+
+def test_torch_tensor_with_a_tensor_says_scatter(dt):
+    torch = pytest.importorskip("torch")
+    _raises_scatter(lambda: dt + torch.ones(8, 4))
+    _raises_scatter(lambda: torch.ones(8, 4) + dt)
+    _raises_scatter(lambda: torch.add(torch.ones(8, 4), dt))
+    with pytest.raises(TypeError, match=r"dlmg\.sum\(dt\).*gather\(framework='torch'\)"):
+        torch.sum(dt)
+
+
+def test_jax_array_with_a_tensor_names_gather_and_scatter(dt):
+    jnp = pytest.importorskip("jax.numpy")
+    _raises_scatter(lambda: dt + jnp.ones((8, 4)))
+    with pytest.raises(TypeError, match=r"gather\(framework='jax'\).*dlmg\.scatter\(array, dt\.layout\)"):
+        jnp.asarray(dt)
+    _raises_scatter(lambda: jnp.ones((8, 4)) + dt)
+    np.testing.assert_array_equal((jnp.asarray(2.0, dtype=jnp.float32) - dt).gather(), 2 - np.arange(32.0).reshape(8, 4))
+
+
+def test_numpy_functions_run_as_dlmg_functions_where_dlmg_has_them(dt):
+    host = np.arange(32.0).reshape(8, 4)
+    assert float(np.sum(dt)) == host.sum()
+    summed = np.sum(dt, axis=0)
+    assert isinstance(summed, dlmg.DistributedTensor)
+    np.testing.assert_array_equal(summed.gather(), host.sum(axis=0))
+    root = np.sqrt(dt)
+    assert isinstance(root, dlmg.DistributedTensor)
+    np.testing.assert_allclose(root.gather(), np.sqrt(host))
+    np.testing.assert_array_equal(np.maximum(dt, 3.0).gather(), np.maximum(host, 3.0))
+    np.testing.assert_array_equal((np.float32(2) * dt).gather(), 2 * host)
+    np.testing.assert_array_equal((np.asarray(2.0) + dt).gather(), 2 + host)
+
+
+def test_numpy_functions_dlmg_lacks_say_gather(dt):
+    with pytest.raises(TypeError, match=r"numpy\.concatenate.*dt\.gather\(framework='numpy'\)"):
+        np.concatenate([dt, dt])
+    with pytest.raises(TypeError, match=r"numpy\.add\.reduce.*gather"):
+        np.add.reduce(dt)
+    with pytest.raises(TypeError, match=r"dt\.gather\(framework='numpy'\)"):
+        np.asarray(dt)
+    with pytest.raises(TypeError, match=r"numpy\.sqrt.*out.*dlmg\.sqrt"):
+        np.sqrt(dt, out=np.empty((8, 4)))
+
+
+def test_unknown_operands_still_defer_to_python(dt):
+    class Other:
+        def __radd__(self, other):
+            return "other handled it"
+
+    assert dt + Other() == "other handled it"
+
+
+def test_slices_raise_type_error_as_documented(dt):
+    for key in (slice(0, 2), (slice(None), 0), (0, ...), (None, 0), (np.arange(2), 0)):
+        with pytest.raises(TypeError, match="gather"):
+            dt[key]
+    assert dt[np.int64(7), 3] == 31.0
+    with pytest.raises(IndexError):
+        dt[0]
+
+
+def test_mean_of_nothing_warns_like_numpy():
+    empty = dlmg.zeros(dlmg.Layout.slab((0, 4), 1, ["cpu", "cpu"]))
+    with pytest.warns(RuntimeWarning, match="empty"):
+        value = dlmg.mean(empty)
+    assert np.isnan(float(value))
+    with pytest.warns(RuntimeWarning, match="empty"):
+        dlmg.mean(empty, axis=0)
+
+
+def test_missing_array_api_compat_names_the_package():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['array_api_compat'] = None\n"
+        "import numpy as np, dlmg\n"
+        "dt = dlmg.scatter(np.ones((4, 2)), dlmg.Layout.slab((4, 2), 0, ['cpu', 'cpu']))\n"
+        "try:\n    dlmg.sqrt(dt)\nexcept Exception as exc:\n    print(exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "pip install array-api-compat" in done.stdout, done.stdout + done.stderr

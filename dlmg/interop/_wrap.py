@@ -1,4 +1,4 @@
-"""Wrapping arrays of other processes' layouts: fragments with their ranks."""
+"""Wrapping arrays of layouts spread over processes: fragments with their ranks."""
 
 from __future__ import annotations
 
@@ -20,6 +20,4 @@ def wrap_fragments(
     fragment ``i`` belongs to process ``ranks[i]``."""
     from ..construct import from_fragments
 
-    if "ranks" in getattr(Layout, "__dataclass_fields__", {}):  # layouts that name processes
-        return from_fragments(arrays, layout.replace(ranks=tuple(ranks)), dtype=dtype)
-    return from_fragments(arrays, layout, ranks=ranks, dtype=dtype)
+    return from_fragments(arrays, layout.replace(ranks=tuple(ranks)), dtype=dtype)

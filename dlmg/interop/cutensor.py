@@ -331,15 +331,6 @@ def layout_from_cutensormg(
 
 
 # -- cuTENSORMp --------------------------------------------------------------------------
-def _layout_ranks(layout: Layout) -> tuple[int, ...]:
-    ranks = getattr(layout, "ranks", None)
-    if ranks is None:  # a layout that names no processes: one process holds everything
-        from ..tensor import process_rank
-
-        return (process_rank(),) * layout.nfragments
-    return tuple(int(r) for r in ranks)
-
-
 def cutensormp(layout: Layout, ranks: Sequence[int] | None = None) -> CutensorMpArgs:
     """The arguments of ``cutensorMpCreateTensorDescriptor`` describing ``layout``.
 
@@ -350,9 +341,8 @@ def cutensormp(layout: Layout, ranks: Sequence[int] | None = None) -> CutensorMp
     ----------
     layout : Layout
     ranks : sequence of int, optional
-        The process of each fragment, in fragment order. By default the
-        layout's own ranks, or this process for every fragment when the
-        layout names none.
+        The process of each fragment, in fragment order; by default the
+        layout's own ``ranks``.
 
     Returns
     -------
@@ -371,7 +361,7 @@ def cutensormp(layout: Layout, ranks: Sequence[int] | None = None) -> CutensorMp
     _check_extents(layout, "cutensorMpCreateTensorDescriptor")
     es, bs = _strides(layout, "cutensorMpCreateTensorDescriptor")
     if ranks is None:
-        ranks_t = _layout_ranks(layout)
+        ranks_t = tuple(layout.ranks)
     else:
         ranks_t = _ints("ranks", ranks, layout.nfragments, minimum=0)
     seen: dict[int, int] = {}

@@ -99,7 +99,7 @@ def _mesh_device(mesh: Any, rank: int, me: int, local: Any) -> Device:
     return Device(mesh.device_type, rank % max(count, 1))
 
 
-def from_dtensor(x: Any, *, reduce: bool = False) -> "DistributedTensor":
+def from_dtensor(x: Any, *, reduce: bool = False, devices: Any = None) -> "DistributedTensor":
     """A :class:`~dlmg.DistributedTensor` whose fragment here is ``x``'s local shard.
 
     Parameters
@@ -155,6 +155,14 @@ def from_dtensor(x: Any, *, reduce: bool = False) -> "DistributedTensor":
     )
     from ..registry import get_adapter
 
+    if devices is not None:
+        devices = list(devices)
+        if len(devices) != layout.nfragments:
+            raise LayoutError(
+                f"devices has {len(devices)} entries but the DTensor has {layout.nfragments} shards "
+                f"(mesh {tuple(mesh.mesh.shape)}, placements {tuple(x.placements)})"
+            )
+        layout = layout.with_devices(devices)
     given = {f: local for f, r in enumerate(ranks) if r == me}
     return wrap_fragments(given, layout, ranks, dtype=get_adapter("torch").dtype_of(local))
 
@@ -227,6 +235,14 @@ def to_dtensor(tensor: "DistributedTensor", mesh: Any = None) -> Any:
                 f"(a grid and replicas whose product is the number of processes)"
             )
         seen[r] = f
+    world = dist.get_world_size()
+    if mesh is None and sorted(ranks) != list(range(world)):
+        # a new mesh is made by every process of the group together: all must take part
+        raise LayoutError(
+            f"to_dtensor without a mesh needs one fragment on every process of the group "
+            f"(ranks 0..{world - 1}), but the fragments are on ranks {sorted(ranks)}; pass mesh= "
+            f"(a DeviceMesh of those ranks) or redistribute over every process"
+        )
     local, _ = _local_torch(tensor, me)
     to_torch = {"shard": lambda p: Shard(p[1]), "replicate": lambda p: Replicate()}
     if mesh is None:

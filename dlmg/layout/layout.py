@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -182,6 +182,14 @@ class Layout:
         if es_t is not None:
             check_span(shape_t, block_t, grid_t, es_t, bs_t, context)
             check_no_overlap(shape_t, block_t, grid_t, es_t, bs_t, context)
+
+    def __hash__(self) -> int:
+        # computed once: layouts key plan caches, and hashing hundreds of devices
+        # on every lookup would cost more than the lookup saves
+        found = self.__dict__.get("_hash")
+        if found is None:
+            found = self.__dict__["_hash"] = hash(tuple(getattr(self, f.name) for f in fields(self)))
+        return found
 
     # -- pickling: only the fields travel, never the caches
     def __getstate__(self) -> dict[str, Any]:

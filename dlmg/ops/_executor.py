@@ -69,21 +69,23 @@ class Executor:
 
 
 _EXECUTORS: dict[tuple[str, Device], Executor] = {}
-_BY_ID: dict[tuple[str, int], Executor] = {}  # fast path: keyed by the Device object's id
+# fast path: keyed by the Device object's id, holding that object (equal devices may be
+# distinct objects: each gets its own entry, and the id stays valid while it is held)
+_BY_ID: dict[tuple[str, int], tuple[Device, Executor]] = {}
 
 
 def executor(framework: str, device: Device) -> Executor:
     """The (cached) :class:`Executor` of ``framework`` on ``device``."""
-    ex = _BY_ID.get((framework, id(device)))
-    if ex is not None and ex.device is device:
-        return ex
+    found = _BY_ID.get((framework, id(device)))
+    if found is not None and found[0] is device:
+        return found[1]
     key = (framework, device)
     ex = _EXECUTORS.get(key)
     if ex is None:
         ex = _EXECUTORS[key] = Executor(framework, device)
     if len(_BY_ID) > 4096:
         _BY_ID.clear()
-    _BY_ID[(framework, id(device))] = ex
+    _BY_ID[(framework, id(device))] = (device, ex)
     return ex
 
 

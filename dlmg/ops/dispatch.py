@@ -230,7 +230,7 @@ def _store(
     """The results as a tensor: the lead (in place), ``out``, or a new tensor."""
     if in_place:
         lead_frags = lead.fragments
-        if not all(executor(lead_frags[i].framework, lead_frags[i].device).adapter.mutable for i in indices):
+        if not all(lead_frags[i].adapter.mutable for i in indices):
             replace_fragment_arrays(
                 lead,
                 {i: results[i] for i in indices if not get_adapter(lead_frags[i].framework).mutable},

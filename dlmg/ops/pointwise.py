@@ -352,6 +352,18 @@ def _reusable(tensor: "DistributedTensor") -> bool:
     return not any(f.is_local and f.adapter.tracks_gradients(f.base) for f in tensor.fragments)
 
 
+def adapter_known(obj: Any) -> bool:
+    """Whether a framework adapter recognises ``obj`` as one of its arrays."""
+    from ..errors import FrameworkError
+    from ..registry import adapter_for
+
+    try:
+        adapter_for(obj)
+    except FrameworkError:
+        return False
+    return True
+
+
 def _binary_method(
     symbol: str,
     op: Callable[[Any, Any], Any],
@@ -369,7 +381,9 @@ def _binary_method(
             try:
                 other = classify_operand(other)
             except TypeError:
-                return NotImplemented
+                if getattr(other, "ndim", 0) and adapter_known(other):
+                    raise  # a framework's array: the message says to scatter it
+                return NotImplemented  # another type may know how to combine with us
         if kinds is not None:
             require(label, (self.dtype, _dtype_of(other)), kinds)
         if (
@@ -426,6 +440,8 @@ def _inplace_method(symbol: str, iop: Callable[[Any, Any], Any], kinds: frozense
             try:
                 other = classify_operand(other)
             except TypeError:
+                if getattr(other, "ndim", 0) and adapter_known(other):
+                    raise
                 return NotImplemented
         dtype = _dtype_of(other)
         if kinds is not None:
@@ -514,8 +530,6 @@ def _operators() -> dict[str, Any]:
     for symbol, name, op, kinds in _UNARY:
         methods[name] = _unary_method(symbol, op, kinds)
     methods["__bool__"] = _bool
-    methods["__array_ufunc__"] = None  # NumPy defers to our reflected operators
-    methods["__array_priority__"] = 1000
     methods["__hash__"] = object.__hash__  # == is elementwise; identity hashing, as torch tensors
     methods["astype"] = astype
     methods["conj"] = globals()["conj"]

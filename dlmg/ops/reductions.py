@@ -469,6 +469,11 @@ def mean(x: "DistributedTensor", /, *, axis: Any = None, keepdims: bool = False)
     target = narrow_for(float_dtype(x.dtype), _frameworks(x))
     axes = _normalize_axes(axis, x.ndim, "dlmg.mean")
     count = math.prod(x.shape) if axes is None else math.prod(x.shape[a] for a in axes)
+    if count == 0 and (axes is None or axes):
+        import warnings
+
+        warnings.warn(f"dlmg.mean: mean of an empty selection (shape {x.shape}, axis={axis!r}) is NaN",
+                      RuntimeWarning, stacklevel=2)
     total = _reduce(x, "sum", axis, keepdims, target)
     if axes == ():
         return total

@@ -124,6 +124,15 @@ def _memo(dt: "DistributedTensor") -> dict[Any, Any]:
     return memo
 
 
+def _views(dt: "DistributedTensor") -> dict[Any, Any]:
+    """The source views of ``dt``'s copies, kept across calls (see :func:`run_copies`)."""
+    memo = _memo(dt)
+    views = memo.get("views")
+    if views is None or len(views) > 4096:
+        views = memo["views"] = {}
+    return views
+
+
 def _source_buffers(dt: "DistributedTensor") -> dict[int, Buffer]:
     memo = _memo(dt)
     out = memo.get("sources")
@@ -283,7 +292,7 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
     for frag, target in zip(layout.fragments, targets):
         if frag.index not in plan.reused:
             written[frag.index] = (_allocate(frag, target, dt.dtype, prefer)[0], target)
-    run_jobs([(plan.copies_into(i), sources, buf) for i, (buf, _) in written.items()], dt.dtype)
+    run_jobs([(plan.copies_into(i), sources, buf) for i, (buf, _) in written.items()], dt.dtype, _views(dt))
     out: list["Fragment"] = []
     for frag in layout.fragments:
         if frag.index in written:
@@ -396,7 +405,7 @@ def _fill(dt: "DistributedTensor", buf: Buffer, strides: Sequence[int] | None = 
             )
 
         plan = memo[("gather", strides, buf.device)] = _cached(key, make)
-    run_jobs([(plan.copies_into(0), _source_buffers(dt), buf)], dt.dtype)
+    run_jobs([(plan.copies_into(0), _source_buffers(dt), buf)], dt.dtype, _views(dt))
 
 
 # -- scatter -------------------------------------------------------------------------

@@ -118,18 +118,27 @@ def run_copies(
     dst: Buffer,
     dtype: str,
     imported: dict[tuple[int, str], Any] | None = None,
+    views: dict[tuple[int, str], Any] | None = None,
 ) -> None:
     """Run ``copies`` (all into ``dst``) reading ``sources`` by fragment number.
 
     ``dst.adapter`` must be a viewable framework (see :func:`copy_framework`).
     ``imported`` caches sources taken into the copy framework, shared by the
-    calls of one redistribution.
+    calls of one redistribution. ``views`` caches the source views of copies
+    on the destination's memory across calls (for a tensor whose sources stay
+    the same: its plans' copies read the same views every time).
+
+    The views are made first and the copies then issued together through the
+    copy framework's ``copy_many`` (one call: on a GPU the copies are queued
+    back to back on the current stream, with no host work between them).
     """
     if not copies:
         return
     b = dst.adapter
     if imported is None:
         imported = {}
+    targets: list[Any] = []
+    pieces: list[Any] = []
     for c in copies:
         buf = sources.get(c.src)
         if buf is None:
@@ -137,15 +146,29 @@ def run_copies(
         target = b.as_strided(dst.base, c.shape, c.dst_strides, c.dst_offset)
         src_view = None
         if same_memory(buf.device, dst.device):
-            base = _imported(imported, c.src, buf, b)
-            if base is not None:
-                try:
-                    src_view = b.as_strided(base, c.shape, c.src_strides, c.src_offset)
-                except (ValueError, NotImplementedError):
-                    src_view = None
+            key = (id(c), b.name)
+            found = views.get(key) if views is not None else None
+            if found is not None and found[0] is c:
+                src_view = found[1]
+            else:
+                base = _imported(imported, c.src, buf, b)
+                if base is not None:
+                    try:
+                        src_view = b.as_strided(base, c.shape, c.src_strides, c.src_offset)
+                    except (ValueError, NotImplementedError):
+                        src_view = None
+                if src_view is not None and views is not None:
+                    views[key] = (c, src_view)  # the copy is kept alive with it: its id stays unique
         if src_view is None:
             src_view = _piece(buf, c, dtype, b, dst.device)
-        b.copy_into(target, src_view)
+        targets.append(target)
+        pieces.append(src_view)
+    copy_many = getattr(b, "copy_many", None)
+    if copy_many is not None:
+        copy_many(targets, pieces)
+    else:
+        for target, piece in zip(targets, pieces):
+            b.copy_into(target, piece)
 
 
 #: Host copies of at least this many bytes in all are spread over threads.
@@ -166,7 +189,11 @@ def _pool() -> ThreadPoolExecutor | None:
     return _POOL[0]
 
 
-def run_jobs(jobs: Sequence[tuple[Sequence["Copy"], dict[int, Buffer], Buffer]], dtype: str) -> None:
+def run_jobs(
+    jobs: Sequence[tuple[Sequence["Copy"], dict[int, Buffer], Buffer]],
+    dtype: str,
+    views: dict[tuple[int, str], Any] | None = None,
+) -> None:
     """Run several destinations' copies: ``jobs`` lists ``(copies, sources, dst)``.
 
     Host copies (NumPy and torch release the GIL while they copy) large
@@ -185,12 +212,16 @@ def run_jobs(jobs: Sequence[tuple[Sequence["Copy"], dict[int, Buffer], Buffer]],
     ordered = stream_ordered([*sources.values(), *targets])
     if not ordered:
         synchronize(sources.values())
-    _run_tasks(jobs, dtype)
+    _run_tasks(jobs, dtype, views)
     if not ordered:
         synchronize(targets)
 
 
-def _run_tasks(jobs: Sequence[tuple[Sequence["Copy"], dict[int, Buffer], Buffer]], dtype: str) -> None:
+def _run_tasks(
+    jobs: Sequence[tuple[Sequence["Copy"], dict[int, Buffer], Buffer]],
+    dtype: str,
+    views: dict[tuple[int, str], Any] | None = None,
+) -> None:
     tasks: list[tuple[list["Copy"], dict[int, Buffer], Buffer]] = []
     nbytes = 0
     host = True
@@ -212,14 +243,17 @@ def _run_tasks(jobs: Sequence[tuple[Sequence["Copy"], dict[int, Buffer], Buffer]
     pool = _pool() if host and big and len(jobs) > 1 else None
     imported: dict[tuple[int, str], Any] = {}
     if pool is None:
+        if not host:  # device copies: one queue of copies per destination, no host work between
+            tasks = [(list(copies), sources, dst) for copies, sources, dst in jobs]
         for copies, sources, dst in tasks:
-            run_copies(copies, sources, dst, dtype, imported)
+            run_copies(copies, sources, dst, dtype, imported, views)
         return
     for copies, sources, dst in tasks:  # take each source in once, here, so the threads only read
         buf = sources.get(copies[0].src)  # a task reads one source
         if buf is not None and same_memory(buf.device, dst.device):
             _imported(imported, copies[0].src, buf, dst.adapter)
-    futures = [pool.submit(run_copies, copies, sources, dst, dtype, imported) for copies, sources, dst in tasks]
+    futures = [pool.submit(run_copies, copies, sources, dst, dtype, imported, views)
+               for copies, sources, dst in tasks]
     errors = [f.exception() for f in futures]  # wait for every task before raising
     for error in errors:
         if error is not None:

@@ -1,0 +1,72 @@
+"""Copies on one GPU: the batched copy paths (torch ``_foreach_copy_``, CuPy's
+copy engine for contiguous and pitched pieces) and gather, scatter and
+redistribution through them, repeated so that cached views are read again.
+
+Marked ``gpu``: skipped without a CUDA GPU; ``python -m pytest -m gpu`` runs them on a GPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dlmg
+from dlmg import Layout
+from dlmg.registry import get_adapter
+from test_gpu_ops import build, host, rand
+
+pytestmark = pytest.mark.gpu
+
+
+def _pairs(framework: str):
+    """Destination views of one buffer and matching sources: contiguous, pitched,
+    transposed and 3-D strided pieces."""
+    base = np.zeros((64, 96), np.float32)
+    big = rand((64, 96), seed=3)
+    if framework == "torch":
+        import torch
+
+        dst = torch.as_tensor(base, device="cuda:0")
+        src = torch.as_tensor(big, device="cuda:0")
+    else:
+        import cupy
+
+        dst = cupy.asarray(base)
+        src = cupy.asarray(big)
+    dsts = [dst[:8], dst[8:16, :48], dst[16:32, 48:].T if framework == "cupy" else dst[16:32, 48:].t(),
+            dst[32:64].reshape(4, 8, 96)[:, ::2, 1:5]]
+    srcs = [src[:8], src[8:16, :48], src[16:32, 48:].T if framework == "cupy" else src[16:32, 48:].t(),
+            src[32:64].reshape(4, 8, 96)[:, ::2, 1:5]]
+    expected = base.copy()
+    expected[:8] = big[:8]
+    expected[8:16, :48] = big[8:16, :48]
+    expected[16:32, 48:] = big[16:32, 48:]
+    view = expected[32:64].reshape(4, 8, 96)
+    view[:, ::2, 1:5] = big[32:64].reshape(4, 8, 96)[:, ::2, 1:5]
+    return dst, dsts, srcs, expected
+
+
+@pytest.mark.parametrize("framework", ["torch", "cupy"])
+def test_copy_many_on_cuda_writes_every_piece(framework):
+    dst, dsts, srcs, expected = _pairs(framework)
+    get_adapter(framework).copy_many(dsts, srcs)
+    np.testing.assert_array_equal(host(dst), expected)
+
+
+@pytest.mark.parametrize("framework", ["torch", "cupy"])
+@pytest.mark.parametrize("kind", ["slab", "cyclic", "block-cyclic"])
+def test_gather_scatter_redistribute_on_cuda_twice(framework, kind):
+    n = 96
+    x = rand((n, n), seed=5)
+    block = {"slab": (n // 8, n), "cyclic": (1, 1), "block-cyclic": (4, 8)}[kind]
+    grid = (8, 1) if kind == "slab" else (4, 2)
+    layout = Layout((n, n), block=block, grid=grid, devices=["cuda:0"] * 8)
+    dt = build(x, layout, framework)
+    cols = Layout.slab((n, n), 1, ["cuda:0"] * 8)
+    for _ in range(2):  # the second pass reads the cached plans and views
+        np.testing.assert_array_equal(host(dt.gather()), x)
+        out = dt.gather()
+        dt.gather(out=out)
+        np.testing.assert_array_equal(host(out), x)
+        np.testing.assert_array_equal(host(dt.redistribute(cols)), x)
+        np.testing.assert_array_equal(host(dlmg.scatter(out, layout)), x)
