@@ -509,7 +509,7 @@ class DistributedTensor:
 
     def __array__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(
-            "a DistributedTensor is not converted implicitly; call dt.gather() for one array"
+            "a DistributedTensor is not converted implicitly; call dt.gather(framework='numpy') for one array"
         )
 
     def __repr__(self) -> str:
