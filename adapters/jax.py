@@ -300,7 +300,10 @@ class JaxAdapter(BaseAdapter):
         if host and target is not None and target.kind == "cpu":
             # JAX places an import on the device the producer reports; all of its
             # CPU devices share the host memory, so this is zero-copy.
-            producer = DLPackShim(producer, device=(1, self._index(jdev)))
+            # DLPack names the device by its ordinal in this process (not the global
+            # id, which differs from it in multi-controller JAX)
+            ordinal = getattr(jdev, "local_hardware_id", None)
+            producer = DLPackShim(producer, device=(1, self._index(jdev) if ordinal is None else int(ordinal)))
         elif target is not None and target != src.device and copy is False:
             raise self._copy_required(f"cannot take in memory on {src.device} as an array on {target}")
         try:

@@ -513,18 +513,15 @@ class DistributedTensor:
         )
 
     def __repr__(self) -> str:
-        lay = self.layout
-        parts = [f"shape={self.shape}", f"dtype={self.dtype}"]
-        if any(g > 1 for g in lay.grid):
-            parts.append(f"block={lay.block}, grid={lay.grid}")
-        if lay.nreplicas > 1:
-            parts.append(f"replicas={lay.nreplicas}")
-        devices = tuple(dict.fromkeys(str(d) for d in lay.devices))
-        parts.append(f"fragments={lay.nfragments} on {', '.join(devices)}")
-        parts.append(f"frameworks={', '.join(self.frameworks) or '-'}")
-        if lay.element_strides is not None:
-            parts.append(f"element_strides={lay.element_strides}, block_strides={lay.block_strides}")
-        return f"DistributedTensor({'; '.join(parts)})"
+        """The values as NumPy prints them (summarised when large), then the layout."""
+        from ._printing import format_repr
+
+        return format_repr(self)
+
+    def __str__(self) -> str:
+        from ._printing import format_str
+
+        return format_str(self)
 
     # -- the DLPack protocol: not for distributed arrays ---------------------
     def __dlpack__(self, **kwargs: Any) -> Any:
@@ -554,43 +551,9 @@ class DistributedTensor:
         TypeError
             For slices and other keys (gather first).
         """
-        key = index if isinstance(index, tuple) else (index,)
-        if any(k is Ellipsis or k is None or isinstance(k, slice) or getattr(k, "ndim", 0) for k in key):
-            raise TypeError(
-                f"index {index!r}: DistributedTensor reads single elements with ints only; "
-                "gather() it for slicing"
-            )
-        if len(key) != self.ndim:
-            raise IndexError(f"index {index!r} has {len(key)} entries; the tensor has {self.ndim} modes")
-        idx = []
-        for m, (k, n) in enumerate(zip(key, self.shape)):
-            if isinstance(k, bool):
-                raise TypeError(f"index {index!r}: entry {m} is a bool, not an int")
-            try:
-                i = operator.index(k)
-            except TypeError:
-                raise TypeError(
-                    f"index {index!r}: DistributedTensor reads single elements with ints only; "
-                    "gather() it for slicing"
-                ) from None
-            if not -n <= i < n:
-                raise IndexError(f"index {i} is out of bounds for mode {m} of extent {n}")
-            idx.append(i % n)
-        pairs = self.layout.global_to_local(tuple(idx))
-        local = [(f, li) for f, li in pairs if self.fragments[f].is_local]
-        if not local:
-            raise FragmentError(
-                f"element {tuple(idx)} lies in fragments {[f for f, _ in pairs]}, none held by this process"
-            )
-        f, li = local[0]
-        frag = self.fragments[f]
-        if frag._memory is not None and frag._array is None:
-            offset = frag.layout.memory_offset(li)
-            value = frag.adapter.as_strided(frag._memory, (), (), offset)
-        else:
-            value = frag._array[li]
-        item = getattr(value, "item", None)
-        return item() if callable(item) else value
+        from ._element import read_element
+
+        return read_element(self, index)
 
     # -- moving data ---------------------------------------------------------
     def gather(self, framework: str | None = None, device: Any = None, out: Any = None, *,

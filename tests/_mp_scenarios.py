@@ -226,6 +226,7 @@ def reductions():
                             want = np.prod(full.astype(np.int64), axis=axis, keepdims=keepdims)
                         if axis is None:
                             np.testing.assert_allclose(_np(got), want, rtol=1e-9, err_msg=f"{name} {dtype}")
+                            assert _np(got).shape == np.shape(want), (name, _np(got).shape)
                         else:
                             check_local(got, np.asarray(want), f"{name} axis={axis} {dtype}")
                         n += 1
@@ -241,6 +242,13 @@ def pointwise():
     check_local(x + y * 2, a + b * 2, "x + 2y")
     check_local(dlmg.sin(x), np.sin(a), "sin")
     check_local(x > y, a > b, "x > y")
+    # everything on rank 0: the others hold nothing, still know the result's dtype, and receive it
+    only = Layout((6, 5), block=(3, 5), grid=(2, 1), devices=_cpu(2), ranks=[0, 0])
+    z = wrap(a.astype(np.int32), only, FRAMEWORKS)
+    w = (z * 2.5 + 1) // 2
+    assert w.dtype == "float64", w.dtype
+    np.testing.assert_array_equal(_np(w.gather()), (a.astype(np.int32) * 2.5 + 1) // 2)
+    np.testing.assert_allclose(_np(dlmg.mean(z, axis=0).gather()), a.astype(np.int32).mean(axis=0))
     return True
 
 
@@ -357,6 +365,44 @@ def engine():
 
 
 SCENARIOS["engine"] = engine
+
+
+def jax_multicontroller():
+    """A global jax.Array -> per-process torch tensors -> jax.Array keeps every buffer."""
+    import jax
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    world, me = dd.world_size(), dd.rank()
+    assert jax.process_count() == world and jax.process_index() == me
+    full = np.arange(world * 2 * 3 * 4, dtype=np.float32).reshape(world * 2 * 3, 4)
+    mesh = Mesh(np.array(jax.devices()), ("x",))
+    x = jax.make_array_from_callback(full.shape, NamedSharding(mesh, PartitionSpec("x")), lambda i: full[i])
+    dt = dlmg.from_jax(x)
+    assert dt.layout.ranks == tuple(d.process_index for d in mesh.devices.flat)
+    shard_ptr = {str(s.device.id): s.data.unsafe_buffer_pointer() for s in x.addressable_shards}
+    local = dt.local_fragments
+    assert len(local) == len(jax.local_devices())
+    jax_ptrs = sorted(f.array.unsafe_buffer_pointer() for f in local)
+    assert jax_ptrs == sorted(shard_ptr.values())
+    t = dt.to("torch")
+    assert sorted(f.array.data_ptr() for f in t.local_fragments) == jax_ptrs  # no copy
+    back = dlmg.to_jax(t)
+    assert back.sharding.is_equivalent_to(x.sharding, x.ndim)
+    assert sorted(s.data.unsafe_buffer_pointer() for s in back.addressable_shards) == jax_ptrs
+    np.testing.assert_array_equal(_np(dt.gather(framework="numpy")), full)
+    check_local(dt.redistribute(dd.slab(full.shape, axis=1)), full, "jax rows -> cols")
+    np.testing.assert_allclose(_np(dlmg.sum(t)), full.sum())
+    # replicated over each process's two devices
+    mesh2 = Mesh(np.array(jax.devices()).reshape(world, 2), ("x", "y"))
+    y = jax.make_array_from_callback(full.shape, NamedSharding(mesh2, PartitionSpec("x")), lambda i: full[i])
+    dy = dlmg.from_jax(y)
+    assert dy.layout.nreplicas == 2
+    np.testing.assert_array_equal(_np(dy.gather(framework="numpy")), full)
+    np.testing.assert_allclose(_np(dlmg.sum(dy)), full.sum())
+    return {"ranks": list(dt.layout.ranks), "devices": [str(d) for d in dt.layout.devices]}
+
+
+SCENARIOS["jax_multicontroller"] = jax_multicontroller
 
 from tests._mp_interop import SCENARIOS as _INTEROP  # noqa: E402  (the interop bridges' scenarios)
 

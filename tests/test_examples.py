@@ -11,7 +11,9 @@ import pytest
 
 pytestmark = pytest.mark.slow  # each test runs Python subprocesses
 
-EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.py"))
+# the distributed examples start several processes; tests/test_distributed_examples.py runs them
+EXAMPLES = sorted(p for p in (Path(__file__).resolve().parent.parent / "examples").glob("*.py")
+                  if not p.stem.startswith("distributed_"))
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[p.stem for p in EXAMPLES])

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 from .._shapes import c_strides
 from ..device import Device
 from ..dtypes import canonical, info
-from ..errors import FragmentError, LayoutMismatchError
+from ..errors import FragmentError, FrameworkError, LayoutMismatchError
 from ..plans import api
 from ..plans.endpoints import full_endpoint, layout_endpoints, same_memory
-from ..plans.execute import Buffer, synchronize
+from ..plans.execute import Buffer, copy_framework, synchronize
 from ._state import current
 from .agree import describe, prepare, prepare_vote
 from .exchange import deliver, pack
@@ -216,7 +216,7 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
         for frag in layout.fragments:
             if layout.ranks[frag.index] != me:
                 continue
-            target = api._choose_framework(dt, frag, framework)
+            target = _target_framework(dt, frag, framework)
             source = _reusable(dt, src_eps, dst_all[frag.index], target.name)
             if source is not None:
                 reused[frag.index] = source
@@ -239,6 +239,17 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
         else:
             out.append(_remote(frag, layout.ranks[i]))
     return DistributedTensor._create(layout, out, dt.dtype)
+
+
+def _target_framework(dt: "DistributedTensor", frag: Any, framework: str | None) -> Any:
+    """As in one process; where no framework of the tensor reaches the device here (JAX's
+    devices of this process are other ones), a framework that can."""
+    try:
+        return api._choose_framework(dt, frag, framework)
+    except FrameworkError:
+        if framework is not None:
+            raise
+        return copy_framework(frag.device, dt.dtype)
 
 
 def _reusable(dt: "DistributedTensor", src_eps: dict[int, Any], d: Any, target: str) -> int | None:

@@ -97,7 +97,6 @@ def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keep
             adt = np.dtype("uint8") if bools else _np_dtype(dtype or x.dtype)
             acc = np.full(rshape, _identity(name, adt), dtype=adt)
             idx = None
-            vdtype = adt
         local_axes = None if axes is None else reduced
         for frag in x.fragments:
             if not frag.is_local or frag.replica != 0 or frag.size == 0:
@@ -137,7 +136,7 @@ def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keep
     if plan.out_layout is None:
         home = next((f for f in x.fragments if f.is_local), None)
         target = executor("numpy" if home is None else home.framework, _HOST if home is None else home.device)
-        out = move_array(np.ascontiguousarray(result), target)
+        out = move_array(np.array(result, copy=True), target)  # (ascontiguousarray makes 0-d 1-d)
         return _narrow(out, target, dtype or x.dtype) if name not in ("argmax", "all", "any") else out
     out_layout = plan.out_layout
     arrays: list[Any] = [None] * out_layout.nfragments
@@ -153,7 +152,8 @@ def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keep
         if name not in ("argmax", "all", "any"):
             piece = _narrow(piece, target, dtype or x.dtype)
         arrays[j] = piece
-    return new_tensor(arrays, out_layout)
+    final = (dtype or "int64") if name == "argmax" else "bool" if name in ("all", "any") else (dtype or x.dtype)
+    return new_tensor(arrays, out_layout, final)
 
 
 def _narrow(array: Any, target: Any, dtype: str) -> Any:

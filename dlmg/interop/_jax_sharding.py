@@ -62,6 +62,28 @@ def _jax_devices() -> dict[Device, Any]:
     return out
 
 
+def _process_of(jdev: Any) -> int:
+    """The JAX process (multi-controller) owning ``jdev``; 0 in one process."""
+    return int(getattr(jdev, "process_index", 0))
+
+
+def _global_jax_devices() -> dict[tuple[int, Device], Any]:
+    """Every JAX device of every process, keyed by ``(process, dlmg device)``."""
+    jax = _jax()
+    out: dict[tuple[int, Device], Any] = {}
+    for backend in ("cpu", "gpu"):
+        try:
+            devices = jax.devices(backend=backend)
+        except RuntimeError:  # backend not present
+            continue
+        for d in devices:
+            try:
+                out.setdefault((_process_of(d), _dlmg_device(d)), d)
+            except DeviceError:  # pragma: no cover - a platform dlmg has no kind for
+                continue
+    return out
+
+
 def _jax_device(device: Device, table: Mapping[Device, Any] | None = None) -> Any:
     """The JAX device that is ``device``; a DeviceError when JAX has none."""
     table = _jax_devices() if table is None else table
@@ -207,7 +229,8 @@ def layout_from_sharding(sharding: "jax.sharding.Sharding", shape: Sequence[int]
     except Exception as exc:  # JAX's IndivisibleError, ValueError...
         raise LayoutError(f"sharding {sharding} does not fit shape {shape_t}: {exc}") from exc
     block, grid, ordered, _ = _geometry(index_map, shape_t)
-    return Layout(shape_t, block=block, grid=grid, devices=[_dlmg_device(d) for d in ordered])
+    return Layout(shape_t, block=block, grid=grid, devices=[_dlmg_device(d) for d in ordered],
+                  ranks=[_process_of(d) for d in ordered])
 
 
 # --------------------------------------------------------------------------
@@ -253,7 +276,14 @@ def _mesh_for(layout: Layout, table: Mapping[Device, Any]) -> tuple[Any, tuple]:
     import numpy as np
 
     jax = _jax()
-    jdevs = [_jax_device(d, table) for d in layout.devices]
+    if any(layout.ranks):  # devices of several processes (multi-controller JAX)
+        everyone = _global_jax_devices()
+        missing = [f"{r}:{d}" for r, d in zip(layout.ranks, layout.devices) if (r, d) not in everyone]
+        if missing:
+            raise DeviceError(f"JAX has no device {', '.join(missing)} (process:device) in its global device list")
+        jdevs = [everyone[(r, d)] for r, d in zip(layout.ranks, layout.devices)]
+    else:
+        jdevs = [_jax_device(d, table) for d in layout.devices]
     sizes, names, spec = [], [], []
     for m, g in enumerate(layout.grid):
         if g > 1:
@@ -374,9 +404,9 @@ def to_sharding(layout: Layout, mesh: "jax.sharding.Mesh | None" = None) -> "jax
 def _cross_check(sharding: Any, layout: Layout) -> None:
     """Every device's piece under ``sharding`` is what its fragment owns."""
     index_map = sharding.devices_indices_map(layout.shape)
-    by_device = {_dlmg_device(d): ix for d, ix in index_map.items()}
+    by_device = {(_process_of(d), _dlmg_device(d)): ix for d, ix in index_map.items()}
     for frag in layout.fragments:
-        index = by_device.get(frag.device)
+        index = by_device.get((frag.rank, frag.device))
         if index is None or _index_spans(index, layout.shape) != _fragment_spans(frag):
             raise LayoutError(  # a bug, not a user error: say everything
                 f"internal: sharding {sharding} gives device {frag.device} index {index} but "

@@ -99,7 +99,9 @@ def from_jax(array: "jax.Array") -> "DistributedTensor":
     FrameworkError
         When ``array`` is no ``jax.Array``.
     FragmentError
-        When it is deleted or not fully addressable (several processes).
+        When it is deleted, or spans several processes (multi-controller
+        JAX) while :func:`dlmg.distributed.init` was not called, or a JAX
+        process index differs from the dlmg rank of that process.
     LayoutError
         When its sharding has no layout.
 
@@ -107,6 +109,12 @@ def from_jax(array: "jax.Array") -> "DistributedTensor":
     -----
     JAX buffers are immutable by contract; fragments handed on to a mutable
     framework (``dt.to("torch")``) must not be written.
+
+    In a multi-controller program (``jax.distributed.initialize``) the array
+    spans several processes: the layout's ``ranks`` are the devices'
+    ``process_index``, and this process wraps only its addressable shards.
+    JAX's process indices must equal dlmg's ranks (start both with the same
+    numbering).
     """
     if not _is_jax_array(array):
         raise FrameworkError(
@@ -115,15 +123,17 @@ def from_jax(array: "jax.Array") -> "DistributedTensor":
     if array.is_deleted():
         raise FragmentError("from_jax got a deleted jax.Array (its buffers were donated or freed)")
     if not array.is_fully_addressable:
-        raise FragmentError(
-            "from_jax got a jax.Array that is not fully addressable (it spans several processes); "
-            "dlmg wraps only the shards of this process so far"
-        )
+        _check_processes(array)
     shape = tuple(int(n) for n in array.shape)
     layout = layout_from_sharding(array.sharding, shape)
     shards = {_dlmg_device(s.device): s for s in array.addressable_shards}
-    arrays = []
+    from ..tensor import process_rank
+
+    me = process_rank()
+    arrays = {}
     for frag in layout.fragments:
+        if frag.rank != me:
+            continue
         shard = shards.get(frag.device)
         if shard is None:  # pragma: no cover - fully addressable arrays have every shard
             raise FragmentError(f"the jax.Array has no shard on {frag.device} (fragment {frag.index})")
@@ -132,10 +142,29 @@ def from_jax(array: "jax.Array") -> "DistributedTensor":
                 f"shard on {frag.device} holds index {shard.index} but fragment {frag.index} "
                 f"of {layout!r} owns {frag.ranges}"
             )
-        arrays.append(shard.data)
+        arrays[frag.index] = shard.data
     from ..construct import from_fragments
+    from ..dtypes import canonical
 
-    return from_fragments(arrays, layout)
+    return from_fragments(arrays, layout, dtype=canonical(str(array.dtype)))
+
+
+def _check_processes(array: "jax.Array") -> None:
+    """A multi-process array needs dlmg across the same processes, numbered alike."""
+    from ..distributed._state import current
+
+    engine = current()
+    if engine is None:
+        raise FragmentError(
+            "from_jax got a jax.Array that spans several processes (multi-controller JAX); call "
+            "dlmg.distributed.init() in every process first"
+        )
+    indices = {int(s.device.process_index) for s in array.addressable_shards}
+    if indices != {engine.rank}:
+        raise FragmentError(
+            f"from_jax: this process is JAX process {sorted(indices)} but dlmg rank {engine.rank}; "
+            "start JAX (jax.distributed.initialize(process_id=...)) and dlmg with the same process numbering"
+        )
 
 
 def _fragment_to_jax(array: Any, framework: str, device: Device) -> Any:
@@ -197,7 +226,10 @@ def to_jax(
     layout = tensor.layout
     table = _jax_devices()
     problems = jax_layout_problems(layout)
-    problems += [f"device {d} is no JAX device" for d in dict.fromkeys(layout.devices) if d not in table]
+    from ..tensor import process_rank
+
+    mine = [f.device for f in tensor.fragments if f.rank == process_rank()]
+    problems += [f"device {d} is no JAX device" for d in dict.fromkeys(mine) if d not in table]
     if mesh is not None and not problems:
         try:
             _spec_on_mesh(layout, mesh)
@@ -205,7 +237,7 @@ def to_jax(
             problems.append(str(exc))
     if problems:
         target = jax_compatible_layout(layout, mesh)
-        if not redistribute:
+        if not redistribute or any(layout.ranks):
             raise LayoutError(
                 f"to_jax: JAX cannot express layout {layout!r}: {'; '.join(problems)}. "
                 f"Redistribute first, e.g. tensor.redistribute({_layout_expr(target)}), "
@@ -216,6 +248,8 @@ def to_jax(
     sharding = sharding_from_layout(layout, mesh)
     arrays = []
     for frag in tensor.fragments:
+        if not frag.is_local:  # another process's shard (multi-controller JAX)
+            continue
         device = layout.devices[frag.index]
         arrays.append(_fragment_to_jax(frag.array, frag.framework, device))
     return jax.make_array_from_single_device_arrays(layout.shape, sharding, arrays)

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._transfer import synchronize_arrays
-from ..errors import FragmentError, LayoutMismatchError
+from ..errors import LayoutMismatchError
 from ..registry import adapter_for, adapter_names, get_adapter
 from ._executor import Executor, _fail, executor, move_array
 from ._operands import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed
@@ -45,7 +45,6 @@ __all__ = [
     "Executor",
     "executor",
     "map_fragments",
-    "apply",
     "is_distributed",
     "check_same_layout",
     "synchronize",
@@ -309,7 +308,31 @@ def map_fragments(
         fn, ops, indices, layout.nfragments, layout.ndim == 0, name, fresh=not in_place and out is None,
         in_place=in_place,
     )
+    if not indices and out is None and not in_place:  # this process holds no fragment
+        return new_tensor(results, layout, _probe_dtype(fn, operands))
     return _store(results, ops.lead, indices, layout, out, in_place, name)
+
+
+def _probe_dtype(fn: Callable[..., Any], operands: Sequence[Any]) -> str | None:
+    """The dtype ``fn`` gives on empty NumPy arrays of the operands' dtypes: what a process
+    holding no fragment records as its result's dtype (``None`` when that cannot be told)."""
+    import numpy as np
+
+    from ..dtypes import canonical
+
+    try:
+        numpy = get_adapter("numpy")
+        args = []
+        for op in operands:
+            if is_distributed(op):
+                args.append(np.empty((0,) * op.ndim, dtype=op.dtype))
+            elif op is None or isinstance(op, SCALAR_TYPES):
+                args.append(op)
+            else:
+                args.append(np.zeros((), dtype=canonical(adapter_for(op).dtype_of(op))))
+        return canonical(numpy.dtype_of(np.asarray(fn(numpy.namespace(), *args))))
+    except Exception:  # a dtype NumPy lacks, or fn needs real data: the lead's dtype then
+        return None
 
 
 def _unify_dtypes(results: list[Any], indices: Sequence[int], frags: Sequence[Any], name: str) -> None:
@@ -359,93 +382,6 @@ def _write_into(out: "DistributedTensor", results: list[Any], indices: Sequence[
             raise _fail(f"{name} (writing into out){partial_note(indices, i)}", i, ex, exc) from exc
     if replaced:
         replace_fragment_arrays(out, replaced)
-
-
-# --------------------------------------------------------------------------
-# the public entry point
-
-
-def apply(
-    fn: Callable[..., Any],
-    *operands: Any,
-    out: "DistributedTensor | None" = None,
-    namespace: bool = False,
-) -> "DistributedTensor":
-    """Run an elementwise function on every fragment, in its owner's framework.
-
-    Parameters
-    ----------
-    fn : callable
-        Called once per local fragment with the operands' fragment arrays:
-        ``fn(*arrays)``, or ``fn(xp, *arrays)`` with ``namespace=True``
-        (``xp`` being the array-API namespace of the fragment's framework).
-        It must return an array of the fragment's shape (elementwise work).
-    *operands : DistributedTensor, scalar or 0-d array
-        At least one distributed tensor; all of them must share one layout.
-        The first one's fragments decide the framework and device of each
-        fragment's work; fragments of the others that belong to another
-        framework are handed over zero-copy through DLPack. Python scalars
-        are passed as they are; 0-d arrays are converted to each fragment's
-        framework and device.
-    out : DistributedTensor, optional
-        A tensor of the same layout to write the results into (in place for
-        NumPy, torch and CuPy fragments; JAX fragments are replaced by new
-        arrays). Results are cast to ``out``'s dtype.
-    namespace : bool
-        Pass the array-API namespace as the first argument of ``fn``.
-
-    Returns
-    -------
-    DistributedTensor
-        A new tensor of the operands' layout, or ``out``.
-
-    Raises
-    ------
-    LayoutMismatchError
-        When the distributed operands' (or ``out``'s) layouts differ.
-    FragmentError
-        When ``fn`` fails on a fragment; the message names the fragment, its
-        device and framework, and the original error is chained.
-
-    Notes
-    -----
-    The work is queued asynchronously where the framework allows it (CUDA
-    streams, JAX dispatch); call :func:`dlmg.synchronize` or
-    ``tensor.synchronize()`` before timing or reading the memory otherwise.
-
-    Examples
-    --------
-    >>> y = dlmg.apply(lambda a, b: a * b + 1, x, x)          # doctest: +SKIP
-    >>> y = dlmg.apply(lambda xp, a: xp.tanh(a), x, namespace=True)  # doctest: +SKIP
-    """
-    if namespace:
-        per_fragment = fn
-    else:
-        def per_fragment(xp: Any, *arrays: Any) -> Any:
-            return fn(*arrays)
-
-    name = f"apply({getattr(fn, '__name__', 'fn')})"
-    if out is not None:
-        lead = next((op for op in operands if is_distributed(op)), None)
-        if lead is None:
-            raise TypeError(f"{name} needs at least one distributed tensor operand")
-        check_same_layout(name, lead, out)
-    result = map_fragments(per_fragment, operands, name=name, out=out)
-    assert result is not None
-    if out is None:
-        _check_elementwise_shapes(result, name)
-    return result
-
-
-def _check_elementwise_shapes(result: "DistributedTensor", name: str) -> None:
-    for frag in result.fragments:
-        if frag.is_local:
-            shape = tuple(frag.array.shape)
-            if shape != frag.layout.shape:
-                raise FragmentError(
-                    f"{name} returned an array of shape {shape} for fragment {frag.index}, whose "
-                    f"shape is {frag.layout.shape}; apply runs elementwise functions only"
-                )
 
 
 # --------------------------------------------------------------------------
