@@ -104,6 +104,9 @@ class Adapter:
     synchronizes_device : bool
         Whether :meth:`synchronize_array` waits for the array's whole device,
         so one wait per device is enough.
+    done_on_return : bool
+        Whether host work is complete when the framework's call returns, so
+        host arrays never need a wait.
     distinct_host_devices : bool
         Whether the framework tells host devices apart (``cpu:0``,
         ``cpu:1``...), so that an array on ``cpu:0`` does not fit a slot on
@@ -122,6 +125,7 @@ class Adapter:
     stream_ordered: ClassVar[bool] = False
     orders_across_devices: ClassVar[bool] = False
     synchronizes_device: ClassVar[bool] = False
+    done_on_return: ClassVar[bool] = False
     distinct_host_devices: ClassVar[bool] = False
     dlpack_dtypes: ClassVar[frozenset[str] | None] = None
 
@@ -238,7 +242,10 @@ class Adapter:
 
     def shape_of(self, array: Any) -> tuple[int, ...]:
         """The shape of ``array`` as a tuple of ints."""
-        return tuple(int(n) for n in array.shape)
+        shape = array.shape
+        if type(shape) is tuple:  # NumPy, JAX, CuPy: already a tuple of ints
+            return shape
+        return tuple(int(n) for n in shape)
 
     def strides_of(self, array: Any) -> tuple[int, ...]:
         """The strides of ``array`` in elements."""

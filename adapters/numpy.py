@@ -63,6 +63,7 @@ class NumpyAdapter(BaseAdapter):
     install_hint = "pip install numpy"
     mutable = True
     can_view = True
+    done_on_return = True  # host work is finished when the call returns
     dlpack_dtypes = NUMPY_DLPACK_DTYPES
 
     def owns(self, array: Any) -> bool:

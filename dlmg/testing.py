@@ -345,6 +345,7 @@ def check_capabilities(ctx: ContractContext) -> None:
         "orders_across_devices": a.orders_across_devices,
         "synchronizes_device": a.synchronizes_device,
         "distinct_host_devices": a.distinct_host_devices,
+        "done_on_return": a.done_on_return,
     }
     for flag, value in flags.items():
         assert isinstance(value, bool), f"adapter.{flag} must be a bool, got {value!r}"

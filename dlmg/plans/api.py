@@ -38,6 +38,7 @@ from ..errors import (
 from .endpoints import Endpoint, array_endpoint, full_endpoint, layout_endpoints
 from .execute import Buffer, copy_framework, run_jobs, synchronize
 from .plan import RedistributionPlan, build_plan
+from ..tensor import _CREATE, Fragment, process_rank
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..adapters import Adapter
@@ -176,7 +177,8 @@ def _finish(frag: "FragmentLayout", buf: Buffer, framework: "Adapter") -> "Fragm
         if buf.adapter.name != framework.name:
             synchronize([buf])  # the staging framework's queued copies, before another framework reads
             array = framework.from_dlpack(buf.adapter.producer(array), device=device)
-        return Fragment.of_array(frag, array, framework.name, rank=process_rank())
+        return Fragment.of_array(frag, array, framework.name, rank=process_rank(), adapter=framework,
+                                 dl_device=(1, device.index) if device.kind == "cpu" else None)
     if frag.is_strided:
         view = buf.adapter.as_strided(buf.base, frag.shape, frag.strides, 0)
         return Fragment.of_array(frag, view, framework.name, rank=process_rank())
@@ -518,5 +520,7 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
         if frag.is_padded:
             out.append(Fragment.of_memory(frag.layout, new, target.name, rank=frag.rank, readonly=readonly))
         else:
-            out.append(Fragment.of_array(frag.layout, new, target.name, rank=frag.rank, readonly=readonly))
+            device = frag.device  # the import put it there: host memory in slot cpu:k exports as (1, k)
+            out.append(Fragment.of_array(frag.layout, new, target.name, rank=frag.rank, readonly=readonly,
+                                         adapter=target, dl_device=(1, device.index) if device.kind == "cpu" else None))
     return DistributedTensor._create(dt.layout, out, dt.dtype)
