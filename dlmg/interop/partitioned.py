@@ -88,7 +88,7 @@ def partitioned(tensor: "DistributedTensor") -> dict[str, Any]:
         if not frag.is_local:
             continue
         if lay.ndim == 0:  # indexing a 0-d array with () gives a scalar, not a view
-            views[(frag.index, ())] = frag._array[...]
+            views[(frag.index, ())] = frag.array[...]
             continue
         for glob, view in frag.block_views():
             views[(frag.index, tuple(sl.start for sl in glob))] = view
@@ -103,7 +103,7 @@ def partitioned(tensor: "DistributedTensor") -> dict[str, Any]:
         bases = []
         for f in owners:
             frag = tensor.fragments[f]
-            bases.append(frag._array if frag.is_local else None)
+            bases.append(frag.array if frag.is_local and not frag.is_padded else None)
         data = next((v for v in replicas if v is not None), None)
         base_start = tuple((j // g) * b for j, g, b in zip(pos, lay.grid, lay.block))
         part = {
