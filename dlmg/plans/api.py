@@ -57,9 +57,15 @@ def _cached(key: Any, make: Any) -> RedistributionPlan:
         plan = make()
         _PLANS[key] = plan
         if len(_PLANS) > _PLAN_CACHE_SIZE:
-            _PLANS.popitem(last=False)
+            try:
+                _PLANS.popitem(last=False)
+            except KeyError:  # another thread emptied it meanwhile
+                pass
     else:
-        _PLANS.move_to_end(key)
+        try:
+            _PLANS.move_to_end(key)
+        except KeyError:  # another thread evicted it meanwhile: the plan in hand is still valid
+            pass
     return plan
 
 
