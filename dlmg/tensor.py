@@ -42,9 +42,15 @@ __all__ = ["DistributedTensor", "Fragment", "process_rank"]
 
 def process_rank() -> int:
     """The rank of this process among those sharing tensors (0 while dlmg runs in one process)."""
-    from .distributed._state import rank
+    get = _RANK_OF[0]
+    if get is None:  # bound once: asked for every fragment of every call
+        from .distributed._state import rank as get
 
-    return rank()
+        _RANK_OF[0] = get
+    return get()
+
+
+_RANK_OF: list[Any] = [None]
 
 
 _CREATE = object()  # guards the constructors
@@ -115,6 +121,50 @@ class Fragment:
         self._adapter: "Adapter | None" = adapter
         self._dl_device: tuple[int, int] | None = dl_device  # an array never changes device
 
+    # -- constructors (for dlmg's own modules; users get fragments from tensors) ----
+    @classmethod
+    def of_array(
+        cls,
+        layout: "FragmentLayout",
+        array: Any,
+        framework: str,
+        *,
+        rank: int | None = None,
+        readonly: bool = False,
+        adapter: "Adapter | None" = None,
+        dl_device: tuple[int, int] | None = None,
+    ) -> "Fragment":
+        """A fragment held as ``array``, an array of ``framework`` of the local shape
+        (``readonly``: the memory came, without a copy, from a read-only source;
+        ``adapter`` and ``dl_device``: what the caller already knows of the array)."""
+        return cls(layout, array, framework, rank=rank, readonly=readonly, adapter=adapter, dl_device=dl_device,
+                   token=_CREATE)
+
+    @classmethod
+    def of_memory(
+        cls, layout: "FragmentLayout", memory: Any, framework: str, *, rank: int | None = None, readonly: bool = False
+    ) -> "Fragment":
+        """A padded fragment held as ``memory``, a flat array of ``layout.span`` elements."""
+        return cls(layout, None, framework, rank=rank, memory=memory, readonly=readonly, token=_CREATE)
+
+    @classmethod
+    def remote(cls, layout: "FragmentLayout", rank: int | None = None) -> "Fragment":
+        """A fragment held by another process (``rank``; by default the layout's)."""
+        return cls(layout, None, None, rank=rank, token=_CREATE)
+
+    def with_array(self, array: Any, framework: str | None = None) -> "Fragment":
+        """This fragment's slot held by another array (``framework`` read from it by default)."""
+        if framework is None:
+            from .registry import framework_of
+
+            framework = framework_of(array)
+        return Fragment(self.layout, array, framework, rank=self.rank, token=_CREATE)
+
+    def with_layout(self, layout: "FragmentLayout") -> "Fragment":
+        """The same memory as the fragment of another layout that holds the same elements."""
+        return Fragment(layout, self._array, self.framework, rank=self.rank, memory=self._memory,
+                        readonly=self._readonly, token=_CREATE)
+
     # -- what it is ----------------------------------------------------------
     @property
     def is_local(self) -> bool:
@@ -134,7 +184,7 @@ class Fragment:
             return True
         if not self.is_local:
             return False
-        return bool(self.adapter.is_readonly(self._base()))
+        return bool(self.adapter.is_readonly(self.base))
 
     @property
     def inherits_readonly(self) -> bool:
@@ -217,7 +267,11 @@ class Fragment:
         return self.layout.size
 
     # -- memory the copy engine reads and writes ----------------------------
-    def _base(self) -> Any:
+    @property
+    def base(self) -> Any:
+        """The array holding the fragment's memory: :attr:`memory` for a padded
+        fragment, :attr:`array` otherwise (``None`` for a remote one). Plan
+        offsets and strides are relative to its first element."""
         return self._memory if self._memory is not None else self._array
 
     def block_views(self) -> list[tuple[tuple[slice, ...], Any]]:
@@ -281,13 +335,7 @@ class Fragment:
             return self._dl_device
         if not self.is_local or self._array is None:
             raise DLPackError(f"fragment {self.index} cannot be exported here (remote or padded)")
-        adapter = self.adapter
-        get = getattr(adapter, "dlpack_device", None)
-        if get is None:
-            dev_type, dev_id = self._array.__dlpack_device__()
-            pair = (int(dev_type), int(dev_id))
-        else:
-            pair = tuple(get(self._array))
+        pair = self.adapter.dlpack_device(self._array)
         if pair[0] == 1 and self.device.kind == "cpu":
             pair = (1, self.device.index)
         self._dl_device = pair
@@ -471,25 +519,22 @@ class DistributedTensor:
         )
 
     def __repr__(self) -> str:
-        lay = self.layout
-        parts = [f"shape={self.shape}", f"dtype={self.dtype}"]
-        if any(g > 1 for g in lay.grid):
-            parts.append(f"block={lay.block}, grid={lay.grid}")
-        if lay.nreplicas > 1:
-            parts.append(f"replicas={lay.nreplicas}")
-        devices = tuple(dict.fromkeys(str(d) for d in lay.devices))
-        parts.append(f"fragments={lay.nfragments} on {', '.join(devices)}")
-        parts.append(f"frameworks={', '.join(self.frameworks) or '-'}")
-        if lay.element_strides is not None:
-            parts.append(f"element_strides={lay.element_strides}, block_strides={lay.block_strides}")
-        return f"DistributedTensor({'; '.join(parts)})"
+        """The values as NumPy prints them (summarised when large), then the layout."""
+        from ._printing import format_repr
+
+        return format_repr(self)
+
+    def __str__(self) -> str:
+        from ._printing import format_str
+
+        return format_str(self)
 
     # -- the DLPack protocol: not for distributed arrays ---------------------
     def __dlpack__(self, **kwargs: Any) -> Any:
         raise DLPackError(
             f"a DistributedTensor ({self.layout.nfragments} fragments) cannot be exported as one DLPack "
             "tensor (the array API leaves distributed arrays out of the protocol); gather() it into one "
-            "array, or export single fragments: torch.from_dlpack(dt.fragments[i])"
+            "array, or export single fragments: any framework's from_dlpack(dt.fragments[i])"
         )
 
     def __dlpack_device__(self) -> tuple[int, int]:
@@ -512,43 +557,9 @@ class DistributedTensor:
         TypeError
             For slices and other keys (gather first).
         """
-        key = index if isinstance(index, tuple) else (index,)
-        if any(k is Ellipsis or k is None or isinstance(k, slice) or getattr(k, "ndim", 0) for k in key):
-            raise TypeError(
-                f"index {index!r}: DistributedTensor reads single elements with ints only; "
-                "gather() it for slicing"
-            )
-        if len(key) != self.ndim:
-            raise IndexError(f"index {index!r} has {len(key)} entries; the tensor has {self.ndim} modes")
-        idx = []
-        for m, (k, n) in enumerate(zip(key, self.shape)):
-            if isinstance(k, bool):
-                raise TypeError(f"index {index!r}: entry {m} is a bool, not an int")
-            try:
-                i = operator.index(k)
-            except TypeError:
-                raise TypeError(
-                    f"index {index!r}: DistributedTensor reads single elements with ints only; "
-                    "gather() it for slicing"
-                ) from None
-            if not -n <= i < n:
-                raise IndexError(f"index {i} is out of bounds for mode {m} of extent {n}")
-            idx.append(i % n)
-        pairs = self.layout.global_to_local(tuple(idx))
-        local = [(f, li) for f, li in pairs if self.fragments[f].is_local]
-        if not local:
-            raise FragmentError(
-                f"element {tuple(idx)} lies in fragments {[f for f, _ in pairs]}, none held by this process"
-            )
-        f, li = local[0]
-        frag = self.fragments[f]
-        if frag._memory is not None and frag._array is None:
-            offset = frag.layout.memory_offset(li)
-            value = frag.adapter.as_strided(frag._memory, (), (), offset)
-        else:
-            value = frag._array[li]
-        item = getattr(value, "item", None)
-        return item() if callable(item) else value
+        from ._element import read_element
+
+        return read_element(self, index)
 
     # -- moving data ---------------------------------------------------------
     def gather(self, framework: str | None = None, device: Any = None, out: Any = None, *,

@@ -104,7 +104,7 @@ def test_cross_framework_handover_on_cuda_is_zero_copy():
         seen.append(int(q.data_ptr()))
         return p + q
 
-    out = dlmg.apply(record, a, b)
+    out = dlmg.map_fragments(record, a, b)
     out.synchronize()
     assert seen == [f.adapter.data_ptr(f.array) for f in b.fragments]
     np.testing.assert_allclose(host(out), 2 * x, rtol=1e-6)

@@ -1,6 +1,6 @@
 """dlmg.fuse: a user's elementwise function compiled per fragment by the owner's
 compiler (jax.jit, torch.compile, eager NumPy), cached per signature, with
-the same results, ``out=`` handling and errors as dlmg.apply."""
+the same results, ``out=`` handling and errors as dlmg.map_fragments."""
 
 from __future__ import annotations
 

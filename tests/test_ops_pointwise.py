@@ -307,7 +307,7 @@ def test_first_operand_framework_wins_and_handover_is_zero_copy():
         seen.append((type(q).__module__.partition(".")[0], int(q.data_ptr())))
         return p + q
 
-    out = dlmg.apply(record, torch_first, mixed)
+    out = dlmg.map_fragments(record, torch_first, mixed)
     close(gathered(out), x + y)
     assert [m for m, _ in seen] == ["torch"] * 3
     assert [ptr for _, ptr in seen] == data_ptrs(mixed)  # handed over without a copy
@@ -456,9 +456,9 @@ def test_in_place_on_a_replica_sharing_memory_applies_once():
     np.testing.assert_array_equal(shared, np.arange(4) + 1)
 
 
-# -- apply and the dispatch -----------------------------------------------------------------
+# -- map_fragments and the dispatch -----------------------------------------------------------------
 @pytest.mark.parametrize("assignment", ASSIGNMENT_PARAMS)
-def test_apply_runs_in_each_fragments_framework(assignment):
+def test_map_fragments_runs_in_each_fragments_framework(assignment):
     need(assignment)
     layout = Layout((6, 5), block=(2, 5), grid=(3, 1), devices=["cpu:4", "cpu:5", "cpu:6"])
     x = data(layout.shape, seed=23)
@@ -469,28 +469,28 @@ def test_apply_runs_in_each_fragments_framework(assignment):
         seen.append(type(arr).__module__.partition(".")[0])
         return xp.tanh(arr) * 2
 
-    close(gathered(dlmg.apply(fn, a, namespace=True)), np.tanh(x) * 2)
+    close(gathered(dlmg.map_fragments(fn, a, namespace=True)), np.tanh(x) * 2)
     want = [framework_of_fragment(assignment, i) for i in range(3)]
     assert [{"jaxlib": "jax"}.get(m, m) for m in seen] == want
 
 
-def test_apply_out_writes_in_place_and_casts():
+def test_map_fragments_out_writes_in_place_and_casts():
     need("torch")
     layout = Layout.slab((6, 2), 0, ["cpu", "cpu", "cpu"])
     x = data(layout.shape, seed=24)
     a = build(x, layout, "torch")
     out = build(np.zeros(layout.shape, np.float64), layout, "numpy")
     ptrs = data_ptrs(out)
-    got = dlmg.apply(lambda p: p * 2, a, out=out)
+    got = dlmg.map_fragments(lambda p: p * 2, a, out=out)
     assert got is out and data_ptrs(out) == ptrs and out.dtype == "float64"
     close(gathered(out), x * 2)
 
 
-def test_apply_rejects_non_elementwise_results():
+def test_map_fragments_rejects_results_of_another_shape():
     layout = Layout.slab((6,), 0, ["cpu", "cpu"])
     a = build(data(layout.shape), layout)
-    with pytest.raises(FragmentError, match="elementwise"):
-        dlmg.apply(lambda p: p[:1], a)
+    with pytest.raises(FragmentError, match="its fragment's shape"):
+        dlmg.map_fragments(lambda p: p[:1], a)
 
 
 def test_a_failure_names_fragment_device_and_framework():
@@ -503,7 +503,7 @@ def test_a_failure_names_fragment_device_and_framework():
         return p
 
     with pytest.raises(FragmentError) as info:
-        dlmg.apply(write, a)
+        dlmg.map_fragments(write, a)
     msg = str(info.value)
     assert "fragment 2" in msg and "cpu:2" in msg and "jax" in msg
     assert info.value.__cause__ is not None
@@ -600,3 +600,18 @@ class TestTemporaryReuse:
         y = x * 2.0 + 1.0
         assert _elided() == before
         assert all(f.array.requires_grad for f in y.fragments)
+
+
+def test_map_fragments_is_per_fragment_and_apply_is_its_deprecated_name():
+    x = np.arange(8.0)
+    two = dlmg.scatter(x, Layout.slab((8,), 0, ["cpu", "cpu"]))
+    four = dlmg.scatter(x, Layout.slab((8,), 0, ["cpu"] * 4))
+    centred = [dlmg.map_fragments(lambda t: t - t.mean(), d).gather() for d in (two, four)]
+    assert not np.array_equal(centred[0], centred[1])  # each fragment's own mean: the layout shows
+    whole = two - dlmg.mean(two)  # dlmg's functions mean the whole tensor
+    np.testing.assert_array_equal(whole.gather(), x - x.mean())
+    with pytest.warns(DeprecationWarning, match="map_fragments"):
+        old = dlmg.apply(lambda t: t * 2, two)
+    np.testing.assert_array_equal(old.gather(), x * 2)
+    with pytest.raises(FragmentError, match="its fragment's shape"):
+        dlmg.map_fragments(lambda t: t[:1], two)

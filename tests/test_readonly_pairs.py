@@ -101,7 +101,7 @@ def test_apply_out_refuses_read_only_before_writing():
     out = dlmg.from_fragments(parts, LAYOUT)
     x = dlmg.scatter(np.ones(8, np.float32), LAYOUT)
     with pytest.raises(dlmg.ReadOnlyError, match="fragment 1"):
-        dlmg.apply(lambda a: a * 5, x, out=out)
+        dlmg.map_fragments(lambda a: a * 5, x, out=out)
     assert parts[0].tolist() == [0, 1, 2, 3]
 
 

@@ -1,7 +1,9 @@
 """Operations on distributed tensors, fragment by fragment in each owner's framework.
 
-* :mod:`.dispatch` -- the one execution path (:func:`apply`,
-  :func:`map_fragments`), framework hand-over and :func:`synchronize`;
+* :mod:`.dispatch` -- the one execution path, framework hand-over and
+  :func:`synchronize`;
+* :mod:`.blockwise` -- :func:`map_fragments`: a user's function on each
+  fragment (``apply`` is its deprecated name);
 * :mod:`.pointwise` -- Python operators and the array API's elementwise
   functions;
 * :mod:`.fused` -- :func:`fuse`: a user's elementwise function compiled per
@@ -20,8 +22,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import dispatch, fft, fused, linalg, pointwise, reductions
-from .dispatch import apply, map_fragments, synchronize, synchronize_tensor
+from . import blockwise, dispatch, fft, fused, linalg, pointwise, reductions
+from .blockwise import apply, map_fragments
+from .dispatch import synchronize, synchronize_tensor
 from .fused import FusedFunction, fuse
 from .linalg import cholesky, matmul
 from .pointwise import *  # noqa: F403  (the elementwise functions)
@@ -29,6 +32,7 @@ from .pointwise import __all__ as _pointwise_all
 from .reductions import all, any, argmax, max, mean, min, prod, sum  # noqa: A004
 
 __all__ = [
+    "map_fragments",
     "apply",
     "fuse",
     "FusedFunction",

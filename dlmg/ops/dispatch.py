@@ -7,9 +7,10 @@ fragment (zero-copy through DLPack where they belong to another framework),
 and calls the per-fragment function with that framework's array-API
 namespace, on that fragment's device:
 
-* torch CUDA work runs inside ``torch.cuda.device(index)``, CuPy work inside
-  ``cupy.cuda.Device(index)``; JAX arrays carry their device; host work needs
-  no context;
+* the work runs inside the adapter's device context
+  (:meth:`~dlmg.adapters.Adapter.device_context`: the CUDA device made
+  current for frameworks that queue work on the current device); arrays that
+  carry their device and host work need none;
 * nothing is synchronised: GPU frameworks queue the work on their current
   stream and JAX dispatches asynchronously. :func:`synchronize` (every
   framework in use) and :func:`synchronize_tensor` (one tensor's fragments)
@@ -26,12 +27,11 @@ lookup and the call itself.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..device import Device
-from ..errors import FragmentError, LayoutMismatchError
+from .._transfer import synchronize_arrays
+from ..errors import LayoutMismatchError
 from ..registry import adapter_for, adapter_names, get_adapter
 from ._executor import Executor, _fail, executor, move_array
 from ._operands import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed
@@ -45,7 +45,6 @@ __all__ = [
     "Executor",
     "executor",
     "map_fragments",
-    "apply",
     "is_distributed",
     "check_same_layout",
     "synchronize",
@@ -61,62 +60,18 @@ __all__ = [
 # tensors: comparing layouts, building results
 
 
-_DIST_KEYS: dict[int, tuple[Any, tuple]] = {}
-
-
-def distribution_key(layout: "Layout") -> tuple:
-    """What decides which element sits in which fragment on which device.
-
-    Two layouts with the same key place every element in the same fragment
-    at the same local position; they may differ in memory strides only (and
-    in block sizes that make no difference, such as any block along a mode
-    with a grid of 1).
-    """
-    cached = _DIST_KEYS.get(id(layout))
-    if cached is not None and cached[0] is layout:
-        return cached[1]
-    blocks = tuple(
-        None if g == 1 else min(b, max(n, 1)) for n, b, g in zip(layout.shape, layout.block, layout.grid)
-    )
-    key = (layout.shape, blocks, layout.grid, layout.devices, layout.ranks)
-    if len(_DIST_KEYS) > 4096:
-        _DIST_KEYS.clear()
-    _DIST_KEYS[id(layout)] = (layout, key)
-    return key
-
-
-def same_distribution(a: "Layout", b: "Layout") -> bool:
-    """Whether layouts ``a`` and ``b`` distribute elements identically."""
-    return a is b or distribution_key(a) == distribution_key(b)
-
-
 def check_same_layout(name: str, first: "DistributedTensor", other: "DistributedTensor") -> None:
     """Raise :class:`~dlmg.errors.LayoutMismatchError` unless both layouts match.
 
     The message names the operation, both layouts and ``redistribute``.
     """
-    if same_distribution(first.layout, other.layout):
+    if first.layout.same_distribution(other.layout):
         return
     raise LayoutMismatchError(
         f"{name}: the operands' layouts differ: {first.layout!r} and {other.layout!r}. "
         "Elementwise work needs identical layouts and never communicates; make them match "
         "explicitly, e.g. other = other.redistribute(first.layout)"
     )
-
-
-def dense(layout: "Layout") -> "Layout":
-    """``layout`` without explicit memory strides (results are fresh dense arrays)."""
-    if layout.element_strides is None:
-        return layout
-    cached = _DENSE.get(id(layout))
-    if cached is not None and cached[0] is layout:
-        return cached[1]
-    out = layout.replace(element_strides=None, block_strides=None)
-    _DENSE[id(layout)] = (layout, out)
-    return out
-
-
-_DENSE: dict[int, tuple[Any, Any]] = {}
 
 
 def new_tensor(arrays: Sequence[Any], layout: "Layout", dtype: str | None = None) -> "DistributedTensor":
@@ -344,7 +299,7 @@ def map_fragments(
         When ``fn`` fails on a fragment (chained to the original error).
     """
     ops = _collect(operands, name, check)
-    layout = out_layout if out_layout is not None else dense(ops.lead.layout)
+    layout = out_layout if out_layout is not None else ops.lead.layout.dense
     if indices is None:
         indices = [f.index for f in ops.lead.fragments if f.is_local]
     if out is not None:
@@ -430,111 +385,12 @@ def _write_into(out: "DistributedTensor", results: list[Any], indices: Sequence[
 
 
 # --------------------------------------------------------------------------
-# the public entry point
-
-
-def apply(
-    fn: Callable[..., Any],
-    *operands: Any,
-    out: "DistributedTensor | None" = None,
-    namespace: bool = False,
-) -> "DistributedTensor":
-    """Run an elementwise function on every fragment, in its owner's framework.
-
-    Parameters
-    ----------
-    fn : callable
-        Called once per local fragment with the operands' fragment arrays:
-        ``fn(*arrays)``, or ``fn(xp, *arrays)`` with ``namespace=True``
-        (``xp`` being the array-API namespace of the fragment's framework).
-        It must return an array of the fragment's shape (elementwise work).
-    *operands : DistributedTensor, scalar or 0-d array
-        At least one distributed tensor; all of them must share one layout.
-        The first one's fragments decide the framework and device of each
-        fragment's work; fragments of the others that belong to another
-        framework are handed over zero-copy through DLPack. Python scalars
-        are passed as they are; 0-d arrays are converted to each fragment's
-        framework and device.
-    out : DistributedTensor, optional
-        A tensor of the same layout to write the results into (in place for
-        NumPy, torch and CuPy fragments; JAX fragments are replaced by new
-        arrays). Results are cast to ``out``'s dtype.
-    namespace : bool
-        Pass the array-API namespace as the first argument of ``fn``.
-
-    Returns
-    -------
-    DistributedTensor
-        A new tensor of the operands' layout, or ``out``.
-
-    Raises
-    ------
-    LayoutMismatchError
-        When the distributed operands' (or ``out``'s) layouts differ.
-    FragmentError
-        When ``fn`` fails on a fragment; the message names the fragment, its
-        device and framework, and the original error is chained.
-
-    Notes
-    -----
-    The work is queued asynchronously where the framework allows it (CUDA
-    streams, JAX dispatch); call :func:`dlmg.synchronize` or
-    ``tensor.synchronize()`` before timing or reading the memory otherwise.
-
-    Examples
-    --------
-    >>> y = dlmg.apply(lambda a, b: a * b + 1, x, x)          # doctest: +SKIP
-    >>> y = dlmg.apply(lambda xp, a: xp.tanh(a), x, namespace=True)  # doctest: +SKIP
-    """
-    if namespace:
-        per_fragment = fn
-    else:
-        def per_fragment(xp: Any, *arrays: Any) -> Any:
-            return fn(*arrays)
-
-    name = f"apply({getattr(fn, '__name__', 'fn')})"
-    if out is not None:
-        lead = next((op for op in operands if is_distributed(op)), None)
-        if lead is None:
-            raise TypeError(f"{name} needs at least one distributed tensor operand")
-        check_same_layout(name, lead, out)
-    result = map_fragments(per_fragment, operands, name=name, out=out)
-    assert result is not None
-    if out is None:
-        _check_elementwise_shapes(result, name)
-    return result
-
-
-def _check_elementwise_shapes(result: "DistributedTensor", name: str) -> None:
-    for frag in result.fragments:
-        if frag.is_local:
-            shape = tuple(frag.array.shape)
-            if shape != frag.layout.shape:
-                raise FragmentError(
-                    f"{name} returned an array of shape {shape} for fragment {frag.index}, whose "
-                    f"shape is {frag.layout.shape}; apply runs elementwise functions only"
-                )
-
-
-# --------------------------------------------------------------------------
 # completion boundaries
 
 
 def synchronize_tensor(tensor: "DistributedTensor") -> None:
     """Wait until all queued work producing ``tensor``'s local fragments is done."""
-    seen: set[tuple[str, Device]] = set()
-    for frag in tensor.fragments:
-        if not frag.is_local:
-            continue
-        adapter = get_adapter(frag.framework)
-        sync_array = getattr(adapter, "synchronize_array", None)
-        if sync_array is not None:
-            sync_array(frag.array)
-        else:
-            key = (frag.framework, frag.device)
-            if key not in seen:
-                seen.add(key)
-                adapter.synchronize(frag.device)
+    synchronize_arrays((f.adapter, f.base, f.device) for f in tensor.fragments if f.is_local)
 
 
 def synchronize() -> None:
@@ -548,6 +404,5 @@ def synchronize() -> None:
             adapter = get_adapter(name)
         except Exception:  # a broken adapter cannot have queued work
             continue
-        package = getattr(adapter, "package", "")
-        if package and package in sys.modules:
+        if adapter.in_use():
             adapter.synchronize(None)

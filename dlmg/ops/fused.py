@@ -73,7 +73,7 @@ class _Kernel:
 class FusedFunction:
     """An elementwise function run fused, fragment by fragment, by each owner's compiler.
 
-    Made by :func:`fuse`; calling it is like :func:`dlmg.apply` with the
+    Made by :func:`fuse`; calling it is like :func:`dlmg.map_fragments` with the
     function compiled.
 
     Attributes
@@ -166,7 +166,7 @@ class FusedFunction:
         Parameters
         ----------
         *operands : DistributedTensor, scalar or 0-d array
-            As for :func:`dlmg.apply`: at least one distributed tensor, all of
+            As for :func:`dlmg.map_fragments`: at least one distributed tensor, all of
             one layout; the first one's fragments decide where each
             fragment's work runs.
         out : DistributedTensor, optional
