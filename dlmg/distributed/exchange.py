@@ -31,7 +31,7 @@ import numpy as np
 from .._shapes import c_strides
 from ..device import Device
 from ..plans.endpoints import same_memory
-from ..plans.execute import Buffer, run_jobs, synchronize, viewable
+from ..plans.execute import Buffer, run_jobs, synchronize
 from ..plans.plan import pair_copies
 from ..registry import get_adapter
 from .routes import Piece, Routes, box_endpoint
@@ -108,7 +108,7 @@ def _consecutive(pieces: Sequence[Piece], owned: Sequence[np.ndarray], shape: Se
 def _flat(buf: Buffer, shape: Sequence[int], engine: "Engine", device: Device) -> bool:
     """Whether ``buf`` can serve as a message buffer as it is: C-contiguous, viewable, on ``device``."""
     adapter = buf.adapter
-    if not viewable(adapter) or not same_memory(buf.device, device):
+    if not adapter.can_view or not same_memory(buf.device, device):
         return False
     return tuple(adapter.strides_of(buf.base)) == c_strides(tuple(shape)) and engine.accepts(buf.base, adapter.name)
 
