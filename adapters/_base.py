@@ -88,7 +88,10 @@ class Adapter:
 
     def shape_of(self, array: Any) -> tuple[int, ...]:
         """The shape of ``array`` as a tuple of ints."""
-        return tuple(int(n) for n in array.shape)
+        shape = array.shape
+        if type(shape) is tuple:  # NumPy, JAX, CuPy: already a tuple of ints
+            return shape
+        return tuple(int(n) for n in shape)
 
     def strides_of(self, array: Any) -> tuple[int, ...]:
         """The strides of ``array`` in elements."""

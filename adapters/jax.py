@@ -60,6 +60,8 @@ __all__ = ["JaxAdapter"]
 
 #: JAX copies host buffers whose address is not a multiple of this on import.
 JAX_HOST_ALIGNMENT = 64
+#: dlmg devices of JAX devices, asked per fragment (JAX devices are hashable and live as long as the backend)
+_DEVICES: dict[Any, Device] = {}
 _PLATFORM_TO_KIND = {"cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "rocm": "rocm", "tpu": "ext_dev"}
 _KIND_TO_PLATFORMS = {"cpu": ("cpu",), "cuda": ("cuda", "gpu"), "rocm": ("rocm", "gpu")}
 
@@ -172,7 +174,11 @@ class JaxAdapter(BaseAdapter):
                 f"a JAX array on {len(devices)} devices is not one fragment; wrap its "
                 f"addressable_shards[i].data instead"
             )
-        return self._to_device(next(iter(devices)))
+        d = next(iter(devices))
+        found = _DEVICES.get(d)
+        if found is None:
+            found = _DEVICES[d] = self._to_device(d)
+        return found
 
     def strides_of(self, array: Any) -> tuple[int, ...]:
         """Element strides of the buffer, from its layout (``format.layout.major_to_minor``).

@@ -186,19 +186,24 @@ class TorchAdapter(BaseAdapter):
                 raise self._copy_required(f"cannot move a tensor from {self.device_of(obj)} to {device} without a copy")
             return obj.to(self.torch_device(device))
         known = _known_adapter(obj)
-        src = describe_producer(obj) if known is None else known.describe(obj)
-        target = src.device if device is None else device
+        if known is None:
+            src = describe_producer(obj)
+            here, shape, strides = src.device, src.shape, src.strides
+        else:  # only what the import needs: the full description is made when something fails
+            src = None
+            here, shape, strides = known.device_of(obj), known.shape_of(obj), known.strides_of(obj)
+        target = here if device is None else device
         producer = obj if known is None else known.producer(obj)  # dtype limits of the producer first
-        if has_negative_strides(src.shape, src.strides):
+        if has_negative_strides(shape, strides):
             if copy is False:
                 raise self._copy_required(
-                    f"cannot represent the producer's negative strides {src.strides} (shape {src.shape})"
+                    f"cannot represent the producer's negative strides {strides} (shape {shape})"
                 )
-            producer = self._contiguous_producer(obj, src)
+            producer = self._contiguous_producer(obj, src or known.describe(obj))
             copy = None  # the copy is made
-        moving = not self._same_place(src.device, target)
+        moving = not self._same_place(here, target)
         if moving and copy is False:
-            raise self._copy_required(f"cannot take in memory on {src.device} as a tensor on {target}")
+            raise self._copy_required(f"cannot take in memory on {here} as a tensor on {target}")
         try:
             if copy is None or moving:
                 out = torch.from_dlpack(producer)
@@ -207,8 +212,9 @@ class TorchAdapter(BaseAdapter):
         except (BufferError, RuntimeError, TypeError, ValueError) as exc:  # ValueError: "Expected zero byte_offset"
             if isinstance(exc, CopyRequiredError):
                 raise
-            raise DLPackError(f"torch could not import a {src.dtype} tensor of shape {src.shape} "
-                              f"on {src.device}: {exc}") from exc
+            dtype = (src or known.describe(obj)).dtype
+            raise DLPackError(f"torch could not import a {dtype} tensor of shape {shape} "
+                              f"on {here}: {exc}") from exc
         if moving:
             out = out.to(self.torch_device(target), copy=bool(copy))
         return out

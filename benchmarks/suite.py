@@ -215,6 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(render_markdown(run))
     print(f"\nwrote {json_path} and {md_path}", file=sys.stderr)
     if args.recorded is not None:
+        write_plots(run, args.recorded)
         kept = write_results(run, args.recorded)
         print(f"kept {kept[0]} and {kept[1]}", file=sys.stderr)
     if args.docs is not None and not args.no_docs:

@@ -42,9 +42,15 @@ __all__ = ["DistributedTensor", "Fragment", "process_rank"]
 
 def process_rank() -> int:
     """The rank of this process among those sharing tensors (0 while dlmg runs in one process)."""
-    from .distributed._state import rank
+    get = _RANK_OF[0]
+    if get is None:  # bound once: asked for every fragment of every call
+        from .distributed._state import rank as get
 
-    return rank()
+        _RANK_OF[0] = get
+    return get()
+
+
+_RANK_OF: list[Any] = [None]
 
 
 _CREATE = object()  # guards the constructors

@@ -37,6 +37,7 @@ from ..errors import (
 from .endpoints import Endpoint, array_endpoint, full_endpoint, layout_endpoints
 from .execute import Buffer, copy_framework, run_jobs, synchronize, viewable
 from .plan import RedistributionPlan, build_plan
+from ..tensor import _CREATE, Fragment, process_rank
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..adapters import Adapter
@@ -166,8 +167,6 @@ def _allocate(frag: "FragmentLayout", framework: "Adapter", dtype: str, prefer: 
 
 
 def _finish(frag: "FragmentLayout", buf: Buffer, framework: "Adapter") -> "Fragment":
-    from ..tensor import _CREATE, Fragment, process_rank
-
     lay = frag.layout
     device = frag.device
     if lay.element_strides is None:
@@ -176,7 +175,8 @@ def _finish(frag: "FragmentLayout", buf: Buffer, framework: "Adapter") -> "Fragm
             synchronize([buf])  # the staging framework's queued copies, before another framework reads
             producer = getattr(buf.adapter, "producer", None)
             array = framework.from_dlpack(producer(array) if producer else array, device=device)
-        return Fragment(frag, array, framework.name, rank=process_rank(), token=_CREATE)
+        return Fragment(frag, array, framework.name, rank=process_rank(), token=_CREATE, adapter=framework,
+                        dl_device=(1, device.index) if device.kind == "cpu" else None)
     if frag.is_strided:
         view = buf.adapter.as_strided(buf.base, frag.shape, frag.strides, 0)
         return Fragment(frag, view, framework.name, rank=process_rank(), token=_CREATE)
@@ -525,5 +525,7 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
             out.append(Fragment(frag.layout, None, target.name, rank=frag.rank, memory=new, readonly=readonly,
                                 token=_CREATE))
         else:
-            out.append(Fragment(frag.layout, new, target.name, rank=frag.rank, readonly=readonly, token=_CREATE))
+            device = frag.device  # the import put it there: host memory in slot cpu:k exports as (1, k)
+            out.append(Fragment(frag.layout, new, target.name, rank=frag.rank, readonly=readonly, token=_CREATE,
+                                adapter=target, dl_device=(1, device.index) if device.kind == "cpu" else None))
     return DistributedTensor._create(dt.layout, out, dt.dtype)

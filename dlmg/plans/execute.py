@@ -293,6 +293,28 @@ def run_jobs(
         synchronize(targets)
 
 
+_GROUPS: dict[int, tuple[Sequence["Copy"], list[list["Copy"]], int]] = {}
+
+
+def _by_source(copies: Sequence["Copy"]) -> tuple[list[list["Copy"]], int]:
+    """``copies`` grouped by source fragment, and their bytes; remembered per copies
+    object (a plan hands out the same tuple for a destination every time)."""
+    found = _GROUPS.get(id(copies))
+    if found is not None and found[0] is copies:
+        return found[1], found[2]
+    by_source: dict[int, list["Copy"]] = {}
+    size = 0
+    for c in copies:
+        by_source.setdefault(c.src, []).append(c)
+        size += c.nbytes
+    groups = list(by_source.values())
+    if isinstance(copies, tuple):  # immutable: safe to remember (kept alive with its entry)
+        if len(_GROUPS) > 8192:
+            _GROUPS.clear()
+        _GROUPS[id(copies)] = (copies, groups, size)
+    return groups, size
+
+
 def _run_tasks(
     jobs: Sequence[tuple[Sequence["Copy"], dict[int, Buffer], Buffer]],
     dtype: str,
@@ -301,15 +323,17 @@ def _run_tasks(
     tasks: list[tuple[list["Copy"], dict[int, Buffer], Buffer]] = []
     nbytes = 0
     host = True
+    on_host: dict[int, bool] = {}  # per table of sources: whether every source is in host memory
     for copies, sources, dst in jobs:
         host = host and dst.device.is_host
-        by_source: dict[int, list["Copy"]] = {}
-        for c in copies:
-            by_source.setdefault(c.src, []).append(c)
-            nbytes += c.nbytes
-            buf = sources.get(c.src)
-            host = host and (buf is None or buf.device.is_host)
-        tasks.extend((group, sources, dst) for group in by_source.values())
+        groups, size = _by_source(copies)
+        nbytes += size
+        if host:
+            found = on_host.get(id(sources))
+            if found is None:
+                found = on_host[id(sources)] = all(buf.device.is_host for buf in sources.values())
+            host = found
+        tasks.extend((group, sources, dst) for group in groups)
     # Threads pay only when each task copies enough to outweigh the Python
     # work around it (views, imports), which holds the GIL.
     big = nbytes >= PARALLEL_MIN_BYTES and nbytes >= len(tasks) * PARALLEL_MIN_TASK_BYTES
@@ -343,6 +367,8 @@ def _run_tasks(
 #: every buffer is on one device.
 STREAM_ORDERED = frozenset({"torch", "cupy"})
 _ORDERED_ACROSS_DEVICES = frozenset({"torch"})
+# frameworks whose host work is complete when the call returns: nothing to wait for
+_DONE_ON_RETURN = frozenset({"numpy", "torch"})
 # frameworks whose wait on one array is a wait on its whole device
 _DEVICE_WIDE = frozenset({"torch", "cupy"})
 
@@ -364,6 +390,8 @@ def synchronize(buffers: Iterable[Buffer]) -> None:
     seen = set()
     for buf in buffers:
         name = buf.adapter.name
+        if name in _DONE_ON_RETURN and buf.device.is_host:
+            continue
         sync = getattr(buf.adapter, "synchronize_array", None)
         if sync is not None and name not in _DEVICE_WIDE:
             sync(buf.base)
