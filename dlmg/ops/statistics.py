@@ -14,7 +14,7 @@ from ..dtypes import canonical
 from ..errors import FragmentError, LayoutError
 from . import reductions as _r
 from ._dtypes import index_dtype, narrow_for
-from .dispatch import _fail, dense, executor, is_distributed, map_fragments, move_array, new_tensor
+from .dispatch import _fail, executor, is_distributed, map_fragments, move_array, new_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -67,7 +67,7 @@ def _squared_deviations(x: "DistributedTensor", axes: tuple[int, ...] | None) ->
             raise
         except Exception as exc:
             raise _fail("dlmg.var", frag.index, ex, exc) from exc
-    return new_tensor(out, dense(x.layout))
+    return new_tensor(out, x.layout.dense)
 
 
 def var(x: "DistributedTensor", /, *, axis: Any = None, correction: float = 0.0, keepdims: bool = False) -> Any:
