@@ -36,6 +36,9 @@ class Adapter:
         What to install when the framework is missing.
     mutable : bool
         Whether arrays can be written in place (``False`` for JAX).
+    negative_strides : bool
+        Whether arrays can have negative strides (``False`` where the
+        framework has no such views, as JAX: importers then need not ask).
     """
 
     name: ClassVar[str] = ""
@@ -43,6 +46,7 @@ class Adapter:
     package: ClassVar[str] = ""
     install_hint: ClassVar[str] = ""
     mutable: ClassVar[bool] = True
+    negative_strides: ClassVar[bool] = True
 
     # -- the framework itself -------------------------------------------------
     def available(self) -> bool:

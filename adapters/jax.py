@@ -74,6 +74,7 @@ class JaxAdapter(BaseAdapter):
     package = "jax"
     install_hint = "pip install jax (or jax[cuda12] for GPUs)"
     mutable = False
+    negative_strides = False  # JAX has no views: its buffers never run backwards
 
     def owns(self, array: Any) -> bool:
         """Whether ``array`` is a ``jax.Array`` (type module ``jaxlib._jax``), checked without importing JAX."""
