@@ -126,9 +126,15 @@ def new_tensor(arrays: Sequence[Any], layout: "Layout", dtype: str | None = None
     tensor class's trusted, unvalidated constructor is used. ``dtype`` is
     the first local array's unless given.
     """
-    from ..tensor import DistributedTensor
+    cls = _CLASS[0]
+    if cls is None:  # bound once: this runs for every operation
+        from ..tensor import DistributedTensor as cls
 
-    return DistributedTensor._from_arrays(arrays, layout, dtype)
+        _CLASS[0] = cls
+    return cls._from_arrays(arrays, layout, dtype)
+
+
+_CLASS: list[Any] = [None]
 
 
 def replace_fragment_arrays(tensor: "DistributedTensor", arrays: dict[int, Any]) -> None:
