@@ -1,20 +1,73 @@
-"""The interface every framework adapter implements.
+"""The interface every framework adapter implements: the whole contract.
 
 An adapter holds only what differs between frameworks: recognising arrays,
 devices, allocation, DLPack import and export quirks, strided views, streams.
 Math goes through the framework's array-API namespace (:meth:`Adapter.namespace`).
+
+Everything dlmg's core asks of a framework is declared here, once: methods
+that every framework must answer raise ``NotImplementedError``; the others
+have the default that is right for a simple, synchronous, host-or-device
+framework. The core never probes an adapter with ``getattr``/``hasattr`` and
+never tests a framework's name; :func:`dlmg.testing.check_adapter` checks an
+adapter against this contract.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, ClassVar, Sequence
+import math
+import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, ClassVar, Sequence
 
 from dlmg.device import Device
 from dlmg.dtypes import canonical, info
-from dlmg.errors import FrameworkNotInstalledError
+from dlmg.errors import DtypeError, FrameworkNotInstalledError
 
-__all__ = ["Adapter"]
+__all__ = ["Adapter", "ArrayInfo"]
+
+
+@dataclass(frozen=True)
+class ArrayInfo:
+    """What dlmg knows about an array or DLPack producer without importing it.
+
+    Attributes
+    ----------
+    device : Device
+        Where the data lives (for JAX the JAX device, so ``cpu:3`` is kept).
+    dtype : str
+        dlmg dtype name.
+    shape : tuple of int
+    strides : tuple of int
+        Strides in elements (C-contiguous ones when the producer gave none).
+    ptr : int
+        Address of the first element (``data + byte_offset``).
+    readonly : bool
+        Whether the producer marks the memory read-only (or is immutable).
+    framework : str
+        The name of the adapter that described it (``"dlpack"`` for foreign
+        producers).
+    """
+
+    device: Device
+    dtype: str
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    ptr: int
+    readonly: bool
+    framework: str
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return math.prod(self.shape)
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+        return info(self.dtype).itemsize
 
 
 class Adapter:
@@ -36,6 +89,31 @@ class Adapter:
         What to install when the framework is missing.
     mutable : bool
         Whether arrays can be written in place (``False`` for JAX).
+    can_view : bool
+        Whether :meth:`as_strided` views memory with any strides and
+        :meth:`copy_into` writes through such views: such a framework can run
+        the copies of a redistribution itself. Frameworks without it (JAX)
+        have their fragments written by one that has, then handed over.
+    stream_ordered : bool
+        Whether the framework orders its own work on each device's current
+        stream, so that copies among its arrays on one device need no
+        host-side wait.
+    orders_across_devices : bool
+        Whether that ordering also holds for copies between two devices (a
+        device-to-device copy waits for the source device's stream).
+    synchronizes_device : bool
+        Whether :meth:`synchronize_array` waits for the array's whole device,
+        so one wait per device is enough.
+    done_on_return : bool
+        Whether host work is complete when the framework's call returns, so
+        host arrays never need a wait.
+    distinct_host_devices : bool
+        Whether the framework tells host devices apart (``cpu:0``,
+        ``cpu:1``...), so that an array on ``cpu:0`` does not fit a slot on
+        ``cpu:1``.
+    dlpack_dtypes : frozenset of str or None
+        The dlmg dtypes the framework takes in and hands out through DLPack;
+        ``None`` for all of them.
     negative_strides : bool
         Whether arrays can have negative strides (``False`` where the
         framework has no such views, as JAX: importers then need not ask).
@@ -46,6 +124,13 @@ class Adapter:
     package: ClassVar[str] = ""
     install_hint: ClassVar[str] = ""
     mutable: ClassVar[bool] = True
+    can_view: ClassVar[bool] = False
+    stream_ordered: ClassVar[bool] = False
+    orders_across_devices: ClassVar[bool] = False
+    synchronizes_device: ClassVar[bool] = False
+    done_on_return: ClassVar[bool] = False
+    distinct_host_devices: ClassVar[bool] = False
+    dlpack_dtypes: ClassVar[frozenset[str] | None] = None
     negative_strides: ClassVar[bool] = True
 
     # -- the framework itself -------------------------------------------------
@@ -73,13 +158,82 @@ class Adapter:
                 f"installed ({exc}); install it with: {self.install_hint}"
             ) from exc
 
+    def in_use(self) -> bool:
+        """Whether the framework has been imported (it may have queued work); imports nothing."""
+        return bool(self.package) and self.package in sys.modules
+
     def owns(self, array: Any) -> bool:
         """Whether ``array`` is an array of this framework (checked without importing it)."""
         return type(array).__module__.partition(".")[0] in self.modules
 
+    def from_scalar(self, obj: Any) -> Any:
+        """A 0-d array for a scalar object of this framework that :meth:`owns`
+        refuses (NumPy's ``np.float32(1)``); ``None`` when ``obj`` is none."""
+        return None
+
     def namespace(self) -> Any:
         """The framework's array-API namespace (through array-api-compat where needed)."""
         raise NotImplementedError
+
+    # -- dtypes and devices in the framework's own terms ---------------------
+    def native_dtype(self, dtype: Any) -> Any:
+        """The framework's dtype object for a dlmg dtype.
+
+        By default the attribute of that name of :meth:`namespace`.
+
+        Raises
+        ------
+        DtypeError
+            When the framework has no such element type (or refuses it now).
+        """
+        name = canonical(dtype)
+        found = getattr(self.namespace(), name, None)
+        if found is None:
+            raise DtypeError(f"{self.name} has no element type {name!r}")
+        return found
+
+    def check_dtype(self, dtype: str) -> None:
+        """Refuse a dtype the framework cannot hold now without changing it.
+
+        Raises
+        ------
+        DtypeError
+            When it cannot (JAX narrows 64-bit types unless x64 is enabled).
+        """
+        return None
+
+    def holds_dtype(self, dtype: str) -> bool:
+        """Whether the framework holds ``dtype`` as it is now (:meth:`check_dtype` passes)."""
+        try:
+            self.check_dtype(dtype)
+        except DtypeError:
+            return False
+        return True
+
+    def carries(self, dtype: str) -> bool:
+        """Whether ``dtype`` can go in and out of the framework through DLPack."""
+        return self.dlpack_dtypes is None or dtype in self.dlpack_dtypes
+
+    def native_device(self, device: Device) -> Any:
+        """The framework's device object for a dlmg device (``None`` where it has none).
+
+        Raises
+        ------
+        DeviceError
+            When the framework has no such device.
+        """
+        return None
+
+    def device_from_native(self, obj: Any) -> Device | None:
+        """The dlmg device of one of the framework's device objects; ``None``
+        when ``obj`` is not one."""
+        return None
+
+    def device_context(self, device: Device) -> Callable[[], AbstractContextManager[Any]] | None:
+        """A factory of the context manager that makes ``device`` current for
+        work of this framework, or ``None`` when there is nothing to enter
+        (host work, frameworks whose arrays carry their device)."""
+        return None
 
     # -- describing arrays ----------------------------------------------------
     def device_of(self, array: Any) -> Device:
@@ -108,6 +262,32 @@ class Adapter:
     def supports(self, device: Device) -> bool:
         """Whether this framework can hold arrays on ``device``."""
         raise NotImplementedError
+
+    def is_readonly(self, array: Any) -> bool:
+        """Whether ``array``'s memory must not be written (read-only or immutable)."""
+        return False
+
+    def describe(self, array: Any) -> ArrayInfo:
+        """An :class:`ArrayInfo` of ``array``."""
+        return ArrayInfo(
+            device=self.device_of(array),
+            dtype=self.dtype_of(array),
+            shape=self.shape_of(array),
+            strides=self.strides_of(array),
+            ptr=self.data_ptr(array),
+            readonly=self.is_readonly(array),
+            framework=self.name,
+        )
+
+    def dlpack_device(self, array: Any) -> tuple[int, int]:
+        """``array.__dlpack_device__()`` as a plain ``(device_type, device_id)`` pair."""
+        dev_type, dev_id = array.__dlpack_device__()
+        return (int(dev_type), int(dev_id))
+
+    def tracks_gradients(self, array: Any) -> bool:
+        """Whether an autograd graph records ``array`` (so it must not be
+        overwritten behind the framework's back)."""
+        return False
 
     def landing_device(self, device: Device) -> Device:
         """Where a whole array gathered from fragments on ``device`` goes when no device is asked for.
@@ -145,6 +325,10 @@ class Adapter:
         element offset (relative to ``array``'s first element)."""
         raise NotImplementedError
 
+    def ascontiguous(self, array: Any) -> Any:
+        """``array`` as a C-contiguous array of this framework (a copy unless it is one)."""
+        raise NotImplementedError
+
     def copy_into(self, dst: Any, src: Any) -> None:
         """Write ``src`` (same framework, same shape) into the view ``dst``."""
         dst[...] = src
@@ -166,10 +350,23 @@ class Adapter:
         whatever the framework needs around it (a device context, a check)."""
         return array.__dlpack__(**kwargs)
 
+    def producer(self, array: Any) -> Any:
+        """An object whose ``__dlpack__`` is :meth:`export` of ``array``.
+
+        Hand this, rather than ``array``, to another framework's
+        ``from_dlpack`` where the framework's own ``__dlpack__`` has a quirk
+        (torch on a non-current CUDA device). By default ``array`` itself.
+        """
+        return array
+
     # -- streams --------------------------------------------------------------
     def synchronize(self, device: Device | None = None) -> None:
         """Wait until all work this framework queued on ``device`` (or all devices) is done."""
         return None
+
+    def synchronize_array(self, array: Any) -> None:
+        """Wait until the work producing ``array`` is done (by default: its device's)."""
+        self.synchronize(self.device_of(array))
 
     # -- what the framework computes in and what its results share ------------
     def accumulate_dtype(self, dtype: str, op: str) -> str:

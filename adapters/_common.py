@@ -3,9 +3,8 @@
 Nothing here imports a framework at import time. The pieces are:
 
 * :class:`BaseAdapter`, the :class:`~dlmg.adapters.Adapter` subclass every
-  built-in adapter derives from: it caches the framework module and adds the
-  methods dlmg needs beyond the base interface (:meth:`BaseAdapter.export`,
-  :meth:`BaseAdapter.describe`, :meth:`BaseAdapter.is_readonly`, ...);
+  built-in adapter derives from: it caches the framework module and
+  negotiates the ``__dlpack__`` keywords on export;
 * :func:`describe_producer`, which reads shape, strides, dtype, device and
   data pointer of any DLPack producer *before* a consumer framework sees it,
   so that adapters can refuse what a framework would crash on, copy silently
@@ -24,14 +23,12 @@ from __future__ import annotations
 import math
 
 import importlib
-from dataclasses import dataclass
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from dlmg._shapes import c_strides
-from dlmg.device import Device, as_device
+from dlmg.dlpack import c_contiguous_strides as c_strides
+from dlmg.dlpack import inspect as dl_inspect
 from dlmg.registry import adapter_for
-from dlmg.dtypes import canonical, info
 from dlmg.errors import (
     CopyRequiredError,
     DLPackError,
@@ -41,7 +38,7 @@ from dlmg.errors import (
     ViewNotSupportedError,
 )
 
-from ._base import Adapter
+from ._base import Adapter, ArrayInfo
 
 __all__ = [
     "element_strides",
@@ -68,47 +65,6 @@ NUMPY_DLPACK_DTYPES: frozenset[str] = frozenset(
 
 #: Element types that JAX silently narrows to 32 bits unless ``jax_enable_x64`` is on.
 SIXTY_FOUR_BIT: frozenset[str] = frozenset({"int64", "uint64", "float64", "complex128"})
-
-
-@dataclass(frozen=True)
-class ArrayInfo:
-    """What dlmg knows about an array or DLPack producer without importing it.
-
-    Attributes
-    ----------
-    device : Device
-        Where the data lives (for JAX the JAX device, so ``cpu:3`` is kept).
-    dtype : str
-        dlmg dtype name.
-    shape : tuple of int
-    strides : tuple of int
-        Strides in elements (C-contiguous ones when the producer gave none).
-    ptr : int
-        Address of the first element (``data + byte_offset``).
-    readonly : bool
-        Whether the producer marks the memory read-only (or is immutable).
-    framework : str
-        The name of the adapter that described it (``"dlpack"`` for foreign
-        producers).
-    """
-
-    device: Device
-    dtype: str
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    ptr: int
-    readonly: bool
-    framework: str
-
-    @property
-    def size(self) -> int:
-        """Number of elements."""
-        return math.prod(self.shape)
-
-    @property
-    def itemsize(self) -> int:
-        """Bytes per element."""
-        return info(self.dtype).itemsize
 
 
 # -- strides ---------------------------------------------------------------------
@@ -274,7 +230,7 @@ def _known_adapter(obj: Any) -> "BaseAdapter | None":
         adapter = adapter_for(obj)
     except FrameworkError:
         return None
-    if adapter.name == "dlpack" or not hasattr(adapter, "describe"):
+    if adapter.name == "dlpack":
         return None
     return adapter  # type: ignore[return-value]
 
@@ -298,50 +254,28 @@ def describe_producer(obj: Any) -> ArrayInfo:
 
 
 def _inspect(obj: Any) -> ArrayInfo:
-    try:
-        from dlmg.dlpack import inspect as dl_inspect  # the ABI layer
-    except ImportError as exc:  # pragma: no cover - only while dlmg.dlpack is being written
-        raise DLPackError(
-            f"cannot describe a {type(obj).__name__}: dlmg.dlpack.inspect is not available ({exc})"
-        ) from exc
     if not hasattr(obj, "__dlpack__") and type(obj).__name__ != "PyCapsule":
         raise DLPackError(
             f"an object of type {type(obj).__module__}.{type(obj).__qualname__} is not a DLPack "
             "producer (it has no __dlpack__ method)"
         )
     d = dl_inspect(obj)
-    get = d.get if isinstance(d, dict) else (lambda k, default=None: getattr(d, k, default))
-    shape = tuple(int(n) for n in get("shape"))
-    strides = get("strides")
-    strides = c_strides(shape) if strides is None else tuple(int(s) for s in strides)
-    device = get("device")
-    device = as_device(tuple(device) if isinstance(device, list) else device)
     return ArrayInfo(
-        device=device,
-        dtype=canonical(get("dtype")),
-        shape=shape,
-        strides=strides,
-        ptr=int(get("ptr") if get("ptr") is not None else get("data", 0)),
-        readonly=bool(get("readonly", False)),
+        device=d.device,
+        dtype=d.dtype,
+        shape=d.shape,
+        strides=d.strides,
+        ptr=d.ptr,
+        readonly=d.readonly,
         framework="dlpack",
     )
 
 
 # -- the base class of the built-in adapters -------------------------------------
 class BaseAdapter(Adapter):
-    """:class:`~dlmg.adapters.Adapter` with the methods dlmg adds beyond the interface.
-
-    Beyond :class:`~dlmg.adapters.Adapter`, every built-in adapter has
-
-    * :meth:`export` -- ``__dlpack__`` of one of its arrays, made to work
-      whatever the framework's current device (the method a Fragment's
-      ``__dlpack__`` forwards to);
-    * :meth:`dlpack_device` -- ``__dlpack_device__`` of one of its arrays;
-    * :meth:`describe` -- an :class:`ArrayInfo` of one of its arrays;
-    * :meth:`is_readonly` -- whether its memory must not be written;
-    * :meth:`synchronize_array` -- wait until the array's producing work is done;
-    * :meth:`ascontiguous` -- a C-contiguous copy (or the array itself when it is one).
-    """
+    """:class:`~dlmg.adapters.Adapter` with what the built-in adapters share:
+    the framework module imported once, submodule imports with the install
+    hint, and :meth:`export` through the ``__dlpack__`` keyword negotiation."""
 
     _module_cache: ClassVar[dict[str, Any]] = {}
 
@@ -381,28 +315,6 @@ class BaseAdapter(Adapter):
     def __repr__(self) -> str:
         return f"<dlmg adapter {self.name!r}>"
 
-    # -- describing ----------------------------------------------------------
-    def is_readonly(self, array: Any) -> bool:
-        """Whether ``array``'s memory must not be written (read-only or immutable)."""
-        return False
-
-    def describe(self, array: Any) -> ArrayInfo:
-        """An :class:`ArrayInfo` of ``array``."""
-        return ArrayInfo(
-            device=self.device_of(array),
-            dtype=self.dtype_of(array),
-            shape=self.shape_of(array),
-            strides=self.strides_of(array),
-            ptr=self.data_ptr(array),
-            readonly=self.is_readonly(array),
-            framework=self.name,
-        )
-
-    def dlpack_device(self, array: Any) -> tuple[int, int]:
-        """``array.__dlpack_device__()`` as a plain ``(device_type, device_id)`` pair."""
-        dev_type, dev_id = array.__dlpack_device__()
-        return (int(dev_type), int(dev_id))
-
     # -- DLPack export -------------------------------------------------------
     def export(
         self,
@@ -420,24 +332,6 @@ class BaseAdapter(Adapter):
         ``max_version`` asks for a versioned one (JAX); consumers check its name.
         """
         return call_dlpack(array, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
-
-    def producer(self, array: Any) -> Any:
-        """An object whose ``__dlpack__`` is :meth:`export` of ``array``.
-
-        Hand this, rather than ``array``, to another framework's
-        ``from_dlpack`` where the framework's own ``__dlpack__`` has a quirk
-        (torch on a non-current CUDA device). Returns ``array`` itself where
-        there is none.
-        """
-        return array
-
-    def synchronize_array(self, array: Any) -> None:
-        """Wait until the work producing ``array`` is done."""
-        return None
-
-    def ascontiguous(self, array: Any) -> Any:
-        """``array`` as a C-contiguous array of this framework (a copy unless it is one)."""
-        raise NotImplementedError
 
     # -- helpers for from_dlpack ---------------------------------------------
     def _contiguous_producer(self, obj: Any, src: ArrayInfo) -> Any:

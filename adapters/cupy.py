@@ -65,6 +65,9 @@ class CupyAdapter(BaseAdapter):
     package = "cupy"
     install_hint = "pip install cupy-cuda12x (or cupy-cuda13x, matching your CUDA)"
     mutable = True
+    can_view = True
+    stream_ordered = True  # on one device; copies between devices are not ordered
+    synchronizes_device = True
 
     def owns(self, array: Any) -> bool:
         """Whether ``array`` is a ``cupy.ndarray`` (type module ``cupy._core.core``)."""
@@ -75,11 +78,24 @@ class CupyAdapter(BaseAdapter):
         return self._import("array_api_compat.cupy")
 
     # -- conversions ----------------------------------------------------------
-    def cupy_dtype(self, dtype: Any) -> Any:
+    def native_dtype(self, dtype: Any) -> Any:
         """The dtype CuPy uses for a dlmg dtype (NumPy's, bfloat16 through ml_dtypes)."""
         from dlmg.registry import get_adapter
 
-        return get_adapter("numpy").np_dtype(dtype)
+        return get_adapter("numpy").native_dtype(dtype)
+
+    def device_from_native(self, obj: Any) -> Device | None:
+        """The dlmg device of a ``cupy.cuda.Device``; ``None`` for other objects."""
+        if not type(obj).__module__.startswith(self.modules) or not hasattr(obj, "id"):
+            return None
+        return Device("cuda", int(obj.id))
+
+    def device_context(self, device: Device) -> Any:
+        """``cupy.cuda.Device(index)`` for CUDA devices (CuPy queues work on the current one)."""
+        if device.kind != "cuda":
+            return None
+        cupy, index = self.module(), device.index
+        return lambda: cupy.cuda.Device(index)
 
     def _check_device(self, device: Device) -> int:
         if device.kind != "cuda":
@@ -121,13 +137,13 @@ class CupyAdapter(BaseAdapter):
         """``cupy.empty`` on ``device``."""
         cp = self.module()
         with cp.cuda.Device(self._check_device(device)):
-            return cp.empty(tuple(shape), dtype=self.cupy_dtype(dtype))
+            return cp.empty(tuple(shape), dtype=self.native_dtype(dtype))
 
     def full(self, shape: tuple[int, ...], fill_value: Any, dtype: str, device: Device) -> Any:
         """``cupy.full`` on ``device``."""
         cp = self.module()
         with cp.cuda.Device(self._check_device(device)):
-            return cp.full(tuple(shape), fill_value, dtype=self.cupy_dtype(dtype))
+            return cp.full(tuple(shape), fill_value, dtype=self.native_dtype(dtype))
 
     def from_dlpack(self, obj: Any, *, device: Device | None = None, copy: bool | None = None) -> Any:
         """``cupy.from_dlpack`` with dlmg's checks.
@@ -281,5 +297,7 @@ class CupyAdapter(BaseAdapter):
         def kernel(*args: Any) -> Any:
             return fn(cp, *args)
 
-        kernel.__name__ = getattr(fn, "__name__", "kernel")
+        # The name becomes the CUDA kernel's: a lambda's "<lambda>" is no identifier.
+        name = getattr(fn, "__name__", "")
+        kernel.__name__ = name if name.isidentifier() else "fused_kernel"
         return cp.fuse(kernel), "cupy.fuse"

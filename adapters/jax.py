@@ -74,6 +74,7 @@ class JaxAdapter(BaseAdapter):
     package = "jax"
     install_hint = "pip install jax (or jax[cuda12] for GPUs)"
     mutable = False
+    distinct_host_devices = True  # cpu:0 ... cpu:7 are JAX devices of their own
     negative_strides = False  # JAX has no views: its buffers never run backwards
 
     def owns(self, array: Any) -> bool:
@@ -110,7 +111,7 @@ class JaxAdapter(BaseAdapter):
                 f"arrays, or convert the data to {narrow} explicitly"
             )
 
-    def jax_dtype(self, dtype: Any) -> Any:
+    def native_dtype(self, dtype: Any) -> Any:
         """The NumPy-style dtype JAX uses for a dlmg dtype (64-bit types need x64)."""
         name = canonical(dtype)
         self.check_dtype(name)
@@ -120,7 +121,7 @@ class JaxAdapter(BaseAdapter):
         except TypeError as exc:
             raise DtypeError(f"JAX has no element type {name!r}") from exc
 
-    def jax_device(self, device: Device) -> Any:
+    def native_device(self, device: Device) -> Any:
         """The JAX device of a dlmg :class:`~dlmg.device.Device`.
 
         ``cpu:k`` is JAX's CPU device ``k`` (8 of them with
@@ -146,6 +147,13 @@ class JaxAdapter(BaseAdapter):
         raise DeviceError(
             f"JAX has no device {device}; its devices: {[str(self._to_device(d)) for d in seen] or 'none of that kind'}"
         )
+
+    def device_from_native(self, obj: Any) -> Device | None:
+        """The dlmg device of a JAX device (``cpu:k`` keeps JAX's CPU device
+        number; GPUs go by local hardware id); ``None`` for other objects."""
+        if not isinstance(getattr(obj, "platform", None), str) or not hasattr(obj, "id"):
+            return None
+        return self._to_device(obj)
 
     @staticmethod
     def _index(d: Any) -> int:
@@ -212,7 +220,7 @@ class JaxAdapter(BaseAdapter):
     def supports(self, device: Device) -> bool:
         """Whether JAX has ``device``."""
         try:
-            self.jax_device(device)
+            self.native_device(device)
         except DeviceError:
             return False
         return True
@@ -227,12 +235,12 @@ class JaxAdapter(BaseAdapter):
             For a 64-bit type while ``jax_enable_x64`` is off.
         """
         jnp = self.namespace()
-        return jnp.zeros(tuple(shape), dtype=self.jax_dtype(dtype), device=self.jax_device(device))
+        return jnp.zeros(tuple(shape), dtype=self.native_dtype(dtype), device=self.native_device(device))
 
     def full(self, shape: tuple[int, ...], fill_value: Any, dtype: str, device: Device) -> Any:
         """``jax.numpy.full`` on ``device`` (64-bit types need ``jax_enable_x64``)."""
         jnp = self.namespace()
-        return jnp.full(tuple(shape), fill_value, dtype=self.jax_dtype(dtype), device=self.jax_device(device))
+        return jnp.full(tuple(shape), fill_value, dtype=self.native_dtype(dtype), device=self.native_device(device))
 
     def from_dlpack(self, obj: Any, *, device: Device | None = None, copy: bool | None = None) -> Any:
         """``jax.dlpack.from_dlpack`` with dlmg's checks.
@@ -263,12 +271,12 @@ class JaxAdapter(BaseAdapter):
         target = device
         if target is None and src.framework == "jax":
             target = src.device
-        jdev = None if target is None else self.jax_device(target)
+        jdev = None if target is None else self.native_device(target)
         producer = obj if known is None else known.producer(obj)  # dtype limits of the producer first
         if src.size == 0:
             # nothing to share; JAX would still insist on an aligned pointer
             jnp = self.namespace()
-            where = jdev if jdev is not None else self.jax_device(src.device) if src.device.kind != "cpu" else None
+            where = jdev if jdev is not None else self.native_device(src.device) if src.device.kind != "cpu" else None
             return jnp.zeros(src.shape, dtype=jnp.dtype(src.dtype), device=where)
         host = src.device.kind == "cpu"
         if not is_compact(src.shape, src.strides):
@@ -336,7 +344,7 @@ class JaxAdapter(BaseAdapter):
                 return self.from_dlpack(array, device=device, copy=False)
             except CopyRequiredError:
                 pass
-        return self.module().device_put(array, self.jax_device(device))
+        return self.module().device_put(array, self.native_device(device))
 
     def as_strided(self, array: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int = 0) -> Any:
         """Not possible: JAX cannot view memory with other strides.

@@ -62,6 +62,9 @@ class NumpyAdapter(BaseAdapter):
     package = "numpy"
     install_hint = "pip install numpy"
     mutable = True
+    can_view = True
+    done_on_return = True  # host work is finished when the call returns
+    dlpack_dtypes = NUMPY_DLPACK_DTYPES
 
     def owns(self, array: Any) -> bool:
         """Whether ``array`` is a NumPy ``ndarray`` (not a NumPy scalar), checked
@@ -70,6 +73,13 @@ class NumpyAdapter(BaseAdapter):
             return False
         np = sys.modules.get("numpy")
         return np is not None and isinstance(array, np.ndarray)
+
+    def from_scalar(self, obj: Any) -> Any:
+        """A NumPy scalar (``np.float32(1)``) as a 0-d array; ``None`` for anything else."""
+        np = sys.modules.get("numpy")
+        if np is not None and isinstance(obj, np.generic):
+            return np.asarray(obj)
+        return None
 
     def _np(self) -> Any:
         """The numpy module (also for subclasses whose ``package`` is another one)."""
@@ -123,7 +133,7 @@ class NumpyAdapter(BaseAdapter):
         return device if device.kind == "cpu" else Device("cpu", 0)
 
     # -- making and moving ----------------------------------------------------
-    def np_dtype(self, dtype: Any) -> Any:
+    def native_dtype(self, dtype: Any) -> Any:
         """The NumPy dtype of a dlmg dtype (bfloat16 and float8 types through ml_dtypes).
 
         Raises
@@ -159,7 +169,7 @@ class NumpyAdapter(BaseAdapter):
         """
         self._check_device(device)
         np = self._np()
-        out = np.empty(tuple(shape), dtype=self.np_dtype(dtype))
+        out = np.empty(tuple(shape), dtype=self.native_dtype(dtype))
         if out.size == 0 or self.data_ptr(out) % _ALIGNMENT == 0:
             return out
         raw = np.empty(out.nbytes + _ALIGNMENT, dtype=np.uint8)
@@ -169,7 +179,7 @@ class NumpyAdapter(BaseAdapter):
     def full(self, shape: tuple[int, ...], fill_value: Any, dtype: str, device: Device) -> Any:
         """``numpy.full`` (``device`` must be a ``cpu`` device)."""
         self._check_device(device)
-        return self._np().full(tuple(shape), fill_value, dtype=self.np_dtype(dtype))
+        return self._np().full(tuple(shape), fill_value, dtype=self.native_dtype(dtype))
 
     def from_dlpack(self, obj: Any, *, device: Device | None = None, copy: bool | None = None) -> Any:
         """``numpy.from_dlpack`` with dlmg's checks.

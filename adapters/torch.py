@@ -68,6 +68,11 @@ class TorchAdapter(BaseAdapter):
     package = "torch"
     install_hint = "pip install torch (see https://pytorch.org for CUDA builds)"
     mutable = True
+    can_view = True
+    done_on_return = True  # host work is finished when the call returns
+    stream_ordered = True
+    orders_across_devices = True  # a device-to-device copy waits for the source's stream
+    synchronizes_device = True
 
     def owns(self, array: Any) -> bool:
         """Whether ``array`` is a ``torch.Tensor`` (checked without importing torch)."""
@@ -80,7 +85,7 @@ class TorchAdapter(BaseAdapter):
         return self._import("array_api_compat.torch")
 
     # -- conversions ----------------------------------------------------------
-    def torch_dtype(self, dtype: Any) -> Any:
+    def native_dtype(self, dtype: Any) -> Any:
         """The ``torch.dtype`` of a dlmg dtype.
 
         Raises
@@ -94,7 +99,7 @@ class TorchAdapter(BaseAdapter):
             raise DtypeError(f"torch {self.module().__version__} has no element type {name!r}")
         return found
 
-    def torch_device(self, device: Device) -> Any:
+    def native_device(self, device: Device) -> Any:
         """The ``torch.device`` of a dlmg :class:`~dlmg.device.Device` (host: ``cpu``).
 
         Raises
@@ -109,6 +114,24 @@ class TorchAdapter(BaseAdapter):
         if kind is None:
             raise DeviceError(f"torch has no device of kind {device.kind!r} ({device})")
         return torch.device(kind, device.index)
+
+    def device_from_native(self, obj: Any) -> Device | None:
+        """The dlmg device of a ``torch.device``; ``None`` for other objects."""
+        kind = getattr(obj, "type", None)
+        if not isinstance(kind, str) or not hasattr(obj, "index"):
+            return None
+        return Device(_TORCH_TO_KIND.get(kind, kind), int(obj.index or 0))
+
+    def device_context(self, device: Device) -> Any:
+        """``torch.cuda.device(index)`` for CUDA devices (torch queues work on the current one)."""
+        if device.kind != "cuda":
+            return None
+        torch, index = self.module(), device.index
+        return lambda: torch.cuda.device(index)
+
+    def tracks_gradients(self, array: Any) -> bool:
+        """``array.requires_grad``."""
+        return bool(getattr(array, "requires_grad", False))
 
     # -- describing -----------------------------------------------------------
     def device_of(self, array: Any) -> Device:
@@ -154,12 +177,12 @@ class TorchAdapter(BaseAdapter):
     # -- making and moving ----------------------------------------------------
     def empty(self, shape: tuple[int, ...], dtype: str, device: Device) -> Any:
         """``torch.empty`` on ``device``."""
-        return self.module().empty(tuple(shape), dtype=self.torch_dtype(dtype), device=self.torch_device(device))
+        return self.module().empty(tuple(shape), dtype=self.native_dtype(dtype), device=self.native_device(device))
 
     def full(self, shape: tuple[int, ...], fill_value: Any, dtype: str, device: Device) -> Any:
         """``torch.full`` on ``device``."""
         return self.module().full(
-            tuple(shape), fill_value, dtype=self.torch_dtype(dtype), device=self.torch_device(device)
+            tuple(shape), fill_value, dtype=self.native_dtype(dtype), device=self.native_device(device)
         )
 
     def from_dlpack(self, obj: Any, *, device: Device | None = None, copy: bool | None = None) -> Any:
@@ -184,7 +207,7 @@ class TorchAdapter(BaseAdapter):
                 return obj.clone() if copy else obj
             if copy is False:
                 raise self._copy_required(f"cannot move a tensor from {self.device_of(obj)} to {device} without a copy")
-            return obj.to(self.torch_device(device))
+            return obj.to(self.native_device(device))
         known = _known_adapter(obj)
         if known is None:
             src = describe_producer(obj)
@@ -217,7 +240,7 @@ class TorchAdapter(BaseAdapter):
             raise DLPackError(f"torch could not import a {dtype} tensor of shape {shape} "
                               f"on {here}: {exc}") from exc
         if moving:
-            out = out.to(self.torch_device(target), copy=bool(copy))
+            out = out.to(self.native_device(target), copy=bool(copy))
         return out
 
     @staticmethod
@@ -230,7 +253,7 @@ class TorchAdapter(BaseAdapter):
         """``array.to(device)`` (``array`` itself when already there)."""
         if self._same_place(self.device_of(array), device):
             return array
-        return array.to(self.torch_device(device))
+        return array.to(self.native_device(device))
 
     def as_strided(self, array: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int = 0) -> Any:
         """``torch.as_strided`` with the storage offset of ``array`` plus ``offset``.

@@ -22,7 +22,8 @@ from .device import Device, unreachable_hint
 from ._scalars import check_scalar
 from .dtypes import canonical, info
 from .errors import DeviceError, FragmentError, LayoutError
-from .tensor import _CREATE, DistributedTensor, Fragment, process_rank
+from .registry import DEFAULT_FRAMEWORK, viewing_frameworks
+from .tensor import DistributedTensor, Fragment, process_rank
 
 if TYPE_CHECKING:  # pragma: no cover
     from .adapters import Adapter
@@ -82,20 +83,10 @@ def _slots(layout: "Layout", items: Any, ranks: tuple[int, ...], what: str) -> l
     )
 
 
-def _places_host_devices(adapter: "Adapter") -> bool:
-    """Whether the framework tells its host devices apart (JAX's cpu:0, cpu:1, ...)."""
-    flag = getattr(adapter, "distinct_host_devices", None)
-    return bool(flag) if flag is not None else adapter.name == "jax"
-
-
 def _fits(adapter: "Adapter", have: Device, slot: Device) -> bool:
     if have == slot:
         return True
-    return have.is_host and slot.is_host and not _places_host_devices(adapter)
-
-
-def _remote(frag: "FragmentLayout", rank: int) -> Fragment:
-    return Fragment(frag, None, None, rank=rank, token=_CREATE)
+    return have.is_host and slot.is_host and not adapter.distinct_host_devices
 
 
 #: dlmg dtype names of frameworks' dtype objects, per adapter (asked once per kind of array)
@@ -177,7 +168,7 @@ def from_fragments(
                 raise FragmentError(
                     f"fragment {i} belongs to process {rank}, but this is process {me}: pass None for it"
                 )
-            frags.append(_remote(frag, rank))
+            frags.append(Fragment.remote(frag, rank))
             continue
         if array is None:
             raise FragmentError(f"fragment {i} (on {frag.device}) belongs to this process but no array was given")
@@ -221,7 +212,7 @@ def from_fragments(
             _check_strides(frag, adapter, array)
         # what Fragment.__dlpack_device__ would find for plain host memory in slot cpu:k: (1, k)
         dl = (1, frag.device.index) if have.kind == "cpu" and frag.device.kind == "cpu" else None
-        frags.append(Fragment(frag, array, adapter.name, rank=rank, token=_CREATE, adapter=adapter, dl_device=dl))
+        frags.append(Fragment.of_array(frag, array, adapter.name, rank=rank, adapter=adapter, dl_device=dl))
     if want is None:
         raise FragmentError("from_fragments: this process holds no fragment; pass dtype= to name the element type")
     return DistributedTensor._create(layout, frags, want)
@@ -264,7 +255,7 @@ def from_pointers(
     pointers: Sequence[int] | Mapping[int, int],
     dtype: Any,
     owner: Any = None,
-    framework: str = "numpy",
+    framework: str = DEFAULT_FRAMEWORK,
 ) -> DistributedTensor:
     """Wrap raw memory addresses as the fragments of a distributed tensor.
 
@@ -318,7 +309,6 @@ def from_pointers(
     fragment lands on its slot's JAX CPU device.
     """
     from .dlpack import DLPackExporter
-    from .plans.execute import viewable
     from .registry import get_adapter
 
     layout = _check_layout(layout, "from_pointers")
@@ -327,11 +317,11 @@ def from_pointers(
     rank_of = _ranks(layout)
     slots = _slots(layout, pointers, rank_of, "from_pointers")
     me = process_rank()
-    if layout.element_strides is not None and not viewable(adapter):
+    if layout.element_strides is not None and not adapter.can_view:
         raise LayoutError(
             f"from_pointers: {adapter.name} cannot view memory with the layout's explicit strides "
             f"(element_strides={layout.element_strides}, block_strides={layout.block_strides}); "
-            "use numpy, torch or cupy"
+            f"use one of {', '.join(viewing_frameworks())}"
         )
     frags: list[Fragment] = []
     for frag, value, rank in zip(layout.fragments, slots, rank_of):
@@ -339,13 +329,12 @@ def from_pointers(
         if rank != me:
             if value is not None:
                 raise FragmentError(f"fragment {i} belongs to process {rank}, not this one ({me}): give no pointer")
-            frags.append(_remote(frag, rank))
+            frags.append(Fragment.remote(frag, rank))
             continue
         if not adapter.supports(frag.device):
             raise DeviceError(f"from_pointers: {adapter.name} cannot hold fragment {i} on {frag.device}")
         if frag.size == 0:
-            frags.append(Fragment(frag, adapter.empty(frag.shape, name, frag.device), adapter.name,
-                                  rank=rank, token=_CREATE))
+            frags.append(Fragment.of_array(frag, adapter.empty(frag.shape, name, frag.device), adapter.name, rank=rank))
             continue
         if value is None:
             raise FragmentError(f"fragment {i} (on {frag.device}) belongs to this process but no pointer was given")
@@ -355,11 +344,11 @@ def from_pointers(
             strides = None if layout.element_strides is None else frag.strides
             exporter = DLPackExporter(ptr, frag.shape, name, dev, strides=strides, owner=owner)
             array = adapter.from_dlpack(exporter, device=frag.device, copy=False)
-            frags.append(Fragment(frag, array, adapter.name, rank=rank, token=_CREATE))
+            frags.append(Fragment.of_array(frag, array, adapter.name, rank=rank))
         else:
             exporter = DLPackExporter(ptr, (frag.span,), name, dev, owner=owner)
             memory = adapter.from_dlpack(exporter, device=frag.device, copy=False)
-            frags.append(Fragment(frag, None, adapter.name, rank=rank, memory=memory, token=_CREATE))
+            frags.append(Fragment.of_memory(frag, memory, adapter.name, rank=rank))
     return DistributedTensor._create(layout, frags, name)
 
 
@@ -382,7 +371,6 @@ def _check_bytes(layout: "Layout", name: str, what: str) -> None:
 
 
 def _allocate(layout: Any, dtype: Any, framework: str, fill: Any, what: str) -> DistributedTensor:
-    from .plans.execute import viewable
     from .registry import get_adapter
 
     layout = _check_layout(layout, what)
@@ -394,10 +382,10 @@ def _allocate(layout: Any, dtype: Any, framework: str, fill: Any, what: str) -> 
     rank_of = _ranks(layout)
     me = process_rank()
     strided = layout.element_strides is not None
-    if strided and not viewable(adapter):
+    if strided and not adapter.can_view:
         raise LayoutError(
             f"{what}: {adapter.name} cannot hold fragments with explicit strides "
-            f"(element_strides={layout.element_strides}); use numpy, torch or cupy, or a dense layout"
+            f"(element_strides={layout.element_strides}); use one of {', '.join(viewing_frameworks())}, or a dense layout"
         )
     mine = [f.device for f, r in zip(layout.fragments, rank_of) if r == me]
     missing = [str(d) for d in dict.fromkeys(mine) if not adapter.supports(d)]
@@ -406,7 +394,7 @@ def _allocate(layout: Any, dtype: Any, framework: str, fill: Any, what: str) -> 
     frags = []
     for frag, rank in zip(layout.fragments, rank_of):
         if rank != me:
-            frags.append(_remote(frag, rank))
+            frags.append(Fragment.remote(frag, rank))
             continue
         shape = (frag.span,) if strided else frag.shape
         if fill is _UNINITIALISED:
@@ -414,16 +402,16 @@ def _allocate(layout: Any, dtype: Any, framework: str, fill: Any, what: str) -> 
         else:
             base = adapter.full(tuple(shape), fill, name, frag.device)
         if not strided:
-            frags.append(Fragment(frag, base, adapter.name, rank=rank, token=_CREATE))
+            frags.append(Fragment.of_array(frag, base, adapter.name, rank=rank))
         elif frag.is_strided:
             view = adapter.as_strided(base, frag.shape, frag.strides, 0)
-            frags.append(Fragment(frag, view, adapter.name, rank=rank, token=_CREATE))
+            frags.append(Fragment.of_array(frag, view, adapter.name, rank=rank))
         else:
-            frags.append(Fragment(frag, None, adapter.name, rank=rank, memory=base, token=_CREATE))
+            frags.append(Fragment.of_memory(frag, base, adapter.name, rank=rank))
     return DistributedTensor._create(layout, frags, name)
 
 
-def empty(layout: "Layout", dtype: Any = "float32", framework: str = "numpy") -> DistributedTensor:
+def empty(layout: "Layout", dtype: Any = "float32", framework: str = DEFAULT_FRAMEWORK) -> DistributedTensor:
     """A tensor of ``layout`` with uninitialised fragments of ``framework`` on their devices.
 
     With explicit layout strides each fragment's memory holds ``span``
@@ -433,17 +421,17 @@ def empty(layout: "Layout", dtype: Any = "float32", framework: str = "numpy") ->
     return _allocate(layout, dtype, framework, _UNINITIALISED, "empty")
 
 
-def zeros(layout: "Layout", dtype: Any = "float32", framework: str = "numpy") -> DistributedTensor:
+def zeros(layout: "Layout", dtype: Any = "float32", framework: str = DEFAULT_FRAMEWORK) -> DistributedTensor:
     """A tensor of ``layout`` filled with zeros (see :func:`empty`)."""
     return _allocate(layout, dtype, framework, 0, "zeros")
 
 
-def ones(layout: "Layout", dtype: Any = "float32", framework: str = "numpy") -> DistributedTensor:
+def ones(layout: "Layout", dtype: Any = "float32", framework: str = DEFAULT_FRAMEWORK) -> DistributedTensor:
     """A tensor of ``layout`` filled with ones (see :func:`empty`)."""
     return _allocate(layout, dtype, framework, 1, "ones")
 
 
-def full(layout: "Layout", fill_value: Any, dtype: Any = "float32", framework: str = "numpy") -> DistributedTensor:
+def full(layout: "Layout", fill_value: Any, dtype: Any = "float32", framework: str = DEFAULT_FRAMEWORK) -> DistributedTensor:
     """A tensor of ``layout`` filled with ``fill_value`` (see :func:`empty`).
 
     Raises

@@ -127,8 +127,9 @@ def as_device(obj: Any) -> Device:
 
     Accepts a :class:`Device`; a string (``"cpu"``, ``"cuda:1"``); a DLPack
     ``(device_type, device_id)`` pair; an int (a CUDA ordinal); or a framework's
-    device object (``torch.device``, a JAX device, ``cupy.cuda.Device``),
-    read through its attributes without importing the framework.
+    device object, read by the adapter of the framework that owns its type
+    (:meth:`dlmg.adapters.Adapter.device_from_native`) without importing the
+    framework.
 
     Raises
     ------
@@ -145,14 +146,11 @@ def as_device(obj: Any) -> Device:
         return Device("cuda", obj)
     if isinstance(obj, tuple) and len(obj) == 2:
         return Device.from_dlpack(obj[0], obj[1])
-    platform = getattr(obj, "platform", None)  # a JAX device
-    if isinstance(platform, str) and hasattr(obj, "id"):
-        return Device(_ALIASES.get(platform, platform), int(obj.id))
-    kind = getattr(obj, "type", None)  # torch.device
-    if isinstance(kind, str) and hasattr(obj, "index"):
-        return Device(kind, int(obj.index or 0))
-    if type(obj).__module__.startswith("cupy") and hasattr(obj, "id"):
-        return Device("cuda", int(obj.id))
+    from .registry import device_from_native  # the framework that owns the object's type knows
+
+    found = device_from_native(obj)
+    if found is not None:
+        return found
     raise DeviceError(f"device {obj!r} of type {type(obj).__name__} is not a device dlmg knows")
 
 

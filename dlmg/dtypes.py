@@ -146,15 +146,18 @@ def _canonical_uncached(dtype: Any) -> str:
         return dtype.name
     if isinstance(dtype, str):
         text = dtype
-    elif type(dtype).__module__.startswith("torch"):
-        text = str(dtype).removeprefix("torch.")  # torch.float32 -> float32
     else:
         # numpy dtypes and scalar types (also JAX's and CuPy's, which are NumPy's)
         name = getattr(dtype, "name", None)
         if not isinstance(name, str):
             name = getattr(dtype, "__name__", None)
         if not isinstance(name, str):
-            raise DtypeError(f"dtype {dtype!r} of type {type(dtype).__name__} is not an element type")
+            # dtype objects that print as a dotted name of their module (torch.float32)
+            module = type(dtype).__module__.partition(".")[0]
+            prefix, dot, rest = str(dtype).rpartition(".")
+            if not (dot and prefix == module):
+                raise DtypeError(f"dtype {dtype!r} of type {type(dtype).__name__} is not an element type")
+            name = rest
         text = name
     text = _ALIASES.get(text, text)
     if text not in _BY_NAME:

@@ -18,8 +18,19 @@ from .errors import FrameworkError
 
 if TYPE_CHECKING:  # pragma: no cover
     from dlmg.adapters._base import Adapter
+    from dlmg.device import Device
 
-__all__ = ["BUILTIN_ADAPTERS", "get_adapter", "adapter_for", "framework_of", "adapter_names"]
+__all__ = [
+    "BUILTIN_ADAPTERS",
+    "DEFAULT_FRAMEWORK",
+    "viewing_frameworks",
+    "get_adapter",
+    "adapter_for",
+    "framework_of",
+    "adapter_names",
+    "as_zero_d",
+    "device_from_native",
+]
 
 #: The built-in adapters: framework name -> ``"module:Class"``.
 BUILTIN_ADAPTERS: dict[str, str] = {
@@ -29,6 +40,8 @@ BUILTIN_ADAPTERS: dict[str, str] = {
     "cupy": "dlmg.adapters.cupy:CupyAdapter",
     "dlpack": "dlmg.adapters.generic:GenericAdapter",
 }
+#: The framework of new arrays when none is named (host memory, always installed).
+DEFAULT_FRAMEWORK = "numpy"
 _ENTRY_POINT_GROUP = "dlmg.adapters"
 _ALIASES = {"np": "numpy", "pytorch": "torch", "jnp": "jax", "cp": "cupy", "generic": "dlpack"}
 
@@ -77,7 +90,9 @@ def get_adapter(framework: "str | Adapter") -> "Adapter":
         For a name no adapter is registered under.
     """
     if not isinstance(framework, str):
-        if hasattr(framework, "owns") and hasattr(framework, "name"):
+        from dlmg.adapters import Adapter
+
+        if isinstance(framework, Adapter):
             return framework
         raise FrameworkError(f"framework must be a name such as 'torch', got {framework!r}")
     name = _ALIASES.get(framework.lower(), framework.lower())
@@ -124,6 +139,36 @@ def adapter_for(array: Any) -> "Adapter":
             f"array of a known framework ({', '.join(adapter_names())}) and has no __dlpack__"
         )
     return adapter
+
+
+def device_from_native(obj: Any) -> "Device | None":
+    """The dlmg device of a framework's device object, read by the adapter of
+    the framework that owns its type; ``None`` when none does."""
+    adapter = _adapter_for_type(type(obj))
+    return None if adapter is None else adapter.device_from_native(obj)
+
+
+def viewing_frameworks() -> tuple[str, ...]:
+    """Names of the registered frameworks that can view memory with any strides
+    (:attr:`~dlmg.adapters.Adapter.can_view`); imports no framework."""
+    out = []
+    for name in _adapters():
+        try:
+            if _instance(name).can_view:
+                out.append(name)
+        except Exception:  # a broken adapter views nothing
+            continue
+    return tuple(out)
+
+
+def as_zero_d(obj: Any) -> Any:
+    """A framework's scalar object that no adapter owns as an array
+    (NumPy's ``np.float32(1)``) as a 0-d array of that framework
+    (:meth:`~dlmg.adapters.Adapter.from_scalar`); ``None`` for anything else."""
+    adapter = _adapter_for_type(type(obj))
+    if adapter is None or adapter.owns(obj):
+        return None
+    return adapter.from_scalar(obj)
 
 
 def framework_of(array: Any) -> str:

@@ -122,6 +122,50 @@ class Fragment:
         self._adapter: "Adapter | None" = adapter
         self._dl_device: tuple[int, int] | None = dl_device  # an array never changes device
 
+    # -- constructors (for dlmg's own modules; users get fragments from tensors) ----
+    @classmethod
+    def of_array(
+        cls,
+        layout: "FragmentLayout",
+        array: Any,
+        framework: str,
+        *,
+        rank: int | None = None,
+        readonly: bool = False,
+        adapter: "Adapter | None" = None,
+        dl_device: tuple[int, int] | None = None,
+    ) -> "Fragment":
+        """A fragment held as ``array``, an array of ``framework`` of the local shape
+        (``readonly``: the memory came, without a copy, from a read-only source;
+        ``adapter`` and ``dl_device``: what the caller already knows of the array)."""
+        return cls(layout, array, framework, rank=rank, readonly=readonly, adapter=adapter, dl_device=dl_device,
+                   token=_CREATE)
+
+    @classmethod
+    def of_memory(
+        cls, layout: "FragmentLayout", memory: Any, framework: str, *, rank: int | None = None, readonly: bool = False
+    ) -> "Fragment":
+        """A padded fragment held as ``memory``, a flat array of ``layout.span`` elements."""
+        return cls(layout, None, framework, rank=rank, memory=memory, readonly=readonly, token=_CREATE)
+
+    @classmethod
+    def remote(cls, layout: "FragmentLayout", rank: int | None = None) -> "Fragment":
+        """A fragment held by another process (``rank``; by default the layout's)."""
+        return cls(layout, None, None, rank=rank, token=_CREATE)
+
+    def with_array(self, array: Any, framework: str | None = None) -> "Fragment":
+        """This fragment's slot held by another array (``framework`` read from it by default)."""
+        if framework is None:
+            from .registry import framework_of
+
+            framework = framework_of(array)
+        return Fragment(self.layout, array, framework, rank=self.rank, token=_CREATE)
+
+    def with_layout(self, layout: "FragmentLayout") -> "Fragment":
+        """The same memory as the fragment of another layout that holds the same elements."""
+        return Fragment(layout, self._array, self.framework, rank=self.rank, memory=self._memory,
+                        readonly=self._readonly, token=_CREATE)
+
     # -- what it is ----------------------------------------------------------
     @property
     def is_local(self) -> bool:
@@ -141,7 +185,7 @@ class Fragment:
             return True
         if not self.is_local:
             return False
-        return bool(self.adapter.is_readonly(self._base()))
+        return bool(self.adapter.is_readonly(self.base))
 
     @property
     def inherits_readonly(self) -> bool:
@@ -224,7 +268,11 @@ class Fragment:
         return self.layout.size
 
     # -- memory the copy engine reads and writes ----------------------------
-    def _base(self) -> Any:
+    @property
+    def base(self) -> Any:
+        """The array holding the fragment's memory: :attr:`memory` for a padded
+        fragment, :attr:`array` otherwise (``None`` for a remote one). Plan
+        offsets and strides are relative to its first element."""
         return self._memory if self._memory is not None else self._array
 
     def block_views(self) -> list[tuple[tuple[slice, ...], Any]]:
@@ -288,13 +336,7 @@ class Fragment:
             return self._dl_device
         if not self.is_local or self._array is None:
             raise DLPackError(f"fragment {self.index} cannot be exported here (remote or padded)")
-        adapter = self.adapter
-        get = getattr(adapter, "dlpack_device", None)
-        if get is None:
-            dev_type, dev_id = self._array.__dlpack_device__()
-            pair = (int(dev_type), int(dev_id))
-        else:
-            pair = tuple(get(self._array))
+        pair = self.adapter.dlpack_device(self._array)
         if pair[0] == 1 and self.device.kind == "cpu":
             pair = (1, self.device.index)
         self._dl_device = pair
@@ -475,23 +517,12 @@ class DistributedTensor:
             "a DistributedTensor is not converted implicitly; call dt.gather(framework='numpy') for one array"
         )
 
-    def __repr__(self) -> str:
-        """The values as NumPy prints them (summarised when large), then the layout."""
-        from ._printing import format_repr
-
-        return format_repr(self)
-
-    def __str__(self) -> str:
-        from ._printing import format_str
-
-        return format_str(self)
-
     # -- the DLPack protocol: not for distributed arrays ---------------------
     def __dlpack__(self, **kwargs: Any) -> Any:
         raise DLPackError(
             f"a DistributedTensor ({self.layout.nfragments} fragments) cannot be exported as one DLPack "
             "tensor (the array API leaves distributed arrays out of the protocol); gather() it into one "
-            "array, or export single fragments: torch.from_dlpack(dt.fragments[i])"
+            "array, or export single fragments: any framework's from_dlpack(dt.fragments[i])"
         )
 
     def __dlpack_device__(self) -> tuple[int, int]:

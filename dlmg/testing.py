@@ -46,6 +46,7 @@ __all__ = [
 DEFAULT_DTYPES: tuple[str, ...] = (
     "bool", "int8", "int32", "int64", "uint8", "float16", "bfloat16", "float32", "float64", "complex64",
 )
+#: What ``numpy.from_dlpack`` takes (values are compared in NumPy on the host).
 _NUMPY_DLPACK = frozenset(
     ["bool", "float16", "float32", "float64", "complex64", "complex128"]
     + [f"{k}int{b}" for k in ("", "u") for b in (8, 16, 32, 64)]
@@ -109,17 +110,9 @@ def _default_make_array(adapter: Any, shape: tuple[int, ...], dtype: str, device
     base = xp.reshape(base, tuple(shape))
     target = getattr(xp, dtype, None)
     if target is None:
-        target = _framework_dtype(adapter, dtype)
+        target = adapter.native_dtype(dtype)
     out = xp.astype(base, target)
     return adapter.to_device(out, device)
-
-
-def _framework_dtype(adapter: Any, dtype: str) -> Any:
-    for attr in ("torch_dtype", "jax_dtype", "cupy_dtype", "np_dtype"):
-        fn = getattr(adapter, attr, None)
-        if fn is not None:
-            return fn(dtype)
-    raise AssertionError(f"cannot name dtype {dtype} in framework {adapter.name}")
 
 
 @dataclass
@@ -235,7 +228,7 @@ def check_dlpack_roundtrip(ctx: ContractContext) -> None:
     for dtype in ctx.dtypes:
         x = ctx.array((3, 4), dtype)
         try:
-            cap = a.export(x) if hasattr(a, "export") else x.__dlpack__()
+            cap = a.export(x)
         except TypeError as exc:  # a dtype the framework cannot export (NumPy bfloat16)
             assert "dlpack" in str(exc).lower() or dtype in str(exc), f"export of {dtype}: unclear error {exc}"
             continue
@@ -273,7 +266,7 @@ def check_as_strided(ctx: ContractContext) -> None:
     try:
         v = a.as_strided(x, (3, 2), (1, 6), offset=7)
     except NotImplementedError:
-        assert not a.mutable, "a mutable framework must support as_strided"
+        assert not a.can_view, "an adapter with can_view must support as_strided"
         ctx.notes.append(f"{a.name}: no strided views")
         return
     itemsize = info(a.dtype_of(x)).itemsize
@@ -287,12 +280,17 @@ def check_as_strided(ctx: ContractContext) -> None:
 
 
 def check_copy_into(ctx: ContractContext) -> None:
-    """copy_into writes through a view into the base array (mutable frameworks), else raises."""
+    """copy_into writes through a view into the base array (``can_view``), into
+    a whole array (other mutable frameworks), else raises."""
     import numpy as np
 
     a = ctx.adapter
     dst = a.full((3, 4), 0, "float32", ctx.device)
     src = ctx.array((2, 4))
+    if a.mutable and not a.can_view:
+        a.copy_into(dst, ctx.array((3, 4)))
+        ctx.assert_values(dst, (3, 4), "float32", "copy_into a whole array")
+        return
     if not a.mutable:
         try:
             a.copy_into(dst, ctx.array((3, 4)))
@@ -317,24 +315,132 @@ def check_namespace(ctx: ContractContext) -> None:
 
 
 def check_synchronize(ctx: ContractContext) -> None:
-    """synchronize(device), synchronize() and synchronize_array (when present) return."""
+    """synchronize(device), synchronize() and synchronize_array return; in_use() after use."""
     a = ctx.adapter
     x = ctx.array((3,))
     a.synchronize(ctx.device)
     a.synchronize()
-    if hasattr(a, "synchronize_array"):
-        a.synchronize_array(x)
+    a.synchronize_array(x)
+    assert a.in_use(), f"{a.name}.in_use() is False although its arrays exist"
 
 
 def check_readonly(ctx: ContractContext) -> None:
-    """is_readonly (when present) is a bool; False for new arrays of mutable frameworks."""
+    """is_readonly is a bool; False for new arrays of mutable frameworks."""
     a = ctx.adapter
-    if not hasattr(a, "is_readonly"):
-        return
     x = ctx.array((3,))
     ro = a.is_readonly(x)
     assert isinstance(ro, bool), "is_readonly must return a bool"
     assert ro == (not a.mutable), f"is_readonly of a new array is {ro}, mutable is {a.mutable}"
+
+
+def check_memory_sharing(ctx: ContractContext) -> None:
+    """shares_memory tells an array, and views of it, from a copy (immutable frameworks:
+    never); accumulate_dtype names a dtype for every exercised sum and product."""
+    from dlmg.dtypes import NAMES
+
+    a = ctx.adapter
+    x = ctx.array((4, 3))
+    copy = a.from_dlpack(x, copy=True)
+    assert a.shares_memory(x, copy) is False, "shares_memory of an array and its copy must be False"
+    if a.mutable:
+        assert a.shares_memory(x, x) is True, "shares_memory of an array and itself must be True"
+        if a.can_view:
+            view = a.as_strided(x, (3, 4), (1, 3))
+            assert a.shares_memory(x, view), "shares_memory of an array and a view of it must be True"
+    else:
+        assert a.shares_memory(x, x) is False, "arrays nobody can write share nothing that matters"
+    for dtype in ctx.dtypes:
+        for op in ("sum", "prod"):
+            acc = a.accumulate_dtype(dtype, op)
+            assert acc in NAMES, f"accumulate_dtype({dtype!r}, {op!r}) gives {acc!r}, not a dlmg dtype"
+
+
+def check_capabilities(ctx: ContractContext) -> None:
+    """The capability flags are bools that agree with each other and with dlpack_dtypes."""
+    from dlmg.dtypes import NAMES
+
+    a = ctx.adapter
+    flags = {
+        "mutable": a.mutable,
+        "can_view": a.can_view,
+        "stream_ordered": a.stream_ordered,
+        "orders_across_devices": a.orders_across_devices,
+        "synchronizes_device": a.synchronizes_device,
+        "distinct_host_devices": a.distinct_host_devices,
+        "done_on_return": a.done_on_return,
+    }
+    for flag, value in flags.items():
+        assert isinstance(value, bool), f"adapter.{flag} must be a bool, got {value!r}"
+    assert a.mutable or not a.can_view, "can_view needs mutable (views are written in place)"
+    assert a.stream_ordered or not a.orders_across_devices, "orders_across_devices needs stream_ordered"
+    kinds = a.dlpack_dtypes
+    assert kinds is None or (isinstance(kinds, frozenset) and kinds <= set(NAMES)), (
+        f"dlpack_dtypes must be None or a frozenset of dlmg dtype names, got {kinds!r}"
+    )
+    for dtype in ctx.dtypes:
+        assert a.carries(dtype) == (kinds is None or dtype in kinds), f"carries({dtype!r}) disagrees with dlpack_dtypes"
+        assert isinstance(a.holds_dtype(dtype), bool), "holds_dtype must return a bool"
+        a.check_dtype(dtype)  # the exercised dtypes are ones the framework holds
+    assert a.from_scalar(object()) is None, "from_scalar of a foreign object must be None"
+
+
+def check_native(ctx: ContractContext) -> None:
+    """native_dtype names every exercised dtype; native_device/device_from_native agree;
+    device_context is None or a factory of a context manager."""
+    a = ctx.adapter
+    xp = a.namespace()
+    x = ctx.array((2,), "int32")
+    for dtype in ctx.dtypes:
+        y = xp.astype(x, a.native_dtype(dtype))
+        assert a.dtype_of(y) == dtype, f"astype to native_dtype({dtype!r}) gives {a.dtype_of(y)!r}"
+    native = a.native_device(ctx.device)
+    if native is not None:
+        back = a.device_from_native(native)
+        assert back == ctx.device or (back is not None and back.is_host and ctx.device.is_host), (
+            f"device_from_native(native_device({ctx.device})) gives {back}"
+        )
+    assert a.device_from_native(object()) is None, "device_from_native of a foreign object must be None"
+    context = a.device_context(ctx.device)
+    if context is not None:
+        with context():
+            z = a.full((2,), 1, "float32", ctx.device)
+        assert a.shape_of(z) == (2,), "allocation inside device_context"
+
+
+def check_describe_all(ctx: ContractContext) -> None:
+    """describe agrees with the single questions; dlpack_device is the memory's DLPack device;
+    producer hands over the same memory; tracks_gradients is False for new arrays."""
+    a = ctx.adapter
+    x = ctx.array((2, 3))
+    d = a.describe(x)
+    want = (a.device_of(x), a.dtype_of(x), a.shape_of(x), a.strides_of(x), a.data_ptr(x), a.is_readonly(x))
+    assert (d.device, d.dtype, d.shape, d.strides, d.ptr, d.readonly) == want, f"describe gives {d}, want {want}"
+    pair = a.dlpack_device(x)
+    assert isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(v, int) for v in pair), (
+        f"dlpack_device must be a pair of ints, got {pair!r}"
+    )
+    here = Device.from_dlpack(*pair)
+    assert here == d.device or (here.is_host and d.device.is_host), f"dlpack_device {pair} is not {d.device}"
+    p = a.producer(x)
+    assert hasattr(p, "__dlpack__"), "producer must give a DLPack producer"
+    y = a.from_dlpack(p, copy=False)
+    assert a.data_ptr(y) == a.data_ptr(x), "from_dlpack(producer(x), copy=False) moved the data"
+    assert a.tracks_gradients(x) is False, "tracks_gradients of a new array must be False"
+
+
+def check_ascontiguous(ctx: ContractContext) -> None:
+    """ascontiguous gives C strides and the same values (of a strided view where there are views)."""
+    import numpy as np
+
+    a = ctx.adapter
+    x = ctx.array((4, 6))
+    src, want = x, _expected((4, 6), "float32")
+    if a.can_view:
+        src = a.as_strided(x, (6, 4), (1, 6))
+        want = want.T
+    c = a.ascontiguous(src)
+    assert a.strides_of(c) == (a.shape_of(c)[1], 1), f"ascontiguous strides {a.strides_of(c)}"
+    assert np.array_equal(ctx.values(c), want), "ascontiguous changed the values"
 
 
 #: Every contract check by name, in the order they run.
@@ -350,6 +456,11 @@ CHECKS: dict[str, Callable[[ContractContext], None]] = {
     "namespace": check_namespace,
     "synchronize": check_synchronize,
     "readonly": check_readonly,
+    "memory_sharing": check_memory_sharing,
+    "capabilities": check_capabilities,
+    "native": check_native,
+    "describe_all": check_describe_all,
+    "ascontiguous": check_ascontiguous,
 }
 
 

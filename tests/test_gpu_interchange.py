@@ -88,7 +88,7 @@ def make_producer(producer: str, dtype: str, kind: str):
     import jax.numpy as jnp
 
     get_adapter("jax").check_dtype(dtype)
-    dev = get_adapter("jax").jax_device(GPU0)
+    dev = get_adapter("jax").native_device(GPU0)
     x = _view(jax.device_put(jnp.asarray(ref, dtype=jnp.dtype(dtype)), dev), kind, "jax")
     return x, x.unsafe_buffer_pointer(), want
 

@@ -36,3 +36,11 @@ def test_scenario(run, scenario):
     if scenario == "dtensor_partial":
         assert values == [sum(range(1, nprocs + 1))] * nprocs
 
+
+def test_sharded_jax_array_through_dtensor_keeps_every_buffer():
+    pytest.importorskip("torch")
+    jax = pytest.importorskip("jax")
+    if not hasattr(jax, "distributed"):  # pragma: no cover
+        pytest.skip("needs jax.distributed")
+    values = check(launch("jax", 2, ["dtensor_jax_chain"]), "dtensor_jax_chain")
+    assert values == [True, True]

@@ -169,7 +169,7 @@ def test_entry_point_adapter_is_found_and_passes_the_contract(third_party):
     def make_array(adapter, shape, dtype, device):
         n = int(np.prod(shape))
         base = (np.arange(n) % (2 if dtype == "bool" else 100)).reshape(shape)
-        return base.astype(adapter.np_dtype(dtype)).view(type(x))
+        return base.astype(adapter.native_dtype(dtype)).view(type(x))
 
     notes = check_adapter(a, make_array, device="cpu", dtypes=("bool", "int16", "float32", "complex64"))
     assert notes == []

@@ -122,13 +122,13 @@ def _direct_vote(dt: "DistributedTensor", buf: Buffer | None, engine: "Engine", 
     if buf is None or not _slab_rows(dt.layout, engine.world_size):
         return False
     frag = dt.fragments[engine.rank]
-    if frag._array is None or not same_memory(frag.device, device) or not same_memory(buf.device, device):
+    if not frag.is_local or frag.is_padded or not same_memory(frag.device, device) or not same_memory(buf.device, device):
         return False
     if tuple(buf.adapter.strides_of(buf.base)) != c_strides(dt.shape):
         return False
-    if tuple(frag.adapter.strides_of(frag._array)) != c_strides(frag.shape):
+    if tuple(frag.adapter.strides_of(frag.array)) != c_strides(frag.shape):
         return False
-    return engine.accepts(frag._array, frag.framework) and engine.accepts(buf.base, buf.adapter.name)
+    return engine.accepts(frag.array, frag.framework) and engine.accepts(buf.base, buf.adapter.name)
 
 
 def gather(dt: "DistributedTensor", framework: str | None, device: Any, out: Any, root: int | None) -> Any:
@@ -164,9 +164,9 @@ def gather(dt: "DistributedTensor", framework: str | None, device: Any, out: Any
     (buf, finish, packed), votes = prepare_vote(engine, description, work)
     if all(votes):
         frag = dt.fragments[me]
-        synchronize([Buffer(frag._array, frag.adapter, frag.device), buf])
+        synchronize([Buffer(frag.array, frag.adapter, frag.device), buf])
         if dt.size:
-            engine.all_gather(frag._array, buf.base)
+            engine.all_gather(frag.array, buf.base)
             engine.settle(comm)
         return finish()
     if packed is None:  # this process could go direct but another could not: the general way
@@ -187,9 +187,9 @@ def _repack(dt: "DistributedTensor", buf: Buffer, receivers: tuple[int, ...], en
 
 # -- redistribute ------------------------------------------------------------------------
 def _remote(frag: Any, rank: int) -> Any:
-    from ..tensor import _CREATE, Fragment
+    from ..tensor import Fragment
 
-    return Fragment(frag, None, None, rank=rank, token=_CREATE)
+    return Fragment.remote(frag, rank)
 
 
 def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | None) -> "DistributedTensor":

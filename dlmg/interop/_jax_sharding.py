@@ -25,33 +25,24 @@ _REPLICA_AXIS = "replica"
 # JAX devices
 
 
-def _jax():
-    try:
-        import jax
-    except ImportError as exc:  # pragma: no cover - jax is in the test extra
-        from ..errors import FrameworkNotInstalledError
+def _adapter() -> Any:
+    from ..registry import get_adapter
 
-        raise FrameworkNotInstalledError(
-            f"dlmg needs 'jax' for sharded arrays but it is not installed ({exc}); "
-            "install it with: pip install jax"
-        ) from exc
-    return jax
+    return get_adapter("jax")
 
 
-#: DLPack device types of JAX's accelerator platforms.
-_DL_KINDS = {"gpu": 2, "cuda": 2, "rocm": 10}
+def _jax() -> Any:
+    """The jax module (FrameworkNotInstalledError, with what to install, without it)."""
+    return _adapter().module()
 
 
 def _dlmg_device(jdev: Any) -> Device:
-    """The dlmg device of a JAX device: ``cpu:<id>`` for JAX's CPU devices, the
-    local hardware id (the CUDA ordinal) for GPUs -- the JAX adapter's convention."""
-    platform = jdev.platform
-    if platform == "cpu":
-        return Device("cpu", int(jdev.id))
-    if platform not in _DL_KINDS:
-        raise DeviceError(f"JAX platform {platform!r} of device {jdev} has no DLPack device type dlmg knows")
-    hw = getattr(jdev, "local_hardware_id", None)
-    return Device.from_dlpack(_DL_KINDS[platform], int(jdev.id if hw is None else hw))
+    """The dlmg device of a JAX device, by the JAX adapter's convention
+    (``cpu:<id>`` for JAX's CPU devices, the local hardware id for GPUs)."""
+    found = _adapter().device_from_native(jdev)
+    if found is None:  # pragma: no cover - JAX devices always have a platform and an id
+        raise DeviceError(f"{jdev!r} is no JAX device")
+    return found
 
 
 def _jax_devices() -> dict[Device, Any]:

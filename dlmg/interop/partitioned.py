@@ -88,7 +88,7 @@ def partitioned(tensor: "DistributedTensor") -> dict[str, Any]:
         if not frag.is_local:
             continue
         if lay.ndim == 0:  # indexing a 0-d array with () gives a scalar, not a view
-            views[(frag.index, ())] = frag._array[...]
+            views[(frag.index, ())] = frag.array[...]
             continue
         for glob, view in frag.block_views():
             views[(frag.index, tuple(sl.start for sl in glob))] = view
@@ -103,7 +103,7 @@ def partitioned(tensor: "DistributedTensor") -> dict[str, Any]:
         bases = []
         for f in owners:
             frag = tensor.fragments[f]
-            bases.append(frag._array if frag.is_local else None)
+            bases.append(frag.array if frag.is_local and not frag.is_padded else None)
         data = next((v for v in replicas if v is not None), None)
         base_start = tuple((j // g) * b for j, g, b in zip(pos, lay.grid, lay.block))
         part = {
@@ -203,23 +203,23 @@ def _mode_tiling(
                 )
     out: list[list[tuple[int, int]]] = []
     for m, row in enumerate(spans):
-        full = [s for s in row if s is not None]
+        full = [span for span in row if span is not None]
         at = 0
-        for k, (start, size) in enumerate(full):
-            if start != at or size < 0:
+        for k, (lo, count) in enumerate(full):
+            if lo != at or count < 0:
                 raise LayoutError(
-                    f"__partitioned__: mode {m}: partition {k} starts at {start}, expected {at} "
+                    f"__partitioned__: mode {m}: partition {k} starts at {lo}, expected {at} "
                     f"(starts and sizes along the mode: {full})"
                 )
-            at += size
+            at += count
         if at != shape[m]:
             raise LayoutError(f"__partitioned__: mode {m}: the partitions cover {at} of {shape[m]} elements")
         out.append(full)
     irregular = []
-    for m, row in enumerate(out):
-        b = max(row[0][1], 1) if row else 1
-        if any(size != max(0, min(b, shape[m] - k * b)) for k, (_, size) in enumerate(row)):
-            irregular.append(f"mode {m}: sizes {[size for _, size in row]}")
+    for m, full in enumerate(out):
+        b = max(full[0][1], 1) if full else 1
+        if any(count != max(0, min(b, shape[m] - k * b)) for k, (_, count) in enumerate(full)):
+            irregular.append(f"mode {m}: sizes {[count for _, count in full]}")
     return out, irregular
 
 
@@ -361,7 +361,7 @@ def _replica_arrays(part: Mapping[str, Any], entries: list, me: int, get: Any, p
         raise LayoutError(
             f"__partitioned__: partitions[{pos}] lists {len(given)} replicas for {len(entries)} locations"
         )
-    out = []
+    out: list[Any] = []
     for (rank, _), handle in zip(entries, given):
         if handle is None or rank != me:
             out.append(None)  # held elsewhere
@@ -512,7 +512,7 @@ def _install() -> None:
     from ..tensor import DistributedTensor
 
     if not hasattr(DistributedTensor, "__partitioned__"):
-        DistributedTensor.register_method("__partitioned__", property(partitioned))
+        DistributedTensor.register_method("__partitioned__", property(partitioned))  # type: ignore[arg-type]
 
 
 _install()

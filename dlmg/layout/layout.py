@@ -518,6 +518,34 @@ class Layout:
 
         return plot_layout(self, ax)
 
+    # -- equivalence -------------------------------------------------------
+
+    @cached_property
+    def _distribution_key(self) -> tuple:
+        blocks = tuple(None if g == 1 else min(b, max(n, 1)) for n, b, g in zip(self.shape, self.block, self.grid))
+        return (self.shape, blocks, self.grid, self.devices, self.ranks)
+
+    def distribution_key(self) -> tuple:
+        """What decides which element sits in which fragment on which device.
+
+        Two layouts with the same key place every element in the same
+        fragment at the same local position; they may differ in memory strides
+        only (and in block sizes that make no difference, such as any block
+        along a mode with a grid of 1).
+        """
+        return self._distribution_key
+
+    def same_distribution(self, other: "Layout") -> bool:
+        """Whether this layout and ``other`` distribute elements identically."""
+        return self is other or self._distribution_key == other._distribution_key
+
+    @cached_property
+    def dense(self) -> "Layout":
+        """This layout without explicit memory strides (itself when it has none)."""
+        if self.element_strides is None:
+            return self
+        return self.replace(element_strides=None, block_strides=None)
+
     def to_sharding(self, mesh: Any = None) -> Any:
         """The sharding of :mod:`dlmg.interop.jax` that places data as this layout does.
 

@@ -135,17 +135,16 @@ def index_dtype() -> str:
 
 
 def narrow_for(dtype: str, frameworks: Iterable[str]) -> str:
-    """``dtype``, or its 32-bit counterpart when a JAX fragment without x64 takes part.
+    """``dtype``, or its 32-bit counterpart when a framework taking part cannot
+    hold it now (JAX without ``jax_enable_x64``; see
+    :meth:`~dlmg.adapters.Adapter.holds_dtype`).
 
-    JAX refuses 64-bit types unless ``jax_enable_x64`` is on; accumulating in
-    32 bits there is what JAX itself does.
+    Accumulating in 32 bits there is what such a framework itself does.
     """
-    if dtype not in _NARROW or "jax" not in frameworks:
+    if dtype not in _NARROW:
         return dtype
     from ..registry import get_adapter
 
-    adapter = get_adapter("jax")
-    enabled = getattr(adapter, "x64_enabled", None)
-    if enabled is not None and enabled():
+    if all(get_adapter(name).holds_dtype(dtype) for name in set(frameworks)):
         return dtype
     return _NARROW[dtype]

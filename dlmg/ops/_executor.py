@@ -8,25 +8,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .._transfer import move
 from ..device import Device
 from ..errors import DlmgError, FragmentError
 from ..registry import adapter_for, get_adapter
 
 __all__ = ["Executor", "executor", "move_array", "fail"]
-
-
-def _device_context(adapter: Any, device: Device) -> Callable[[], Any] | None:
-    """A factory of the context manager that makes ``device`` current, or None."""
-    if device.kind != "cuda":
-        return None
-    index = device.index
-    if adapter.name == "torch":
-        torch = adapter.module()
-        return lambda: torch.cuda.device(index)
-    if adapter.name == "cupy":
-        cupy = adapter.module()
-        return lambda: cupy.cuda.Device(index)
-    return None  # JAX arrays carry their device; other frameworks: as they are
 
 
 class Executor:
@@ -43,8 +30,9 @@ class Executor:
     xp : module
         The framework's array-API namespace.
     context : callable or None
-        Returns a context manager making ``device`` current (CUDA devices of
-        torch and CuPy); ``None`` where no context is needed.
+        Returns a context manager making ``device`` current
+        (:meth:`~dlmg.adapters.Adapter.device_context`); ``None`` where no
+        context is needed.
     """
 
     __slots__ = ("framework", "device", "adapter", "xp", "context", "_dtypes")
@@ -54,14 +42,14 @@ class Executor:
         self.device = device
         self.adapter = get_adapter(framework)
         self.xp = self.adapter.namespace()
-        self.context = _device_context(self.adapter, device)
+        self.context = self.adapter.device_context(device)
         self._dtypes: dict[str, Any] = {}
 
     def dtype(self, name: str) -> Any:
         """The framework's dtype object for the dlmg dtype ``name``."""
         found = self._dtypes.get(name)
         if found is None:
-            found = getattr(self.xp, name, None)
+            found = getattr(self.xp, name, None)  # the array-API namespace's dtype object
             if found is None:
                 from ..errors import DtypeError
 
@@ -102,34 +90,10 @@ def executor(framework: str, device: Device) -> Executor:
 
 
 def move_array(array: Any, target: Executor, source: Any = None) -> Any:
-    """``array`` as an array of ``target``'s framework on ``target``'s device.
-
-    Zero-copy through DLPack where the memory already is on that device; a
-    copy (by whichever framework can make it) otherwise.
-
-    Parameters
-    ----------
-    array : array
-        An array of any known framework.
-    target : Executor
-        Where the result must live.
-    source : Adapter, optional
-        ``array``'s adapter when the caller knows it.
-    """
-    src = source if source is not None else adapter_for(array)
-    dst = target.adapter
-    device = target.device
-    if src is dst:
-        return dst.to_device(array, device)
-    here = src.device_of(array)
-    if here == device or (here.is_host and device.is_host):
-        return dst.from_dlpack(array, device=device)
-    if src.supports(device):  # the source framework moves it, then a zero-copy hand-over
-        return dst.from_dlpack(src.to_device(array, device), device=device)
-    if dst.supports(here):  # a zero-copy hand-over, then the target framework moves it
-        return dst.to_device(dst.from_dlpack(array, device=here), device)
-    host = Device("cpu", 0)
-    return dst.from_dlpack(src.to_device(array, host), device=device)
+    """``array`` as an array of ``target``'s framework on ``target``'s device
+    (:func:`dlmg._transfer.move`; ``source`` is ``array``'s adapter when the
+    caller knows it)."""
+    return move(array, source if source is not None else adapter_for(array), target.adapter, target.device)
 
 
 _FAIL_CLASSES: dict[type, type] = {}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import FrameworkError
-from ..registry import adapter_for
+from ..registry import adapter_for, as_zero_d
 from ._executor import Executor, move_array
 
 __all__ = ["SCALAR_TYPES", "is_distributed", "classify_operand"]
@@ -68,11 +68,9 @@ def classify_operand(obj: Any) -> Any:
     """
     if isinstance(obj, SCALAR_TYPES) or is_distributed(obj):
         return obj
-    if type(obj).__module__.partition(".")[0] == "numpy":
-        import numpy as np
-
-        if isinstance(obj, np.generic):  # a NumPy scalar such as np.float32(1): a 0-d array
-            obj = np.asarray(obj)
+    scalar = as_zero_d(obj)  # a framework's own scalar type (np.float32(1)) is a 0-d array
+    if scalar is not None:
+        obj = scalar
     try:
         adapter = adapter_for(obj)
     except FrameworkError:

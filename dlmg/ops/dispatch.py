@@ -7,9 +7,10 @@ fragment (zero-copy through DLPack where they belong to another framework),
 and calls the per-fragment function with that framework's array-API
 namespace, on that fragment's device:
 
-* torch CUDA work runs inside ``torch.cuda.device(index)``, CuPy work inside
-  ``cupy.cuda.Device(index)``; JAX arrays carry their device; host work needs
-  no context;
+* the work runs inside the adapter's device context
+  (:meth:`~dlmg.adapters.Adapter.device_context`: the CUDA device made
+  current for frameworks that queue work on the current device); arrays that
+  carry their device and host work need none;
 * nothing is synchronised: GPU frameworks queue the work on their current
   stream and JAX dispatches asynchronously. :func:`synchronize` (every
   framework in use) and :func:`synchronize_tensor` (one tensor's fragments)
@@ -26,11 +27,10 @@ lookup and the call itself.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..device import Device
+from .._transfer import synchronize_arrays
 from ..errors import LayoutMismatchError
 from ..registry import adapter_for, adapter_names, get_adapter
 from ._executor import Executor, _fail, executor, move_array
@@ -60,62 +60,18 @@ __all__ = [
 # tensors: comparing layouts, building results
 
 
-_DIST_KEYS: dict[int, tuple[Any, tuple]] = {}
-
-
-def distribution_key(layout: "Layout") -> tuple:
-    """What decides which element sits in which fragment on which device.
-
-    Two layouts with the same key place every element in the same fragment
-    at the same local position; they may differ in memory strides only (and
-    in block sizes that make no difference, such as any block along a mode
-    with a grid of 1).
-    """
-    cached = _DIST_KEYS.get(id(layout))
-    if cached is not None and cached[0] is layout:
-        return cached[1]
-    blocks = tuple(
-        None if g == 1 else min(b, max(n, 1)) for n, b, g in zip(layout.shape, layout.block, layout.grid)
-    )
-    key = (layout.shape, blocks, layout.grid, layout.devices, layout.ranks)
-    if len(_DIST_KEYS) > 4096:
-        _DIST_KEYS.clear()
-    _DIST_KEYS[id(layout)] = (layout, key)
-    return key
-
-
-def same_distribution(a: "Layout", b: "Layout") -> bool:
-    """Whether layouts ``a`` and ``b`` distribute elements identically."""
-    return a is b or distribution_key(a) == distribution_key(b)
-
-
 def check_same_layout(name: str, first: "DistributedTensor", other: "DistributedTensor") -> None:
     """Raise :class:`~dlmg.errors.LayoutMismatchError` unless both layouts match.
 
     The message names the operation, both layouts and ``redistribute``.
     """
-    if same_distribution(first.layout, other.layout):
+    if first.layout.same_distribution(other.layout):
         return
     raise LayoutMismatchError(
         f"{name}: the operands' layouts differ: {first.layout!r} and {other.layout!r}. "
         "Elementwise work needs identical layouts and never communicates; make them match "
         "explicitly, e.g. other = other.redistribute(first.layout)"
     )
-
-
-def dense(layout: "Layout") -> "Layout":
-    """``layout`` without explicit memory strides (results are fresh dense arrays)."""
-    if layout.element_strides is None:
-        return layout
-    cached = _DENSE.get(id(layout))
-    if cached is not None and cached[0] is layout:
-        return cached[1]
-    out = layout.replace(element_strides=None, block_strides=None)
-    _DENSE[id(layout)] = (layout, out)
-    return out
-
-
-_DENSE: dict[int, tuple[Any, Any]] = {}
 
 
 def new_tensor(arrays: Sequence[Any], layout: "Layout", dtype: str | None = None) -> "DistributedTensor":
@@ -394,7 +350,7 @@ def map_fragments(
         When ``fn`` fails on a fragment (chained to the original error).
     """
     ops = _collect(operands, name, check)
-    layout = out_layout if out_layout is not None else dense(ops.lead.layout)
+    layout = out_layout if out_layout is not None else ops.lead.layout.dense
     placed = _placement(ops.lead)
     if indices is None:
         indices = placed.indices
@@ -489,19 +445,7 @@ def _write_into(out: "DistributedTensor", results: list[Any], indices: Sequence[
 
 def synchronize_tensor(tensor: "DistributedTensor") -> None:
     """Wait until all queued work producing ``tensor``'s local fragments is done."""
-    seen: set[tuple[str, Device]] = set()
-    for frag in tensor.fragments:
-        if not frag.is_local:
-            continue
-        adapter = get_adapter(frag.framework)
-        sync_array = getattr(adapter, "synchronize_array", None)
-        if sync_array is not None:
-            sync_array(frag.array)
-        else:
-            key = (frag.framework, frag.device)
-            if key not in seen:
-                seen.add(key)
-                adapter.synchronize(frag.device)
+    synchronize_arrays((f.adapter, f.base, f.device) for f in tensor.fragments if f.is_local)
 
 
 def synchronize() -> None:
@@ -515,6 +459,5 @@ def synchronize() -> None:
             adapter = get_adapter(name)
         except Exception:  # a broken adapter cannot have queued work
             continue
-        package = getattr(adapter, "package", "")
-        if package and package in sys.modules:
+        if adapter.in_use():
             adapter.synchronize(None)

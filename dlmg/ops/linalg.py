@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import DtypeError, LayoutMismatchError
 from ._batch import batch_key, require_whole, with_modes
 from ._dtypes import INEXACT, require
-from .dispatch import dense, is_distributed, map_fragments
+from .dispatch import is_distributed, map_fragments
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -160,6 +160,6 @@ def cholesky(x: "DistributedTensor", /, *, upper: bool = False) -> "DistributedT
     def per_fragment(xp: Any, a: Any) -> Any:
         return xp.linalg.cholesky(a, upper=upper)
 
-    out = map_fragments(per_fragment, (x,), name="dlmg.linalg.cholesky", out_layout=dense(x.layout))
+    out = map_fragments(per_fragment, (x,), name="dlmg.linalg.cholesky", out_layout=x.layout.dense)
     assert out is not None
     return out

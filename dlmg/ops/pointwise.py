@@ -349,7 +349,7 @@ def _reusable(tensor: "DistributedTensor") -> bool:
     sees (and no autograd graph records)."""
     if not getattr(tensor, "_fresh", False) or tensor.ndim == 0:
         return False
-    return not any(getattr(f._array, "requires_grad", False) for f in tensor.fragments)
+    return not any(f.is_local and f.adapter.tracks_gradients(f.base) for f in tensor.fragments)
 
 
 def adapter_known(obj: Any) -> bool:

@@ -23,6 +23,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..device import Device, as_device, unreachable_hint
+from ..registry import DEFAULT_FRAMEWORK, viewing_frameworks
 from ..dtypes import canonical, info
 from ..errors import (
     CopyRequiredError,
@@ -35,7 +36,7 @@ from ..errors import (
     ReadOnlyError,
 )
 from .endpoints import Endpoint, array_endpoint, full_endpoint, layout_endpoints
-from .execute import Buffer, copy_framework, run_jobs, synchronize, viewable
+from .execute import Buffer, copy_framework, run_jobs, synchronize
 from .plan import RedistributionPlan, build_plan
 from ..tensor import _CREATE, Fragment, process_rank
 
@@ -56,9 +57,15 @@ def _cached(key: Any, make: Any) -> RedistributionPlan:
         plan = make()
         _PLANS[key] = plan
         if len(_PLANS) > _PLAN_CACHE_SIZE:
-            _PLANS.popitem(last=False)
+            try:
+                _PLANS.popitem(last=False)
+            except KeyError:  # another thread emptied it meanwhile
+                pass
     else:
-        _PLANS.move_to_end(key)
+        try:
+            _PLANS.move_to_end(key)
+        except KeyError:  # another thread evicted it meanwhile: the plan in hand is still valid
+            pass
     return plan
 
 
@@ -96,7 +103,7 @@ def _source_geometry(frag: "Fragment") -> Any:
         return None
     if frag.is_padded:
         return "padded"
-    return frag.adapter.strides_of(frag._array)
+    return frag.adapter.strides_of(frag.array)
 
 
 def _source_endpoints(dt: "DistributedTensor", geometry: Sequence[Any]) -> list[Endpoint]:
@@ -140,7 +147,7 @@ def _source_buffers(dt: "DistributedTensor") -> dict[int, Buffer]:
         out = {}
         for frag in dt.fragments:
             if frag.is_local:
-                base = frag._base()
+                base = frag.base
                 out[frag.index] = Buffer(base, frag.adapter, frag.adapter.device_of(base))
         memo["sources"] = out
     return out
@@ -151,14 +158,14 @@ def _allocate(frag: "FragmentLayout", framework: "Adapter", dtype: str, prefer: 
     """A writable buffer for destination fragment ``frag``; returns (buffer, copy framework)."""
     device = frag.device
     lay = frag.layout
-    if viewable(framework):
+    if framework.can_view:
         writer = framework
     else:
         if lay.element_strides is not None:
             raise LayoutError(
                 f"framework {framework.name!r} cannot hold fragments with explicit strides "
                 f"(element_strides={lay.element_strides}, block_strides={lay.block_strides}); "
-                "use a dense layout or a framework with views (numpy, torch, cupy)"
+                f"use a dense layout or a framework with views ({', '.join(viewing_frameworks())})"
             )
         writer = copy_framework(device, dtype, prefer)
     shape = frag.shape if lay.element_strides is None else (frag.span,)
@@ -167,20 +174,21 @@ def _allocate(frag: "FragmentLayout", framework: "Adapter", dtype: str, prefer: 
 
 
 def _finish(frag: "FragmentLayout", buf: Buffer, framework: "Adapter") -> "Fragment":
+    from ..tensor import Fragment, process_rank
+
     lay = frag.layout
     device = frag.device
     if lay.element_strides is None:
         array = buf.base
         if buf.adapter.name != framework.name:
             synchronize([buf])  # the staging framework's queued copies, before another framework reads
-            producer = getattr(buf.adapter, "producer", None)
-            array = framework.from_dlpack(producer(array) if producer else array, device=device)
-        return Fragment(frag, array, framework.name, rank=process_rank(), token=_CREATE, adapter=framework,
-                        dl_device=(1, device.index) if device.kind == "cpu" else None)
+            array = framework.from_dlpack(buf.adapter.producer(array), device=device)
+        return Fragment.of_array(frag, array, framework.name, rank=process_rank(), adapter=framework,
+                                 dl_device=(1, device.index) if device.kind == "cpu" else None)
     if frag.is_strided:
         view = buf.adapter.as_strided(buf.base, frag.shape, frag.strides, 0)
-        return Fragment(frag, view, framework.name, rank=process_rank(), token=_CREATE)
-    return Fragment(frag, None, framework.name, rank=process_rank(), memory=buf.base, token=_CREATE)
+        return Fragment.of_array(frag, view, framework.name, rank=process_rank())
+    return Fragment.of_memory(frag, buf.base, framework.name, rank=process_rank())
 
 
 def _choose_framework(dt: "DistributedTensor", frag: "FragmentLayout", framework: str | None) -> "Adapter":
@@ -202,7 +210,7 @@ def _choose_framework(dt: "DistributedTensor", frag: "FragmentLayout", framework
             return adapter
     raise FrameworkError(
         f"none of the tensor's frameworks ({', '.join(dt.frameworks)}) can hold fragment "
-        f"{frag.index} on {frag.device}; pass framework='torch' (or another) to choose one"
+        f"{frag.index} on {frag.device}; pass framework= to choose one that can"
     )
 
 
@@ -304,10 +312,7 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
 
 
 def _reuse(src: "Fragment", frag: "FragmentLayout") -> "Fragment":
-    from ..tensor import _CREATE, Fragment
-
-    return Fragment(frag, src._array, src.framework, rank=src.rank, memory=src._memory,
-                    readonly=src.inherits_readonly, token=_CREATE)
+    return src.with_layout(frag)
 
 
 # -- gather ------------------------------------------------------------------------
@@ -338,12 +343,12 @@ def destination(dt: "DistributedTensor", framework: str | None, device: Any, out
     if out is not None:
         return _check_out(dt, out, framework, device), lambda: out
     if framework is None:
-        framework = dt.frameworks[0] if dt.frameworks else "numpy"
+        framework = dt.frameworks[0] if dt.frameworks else DEFAULT_FRAMEWORK
     target = _get(framework)
     dev = target.landing_device(_default_device(dt)) if device is None else as_device(device)
     if not target.supports(dev):
         raise DeviceError(f"framework {target.name!r} cannot hold an array on {dev}{unreachable_hint([dev])}")
-    writer = target if viewable(target) else copy_framework(dev, dt.dtype, tuple(dt.frameworks))
+    writer = target if target.can_view else copy_framework(dev, dt.dtype, tuple(dt.frameworks))
     base = writer.empty(dt.shape, dt.dtype, dev)
     buf = Buffer(base, writer, writer.device_of(base) if dt.size else dev)
 
@@ -351,8 +356,7 @@ def destination(dt: "DistributedTensor", framework: str | None, device: Any, out
         if writer.name == target.name:
             return base
         synchronize([buf])  # the staging framework's queued copies, before another framework reads
-        producer = getattr(writer, "producer", None)
-        return target.from_dlpack(producer(base) if producer else base, device=dev)
+        return target.from_dlpack(writer.producer(base), device=dev)
 
     return buf, finish
 
@@ -363,7 +367,7 @@ def _check_out(dt: "DistributedTensor", out: Any, framework: str | None, device:
     a = adapter_for(out)
     if framework is not None and _get(framework).name != a.name:
         raise FrameworkError(f"gather: out is a {a.name} array but framework={framework!r} was asked for")
-    if not viewable(a):
+    if not a.can_view:
         raise FrameworkError(
             f"gather: out is a {a.name} array, which cannot be written in place (immutable); "
             f"call gather(framework={a.name!r}) for a new array instead"
@@ -377,8 +381,7 @@ def _check_out(dt: "DistributedTensor", out: Any, framework: str | None, device:
     dev = a.device_of(out)
     if device is not None and not _same_slot(as_device(device), dev):
         raise DeviceError(f"gather: out lies on {dev} but device={device!r} was asked for")
-    readonly = getattr(a, "is_readonly", None)
-    if readonly is not None and readonly(out):
+    if a.is_readonly(out):
         raise ReadOnlyError(f"gather: out (a {a.name} array) is read-only; nothing was written")
     strides = a.strides_of(out)
     if any(s == 0 and n > 1 for s, n in zip(strides, shape)):
@@ -476,7 +479,7 @@ def scatter(array: Any, layout: "Layout", framework: str | None = None, root: in
 # -- to --------------------------------------------------------------------------------
 def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = None) -> "DistributedTensor":
     """``dt`` with every local fragment handed to ``framework`` (see :meth:`dlmg.DistributedTensor.to`)."""
-    from ..tensor import _CREATE, DistributedTensor, Fragment
+    from ..tensor import DistributedTensor, Fragment
 
     if copy not in (None, True, False):
         raise ValueError(f"copy must be None, True or False, got {copy!r}")
@@ -490,16 +493,15 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
         if frag.framework == target.name and copy is not True:
             out.append(frag)
             continue
-        if frag.is_padded and not viewable(target):
+        if frag.is_padded and not target.can_view:
             raise LayoutError(
                 f"fragment {frag.index} lies in padded blocks, which {target.name} cannot view; "
                 "redistribute to a dense layout first"
             )
-        base = frag._base()
+        base = frag.base
         readonly = frag.readonly
-        producer = getattr(src, "producer", None)
         try:
-            new = target.from_dlpack(producer(base) if producer else base, device=frag.device, copy=copy)
+            new = target.from_dlpack(src.producer(base), device=frag.device, copy=copy)
         except CopyRequiredError:
             raise
         except Exception as exc:
@@ -522,10 +524,9 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
         # Memory handed on without a copy stays as read-only as its source was.
         readonly = readonly and copy is not True and (not frag.size or target.data_ptr(new) == src.data_ptr(base))
         if frag.is_padded:
-            out.append(Fragment(frag.layout, None, target.name, rank=frag.rank, memory=new, readonly=readonly,
-                                token=_CREATE))
+            out.append(Fragment.of_memory(frag.layout, new, target.name, rank=frag.rank, readonly=readonly))
         else:
             device = frag.device  # the import put it there: host memory in slot cpu:k exports as (1, k)
-            out.append(Fragment(frag.layout, new, target.name, rank=frag.rank, readonly=readonly, token=_CREATE,
-                                adapter=target, dl_device=(1, device.index) if device.kind == "cpu" else None))
+            out.append(Fragment.of_array(frag.layout, new, target.name, rank=frag.rank, readonly=readonly,
+                                         adapter=target, dl_device=(1, device.index) if device.kind == "cpu" else None))
     return DistributedTensor._create(dt.layout, out, dt.dtype)

@@ -2,15 +2,15 @@
 
 Every copy of a :class:`~dlmg.plans.plan.RedistributionPlan` is one strided
 assignment ``dst_view[...] = src_view`` made by a *copy framework* that can
-view memory (NumPy, torch, CuPy): the destination's own framework, or, for an
-immutable destination (JAX), a staging array of a mutable framework on the
-same device that is handed over through DLPack at the end.
+view memory (an adapter with ``can_view``): the destination's own framework,
+or, for one that cannot (an immutable one), a staging array of a framework
+that can, on the same device, handed over through DLPack at the end.
 
 Sources on the same memory as the destination are taken into the copy
 framework through DLPack (zero-copy) and viewed there. Sources elsewhere are
 viewed in a framework on their own device, packed into a compact piece there
 when the view has gaps, and moved to the destination device
-(:func:`transfer`), where the piece is assigned.
+(:func:`dlmg._transfer.move`), where the piece is assigned.
 """
 
 from __future__ import annotations
@@ -21,29 +21,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
+from .._transfer import move, same_memory, synchronize_arrays
 from ..device import Device
-from ..errors import (
-    CopyRequiredError,
-    DeviceError,
-    DLPackError,
-    DtypeError,
-    FragmentError,
-    FrameworkError,
-)
-from .endpoints import same_memory
+from ..errors import CopyRequiredError, DLPackError, DtypeError, FragmentError, FrameworkError
+from ..registry import adapter_names, get_adapter
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..adapters import Adapter
     from .plan import Copy
 
-__all__ = ["Buffer", "copy_framework", "transfer", "import_zero_copy", "run_copies", "run_jobs", "viewable"]
-
-# frameworks that can make strided views and write in place, in order of preference
-_VIEWERS = ("numpy", "torch", "cupy")
-_NUMPY_FALLBACK_DTYPES = frozenset(
-    ["bool", "float16", "float32", "float64", "complex64", "complex128"]
-    + [f"{k}int{b}" for k in ("", "u") for b in (8, 16, 32, 64)]
-)
+__all__ = ["Buffer", "copy_framework", "import_zero_copy", "run_copies", "run_jobs", "stream_ordered", "synchronize"]
 
 
 @dataclass
@@ -58,52 +45,32 @@ class Buffer:
     device: Device
 
 
-def _adapter(name: str) -> "Adapter | None":
-    from ..registry import get_adapter
-
-    try:
-        a = get_adapter(name)
-    except FrameworkError:
-        return None
-    return a if a.available() else None
-
-
-def _carries(adapter: "Adapter", dtype: str) -> bool:
-    """Whether ``adapter`` can exchange ``dtype`` through DLPack."""
-    if adapter.name != "numpy":
-        return True
-    try:
-        from dlmg.adapters._common import NUMPY_DLPACK_DTYPES as ok
-    except ImportError:  # pragma: no cover
-        ok = _NUMPY_FALLBACK_DTYPES
-    return dtype in ok
-
-
-def viewable(adapter: "Adapter") -> bool:
-    """Whether the framework can view memory with strides and write in place."""
-    return bool(adapter.mutable) and adapter.name != "jax"
-
-
 def copy_framework(device: Device, dtype: str, prefer: Iterable[str] = ()) -> "Adapter":
     """A framework that can view and write memory on ``device`` for ``dtype``.
+
+    ``prefer`` names frameworks to try first; then every registered one, in
+    registry order.
 
     Raises
     ------
     FrameworkError
         When no installed framework can (the message says what to install).
     """
-    tried = []
-    for name in (*prefer, *_VIEWERS):
+    tried: list[str] = []
+    for name in (*prefer, *adapter_names()):
         if name in tried:
             continue
         tried.append(name)
-        a = _adapter(name)
-        if a is None or not viewable(a) or not a.supports(device) or not _carries(a, dtype):
+        try:
+            a = get_adapter(name)
+        except FrameworkError:
             continue
-        return a
+        # capabilities first: they import nothing
+        if a.can_view and a.carries(dtype) and a.available() and a.supports(device):
+            return a
     raise FrameworkError(
         f"no installed framework can hold and write {dtype} memory on {device} "
-        f"(tried {', '.join(tried)}); install torch or cupy"
+        f"(tried {', '.join(tried)}); install one that can view memory there"
     )
 
 
@@ -117,55 +84,12 @@ def import_zero_copy(buf: Buffer, into: "Adapter") -> Any:
     """
     if buf.adapter.name == into.name:
         return buf.base
-    return into.from_dlpack(_producer(buf.adapter, buf.base), copy=False)
-
-
-def transfer(array: Any, src: "Adapter", dst: "Adapter", device: Device) -> Any:
-    """``array`` (of framework ``src``) as an array of ``dst`` on ``device``.
-
-    Zero-copy on the same memory where possible. Across devices, whichever of
-    the two frameworks reaches both devices moves it; otherwise ``dst`` is
-    asked for a copying import, and failing that a third installed framework
-    that reaches both devices (torch, CuPy, JAX) carries it over.
-    """
-    here = src.device_of(array)
-    if src.name == dst.name:
-        return dst.to_device(array, device)
-    if same_memory(here, device):
-        return dst.from_dlpack(_producer(src, array), device=device)
-    if src.supports(device):
-        moved = src.to_device(array, device)
-        return dst.from_dlpack(_producer(src, moved), device=device)
-    if dst.supports(here):
-        return dst.to_device(dst.from_dlpack(_producer(src, array)), device)
-    errors = []
-    try:
-        return dst.from_dlpack(_producer(src, array), device=device, copy=True)
-    except (DLPackError, DeviceError, TypeError, ValueError, RuntimeError) as exc:
-        errors.append(f"{dst.name}: {exc}")
-    for name in ("torch", "cupy", "jax"):
-        bridge = _adapter(name) if name not in (src.name, dst.name) else None
-        if bridge is None or not (bridge.supports(here) and bridge.supports(device)):
-            continue
-        try:
-            moved = bridge.to_device(bridge.from_dlpack(_producer(src, array)), device)
-            return dst.from_dlpack(_producer(bridge, moved), device=device)
-        except (DLPackError, DeviceError, DtypeError, TypeError, ValueError, RuntimeError) as exc:
-            errors.append(f"{name}: {exc}")
-    raise DeviceError(
-        f"cannot move a {src.name} array from {here} to a {dst.name} array on {device} "
-        f"({'; '.join(errors)}); install a framework that reaches both devices (torch)"
-    )
-
-
-def _producer(adapter: "Adapter", array: Any) -> Any:
-    producer = getattr(adapter, "producer", None)
-    return producer(array) if producer is not None else array
+    return into.from_dlpack(buf.adapter.producer(buf.base), copy=False)
 
 
 def _piece(buf: Buffer, copy: "Copy", dtype: str, dst: "Adapter", device: Device) -> Any:
     """The source elements of ``copy`` as a compact array of ``dst`` on ``device``."""
-    viewer = buf.adapter if viewable(buf.adapter) else copy_framework(buf.device, dtype, (buf.adapter.name,))
+    viewer = buf.adapter if buf.adapter.can_view else copy_framework(buf.device, dtype, (buf.adapter.name,))
     try:
         base = import_zero_copy(buf, viewer)
     except (CopyRequiredError, DLPackError, DtypeError):
@@ -173,7 +97,7 @@ def _piece(buf: Buffer, copy: "Copy", dtype: str, dst: "Adapter", device: Device
         base = import_zero_copy(buf, viewer)
     view = viewer.as_strided(base, copy.shape, copy.src_strides, copy.src_offset)
     view = viewer.ascontiguous(view)
-    return transfer(view, viewer, dst, device)
+    return move(view, viewer, dst, device)
 
 
 def _imported(imported: dict[tuple[int, str], Any], index: int, buf: Buffer, viewer: "Adapter") -> Any:
@@ -360,47 +284,20 @@ def _run_tasks(
             raise error
 
 
-#: Frameworks whose copies are ordered on their own current stream of each
-#: device, so work among arrays of one of them needs no host-side wait.
-#: torch orders copies between devices too (its device-to-device copy waits
-#: for the source device's stream); CuPy does not, so CuPy counts only when
-#: every buffer is on one device.
-STREAM_ORDERED = frozenset({"torch", "cupy"})
-_ORDERED_ACROSS_DEVICES = frozenset({"torch"})
-# frameworks whose host work is complete when the call returns: nothing to wait for
-_DONE_ON_RETURN = frozenset({"numpy", "torch"})
-# frameworks whose wait on one array is a wait on its whole device
-_DEVICE_WIDE = frozenset({"torch", "cupy"})
-
-
 def stream_ordered(buffers: Iterable[Buffer]) -> bool:
-    """Whether the copies among ``buffers`` need no host-side wait (see :data:`STREAM_ORDERED`)."""
+    """Whether the copies among ``buffers`` need no host-side wait: all belong
+    to one framework that orders its own work on its streams
+    (:attr:`~dlmg.adapters.Adapter.stream_ordered`), on one device unless it
+    also orders copies across devices."""
     buffers = list(buffers)
-    names = {buf.adapter.name for buf in buffers}
-    if len(names) != 1 or not names <= STREAM_ORDERED:
+    if not buffers:
         return False
-    return names <= _ORDERED_ACROSS_DEVICES or len({buf.device for buf in buffers}) == 1
+    adapter = buffers[0].adapter
+    if not adapter.stream_ordered or any(buf.adapter.name != adapter.name for buf in buffers):
+        return False
+    return adapter.orders_across_devices or len({buf.device for buf in buffers}) == 1
 
 
 def synchronize(buffers: Iterable[Buffer]) -> None:
-    """Wait for pending work on every buffer's array (CUDA streams, JAX dispatch).
-
-    One wait per device for frameworks that can only wait for a whole device.
-    """
-    seen = set()
-    for buf in buffers:
-        name = buf.adapter.name
-        if name in _DONE_ON_RETURN and buf.device.is_host:
-            continue
-        sync = getattr(buf.adapter, "synchronize_array", None)
-        if sync is not None and name not in _DEVICE_WIDE:
-            sync(buf.base)
-            continue
-        key = (name, buf.device)
-        if key in seen:
-            continue
-        seen.add(key)
-        if sync is not None:
-            sync(buf.base)
-        else:
-            buf.adapter.synchronize(buf.device)
+    """Wait for pending work on every buffer's array (CUDA streams, JAX dispatch)."""
+    synchronize_arrays((buf.adapter, buf.base, buf.device) for buf in buffers)
