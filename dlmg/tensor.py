@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from .device import Device
 from .dtypes import canonical, info
 from .errors import DLPackError, FragmentError
+from .registry import adapter_for
 
 if TYPE_CHECKING:  # pragma: no cover
     from .adapters import Adapter
@@ -404,8 +405,6 @@ class DistributedTensor:
 
         For dlmg's own modules, which build arrays that fit by construction.
         """
-        from .registry import adapter_for
-
         frags = []
         last_type: type | None = None
         adapter: Any = None
