@@ -480,11 +480,11 @@ def mean(x: "DistributedTensor", /, *, axis: Any = None, keepdims: bool = False)
     if is_distributed(total):
         out = map_fragments(lambda xp, s: s / count if count else s * float("nan"), (total,), name="dlmg.mean")
         return out
-    from ..registry import get_adapter
+    from ..registry import DEFAULT_FRAMEWORK, get_adapter
 
     frag = next((f for f in x.fragments if f.is_local), None)
     if frag is None:  # a process without fragments holds the result as a NumPy array
-        return _array(get_adapter("numpy").namespace(), total / count if count else total * float("nan"))
+        return _array(get_adapter(DEFAULT_FRAMEWORK).namespace(), total / count if count else total * float("nan"))
     ex = executor(frag.framework, frag.device)
     return ex.run(lambda xp, s: _array(xp, s / count if count else s * float("nan")), total)
 
