@@ -197,7 +197,7 @@ def adapter_for(array: Any) -> "Adapter":
     FrameworkError
         When no adapter claims the array and it has no ``__dlpack__``.
     """
-    adapter = _adapter_for_type(type(array))
+    adapter = _adapter_for_type(type(array))  # type: ignore[arg-type]  # classes are hashable
     if adapter is None or not adapter.owns(array):
         raise FrameworkError(
             f"an object of type {type(array).__module__}.{type(array).__qualname__} is not an "
@@ -209,7 +209,7 @@ def adapter_for(array: Any) -> "Adapter":
 def device_from_native(obj: Any) -> "Device | None":
     """The dlmg device of a framework's device object, read by the adapter of
     the framework that owns its type; ``None`` when none does."""
-    adapter = _adapter_for_type(type(obj))
+    adapter = _adapter_for_type(type(obj))  # type: ignore[arg-type]  # classes are hashable
     return None if adapter is None else adapter.device_from_native(obj)
 
 
@@ -230,7 +230,7 @@ def as_zero_d(obj: Any) -> Any:
     """A framework's scalar object that no adapter owns as an array
     (NumPy's ``np.float32(1)``) as a 0-d array of that framework
     (:meth:`~dlmg.adapters.Adapter.from_scalar`); ``None`` for anything else."""
-    adapter = _adapter_for_type(type(obj))
+    adapter = _adapter_for_type(type(obj))  # type: ignore[arg-type]  # classes are hashable
     if adapter is None or adapter.owns(obj):
         return None
     return adapter.from_scalar(obj)

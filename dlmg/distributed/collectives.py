@@ -128,7 +128,7 @@ def _direct_vote(dt: "DistributedTensor", buf: Buffer | None, engine: "Engine", 
         return False
     if tuple(frag.adapter.strides_of(frag.array)) != c_strides(frag.shape):
         return False
-    return engine.accepts(frag.array, frag.framework) and engine.accepts(buf.base, buf.adapter.name)
+    return engine.accepts(frag.array, frag.adapter.name) and engine.accepts(buf.base, buf.adapter.name)
 
 
 def gather(dt: "DistributedTensor", framework: str | None, device: Any, out: Any, root: int | None) -> Any:

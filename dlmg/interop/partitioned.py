@@ -361,7 +361,7 @@ def _replica_arrays(part: Mapping[str, Any], entries: list, me: int, get: Any, p
         raise LayoutError(
             f"__partitioned__: partitions[{pos}] lists {len(given)} replicas for {len(entries)} locations"
         )
-    out = []
+    out: list[Any] = []
     for (rank, _), handle in zip(entries, given):
         if handle is None or rank != me:
             out.append(None)  # held elsewhere
@@ -512,7 +512,7 @@ def _install() -> None:
     from ..tensor import DistributedTensor
 
     if not hasattr(DistributedTensor, "__partitioned__"):
-        DistributedTensor.register_method("__partitioned__", property(partitioned))
+        DistributedTensor.register_method("__partitioned__", property(partitioned))  # type: ignore[arg-type]
 
 
 _install()

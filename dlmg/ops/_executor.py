@@ -92,7 +92,7 @@ def _fail_class(exc: BaseException) -> type:
     (so ``except dlmg.DtypeError`` still catches a dtype failure on one fragment)."""
     if not isinstance(exc, DlmgError) or isinstance(exc, FragmentError):
         return FragmentError
-    return _fail_class_of(type(exc))
+    return _fail_class_of(type(exc))  # type: ignore[arg-type]  # classes are hashable
 
 
 def _fail(name: str, index: int, ex: Executor, exc: BaseException) -> FragmentError:

@@ -322,7 +322,7 @@ def _probe_dtype(fn: Callable[..., Any], operands: Sequence[Any]) -> str | None:
 
     try:
         numpy = get_adapter(DEFAULT_FRAMEWORK)
-        args = []
+        args: list[Any] = []
         for op in operands:
             if is_distributed(op):
                 args.append(np.empty((0,) * op.ndim, dtype=op.dtype))

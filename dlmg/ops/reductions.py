@@ -556,7 +556,7 @@ METHODS: dict[str, Callable[..., Any]] = {
 }
 
 
-def install(cls: type) -> None:
+def install(cls: Any) -> None:
     """Attach ``sum``, ``prod``, ``min``, ``max``, ``mean``, ``all``, ``any``,
     ``argmax`` as methods of ``cls``."""
     for name, method in METHODS.items():
