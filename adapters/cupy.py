@@ -297,5 +297,7 @@ class CupyAdapter(BaseAdapter):
         def kernel(*args: Any) -> Any:
             return fn(cp, *args)
 
-        kernel.__name__ = getattr(fn, "__name__", "kernel")
+        # The name becomes the CUDA kernel's: a lambda's "<lambda>" is no identifier.
+        name = getattr(fn, "__name__", "")
+        kernel.__name__ = name if name.isidentifier() else "fused_kernel"
         return cp.fuse(kernel), "cupy.fuse"

@@ -67,6 +67,7 @@ _CASE_TITLES = {
     5: "Redistribution over JAX's 8 CPU devices",
     6: "GPU: interchange, pointwise, gather / scatter, redistribution on cuda:0",
     7: "Scaling: cost versus fragment count and layout complexity",
+    8: "Across processes: all-gather and redistribution (torch.distributed, MPI)",
 }
 
 

@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/run.py [--full | --smoke] [--gpu] [--cases 1,3] [--out DIR] [--update-docs | --docs PATH]
 
-The CPU run (the default) runs cases 1-5 and 7 (scaling); ``--gpu`` runs only case 6 (its
+The CPU run (the default) runs cases 1-5, 7 (scaling) and 8 (across processes); ``--gpu`` runs only case 6 (its
 parts selected with ``--cases`` by the number of the CPU case they mirror:
 1 interchange, 2 ``to()``, 3 pointwise, 4 gather / scatter, 5 redistribution)
 and exits with status 2 when there is no CUDA GPU. A case whose dlmg side
@@ -60,6 +60,7 @@ CPU_CASES: dict[int, Callable[[Context], list[Row]]] = {
     4: _case("gather_scatter.run_gather_scatter"),
     5: _case("redistribute.run_redistribute"),
     7: _case("scaling.run_scaling", case=7),
+    8: _case("multiprocess.run_multiprocess"),
 }
 
 
@@ -115,6 +116,8 @@ def _sizes(ctx: Context) -> dict[str, str]:
         "gather/scatter": f"{m.gather_shape[0]}x{m.gather_shape[1]} float32 (8 fragments)",
         "redistribution": f"{m.redistribute_n}x{m.redistribute_n} float32 (8 JAX CPU devices)",
         "scaling": f"{m.scaling_n}x{m.scaling_n} float32 (1-512 NumPy fragments)",
+        "across processes": "256x256 float32, 2 processes" if m.name == "smoke"
+        else "4096x4096 float32 (64 MiB), 2 and 4 processes",
     }
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from .tensor import DistributedTensor
 
-__all__ = ["format_repr", "format_str", "summary", "shown_values"]
+__all__ = ["format_repr", "format_str", "summary", "shown_values", "install"]
 
 
 def summary(dt: "DistributedTensor") -> str:
@@ -190,3 +190,9 @@ def format_str(dt: "DistributedTensor") -> str:
     except Exception as exc:  # noqa: BLE001
         body = f"<values not shown: {type(exc).__name__}: {exc}>"
     return f"{body}\n({summary(dt)})"
+
+
+def install(cls: type) -> None:
+    """Make ``repr`` and ``str`` of ``cls`` show values and layout."""
+    cls.register_method("__repr__", format_repr, override=True)
+    cls.register_method("__str__", format_str)

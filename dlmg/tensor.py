@@ -208,17 +208,6 @@ class DistributedTensor:
             "a DistributedTensor is not converted implicitly; call dt.gather(framework='numpy') for one array"
         )
 
-    def __repr__(self) -> str:
-        """The values as NumPy prints them (summarised when large), then the layout."""
-        from ._printing import format_repr
-
-        return format_repr(self)
-
-    def __str__(self) -> str:
-        from ._printing import format_str
-
-        return format_str(self)
-
     # -- the DLPack protocol: not for distributed arrays ---------------------
     def __dlpack__(self, **kwargs: Any) -> Any:
         raise DLPackError(

@@ -333,6 +333,28 @@ def check_readonly(ctx: ContractContext) -> None:
     assert ro == (not a.mutable), f"is_readonly of a new array is {ro}, mutable is {a.mutable}"
 
 
+def check_memory_sharing(ctx: ContractContext) -> None:
+    """shares_memory tells an array, and views of it, from a copy (immutable frameworks:
+    never); accumulate_dtype names a dtype for every exercised sum and product."""
+    from dlmg.dtypes import NAMES
+
+    a = ctx.adapter
+    x = ctx.array((4, 3))
+    copy = a.from_dlpack(x, copy=True)
+    assert a.shares_memory(x, copy) is False, "shares_memory of an array and its copy must be False"
+    if a.mutable:
+        assert a.shares_memory(x, x) is True, "shares_memory of an array and itself must be True"
+        if a.can_view:
+            view = a.as_strided(x, (3, 4), (1, 3))
+            assert a.shares_memory(x, view), "shares_memory of an array and a view of it must be True"
+    else:
+        assert a.shares_memory(x, x) is False, "arrays nobody can write share nothing that matters"
+    for dtype in ctx.dtypes:
+        for op in ("sum", "prod"):
+            acc = a.accumulate_dtype(dtype, op)
+            assert acc in NAMES, f"accumulate_dtype({dtype!r}, {op!r}) gives {acc!r}, not a dlmg dtype"
+
+
 def check_capabilities(ctx: ContractContext) -> None:
     """The capability flags are bools that agree with each other and with dlpack_dtypes."""
     from dlmg.dtypes import NAMES
@@ -434,6 +456,7 @@ CHECKS: dict[str, Callable[[ContractContext], None]] = {
     "namespace": check_namespace,
     "synchronize": check_synchronize,
     "readonly": check_readonly,
+    "memory_sharing": check_memory_sharing,
     "capabilities": check_capabilities,
     "native": check_native,
     "describe_all": check_describe_all,

@@ -84,9 +84,10 @@ def test_routes_cover_every_destination_element_once(pair):
             offset += p.size
             assert src.ranks[p.src] == a and dst.ranks[p.dst] == b
     for rank, pairs in routes.local.items():
-        for s, d in pairs:
+        for s, d, box in pairs:
             assert src.ranks[s] == rank == dst.ranks[d]
-            box = tuple(np.intersect1d(src.owned_indices(s, m), dst.owned_indices(d, m)) for m in range(src.ndim))
+            want = tuple(np.intersect1d(src.owned_indices(s, m), dst.owned_indices(d, m)) for m in range(src.ndim))
+            assert all(np.array_equal(a, b) for a, b in zip(box, want))
             pieces.append((s, d, box))
     for s, d, box in pieces:
         local = [np.searchsorted(dst.owned_indices(d, m), box[m]) for m in range(dst.ndim)]

@@ -47,7 +47,8 @@ def test_fused_namespace_functions_and_out_on_cuda(framework):
         return xp.tanh(v) * scale + xp.exp(v)
 
     assert soft(dx, 0.5, out=out) is out
-    np.testing.assert_allclose(host(out), np.tanh(x) * 0.5 + np.exp(x), rtol=1e-5)
+    # float32 transcendental functions on a GPU: a few ulp from NumPy's, near 0 too
+    np.testing.assert_allclose(host(out), np.tanh(x) * 0.5 + np.exp(x), rtol=1e-5, atol=1e-6)
 
 
 def test_fused_mixed_frameworks_on_cuda():

@@ -214,3 +214,39 @@ def test_full_edges_of_the_range_are_kept(framework):
                          (float("inf"), "float32"), (3.4028234e38, "float32"), (1 + 0j, "float32")]:
         got = dlmg.full(_layout(), value, dtype, framework=framework).gather("numpy")
         assert got[0] == np.array(value.real if isinstance(value, complex) else value).astype(dtype)
+
+
+# -- the same on CUDA --------------------------------------------------------------
+CUDA = dlmg.Layout.slab((8,), 0, ["cuda:0", "cuda:0"])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("framework", ["torch", "cupy"])
+@pytest.mark.parametrize("make", [lambda d: +d, lambda d: d.conj(), lambda d: d.real], ids=["plus", "conj", "real"])
+def test_results_are_fresh_on_cuda(framework, make):
+    d = dlmg.scatter(np.arange(8.0, dtype=np.float32), CUDA, framework=framework)
+    e = make(d)
+    e += 100
+    np.testing.assert_array_equal(d.gather("numpy"), np.arange(8.0, dtype=np.float32))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["uint8", "uint32", "uint64"])
+def test_unsigned_sums_on_cuda_torch(dtype):
+    values = np.array([200, 250, 3, 7, 255, 1, 2, 90], dtype=dtype)
+    t = dlmg.scatter(values, CUDA, framework="torch")
+    got = dlmg.sum(t)
+    assert str(got.dtype) == f"torch.{np.sum(values).dtype}" and int(got) == int(np.sum(values))
+
+
+@pytest.mark.gpu
+def test_in_place_on_cuda_is_all_or_nothing():
+    jax = pytest.importorskip("jax")
+    torch = pytest.importorskip("torch")
+    first = torch.arange(4.0, device="cuda:0")
+    second = jax.device_put(np.arange(4.0, 8.0, dtype=np.float32), jax.devices("gpu")[0])
+    t = dlmg.from_fragments([first, second], CUDA).to("torch")  # fragment 1: JAX memory, read-only
+    assert [f.readonly for f in t.fragments] == [False, True]
+    with pytest.raises(ReadOnlyError, match="fragment 1"):
+        t += 1
+    np.testing.assert_array_equal(t.gather("numpy"), np.arange(8.0, dtype=np.float32))

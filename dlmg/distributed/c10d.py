@@ -171,6 +171,19 @@ class C10dEngine(Engine):
             input_split_sizes=[int(c) * item for c in send_counts], group=self.group,
         )
 
+    def start_alltoallv(self, send: Any, send_counts: Sequence[int], recv: Any,
+                        recv_counts: Sequence[int]) -> Any:
+        s, r = self._tensor(send), self._tensor(recv)
+        item = s.element_size()
+        try:
+            work = self._dist.all_to_all_single(
+                self._bytes(r), self._bytes(s), output_split_sizes=[int(c) * item for c in recv_counts],
+                input_split_sizes=[int(c) * item for c in send_counts], group=self.group, async_op=True,
+            )
+        except Exception as exc:
+            raise CollectiveError(f"alltoallv failed on rank {self.rank} of {self.world_size}: {exc}") from exc
+        return lambda: self._wait(work, "alltoallv")
+
     def broadcast(self, buf: Any, root: int) -> None:
         src = self._dist.get_global_rank(self.group, root)
         self._run("broadcast", self._dist.broadcast, self._bytes(buf), src, group=self.group)

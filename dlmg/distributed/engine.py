@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Callable
 
 from ..device import Device
 
@@ -90,6 +90,14 @@ class Engine(abc.ABC):
     def alltoallv(self, send: Any, send_counts: Sequence[int], recv: Any, recv_counts: Sequence[int]) -> None:
         """Every process sends ``send_counts[r]`` consecutive elements of ``send`` to rank ``r``
         and receives ``recv_counts[r]`` from it, in rank order: one message per pair."""
+
+    def start_alltoallv(self, send: Any, send_counts: Sequence[int], recv: Any,
+                        recv_counts: Sequence[int]) -> Callable[[], None]:
+        """Start :meth:`alltoallv`; returns the function that waits for it (bounded by the
+        timeout). Engines that can overlap it with local work override this; by
+        default it runs at once."""
+        self.alltoallv(send, send_counts, recv, recv_counts)
+        return lambda: None
 
     @abc.abstractmethod
     def broadcast(self, buf: Any, root: int) -> None:

@@ -131,6 +131,10 @@ class MpiEngine(Engine):
         self._wait(self.comm.Iallgather([self._buffer(send), MPI.BYTE], [self._buffer(recv), MPI.BYTE]), "allgather")
 
     def alltoallv(self, send: Any, send_counts: Sequence[int], recv: Any, recv_counts: Sequence[int]) -> None:
+        self.start_alltoallv(send, send_counts, recv, recv_counts)()
+
+    def start_alltoallv(self, send: Any, send_counts: Sequence[int], recv: Any,
+                        recv_counts: Sequence[int]) -> Any:
         MPI = self._MPI
         s, r = self._buffer(send), self._buffer(recv)
         item = _itemsize(send)
@@ -138,7 +142,8 @@ class MpiEngine(Engine):
         rc = np.asarray(recv_counts, dtype=np.int64) * item
         sd = np.concatenate(([0], np.cumsum(sc)[:-1]))
         rd = np.concatenate(([0], np.cumsum(rc)[:-1]))
-        self._wait(self.comm.Ialltoallv([s, (sc, sd), MPI.BYTE], [r, (rc, rd), MPI.BYTE]), "alltoallv")
+        request = self.comm.Ialltoallv([s, (sc, sd), MPI.BYTE], [r, (rc, rd), MPI.BYTE])
+        return lambda: self._wait(request, "alltoallv")
 
     def broadcast(self, buf: Any, root: int) -> None:
         self._wait(self.comm.Ibcast([self._buffer(buf), self._MPI.BYTE], root=root), "bcast")

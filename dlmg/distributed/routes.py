@@ -102,8 +102,9 @@ class Routes:
     messages : dict of (int, int) to tuple of Piece
         ``(sender, receiver) -> pieces`` for every pair of different processes
         exchanging data, in message order.
-    local : dict of int to tuple of (int, int)
-        ``rank -> (source, destination)`` pairs copied within that process.
+    local : dict of int to tuple of (int, int, tuple)
+        ``rank -> (source, destination, box)`` copied within that process (the
+        box: the global indices both hold, per mode).
     transport : str
         How the messages travel (``"gloo"``, ``"nccl"``, ``"mpi"``, ``"mpi, staged
         through host memory"``).
@@ -112,7 +113,7 @@ class Routes:
     world_size: int
     itemsize: int
     messages: dict[tuple[int, int], tuple[Piece, ...]]
-    local: dict[int, tuple[tuple[int, int], ...]]
+    local: dict[int, tuple[tuple[int, int, tuple[np.ndarray, ...]], ...]]
     transport: str = ""
     _counts: dict[tuple[int, int], int] = field(default_factory=dict, repr=False)
 
@@ -195,7 +196,7 @@ def plan_routes(sources: Sequence[Place], destinations: Sequence[Place], world_s
     for s in sources:
         groups.setdefault(s.group, []).append(s)
     pieces: dict[tuple[int, int], list[tuple[int, int, tuple[np.ndarray, ...]]]] = defaultdict(list)
-    local: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    local: dict[int, list[tuple[int, int, tuple[np.ndarray, ...]]]] = defaultdict(list)
     for d in destinations:
         if d.size == 0:
             continue
@@ -207,7 +208,7 @@ def plan_routes(sources: Sequence[Place], destinations: Sequence[Place], world_s
             if any(i.size == 0 for i in box):
                 continue
             if s.rank == d.rank:
-                local[d.rank].append((s.index, d.index))
+                local[d.rank].append((s.index, d.index, box))
             else:
                 pieces[(s.rank, d.rank)].append((d.index, s.index, box))
     messages = {}

@@ -124,7 +124,7 @@ def layout_from_placements(
     rep_sizes = [mesh_shape[i] for i in replica_dims]
     ngrid = math.prod(grid)
     nfrag = ngrid * math.prod(rep_sizes)
-    devices: list[Device | None] = [None] * nfrag
+    devices: list[Device] = [Device("cpu", 0)] * nfrag  # every slot is set below
     ranks: list[int] = [-1] * nfrag
     flat_ranks = list(mesh_ranks)
     for flat, pos in enumerate(itertools.product(*(range(s) for s in mesh_shape))):

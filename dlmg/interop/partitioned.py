@@ -203,23 +203,23 @@ def _mode_tiling(
                 )
     out: list[list[tuple[int, int]]] = []
     for m, row in enumerate(spans):
-        full = [s for s in row if s is not None]
+        full = [span for span in row if span is not None]
         at = 0
-        for k, (start, size) in enumerate(full):
-            if start != at or size < 0:
+        for k, (lo, count) in enumerate(full):
+            if lo != at or count < 0:
                 raise LayoutError(
-                    f"__partitioned__: mode {m}: partition {k} starts at {start}, expected {at} "
+                    f"__partitioned__: mode {m}: partition {k} starts at {lo}, expected {at} "
                     f"(starts and sizes along the mode: {full})"
                 )
-            at += size
+            at += count
         if at != shape[m]:
             raise LayoutError(f"__partitioned__: mode {m}: the partitions cover {at} of {shape[m]} elements")
         out.append(full)
     irregular = []
-    for m, row in enumerate(out):
-        b = max(row[0][1], 1) if row else 1
-        if any(size != max(0, min(b, shape[m] - k * b)) for k, (_, size) in enumerate(row)):
-            irregular.append(f"mode {m}: sizes {[size for _, size in row]}")
+    for m, full in enumerate(out):
+        b = max(full[0][1], 1) if full else 1
+        if any(count != max(0, min(b, shape[m] - k * b)) for k, (_, count) in enumerate(full)):
+            irregular.append(f"mode {m}: sizes {[count for _, count in full]}")
     return out, irregular
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import blockwise, dispatch, fft, fused, linalg, pointwise, reductions
+from . import blockwise, dispatch, fft, like, shape, statistics, fused, linalg, pointwise, reductions
 from .blockwise import apply, map_fragments
 from .dispatch import synchronize, synchronize_tensor
 from .fused import FusedFunction, fuse
@@ -30,6 +30,9 @@ from .linalg import cholesky, matmul
 from .pointwise import *  # noqa: F403  (the elementwise functions)
 from .pointwise import __all__ as _pointwise_all
 from .reductions import all, any, argmax, max, mean, min, prod, sum  # noqa: A004
+from .like import allclose, empty_like, full_like, isclose, ones_like, zeros_like
+from .shape import permute_dims, reshape, transpose
+from .statistics import argmin, cumsum, std, var
 
 __all__ = [
     "map_fragments",
@@ -47,6 +50,19 @@ __all__ = [
     "all",
     "any",
     "argmax",
+    "argmin",
+    "var",
+    "std",
+    "cumsum",
+    "permute_dims",
+    "transpose",
+    "reshape",
+    "empty_like",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "isclose",
+    "allclose",
     "install",
 ] + [n for n in _pointwise_all if n not in ("OPERATORS", "install")]
 
@@ -82,6 +98,9 @@ def install(cls: Any = None) -> None:  # type: ignore[no-redef]  # replaces poin
         cls = DistributedTensor
     pointwise.install(cls)
     reductions.install(cls)
+    statistics.install(cls)
+    shape.install(cls)
+    like.install(cls)
     cls.register_method("__matmul__", _matmul_method)
     cls.register_method("__rmatmul__", _rmatmul_method)
     cls.register_method("synchronize", _synchronize_method)

@@ -223,10 +223,11 @@ def _argmax_local(xp: Any, a: Any, axes: tuple[int, ...] | None, ctx: _Context) 
     idx_dtype = ctx.dtype_for(xp)
     if "bool" in str(a.dtype):
         a = xp.astype(a, xp.uint8)
+    arg, best = (xp.argmin, xp.min) if ctx.op == "argmin" else (xp.argmax, xp.max)
     if axes is None or len(axes) != 1 or a.ndim == 0:  # flat over the whole fragment
         flat = xp.reshape(a, (-1,))
-        li = xp.argmax(flat)
-        value = xp.max(flat)
+        li = arg(flat)
+        value = best(flat)
         shape = frag_layout.shape
         gshape = ctx.layout.shape
         rest = xp.astype(li, idx_dtype)
@@ -242,15 +243,15 @@ def _argmax_local(xp: Any, a: Any, axes: tuple[int, ...] | None, ctx: _Context) 
             total = xp.astype(li, idx_dtype)
         return value, total
     (mode,) = axes
-    li = xp.argmax(a, axis=mode, keepdims=True)
-    value = xp.max(a, axis=mode, keepdims=True)
+    li = arg(a, axis=mode, keepdims=True)
+    value = best(a, axis=mode, keepdims=True)
     return value, _global_index(xp, li, frag_layout, mode, idx_dtype)
 
 
 def _argmax_combine(xp: Any, parts: Sequence[Any], ctx: _Context) -> Any:
     values = _stack(xp, [p[0] for p in parts])
     indices = _stack(xp, [p[1] for p in parts])
-    best = xp.max(values, axis=0, keepdims=True)
+    best = (xp.min if ctx.op == "argmin" else xp.max)(values, axis=0, keepdims=True)
     hit = values == best
     if kind_of(ctx.input_dtype) in "fc":
         hit = hit | (xp.isnan(values) & xp.isnan(best))
@@ -266,6 +267,7 @@ _REDUCERS = {
     "all": _simple("all", "all", False),
     "any": _simple("any", "any", False),
     "argmax": _Reducer("argmax", _argmax_local, _argmax_combine, True),
+    "argmin": _Reducer("argmin", _argmax_local, _argmax_combine, True),
 }
 
 
@@ -356,7 +358,7 @@ def _finish(
     axes: tuple[int, ...] | None,
 ) -> Any:
     if len(parts) == 1:
-        result = parts[0][1] if reducer.name == "argmax" else parts[0]
+        result = parts[0][1] if reducer.name in ("argmax", "argmin") else parts[0]
     else:
         result = reducer.combine(xp, parts, ctx)
     if out_layout is None:
@@ -365,7 +367,7 @@ def _finish(
         shape = out_layout.fragments[j].shape
     result = _array(xp, xp.reshape(result, shape))
     want = ctx.dtype_for(xp)
-    if want is not None and reducer.name != "argmax" and result.dtype != want:
+    if want is not None and reducer.name not in ("argmax", "argmin") and result.dtype != want:
         result = xp.astype(result, want)  # back from the framework's accumulation type
     return result
 
@@ -377,8 +379,8 @@ def _array(xp: Any, value: Any) -> Any:
 
 def _no_axes(x: "DistributedTensor", name: str, dtype: str | None) -> "DistributedTensor":
     """A reduction over no mode: every element is its own result."""
-    if name == "argmax":
-        raise ValueError("dlmg.argmax: axis=() reduces nothing")
+    if name in ("argmax", "argmin"):
+        raise ValueError(f"dlmg.{name}: axis=() reduces nothing")
 
     def per_fragment(xp: Any, a: Any) -> Any:
         if name in ("all", "any"):

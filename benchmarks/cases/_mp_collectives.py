@@ -1,0 +1,122 @@
+"""One process of case 8: times dlmg's collectives against the engine's raw ones.
+
+Run by :mod:`benchmarks.cases.multiprocess` in 2 or 4 processes (torchrun's
+environment, or ``mpiexec``). Every repeat of every contender starts after a
+barrier and ends when the slowest process is done (the maximum over processes
+of each one's time); contenders take turns repeat by repeat. Rank 0 writes the
+per-repeat seconds as JSON.
+
+Contenders, on an ``n x n`` float32 matrix in row slabs (one per process):
+
+* all-gather: ``dt.gather()`` against a fresh output plus the engine's
+  all-gather (``all_gather_into_tensor`` / ``Allgather``);
+* rows -> columns: ``dt.redistribute(column slabs)`` against a fresh output
+  plus the engine's all-to-all on the same bytes (``all_to_all_single`` /
+  ``Alltoallv`` of each process's whole slab in equal parts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--engine", choices=["torch", "mpi"], required=True)
+    p.add_argument("--n", type=int, required=True)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--out", required=True)
+    args = p.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+    import numpy as np
+
+    import dlmg
+    import dlmg.distributed as dd
+
+    engine = dd.init(args.engine, timeout=300)
+    rank, world = dd.rank(), dd.world_size()
+    n = args.n
+    rows, cols = dd.slab((n, n), 0), dd.slab((n, n), 1)
+    block = n // world
+    base = np.arange(block * n, dtype=np.float32).reshape(block, n) + rank * block * n
+    if args.engine == "torch":
+        import torch
+        import torch.distributed as dist
+
+        mine = torch.from_numpy(base)
+        x = dlmg.from_fragments({rank: mine}, rows)
+
+        def raw_allgather():
+            out = torch.empty((n, n), dtype=torch.float32)
+            dist.all_gather_into_tensor(out, mine)
+            return out
+
+        def raw_alltoall():
+            out = torch.empty(block * n, dtype=torch.float32)
+            dist.all_to_all_single(out, mine.reshape(-1))
+            return out
+
+        names = ("dist.all_gather_into_tensor", "dist.all_to_all_single")
+    else:
+        from mpi4py import MPI
+
+        comm = MPI.COMM_WORLD
+        x = dlmg.from_fragments({rank: base}, rows)
+
+        def raw_allgather():
+            out = np.empty((n, n), dtype=np.float32)
+            comm.Allgather([base, MPI.FLOAT], [out, MPI.FLOAT])
+            return out
+
+        counts = np.full(world, block * block, dtype=np.int64)
+        displs = np.arange(world, dtype=np.int64) * block * block
+
+        def raw_alltoall():
+            out = np.empty(block * n, dtype=np.float32)
+            comm.Alltoallv([base, (counts, displs), MPI.FLOAT], [out, (counts, displs), MPI.FLOAT])
+            return out
+
+        names = ("MPI Allgather", "MPI Alltoallv")
+
+    # results first: dlmg must be right before it is timed
+    full = np.arange(n * n, dtype=np.float32).reshape(n, n)
+    got = x.gather()
+    assert np.array_equal(np.asarray(got), full)
+    y = x.redistribute(cols)
+    assert np.array_equal(np.asarray(y.fragments[rank].array), full[:, rank * block:(rank + 1) * block])
+
+    contenders = {
+        "allgather": {"dlmg": lambda: x.gather(), "native": raw_allgather},
+        "redistribute": {"dlmg": lambda: x.redistribute(cols), "native": raw_alltoall},
+    }
+    slowest = np.zeros(1)
+    times: dict[str, dict[str, list[float]]] = {k: {"dlmg": [], "native": []} for k in contenders}
+    for op, pair in contenders.items():
+        for i in range(args.warmup + args.repeats):
+            for who, fn in pair.items():
+                engine.barrier()
+                t0 = time.perf_counter()
+                fn()
+                slowest[0] = time.perf_counter() - t0
+                engine.allreduce(slowest, "max")
+                if i >= args.warmup:
+                    times[op][who].append(float(slowest[0]))
+    routes = dlmg.distributed.collectives.redistribution_routes(rows, cols, 4, engine)
+    if rank == 0:
+        Path(args.out).write_text(json.dumps({
+            "times": times, "native": {"allgather": names[0], "redistribute": names[1]},
+            "transport": engine.transport(dd.local_device()), "messages": routes.nmessages,
+            "bytes_by_ranks": {f"{a}->{b}": v for (a, b), v in routes.bytes_by_ranks.items()},
+        }))
+    dd.finalize()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""Case 8: collectives across processes against the engine's raw collectives.
+
+An ``n x n`` float32 matrix (64 MiB in the quick and full modes) in row slabs,
+one per process, 2 and 4 processes on this machine, with each engine:
+torch.distributed on gloo (plain processes with torchrun's environment) and
+MPI through mpi4py (``mpiexec``). Rows:
+
+* all-gather: ``dt.gather()`` against ``all_gather_into_tensor`` / ``Allgather``
+  into a fresh output;
+* row slabs -> column slabs: ``dt.redistribute(columns)`` against
+  ``all_to_all_single`` / ``Alltoallv`` of each process's slab in equal parts
+  (the same bytes between every pair of processes) into a fresh output.
+
+Each figure is the median over repeats of the slowest process's time; the
+work runs in :mod:`benchmarks.cases._mp_collectives`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..config import Context, MiB
+from ..harness import Timing, describe_error
+from ..record import Row, Target
+
+__all__ = ["run_multiprocess"]
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER = Path(__file__).resolve().parent / "_mp_collectives.py"
+CASE = 8
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _mpiexec() -> str | None:
+    here = Path(sys.executable).parent / "mpiexec"
+    return str(here) if here.exists() else shutil.which("mpiexec")
+
+
+def _launch(engine: str, nprocs: int, n: int, repeats: int, warmup: int) -> dict[str, Any]:
+    out = Path(tempfile.mkdtemp(prefix="dlmg-bench-")) / "result.json"
+    args = [str(WORKER), "--engine", engine, "--n", str(n), "--repeats", str(repeats),
+            "--warmup", str(warmup), "--out", str(out)]
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
+    try:
+        if engine == "mpi":
+            mpiexec = _mpiexec()
+            if mpiexec is None:
+                raise RuntimeError("no mpiexec (pip install mpi4py mpich)")
+            procs = [subprocess.Popen([mpiexec, "-n", str(nprocs), sys.executable, *args], env=env, cwd=ROOT,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)]
+        else:
+            port = str(_free_port())
+            procs = [
+                subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True,
+                                 env=dict(env, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(nprocs),
+                                          MASTER_ADDR="127.0.0.1", MASTER_PORT=port))
+                for r in range(nprocs)
+            ]
+        logs = []
+        for p in procs:
+            try:
+                logs.append(p.communicate(timeout=900)[0])
+            except subprocess.TimeoutExpired:
+                p.kill()
+                logs.append(p.communicate()[0])
+        if any(p.returncode for p in procs) or not out.exists():
+            raise RuntimeError(f"the {nprocs} {engine} processes failed: {''.join(logs)[-1500:]}")
+        return json.loads(out.read_text())
+    finally:
+        shutil.rmtree(out.parent, ignore_errors=True)
+
+
+def _timing(seconds: list[float]) -> Timing:
+    s = sorted(seconds)
+    return Timing(s[len(s) // 2], s[0], s[-1], len(s), 1)
+
+
+def run_multiprocess(ctx: Context) -> list[Row]:
+    """The rows of case 8 (see the module docstring)."""
+    smoke = ctx.mode.name == "smoke"
+    n = 256 if smoke else 4096
+    counts = (2,) if smoke else (2, 4)
+    settings = ctx.settings
+    rows: list[Row] = []
+    for engine in ("torch", "mpi"):
+        for nprocs in counts:
+            params = {"engine": engine, "processes": nprocs, "shape": [n, n], "bytes": n * n * 4,
+                      "size": f"{n * n * 4 / MiB:g} MiB", "dtype": "float32"}
+            try:
+                result = _launch(engine, nprocs, n, settings.repeats, settings.warmup)
+            except Exception as exc:  # noqa: BLE001 - recorded in the rows
+                error = describe_error(exc)
+                for op in ("all-gather", "row slabs -> column slabs"):
+                    rows.append(Row(CASE, f"{op}, {engine}, {nprocs} processes", params, "-",
+                                    timings={"dlmg": error, "native": error}))
+                continue
+            for op, title in (("allgather", "all-gather"), ("redistribute", "row slabs -> column slabs")):
+                times = result["times"][op]
+                extra = {"transport": result["transport"]}
+                if op == "redistribute":
+                    extra["messages"] = result["messages"]
+                rows.append(Row(
+                    CASE, f"{title}, {engine} ({result['transport']}), {nprocs} processes", {**params, **extra},
+                    result["native"][op] + " into a fresh output",
+                    timings={"dlmg": _timing(times["dlmg"]), "native": _timing(times["native"])},
+                    targets=[Target("ratio", "<=", 1.1)], check="ok (checked in every process)",
+                ))
+    return rows

@@ -1,0 +1,197 @@
+"""``argmin``, ``var``, ``std`` and ``cumsum``, with the array API's names and arguments.
+
+``var`` subtracts the mean of each reduced group from the fragments that hold
+it (two passes, as NumPy does, never the cancelling ``E[x^2] - E[x]^2``);
+``cumsum`` runs along a mode that each fragment holds whole, and otherwise
+says which ``redistribute`` makes it possible.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..dtypes import canonical
+from ..errors import FragmentError, LayoutError
+from . import reductions as _r
+from ._dtypes import index_dtype, narrow_for
+from .dispatch import _fail, executor, is_distributed, map_fragments, move_array, new_tensor
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..tensor import DistributedTensor
+
+__all__ = ["argmin", "var", "std", "cumsum", "install", "METHODS"]
+
+
+def argmin(x: "DistributedTensor", /, *, axis: int | None = None, keepdims: bool = False) -> Any:
+    """Global index of the smallest element (the first one on ties; NaN counts as smallest).
+
+    Parameters
+    ----------
+    x : DistributedTensor
+    axis : int, optional
+        One mode: the result holds global indices along it. ``None``: the
+        index into the flattened (row-major) tensor, as a regular 0-d array.
+    keepdims : bool
+
+    Returns
+    -------
+    DistributedTensor or array
+        int64 indices (int32 where a JAX fragment takes part without x64).
+    """
+    if axis is not None and not isinstance(axis, int):
+        raise TypeError(f"dlmg.argmin: axis must be an int or None, got {axis!r}")
+    _r._real(x, "argmin")
+    return _r._reduce(x, "argmin", axis, keepdims, narrow_for(index_dtype(), x.frameworks))
+
+
+def _squared_deviations(x: "DistributedTensor", axes: tuple[int, ...] | None) -> "DistributedTensor":
+    """``|x - mean(x)|**2``, the mean taken over ``axes`` (all modes for None)."""
+    if axes is None:
+        centre = _r.mean(x)
+        return map_fragments(lambda xp, a, m: xp.abs(a - m) ** 2, (x, centre), name="dlmg.var")
+    means = _r.mean(x, axis=axes, keepdims=True)
+    plan = _r._plan(x.layout, axes, True)
+    home = {i: j for j, members in plan.groups for i in members}
+    out: list[Any] = [None] * x.layout.nfragments
+    for frag in x.fragments:
+        if not frag.is_local:
+            continue
+        ex = executor(frag.framework, frag.device)
+        mean_frag = means.fragments[home[frag.index]]
+        try:
+            m = mean_frag.array
+            if mean_frag.adapter is not ex.adapter or mean_frag.device != frag.device:
+                m = move_array(m, ex, mean_frag.adapter)
+            out[frag.index] = ex.run(lambda xp, a, mm: xp.abs(a - mm) ** 2, frag.array, m)
+        except FragmentError:
+            raise
+        except Exception as exc:
+            raise _fail("dlmg.var", frag.index, ex, exc) from exc
+    return new_tensor(out, x.layout.dense)
+
+
+def var(x: "DistributedTensor", /, *, axis: Any = None, correction: float = 0.0, keepdims: bool = False) -> Any:
+    """Variance over ``axis`` (array API ``var``): the mean of ``|x - mean(x)|**2``.
+
+    Parameters
+    ----------
+    x : DistributedTensor
+        Real or complex (the variance of a complex tensor is real).
+    axis : int or tuple of int, optional
+        The reduced modes; all by default.
+    correction : float
+        Degrees of freedom removed from the count: 0 for the population
+        variance, 1 for the sample variance (NumPy's ``ddof``).
+    keepdims : bool
+
+    Returns
+    -------
+    DistributedTensor or array
+        As :func:`dlmg.sum` returns for the same ``axis``.
+    """
+    _r._tensor(x, "var")
+    axes = _r._normalize_axes(axis, x.ndim, "dlmg.var")
+    count = x.size if axes is None else _prod(x.shape[a] for a in axes)
+    denominator = count - correction
+    if denominator <= 0 or count == 0:
+        import warnings
+
+        warnings.warn(f"dlmg.var: {count} elements and correction={correction} leave no degrees of freedom",
+                      RuntimeWarning, stacklevel=2)
+    if axes == ():
+        return map_fragments(lambda xp, a: xp.abs(a - a) ** 2, (x,), name="dlmg.var")
+    squares = _squared_deviations(x, axes)
+    total = _r.sum(squares, axis=axis, keepdims=keepdims)
+    scale = 1.0 / denominator if denominator > 0 else float("nan")
+    if is_distributed(total):
+        return map_fragments(lambda xp, s: s * scale, (total,), name="dlmg.var")
+    frag = x.fragments[0]
+    return executor(frag.framework, frag.device).run(lambda xp, s: s * scale, total)
+
+
+def std(x: "DistributedTensor", /, *, axis: Any = None, correction: float = 0.0, keepdims: bool = False) -> Any:
+    """Standard deviation over ``axis`` (array API ``std``): the square root of :func:`var`."""
+    v = var(x, axis=axis, correction=correction, keepdims=keepdims)
+    if is_distributed(v):
+        return map_fragments(lambda xp, a: xp.sqrt(a), (v,), name="dlmg.std")
+    frag = x.fragments[0]
+    return executor(frag.framework, frag.device).run(lambda xp, a: xp.sqrt(a), v)
+
+
+def _prod(values: Any) -> int:
+    out = 1
+    for v in values:
+        out *= int(v)
+    return out
+
+
+def cumsum(x: "DistributedTensor", /, *, axis: int | None = None, dtype: Any = None) -> "DistributedTensor":
+    """Cumulative sum along ``axis`` (array API ``cumulative_sum``), a mode each fragment holds whole.
+
+    Parameters
+    ----------
+    axis : int, optional
+        Required for tensors of more than one mode.
+    dtype : optional
+        The result's element type (the framework's default otherwise).
+
+    Raises
+    ------
+    LayoutError
+        When ``axis`` is split over devices or into blocks: the sums would run
+        across fragments. The message names the ``redistribute`` call that
+        gives every fragment the whole mode.
+    """
+    _r._tensor(x, "cumsum")
+    if axis is None:
+        if x.ndim != 1:
+            raise ValueError(f"dlmg.cumsum: axis is required for a tensor of {x.ndim} modes")
+        axis = 0
+    if isinstance(axis, bool) or not isinstance(axis, int) or not -x.ndim <= axis < x.ndim:
+        raise ValueError(f"dlmg.cumsum: axis {axis!r} is not a mode of a tensor of {x.ndim} modes")
+    axis %= x.ndim
+    lay = x.layout
+    if lay.grid[axis] != 1 or lay.block[axis] != lay.shape[axis]:
+        from ..layout import Layout
+
+        other = next((m for m in range(x.ndim) if m != axis and x.shape[m] > 1), None)
+        devices = list(dict.fromkeys(lay.devices))
+        hint = (
+            f"x.redistribute({Layout.slab(x.shape, other, devices)!r})" if other is not None
+            else f"x.redistribute({Layout.replicated(x.shape, devices[:1])!r})"
+        )
+        raise LayoutError(
+            f"dlmg.cumsum along mode {axis} would run across fragments (grid {lay.grid[axis]}, block "
+            f"{lay.block[axis]} of {lay.shape[axis]}); each fragment must hold the whole mode: {hint}"
+        )
+    name = None if dtype is None else canonical(dtype)
+
+    def per_fragment(xp: Any, a: Any) -> Any:
+        fn = getattr(xp, "cumulative_sum", None)
+        want = None if name is None else getattr(xp, name)
+        if fn is not None:
+            return fn(a, axis=axis, dtype=want)
+        return xp.cumsum(a, axis=axis, dtype=want)
+
+    out = map_fragments(per_fragment, (x,), name="dlmg.cumsum")
+    assert out is not None
+    return out
+
+
+def _method(fn: Any) -> Any:
+    def method(self: "DistributedTensor", axis: Any = None, **kwargs: Any) -> Any:
+        return fn(self, axis=axis, **kwargs)
+
+    method.__name__ = fn.__name__
+    method.__doc__ = fn.__doc__
+    return method
+
+
+#: The methods :func:`install` attaches.
+METHODS = {f.__name__: _method(f) for f in (argmin, var, std, cumsum)}
+
+
+def install(cls: type) -> None:
+    """Attach ``argmin``, ``var``, ``std`` and ``cumsum`` as methods of ``cls``."""
+    for name, method in METHODS.items():
+        cls.register_method(name, method)
