@@ -114,6 +114,9 @@ class Adapter:
     dlpack_dtypes : frozenset of str or None
         The dlmg dtypes the framework takes in and hands out through DLPack;
         ``None`` for all of them.
+    negative_strides : bool
+        Whether arrays can have negative strides (``False`` where the
+        framework has no such views, as JAX: importers then need not ask).
     """
 
     name: ClassVar[str] = ""
@@ -128,6 +131,7 @@ class Adapter:
     done_on_return: ClassVar[bool] = False
     distinct_host_devices: ClassVar[bool] = False
     dlpack_dtypes: ClassVar[frozenset[str] | None] = None
+    negative_strides: ClassVar[bool] = True
 
     # -- the framework itself -------------------------------------------------
     def available(self) -> bool:

@@ -214,7 +214,8 @@ class TorchAdapter(BaseAdapter):
             here, shape, strides = src.device, src.shape, src.strides
         else:  # only what the import needs: the full description is made when something fails
             src = None
-            here, shape, strides = known.device_of(obj), known.shape_of(obj), known.strides_of(obj)
+            here, shape = known.device_of(obj), known.shape_of(obj)
+            strides = known.strides_of(obj) if known.negative_strides else ()
         target = here if device is None else device
         producer = obj if known is None else known.producer(obj)  # dtype limits of the producer first
         if has_negative_strides(shape, strides):

@@ -32,6 +32,7 @@ from .device import Device
 from .dtypes import canonical, info
 from .errors import DLPackError
 from .fragment import Fragment, process_rank
+from .registry import adapter_for
 
 if TYPE_CHECKING:  # pragma: no cover
     from .layout import Layout
@@ -97,8 +98,6 @@ class DistributedTensor:
 
         For dlmg's own modules, which build arrays that fit by construction.
         """
-        from .registry import adapter_for
-
         frags = []
         last_type: type | None = None
         adapter: Any = None
