@@ -223,7 +223,7 @@ class TorchAdapter(BaseAdapter):
                 raise self._copy_required(
                     f"cannot represent the producer's negative strides {strides} (shape {shape})"
                 )
-            producer = self._contiguous_producer(obj, src or known.describe(obj))
+            producer = self._contiguous_producer(obj, src or known.describe(obj))  # type: ignore[union-attr]
             copy = None  # the copy is made
         moving = not self._same_place(here, target)
         if moving and copy is False:
@@ -236,7 +236,7 @@ class TorchAdapter(BaseAdapter):
         except (BufferError, RuntimeError, TypeError, ValueError) as exc:  # ValueError: "Expected zero byte_offset"
             if isinstance(exc, CopyRequiredError):
                 raise
-            dtype = (src or known.describe(obj)).dtype
+            dtype = (src or known.describe(obj)).dtype  # type: ignore[union-attr]
             raise DLPackError(f"torch could not import a {dtype} tensor of shape {shape} "
                               f"on {here}: {exc}") from exc
         if moving:

@@ -193,7 +193,7 @@ def format_str(dt: "DistributedTensor") -> str:
     return f"{body}\n({summary(dt)})"
 
 
-def install(cls: type) -> None:
+def install(cls: Any) -> None:
     """Make ``repr`` and ``str`` of ``cls`` show values and layout."""
     cls.register_method("__repr__", format_repr, override=True)
     cls.register_method("__str__", format_str)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._transfer import synchronize_arrays
 from ..errors import LayoutMismatchError
-from ..registry import adapter_for, adapter_names, get_adapter
+from ..registry import DEFAULT_FRAMEWORK, adapter_for, adapter_names, get_adapter
 from ._executor import Executor, _fail, executor, move_array
 from ._operands import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed
 from ._writes import check_writable, partial_note
@@ -376,8 +376,8 @@ def _probe_dtype(fn: Callable[..., Any], operands: Sequence[Any]) -> str | None:
     from ..dtypes import canonical
 
     try:
-        numpy = get_adapter("numpy")
-        args = []
+        numpy = get_adapter(DEFAULT_FRAMEWORK)
+        args: list[Any] = []
         for op in operands:
             if is_distributed(op):
                 args.append(np.empty((0,) * op.ndim, dtype=op.dtype))
