@@ -114,6 +114,9 @@ class Adapter:
     dlpack_dtypes : frozenset of str or None
         The dlmg dtypes the framework takes in and hands out through DLPack;
         ``None`` for all of them.
+    negative_strides : bool
+        Whether arrays can have negative strides (``False`` where the
+        framework has no such views, as JAX: importers then need not ask).
     """
 
     name: ClassVar[str] = ""
@@ -128,6 +131,7 @@ class Adapter:
     done_on_return: ClassVar[bool] = False
     distinct_host_devices: ClassVar[bool] = False
     dlpack_dtypes: ClassVar[frozenset[str] | None] = None
+    negative_strides: ClassVar[bool] = True
 
     # -- the framework itself -------------------------------------------------
     def available(self) -> bool:
@@ -341,10 +345,20 @@ class Adapter:
         for dst, src in zip(dsts, srcs):
             self.copy_into(dst, src)
 
-    def export(self, array: Any, **kwargs: Any) -> Any:
-        """A DLPack capsule of ``array``: ``array.__dlpack__(**kwargs)``, with
-        whatever the framework needs around it (a device context, a check)."""
-        return array.__dlpack__(**kwargs)
+    def export(
+        self,
+        array: Any,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """A DLPack capsule of ``array``: ``array.__dlpack__(...)`` with the
+        keywords that are not ``None``, and whatever the framework needs around
+        it (a device context, a check)."""
+        given = {"stream": stream, "max_version": max_version, "dl_device": dl_device, "copy": copy}
+        return array.__dlpack__(**{k: v for k, v in given.items() if v is not None})
 
     def producer(self, array: Any) -> Any:
         """An object whose ``__dlpack__`` is :meth:`export` of ``array``.

@@ -75,6 +75,7 @@ class JaxAdapter(BaseAdapter):
     install_hint = "pip install jax (or jax[cuda12] for GPUs)"
     mutable = False
     distinct_host_devices = True  # cpu:0 ... cpu:7 are JAX devices of their own
+    negative_strides = False  # JAX has no views: its buffers never run backwards
 
     def owns(self, array: Any) -> bool:
         """Whether ``array`` is a ``jax.Array`` (type module ``jaxlib._jax``), checked without importing JAX."""

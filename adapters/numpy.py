@@ -113,8 +113,16 @@ class NumpyAdapter(BaseAdapter):
         return not array.flags.writeable
 
     def shares_memory(self, a: Any, b: Any) -> bool:
-        """``numpy.may_share_memory`` (the bounds check, conservative and cheap)."""
-        return a is b or bool(self._np().may_share_memory(a, b))
+        """``numpy.may_share_memory`` (the bounds check, conservative and cheap).
+
+        Two distinct arrays that both own their memory (allocated by NumPy for
+        each alone) never share it: answered without asking NumPy (new results
+        of operations)."""
+        if a is b:
+            return True
+        if a.base is None and b.base is None and a.flags.owndata and b.flags.owndata:
+            return False
+        return bool(self._np().may_share_memory(a, b))
 
     def supports(self, device: Device) -> bool:
         """True for ``cpu`` devices (any index: one host memory)."""

@@ -214,7 +214,8 @@ class TorchAdapter(BaseAdapter):
             here, shape, strides = src.device, src.shape, src.strides
         else:  # only what the import needs: the full description is made when something fails
             src = None
-            here, shape, strides = known.device_of(obj), known.shape_of(obj), known.strides_of(obj)
+            here, shape = known.device_of(obj), known.shape_of(obj)
+            strides = known.strides_of(obj) if known.negative_strides else ()
         target = here if device is None else device
         producer = obj if known is None else known.producer(obj)  # dtype limits of the producer first
         if has_negative_strides(shape, strides):
@@ -222,7 +223,7 @@ class TorchAdapter(BaseAdapter):
                 raise self._copy_required(
                     f"cannot represent the producer's negative strides {strides} (shape {shape})"
                 )
-            producer = self._contiguous_producer(obj, src or known.describe(obj))
+            producer = self._contiguous_producer(obj, src or known.describe(obj))  # type: ignore[union-attr]
             copy = None  # the copy is made
         moving = not self._same_place(here, target)
         if moving and copy is False:
@@ -235,7 +236,7 @@ class TorchAdapter(BaseAdapter):
         except (BufferError, RuntimeError, TypeError, ValueError) as exc:  # ValueError: "Expected zero byte_offset"
             if isinstance(exc, CopyRequiredError):
                 raise
-            dtype = (src or known.describe(obj)).dtype
+            dtype = (src or known.describe(obj)).dtype  # type: ignore[union-attr]
             raise DLPackError(f"torch could not import a {dtype} tensor of shape {shape} "
                               f"on {here}: {exc}") from exc
         if moving:

@@ -158,7 +158,7 @@ def __torch_function__(cls: type, func: Any, types: Any, args: tuple[Any, ...] =
     )
 
 
-def install(cls: type) -> None:
+def install(cls: Any) -> None:
     """Attach the protocol methods to ``cls``."""
     cls.register_method("__array_ufunc__", __array_ufunc__)
     cls.register_method("__array_function__", __array_function__)

@@ -206,7 +206,7 @@ def from_fragments(
         if not _fits(adapter, have, frag.device):
             raise FragmentError(
                 f"fragment {i}: the {adapter.name} array lies on {have}, but the layout puts fragment "
-                f"{i} on {frag.device}"
+                f"{i} on {frag.device}" + (unreachable_hint([frag.device]) if have.is_host else "")
             )
         if layout.element_strides is not None:
             _check_strides(frag, adapter, array)

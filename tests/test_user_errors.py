@@ -49,6 +49,8 @@ def test_integer_devices_mean_cuda_and_the_error_says_so():
         dlmg.zeros(lay)
     with pytest.raises(DeviceError, match=r"integers in a device list mean CUDA ordinals"):
         dlmg.scatter(np.ones((8, 4)), lay, framework="numpy")
+    with pytest.raises(dlmg.FragmentError, match=r"lies on cpu:0.*integers in a device list mean CUDA ordinals"):
+        dlmg.from_fragments([np.ones((4, 4)), np.ones((4, 4))], lay)
 
 
 def test_host_devices_get_no_cuda_hint():

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._transfer import synchronize_arrays
 from ..errors import LayoutMismatchError
-from ..registry import adapter_for, adapter_names, get_adapter
+from ..registry import DEFAULT_FRAMEWORK, adapter_for, adapter_names, get_adapter
 from ._executor import Executor, _fail, executor, move_array
 from ._operands import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed
 from ._writes import check_writable, partial_note
@@ -82,9 +82,15 @@ def new_tensor(arrays: Sequence[Any], layout: "Layout", dtype: str | None = None
     tensor class's trusted, unvalidated constructor is used. ``dtype`` is
     the first local array's unless given.
     """
-    from ..tensor import DistributedTensor
+    cls = _CLASS[0]
+    if cls is None:  # bound once: this runs for every operation
+        from ..tensor import DistributedTensor as cls
 
-    return DistributedTensor._from_arrays(arrays, layout, dtype)
+        _CLASS[0] = cls
+    return cls._from_arrays(arrays, layout, dtype)
+
+
+_CLASS: list[Any] = [None]
 
 
 def replace_fragment_arrays(tensor: "DistributedTensor", arrays: dict[int, Any]) -> None:
@@ -99,10 +105,12 @@ def replace_fragment_arrays(tensor: "DistributedTensor", arrays: dict[int, Any])
 class _Operands:
     """The operands of one call, sorted by kind (see :func:`_collect`)."""
 
-    __slots__ = ("lead", "args", "tensors", "zero_d")
+    __slots__ = ("lead", "args", "tensors", "zero_d", "others")
 
-    def __init__(self, lead: Any, args: list[Any], tensors: list[tuple[int, Any]], zero_d: list[int]) -> None:
+    def __init__(self, lead: Any, args: list[Any], tensors: list[tuple[int, Any]], zero_d: list[int],
+                 others: list[Any]) -> None:
         self.lead = lead
+        self.others = others  # the distributed operands after the lead
         self.args = args  # scalars, None and _ZeroD in place; None where a tensor goes
         self.tensors = tensors  # (position in args, fragments)
         self.zero_d = zero_d  # positions of 0-d arrays
@@ -114,6 +122,7 @@ def _collect(operands: Sequence[Any], name: str, check: bool) -> _Operands:
     args: list[Any] = []
     tensors: list[tuple[int, Any]] = []
     zero_d: list[int] = []
+    others: list[Any] = []
     for position, op in enumerate(operands):
         if op is not None and not isinstance(op, (SCALAR_TYPES, _ZeroD)):
             op = classify_operand(op)
@@ -125,13 +134,15 @@ def _collect(operands: Sequence[Any], name: str, check: bool) -> _Operands:
         else:
             if lead is None:
                 lead = op
-            elif check:
-                check_same_layout(name, lead, op)
+            else:
+                others.append(op)
+                if check:
+                    check_same_layout(name, lead, op)
             args.append(None)
             tensors.append((position, op.fragments))
     if lead is None:
         raise TypeError(f"{name} needs at least one distributed tensor operand")
-    return _Operands(lead, args, tensors, zero_d)
+    return _Operands(lead, args, tensors, zero_d, others)
 
 
 def _fresh(result: Any, call: list[Any], positions: Sequence[int], ex: Executor) -> Any:
@@ -143,6 +154,42 @@ def _fresh(result: Any, call: list[Any], positions: Sequence[int], ex: Executor)
         if result is arg or ex.adapter.shares_memory(result, arg):
             return ex.xp.asarray(result, copy=True)
     return result
+
+
+class _Placement:
+    """Where a tensor's fragments run: its local fragment indices, the executor of
+    each and every fragment's framework. Computed once per fragments tuple and
+    kept on the tensor (results of an operation inherit their lead's)."""
+
+    __slots__ = ("fragments", "indices", "executors", "frameworks")
+
+    def __init__(self, tensor: "DistributedTensor") -> None:
+        frags = tensor.fragments
+        self.fragments = frags
+        self.indices = [f.index for f in frags if f.is_local]
+        self.executors: list[Executor | None] = [None] * len(frags)
+        for i in self.indices:
+            self.executors[i] = executor(frags[i].framework, frags[i].device)
+        self.frameworks = tuple(f.framework for f in frags)
+
+
+def _placement(tensor: "DistributedTensor") -> _Placement:
+    found = tensor.__dict__.get("_placement")
+    if found is None or found.fragments is not tensor.fragments:
+        found = tensor.__dict__["_placement"] = _Placement(tensor)
+    return found
+
+
+def _inherit(result: "DistributedTensor", lead: _Placement) -> None:
+    """Give a result built fragment by fragment from ``lead``'s executors its placement."""
+    frags = result.fragments
+    if len(frags) == len(lead.fragments) and all(
+        f.framework == fw for f, fw in zip(frags, lead.frameworks)
+    ):
+        placed = _Placement.__new__(_Placement)
+        placed.fragments, placed.indices = frags, lead.indices
+        placed.executors, placed.frameworks = lead.executors, lead.frameworks
+        result.__dict__["_placement"] = placed
 
 
 def _run(
@@ -160,13 +207,15 @@ def _run(
     With ``fresh``, a result sharing memory with an operand is copied. With
     ``in_place``, a failure says which fragments ``fn`` had already written."""
     lead_frags = ops.lead.fragments
+    placed = _placement(ops.lead)
+    executors = placed.executors
     args, tensors, zero_d = ops.args, ops.tensors, ops.zero_d
     # Fragments of the other operands whose framework differs from the lead's.
-    lead_fw = [f.framework for f in lead_frags]
+    lead_fw = placed.frameworks
     foreign = [
         (position, frags)
-        for position, frags in tensors[1:]
-        if any(frags[i].framework != lead_fw[i] for i in indices)
+        for (position, frags), other in zip(tensors[1:], ops.others)
+        if _placement(other).frameworks != lead_fw and any(frags[i].framework != lead_fw[i] for i in indices)
     ]
     results: list[Any] = [None] * nfragments
     positions = [position for position, _ in tensors]
@@ -174,8 +223,10 @@ def _run(
     manager: Any = None
     try:
         for i in indices:
-            frag = lead_frags[i]
-            ex = executor(frag.framework, frag.device)
+            ex = executors[i]
+            if ex is None:  # a fragment asked for explicitly that the placement does not hold
+                frag = lead_frags[i]
+                ex = executor(frag.framework, frag.device)
             if ex is not active and (ex.context is not None or manager is not None):
                 # one context per run of fragments on the same device, not one per fragment
                 if manager is not None:
@@ -300,8 +351,9 @@ def map_fragments(
     """
     ops = _collect(operands, name, check)
     layout = out_layout if out_layout is not None else ops.lead.layout.dense
+    placed = _placement(ops.lead)
     if indices is None:
-        indices = [f.index for f in ops.lead.fragments if f.is_local]
+        indices = placed.indices
     if out is not None:
         check_writable(out, indices, name)
     results = _run(
@@ -310,7 +362,10 @@ def map_fragments(
     )
     if not indices and out is None and not in_place:  # this process holds no fragment
         return new_tensor(results, layout, _probe_dtype(fn, operands))
-    return _store(results, ops.lead, indices, layout, out, in_place, name)
+    result = _store(results, ops.lead, indices, layout, out, in_place, name)
+    if out_layout is None and out is None and not in_place and indices is placed.indices:
+        _inherit(result, placed)  # same devices, frameworks and local fragments as the lead
+    return result
 
 
 def _probe_dtype(fn: Callable[..., Any], operands: Sequence[Any]) -> str | None:
@@ -321,8 +376,8 @@ def _probe_dtype(fn: Callable[..., Any], operands: Sequence[Any]) -> str | None:
     from ..dtypes import canonical
 
     try:
-        numpy = get_adapter("numpy")
-        args = []
+        numpy = get_adapter(DEFAULT_FRAMEWORK)
+        args: list[Any] = []
         for op in operands:
             if is_distributed(op):
                 args.append(np.empty((0,) * op.ndim, dtype=op.dtype))
