@@ -298,7 +298,12 @@ class DistributedTensor:
         return redistribute(self, layout, framework=framework)
 
     def plan_redistribution(self, layout: "Layout") -> "RedistributionPlan":
-        """The copy plan :meth:`redistribute` would run for ``layout``."""
+        """The copy plan :meth:`redistribute` would run for ``layout``.
+
+        Across processes (after :func:`dlmg.distributed.init`) the plan of
+        messages instead: :class:`~dlmg.distributed.routes.Routes`, with the
+        bytes per pair of processes (``bytes_by_ranks``) and the transport.
+        """
         from .plans.api import tensor_plan
 
         return tensor_plan(self, layout)
