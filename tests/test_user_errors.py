@@ -183,3 +183,15 @@ def test_missing_array_api_compat_names_the_package():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "pip install array-api-compat" in done.stdout, done.stdout + done.stderr
+
+
+def test_protocol_answers_come_from_the_adapters():
+    from dlmg.adapters.jax import JaxAdapter
+    from dlmg.adapters.numpy import NumpyAdapter
+    from dlmg.adapters.torch import TorchAdapter
+
+    for adapter, names in ((NumpyAdapter, {"__array_ufunc__", "__array_function__"}),
+                           (JaxAdapter, {"__jax_array__"}), (TorchAdapter, {"__torch_function__"})):
+        assert set(adapter.tensor_protocols) == names
+        for name in names:
+            assert name in vars(dlmg.DistributedTensor)
