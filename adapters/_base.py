@@ -117,6 +117,13 @@ class Adapter:
     negative_strides : bool
         Whether arrays can have negative strides (``False`` where the
         framework has no such views, as JAX: importers then need not ask).
+    tensor_protocols : dict of str to callable
+        Methods :class:`~dlmg.DistributedTensor` carries for this framework's
+        own protocols (NumPy's ``__array_ufunc__``, JAX's ``__jax_array__``...),
+        so that the framework's functions meet dlmg's answer -- run dlmg's
+        function, or refuse saying what to call -- instead of failing with a
+        message of their own. Installed when dlmg is imported (built-in
+        adapters) or registered.
     """
 
     name: ClassVar[str] = ""
@@ -132,6 +139,7 @@ class Adapter:
     distinct_host_devices: ClassVar[bool] = False
     dlpack_dtypes: ClassVar[frozenset[str] | None] = None
     negative_strides: ClassVar[bool] = True
+    tensor_protocols: ClassVar[dict[str, Any]] = {}
 
     # -- the framework itself -------------------------------------------------
     def available(self) -> bool:
@@ -345,10 +353,20 @@ class Adapter:
         for dst, src in zip(dsts, srcs):
             self.copy_into(dst, src)
 
-    def export(self, array: Any, **kwargs: Any) -> Any:
-        """A DLPack capsule of ``array``: ``array.__dlpack__(**kwargs)``, with
-        whatever the framework needs around it (a device context, a check)."""
-        return array.__dlpack__(**kwargs)
+    def export(
+        self,
+        array: Any,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """A DLPack capsule of ``array``: ``array.__dlpack__(...)`` with the
+        keywords that are not ``None``, and whatever the framework needs around
+        it (a device context, a check)."""
+        given = {"stream": stream, "max_version": max_version, "dl_device": dl_device, "copy": copy}
+        return array.__dlpack__(**{k: v for k, v in given.items() if v is not None})
 
     def producer(self, array: Any) -> Any:
         """An object whose ``__dlpack__`` is :meth:`export` of ``array``.

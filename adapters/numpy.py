@@ -14,6 +14,7 @@ from typing import Any
 
 from dlmg.device import Device
 from dlmg.dtypes import canonical
+from dlmg._protocols import function_hook, ufunc_hook
 from dlmg.errors import DeviceError, DLPackError, DtypeError
 
 from ._common import (
@@ -56,6 +57,25 @@ def _bf16_error(what: str, dtype: str) -> UnsupportedDtypeError:
     )
 
 
+#: NumPy ufunc names whose array-API (and dlmg) name differs.
+_UFUNC_NAMES = {
+    "absolute": "abs",
+    "arccos": "acos",
+    "arccosh": "acosh",
+    "arcsin": "asin",
+    "arcsinh": "asinh",
+    "arctan": "atan",
+    "arctan2": "atan2",
+    "arctanh": "atanh",
+    "power": "pow",
+    "invert": "bitwise_invert",
+    "left_shift": "bitwise_left_shift",
+    "right_shift": "bitwise_right_shift",
+    "true_divide": "divide",
+    "conjugate": "conj",
+}
+
+
 class NumpyAdapter(BaseAdapter):
     """Adapter for :mod:`numpy` arrays (host memory only)."""
 
@@ -63,6 +83,9 @@ class NumpyAdapter(BaseAdapter):
     modules = ("numpy",)
     package = "numpy"
     install_hint = "pip install numpy"
+    #: np.sqrt(dt), np.sum(dt, axis=0) run as dlmg's functions; np.ones(...) + dt says to scatter.
+    tensor_protocols = {"__array_ufunc__": ufunc_hook("numpy", _UFUNC_NAMES),
+                        "__array_function__": function_hook("numpy")}
     mutable = True
     can_view = True
     done_on_return = True  # host work is finished when the call returns

@@ -25,6 +25,7 @@ import os
 from functools import partial
 from typing import Any
 
+from dlmg._protocols import function_refused
 from dlmg.device import Device
 from dlmg.dtypes import canonical
 from dlmg.errors import CopyRequiredError, DeviceError, DLPackError, DtypeError
@@ -60,6 +61,11 @@ _KIND_TO_TORCH = {v: k for k, v in _TORCH_TO_KIND.items()}
 _DEVICES: dict[Any, Device] = {}
 
 
+def _torch_function(cls: type, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+    """torch functions and tensor methods meeting a distributed tensor: refuse, naming the fix."""
+    raise function_refused("torch", getattr(func, "__name__", str(func)), (*args, *(kwargs or {}).values()))
+
+
 class TorchAdapter(BaseAdapter):
     """Adapter for :class:`torch.Tensor` (CPU and CUDA)."""
 
@@ -67,6 +73,8 @@ class TorchAdapter(BaseAdapter):
     modules = ("torch",)
     package = "torch"
     install_hint = "pip install torch (see https://pytorch.org for CUDA builds)"
+    #: torch.ones(8, 4) + dt says to scatter; torch.sum(dt) names dlmg.sum and gather.
+    tensor_protocols = {"__torch_function__": classmethod(_torch_function)}
     mutable = True
     can_view = True
     done_on_return = True  # host work is finished when the call returns
@@ -223,7 +231,7 @@ class TorchAdapter(BaseAdapter):
                 raise self._copy_required(
                     f"cannot represent the producer's negative strides {strides} (shape {shape})"
                 )
-            producer = self._contiguous_producer(obj, src or known.describe(obj))
+            producer = self._contiguous_producer(obj, src or known.describe(obj))  # type: ignore[union-attr]
             copy = None  # the copy is made
         moving = not self._same_place(here, target)
         if moving and copy is False:
@@ -236,7 +244,7 @@ class TorchAdapter(BaseAdapter):
         except (BufferError, RuntimeError, TypeError, ValueError) as exc:  # ValueError: "Expected zero byte_offset"
             if isinstance(exc, CopyRequiredError):
                 raise
-            dtype = (src or known.describe(obj)).dtype
+            dtype = (src or known.describe(obj)).dtype  # type: ignore[union-attr]
             raise DLPackError(f"torch could not import a {dtype} tensor of shape {shape} "
                               f"on {here}: {exc}") from exc
         if moving:

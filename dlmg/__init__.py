@@ -20,7 +20,7 @@ from .interop import (
     to_sharding,
 )
 from .ops import *  # noqa: F403  (apply, elementwise functions, reductions, matmul, synchronize)
-from . import fft, linalg
+from . import fft, linalg, ops as _ops
 from . import _lookup, _printing, _protocols
 
 _lookup.install(DistributedTensor)  # fragment_for, fragments_on, fragment_at
@@ -28,3 +28,26 @@ _printing.install(DistributedTensor)  # repr and str show values beside the layo
 _protocols.install(DistributedTensor)  # NumPy, JAX and torch protocols: run dlmg's function or refuse clearly
 
 __version__ = "0.1.0"
+
+#: The public names: what ``from dlmg import *`` gives and what the API reference documents.
+#: Modules whose names start with ``_`` (``dlmg._transfer``, ``dlmg.ops._executor``...) are
+#: internal, as are names not listed here.
+__all__ = [
+    # tensors, layouts, devices
+    "DistributedTensor", "Fragment", "Layout", "FragmentLayout", "Device", "as_device",
+    # making tensors
+    "from_fragments", "from_pointers", "empty", "zeros", "ones", "full", "scatter",
+    # moving data
+    "RedistributionPlan", "plan_redistribution",
+    # frameworks
+    "get_adapter", "adapter_for", "framework_of",
+    # other frameworks' distributed arrays
+    "from_jax", "to_jax", "layout_from_sharding", "sharding_from_layout", "to_sharding",
+    "from_dtensor", "to_dtensor", "from_partitioned",
+    # submodules
+    "dtypes", "errors", "fft", "interop", "linalg", "registry",
+    # the exception hierarchy
+    *errors.__all__,
+    # operations (elementwise, reductions, matmul, apply, synchronize...)
+    *(name for name in _ops.__all__ if name != "install"),
+]

@@ -45,10 +45,10 @@ def read_element(dt: "DistributedTensor", index: Any) -> Any:
         )
     f, li = local[0]
     frag = dt.fragments[f]
-    if frag._memory is not None and frag._array is None:
+    if frag.is_padded:
         offset = frag.layout.memory_offset(li)
-        value = frag.adapter.as_strided(frag._memory, (), (), offset)
+        value = frag.adapter.as_strided(frag.memory, (), (), offset)
     else:
-        value = frag._array[li]
+        value = frag.array[li]
     item = getattr(value, "item", None)
     return item() if callable(item) else value

@@ -120,7 +120,7 @@ def fragment_at(self: "DistributedTensor", index: Any, replica: int = 0) -> "Fra
     )
 
 
-def install(cls: type) -> None:
+def install(cls: Any) -> None:
     """Attach :func:`fragment_for`, :func:`fragments_on` and :func:`fragment_at` to ``cls``."""
     for fn in (fragment_for, fragments_on, fragment_at):
         cls.register_method(fn.__name__, fn)

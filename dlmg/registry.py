@@ -1,8 +1,9 @@
 """Finding the adapter of an array or of a framework name.
 
-Adapters are loaded lazily: the entry-point group ``dlmg.adapters`` first (so a
-third party can add a framework without touching dlmg), then the built-in
-table. An array's framework is found from its type's module name, looked up
+Adapters are loaded lazily from one table: the built-in adapters
+(:data:`BUILTIN_ADAPTERS`, the only place dlmg names frameworks), then the
+entry-point group ``dlmg.adapters`` (so an installed package adds a framework
+without touching dlmg), then adapters given to :func:`register` at run time. An array's framework is found from its type's module name, looked up
 without importing any framework, and cached per type.
 """
 
@@ -29,6 +30,8 @@ __all__ = [
     "framework_of",
     "adapter_names",
     "as_zero_d",
+    "register",
+    "unregister",
     "device_from_native",
 ]
 
@@ -51,16 +54,83 @@ def _load(target: str) -> "Adapter":
     return getattr(importlib.import_module(module_name), attr)()
 
 
+#: Adapters registered at run time, by name (see :func:`register`).
+_REGISTERED: dict[str, "Adapter"] = {}
+
+
 @lru_cache(maxsize=None)
 def _adapters() -> dict[str, str]:
     table = dict(BUILTIN_ADAPTERS)
     for ep in entry_points(group=_ENTRY_POINT_GROUP):
         table[ep.name] = ep.value
+    for name, adapter in _REGISTERED.items():
+        table[name] = f"{type(adapter).__module__}:{type(adapter).__qualname__}"
     return table
+
+
+def _clear_caches() -> None:
+    _adapters.cache_clear()
+    _instance.cache_clear()
+    _adapter_for_type.cache_clear()
+
+
+def register(adapter: "Adapter | type[Adapter]", *, replace: bool = False) -> "Adapter":
+    """Add a framework adapter at run time, under ``adapter.name``.
+
+    What an entry point of the group ``dlmg.adapters`` does for an installed
+    package, for an adapter defined in a script or a test. Arrays whose type
+    module is in ``adapter.modules`` are then found by :func:`adapter_for`.
+
+    Parameters
+    ----------
+    adapter : Adapter or Adapter subclass
+        An instance (or a class, instantiated without arguments).
+    replace : bool
+        Allow replacing an adapter of the same name (built-in or registered).
+
+    Returns
+    -------
+    Adapter
+        The registered instance.
+
+    Raises
+    ------
+    FrameworkError
+        When ``adapter`` is no :class:`dlmg.adapters.Adapter`, has no name, or
+        its name is taken and ``replace`` is false.
+    """
+    from dlmg.adapters import Adapter
+
+    if isinstance(adapter, type) and issubclass(adapter, Adapter):
+        adapter = adapter()
+    if not isinstance(adapter, Adapter):
+        raise FrameworkError(f"register needs a dlmg.adapters.Adapter, got {adapter!r}")
+    name = adapter.name.lower() if isinstance(adapter.name, str) else ""
+    if not name:
+        raise FrameworkError(f"adapter {adapter!r} has no name (set the class attribute 'name')")
+    if name in _adapters() and not replace:
+        raise FrameworkError(f"a framework named {name!r} is registered already; pass replace=True to replace it")
+    _REGISTERED[name] = adapter
+    _clear_caches()
+    if adapter.tensor_protocols:  # the framework's own protocols meet dlmg's answers
+        from .tensor import DistributedTensor
+
+        for method_name, method in adapter.tensor_protocols.items():
+            DistributedTensor.register_method(method_name, method)
+    return adapter
+
+
+def unregister(name: str) -> None:
+    """Remove an adapter added with :func:`register` (built-in and entry-point ones stay)."""
+    if _REGISTERED.pop(name.lower(), None) is not None:
+        _clear_caches()
 
 
 @lru_cache(maxsize=None)
 def _instance(name: str) -> "Adapter":
+    registered = _REGISTERED.get(name)
+    if registered is not None:
+        return registered
     target = _adapters()[name]
     try:
         return _load(target)
@@ -132,7 +202,7 @@ def adapter_for(array: Any) -> "Adapter":
     FrameworkError
         When no adapter claims the array and it has no ``__dlpack__``.
     """
-    adapter = _adapter_for_type(type(array))
+    adapter = _adapter_for_type(type(array))  # type: ignore[arg-type]  # classes are hashable
     if adapter is None or not adapter.owns(array):
         raise FrameworkError(
             f"an object of type {type(array).__module__}.{type(array).__qualname__} is not an "
@@ -144,7 +214,7 @@ def adapter_for(array: Any) -> "Adapter":
 def device_from_native(obj: Any) -> "Device | None":
     """The dlmg device of a framework's device object, read by the adapter of
     the framework that owns its type; ``None`` when none does."""
-    adapter = _adapter_for_type(type(obj))
+    adapter = _adapter_for_type(type(obj))  # type: ignore[arg-type]  # classes are hashable
     return None if adapter is None else adapter.device_from_native(obj)
 
 
@@ -165,7 +235,7 @@ def as_zero_d(obj: Any) -> Any:
     """A framework's scalar object that no adapter owns as an array
     (NumPy's ``np.float32(1)``) as a 0-d array of that framework
     (:meth:`~dlmg.adapters.Adapter.from_scalar`); ``None`` for anything else."""
-    adapter = _adapter_for_type(type(obj))
+    adapter = _adapter_for_type(type(obj))  # type: ignore[arg-type]  # classes are hashable
     if adapter is None or adapter.owns(obj):
         return None
     return adapter.from_scalar(obj)

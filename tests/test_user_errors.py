@@ -49,6 +49,8 @@ def test_integer_devices_mean_cuda_and_the_error_says_so():
         dlmg.zeros(lay)
     with pytest.raises(DeviceError, match=r"integers in a device list mean CUDA ordinals"):
         dlmg.scatter(np.ones((8, 4)), lay, framework="numpy")
+    with pytest.raises(dlmg.FragmentError, match=r"lies on cpu:0.*integers in a device list mean CUDA ordinals"):
+        dlmg.from_fragments([np.ones((4, 4)), np.ones((4, 4))], lay)
 
 
 def test_host_devices_get_no_cuda_hint():
@@ -181,3 +183,15 @@ def test_missing_array_api_compat_names_the_package():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "pip install array-api-compat" in done.stdout, done.stdout + done.stderr
+
+
+def test_protocol_answers_come_from_the_adapters():
+    from dlmg.adapters.jax import JaxAdapter
+    from dlmg.adapters.numpy import NumpyAdapter
+    from dlmg.adapters.torch import TorchAdapter
+
+    for adapter, names in ((NumpyAdapter, {"__array_ufunc__", "__array_function__"}),
+                           (JaxAdapter, {"__jax_array__"}), (TorchAdapter, {"__torch_function__"})):
+        assert set(adapter.tensor_protocols) == names
+        for name in names:
+            assert name in vars(dlmg.DistributedTensor)

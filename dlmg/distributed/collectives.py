@@ -128,7 +128,7 @@ def _direct_vote(dt: "DistributedTensor", buf: Buffer | None, engine: "Engine", 
         return False
     if tuple(frag.adapter.strides_of(frag.array)) != c_strides(frag.shape):
         return False
-    return engine.accepts(frag.array, frag.framework) and engine.accepts(buf.base, buf.adapter.name)
+    return engine.accepts(frag.array, frag.adapter.name) and engine.accepts(buf.base, buf.adapter.name)
 
 
 def gather(dt: "DistributedTensor", framework: str | None, device: Any, out: Any, root: int | None) -> Any:
@@ -151,7 +151,7 @@ def gather(dt: "DistributedTensor", framework: str | None, device: Any, out: Any
             return (buf, finish, None), True
         routes = gather_routes(dt.layout, receivers, dt.itemsize, engine)
         geometry = tuple(api._source_geometry(f) for f in dt.fragments)
-        src_eps = {ep.index: ep for ep in api._source_endpoints(dt, geometry) if dt.fragments[ep.index].is_local}
+        src_eps = {ep.index: ep for ep in api._source_endpoints(dt.layout, geometry) if dt.fragments[ep.index].is_local}
         dst_eps, dsts = {}, {}
         if buf is not None:
             k = receivers.index(me)
@@ -178,7 +178,7 @@ def gather(dt: "DistributedTensor", framework: str | None, device: Any, out: Any
 def _repack(dt: "DistributedTensor", buf: Buffer, receivers: tuple[int, ...], engine: "Engine", comm: Device) -> Any:
     routes = gather_routes(dt.layout, receivers, dt.itemsize, engine)
     geometry = tuple(api._source_geometry(f) for f in dt.fragments)
-    src_eps = {ep.index: ep for ep in api._source_endpoints(dt, geometry) if dt.fragments[ep.index].is_local}
+    src_eps = {ep.index: ep for ep in api._source_endpoints(dt.layout, geometry) if dt.fragments[ep.index].is_local}
     k = receivers.index(engine.rank)
     strides = tuple(int(s) for s in buf.adapter.strides_of(buf.base))
     dst_eps = {k: full_endpoint(dt.shape, strides, buf.device)}
@@ -208,7 +208,7 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
             )
         routes = redistribution_routes(dt.layout, layout, dt.itemsize, engine)
         geometry = tuple(api._source_geometry(f) for f in dt.fragments)
-        src_eps = {ep.index: ep for ep in api._source_endpoints(dt, geometry) if dt.fragments[ep.index].is_local}
+        src_eps = {ep.index: ep for ep in api._source_endpoints(dt.layout, geometry) if dt.fragments[ep.index].is_local}
         dst_all = layout_endpoints(layout)
         prefer = tuple(dt.frameworks)
         reused: dict[int, int] = {}

@@ -235,7 +235,7 @@ def deliver(engine: "Engine", packed: Packed) -> None:
     for q, start in enumerate(_displacements(packed.recv_counts)):
         offset = start
         for piece in packed.incoming[q]:
-            view = adapter.as_strided(recv, (piece.size,), (1,), offset)
+            view = adapter.as_strided(recv, (piece.size,), (1,), offset)  # type: ignore[union-attr]
             offset += piece.size
             sources[next_id] = Buffer(view, adapter, packed.device)
             incoming.setdefault(piece.dst, []).append(box_endpoint(piece, next_id, packed.device))

@@ -25,7 +25,6 @@ from __future__ import annotations
 import ctypes
 import gc
 import numbers
-import operator
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -38,7 +37,6 @@ from .abi import (
     CAPSULE_NAME_VERSIONED,
     DLPACK_DELETER,
     DLPACK_MAX_NDIM,
-    DLPACK_VERSION,
     IS_COPIED,
     IS_SUBBYTE_TYPE_PADDED,
     READ_ONLY,
@@ -47,6 +45,7 @@ from .abi import (
     DLManagedTensorVersioned,
 )
 from .capsule import capsule_name, new_capsule
+from ._arguments import _as_int, _as_ints, _check_stream, _negotiate, _span
 from .reader import c_contiguous_strides
 
 __all__ = ["DLPackExporter", "live_exports"]
@@ -55,8 +54,6 @@ _API = ctypes.pythonapi
 _PTR_SIZE = ctypes.sizeof(ctypes.c_void_p)
 _MAX_ADDRESS = 2 ** (8 * _PTR_SIZE) - 1
 _FRESH = (CAPSULE_NAME, CAPSULE_NAME_VERSIONED)
-_CUDA_LIKE = frozenset({2, 13})  # CUDA, CUDA managed: CUDA stream values
-_ROCM = 10
 _HOST_ALIASES = frozenset({"cuda_host", "rocm_host"})  # pinned host memory the CPU reads in place
 
 #: managed-tensor address (= manager_ctx) -> (managed struct, owner)
@@ -196,23 +193,6 @@ def live_exports() -> int:
 # --- validation helpers ------------------------------------------------------
 
 
-def _as_int(value: Any, field: str) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{field} must be an int, got {value!r}")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{field} must be an int, got {value!r} of type {type(value).__name__}") from None
-
-
-def _as_ints(values: Any, field: str) -> tuple[int, ...]:
-    if isinstance(values, (str, bytes)):
-        raise TypeError(f"{field} must be a sequence of ints, got {values!r}")
-    if not hasattr(values, "__iter__"):
-        return (_as_int(values, field),)  # a lone int is a 1-d shape
-    return tuple(_as_int(v, f"{field}[{i}]") for i, v in enumerate(values))
-
-
 def _buffer_address(obj: Any) -> tuple[int, memoryview]:
     """Address of ``obj``'s buffer and a memoryview that pins the export."""
     try:
@@ -230,37 +210,6 @@ def _buffer_address(obj: Any) -> tuple[int, memoryview]:
     finally:
         _PyBuffer_Release(ctypes.byref(raw))
     return address, view
-
-
-def _negotiate(max_version: Any) -> tuple[int, int] | None:
-    if max_version is None:
-        return None
-    try:
-        major, minor = max_version
-        major, minor = _as_int(major, "max_version[0]"), _as_int(minor, "max_version[1]")
-    except (TypeError, ValueError):
-        raise TypeError(f"max_version must be None or a (major, minor) tuple of ints, got {max_version!r}") from None
-    # Minor versions share one ABI, so any 1.x (or later) consumer gets dlmg's 1.x.
-    return DLPACK_VERSION if major >= 1 else None
-
-
-def _check_stream(stream: Any, device: Device) -> None:
-    if stream is None:
-        return
-    code = device.dlpack[0]
-    if code in _CUDA_LIKE or code == _ROCM:
-        if isinstance(stream, bool) or not isinstance(stream, int):
-            raise TypeError(f"stream must be None or an int for {device} memory, got {stream!r}")
-        if code == _ROCM:
-            bad = stream < -1 or stream in (1, 2)
-            allowed = "None, -1, 0 or a stream pointer > 2"
-        else:
-            bad = stream < -1 or stream == 0
-            allowed = "None, -1, 1, 2 or a stream pointer > 2"
-        if bad:
-            raise ValueError(f"stream={stream!r} is not valid for {device} memory; expected {allowed}")
-        return
-    raise ValueError(f"stream must be None for {device} memory (it has no streams), got {stream!r}")
 
 
 # --- the exporter ------------------------------------------------------------
@@ -592,17 +541,3 @@ class DLPackExporter:
         capsule = new_capsule(address, versioned=version is not None)
         _PENDING[address] = capsule
         return capsule
-
-
-def _span(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int, byte_offset: int) -> tuple[int, int]:
-    """Byte range ``[lo, hi)``, relative to the pointer, that a view touches."""
-    low = high = 0
-    for extent, stride in zip(shape, strides):
-        if extent == 0:
-            return byte_offset, byte_offset
-        reach = (extent - 1) * stride
-        if reach < 0:
-            low += reach
-        else:
-            high += reach
-    return byte_offset + low * itemsize, byte_offset + (high + 1) * itemsize

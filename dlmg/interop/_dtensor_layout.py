@@ -134,7 +134,7 @@ def layout_from_placements(
         rank = int(flat_ranks[flat])
         ranks[f] = rank
         devices[f] = device_of(rank)
-    return Layout(shape, block=block, grid=grid, devices=devices), tuple(ranks)
+    return Layout(shape, block=block, grid=grid, devices=devices), tuple(ranks)  # type: ignore[arg-type]  # every slot filled
 
 
 def expressibility_problems(layout: Layout) -> list[str]:

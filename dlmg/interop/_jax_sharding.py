@@ -423,10 +423,10 @@ def _index_spans(index: tuple, shape: tuple[int, ...]) -> tuple[tuple[int, int],
     return tuple(out)
 
 
-def _fragment_spans(frag: Any) -> tuple[tuple[int, int], ...]:
+def _fragment_spans(frag: Any) -> tuple[tuple[int, int] | None, ...]:
     """Per mode, the one contiguous ``(start, stop)`` a fragment owns
     (``(0, 0)`` when empty; ``None`` when not contiguous)."""
-    out = []
+    out: list[tuple[int, int] | None] = []
     for ranges in frag.ranges:
         ranges = [r for r in ranges if r[1] > r[0]]
         if not ranges:
@@ -486,7 +486,7 @@ def jax_compatible_layout(layout: Layout, mesh: "jax.sharding.Mesh | None" = Non
                 block = tuple(n // g if g > 1 else max(n, 1) for n, g in zip(shape, layout.grid))
                 return Layout(shape, block=block, grid=layout.grid, devices=layout.devices)
         pool = [_dlmg_device(d) for d in _local_pool(layout.devices[0].kind)] or list(table)
-        counts = range(len(pool), 1, -1)
+        counts: Sequence[int] = range(len(pool), 1, -1)
     else:
         import numpy as np
 

@@ -251,5 +251,5 @@ def to_jax(
         if not frag.is_local:  # another process's shard (multi-controller JAX)
             continue
         device = layout.devices[frag.index]
-        arrays.append(_fragment_to_jax(frag.array, frag.framework, device))
+        arrays.append(_fragment_to_jax(frag.array, frag.adapter.name, device))
     return jax.make_array_from_single_device_arrays(layout.shape, sharding, arrays)

@@ -127,7 +127,7 @@ class FragmentLayout:
     @cached_property
     def _strides_or_none(self) -> tuple[int, ...] | None:
         lay = self.layout
-        if lay.element_strides is None:
+        if lay.element_strides is None or lay.block_strides is None:
             return c_strides(self.shape)
         out = []
         for m, n_local in enumerate(self.shape):
@@ -176,7 +176,7 @@ class FragmentLayout:
         if self.size == 0:
             return 0
         lay = self.layout
-        if lay.element_strides is None:
+        if lay.element_strides is None or lay.block_strides is None:
             return self.size
         return 1 + sum(
             mode_max_offset(n, b, es, bs)
@@ -187,7 +187,7 @@ class FragmentLayout:
         """Element offset of ``local_index`` in the fragment's memory."""
         idx = self._check_local(local_index)
         lay = self.layout
-        if lay.element_strides is None:
+        if lay.element_strides is None or lay.block_strides is None:
             return sum(i * s for i, s in zip(idx, c_strides(self.shape)))
         return sum(
             (i // b) * bs + (i % b) * es

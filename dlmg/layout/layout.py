@@ -75,7 +75,8 @@ class Layout:
         fastest). ``k * prod(grid)`` devices add a final replica mode: ``k``
         full copies. A device may appear several times (several fragments on
         it), but host devices (``cpu`` kinds) and other devices may not be
-        mixed.
+        mixed. Strings such as ``"cpu:3"`` or ``"cuda:1"`` name devices; a
+        plain int is a CUDA ordinal (``0`` is ``cuda:0``).
     element_strides, block_strides : sequence of int, optional
         cuTENSORMg's ``elementStride`` and ``blockStride``: the local element
         in local block ``k[m]`` at in-block index ``i[m]`` sits at memory
@@ -179,7 +180,7 @@ class Layout:
         object.__setattr__(self, "element_strides", es_t)
         object.__setattr__(self, "block_strides", bs_t)
         object.__setattr__(self, "ranks", as_ranks(ranks, len(devices_t), context))
-        if es_t is not None:
+        if es_t is not None and bs_t is not None:
             check_span(shape_t, block_t, grid_t, es_t, bs_t, context)
             check_no_overlap(shape_t, block_t, grid_t, es_t, bs_t, context)
 
@@ -322,7 +323,7 @@ class Layout:
         devices = [f.device for f in kept]
         pick = lambda t: None if t is None else tuple(t[m] for m in keep)  # noqa: E731
         return Layout(
-            pick(self.shape),
+            tuple(self.shape[m] for m in keep),
             block=pick(self.block),
             grid=pick(self.grid),
             devices=devices,

@@ -89,7 +89,7 @@ def _rmatmul_method(self: Any, other: Any) -> Any:
     return matmul(other, self)
 
 
-def install(cls: type | None = None) -> None:
+def install(cls: Any = None) -> None:  # type: ignore[no-redef]  # replaces pointwise.install
     """Attach operators, elementwise and reduction methods, ``@`` and
     ``synchronize`` to :class:`~dlmg.DistributedTensor` (or ``cls``)."""
     if cls is None:
@@ -106,4 +106,4 @@ def install(cls: type | None = None) -> None:
     cls.register_method("synchronize", _synchronize_method)
 
 
-install()
+install()  # type: ignore[call-arg]

@@ -97,7 +97,7 @@ def check_inplace(name: str, target: str, operands: Iterable[Any]) -> None:
     try:
         import numpy as np
 
-        parts = [np.dtype(target)]
+        parts: list[Any] = [np.dtype(target)]
         for op in operands:
             parts.append(np.dtype(op) if isinstance(op, str) else op)
         if name in ("truediv", "/="):

@@ -6,6 +6,7 @@ fragment a failure happened on. Internal to :mod:`dlmg.ops`."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from .._transfer import move
@@ -68,25 +69,10 @@ class Executor:
         return f"Executor({self.framework!r}, {self.device})"
 
 
-_EXECUTORS: dict[tuple[str, Device], Executor] = {}
-# fast path: keyed by the Device object's id, holding that object (equal devices may be
-# distinct objects: each gets its own entry, and the id stays valid while it is held)
-_BY_ID: dict[tuple[str, int], tuple[Device, Executor]] = {}
-
-
+@lru_cache(maxsize=None)
 def executor(framework: str, device: Device) -> Executor:
     """The (cached) :class:`Executor` of ``framework`` on ``device``."""
-    found = _BY_ID.get((framework, id(device)))
-    if found is not None and found[0] is device:
-        return found[1]
-    key = (framework, device)
-    ex = _EXECUTORS.get(key)
-    if ex is None:
-        ex = _EXECUTORS[key] = Executor(framework, device)
-    if len(_BY_ID) > 4096:
-        _BY_ID.clear()
-    _BY_ID[(framework, id(device))] = (device, ex)
-    return ex
+    return Executor(framework, device)
 
 
 def move_array(array: Any, target: Executor, source: Any = None) -> Any:
@@ -96,19 +82,17 @@ def move_array(array: Any, target: Executor, source: Any = None) -> Any:
     return move(array, source if source is not None else adapter_for(array), target.adapter, target.device)
 
 
-_FAIL_CLASSES: dict[type, type] = {}
+@lru_cache(maxsize=None)
+def _fail_class_of(cls: type) -> type:
+    return type(f"Fragment{cls.__name__}", (FragmentError, cls), {"__module__": __name__})
 
 
 def _fail_class(exc: BaseException) -> type:
     """FragmentError, or a subclass that is also the original's dlmg error class
     (so ``except dlmg.DtypeError`` still catches a dtype failure on one fragment)."""
-    cls = type(exc)
     if not isinstance(exc, DlmgError) or isinstance(exc, FragmentError):
         return FragmentError
-    found = _FAIL_CLASSES.get(cls)
-    if found is None:
-        found = _FAIL_CLASSES[cls] = type(f"Fragment{cls.__name__}", (FragmentError, cls), {"__module__": __name__})
-    return found
+    return _fail_class_of(type(exc))  # type: ignore[arg-type]  # classes are hashable
 
 
 def _fail(name: str, index: int, ex: Executor, exc: BaseException) -> FragmentError:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._transfer import synchronize_arrays
 from ..errors import LayoutMismatchError
-from ..registry import adapter_for, adapter_names, get_adapter
+from ..registry import DEFAULT_FRAMEWORK, adapter_for, adapter_names, get_adapter
 from ._executor import Executor, _fail, executor, move_array
 from ._operands import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed
 from ._writes import check_writable, partial_note
@@ -146,13 +146,18 @@ def _collect(operands: Sequence[Any], name: str, check: bool) -> _Operands:
 
 
 def _fresh(result: Any, call: list[Any], positions: Sequence[int], ex: Executor) -> Any:
-    """``result``, or a copy of it where it shares memory with an operand's
-    fragment (torch returns ``self`` from ``+t``, ``t.conj()`` of real tensors;
-    NumPy ``real`` of a real array): new tensors never alias their inputs."""
+    """``result``, or a writable copy of it where it shares memory with an
+    operand's fragment (torch returns ``self`` from ``+t``, ``t.conj()`` of
+    real tensors; NumPy ``real`` of a real array) or is read-only (NumPy's
+    ``imag`` of a real array): new tensors never alias their inputs and can
+    be written."""
+    adapter = ex.adapter
     for position in positions:
         arg = call[position]
-        if result is arg or ex.adapter.shares_memory(result, arg):
+        if result is arg or adapter.shares_memory(result, arg):
             return ex.xp.asarray(result, copy=True)
+    if adapter.is_readonly(result):
+        return ex.xp.asarray(result, copy=True)
     return result
 
 
@@ -376,8 +381,8 @@ def _probe_dtype(fn: Callable[..., Any], operands: Sequence[Any]) -> str | None:
     from ..dtypes import canonical
 
     try:
-        numpy = get_adapter("numpy")
-        args = []
+        numpy = get_adapter(DEFAULT_FRAMEWORK)
+        args: list[Any] = []
         for op in operands:
             if is_distributed(op):
                 args.append(np.empty((0,) * op.ndim, dtype=op.dtype))

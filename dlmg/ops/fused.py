@@ -35,7 +35,7 @@ __all__ = ["FusedFunction", "fuse"]
 
 def _signature(args: tuple[Any, ...]) -> tuple[Any, ...]:
     """What a compiled kernel specialises on: each array's shape and dtype, each scalar's type."""
-    sig = []
+    sig: list[Any] = []
     for a in args:
         shape = getattr(a, "shape", None)
         if shape is None:

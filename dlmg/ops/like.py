@@ -85,7 +85,7 @@ def allclose(a: Any, b: Any, /, *, rtol: float = 1e-5, atol: float = 1e-8, equal
 def _round(self: "DistributedTensor", ndigits: int | None = None) -> "DistributedTensor":
     """``round(x)`` and ``round(x, n)``: half to even, as NumPy's ``round``."""
     if ndigits is None or ndigits == 0:
-        from .pointwise import round as round_
+        from .pointwise import round as round_  # type: ignore[attr-defined]  # made from a table
 
         return round_(self)
     scale = 10.0 ** ndigits
@@ -115,7 +115,7 @@ def _device(self: "DistributedTensor") -> "Device":
     return devices[0]
 
 
-def install(cls: type) -> None:
+def install(cls: Any) -> None:
     """Attach ``device`` and ``__round__`` to ``cls``."""
     cls.register_method("device", property(_device, doc=_device.__doc__))
     cls.register_method("__round__", _round)

@@ -71,6 +71,10 @@ def _check(name: str, ops: list[Any], kinds: frozenset[str] | None, hint: str = 
 # elementwise functions of the array API standard
 
 
+def _zeros_like(xp: Any, a: Any) -> Any:
+    return xp.zeros_like(a)
+
+
 def _make_function(public: str, std: str, nargs: int, kinds: frozenset[str] | None, doc: str) -> Callable[..., Any]:
     def per_fragment(xp: Any, *arrays: Any, _std: str = std) -> Any:
         return getattr(xp, _std)(*arrays)
@@ -80,7 +84,10 @@ def _make_function(public: str, std: str, nargs: int, kinds: frozenset[str] | No
         def function(x: Any, /) -> "DistributedTensor":
             ops = _classify_all((x,))
             _check(public, ops, kinds)
-            out = map_fragments(per_fragment, ops, name=public)
+            fn = per_fragment
+            if public == "imag" and is_distributed(x) and kind_of(x.dtype) != "c":
+                fn = _zeros_like  # torch has no imag of real tensors; NumPy gives zeros
+            out = map_fragments(fn, ops, name=public)
             assert out is not None
             return out
 
@@ -313,9 +320,11 @@ def _temporary_refcount() -> int | None:
     if getrefcount is None:  # not CPython
         return None
 
+    counter = getrefcount
+
     class Probe:
         def __add__(self, other: Any) -> int:
-            return getrefcount(self)
+            return counter(self)
 
     temporary = Probe() + 0
     named = Probe()
@@ -399,7 +408,7 @@ def _binary_method(
             return self
         out = map_fragments(per_fragment, (self, other), name=label)
         if reuse is not None and out is not None:
-            out._fresh = True
+            out._fresh = True  # type: ignore[attr-defined]
         return out
 
     return method
@@ -463,7 +472,7 @@ def _distinct_memory(tensor: "DistributedTensor") -> list[int]:
     """Local fragments of a replicated tensor, leaving out those whose memory
     another one already is (the same array wrapped as two replicas must be
     updated in place once, not twice)."""
-    seen: set[tuple[str, int]] = set()
+    seen: set[tuple[str | None, int]] = set()
     out = []
     for frag in tensor.fragments:
         if not frag.is_local:
@@ -527,8 +536,8 @@ def _operators() -> dict[str, Any]:
         methods[inp] = _inplace_method(symbol + "=", iop, kinds)
     for symbol, name, op, kinds in _COMPARISONS:
         methods[name] = _binary_method(symbol, op, kinds, reflected=False)
-    for symbol, name, op, kinds in _UNARY:
-        methods[name] = _unary_method(symbol, op, kinds)
+    for symbol, name, unary, kinds in _UNARY:
+        methods[name] = _unary_method(symbol, unary, kinds)
     methods["__bool__"] = _bool
     methods["__hash__"] = object.__hash__  # == is elementwise; identity hashing, as torch tensors
     methods["astype"] = astype
@@ -542,7 +551,7 @@ def _operators() -> dict[str, Any]:
 OPERATORS: dict[str, Any] = _operators()
 
 
-def install(cls: type) -> None:
+def install(cls: Any) -> None:
     """Attach the operators and elementwise methods to ``cls``."""
     for name, method in OPERATORS.items():
         cls.register_method(name, method)

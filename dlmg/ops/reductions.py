@@ -482,11 +482,11 @@ def mean(x: "DistributedTensor", /, *, axis: Any = None, keepdims: bool = False)
     if is_distributed(total):
         out = map_fragments(lambda xp, s: s / count if count else s * float("nan"), (total,), name="dlmg.mean")
         return out
-    from ..registry import get_adapter
+    from ..registry import DEFAULT_FRAMEWORK, get_adapter
 
     frag = next((f for f in x.fragments if f.is_local), None)
     if frag is None:  # a process without fragments holds the result as a NumPy array
-        return _array(get_adapter("numpy").namespace(), total / count if count else total * float("nan"))
+        return _array(get_adapter(DEFAULT_FRAMEWORK).namespace(), total / count if count else total * float("nan"))
     ex = executor(frag.framework, frag.device)
     return ex.run(lambda xp, s: _array(xp, s / count if count else s * float("nan")), total)
 
@@ -558,7 +558,7 @@ METHODS: dict[str, Callable[..., Any]] = {
 }
 
 
-def install(cls: type) -> None:
+def install(cls: Any) -> None:
     """Attach ``sum``, ``prod``, ``min``, ``max``, ``mean``, ``all``, ``any``,
     ``argmax`` as methods of ``cls``."""
     for name, method in METHODS.items():

@@ -48,9 +48,12 @@ def permuted_layout(layout: "Layout", axes: tuple[int, ...]) -> tuple["Layout", 
     def pick(values: Sequence[int] | None) -> tuple[int, ...] | None:
         return None if values is None else tuple(values[a] for a in axes)
 
-    draft = Layout(pick(layout.shape), block=pick(layout.block), grid=pick(layout.grid), devices=layout.devices)
-    where = [draft.fragment_index(pick(f.coords), f.replica) for f in layout.fragments]
-    devices = [None] * layout.nfragments
+    def order(values: Sequence[int]) -> tuple[int, ...]:
+        return tuple(values[a] for a in axes)
+
+    draft = Layout(order(layout.shape), block=order(layout.block), grid=order(layout.grid), devices=layout.devices)
+    where = [draft.fragment_index(order(f.coords), f.replica) for f in layout.fragments]
+    devices: list[Any] = [None] * layout.nfragments
     for f, new in zip(layout.fragments, where):
         devices[new] = f.device
     if layout.element_strides is None:
@@ -260,7 +263,7 @@ def _transpose_method(self: "DistributedTensor", *axes: Any) -> "DistributedTens
     return transpose(self, axes or None)
 
 
-def install(cls: type) -> None:
+def install(cls: Any) -> None:
     """Attach ``T``, ``permute_dims``, ``transpose`` and ``reshape`` to ``cls``."""
     cls.register_method("T", property(_matrix_transpose, doc=_matrix_transpose.__doc__))
     cls.register_method("permute_dims", permute_dims)

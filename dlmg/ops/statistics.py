@@ -48,7 +48,9 @@ def _squared_deviations(x: "DistributedTensor", axes: tuple[int, ...] | None) ->
     """``|x - mean(x)|**2``, the mean taken over ``axes`` (all modes for None)."""
     if axes is None:
         centre = _r.mean(x)
-        return map_fragments(lambda xp, a, m: xp.abs(a - m) ** 2, (x, centre), name="dlmg.var")
+        whole = map_fragments(lambda xp, a, m: xp.abs(a - m) ** 2, (x, centre), name="dlmg.var")
+        assert whole is not None
+        return whole
     means = _r.mean(x, axis=axes, keepdims=True)
     plan = _r._plan(x.layout, axes, True)
     home = {i: j for j, members in plan.groups for i in members}
@@ -191,7 +193,7 @@ def _method(fn: Any) -> Any:
 METHODS = {f.__name__: _method(f) for f in (argmin, var, std, cumsum)}
 
 
-def install(cls: type) -> None:
+def install(cls: Any) -> None:
     """Attach ``argmin``, ``var``, ``std`` and ``cumsum`` as methods of ``cls``."""
     for name, method in METHODS.items():
         cls.register_method(name, method)

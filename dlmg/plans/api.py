@@ -19,7 +19,7 @@ refused with ``NotImplementedError``.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..device import Device, as_device, unreachable_hint
@@ -38,7 +38,7 @@ from ..errors import (
 from .endpoints import Endpoint, array_endpoint, full_endpoint, layout_endpoints
 from .execute import Buffer, copy_framework, run_jobs, synchronize
 from .plan import RedistributionPlan, build_plan
-from ..tensor import _CREATE, Fragment, process_rank
+from ..tensor import Fragment, process_rank
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..adapters import Adapter
@@ -47,26 +47,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["gather", "scatter", "redistribute", "to_framework", "tensor_plan"]
 
-_PLANS: "OrderedDict[Any, RedistributionPlan]" = OrderedDict()
+#: Plans kept per kind (redistribute, gather, scatter), least recently used dropped.
 _PLAN_CACHE_SIZE = 128
-
-
-def _cached(key: Any, make: Any) -> RedistributionPlan:
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = make()
-        _PLANS[key] = plan
-        if len(_PLANS) > _PLAN_CACHE_SIZE:
-            try:
-                _PLANS.popitem(last=False)
-            except KeyError:  # another thread emptied it meanwhile
-                pass
-    else:
-        try:
-            _PLANS.move_to_end(key)
-        except KeyError:  # another thread evicted it meanwhile: the plan in hand is still valid
-            pass
-    return plan
 
 
 def _get(name: str) -> "Adapter":
@@ -106,15 +88,19 @@ def _source_geometry(frag: "Fragment") -> Any:
     return frag.adapter.strides_of(frag.array)
 
 
-def _source_endpoints(dt: "DistributedTensor", geometry: Sequence[Any]) -> list[Endpoint]:
-    base = layout_endpoints(dt.layout)
+def _source_endpoints(layout: "Layout", geometry: Sequence[Any]) -> list[Endpoint]:
+    """Endpoints of a tensor's fragments: ``geometry`` has, per fragment, its
+    strides, ``"padded"`` or ``None`` (held by another process)."""
+    from ..tensor import process_rank
+
+    base = layout_endpoints(layout)
     out = []
-    for frag, ep, geo in zip(dt.fragments, base, geometry):
-        rank = frag.rank if frag.is_local else -1
+    for frag, ep, geo in zip(layout.fragments, base, geometry):
+        rank = -1 if geo is None else process_rank()
         if geo is None or geo == "padded":
             out.append(Endpoint(ep.index, ep.device, ep.modes, ep.scales, ep.group, ep.fixed_memory, rank))
         else:
-            out.append(array_endpoint(frag.layout, geo, rank=rank))
+            out.append(array_endpoint(frag, geo, rank=rank))
     return out
 
 
@@ -203,7 +189,7 @@ def _choose_framework(dt: "DistributedTensor", frag: "FragmentLayout", framework
     names = [f.framework for f in dt.fragments if f.is_local and f.device == frag.device]
     names += list(dt.frameworks)
     if not names:  # a process holding no fragment of the source (several processes)
-        names = ["numpy", "torch", "cupy"]
+        names = list(viewing_frameworks())
     for name in dict.fromkeys(n for n in names if n is not None):
         adapter = _get(name)
         if adapter.supports(frag.device):
@@ -223,23 +209,30 @@ def _plan_for(dt: "DistributedTensor", layout: "Layout", targets: Sequence[str])
         )
     geometry = tuple(_source_geometry(f) for f in dt.fragments)
     frameworks = tuple(f.framework for f in dt.fragments)
-    key = ("redistribute", dt.layout, geometry, frameworks, layout, tuple(targets), dt.dtype)
+    return _redistribution_plan(dt.layout, geometry, frameworks, layout, tuple(targets), dt.dtype)
 
+
+@lru_cache(maxsize=_PLAN_CACHE_SIZE)
+def _redistribution_plan(
+    src_layout: "Layout",
+    geometry: tuple[Any, ...],
+    frameworks: tuple[str | None, ...],
+    layout: "Layout",
+    targets: tuple[str, ...],
+    dtype: str,
+) -> RedistributionPlan:
     def can_reuse(s: Endpoint, d: Endpoint) -> bool:
-        src = dt.fragments[s.index]
-        if not src.is_local or src.framework != targets[d.index]:
+        geo = geometry[s.index]
+        if geo is None or frameworks[s.index] != targets[d.index]:
             return False
-        if src.is_padded:  # padded memory fits only the same padded geometry
+        if geo == "padded":  # padded memory fits only the same padded geometry
             return d.fixed_memory
         return True
 
-    def make() -> RedistributionPlan:
-        return build_plan(
-            _source_endpoints(dt, geometry), layout_endpoints(layout), dt.itemsize,
-            can_reuse=can_reuse, src_layout=dt.layout, dst_layout=layout, dtype=dt.dtype,
-        )
-
-    return _cached(key, make)
+    return build_plan(
+        _source_endpoints(src_layout, geometry), layout_endpoints(layout), info(dtype).itemsize,
+        can_reuse=can_reuse, src_layout=src_layout, dst_layout=layout, dtype=dtype,
+    )
 
 
 def _targets(dt: "DistributedTensor", layout: "Layout", framework: str | None) -> list["Adapter"]:
@@ -277,8 +270,15 @@ def _planned(
     return targets, plan, local
 
 
-def tensor_plan(dt: "DistributedTensor", layout: "Layout", framework: str | None = None) -> RedistributionPlan:
-    """The plan :func:`redistribute` runs for ``dt`` and ``layout``."""
+def tensor_plan(dt: "DistributedTensor", layout: "Layout", framework: str | None = None) -> Any:
+    """The plan :func:`redistribute` runs for ``dt`` and ``layout``: a
+    :class:`RedistributionPlan` in one process, the per-process-pair
+    :class:`~dlmg.distributed.routes.Routes` across processes."""
+    engine = _engine(dt, "plan_redistribution")
+    if engine is not None:
+        from ..distributed.collectives import redistribution_routes
+
+        return redistribution_routes(dt.layout, layout, dt.itemsize, engine)
     return _planned(dt, layout, framework)[1]
 
 
@@ -374,7 +374,7 @@ def _check_out(dt: "DistributedTensor", out: Any, framework: str | None, device:
         )
     shape = a.shape_of(out)
     if shape != dt.shape:
-        raise ValueError(f"gather: out has shape {shape}, the tensor {dt.shape}")
+        raise LayoutMismatchError(f"gather: out has shape {shape} but the tensor {dt.shape}")
     got = canonical(a.dtype_of(out))
     if got != dt.dtype:
         raise DtypeError(f"gather: out has dtype {got}, the tensor {dt.dtype}")
@@ -404,16 +404,18 @@ def _fill(dt: "DistributedTensor", buf: Buffer, strides: Sequence[int] | None = 
     plan = memo.get(("gather", strides, buf.device))
     if plan is None:
         geometry = tuple(_source_geometry(f) for f in dt.fragments)
-        key = ("gather", dt.layout, geometry, dt.shape, strides, buf.device, dt.dtype)
-
-        def make() -> RedistributionPlan:
-            return build_plan(
-                _source_endpoints(dt, geometry), [full_endpoint(dt.shape, strides, buf.device)],
-                dt.itemsize, can_reuse=lambda s, d: False, src_layout=dt.layout, dtype=dt.dtype,
-            )
-
-        plan = memo[("gather", strides, buf.device)] = _cached(key, make)
+        plan = memo[("gather", strides, buf.device)] = _gather_plan(dt.layout, geometry, strides, buf.device, dt.dtype)
     run_jobs([(plan.copies_into(0), _source_buffers(dt), buf)], dt.dtype, _views(dt))
+
+
+@lru_cache(maxsize=_PLAN_CACHE_SIZE)
+def _gather_plan(
+    src_layout: "Layout", geometry: tuple[Any, ...], strides: tuple[int, ...], device: Device, dtype: str
+) -> RedistributionPlan:
+    return build_plan(
+        _source_endpoints(src_layout, geometry), [full_endpoint(src_layout.shape, strides, device)],
+        info(dtype).itemsize, can_reuse=lambda s, d: False, src_layout=src_layout, dtype=dtype,
+    )
 
 
 # -- scatter -------------------------------------------------------------------------
@@ -460,20 +462,22 @@ def scatter(array: Any, layout: "Layout", framework: str | None = None, root: in
             )
     src_dev = a.device_of(array)
     strides = tuple(int(s) for s in a.strides_of(array))
-    key = ("scatter", shape, strides, src_dev, layout, dtype)
-
-    def make() -> RedistributionPlan:
-        return build_plan(
-            [full_endpoint(shape, strides, src_dev)], layout_endpoints(layout), info(dtype).itemsize,
-            can_reuse=lambda s, d: False, dst_layout=layout, dtype=dtype,
-        )
-
-    plan = _cached(key, make)
+    plan = _scatter_plan(shape, strides, src_dev, layout, dtype)
     sources = {0: Buffer(array, a, src_dev)}
     written = [_allocate(frag, target, dtype, (a.name,))[0] for frag in layout.fragments]
     run_jobs([(plan.copies_into(i), sources, buf) for i, buf in enumerate(written)], dtype)
     out = [_finish(frag, buf, target) for frag, buf in zip(layout.fragments, written)]
     return DistributedTensor._create(layout, out, dtype)
+
+
+@lru_cache(maxsize=_PLAN_CACHE_SIZE)
+def _scatter_plan(
+    shape: tuple[int, ...], strides: tuple[int, ...], device: Device, layout: "Layout", dtype: str
+) -> RedistributionPlan:
+    return build_plan(
+        [full_endpoint(shape, strides, device)], layout_endpoints(layout), info(dtype).itemsize,
+        can_reuse=lambda s, d: False, dst_layout=layout, dtype=dtype,
+    )
 
 
 # -- to --------------------------------------------------------------------------------

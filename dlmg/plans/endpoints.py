@@ -107,7 +107,7 @@ def _owned(extent: int, block: int, grid: int, coord: int, local: int) -> np.nda
 def _mode_map(extent: int, block: int, grid: int, coord: int, local: int,
               element_stride: int | None, block_stride: int | None) -> ModeMap:
     indices = _owned(extent, block, grid, coord, local)
-    if element_stride is None:
+    if element_stride is None or block_stride is None:
         return dense_mode(indices)
     return blocked_mode(indices, block, element_stride, block_stride)
 

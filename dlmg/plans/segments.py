@@ -72,7 +72,7 @@ def blocked_mode(indices: np.ndarray, block: int, element_stride: int, block_str
 class Segment(NamedTuple):
     """``count`` runs of ``run`` element pairs (see the module docstring)."""
 
-    count: int
+    count: int  # type: ignore[assignment]  # shadows tuple.count, on purpose
     run: int
     src_start: int
     src_step: int

@@ -1,0 +1,331 @@
+"""One piece of a distributed tensor: :class:`Fragment`, an ordinary array of
+some framework in one slot of a layout, and :func:`process_rank`, which tells
+this process's fragments from the others'.
+
+Fragments are made by dlmg's constructors (:meth:`Fragment.of_array`,
+:meth:`Fragment.of_memory`, :meth:`Fragment.remote` and the ``with_``
+methods), never by calling the class.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .device import Device
+from .errors import DLPackError, FragmentError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .adapters import Adapter
+    from .layout import FragmentLayout
+
+__all__ = ["Fragment", "process_rank"]
+
+
+def process_rank() -> int:
+    """The rank of this process among those sharing tensors (0 while dlmg runs in one process)."""
+    get = _RANK_OF[0]
+    if get is None:  # bound once: asked for every fragment of every call
+        from .distributed._state import rank as get
+
+        _RANK_OF[0] = get
+    return get()
+
+
+_RANK_OF: list[Any] = [None]
+
+
+_CREATE = object()  # guards the constructor
+
+
+class Fragment:
+    """One piece of a distributed tensor: an ordinary array of some framework.
+
+    Attributes
+    ----------
+    index : int
+        The fragment number in the layout (column-major over the grid, then replica).
+    layout : FragmentLayout
+        The fragment's geometry (coordinates, local shape, owned blocks).
+    framework : str or None
+        The framework of :attr:`array` (``None`` for a fragment of another process).
+    rank : int
+        The process holding it.
+
+    Notes
+    -----
+    ``torch.from_dlpack(fragment)``, ``jnp.from_dlpack(fragment)`` and
+    ``np.from_dlpack(fragment)`` take the fragment's array without a copy:
+    :meth:`__dlpack__` forwards to the owning framework's export, made to
+    work whatever CUDA device is current.
+
+    A fragment wrapped from raw memory whose blocks sit apart (padded
+    ``block_strides``) is no single strided array: it keeps its whole memory
+    as a flat array (:attr:`memory`) and exposes per-block views
+    (:meth:`block_views`); its :attr:`array` raises.
+
+    :attr:`readonly` says whether the memory must not be written: a
+    read-only NumPy array, a JAX array, a DLPack tensor marked
+    ``READ_ONLY``, or memory handed on from one of them by :meth:`to`
+    without a copy (torch and CuPy arrays cannot carry the fact themselves).
+    In-place operations refuse such fragments before writing anything.
+    """
+
+    __slots__ = (
+        "index", "layout", "framework", "rank", "_array", "_memory", "_adapter", "_dl_device", "_readonly",
+        "__weakref__",
+    )
+
+    def __init__(
+        self,
+        layout: "FragmentLayout",
+        array: Any,
+        framework: str | None,
+        *,
+        rank: int | None = None,
+        memory: Any = None,
+        readonly: bool = False,
+        token: object = None,
+        adapter: "Adapter | None" = None,
+        dl_device: tuple[int, int] | None = None,
+    ) -> None:
+        if token is not _CREATE:
+            raise TypeError("Fragment objects are made by dlmg's constructors (dlmg.from_fragments, ...)")
+        self._readonly = bool(readonly)  # handed on from a read-only source, whatever the array says
+        self.index = layout.index
+        self.layout = layout
+        self.framework = framework
+        self.rank = layout.rank if rank is None else rank
+        self._array = array
+        self._memory = memory
+        # what the constructor already knows (the array's adapter, its DLPack device)
+        # is kept; anything else is asked once, when first needed
+        self._adapter: "Adapter | None" = adapter
+        self._dl_device: tuple[int, int] | None = dl_device  # an array never changes device
+
+    # -- constructors (for dlmg's own modules; users get fragments from tensors) ----
+    @classmethod
+    def of_array(
+        cls,
+        layout: "FragmentLayout",
+        array: Any,
+        framework: str,
+        *,
+        rank: int | None = None,
+        readonly: bool = False,
+        adapter: "Adapter | None" = None,
+        dl_device: tuple[int, int] | None = None,
+    ) -> "Fragment":
+        """A fragment held as ``array``, an array of ``framework`` of the local shape
+        (``readonly``: the memory came, without a copy, from a read-only source;
+        ``adapter`` and ``dl_device``: what the caller already knows of the array)."""
+        return cls(layout, array, framework, rank=rank, readonly=readonly, adapter=adapter, dl_device=dl_device,
+                   token=_CREATE)
+
+    @classmethod
+    def of_memory(
+        cls, layout: "FragmentLayout", memory: Any, framework: str, *, rank: int | None = None, readonly: bool = False
+    ) -> "Fragment":
+        """A padded fragment held as ``memory``, a flat array of ``layout.span`` elements."""
+        return cls(layout, None, framework, rank=rank, memory=memory, readonly=readonly, token=_CREATE)
+
+    @classmethod
+    def remote(cls, layout: "FragmentLayout", rank: int | None = None) -> "Fragment":
+        """A fragment held by another process (``rank``; by default the layout's)."""
+        return cls(layout, None, None, rank=rank, token=_CREATE)
+
+    def with_array(self, array: Any, framework: str | None = None) -> "Fragment":
+        """This fragment's slot held by another array (``framework`` read from it by default)."""
+        if framework is None:
+            from .registry import framework_of
+
+            framework = framework_of(array)
+        return Fragment(self.layout, array, framework, rank=self.rank, token=_CREATE)
+
+    def with_layout(self, layout: "FragmentLayout") -> "Fragment":
+        """The same memory as the fragment of another layout that holds the same elements."""
+        return Fragment(layout, self._array, self.framework, rank=self.rank, memory=self._memory,
+                        readonly=self._readonly, token=_CREATE)
+
+    # -- what it is ----------------------------------------------------------
+    @property
+    def is_local(self) -> bool:
+        """Whether this process holds the fragment's memory."""
+        return self.rank == process_rank() and (self._array is not None or self._memory is not None)
+
+    @property
+    def readonly(self) -> bool:
+        """Whether the fragment's memory must not be written.
+
+        True when the array itself says so (a NumPy array that is not
+        writeable, a JAX array, a DLPack producer marked ``READ_ONLY``) or
+        when the memory was handed on without a copy from such a source
+        (``to("torch")`` of read-only NumPy or JAX fragments).
+        """
+        if self._readonly:
+            return True
+        if not self.is_local:
+            return False
+        return bool(self.adapter.is_readonly(self.base))
+
+    @property
+    def inherits_readonly(self) -> bool:
+        """Whether the memory came, without a copy, from a read-only source
+        (as opposed to the array itself being read-only)."""
+        return self._readonly
+
+    @property
+    def is_padded(self) -> bool:
+        """Whether the memory is no single strided array (padded blocks; see :meth:`block_views`)."""
+        return self._array is None and self._memory is not None
+
+    @property
+    def array(self) -> Any:
+        """The framework's own array of the local shape.
+
+        Raises
+        ------
+        FragmentError
+            For a fragment of another process (the message names its rank), or
+            a padded fragment, which no single strided array describes.
+        """
+        if self._array is None and self._memory is None:
+            self._check_local("array")
+        if self._array is None and self._memory is not None:
+            lay = self.layout.layout
+            raise FragmentError(
+                f"fragment {self.index} lies in padded blocks (block={lay.block}, "
+                f"element_strides={lay.element_strides}, block_strides={lay.block_strides}) that no "
+                f"single strided array can describe; use fragment.block_views() or fragment.memory"
+            )
+        return self._array
+
+    @property
+    def memory(self) -> Any:
+        """The whole memory of a fragment wrapped from raw memory with explicit
+        strides, as a flat 1-D array of ``layout.span`` elements (padding
+        included); ``None`` for fragments that are plain arrays."""
+        return self._memory
+
+    @property
+    def adapter(self) -> "Adapter":
+        """The framework adapter of the fragment's array."""
+        if self._adapter is None:
+            if self.framework is None:
+                raise FragmentError(f"fragment {self.index} is held by process {self.rank}, not this one")
+            from .registry import get_adapter
+
+            self._adapter = get_adapter(self.framework)
+        return self._adapter
+
+    @property
+    def device(self) -> Device:
+        """The device of the fragment's layout slot."""
+        return self.layout.device
+
+    @property
+    def coords(self) -> tuple[int, ...]:
+        """Grid coordinates."""
+        return self.layout.coords
+
+    @property
+    def replica(self) -> int:
+        """Replica number (0 when the layout is not replicated)."""
+        return self.layout.replica
+
+    @property
+    def blocks(self) -> tuple[tuple[int, ...], ...]:
+        """Per mode, the global block indices held, increasing."""
+        return self.layout.blocks
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Local shape."""
+        return self.layout.shape
+
+    @property
+    def size(self) -> int:
+        """Elements held."""
+        return self.layout.size
+
+    # -- memory the copy engine reads and writes ----------------------------
+    @property
+    def base(self) -> Any:
+        """The array holding the fragment's memory: :attr:`memory` for a padded
+        fragment, :attr:`array` otherwise (``None`` for a remote one). Plan
+        offsets and strides are relative to its first element."""
+        return self._memory if self._memory is not None else self._array
+
+    def block_views(self) -> list[tuple[tuple[slice, ...], Any]]:
+        """Every owned block as ``(global slices, view of the fragment's memory)``.
+
+        Works for every local fragment; for padded ones this is the way to
+        reach the elements in their own framework.
+        """
+        self._check_local("block_views")
+        out = []
+        if self._memory is None:
+            for glob, loc in self.layout.block_slices():
+                out.append((glob, self._array[loc]))
+            return out
+        lay = self.layout.layout
+        es = lay.element_strides
+        adapter = self.adapter
+        for glob, loc in self.layout.block_slices():
+            start = [sl.start for sl in loc]
+            offset = self.layout.memory_offset(start) if self.layout.size else 0
+            shape = tuple(sl.stop - sl.start for sl in loc)
+            out.append((glob, adapter.as_strided(self._memory, shape, es, offset)))
+        return out
+
+    # -- DLPack --------------------------------------------------------------
+    def _check_local(self, what: str) -> None:
+        if not self.is_local:
+            raise FragmentError(
+                f"{what}: fragment {self.index} is held by process {self.rank}; this process "
+                f"(rank {process_rank()}) has no memory of it"
+            )
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        """Export the fragment's array (keywords as the array API's ``__dlpack__``)."""
+        adapter = self._adapter
+        if adapter is not None and self._array is not None and not self._readonly:  # the common case, kept short
+            return adapter.export(self._array, **kwargs)
+        if not self.is_local:
+            raise DLPackError(f"fragment {self.index} is held by process {self.rank}; it cannot be exported here")
+        if self._array is None:
+            raise DLPackError(
+                f"fragment {self.index} lies in padded blocks that no single DLPack tensor can describe; "
+                "export its block_views() or its memory instead"
+            )
+        capsule = self.adapter.export(self._array, **kwargs)
+        if self._readonly:  # memory from a read-only source: say so to consumers that listen (NumPy)
+            from .dlpack.capsule import mark_readonly
+
+            mark_readonly(capsule)
+        return capsule
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """The DLPack ``(device_type, device_id)`` of the fragment's array.
+
+        A fragment in host slot ``cpu:k`` reports ``(1, k)`` (JAX itself says
+        ``(1, 0)`` for all its CPU devices, NumPy and torch have only one), so
+        that ``jnp.from_dlpack(fragment)`` lands on JAX's CPU device ``k``,
+        zero-copy; NumPy and torch read any CPU id as the host.
+        """
+        if self._dl_device is not None:
+            return self._dl_device
+        if not self.is_local or self._array is None:
+            raise DLPackError(f"fragment {self.index} cannot be exported here (remote or padded)")
+        pair = self.adapter.dlpack_device(self._array)
+        if pair[0] == 1 and self.device.kind == "cpu":
+            pair = (1, self.device.index)
+        self._dl_device = pair
+        return pair
+
+    def __repr__(self) -> str:
+        where = f"rank {self.rank}" if not self.is_local else self.framework
+        kind = " padded" if self.is_padded else ""
+        return (
+            f"Fragment(index={self.index}, coords={self.coords}, replica={self.replica}, "
+            f"device='{self.device}', shape={self.shape}, {where}{kind})"
+        )
