@@ -1,5 +1,6 @@
 """The documentation: the site builds with warnings as errors, every Python
-block in docs/ runs, and every page is in the site's table of contents.
+block in docs/ runs, every ``>>>`` session prints what the page shows, and
+every page is in the site's table of contents.
 
 A block runs on its own, or continues the namespace of the block before it when
 the line just above it is ``<!-- continue -->``. A block preceded by
@@ -86,6 +87,37 @@ def test_python_blocks_run(chain: Chain, monkeypatch):
     finally:
         os.environ.clear()
         os.environ.update(saved_env)
+
+
+SESSION = re.compile(r"```[a-z]*\n(>>> .*?)```", re.S)
+
+
+def _sessions() -> list[tuple[str, int, str]]:
+    found = []
+    for page in sorted(DOCS.glob("*.md")):
+        text = page.read_text()
+        for m in SESSION.finditer(text):
+            found.append((page.name, text[: m.start(1)].count("\n") + 1, m.group(1)))
+    return found
+
+
+SESSIONS = _sessions()
+
+
+@pytest.mark.parametrize("page, line, session", SESSIONS, ids=[f"{p}:{n}" for p, n, _ in SESSIONS])
+def test_interpreter_sessions_print_what_the_page_shows(page, line, session):
+    """``>>>`` blocks are doctests: the output shown is the output dlmg prints."""
+    import doctest
+
+    import dlmg
+
+    test = doctest.DocTestParser().get_doctest(
+        session, {"dlmg": dlmg, "Layout": dlmg.Layout}, f"{page}:{line}", str(DOCS / page), line - 1)
+    runner = doctest.DocTestRunner(
+        optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE | doctest.IGNORE_EXCEPTION_DETAIL)
+    report: list[str] = []
+    runner.run(test, out=report.append)
+    assert runner.failures == 0, "".join(report)
 
 
 def test_blocks_were_found():
