@@ -32,6 +32,8 @@ __all__ = ["NumpyAdapter"]
 
 #: Host allocations start on this boundary (the strictest any framework asks for: JAX's).
 _ALIGNMENT = 64
+#: ... from this size on.
+_ALIGN_FROM = 1 << 16
 
 
 class _InterfaceView:
@@ -186,15 +188,15 @@ class NumpyAdapter(BaseAdapter):
     def empty(self, shape: tuple[int, ...], dtype: str, device: Device) -> Any:
         """``numpy.empty`` (``device`` must be a ``cpu`` device), 64-byte aligned.
 
-        Aligned so that any framework takes the memory in without a copy (JAX
-        copies host buffers that are not 64-byte aligned); NumPy itself
-        aligns to 16 bytes only.
+        Aligned (from 64 KiB on) so that any framework takes the memory in
+        without a copy (JAX copies host buffers that are not 64-byte aligned);
+        NumPy itself aligns to 16 bytes only.
         """
         self._check_device(device)
         np = self._np()
         out = np.empty(tuple(shape), dtype=self.native_dtype(dtype))
-        if out.size == 0 or self.data_ptr(out) % _ALIGNMENT == 0:
-            return out
+        if out.nbytes < _ALIGN_FROM or self.data_ptr(out) % _ALIGNMENT == 0:
+            return out  # small buffers: a copy on import costs less than asking for the address
         raw = np.empty(out.nbytes + _ALIGNMENT, dtype=np.uint8)
         start = -self.data_ptr(raw) % _ALIGNMENT
         return raw[start:start + out.nbytes].view(out.dtype).reshape(out.shape)

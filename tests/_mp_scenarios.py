@@ -9,6 +9,7 @@ scenario returns a small JSON-able value or raises.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -410,24 +411,31 @@ from tests._mp_interop import SCENARIOS as _INTEROP  # noqa: E402  (the interop 
 SCENARIOS.update(_INTEROP)
 
 
+#: Where device_collectives puts its fragments: the host in CI, cuda:0 on a GPU machine.
+_GPU = os.environ.get("DLMG_TEST_DEVICE", "cpu")
+
+
 def _on_gpu(array, framework):
-    """``array`` (NumPy) as a ``framework`` array on cuda:0."""
+    """``array`` (NumPy) as a ``framework`` array on :data:`_GPU` (CuPy becomes NumPy on the host)."""
     if framework == "torch":
         import torch
 
-        return torch.from_numpy(array.copy()).to("cuda:0")
+        return torch.from_numpy(array.copy()).to(_GPU)
     if framework == "cupy":
+        if _GPU == "cpu":
+            return array.copy()
         import cupy
 
         with cupy.cuda.Device(0):
             return cupy.asarray(array)
     import jax
 
-    return jax.device_put(array, jax.devices("gpu")[0])
+    return jax.device_put(array, jax.devices("gpu" if _GPU != "cpu" else "cpu")[0])
 
 
-def gpu_collectives():
-    """The collectives on CUDA fragments of torch, CuPy and JAX (NCCL, or MPI staging)."""
+def device_collectives():
+    """The collectives on fragments of torch, CuPy and JAX on one device per process
+    (CUDA: NCCL, or MPI staging through host memory; the host: CuPy's share goes to NumPy)."""
     world, me = dd.world_size(), dd.rank()
     frameworks = ("torch", "cupy", "jax")
     full = _global((8 * world, 6), seed=4, dtype="float32")
@@ -435,15 +443,15 @@ def gpu_collectives():
     n = 0
     for k in range(4):
         nfrag = 4 * (1 + k % 2)
-        layout = Layout(full.shape, block=(2, 3), grid=(2, 2), devices=["cuda:0"] * nfrag,
+        layout = Layout(full.shape, block=(2, 3), grid=(2, 2), devices=[_GPU] * nfrag,
                         ranks=[int(r) for r in rng.integers(0, world, size=nfrag)])
         arrays = {i: _on_gpu(_piece(full, layout, i), frameworks[(i + k) % 3]) for i in layout.fragments_of(me)}
         dt = dlmg.from_fragments(arrays, layout, dtype="float32")
         np.testing.assert_array_equal(_np(dt.gather(framework="numpy")), full)
-        got = dt.gather(framework="torch", device="cuda:0")
-        assert str(got.device) == "cuda:0"
+        got = dt.gather(framework="torch", device=_GPU)
+        assert str(got.device) == _GPU
         np.testing.assert_array_equal(got.cpu().numpy(), full)
-        cols = Layout(full.shape, block=(8 * world, 3), grid=(1, 2), devices=["cuda:0"] * 2,
+        cols = Layout(full.shape, block=(8 * world, 3), grid=(1, 2), devices=[_GPU] * 2,
                       ranks=[0, world - 1])
         moved = dt.redistribute(cols)
         for frag in moved.local_fragments:
@@ -455,11 +463,11 @@ def gpu_collectives():
             np.testing.assert_array_equal(_host(frag.array), _piece(full, layout, frag.index))
         n += 1
     # one slab per process: the all-gather runs on the engine's own collective
-    slab = Layout.slab(full.shape, 0, ["cuda:0"] * world, ranks=range(world))
+    slab = Layout.slab(full.shape, 0, [_GPU] * world, ranks=range(world))
     dt = dlmg.from_fragments({me: _on_gpu(_piece(full, slab, me), "torch")}, slab)
     np.testing.assert_array_equal(dt.gather().cpu().numpy(), full)
     engine = dd.current_engine()
-    return {"layouts": n, "transport": engine.transport(dlmg.Device("cuda", 0))}
+    return {"layouts": n, "transport": engine.transport(dlmg.as_device(_GPU))}
 
 
 def _host(array):
@@ -472,7 +480,7 @@ def _host(array):
     return np.asarray(array)
 
 
-SCENARIOS["gpu_collectives"] = gpu_collectives
+SCENARIOS["device_collectives"] = device_collectives
 
 
 def dies():

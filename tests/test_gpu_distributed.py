@@ -11,15 +11,15 @@ from _multiproc import check, have_mpi, launch
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 
-_GPU_ENV = {"JAX_PLATFORMS": None}  # JAX must find its GPU
+_GPU_ENV = {"JAX_PLATFORMS": None, "DLMG_TEST_DEVICE": "cuda:0"}  # JAX must find its GPU
 
 
 def test_nccl_world_size_one():
     pytest.importorskip("torch")
     pytest.importorskip("cupy")
     pytest.importorskip("jax")
-    result = launch("torch", 1, ["engine", "gpu_collectives"], extra_env=_GPU_ENV)
-    (value,) = check(result, "gpu_collectives")
+    result = launch("torch", 1, ["engine", "device_collectives"], extra_env=_GPU_ENV)
+    (value,) = check(result, "device_collectives")
     assert value["transport"] == "nccl" and value["layouts"] == 4
     check(result, "engine")
 
@@ -28,6 +28,6 @@ def test_mpi_on_cuda_fragments():
     if not have_mpi():
         pytest.skip("needs mpi4py and an MPI (pip install mpi4py mpich)")
     pytest.importorskip("cupy")
-    result = launch("mpi", 1, ["gpu_collectives"], extra_env=_GPU_ENV)
-    (value,) = check(result, "gpu_collectives")
+    result = launch("mpi", 1, ["device_collectives"], extra_env=_GPU_ENV)
+    (value,) = check(result, "device_collectives")
     assert value["transport"] in ("mpi", "mpi, staged through host memory")
