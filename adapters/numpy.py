@@ -22,6 +22,7 @@ from ._common import (
     BaseAdapter,
     UnsupportedDtypeError,
     _known_adapter,
+    call_dlpack,
     check_copy,
     describe_producer,
     element_strides,
@@ -32,6 +33,10 @@ __all__ = ["NumpyAdapter"]
 
 #: Host allocations start on this boundary (the strictest any framework asks for: JAX's).
 _ALIGNMENT = 64
+#: NumPy dtypes seen to travel through DLPack.
+_EXPORTABLE: set[Any] = set()
+#: ... from this size on.
+_ALIGN_FROM = 1 << 16
 
 
 class _InterfaceView:
@@ -186,15 +191,15 @@ class NumpyAdapter(BaseAdapter):
     def empty(self, shape: tuple[int, ...], dtype: str, device: Device) -> Any:
         """``numpy.empty`` (``device`` must be a ``cpu`` device), 64-byte aligned.
 
-        Aligned so that any framework takes the memory in without a copy (JAX
-        copies host buffers that are not 64-byte aligned); NumPy itself
-        aligns to 16 bytes only.
+        Aligned (from 64 KiB on) so that any framework takes the memory in
+        without a copy (JAX copies host buffers that are not 64-byte aligned);
+        NumPy itself aligns to 16 bytes only.
         """
         self._check_device(device)
         np = self._np()
         out = np.empty(tuple(shape), dtype=self.native_dtype(dtype))
-        if out.size == 0 or self.data_ptr(out) % _ALIGNMENT == 0:
-            return out
+        if out.nbytes < _ALIGN_FROM or self.data_ptr(out) % _ALIGNMENT == 0:
+            return out  # small buffers: a copy on import costs less than asking for the address
         raw = np.empty(out.nbytes + _ALIGNMENT, dtype=np.uint8)
         start = -self.data_ptr(raw) % _ALIGNMENT
         return raw[start:start + out.nbytes].view(out.dtype).reshape(out.shape)
@@ -294,10 +299,12 @@ class NumpyAdapter(BaseAdapter):
 
     def export(self, array: Any, **kwargs: Any) -> Any:
         """``array.__dlpack__(**kwargs)``; bfloat16 raises a clear DtypeError first."""
-        name = self.dtype_of(array)
-        if name not in NUMPY_DLPACK_DTYPES:
-            raise _bf16_error("export", name)
-        return super().export(array, **kwargs)
+        if array.dtype not in _EXPORTABLE:  # checked once per dtype object
+            name = self.dtype_of(array)
+            if name not in NUMPY_DLPACK_DTYPES:
+                raise _bf16_error("export", name)
+            _EXPORTABLE.add(array.dtype)
+        return call_dlpack(array, **kwargs)
 
     def producer(self, array: Any) -> Any:
         """``array`` itself; raises a clear DtypeError first for bfloat16 and the

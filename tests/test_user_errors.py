@@ -66,6 +66,10 @@ def test_numpy_lands_on_the_host():
     assert numpy_adapter.landing_device(Device("cpu:3")) == Device("cpu:3")
     torch_adapter = dlmg.get_adapter("torch")
     assert torch_adapter.landing_device(Device("cpu:2")) == Device("cpu:2")
+    from dlmg.adapters.cupy import CupyAdapter
+
+    assert CupyAdapter().landing_device(Device("cpu:2")) == Device("cuda:0")
+    assert CupyAdapter().landing_device(Device("cuda:1")) == Device("cuda:1")
 
 
 @pytest.mark.gpu
@@ -79,6 +83,16 @@ def test_gather_gpu_fragments_to_numpy_lands_on_the_host(framework):
     assert isinstance(got, np.ndarray)
     np.testing.assert_array_equal(got, host)
     assert type(dt.gather()).__module__.split(".")[0] == framework  # the fragments' framework keeps the GPU
+
+
+@pytest.mark.gpu
+def test_gather_host_fragments_to_cupy_lands_on_the_gpu():
+    pytest.importorskip("cupy")
+    host = np.arange(32, dtype=np.float32).reshape(8, 4)
+    dt = dlmg.scatter(host, dlmg.Layout.slab((8, 4), 0, ["cpu", "cpu"]))
+    got = dt.gather(framework="cupy")
+    assert type(got).__module__.split(".")[0] == "cupy"
+    np.testing.assert_array_equal(got.get(), host)
 
 
 # -- regular arrays next to distributed tensors ----------------------------------------------------
