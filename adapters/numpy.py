@@ -22,6 +22,7 @@ from ._common import (
     BaseAdapter,
     UnsupportedDtypeError,
     _known_adapter,
+    call_dlpack,
     check_copy,
     describe_producer,
     element_strides,
@@ -32,6 +33,8 @@ __all__ = ["NumpyAdapter"]
 
 #: Host allocations start on this boundary (the strictest any framework asks for: JAX's).
 _ALIGNMENT = 64
+#: NumPy dtypes seen to travel through DLPack.
+_EXPORTABLE: set[Any] = set()
 #: ... from this size on.
 _ALIGN_FROM = 1 << 16
 
@@ -296,10 +299,12 @@ class NumpyAdapter(BaseAdapter):
 
     def export(self, array: Any, **kwargs: Any) -> Any:
         """``array.__dlpack__(**kwargs)``; bfloat16 raises a clear DtypeError first."""
-        name = self.dtype_of(array)
-        if name not in NUMPY_DLPACK_DTYPES:
-            raise _bf16_error("export", name)
-        return super().export(array, **kwargs)
+        if array.dtype not in _EXPORTABLE:  # checked once per dtype object
+            name = self.dtype_of(array)
+            if name not in NUMPY_DLPACK_DTYPES:
+                raise _bf16_error("export", name)
+            _EXPORTABLE.add(array.dtype)
+        return call_dlpack(array, **kwargs)
 
     def producer(self, array: Any) -> Any:
         """``array`` itself; raises a clear DtypeError first for bfloat16 and the
