@@ -117,6 +117,13 @@ class Adapter:
     negative_strides : bool
         Whether arrays can have negative strides (``False`` where the
         framework has no such views, as JAX: importers then need not ask).
+    tensor_protocols : dict of str to callable
+        Methods :class:`~dlmg.DistributedTensor` carries for this framework's
+        own protocols (NumPy's ``__array_ufunc__``, JAX's ``__jax_array__``...),
+        so that the framework's functions meet dlmg's answer -- run dlmg's
+        function, or refuse saying what to call -- instead of failing with a
+        message of their own. Installed when dlmg is imported (built-in
+        adapters) or registered.
     """
 
     name: ClassVar[str] = ""
@@ -132,6 +139,7 @@ class Adapter:
     distinct_host_devices: ClassVar[bool] = False
     dlpack_dtypes: ClassVar[frozenset[str] | None] = None
     negative_strides: ClassVar[bool] = True
+    tensor_protocols: ClassVar[dict[str, Any]] = {}
 
     # -- the framework itself -------------------------------------------------
     def available(self) -> bool:

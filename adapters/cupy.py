@@ -132,6 +132,10 @@ class CupyAdapter(BaseAdapter):
         except Exception:  # no driver, no GPU
             return False
 
+    def landing_device(self, device: Device) -> Device:
+        """GPU fragments' own device; host fragments land on ``cuda:0`` (CuPy holds no host memory)."""
+        return device if device.kind == "cuda" else Device("cuda", 0)
+
     # -- making and moving ----------------------------------------------------
     def empty(self, shape: tuple[int, ...], dtype: str, device: Device) -> Any:
         """``cupy.empty`` on ``device``."""

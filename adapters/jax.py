@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dlmg._protocols import conversion_refused
 from dlmg.device import Device
 from dlmg.dtypes import canonical
 from dlmg.errors import CopyRequiredError, DeviceError, DLPackError, DtypeError
@@ -66,6 +67,21 @@ _PLATFORM_TO_KIND = {"cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "rocm": "rocm"
 _KIND_TO_PLATFORMS = {"cpu": ("cpu",), "cuda": ("cuda", "gpu"), "rocm": ("rocm", "gpu")}
 
 
+def _jax_array(self: Any) -> Any:
+    """JAX asks for one ``jax.Array``; a distributed tensor is not converted implicitly.
+
+    JAX's operators (``jax_array + dt``) ask too, and return ``NotImplemented``
+    when the answer is not an array: there the tensor answers itself, so that
+    Python goes on to the tensor's reflected operator (which takes 0-d arrays
+    and refuses larger ones, saying to scatter them).
+    """
+    import sys
+
+    if sys._getframe(1).f_code.co_name.startswith("_operator_"):  # jax/_src/numpy/array_methods.py
+        return self
+    raise conversion_refused("jax", "; for a sharded jax.Array on the same buffers: dt.to_jax()")
+
+
 class JaxAdapter(BaseAdapter):
     """Adapter for single-device ``jax.Array`` (immutable)."""
 
@@ -73,6 +89,8 @@ class JaxAdapter(BaseAdapter):
     modules = ("jaxlib", "jax")
     package = "jax"
     install_hint = "pip install jax (or jax[cuda12] for GPUs)"
+    #: jnp.asarray(dt) says to gather; jax_array + dt goes on to the tensor's reflected operator.
+    tensor_protocols = {"__jax_array__": _jax_array}
     mutable = False
     distinct_host_devices = True  # cpu:0 ... cpu:7 are JAX devices of their own
     negative_strides = False  # JAX has no views: its buffers never run backwards

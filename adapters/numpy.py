@@ -14,6 +14,7 @@ from typing import Any
 
 from dlmg.device import Device
 from dlmg.dtypes import canonical
+from dlmg._protocols import function_hook, ufunc_hook
 from dlmg.errors import DeviceError, DLPackError, DtypeError
 
 from ._common import (
@@ -21,6 +22,7 @@ from ._common import (
     BaseAdapter,
     UnsupportedDtypeError,
     _known_adapter,
+    call_dlpack,
     check_copy,
     describe_producer,
     element_strides,
@@ -31,6 +33,10 @@ __all__ = ["NumpyAdapter"]
 
 #: Host allocations start on this boundary (the strictest any framework asks for: JAX's).
 _ALIGNMENT = 64
+#: NumPy dtypes seen to travel through DLPack.
+_EXPORTABLE: set[Any] = set()
+#: ... from this size on.
+_ALIGN_FROM = 1 << 16
 
 
 class _InterfaceView:
@@ -54,6 +60,25 @@ def _bf16_error(what: str, dtype: str) -> UnsupportedDtypeError:
     )
 
 
+#: NumPy ufunc names whose array-API (and dlmg) name differs.
+_UFUNC_NAMES = {
+    "absolute": "abs",
+    "arccos": "acos",
+    "arccosh": "acosh",
+    "arcsin": "asin",
+    "arcsinh": "asinh",
+    "arctan": "atan",
+    "arctan2": "atan2",
+    "arctanh": "atanh",
+    "power": "pow",
+    "invert": "bitwise_invert",
+    "left_shift": "bitwise_left_shift",
+    "right_shift": "bitwise_right_shift",
+    "true_divide": "divide",
+    "conjugate": "conj",
+}
+
+
 class NumpyAdapter(BaseAdapter):
     """Adapter for :mod:`numpy` arrays (host memory only)."""
 
@@ -61,6 +86,9 @@ class NumpyAdapter(BaseAdapter):
     modules = ("numpy",)
     package = "numpy"
     install_hint = "pip install numpy"
+    #: np.sqrt(dt), np.sum(dt, axis=0) run as dlmg's functions; np.ones(...) + dt says to scatter.
+    tensor_protocols = {"__array_ufunc__": ufunc_hook("numpy", _UFUNC_NAMES),
+                        "__array_function__": function_hook("numpy")}
     mutable = True
     can_view = True
     done_on_return = True  # host work is finished when the call returns
@@ -163,15 +191,15 @@ class NumpyAdapter(BaseAdapter):
     def empty(self, shape: tuple[int, ...], dtype: str, device: Device) -> Any:
         """``numpy.empty`` (``device`` must be a ``cpu`` device), 64-byte aligned.
 
-        Aligned so that any framework takes the memory in without a copy (JAX
-        copies host buffers that are not 64-byte aligned); NumPy itself
-        aligns to 16 bytes only.
+        Aligned (from 64 KiB on) so that any framework takes the memory in
+        without a copy (JAX copies host buffers that are not 64-byte aligned);
+        NumPy itself aligns to 16 bytes only.
         """
         self._check_device(device)
         np = self._np()
         out = np.empty(tuple(shape), dtype=self.native_dtype(dtype))
-        if out.size == 0 or self.data_ptr(out) % _ALIGNMENT == 0:
-            return out
+        if out.nbytes < _ALIGN_FROM or self.data_ptr(out) % _ALIGNMENT == 0:
+            return out  # small buffers: a copy on import costs less than asking for the address
         raw = np.empty(out.nbytes + _ALIGNMENT, dtype=np.uint8)
         start = -self.data_ptr(raw) % _ALIGNMENT
         return raw[start:start + out.nbytes].view(out.dtype).reshape(out.shape)
@@ -271,10 +299,12 @@ class NumpyAdapter(BaseAdapter):
 
     def export(self, array: Any, **kwargs: Any) -> Any:
         """``array.__dlpack__(**kwargs)``; bfloat16 raises a clear DtypeError first."""
-        name = self.dtype_of(array)
-        if name not in NUMPY_DLPACK_DTYPES:
-            raise _bf16_error("export", name)
-        return super().export(array, **kwargs)
+        if array.dtype not in _EXPORTABLE:  # checked once per dtype object
+            name = self.dtype_of(array)
+            if name not in NUMPY_DLPACK_DTYPES:
+                raise _bf16_error("export", name)
+            _EXPORTABLE.add(array.dtype)
+        return call_dlpack(array, **kwargs)
 
     def producer(self, array: Any) -> Any:
         """``array`` itself; raises a clear DtypeError first for bfloat16 and the

@@ -25,6 +25,7 @@ import os
 from functools import partial
 from typing import Any
 
+from dlmg._protocols import function_refused
 from dlmg.device import Device
 from dlmg.dtypes import canonical
 from dlmg.errors import CopyRequiredError, DeviceError, DLPackError, DtypeError
@@ -60,6 +61,11 @@ _KIND_TO_TORCH = {v: k for k, v in _TORCH_TO_KIND.items()}
 _DEVICES: dict[Any, Device] = {}
 
 
+def _torch_function(cls: type, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+    """torch functions and tensor methods meeting a distributed tensor: refuse, naming the fix."""
+    raise function_refused("torch", getattr(func, "__name__", str(func)), (*args, *(kwargs or {}).values()))
+
+
 class TorchAdapter(BaseAdapter):
     """Adapter for :class:`torch.Tensor` (CPU and CUDA)."""
 
@@ -67,6 +73,8 @@ class TorchAdapter(BaseAdapter):
     modules = ("torch",)
     package = "torch"
     install_hint = "pip install torch (see https://pytorch.org for CUDA builds)"
+    #: torch.ones(8, 4) + dt says to scatter; torch.sum(dt) names dlmg.sum and gather.
+    tensor_protocols = {"__torch_function__": classmethod(_torch_function)}
     mutable = True
     can_view = True
     done_on_return = True  # host work is finished when the call returns

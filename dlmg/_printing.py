@@ -43,18 +43,19 @@ def _to_host(array: Any, adapter: Any, xp: Any) -> Any:
     import numpy as np
 
     device = adapter.device_of(array)
-    for attempt in range(2):
-        try:
-            if device.is_host:
-                return np.from_dlpack(array)
-            return np.from_dlpack(array, device="cpu", copy=True)
-        except (TypeError, BufferError, RuntimeError, ValueError, AttributeError):
-            if attempt:
-                raise
-            # NumPy lacks some small floats (bfloat16 without ml_dtypes' help): show them in float32.
-            target = xp.complex64 if "complex" in str(array.dtype) else xp.float32
-            array = xp.astype(array, target)
-    raise AssertionError("unreachable")  # pragma: no cover
+    if not device.is_host:  # a few device elements: through dlmg's own gather, which lands on the host
+        from . import from_fragments
+        from .layout import Layout
+        from .tensor import process_rank
+
+        one = from_fragments([array], Layout.single(tuple(array.shape), device, ranks=process_rank()))
+        return one.gather(framework="numpy")
+    try:
+        return np.from_dlpack(array)
+    except (TypeError, BufferError, RuntimeError, ValueError):
+        # NumPy lacks some small floats (bfloat16 without ml_dtypes' help): show them in float32.
+        target = xp.complex64 if "complex" in str(array.dtype) else xp.float32
+        return np.from_dlpack(xp.astype(array, target))
 
 
 def shown_values(dt: "DistributedTensor") -> tuple[Any, list[bool]]:

@@ -1,45 +1,37 @@
-"""How a distributed tensor meets NumPy's, JAX's and torch's own functions.
+"""How a distributed tensor meets other frameworks' own functions.
 
 A :class:`~dlmg.DistributedTensor` is never turned into one regular array
 behind the user's back, and a regular array is never scattered implicitly.
-NumPy, JAX and torch each ask an unknown object through a protocol before they
-fail with a message of their own; dlmg answers those protocols:
+Frameworks ask an unknown object through a protocol before they fail with a
+message of their own (NumPy's ``__array_ufunc__`` and ``__array_function__``,
+JAX's ``__jax_array__``, torch's ``__torch_function__``); each adapter declares
+the tensor's answers in ``Adapter.tensor_protocols``, built from the helpers
+here, and :func:`install` puts them on the class:
 
-* ``np.sqrt(dt)``, ``np.sum(dt, axis=0)``, ``np.where(c, dt, 0)``: NumPy
-  functions and ufuncs that dlmg has under the same (or the array API's) name,
-  called with arguments dlmg accepts, run as dlmg's function;
-* everything else -- a regular array of rank > 0 next to a distributed tensor
-  (``np.ones((8, 4)) + dt``, ``torch.ones(8, 4) + dt``), ``jnp.asarray(dt)``,
-  ``torch.sum(dt)`` -- raises ``TypeError`` saying what to call instead:
-  ``dlmg.scatter(array, dt.layout)`` for the array, or ``dt.gather()`` for
-  the tensor.
+* a function dlmg has under the same (or the array API's) name, called with
+  arguments dlmg accepts, runs as dlmg's function (``np.sqrt(dt)``,
+  ``np.sum(dt, axis=0)``);
+* anything else raises ``TypeError`` saying what to call instead:
+  ``dlmg.scatter(array, dt.layout)`` for a regular array next to a tensor, or
+  ``dt.gather(framework=...)`` for the tensor.
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
-import sys
-from typing import Any
+from typing import Any, Callable
 
-__all__ = ["install", "regular_array_message"]
-
-#: NumPy ufunc names whose array-API (and dlmg) name differs.
-_UFUNC_NAMES = {
-    "absolute": "abs",
-    "arccos": "acos",
-    "arccosh": "acosh",
-    "arcsin": "asin",
-    "arcsinh": "asinh",
-    "arctan": "atan",
-    "arctan2": "atan2",
-    "arctanh": "atanh",
-    "power": "pow",
-    "invert": "bitwise_invert",
-    "left_shift": "bitwise_left_shift",
-    "right_shift": "bitwise_right_shift",
-    "true_divide": "divide",
-    "conjugate": "conj",
-}
+__all__ = [
+    "install",
+    "regular_array_message",
+    "is_regular_array",
+    "dlmg_function",
+    "accepts",
+    "ufunc_hook",
+    "function_hook",
+    "conversion_refused",
+]
 
 
 def _is_distributed(obj: Any) -> bool:
@@ -48,7 +40,7 @@ def _is_distributed(obj: Any) -> bool:
     return isinstance(obj, DistributedTensor)
 
 
-def _regular(obj: Any) -> bool:
+def is_regular_array(obj: Any) -> bool:
     """A framework's array of rank > 0 (what must be scattered before it meets a tensor)."""
     if _is_distributed(obj) or isinstance(obj, (bool, int, float, complex)) or obj is None:
         return False
@@ -66,7 +58,15 @@ def regular_array_message(array: Any, where: str) -> str:
     )
 
 
-def _dlmg_function(name: str) -> Any:
+def refuse_regular(where: str, values: Any) -> None:
+    """Raise :func:`regular_array_message`'s ``TypeError`` for the first regular array in ``values``."""
+    for x in values:
+        if is_regular_array(x):
+            raise TypeError(regular_array_message(x, where))
+
+
+def dlmg_function(name: str) -> Any:
+    """dlmg's public function ``name``, or None."""
     import dlmg
 
     fn = getattr(dlmg, name, None)
@@ -75,7 +75,8 @@ def _dlmg_function(name: str) -> Any:
     return fn if getattr(fn, "__module__", "").startswith("dlmg") else None
 
 
-def _accepts(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+def accepts(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether ``fn(*args, **kwargs)`` binds to ``fn``'s signature."""
     try:
         inspect.signature(fn).bind(*args, **kwargs)
     except (TypeError, ValueError):
@@ -83,85 +84,81 @@ def _accepts(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     return True
 
 
-def __array_ufunc__(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-    """NumPy ufuncs: dlmg's elementwise function of the same name, or a clear refusal."""
-    call = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
-    for x in inputs:
-        if _regular(x):
-            raise TypeError(regular_array_message(x, call))
-    name = _UFUNC_NAMES.get(ufunc.__name__, ufunc.__name__)
-    fn = _dlmg_function(name)
-    if method == "__call__" and not kwargs and fn is not None and _accepts(fn, inputs, {}):
-        return fn(*inputs)
-    hint = f"dlmg.{name}(...)" if fn is not None and method == "__call__" else "dlmg's own functions"
-    raise TypeError(
-        f"{call} with {', '.join(sorted(kwargs)) or 'these arguments'} does not run on a DistributedTensor; "
-        f"use {hint} (fragment by fragment, no copy), or gather the tensor first: dt.gather(framework='numpy')"
-    )
+def ufunc_hook(framework: str, aliases: dict[str, str]) -> Callable[..., Any]:
+    """An ``__array_ufunc__`` (NEP 13): dlmg's elementwise function of the same name, or a refusal.
 
-
-def __array_function__(self: Any, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """NumPy functions: dlmg's function of the same name where it takes these arguments."""
-    call = f"numpy.{func.__name__}"
-    for x in (*args, *kwargs.values()):
-        if _regular(x):
-            raise TypeError(regular_array_message(x, call))
-    fn = _dlmg_function(func.__name__)
-    if fn is not None and _accepts(fn, args, kwargs):
-        return fn(*args, **kwargs)
-    hint = (
-        f"dlmg.{func.__name__} does not take ({_describe(args, kwargs)}): see help(dlmg.{func.__name__})"
-        if fn is not None else f"dlmg has no {func.__name__}"
-    )
-    raise TypeError(
-        f"{call} does not run on a DistributedTensor ({hint}); gather the tensor for one NumPy array: "
-        "dt.gather(framework='numpy')"
-    )
-
-
-def _describe(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-    parts = [type(a).__name__ for a in args] + [f"{k}=" for k in kwargs]
-    return ", ".join(parts)
-
-
-def __jax_array__(self: Any) -> Any:
-    """JAX asks for one ``jax.Array``; a distributed tensor is not converted implicitly.
-
-    JAX's operators (``jax_array + dt``) ask too, and return ``NotImplemented``
-    when the answer is not an array: there the tensor answers itself, so that
-    Python goes on to the tensor's reflected operator (which takes 0-d arrays
-    and refuses larger ones with its own message).
+    ``aliases`` maps the framework's ufunc names to the array API's.
     """
-    if sys._getframe(1).f_code.co_name.startswith("_operator_"):
-        return self
-    raise TypeError(
-        "a DistributedTensor is not turned into a jax.Array implicitly. For one array: "
-        "dt.gather(framework='jax'); for a sharded jax.Array on the same buffers: dt.to_jax(); to combine "
-        "a regular JAX array with the tensor, scatter the array: dlmg.scatter(array, dt.layout)"
+
+    def __array_ufunc__(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        call = f"{framework}.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        refuse_regular(call, inputs)
+        name = aliases.get(ufunc.__name__, ufunc.__name__)
+        fn = dlmg_function(name)
+        if method == "__call__" and not kwargs and fn is not None and accepts(fn, inputs, {}):
+            return fn(*inputs)
+        hint = f"dlmg.{name}(...)" if fn is not None and method == "__call__" else "dlmg's own functions"
+        raise TypeError(
+            f"{call} with {', '.join(sorted(kwargs)) or 'these arguments'} does not run on a "
+            f"DistributedTensor; use {hint} (fragment by fragment, no copy), or gather the tensor "
+            f"first: dt.gather(framework={framework!r})"
+        )
+
+    return __array_ufunc__
+
+
+def function_hook(framework: str) -> Callable[..., Any]:
+    """An ``__array_function__`` (NEP 18): dlmg's function of the same name where it takes the arguments."""
+
+    def __array_function__(self: Any, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        call = f"{framework}.{func.__name__}"
+        refuse_regular(call, (*args, *kwargs.values()))
+        fn = dlmg_function(func.__name__)
+        if fn is not None and accepts(fn, args, kwargs):
+            return fn(*args, **kwargs)
+        if fn is not None:
+            given = ", ".join([type(a).__name__ for a in args] + [f"{k}=" for k in kwargs])
+            hint = f"dlmg.{func.__name__} does not take ({given}): see help(dlmg.{func.__name__})"
+        else:
+            hint = f"dlmg has no {func.__name__}"
+        raise TypeError(
+            f"{call} does not run on a DistributedTensor ({hint}); gather the tensor for one array: "
+            f"dt.gather(framework={framework!r})"
+        )
+
+    return __array_function__
+
+
+def conversion_refused(framework: str, extra: str = "") -> TypeError:
+    """The error for a framework asking to turn a distributed tensor into one of its arrays."""
+    return TypeError(
+        f"a DistributedTensor is not turned into a {framework} array implicitly. For one array: "
+        f"dt.gather(framework={framework!r}){extra}; to combine a regular {framework} array with the "
+        "tensor, scatter the array: dlmg.scatter(array, dt.layout)"
     )
 
 
-@classmethod  # type: ignore[misc]
-def __torch_function__(cls: type, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
-    """torch functions and tensor methods meeting a distributed tensor: refuse, naming the fix."""
-    kwargs = kwargs or {}
-    name = getattr(func, "__name__", str(func))
-    for x in (*args, *kwargs.values()):
-        if _regular(x):
-            raise TypeError(regular_array_message(x, f"torch {name}"))
-    own = _dlmg_function(name.strip("_"))
+def function_refused(framework: str, name: str, args: Any) -> TypeError:
+    """The error for a framework function handed a distributed tensor."""
+    for x in args:
+        if is_regular_array(x):
+            return TypeError(regular_array_message(x, f"{framework} {name}"))
+    own = dlmg_function(name.strip("_"))
     hint = f"dlmg.{name.strip('_')}(dt)" if own is not None else "dlmg's own functions"
-    raise TypeError(
-        f"torch {name} does not take a DistributedTensor; use {hint}, or gather the tensor into one "
-        "torch tensor: dt.gather(framework='torch'), or hand single fragments over: "
-        "torch.from_dlpack(dt.fragments[i])"
+    return TypeError(
+        f"{framework} {name} does not take a DistributedTensor; use {hint}, or gather the tensor into "
+        f"one array: dt.gather(framework={framework!r}), or hand single fragments over through DLPack "
+        "(dt.fragments[i])"
     )
 
 
 def install(cls: Any) -> None:
-    """Attach the protocol methods to ``cls``."""
-    cls.register_method("__array_ufunc__", __array_ufunc__)
-    cls.register_method("__array_function__", __array_function__)
-    cls.register_method("__jax_array__", __jax_array__)
-    cls.register_method("__torch_function__", __torch_function__)
+    """Put the built-in adapters' ``tensor_protocols`` on ``cls`` (importing no framework)."""
+    from .registry import BUILTIN_ADAPTERS
+
+    for target in BUILTIN_ADAPTERS.values():
+        module, _, attr = target.partition(":")
+        adapter_class = getattr(importlib.import_module(module), attr)
+        for name, method in getattr(adapter_class, "tensor_protocols", {}).items():
+            cls.register_method(name, method)
     cls.__array_priority__ = 1000  # type: ignore[attr-defined]

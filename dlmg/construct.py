@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from .device import Device, unreachable_hint
 from ._scalars import check_scalar
+from .dlpack.bounds import ADDRESS_LIMIT
 from .dtypes import canonical, info
 from .errors import DeviceError, FragmentError, LayoutError
 from .registry import DEFAULT_FRAMEWORK, viewing_frameworks
@@ -206,7 +207,7 @@ def from_fragments(
         if not _fits(adapter, have, frag.device):
             raise FragmentError(
                 f"fragment {i}: the {adapter.name} array lies on {have}, but the layout puts fragment "
-                f"{i} on {frag.device}"
+                f"{i} on {frag.device}" + (unreachable_hint([frag.device]) if have.is_host else "")
             )
         if layout.element_strides is not None:
             _check_strides(frag, adapter, array)
@@ -247,6 +248,8 @@ def _pointer(value: Any, index: int) -> int:
         raise FragmentError(f"pointer of fragment {index} is 0 (NULL); give the address of its memory")
     if ptr < 0:
         raise FragmentError(f"pointer of fragment {index} is negative ({ptr})")
+    if ptr >= ADDRESS_LIMIT:
+        raise FragmentError(f"pointer of fragment {index} is {ptr:#x}, past the address space (limit {ADDRESS_LIMIT:#x})")
     return ptr
 
 

@@ -112,6 +112,11 @@ def register(adapter: "Adapter | type[Adapter]", *, replace: bool = False) -> "A
         raise FrameworkError(f"a framework named {name!r} is registered already; pass replace=True to replace it")
     _REGISTERED[name] = adapter
     _clear_caches()
+    if adapter.tensor_protocols:  # the framework's own protocols meet dlmg's answers
+        from .tensor import DistributedTensor
+
+        for method_name, method in adapter.tensor_protocols.items():
+            DistributedTensor.register_method(method_name, method)
     return adapter
 
 

@@ -251,9 +251,10 @@ class DistributedTensor:
             framework of the first local fragment (or of ``out``).
         device : Device or str, optional
             Where the result lives. By default the device of the first
-            fragment where ``framework`` can hold arrays there, otherwise the
-            host (the framework's :meth:`~dlmg.adapters.Adapter.landing_device`):
-            ``framework="numpy"`` of GPU fragments lands in host memory.
+            fragment where ``framework`` can hold arrays there, otherwise where
+            it can (the framework's :meth:`~dlmg.adapters.Adapter.landing_device`):
+            ``framework="numpy"`` of GPU fragments lands in host memory,
+            ``framework="cupy"`` of host fragments on ``cuda:0``.
             With ``out``, ``out``'s device.
         out : array, optional
             A writable array of the tensor's shape and dtype, of any mutable
@@ -298,7 +299,12 @@ class DistributedTensor:
         return redistribute(self, layout, framework=framework)
 
     def plan_redistribution(self, layout: "Layout") -> "RedistributionPlan":
-        """The copy plan :meth:`redistribute` would run for ``layout``."""
+        """The copy plan :meth:`redistribute` would run for ``layout``.
+
+        Across processes (after :func:`dlmg.distributed.init`) the plan of
+        messages instead: :class:`~dlmg.distributed.routes.Routes`, with the
+        bytes per pair of processes (``bytes_by_ranks``) and the transport.
+        """
         from .plans.api import tensor_plan
 
         return tensor_plan(self, layout)

@@ -9,6 +9,7 @@ scenario returns a small JSON-able value or raises.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -189,8 +190,9 @@ def redistribute_pairs():
     # slab rows -> columns: one message per pair of processes, bytes as expected
     full = _global((4 * world, 4 * world), seed=99)
     rows, cols = dd.slab(full.shape, 0), dd.slab(full.shape, 1)
-    routes = dlmg.distributed.collectives.redistribution_routes(rows, cols, 8, dd.current_engine())
-    assert routes.nmessages == world * (world - 1)
+    routes = wrap(full, rows).plan_redistribution(cols)
+    assert routes.nmessages == world * (world - 1) and routes.transport in ("gloo", "mpi")
+    assert f"rank 0 -> rank 1: {16 * 8} bytes" in str(routes)
     assert all(n == 16 * 8 for n in routes.bytes_by_ranks.values()), routes.bytes_by_ranks
     check_local(wrap(full, rows).redistribute(cols), full, "rows -> cols")
     # fragments that stay are reused
@@ -343,13 +345,13 @@ def engine():
     me, world = eng.rank, eng.world_size
     assert eng.allgather_object({"r": me}) == [{"r": r} for r in range(world)]
     send, _ = eng.empty(3, "float32", dd.local_device())
-    _np(send)[:] = me
+    send[:] = me
     recv, _ = eng.empty(3 * world, "float32", dd.local_device())
     eng.all_gather(send, recv)
     np.testing.assert_array_equal(_np(recv), np.repeat(np.arange(world), 3))
     counts = [r + 1 for r in range(world)]  # rank r gets r + 1 elements from everyone
     send, _ = eng.empty(sum(counts), "int64", dd.local_device())
-    _np(send)[:] = me
+    send[:] = me
     recv, _ = eng.empty(world * (me + 1), "int64", dd.local_device())
     eng.alltoallv(send, counts, recv, [me + 1] * world)
     np.testing.assert_array_equal(_np(recv), np.repeat(np.arange(world), me + 1))
@@ -407,3 +409,103 @@ SCENARIOS["jax_multicontroller"] = jax_multicontroller
 from tests._mp_interop import SCENARIOS as _INTEROP  # noqa: E402  (the interop bridges' scenarios)
 
 SCENARIOS.update(_INTEROP)
+
+
+#: Where device_collectives puts its fragments: the host in CI, cuda:0 on a GPU machine.
+_GPU = os.environ.get("DLMG_TEST_DEVICE", "cpu")
+
+
+def _on_gpu(array, framework):
+    """``array`` (NumPy) as a ``framework`` array on :data:`_GPU` (CuPy becomes NumPy on the host)."""
+    if framework == "torch":
+        import torch
+
+        return torch.from_numpy(array.copy()).to(_GPU)
+    if framework == "cupy":
+        if _GPU == "cpu":
+            return array.copy()
+        import cupy
+
+        with cupy.cuda.Device(0):
+            return cupy.asarray(array)
+    import jax
+
+    return jax.device_put(array, jax.devices("gpu" if _GPU != "cpu" else "cpu")[0])
+
+
+def device_collectives():
+    """The collectives on fragments of torch, CuPy and JAX on one device per process
+    (CUDA: NCCL, or MPI staging through host memory; the host: CuPy's share goes to NumPy)."""
+    world, me = dd.world_size(), dd.rank()
+    frameworks = ("torch", "cupy", "jax")
+    full = _global((8 * world, 6), seed=4, dtype="float32")
+    rng = np.random.default_rng(8)
+    n = 0
+    for k in range(4):
+        nfrag = 4 * (1 + k % 2)
+        layout = Layout(full.shape, block=(2, 3), grid=(2, 2), devices=[_GPU] * nfrag,
+                        ranks=[int(r) for r in rng.integers(0, world, size=nfrag)])
+        arrays = {i: _on_gpu(_piece(full, layout, i), frameworks[(i + k) % 3]) for i in layout.fragments_of(me)}
+        dt = dlmg.from_fragments(arrays, layout, dtype="float32")
+        np.testing.assert_array_equal(_np(dt.gather(framework="numpy")), full)
+        got = dt.gather(framework="torch", device=_GPU)
+        assert str(got.device) == _GPU
+        np.testing.assert_array_equal(got.cpu().numpy(), full)
+        cols = Layout(full.shape, block=(8 * world, 3), grid=(1, 2), devices=[_GPU] * 2,
+                      ranks=[0, world - 1])
+        moved = dt.redistribute(cols)
+        for frag in moved.local_fragments:
+            np.testing.assert_array_equal(_host(frag.array), _piece(full, cols, frag.index))
+        np.testing.assert_allclose(_host(dlmg.sum(dt)), full.sum(), rtol=1e-4)
+        assert int(_host(dlmg.argmax(dt))) == int(np.argmax(full))
+        scattered = dlmg.scatter(_on_gpu(full, "cupy") if me == 0 else None, layout, root=0)
+        for frag in scattered.local_fragments:
+            np.testing.assert_array_equal(_host(frag.array), _piece(full, layout, frag.index))
+        n += 1
+    # one slab per process: the all-gather runs on the engine's own collective
+    slab = Layout.slab(full.shape, 0, [_GPU] * world, ranks=range(world))
+    dt = dlmg.from_fragments({me: _on_gpu(_piece(full, slab, me), "torch")}, slab)
+    np.testing.assert_array_equal(dt.gather().cpu().numpy(), full)
+    engine = dd.current_engine()
+    return {"layouts": n, "transport": engine.transport(dlmg.as_device(_GPU))}
+
+
+def _host(array):
+    """Any framework's array (CUDA included) as NumPy."""
+    module = type(array).__module__.partition(".")[0]
+    if module == "torch":
+        return array.detach().cpu().numpy()
+    if module == "cupy":
+        return array.get()
+    return np.asarray(array)
+
+
+SCENARIOS["device_collectives"] = device_collectives
+
+
+def dies():
+    """Rank 1 dies in the middle of a redistribution: the others raise CollectiveError."""
+    import os
+
+    dd.current_engine().timeout = 10.0
+    world = dd.world_size()
+    full = _global((4 * world, 4 * world), seed=2)
+    dt = wrap(full, dd.slab(full.shape, 0))
+    if dd.rank() == 1:
+        from dlmg.distributed import exchange
+
+        def die(*args, **kwargs):
+            os._exit(3)  # after the agreement, before the all-to-all
+
+        exchange.deliver = die
+        import dlmg.distributed.collectives as collectives
+
+        collectives.deliver = die
+    try:
+        dt.redistribute(dd.slab(full.shape, 1))
+    except CollectiveError as exc:
+        return str(exc)[:300]
+    raise AssertionError("no CollectiveError")
+
+
+SCENARIOS["dies"] = dies

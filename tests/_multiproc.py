@@ -52,7 +52,7 @@ def have_mpi() -> bool:
     return mpiexec() is not None
 
 
-def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+def _env(extra: dict[str, str | None] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("XLA_FLAGS", None)  # the worker sets its own device count
     env.update({
@@ -60,12 +60,16 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
         "PYTHONPATH": str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
         "TORCH_CPP_LOG_LEVEL": "ERROR", "PYTHONUNBUFFERED": "1",
     })
-    env.update(extra or {})
+    for key, value in (extra or {}).items():
+        if value is None:
+            env.pop(key, None)  # e.g. JAX_PLATFORMS, where JAX must find its GPU
+        else:
+            env[key] = value
     return env
 
 
 def launch(engine: str, nprocs: int, scenarios: list[str], *, timeout: float = 240.0,
-           collective_timeout: float = 60.0, extra_env: dict[str, str] | None = None) -> dict[str, Any]:
+           collective_timeout: float = 60.0, extra_env: dict[str, str | None] | None = None) -> dict[str, Any]:
     """Run ``scenarios`` in ``nprocs`` processes under ``engine``.
 
     Returns

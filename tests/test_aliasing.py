@@ -1,9 +1,9 @@
 """The aliasing rule, as a property: results never share memory with inputs.
 
 For every operation and every framework assignment (NumPy, torch, and
-tensors mixing torch, NumPy and JAX fragments): writing into every fragment
-of a result leaves every input unchanged, and writing into every input leaves
-the result unchanged. JAX arrays cannot be written; their fragments take part
+tensors mixing torch, NumPy and JAX fragments): a result's fragments are
+writable, writing into every fragment of a result leaves every input
+unchanged, and writing into every input leaves the result unchanged. JAX arrays cannot be written; their fragments take part
 as inputs.
 
 The documented exceptions share memory on purpose, and the last tests prove
@@ -132,6 +132,8 @@ def test_results_and_inputs_never_share_memory(name, op, dtype, fixed, assignmen
         except dlmg.FragmentError:  # not defined in this framework (torch imag of real data): nothing to alias
             return
         before = _snapshot(result)
+        if isinstance(result, dlmg.DistributedTensor):
+            assert not any(f.readonly for f in result.fragments if f.adapter.mutable), f"{name} gave read-only memory"
         _scribble(result)
         after = [_snapshot(x), _snapshot(y)]
         for was, now in zip(inputs, after):

@@ -14,7 +14,7 @@ from _multiproc import check, have_mpi, launch
 
 SCENARIOS = [
     "allgather", "gather_out", "root_gather", "scatter", "redistribute_pairs", "reductions",
-    "pointwise", "mixed_frameworks", "mismatch", "raising", "remote_fragment",
+    "pointwise", "mixed_frameworks", "device_collectives", "mismatch", "raising", "remote_fragment",
 ]
 SETUPS = [("torch", 2), ("torch", 4), ("mpi", 2), ("mpi", 4)]
 
@@ -50,3 +50,12 @@ def test_a_process_that_does_not_arrive_ends_the_collective(engine):
     values = check(result, "timeout")
     assert values[1] == "skipped"
     assert "rank 0" in values[0]
+
+
+def test_a_process_that_dies_ends_the_collective():
+    """Rank 1 exits in the middle of a redistribution: the others raise CollectiveError."""
+    _skip("torch")
+    result = launch("torch", 2, ["dies"], collective_timeout=10.0)
+    assert result["returncodes"][1] == 3 and result["ranks"][1] is None
+    (value,) = check(result, "dies", ranks=[0])
+    assert "rank 0" in value

@@ -157,3 +157,10 @@ def test_real_arrays_still_pass():
     a = np.arange(24.0).reshape(2, 3, 4)[:, ::-1, ::2]
     info = dlmg.dlpack.inspect(a)
     assert info.shape == (2, 3, 2) and info.strides == (12, -4, 2)
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+@pytest.mark.parametrize("pointer, error", [(2**64 - 8, DLPackError), (2**70, dlmg.FragmentError)])
+def test_from_pointers_refuses_impossible_addresses(framework, pointer, error):
+    with pytest.raises(error, match="address space|no memory can hold"):
+        dlmg.from_pointers(dlmg.Layout((8,), devices=["cpu"]), [pointer], "float64", framework=framework)

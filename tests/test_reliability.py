@@ -42,6 +42,7 @@ def _torch_tensor(values=(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0), dtype=torch.f
         pytest.param(lambda d: d.conj(), id="conj-real"),
         pytest.param(lambda d: dlmg.conj(d), id="dlmg.conj-real"),
         pytest.param(lambda d: d.real, id="real-of-real"),
+        pytest.param(lambda d: d.imag, id="imag-of-real"),
         pytest.param(lambda d: dlmg.astype(d, "float32"), id="astype-same"),
     ],
 )

@@ -49,6 +49,8 @@ def test_integer_devices_mean_cuda_and_the_error_says_so():
         dlmg.zeros(lay)
     with pytest.raises(DeviceError, match=r"integers in a device list mean CUDA ordinals"):
         dlmg.scatter(np.ones((8, 4)), lay, framework="numpy")
+    with pytest.raises(dlmg.FragmentError, match=r"lies on cpu:0.*integers in a device list mean CUDA ordinals"):
+        dlmg.from_fragments([np.ones((4, 4)), np.ones((4, 4))], lay)
 
 
 def test_host_devices_get_no_cuda_hint():
@@ -64,6 +66,10 @@ def test_numpy_lands_on_the_host():
     assert numpy_adapter.landing_device(Device("cpu:3")) == Device("cpu:3")
     torch_adapter = dlmg.get_adapter("torch")
     assert torch_adapter.landing_device(Device("cpu:2")) == Device("cpu:2")
+    from dlmg.adapters.cupy import CupyAdapter
+
+    assert CupyAdapter().landing_device(Device("cpu:2")) == Device("cuda:0")
+    assert CupyAdapter().landing_device(Device("cuda:1")) == Device("cuda:1")
 
 
 @pytest.mark.gpu
@@ -77,6 +83,16 @@ def test_gather_gpu_fragments_to_numpy_lands_on_the_host(framework):
     assert isinstance(got, np.ndarray)
     np.testing.assert_array_equal(got, host)
     assert type(dt.gather()).__module__.split(".")[0] == framework  # the fragments' framework keeps the GPU
+
+
+@pytest.mark.gpu
+def test_gather_host_fragments_to_cupy_lands_on_the_gpu():
+    pytest.importorskip("cupy")
+    host = np.arange(32, dtype=np.float32).reshape(8, 4)
+    dt = dlmg.scatter(host, dlmg.Layout.slab((8, 4), 0, ["cpu", "cpu"]))
+    got = dt.gather(framework="cupy")
+    assert type(got).__module__.split(".")[0] == "cupy"
+    np.testing.assert_array_equal(got.get(), host)
 
 
 # -- regular arrays next to distributed tensors ----------------------------------------------------
@@ -181,3 +197,15 @@ def test_missing_array_api_compat_names_the_package():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "pip install array-api-compat" in done.stdout, done.stdout + done.stderr
+
+
+def test_protocol_answers_come_from_the_adapters():
+    from dlmg.adapters.jax import JaxAdapter
+    from dlmg.adapters.numpy import NumpyAdapter
+    from dlmg.adapters.torch import TorchAdapter
+
+    for adapter, names in ((NumpyAdapter, {"__array_ufunc__", "__array_function__"}),
+                           (JaxAdapter, {"__jax_array__"}), (TorchAdapter, {"__torch_function__"})):
+        assert set(adapter.tensor_protocols) == names
+        for name in names:
+            assert name in vars(dlmg.DistributedTensor)

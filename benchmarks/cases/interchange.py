@@ -26,7 +26,7 @@ __all__ = ["CPU_PAIRS", "GPU_PAIRS", "run_interchange", "run_to"]
 CPU_PAIRS = (("torch", "jax"), ("numpy", "torch"), ("jax", "torch"))
 GPU_PAIRS = (("torch", "cupy"), ("cupy", "jax"), ("jax", "torch"))
 
-RATIO_TARGET = Target("ratio", "<=", 1.5)
+RATIO_TARGET = Target("ratio", "<=", 1.2)
 GROWTH_TARGET = Target("large/small", "<=", 1.2)
 
 

@@ -83,7 +83,9 @@ def _large(ctx: Context, framework: str) -> list[Row]:
         {"framework": framework, "fragments": FRAGMENTS, "bytes_per_operand": nbytes,
          "size": f"3 x {nbytes / MiB:g} MiB float32", "device": ctx.device},
         f"{framework} a * b + c on one array",
-        targets=[Target("ratio", "<=", 1.1)],
+        # on a GPU, where each fragment's kernel is the same work: 1.05 (JAX 1.1, whose
+        # immutable fragments allocate every result)
+        targets=[Target("ratio", "<=", (1.1 if framework == "jax" else 1.05) if ctx.gpu else 1.1)],
     )
     run_row(row, ctx, {"dlmg": dlmg_fn, "native": lambda: A * B + C, "copy": copy_contender(ctx.device, nbytes)})
     traffic = 6 * nbytes
@@ -182,8 +184,7 @@ def _dispatch(ctx: Context, framework: str) -> list[Row]:
     row.metrics["us per fragment per op"] = (
         (t_dlmg - t_native) / (FRAGMENTS * OPS) * 1e6 if t_dlmg is not None and t_native is not None else None
     )
-    if not ctx.gpu:
-        row.targets.append(Target("us per fragment per op", "<=", 20.0))
+    row.targets.append(Target("us per fragment per op", "<=", 2.0))
     return [row]
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..device import Device
 from ._state import current
-from .agree import describe, prepare
+from .agree import describe, prepare_vote
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -84,10 +84,9 @@ def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keep
     reduced = tuple(range(x.ndim)) if axes is None else axes
     kept = [m for m in range(x.ndim) if m not in reduced]
     rshape = tuple(layout.shape[m] for m in kept)
-    description = describe(f"reduce {name}", layout=layout, dtype=x.dtype, axes=axes, keepdims=keepdims,
-                           accumulate=dtype)
+    description = describe(f"reduce {name}", layout=layout, dtype=x.dtype, axes=axes, keepdims=keepdims)
 
-    def work() -> tuple[np.ndarray, np.ndarray | None]:
+    def work() -> tuple[tuple[np.ndarray, np.ndarray | None], str | None]:
         if name == "argmax":
             vdtype = np.dtype("uint8") if x.dtype == "bool" else _np_dtype(x.dtype)
             acc = np.full(rshape, _identity("max", vdtype), dtype=vdtype)
@@ -118,9 +117,14 @@ def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keep
                 if adt == np.uint8:
                     value = value.astype(np.uint8)
                 _combine(name, acc, key, value)
-        return acc, idx
+        return (acc, idx), dtype
 
-    acc, idx = prepare(engine, description, work)
+    # The accumulation dtype depends on this process's frameworks (JAX without x64
+    # narrows to 32 bits): every process takes the narrowest one any process needs.
+    (acc, idx), votes = prepare_vote(engine, description, work)
+    dtype = _narrowest(votes)
+    if name != "argmax" and dtype is not None and acc.dtype != np.uint8 and acc.dtype != _np_dtype(dtype):
+        acc = acc.astype(_np_dtype(dtype))
     if name == "argmax":
         mine = acc.copy()
         engine.allreduce(acc.reshape(-1), "max")
@@ -161,3 +165,11 @@ def _narrow(array: Any, target: Any, dtype: str) -> Any:
     if dtype in _NARROW:
         return target.xp.astype(array, getattr(target.xp, dtype))
     return array
+
+
+def _narrowest(dtypes: list[str | None]) -> str | None:
+    """The dtype of fewest bytes among ``dtypes`` (``None`` entries ignored)."""
+    from ..dtypes import info
+
+    named = [d for d in dtypes if d is not None]
+    return min(named, key=lambda d: info(d).itemsize) if named else None

@@ -75,7 +75,8 @@ class Layout:
         fastest). ``k * prod(grid)`` devices add a final replica mode: ``k``
         full copies. A device may appear several times (several fragments on
         it), but host devices (``cpu`` kinds) and other devices may not be
-        mixed.
+        mixed. Strings such as ``"cpu:3"`` or ``"cuda:1"`` name devices; a
+        plain int is a CUDA ordinal (``0`` is ``cuda:0``).
     element_strides, block_strides : sequence of int, optional
         cuTENSORMg's ``elementStride`` and ``blockStride``: the local element
         in local block ``k[m]`` at in-block index ``i[m]`` sits at memory

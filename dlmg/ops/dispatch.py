@@ -146,13 +146,18 @@ def _collect(operands: Sequence[Any], name: str, check: bool) -> _Operands:
 
 
 def _fresh(result: Any, call: list[Any], positions: Sequence[int], ex: Executor) -> Any:
-    """``result``, or a copy of it where it shares memory with an operand's
-    fragment (torch returns ``self`` from ``+t``, ``t.conj()`` of real tensors;
-    NumPy ``real`` of a real array): new tensors never alias their inputs."""
+    """``result``, or a writable copy of it where it shares memory with an
+    operand's fragment (torch returns ``self`` from ``+t``, ``t.conj()`` of
+    real tensors; NumPy ``real`` of a real array) or is read-only (NumPy's
+    ``imag`` of a real array): new tensors never alias their inputs and can
+    be written."""
+    adapter = ex.adapter
     for position in positions:
         arg = call[position]
-        if result is arg or ex.adapter.shares_memory(result, arg):
+        if result is arg or adapter.shares_memory(result, arg):
             return ex.xp.asarray(result, copy=True)
+    if adapter.is_readonly(result):
+        return ex.xp.asarray(result, copy=True)
     return result
 
 

@@ -71,6 +71,10 @@ def _check(name: str, ops: list[Any], kinds: frozenset[str] | None, hint: str = 
 # elementwise functions of the array API standard
 
 
+def _zeros_like(xp: Any, a: Any) -> Any:
+    return xp.zeros_like(a)
+
+
 def _make_function(public: str, std: str, nargs: int, kinds: frozenset[str] | None, doc: str) -> Callable[..., Any]:
     def per_fragment(xp: Any, *arrays: Any, _std: str = std) -> Any:
         return getattr(xp, _std)(*arrays)
@@ -80,7 +84,10 @@ def _make_function(public: str, std: str, nargs: int, kinds: frozenset[str] | No
         def function(x: Any, /) -> "DistributedTensor":
             ops = _classify_all((x,))
             _check(public, ops, kinds)
-            out = map_fragments(per_fragment, ops, name=public)
+            fn = per_fragment
+            if public == "imag" and is_distributed(x) and kind_of(x.dtype) != "c":
+                fn = _zeros_like  # torch has no imag of real tensors; NumPy gives zeros
+            out = map_fragments(fn, ops, name=public)
             assert out is not None
             return out
 

@@ -270,8 +270,15 @@ def _planned(
     return targets, plan, local
 
 
-def tensor_plan(dt: "DistributedTensor", layout: "Layout", framework: str | None = None) -> RedistributionPlan:
-    """The plan :func:`redistribute` runs for ``dt`` and ``layout``."""
+def tensor_plan(dt: "DistributedTensor", layout: "Layout", framework: str | None = None) -> Any:
+    """The plan :func:`redistribute` runs for ``dt`` and ``layout``: a
+    :class:`RedistributionPlan` in one process, the per-process-pair
+    :class:`~dlmg.distributed.routes.Routes` across processes."""
+    engine = _engine(dt, "plan_redistribution")
+    if engine is not None:
+        from ..distributed.collectives import redistribution_routes
+
+        return redistribution_routes(dt.layout, layout, dt.itemsize, engine)
     return _planned(dt, layout, framework)[1]
 
 
