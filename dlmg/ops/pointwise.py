@@ -84,7 +84,7 @@ def _make_function(public: str, std: str, nargs: int, kinds: frozenset[str] | No
         def function(x: Any, /) -> "DistributedTensor":
             ops = _classify_all((x,))
             _check(public, ops, kinds)
-            fn = per_fragment
+            fn: Callable[..., Any] = per_fragment
             if public == "imag" and is_distributed(x) and kind_of(x.dtype) != "c":
                 fn = _zeros_like  # torch has no imag of real tensors; NumPy gives zeros
             out = map_fragments(fn, ops, name=public)
