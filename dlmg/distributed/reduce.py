@@ -15,7 +15,6 @@ the traffic is that of the result, never that of the input.
 
 from __future__ import annotations
 
-import builtins
 from typing import TYPE_CHECKING, Any
 
 import numpy as np

@@ -124,14 +124,11 @@ def _collect(operands: Sequence[Any], name: str, check: bool) -> _Operands:
     zero_d: list[int] = []
     others: list[Any] = []
     for position, op in enumerate(operands):
-        if op is not None and not isinstance(op, (SCALAR_TYPES, _ZeroD)):
+        distributed = is_distributed(op)  # the common operand, recognised first
+        if not distributed and op is not None and not isinstance(op, (SCALAR_TYPES, _ZeroD)):
             op = classify_operand(op)
-        if isinstance(op, _ZeroD):
-            zero_d.append(position)
-            args.append(op)
-        elif op is None or isinstance(op, SCALAR_TYPES):
-            args.append(op)
-        else:
+            distributed = is_distributed(op)
+        if distributed:
             if lead is None:
                 lead = op
             else:
@@ -140,6 +137,11 @@ def _collect(operands: Sequence[Any], name: str, check: bool) -> _Operands:
                     check_same_layout(name, lead, op)
             args.append(None)
             tensors.append((position, op.fragments))
+        elif isinstance(op, _ZeroD):
+            zero_d.append(position)
+            args.append(op)
+        else:  # None or a Python scalar
+            args.append(op)
     if lead is None:
         raise TypeError(f"{name} needs at least one distributed tensor operand")
     return _Operands(lead, args, tensors, zero_d, others)
