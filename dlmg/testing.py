@@ -444,6 +444,23 @@ def check_ascontiguous(ctx: ContractContext) -> None:
 
 
 #: Every contract check by name, in the order they run.
+def check_landing(ctx: ContractContext) -> None:
+    """landing_device answers a device the adapter holds arrays on for its own devices;
+    tensor_protocols maps dunder names to callables."""
+    a = ctx.adapter
+    assert a.landing_device(ctx.device) == ctx.device, (
+        f"landing_device({ctx.device}) must be {ctx.device} itself: the adapter supports it"
+    )
+    for other in (Device("cpu", 0), Device("cuda", 0)):
+        got = a.landing_device(other)
+        assert isinstance(got, Device), f"landing_device({other}) must return a Device, got {got!r}"
+    protocols = a.tensor_protocols
+    assert isinstance(protocols, dict), f"tensor_protocols must be a dict, got {protocols!r}"
+    for name, method in protocols.items():
+        assert name.startswith("__") and name.endswith("__"), f"tensor_protocols key {name!r} is no protocol name"
+        assert callable(method) or isinstance(method, (classmethod, staticmethod)), f"{name} is not callable"
+
+
 CHECKS: dict[str, Callable[[ContractContext], None]] = {
     "identity": check_identity,
     "registry": check_registry,
@@ -461,6 +478,7 @@ CHECKS: dict[str, Callable[[ContractContext], None]] = {
     "native": check_native,
     "describe_all": check_describe_all,
     "ascontiguous": check_ascontiguous,
+    "landing": check_landing,
 }
 
 
