@@ -450,7 +450,7 @@ def device_collectives():
                         ranks=[int(r) for r in rng.integers(0, world, size=nfrag)])
         arrays = {i: _on_gpu(_piece(full, layout, i), frameworks[(i + k) % 3]) for i in layout.fragments_of(me)}
         dt = dlmg.from_fragments(arrays, layout, dtype="float32")
-        np.testing.assert_array_equal(_np(dt.gather(framework="numpy")), full)
+        np.testing.assert_array_equal(_np(dt.gather(framework="numpy", device="cpu")), full)
         got = dt.gather(framework="torch", device=_GPU)
         assert str(got.device) == _GPU
         np.testing.assert_array_equal(got.cpu().numpy(), full)

@@ -11,7 +11,7 @@ from _multiproc import check, have_mpi, launch
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 
-_GPU_ENV = {"JAX_PLATFORMS": None, "DLMG_TEST_DEVICE": "cuda:0"}  # JAX must find its GPU
+_GPU_ENV = {"JAX_PLATFORMS": None, "DLMG_TEST_DEVICE": "cuda:0", "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
 
 
 def test_nccl_world_size_one():
