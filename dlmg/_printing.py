@@ -46,10 +46,11 @@ def _to_host(array: Any, adapter: Any, xp: Any) -> Any:
     if not device.is_host:  # a few device elements: through dlmg's own gather, which lands on the host
         from . import from_fragments
         from .layout import Layout
+        from .registry import DEFAULT_FRAMEWORK
         from .tensor import process_rank
 
         one = from_fragments([array], Layout.single(tuple(array.shape), device, ranks=process_rank()))
-        return one.gather(framework="numpy")
+        return one.gather(framework=DEFAULT_FRAMEWORK)  # the host framework, which values print from
     try:
         return np.from_dlpack(array)
     except (TypeError, BufferError, RuntimeError, ValueError):

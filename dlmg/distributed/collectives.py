@@ -20,7 +20,7 @@ the agreement, so they all take the same path.
 from __future__ import annotations
 
 import operator
-from collections import OrderedDict
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from .._shapes import c_strides
@@ -42,19 +42,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["gather", "scatter", "redistribute", "gather_routes", "redistribution_routes", "scatter_routes"]
 
-_ROUTES: "OrderedDict[Any, Routes]" = OrderedDict()
+#: Routes kept per kind (gather, redistribute, scatter), least recently used dropped.
 _CACHE_SIZE = 64
-
-
-def _cached(key: Any, make: Any) -> Routes:
-    routes = _ROUTES.get(key)
-    if routes is None:
-        routes = _ROUTES[key] = make()
-        if len(_ROUTES) > _CACHE_SIZE:
-            _ROUTES.popitem(last=False)
-    else:
-        _ROUTES.move_to_end(key)
-    return routes
 
 
 def _engine() -> "Engine":
@@ -83,27 +72,39 @@ def _root(root: Any, engine: "Engine", what: str) -> int:
 def gather_routes(layout: "Layout", receivers: tuple[int, ...], itemsize: int, engine: "Engine") -> Routes:
     """Routes of a gather of a tensor of ``layout`` into whole arrays on ``receivers``."""
     device = _comm_device(layout, engine)
-    key = ("gather", layout, receivers, itemsize, engine.world_size)
-    return _cached(key, lambda: plan_routes(
+    return _gather_routes(layout, receivers, itemsize, engine.world_size, device, engine.transport(device))
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _gather_routes(
+    layout: "Layout", receivers: tuple[int, ...], itemsize: int, world: int, device: Device, transport: str
+) -> Routes:
+    return plan_routes(
         layout_places(layout), full_places(layout.shape, receivers, [device] * len(receivers)),
-        engine.world_size, itemsize, engine.transport(device)))
+        world, itemsize, transport)
 
 
 def redistribution_routes(src: "Layout", dst: "Layout", itemsize: int, engine: "Engine") -> Routes:
     """Routes moving a tensor from layout ``src`` to layout ``dst``."""
     device = _comm_device(dst, engine)
-    key = ("redistribute", src, dst, itemsize, engine.world_size)
-    return _cached(key, lambda: plan_routes(
-        layout_places(src), layout_places(dst), engine.world_size, itemsize, engine.transport(device)))
+    return _redistribution_routes(src, dst, itemsize, engine.world_size, engine.transport(device))
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _redistribution_routes(src: "Layout", dst: "Layout", itemsize: int, world: int, transport: str) -> Routes:
+    return plan_routes(layout_places(src), layout_places(dst), world, itemsize, transport)
 
 
 def scatter_routes(layout: "Layout", root: int, itemsize: int, engine: "Engine") -> Routes:
     """Routes spreading a whole array of process ``root`` over ``layout``."""
     device = _comm_device(layout, engine)
-    key = ("scatter", layout, root, itemsize, engine.world_size)
-    return _cached(key, lambda: plan_routes(
-        full_places(layout.shape, (root,), [device]), layout_places(layout),
-        engine.world_size, itemsize, engine.transport(device)))
+    return _scatter_routes(layout, root, itemsize, engine.world_size, device, engine.transport(device))
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _scatter_routes(layout: "Layout", root: int, itemsize: int, world: int, device: Device, transport: str) -> Routes:
+    return plan_routes(
+        full_places(layout.shape, (root,), [device]), layout_places(layout), world, itemsize, transport)
 
 
 # -- gather ----------------------------------------------------------------------------
