@@ -235,6 +235,29 @@ def reductions():
     return n
 
 
+def nan_reductions():
+    """NaN propagates through min and max and is argmax's answer, across processes."""
+    world = dd.world_size()
+    rng = np.random.default_rng(77)
+    n = 0
+    for k in range(6):
+        full = _global((5, 4), seed=k)
+        full[rng.integers(0, 5), rng.integers(0, 4)] = np.nan
+        if k % 2:
+            full[rng.integers(0, 5), rng.integers(0, 4)] = np.nan
+        dt = wrap(full, random_layout(rng, (5, 4), world), FRAMEWORKS)
+        for axis in (None, 0, 1):
+            for name in ("min", "max", "argmax"):
+                got = getattr(dlmg, name)(dt, axis=axis)
+                want = getattr(np, name)(full, axis=axis)
+                if axis is None:
+                    np.testing.assert_array_equal(_np(got), want, err_msg=f"{name} {k}")
+                else:
+                    check_local(got, np.asarray(want), f"{name} axis={axis} {k}")
+                n += 1
+    return n
+
+
 def pointwise():
     world = dd.world_size()
     rng = np.random.default_rng(3)
@@ -336,7 +359,7 @@ def timeout():
 
 SCENARIOS = {
     f.__name__: f for f in (
-        allgather, gather_out, root_gather, scatter, redistribute_pairs, reductions, pointwise,
+        allgather, gather_out, root_gather, scatter, redistribute_pairs, reductions, nan_reductions, pointwise,
         mixed_frameworks, mismatch, raising, remote_fragment, timeout,
     )
 }

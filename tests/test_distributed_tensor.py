@@ -13,7 +13,7 @@ import pytest
 from _multiproc import check, have_mpi, launch
 
 SCENARIOS = [
-    "allgather", "gather_out", "root_gather", "scatter", "redistribute_pairs", "reductions",
+    "allgather", "gather_out", "root_gather", "scatter", "redistribute_pairs", "reductions", "nan_reductions",
     "pointwise", "mixed_frameworks", "device_collectives", "mismatch", "raising", "remote_fragment",
 ]
 SETUPS = [("torch", 2), ("torch", 4), ("mpi", 2), ("mpi", 4)]

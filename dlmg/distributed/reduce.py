@@ -108,7 +108,7 @@ def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keep
                 value = value.reshape(acc[key].shape).astype(acc.dtype)
                 where = where.reshape(acc[key].shape).astype(np.int64)
                 cur_v, cur_i = acc[key], idx[key]
-                better = (value > cur_v) | ((value == cur_v) & (where < cur_i))
+                better = _beats(value, where, cur_v, cur_i)
                 acc[key] = np.where(better, value, cur_v)
                 idx[key] = np.where(better, where, cur_i)
             else:
@@ -125,13 +125,12 @@ def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keep
     if name != "argmax" and dtype is not None and acc.dtype != np.uint8 and acc.dtype != _np_dtype(dtype):
         acc = acc.astype(_np_dtype(dtype))
     if name == "argmax":
-        mine = acc.copy()
-        engine.allreduce(acc.reshape(-1), "max")
-        idx = np.where(mine == acc, idx, np.iinfo(np.int64).max)
-        engine.allreduce(idx.reshape(-1), "min")
-        result = idx.astype(dtype or "int64")
+        result = _argmax_across(engine, acc, idx).astype(dtype or "int64")
     else:
+        nan = _any_nan(engine, acc) if name in ("min", "max") else None
         engine.allreduce(acc.reshape(-1), _ENGINE_OP[name])
+        if nan is not None:  # NaN propagates whatever order the engine combines in
+            acc[nan] = np.nan
         final = "bool" if name in ("all", "any") else (dtype or x.dtype)
         result = acc.astype(np.dtype("float32") if final in _NARROW else final)
     if keepdims:
@@ -172,3 +171,40 @@ def _narrowest(dtypes: list[str | None]) -> str | None:
 
     named = [d for d in dtypes if d is not None]
     return min(named, key=lambda d: info(d).itemsize) if named else None
+
+
+def _beats(value: np.ndarray, where: np.ndarray, cur_v: np.ndarray, cur_i: np.ndarray) -> np.ndarray:
+    """Where ``(value, where)`` wins over ``(cur_v, cur_i)`` for argmax: larger, NaN
+    largest of all, the smaller index on ties."""
+    if value.dtype.kind not in "fc":
+        return (value > cur_v) | ((value == cur_v) & (where < cur_i))
+    vn, cn = np.isnan(value), np.isnan(cur_v)
+    tie = (value == cur_v) | (vn & cn)
+    return (vn & ~cn) | ((value > cur_v) & ~cn) | (tie & (where < cur_i))
+
+
+def _any_nan(engine: Any, acc: np.ndarray) -> np.ndarray | None:
+    """Where any process holds NaN (float partials only; one small all-reduce)."""
+    if acc.dtype.kind not in "fc":
+        return None
+    flag = np.array(np.isnan(acc), dtype=np.uint8)  # an array even for 0-d (ufuncs give scalars)
+    engine.allreduce(flag.reshape(-1), "max")
+    return flag.astype(bool)
+
+
+def _argmax_across(engine: Any, acc: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """The global argmax from every process's ``(best value, its index)``: the largest
+    value (NaN first), then the smallest index holding it."""
+    big = np.iinfo(np.int64).max
+    nan = _any_nan(engine, acc)
+    best = acc.copy()
+    if nan is not None:
+        best[np.isnan(best)] = -np.inf
+    mine = best.copy()
+    engine.allreduce(best.reshape(-1), "max")
+    wins = mine == best
+    if nan is not None:
+        wins = np.where(nan, np.isnan(acc), wins & ~nan)
+    candidates = np.where(wins, idx, big)
+    engine.allreduce(candidates.reshape(-1), "min")
+    return candidates
