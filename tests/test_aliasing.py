@@ -116,7 +116,11 @@ def _inputs(layout, dtype, assignment, seed):
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-@pytest.mark.parametrize("name, op, dtype, fixed", OPS, ids=[o[0] for o in OPS])
+@pytest.mark.parametrize(
+    "name, op, dtype, fixed",
+    # fuse compiles (torch.compile, jax.jit): outside the fast loop
+    [pytest.param(*o, id=o[0], marks=[pytest.mark.slow] if o[0] == "fuse" else []) for o in OPS],
+)
 def test_results_and_inputs_never_share_memory(name, op, dtype, fixed, assignment):
     need("torch")
     if assignment == "mixed":

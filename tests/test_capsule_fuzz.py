@@ -156,6 +156,7 @@ _SETTINGS = dict(
 )
 
 
+@pytest.mark.slow  # every batch runs in a child process
 @settings(max_examples=BATCHES, **_SETTINGS)
 @given(cases)
 def test_no_capsule_crashes_or_leaks(batch):
@@ -169,6 +170,7 @@ def test_no_capsule_crashes_or_leaks_long(batch):
     _fuzz(batch)
 
 
+@pytest.mark.slow
 def test_known_crash_cases_are_refused_in_a_child_process():
     batch = [
         {"byte_offset": 2**63},

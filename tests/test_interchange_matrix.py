@@ -184,7 +184,9 @@ def _cells():
                     x64s = (False, True) if d in WIDE and "jax" in (p, c) else (None,)
                     for x64 in x64s:
                         suffix = "" if x64 is None else ("-x64" if x64 else "-nox64")
-                        yield pytest.param(p, c, d, k, x64, id=f"{p}->{c}-{d}-{k}{suffix}")
+                        # JAX cells (first-call dispatch and compiles) run outside the fast loop
+                        marks = [pytest.mark.slow] if "jax" in (p, c) else []
+                        yield pytest.param(p, c, d, k, x64, id=f"{p}->{c}-{d}-{k}{suffix}", marks=marks)
 
 
 @pytest.fixture
