@@ -225,6 +225,9 @@ class TorchAdapter(BaseAdapter):
             here, shape = known.device_of(obj), known.shape_of(obj)
             strides = known.strides_of(obj) if known.negative_strides else ()
         target = here if device is None else device
+        if not self.supports(here):  # torch asserts (not raises) on CUDA memory without CUDA
+            raise DLPackError(f"torch cannot take in memory on {here}: no such device in this torch "
+                              f"(CUDA available: {self.module().cuda.is_available()})")
         producer = obj if known is None else known.producer(obj)  # dtype limits of the producer first
         if has_negative_strides(shape, strides):
             if copy is False:
