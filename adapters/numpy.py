@@ -15,7 +15,7 @@ from typing import Any
 from dlmg.device import Device
 from dlmg.dtypes import canonical
 from dlmg._protocols import function_hook, ufunc_hook
-from dlmg.errors import DeviceError, DLPackError, DtypeError
+from dlmg.errors import DeviceError, DLPackError, DtypeError, LayoutError
 
 from ._common import (
     NUMPY_DLPACK_DTYPES,
@@ -194,10 +194,19 @@ class NumpyAdapter(BaseAdapter):
         Aligned (from 64 KiB on) so that any framework takes the memory in
         without a copy (JAX copies host buffers that are not 64-byte aligned);
         NumPy itself aligns to 16 bytes only.
+
+        Raises
+        ------
+        LayoutError
+            For a shape NumPy cannot allocate (too many bytes, or extents
+            whose running product overflows, even with a zero extent).
         """
         self._check_device(device)
         np = self._np()
-        out = np.empty(tuple(shape), dtype=self.native_dtype(dtype))
+        try:
+            out = np.empty(tuple(shape), dtype=self.native_dtype(dtype))
+        except ValueError as exc:  # "array is too big", also for (2**62, 2**62, 0)
+            raise LayoutError(f"NumPy cannot allocate an array of shape {tuple(shape)} and dtype {dtype}: {exc}") from exc
         if out.nbytes < _ALIGN_FROM or self.data_ptr(out) % _ALIGNMENT == 0:
             return out  # small buffers: a copy on import costs less than asking for the address
         raw = np.empty(out.nbytes + _ALIGNMENT, dtype=np.uint8)

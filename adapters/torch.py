@@ -13,6 +13,13 @@ Quirks handled here:
   consumers an object that does the same;
 * torch refuses to export a tensor that requires grad; dlmg exports its
   ``detach()`` (same memory);
+* torch refuses a shape whose extents, multiplied left to right, overflow
+  64 bits (``(2**62, 2**62, 0)``: zero elements, yet "numel: integer
+  multiplication overflow"), and it does so after handing the producer's
+  deleter to a storage that it then frees: the deleter runs while the
+  capsule keeps its ``dltensor`` name, so the producer frees the tensor a
+  second time. dlmg refuses such shapes (:class:`~dlmg.errors.DLPackError`)
+  before torch sees the capsule;
 * torch does not honour DLPack's READ_ONLY flag: read-only NumPy arrays and
   JAX buffers come in writable. dlmg records read-only-ness on its fragments
   (from :meth:`~dlmg.adapters._common.BaseAdapter.is_readonly` of the
@@ -41,6 +48,29 @@ from ._common import (
 )
 
 __all__ = ["TorchAdapter"]
+
+_NUMEL_MAX = 2**63 - 1
+
+
+def _check_numel(shape: tuple[int, ...]) -> None:
+    """Refuse a shape torch cannot hold: a running product of extents over int64.
+
+    torch checks the product left to right, so ``(2**62, 2**62, 0)`` fails
+    though it has no element; it fails after taking over the deleter.
+
+    Raises
+    ------
+    DLPackError
+        Naming the shape and the first extents whose product overflows.
+    """
+    product = 1
+    for axis, extent in enumerate(shape):
+        product *= extent
+        if product > _NUMEL_MAX:
+            raise DLPackError(
+                f"torch cannot hold a tensor of shape {tuple(shape)}: the product of extents 0..{axis} "
+                f"({product}) exceeds 2**63 - 1, even with a zero extent after them"
+            )
 
 
 def _compiler_missing(device: Device) -> str:
@@ -228,6 +258,7 @@ class TorchAdapter(BaseAdapter):
         if not self.supports(here):  # torch asserts (not raises) on CUDA memory without CUDA
             raise DLPackError(f"torch cannot take in memory on {here}: no such device in this torch "
                               f"(CUDA available: {self.module().cuda.is_available()})")
+        _check_numel(shape)  # before torch takes the capsule: its refusal would run the deleter
         producer = obj if known is None else known.producer(obj)  # dtype limits of the producer first
         if has_negative_strides(shape, strides):
             if copy is False:

@@ -17,6 +17,10 @@ What must hold for every case:
   the other entry points refuse with dlmg's errors too;
 * metadata whose sizes or addresses no memory can hold is refused.
 
+The short run draws the same batches every time (``derandomize``); the
+``slow`` long variant draws new ones on every run, for hunting. Every case
+such a hunt finds goes into the explicit examples below.
+
 Budget: ``DLMG_FUZZ_BATCHES`` batches of ``DLMG_FUZZ_CASES`` cases (4 x 25 by
 default, about 15 seconds on two cores); the ``slow`` variant runs
 ``DLMG_FUZZ_LONG_BATCHES`` batches (16 by default, about a minute; raise it
@@ -34,8 +38,11 @@ from pathlib import Path
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
+from hypothesis import HealthCheck, Phase, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+
+import dlmg  # noqa: E402
+from _capsule_structs import Producer, Spec  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RUNNER = HERE / "_capsule_runner.py"
@@ -156,9 +163,15 @@ _SETTINGS = dict(
 )
 
 
+# Zero elements, yet the extents multiplied left to right overflow int64: torch
+# refuses it after running the deleter of a capsule it leaves unconsumed.
+NUMEL_OVERFLOW = {"ndim": 3, "shape": [2**62, 2**62, 0], "strides": [1, 1, 1]}
+
+
 @pytest.mark.slow  # every batch runs in a child process
-@settings(max_examples=BATCHES, **_SETTINGS)
+@settings(max_examples=BATCHES, derandomize=True, **_SETTINGS)
 @given(cases)
+@example([NUMEL_OVERFLOW, dict(NUMEL_OVERFLOW, strides=None), dict(NUMEL_OVERFLOW, shape=[2**32, 2**32, 0])])
 def test_no_capsule_crashes_or_leaks(batch):
     _fuzz(batch)
 
@@ -182,3 +195,38 @@ def test_known_crash_cases_are_refused_in_a_child_process():
     _check(batch, results)
     assert all(r["inspect"] == "dlmg.errors.DLPackError" for r in results)
     assert all(r["from_fragments"] == "dlmg.errors.DLPackError" for r in results)
+
+
+def test_torch_runs_the_deleter_of_a_capsule_it_refuses_and_leaves_unconsumed():
+    """The torch fact behind the adapter's shape check.
+
+    ``torch.from_dlpack`` of shape ``(2**62, 2**62, 0)`` raises, after the
+    deleter ran, with the capsule still named ``dltensor_versioned``: by the
+    protocol the producer still owns it and frees it again. (This producer's
+    capsules have no destructor and its deleter only counts, so nothing is
+    freed here.)
+    """
+    torch = pytest.importorskip("torch")
+    p = Producer(Spec(**NUMEL_OVERFLOW))
+    with pytest.raises(RuntimeError, match="numel"):
+        torch.from_dlpack(p)
+    assert (p.exports, p.consumed, p.deleted) == (1, 0, 1)
+
+
+@pytest.mark.parametrize("shape", [[2**62, 2**62, 0], [2**32, 2**32, 0], [3, 2**62, 2**62, 0]])
+def test_torch_import_refuses_a_shape_torch_would_free_twice(shape):
+    pytest.importorskip("torch")
+    p = Producer(Spec(**dict(NUMEL_OVERFLOW, ndim=len(shape), shape=shape, strides=[1] * len(shape))))
+    with pytest.raises(dlmg.DLPackError, match=r"shape \(.*exceeds 2\*\*63 - 1"):
+        dlmg.get_adapter("torch").from_dlpack(p)
+    # One capsule, read by dlmg's inspect and deleted once; torch never got one.
+    assert (p.exports, p.consumed, p.deleted) == (1, 1, 1)
+
+
+def test_torch_import_keeps_zero_size_shapes_torch_can_hold():
+    torch = pytest.importorskip("torch")
+    p = Producer(Spec(**dict(NUMEL_OVERFLOW, shape=[0, 2**62, 2**62])))
+    t = dlmg.get_adapter("torch").from_dlpack(p)
+    assert isinstance(t, torch.Tensor) and tuple(t.shape) == (0, 2**62, 2**62)
+    del t
+    assert (p.exports, p.consumed, p.deleted) == (2, 2, 2)
