@@ -60,25 +60,6 @@ def _bf16_error(what: str, dtype: str) -> UnsupportedDtypeError:
     )
 
 
-#: NumPy ufunc names whose array-API (and dlmg) name differs.
-_UFUNC_NAMES = {
-    "absolute": "abs",
-    "arccos": "acos",
-    "arccosh": "acosh",
-    "arcsin": "asin",
-    "arcsinh": "asinh",
-    "arctan": "atan",
-    "arctan2": "atan2",
-    "arctanh": "atanh",
-    "power": "pow",
-    "invert": "bitwise_invert",
-    "left_shift": "bitwise_left_shift",
-    "right_shift": "bitwise_right_shift",
-    "true_divide": "divide",
-    "conjugate": "conj",
-}
-
-
 class NumpyAdapter(BaseAdapter):
     """Adapter for :mod:`numpy` arrays (host memory only)."""
 
@@ -87,7 +68,7 @@ class NumpyAdapter(BaseAdapter):
     package = "numpy"
     install_hint = "pip install numpy"
     #: np.sqrt(dt), np.sum(dt, axis=0) run as dlmg's functions; np.ones(...) + dt says to scatter.
-    tensor_protocols = {"__array_ufunc__": ufunc_hook("numpy", _UFUNC_NAMES),
+    tensor_protocols = {"__array_ufunc__": ufunc_hook("numpy"),
                         "__array_function__": function_hook("numpy")}
     mutable = True
     can_view = True

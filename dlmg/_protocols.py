@@ -84,16 +84,16 @@ def accepts(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     return True
 
 
-def ufunc_hook(framework: str, aliases: dict[str, str]) -> Callable[..., Any]:
+def ufunc_hook(framework: str) -> Callable[..., Any]:
     """An ``__array_ufunc__`` (NEP 13): dlmg's elementwise function of the same name, or a refusal.
 
-    ``aliases`` maps the framework's ufunc names to the array API's.
+    dlmg exports NumPy's names (``absolute``, ``power``, ...) beside the array API's.
     """
 
     def __array_ufunc__(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         call = f"{framework}.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
         refuse_regular(call, inputs)
-        name = aliases.get(ufunc.__name__, ufunc.__name__)
+        name = ufunc.__name__
         fn = dlmg_function(name)
         if method == "__call__" and not kwargs and fn is not None and accepts(fn, inputs, {}):
             return fn(*inputs)

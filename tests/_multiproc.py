@@ -59,6 +59,8 @@ def _env(extra: dict[str, str | None] | None = None) -> dict[str, str]:
         "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "JAX_PLATFORMS": "cpu",
         "PYTHONPATH": str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
         "TORCH_CPP_LOG_LEVEL": "ERROR", "PYTHONUNBUFFERED": "1",
+        # Open MPI's mpiexec refuses to start as root (containers) without these; MPICH ignores them.
+        "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
     })
     for key, value in (extra or {}).items():
         if value is None:

@@ -72,6 +72,17 @@ def _combine(name: str, acc: np.ndarray, key: Any, value: np.ndarray) -> None:
         acc[key] = np.maximum(acc[key], value)
 
 
+def _fold_argmax(acc: np.ndarray, idx: np.ndarray, key: Any, part: Any, ex: Any) -> None:
+    """Fold one fragment's local argmax ``part`` (values, global indices) into ``acc``/``idx`` at ``key``."""
+    value, where = (_host(p, ex) for p in part)
+    value = value.reshape(acc[key].shape).astype(acc.dtype)
+    where = where.reshape(acc[key].shape).astype(np.int64)
+    cur_v, cur_i = acc[key], idx[key]
+    better = _beats(value, where, cur_v, cur_i)
+    acc[key] = np.where(better, value, cur_v)
+    idx[key] = np.where(better, where, cur_i)
+
+
 def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keepdims: bool,
            dtype: str | None, reducer: Any, plan: Any, ctx: Any) -> Any:
     """Run reduction ``name`` of ``x`` across processes (arguments as in :mod:`dlmg.ops.reductions`)."""
@@ -86,6 +97,8 @@ def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keep
     description = describe(f"reduce {name}", layout=layout, dtype=x.dtype, axes=axes, keepdims=keepdims)
 
     def work() -> tuple[tuple[np.ndarray, np.ndarray | None], str | None]:
+        # argmax alone tracks indices: ``idx`` is set exactly when name == "argmax"
+        idx: np.ndarray | None = None
         if name == "argmax":
             vdtype = np.dtype("uint8") if x.dtype == "bool" else _np_dtype(x.dtype)
             acc = np.full(rshape, _identity("max", vdtype), dtype=vdtype)
@@ -94,7 +107,6 @@ def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keep
             bools = name in ("all", "any") or (name in ("min", "max") and x.dtype == "bool")
             adt = np.dtype("uint8") if bools else _np_dtype(dtype or x.dtype)
             acc = np.full(rshape, _identity(name, adt), dtype=adt)
-            idx = None
         local_axes = None if axes is None else reduced
         for frag in x.fragments:
             if not frag.is_local or frag.replica != 0 or frag.size == 0:
@@ -103,14 +115,8 @@ def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keep
             ctx.fragment = frag.index
             part = ex.run(reducer.local, frag.array, local_axes, ctx)
             key = np.ix_(*[frag.layout.layout.owned_indices(frag.index, m) for m in kept]) if kept else ()
-            if name == "argmax":
-                value, where = (_host(p, ex) for p in part)
-                value = value.reshape(acc[key].shape).astype(acc.dtype)
-                where = where.reshape(acc[key].shape).astype(np.int64)
-                cur_v, cur_i = acc[key], idx[key]
-                better = _beats(value, where, cur_v, cur_i)
-                acc[key] = np.where(better, value, cur_v)
-                idx[key] = np.where(better, where, cur_i)
+            if idx is not None:
+                _fold_argmax(acc, idx, key, part, ex)
             else:
                 value = _host(part, ex).reshape(acc[key].shape)
                 if adt == np.uint8:
@@ -124,7 +130,7 @@ def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keep
     dtype = _narrowest(votes)
     if name != "argmax" and dtype is not None and acc.dtype != np.uint8 and acc.dtype != _np_dtype(dtype):
         acc = acc.astype(_np_dtype(dtype))
-    if name == "argmax":
+    if idx is not None:
         result = _argmax_across(engine, acc, idx).astype(dtype or "int64")
     else:
         nan = _any_nan(engine, acc) if name in ("min", "max") else None

@@ -211,13 +211,13 @@ def plan_routes(sources: Sequence[Place], destinations: Sequence[Place], world_s
                 local[d.rank].append((s.index, d.index, box))
             else:
                 pieces[(s.rank, d.rank)].append((d.index, s.index, box))
-    messages = {}
+    messages: dict[tuple[int, int], tuple[Piece, ...]] = {}
     for pair, items in pieces.items():
         items.sort(key=lambda t: (t[0], t[1]))
         offset = 0
-        out = []
-        for d, s, box in items:
-            piece = Piece(s, d, box, offset)
+        out: list[Piece] = []
+        for dst, src, box in items:
+            piece = Piece(src, dst, box, offset)
             out.append(piece)
             offset += piece.size
         messages[pair] = tuple(out)

@@ -326,7 +326,7 @@ def from_partitioned(obj: Any, *, copy: bool = False) -> "DistributedTensor":
                 "which no block-cyclic layout describes; from_partitioned(obj, copy=True) copies them "
                 "into one that spreads the modes evenly"
             )
-        return _irregular_copy(shape, tiling, spans, parts, arrays, devices, owners)
+        return _irregular_copy(shape, tiling, spans, arrays, devices, owners)
     block = tuple(max(row[0][1], 1) if row else 1 for row in spans)
     use_fragments = all("fragments" in p and "base_start" in p for p in parts.values())
     keys = {
@@ -477,7 +477,14 @@ def _empty(shape: tuple[int, ...], dtype: Any) -> "DistributedTensor":
     return from_fragments([np.empty(shape, dtype=name)], Layout.single(shape, "cpu"))
 
 
-def _irregular_copy(shape, tiling, spans, parts, arrays, devices, owners) -> "DistributedTensor":
+def _irregular_copy(
+    shape: tuple[int, ...],
+    tiling: tuple[int, ...],
+    spans: Sequence[Sequence[tuple[int, int]]],
+    arrays: Mapping[tuple[int, ...], list[Any]],
+    devices: Mapping[tuple[int, ...], list[Device]],
+    owners: Mapping[tuple[int, ...], list[tuple[int, Device | None]]],
+) -> "DistributedTensor":
     """Assemble on the host, then scatter over ``tiling`` even blocks (one process)."""
     import numpy as np
 

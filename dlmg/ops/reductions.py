@@ -517,10 +517,15 @@ def argmax(x: "DistributedTensor", /, *, axis: int | None = None, keepdims: bool
     DistributedTensor or array
         int64 indices (int32 where a JAX fragment takes part without x64).
     """
+    return _arg_reduce(x, "argmax", axis, keepdims)
+
+
+def _arg_reduce(x: "DistributedTensor", name: str, axis: int | None, keepdims: bool) -> Any:
+    """``argmax`` or ``argmin`` (``name``): check the arguments, then reduce to global indices."""
     if axis is not None and not isinstance(axis, int):
-        raise TypeError(f"dlmg.argmax: axis must be an int or None, got {axis!r}")
-    _real(x, "argmax")
-    return _reduce(x, "argmax", axis, keepdims, narrow_for(index_dtype(), _frameworks(x)))
+        raise TypeError(f"dlmg.{name}: axis must be an int or None, got {axis!r}")
+    _real(x, name)
+    return _reduce(x, name, axis, keepdims, narrow_for(index_dtype(), _frameworks(x)))
 
 
 def _accum(x: "DistributedTensor", dtype: Any) -> str:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from ..dtypes import canonical
 from ..errors import FragmentError, LayoutError
 from . import reductions as _r
-from ._dtypes import index_dtype, narrow_for
 from .dispatch import _fail, executor, is_distributed, map_fragments, move_array, new_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,10 +37,7 @@ def argmin(x: "DistributedTensor", /, *, axis: int | None = None, keepdims: bool
     DistributedTensor or array
         int64 indices (int32 where a JAX fragment takes part without x64).
     """
-    if axis is not None and not isinstance(axis, int):
-        raise TypeError(f"dlmg.argmin: axis must be an int or None, got {axis!r}")
-    _r._real(x, "argmin")
-    return _r._reduce(x, "argmin", axis, keepdims, narrow_for(index_dtype(), x.frameworks))
+    return _r._arg_reduce(x, "argmin", axis, keepdims)
 
 
 def _squared_deviations(x: "DistributedTensor", axes: tuple[int, ...] | None) -> "DistributedTensor":
