@@ -212,18 +212,15 @@ def reductions():
         for dtype in ("float64", "int64", "bool"):
             full = _global(shape, seed=k, dtype=dtype)
             dt = wrap(full, layout, FRAMEWORKS)
-            for name in ("sum", "prod", "min", "max", "mean", "all", "any", "argmax"):
+            for name in ("sum", "prod", "min", "max", "mean", "all", "any", "argmax", "argmin"):
                 if dtype == "bool" and name in ("prod", "mean"):
                     continue
                 for axis in (None, 0, 1):
                     for keepdims in (False, True):
-                        if name == "argmax" and axis is None and keepdims:
+                        if name in ("argmax", "argmin") and axis is None and keepdims:
                             continue
                         got = getattr(dlmg, name)(dt, axis=axis, keepdims=keepdims)
-                        if name == "argmax":
-                            want = np.argmax(full, axis=axis, keepdims=keepdims)
-                        else:
-                            want = getattr(np, name)(full, axis=axis, keepdims=keepdims)
+                        want = getattr(np, name)(full, axis=axis, keepdims=keepdims)
                         if dtype == "int64" and name == "prod":
                             want = np.prod(full.astype(np.int64), axis=axis, keepdims=keepdims)
                         if axis is None:
@@ -236,7 +233,7 @@ def reductions():
 
 
 def nan_reductions():
-    """NaN propagates through min and max and is argmax's answer, across processes."""
+    """NaN propagates through min and max and is argmax's and argmin's answer, across processes."""
     world = dd.world_size()
     rng = np.random.default_rng(77)
     n = 0
@@ -247,7 +244,7 @@ def nan_reductions():
             full[rng.integers(0, 5), rng.integers(0, 4)] = np.nan
         dt = wrap(full, random_layout(rng, (5, 4), world), FRAMEWORKS)
         for axis in (None, 0, 1):
-            for name in ("min", "max", "argmax"):
+            for name in ("min", "max", "argmax", "argmin"):
                 got = getattr(dlmg, name)(dt, axis=axis)
                 want = getattr(np, name)(full, axis=axis)
                 if axis is None:

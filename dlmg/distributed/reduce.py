@@ -6,8 +6,9 @@ a dense host array of the reduced shape that starts as the operation's
 identity. One all-reduce of that array (sum, prod, min, max; ``all``/``any``
 as min/max of 0/1) gives every process the whole result; each keeps the
 output fragments it holds and hands them to the framework and device of the
-fragment they come from. ``argmax`` runs two all-reduces: the maximum value,
-then the smallest global index holding it.
+fragment they come from. ``argmax`` and ``argmin`` run two all-reduces: the
+best value (the maximum or the minimum; NaN wins both), then the smallest
+global index holding it.
 
 The array exchanged has the reduced shape (one element for ``axis=None``), so
 the traffic is that of the result, never that of the input.
@@ -31,6 +32,9 @@ __all__ = ["reduce"]
 _HOST = Device("cpu", 0)
 _ENGINE_OP = {"sum": "sum", "prod": "prod", "min": "min", "max": "max", "all": "min", "any": "max"}
 _NARROW = ("float16", "bfloat16")
+# the index reductions and the value reduction that picks their best value
+_ARG = {"argmax": "max", "argmin": "min"}
+_NO_NARROW = ("argmax", "argmin", "all", "any")  # results never in the input's (narrow) float type
 
 
 def _np_dtype(name: str) -> Any:
@@ -72,13 +76,14 @@ def _combine(name: str, acc: np.ndarray, key: Any, value: np.ndarray) -> None:
         acc[key] = np.maximum(acc[key], value)
 
 
-def _fold_argmax(acc: np.ndarray, idx: np.ndarray, key: Any, part: Any, ex: Any) -> None:
-    """Fold one fragment's local argmax ``part`` (values, global indices) into ``acc``/``idx`` at ``key``."""
+def _fold_arg(name: str, acc: np.ndarray, idx: np.ndarray, key: Any, part: Any, ex: Any) -> None:
+    """Fold one fragment's local ``name`` (argmax or argmin) ``part`` (values, global
+    indices) into ``acc``/``idx`` at ``key``."""
     value, where = (_host(p, ex) for p in part)
     value = value.reshape(acc[key].shape).astype(acc.dtype)
     where = where.reshape(acc[key].shape).astype(np.int64)
     cur_v, cur_i = acc[key], idx[key]
-    better = _beats(value, where, cur_v, cur_i)
+    better = _beats(_ARG[name], value, where, cur_v, cur_i)
     acc[key] = np.where(better, value, cur_v)
     idx[key] = np.where(better, where, cur_i)
 
@@ -97,11 +102,11 @@ def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keep
     description = describe(f"reduce {name}", layout=layout, dtype=x.dtype, axes=axes, keepdims=keepdims)
 
     def work() -> tuple[tuple[np.ndarray, np.ndarray | None], str | None]:
-        # argmax alone tracks indices: ``idx`` is set exactly when name == "argmax"
+        # only argmax and argmin track indices: ``idx`` is set exactly for them
         idx: np.ndarray | None = None
-        if name == "argmax":
+        if name in _ARG:
             vdtype = np.dtype("uint8") if x.dtype == "bool" else _np_dtype(x.dtype)
-            acc = np.full(rshape, _identity("max", vdtype), dtype=vdtype)
+            acc = np.full(rshape, _identity(_ARG[name], vdtype), dtype=vdtype)
             idx = np.full(rshape, np.iinfo(np.int64).max, dtype=np.int64)
         else:
             bools = name in ("all", "any") or (name in ("min", "max") and x.dtype == "bool")
@@ -116,7 +121,7 @@ def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keep
             part = ex.run(reducer.local, frag.array, local_axes, ctx)
             key = np.ix_(*[frag.layout.layout.owned_indices(frag.index, m) for m in kept]) if kept else ()
             if idx is not None:
-                _fold_argmax(acc, idx, key, part, ex)
+                _fold_arg(name, acc, idx, key, part, ex)
             else:
                 value = _host(part, ex).reshape(acc[key].shape)
                 if adt == np.uint8:
@@ -128,10 +133,10 @@ def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keep
     # narrows to 32 bits): every process takes the narrowest one any process needs.
     (acc, idx), votes = prepare_vote(engine, description, work)
     dtype = _narrowest(votes)
-    if name != "argmax" and dtype is not None and acc.dtype != np.uint8 and acc.dtype != _np_dtype(dtype):
+    if name not in _ARG and dtype is not None and acc.dtype != np.uint8 and acc.dtype != _np_dtype(dtype):
         acc = acc.astype(_np_dtype(dtype))
     if idx is not None:
-        result = _argmax_across(engine, acc, idx).astype(dtype or "int64")
+        result = _arg_across(engine, _ARG[name], acc, idx).astype(dtype or "int64")
     else:
         nan = _any_nan(engine, acc) if name in ("min", "max") else None
         engine.allreduce(acc.reshape(-1), _ENGINE_OP[name])
@@ -145,7 +150,7 @@ def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keep
         home = next((f for f in x.fragments if f.is_local), None)
         target = executor("numpy" if home is None else home.framework, _HOST if home is None else home.device)
         out = move_array(np.array(result, copy=True), target)  # (ascontiguousarray makes 0-d 1-d)
-        return _narrow(out, target, dtype or x.dtype) if name not in ("argmax", "all", "any") else out
+        return _narrow(out, target, dtype or x.dtype) if name not in _NO_NARROW else out
     out_layout = plan.out_layout
     arrays: list[Any] = [None] * out_layout.nfragments
     homes = dict(plan.groups)
@@ -157,10 +162,10 @@ def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keep
         key = np.ix_(*[out_layout.owned_indices(j, m) for m in range(out_layout.ndim)]) if out_layout.ndim else ()
         target = executor(home.framework, home.device)
         piece = move_array(np.ascontiguousarray(result[key]).reshape(frag.shape), target)
-        if name not in ("argmax", "all", "any"):
+        if name not in _NO_NARROW:
             piece = _narrow(piece, target, dtype or x.dtype)
         arrays[j] = piece
-    final = (dtype or "int64") if name == "argmax" else "bool" if name in ("all", "any") else (dtype or x.dtype)
+    final = (dtype or "int64") if name in _ARG else "bool" if name in ("all", "any") else (dtype or x.dtype)
     return new_tensor(arrays, out_layout, final)
 
 
@@ -179,14 +184,16 @@ def _narrowest(dtypes: list[str | None]) -> str | None:
     return min(named, key=lambda d: info(d).itemsize) if named else None
 
 
-def _beats(value: np.ndarray, where: np.ndarray, cur_v: np.ndarray, cur_i: np.ndarray) -> np.ndarray:
-    """Where ``(value, where)`` wins over ``(cur_v, cur_i)`` for argmax: larger, NaN
-    largest of all, the smaller index on ties."""
+def _beats(best: str, value: np.ndarray, where: np.ndarray, cur_v: np.ndarray, cur_i: np.ndarray) -> np.ndarray:
+    """Where ``(value, where)`` wins over ``(cur_v, cur_i)`` when the ``best`` value
+    ("max" or "min") wins: larger (smaller), NaN beyond everything, the smaller
+    index on ties."""
+    ahead = value > cur_v if best == "max" else value < cur_v
     if value.dtype.kind not in "fc":
-        return (value > cur_v) | ((value == cur_v) & (where < cur_i))
+        return ahead | ((value == cur_v) & (where < cur_i))
     vn, cn = np.isnan(value), np.isnan(cur_v)
     tie = (value == cur_v) | (vn & cn)
-    return (vn & ~cn) | ((value > cur_v) & ~cn) | (tie & (where < cur_i))
+    return (vn & ~cn) | (ahead & ~cn) | (tie & (where < cur_i))
 
 
 def _any_nan(engine: Any, acc: np.ndarray) -> np.ndarray | None:
@@ -198,16 +205,17 @@ def _any_nan(engine: Any, acc: np.ndarray) -> np.ndarray | None:
     return flag.astype(bool)
 
 
-def _argmax_across(engine: Any, acc: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """The global argmax from every process's ``(best value, its index)``: the largest
-    value (NaN first), then the smallest index holding it."""
+def _arg_across(engine: Any, best_op: str, acc: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """The global argmax (``best_op`` "max") or argmin ("min") from every process's
+    ``(best value, its index)``: the best value (NaN first), then the smallest index
+    holding it."""
     big = np.iinfo(np.int64).max
     nan = _any_nan(engine, acc)
     best = acc.copy()
-    if nan is not None:
-        best[np.isnan(best)] = -np.inf
+    if nan is not None:  # NaN places are settled by ``nan``; keep them out of the value race
+        best[np.isnan(best)] = -np.inf if best_op == "max" else np.inf
     mine = best.copy()
-    engine.allreduce(best.reshape(-1), "max")
+    engine.allreduce(best.reshape(-1), best_op)
     wins = mine == best
     if nan is not None:
         wins = np.where(nan, np.isnan(acc), wins & ~nan)
