@@ -241,9 +241,11 @@ def update_docs(run: dict[str, Any], path: Path, plots_from: Path | None = None)
             f"`python benchmarks/run.py{' --gpu' if kind == 'gpu' else ''}`.\n"
         )
         parts.append(f"<!-- BEGIN {kind.upper()} -->\n{body}<!-- END {kind.upper()} -->\n")
-    notes = _notes(path.read_text()) if path.exists() else None
-    if notes is not None:  # the hand-written analysis is kept as it is
+    text = path.read_text() if path.exists() else ""
+    notes = _notes(text)
+    if notes is not None:  # the hand-written analysis, and what follows it, are kept as they are
         parts.append(f"<!-- BEGIN NOTES -->\n{notes}<!-- END NOTES -->\n")
+        parts.append(text.split("<!-- END NOTES -->", 1)[1].lstrip("\n"))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(parts))
     return path

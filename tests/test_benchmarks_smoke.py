@@ -130,11 +130,13 @@ def test_performance_page_keeps_the_other_kind(tmp_path):
     page.write_text(
         "<!-- BEGIN CPU -->\nkept CPU section\n<!-- END CPU -->\n"
         "<!-- BEGIN NOTES -->\nhand-written analysis\n<!-- END NOTES -->\n"
+        "\n## A later section\n\nkept too\n"
     )
     update_docs(run, page)
     text = page.read_text()
     assert "kept CPU section" in text and "GPU results (smoke)" in text
     assert "<!-- BEGIN NOTES -->\nhand-written analysis\n<!-- END NOTES -->" in text
+    assert text.endswith("## A later section\n\nkept too\n")
 
 
 def test_a_failing_contender_is_recorded_not_raised():
