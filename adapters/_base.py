@@ -423,6 +423,11 @@ class Adapter:
         return a0 < b1 and b0 < a1
 
     # -- compiling --------------------------------------------------------------
+    #: Whether :meth:`compile_elementwise` can trace a function over a list of
+    #: arrays (one compiled call for all of a device's fragments), as ``jax.jit``
+    #: and ``torch.compile`` do; ``cupy.fuse`` takes arrays only.
+    batches_elementwise: bool = False
+
     def compile_elementwise(self, fn: Callable[..., Any], device: Device) -> tuple[Callable[..., Any], str]:
         """A compiled form of an elementwise function for this framework's arrays on ``device``.
 

@@ -428,6 +428,8 @@ class JaxAdapter(BaseAdapter):
         array.block_until_ready()
 
     # -- compiling --------------------------------------------------------------
+    batches_elementwise = True
+
     def compile_elementwise(self, fn: Any, device: Device) -> tuple[Any, str]:
         """``jax.jit`` of ``fn`` with ``jax.numpy`` as its namespace: one XLA
         computation (one pass over memory) per dtype and shape, run on the

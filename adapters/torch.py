@@ -96,6 +96,10 @@ def _torch_function(cls: type, func: Any, types: Any, args: tuple[Any, ...] = ()
     raise function_refused("torch", getattr(func, "__name__", str(func)), (*args, *(kwargs or {}).values()))
 
 
+#: Pieces below this size are copied in one batched launch; larger ones one by one.
+_BATCHED_COPY_BYTES = 1 << 20
+
+
 class TorchAdapter(BaseAdapter):
     """Adapter for :class:`torch.Tensor` (CPU and CUDA)."""
 
@@ -323,10 +327,12 @@ class TorchAdapter(BaseAdapter):
         dst.copy_(src)
 
     def copy_many(self, dsts: Any, srcs: Any) -> None:
-        """``torch._foreach_copy_(dsts, srcs)`` for several copies on one CUDA device
-        (one batched launch where torch can, its own per-pair copies otherwise, in
-        C++ without Python work between them); ``copy_`` pair by pair elsewhere."""
-        if len(dsts) > 1 and dsts[0].is_cuda:
+        """``torch._foreach_copy_(dsts, srcs)`` for many small copies on one CUDA
+        device (one batched launch instead of one per piece); ``copy_`` pair by
+        pair elsewhere and for large pieces, where each contiguous copy is a
+        ``cudaMemcpyAsync`` (measured on an H200: 8 pieces of 32 MiB take 153 us
+        pair by pair, 164 us batched, 129 us as one 256 MiB copy)."""
+        if len(dsts) > 1 and dsts[0].is_cuda and dsts[0].nbytes < _BATCHED_COPY_BYTES:
             foreach = getattr(self.module(), "_foreach_copy_", None)
             device = dsts[0].device
             if foreach is not None and all(
@@ -393,6 +399,8 @@ class TorchAdapter(BaseAdapter):
             self.module().cuda.synchronize(array.device.index)
 
     # -- compiling --------------------------------------------------------------
+    batches_elementwise = True
+
     def compile_elementwise(self, fn: Any, device: Device) -> tuple[Any, str]:
         """``torch.compile`` of ``fn`` where torch's compiler can build for
         ``device`` (CUDA: Triton installed; host: a C++ compiler on the path);

@@ -70,3 +70,19 @@ def test_gather_scatter_redistribute_on_cuda_twice(framework, kind):
         np.testing.assert_array_equal(host(out), x)
         np.testing.assert_array_equal(host(dt.redistribute(cols)), x)
         np.testing.assert_array_equal(host(dlmg.scatter(out, layout)), x)
+
+
+@pytest.mark.parametrize("framework", ["torch", "cupy"])
+def test_copy_many_on_cuda_writes_large_pieces(framework):
+    # pieces of 2 MiB, past the size where torch's pieces are copied one by one
+    big = rand((4, 512, 1024), seed=7)
+    if framework == "torch":
+        import torch
+
+        dst, src = torch.zeros(big.shape, device="cuda:0"), torch.as_tensor(big, device="cuda:0")
+    else:
+        import cupy
+
+        dst, src = cupy.zeros(big.shape, np.float32), cupy.asarray(big)
+    get_adapter(framework).copy_many([dst[i] for i in range(4)], [src[i] for i in range(4)])
+    np.testing.assert_array_equal(host(dst), big)

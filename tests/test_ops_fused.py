@@ -164,3 +164,20 @@ def test_torch_compile_builds_one_kernel_for_the_host():
     (compiler,) = set(f.compilers.values())
     assert compiler == why  # "torch.compile", or "eager (...)" naming what is missing
     assert f.cache_size == 1
+
+
+def test_fragments_of_one_device_run_as_one_compiled_call():
+    # three fragments on one host device, of two shapes: one batched jax.jit call
+    # (one kernel); per fragment it would be two kernels, one per shape
+    layout = dlmg.Layout.slab((10, 4), axis=0, devices=["cpu"] * 3)
+    x = np.arange(40, dtype=np.float32).reshape(10, 4)
+    a = dlmg.scatter(x, layout, framework="jax")
+    f = dlmg.fuse(lambda p, q, s: p * q + s)
+    got = f(a, a, 2.0)
+    np.testing.assert_allclose(got.gather(framework="numpy"), x * x + 2.0)
+    assert f.cache_size == 1
+    assert set(f.compilers.values()) == {"jax.jit"}
+    # a 0-d array operand is handed over per fragment: the same answer, one kernel per shape
+    g = dlmg.fuse(lambda p, s: p - s)
+    np.testing.assert_allclose(g(a, np.float32(1.0)).gather(framework="numpy"), x - 1.0)
+    assert g.cache_size == 2

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ..device import Device
 from ..errors import FragmentError
 from ..registry import adapter_for
+from ._operands import SCALAR_TYPES
 from .dispatch import check_same_layout, is_distributed, map_fragments
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -137,6 +138,71 @@ class FusedFunction:
     def _per_fragment(self, xp: Any, *args: Any) -> Any:
         return self._kernel(xp, args)(*args)
 
+    def _batched_kernel(self, adapter: Any, device: Device, calls: list[tuple[Any, ...]]) -> _Kernel:
+        """One kernel over all of a device's fragments: ``fn`` traced over the list of them."""
+        key = (adapter.name, device, ("batch", tuple(_signature(c) for c in calls)))
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            with_xp, width = self._with_xp, len(calls[0])
+            xp = adapter.namespace()
+
+            def batch(xp_: Any, *flat: Any) -> list[Any]:
+                return [with_xp(xp_, *flat[k:k + width]) for k in range(0, len(flat), width)]
+
+            batch.__name__ = self.__name__ if self.__name__.isidentifier() else "fused_batch"
+            call, compiler = adapter.compile_elementwise(batch, device)
+            kernel = self._kernels[key] = _Kernel(call, compiler, lambda *flat: batch(xp, *flat))
+        return kernel
+
+    def _run_batched(self, operands: tuple[Any, ...]) -> tuple[int, dict[int, Any]]:
+        """Results of the lead's local fragments computed one compiled call per device.
+
+        Only where the owner's compiler traces lists (``Adapter.batches_elementwise``),
+        every distributed operand's fragment is local to the lead's framework and
+        device, and the other operands are Python scalars: one compiled call then
+        pays the compiler's per-call host cost once for all of the device's
+        fragments. Returns the lead's position among the operands and the results
+        keyed by the identity of the lead's fragment array; fragments left out run
+        one by one.
+        """
+        lead_at = next(k for k, op in enumerate(operands) if is_distributed(op))
+        if not self.compile or not all(is_distributed(op) or isinstance(op, SCALAR_TYPES) for op in operands):
+            return lead_at, {}
+        lead = operands[lead_at]
+        groups: dict[tuple[str, Device], tuple[Any, list[tuple[Any, ...]]]] = {}
+        for i, frag in enumerate(lead.fragments):
+            if not frag.is_local:
+                continue
+            adapter, device = frag.adapter, frag.device
+            if not adapter.batches_elementwise:
+                continue
+            call = []
+            for op in operands:
+                if is_distributed(op):
+                    other = op.fragments[i]
+                    if not other.is_local or other.adapter is not adapter or other.device != device:
+                        break
+                    call.append(other.array)
+                else:
+                    call.append(op)
+            else:
+                groups.setdefault((adapter.name, device), (adapter, []))[1].append(tuple(call))
+        found: dict[int, Any] = {}
+        for (_, device), (adapter, calls) in groups.items():
+            if len(calls) < 2:
+                continue
+            kernel = self._batched_kernel(adapter, device, calls)
+            context = adapter.device_context(device)
+            flat = [a for c in calls for a in c]
+            if context is None:
+                results = kernel(*flat)
+            else:
+                with context():
+                    results = kernel(*flat)
+            for c, r in zip(calls, results):
+                found[id(c[lead_at])] = r
+        return lead_at, found
+
     @property
     def compilers(self) -> dict[tuple[str, Device], str]:
         """Which compiler built the kernels that ran, per ``(framework, device)``.
@@ -189,7 +255,13 @@ class FusedFunction:
             if lead is None:
                 raise TypeError(f"{self._name} needs at least one distributed tensor operand")
             check_same_layout(self._name, lead, out)
-        result = map_fragments(self._per_fragment, operands, name=self._name, out=out)
+        lead_at, done = self._run_batched(operands)
+
+        def run(xp: Any, *args: Any) -> Any:
+            found = done.pop(id(args[lead_at]), None)
+            return found if found is not None else self._per_fragment(xp, *args)
+
+        result = map_fragments(run, operands, name=self._name, out=out)
         assert result is not None
         if out is None:
             for frag in result.fragments:
