@@ -170,6 +170,19 @@ def _device_code(device: Device, position: int) -> int:
     )
 
 
+def _mode_args(layout: Layout, what: str) -> dict[str, Any]:
+    """The per-mode arguments both descriptors take: modes, extents, strides, block sizes."""
+    _check_extents(layout, what)
+    es, bs = _strides(layout, what)
+    return {
+        "num_modes": layout.ndim,
+        "extent": _int64(layout.shape),
+        "element_stride": _int64(es),
+        "block_size": _int64(layout.block),
+        "block_stride": _int64(bs),
+    }
+
+
 def cutensormg(layout: Layout) -> CutensorMgArgs:
     """The arguments of ``cutensorMgCreateTensorDescriptor`` describing ``layout``.
 
@@ -206,15 +219,9 @@ def cutensormg(layout: Layout) -> CutensorMgArgs:
     ([4, 10], [0, 1, 2, 3])
     """
     _check_layout(layout, "cutensormg")
-    _check_extents(layout, "cutensorMgCreateTensorDescriptor")
-    es, bs = _strides(layout, "cutensorMgCreateTensorDescriptor")
     codes = [_device_code(d, i) for i, d in enumerate(layout.devices)]
     return CutensorMgArgs(
-        num_modes=layout.ndim,
-        extent=_int64(layout.shape),
-        element_stride=_int64(es),
-        block_size=_int64(layout.block),
-        block_stride=_int64(bs),
+        **_mode_args(layout, "cutensorMgCreateTensorDescriptor"),
         device_count=_int32(layout.grid),
         num_devices=layout.nfragments,
         devices=_int32(codes),
@@ -358,8 +365,7 @@ def cutensormp(layout: Layout, ranks: Sequence[int] | None = None) -> CutensorMp
         strides, a wrong number of ranks, or two fragments of one process.
     """
     _check_layout(layout, "cutensormp")
-    _check_extents(layout, "cutensorMpCreateTensorDescriptor")
-    es, bs = _strides(layout, "cutensorMpCreateTensorDescriptor")
+    mode_args = _mode_args(layout, "cutensorMpCreateTensorDescriptor")
     if ranks is None:
         ranks_t = tuple(layout.ranks)
     else:
@@ -374,11 +380,7 @@ def cutensormp(layout: Layout, ranks: Sequence[int] | None = None) -> CutensorMp
             )
         seen[r] = f
     return CutensorMpArgs(
-        num_modes=layout.ndim,
-        extent=_int64(layout.shape),
-        element_stride=_int64(es),
-        block_size=_int64(layout.block),
-        block_stride=_int64(bs),
+        **mode_args,
         nranks_per_mode=_int64(layout.grid),
         nranks=layout.nfragments,
         ranks=_int32(ranks_t),
