@@ -219,9 +219,10 @@ def cutensormg(layout: Layout) -> CutensorMgArgs:
     ([4, 10], [0, 1, 2, 3])
     """
     _check_layout(layout, "cutensormg")
+    mode_args = _mode_args(layout, "cutensorMgCreateTensorDescriptor")  # checked before the devices
     codes = [_device_code(d, i) for i, d in enumerate(layout.devices)]
     return CutensorMgArgs(
-        **_mode_args(layout, "cutensorMgCreateTensorDescriptor"),
+        **mode_args,
         device_count=_int32(layout.grid),
         num_devices=layout.nfragments,
         devices=_int32(codes),
