@@ -235,6 +235,18 @@ def _known_adapter(obj: Any) -> "BaseAdapter | None":
     return adapter  # type: ignore[return-value]
 
 
+def _source(obj: Any) -> "tuple[BaseAdapter | None, Any]":
+    """The adapter of ``obj`` and the array it stands for: a :class:`DLPackShim`
+    that reports its producer's own device stands for that producer, so that
+    importing it reads the producer's description instead of exporting twice.
+    ``(None, obj)`` for producers of no known framework."""
+    if type(obj) is DLPackShim and obj._device is None:
+        adapter = _known_adapter(obj.producer)
+        if adapter is not None:
+            return adapter, obj.producer
+    return _known_adapter(obj), obj
+
+
 def describe_producer(obj: Any) -> ArrayInfo:
     """Shape, strides, dtype, device, data pointer and read-only flag of a producer.
 
@@ -247,9 +259,9 @@ def describe_producer(obj: Any) -> ArrayInfo:
     DLPackError
         When ``obj`` is no DLPack producer or what it hands over is invalid.
     """
-    adapter = _known_adapter(obj)
+    adapter, inner = _source(obj)
     if adapter is not None:
-        return adapter.describe(obj)
+        return adapter.describe(inner)
     return _inspect(obj)
 
 
@@ -340,9 +352,9 @@ class BaseAdapter(Adapter):
         Used where the consumer cannot represent the producer's strides and
         the caller allowed a copy.
         """
-        adapter = _known_adapter(obj)
+        adapter, inner = _source(obj)
         if adapter is not None:
-            return adapter.producer(adapter.ascontiguous(obj))
+            return adapter.producer(adapter.ascontiguous(inner))
         if src.device.kind == "cpu" and src.dtype in NUMPY_DLPACK_DTYPES:
             import numpy as np
 

@@ -19,7 +19,7 @@ from typing import Any
 from dlmg.device import Device
 from dlmg.errors import CopyRequiredError, DeviceError, DLPackError
 
-from ._common import BaseAdapter, DLPackShim, _known_adapter, check_copy, describe_producer, element_strides
+from ._common import BaseAdapter, DLPackShim, _source, check_copy, describe_producer, element_strides
 
 __all__ = ["CupyAdapter"]
 
@@ -175,8 +175,8 @@ class CupyAdapter(BaseAdapter):
             if copy is False:
                 raise self._copy_required(f"cannot move an array from {current} to {device} without a copy")
             return self.to_device(obj, device)
-        known = _known_adapter(obj)
-        src = describe_producer(obj) if known is None else known.describe(obj)
+        known, inner = _source(obj)
+        src = describe_producer(obj) if known is None else known.describe(inner)
         if src.device.kind != "cuda":
             if copy is True and src.device.is_host:
                 from dlmg.registry import get_adapter
@@ -191,7 +191,7 @@ class CupyAdapter(BaseAdapter):
                 f"Device('cuda', 0)) or the producer's own adapter's to_device, or pass copy=True"
             )
         target = src.device if device is None else device
-        producer = known.producer(obj) if known is not None else obj
+        producer = obj if known is None or inner is not obj else known.producer(obj)
         if target != src.device:
             if copy is False:
                 raise self._copy_required(f"cannot take in memory on {src.device} as an array on {target}")

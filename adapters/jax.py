@@ -50,7 +50,7 @@ from ._common import (
     BaseAdapter,
     DLPackShim,
     ViewNotSupportedError,
-    _known_adapter,
+    _source,
     c_strides,
     check_copy,
     describe_producer,
@@ -283,14 +283,15 @@ class JaxAdapter(BaseAdapter):
             if device is None or device == current:
                 self.check_dtype(self.dtype_of(obj))
                 return self.namespace().array(obj, copy=True) if copy else obj
-        known = _known_adapter(obj)
-        src = describe_producer(obj) if known is None else known.describe(obj)
+        known, inner = _source(obj)
+        src = describe_producer(obj) if known is None else known.describe(inner)
         self.check_dtype(src.dtype)
         target = device
         if target is None and src.framework == "jax":
             target = src.device
         jdev = None if target is None else self.native_device(target)
-        producer = obj if known is None else known.producer(obj)  # dtype limits of the producer first
+        # dtype limits of the producer first
+        producer = obj if known is None or inner is not obj else known.producer(obj)
         if src.size == 0:
             # nothing to share; JAX would still insist on an aligned pointer
             jnp = self.namespace()

@@ -21,7 +21,7 @@ from ._common import (
     NUMPY_DLPACK_DTYPES,
     BaseAdapter,
     UnsupportedDtypeError,
-    _known_adapter,
+    _source,
     call_dlpack,
     check_copy,
     describe_producer,
@@ -219,11 +219,11 @@ class NumpyAdapter(BaseAdapter):
         self._check_device(device)
         if self.owns(obj):
             return obj.copy() if copy else obj
-        known = _known_adapter(obj)
-        src = describe_producer(obj) if known is None else known.describe(obj)
+        known, inner = _source(obj)
+        src = describe_producer(obj) if known is None else known.describe(inner)
         if src.dtype not in NUMPY_DLPACK_DTYPES:
             raise _bf16_error("import", src.dtype)
-        producer = obj if known is None else known.producer(obj)
+        producer = obj if known is None or inner is not obj else known.producer(obj)
         if not src.device.is_host:
             if copy is False:
                 raise self._copy_required(f"can only import host memory and the producer is on {src.device}")

@@ -41,7 +41,7 @@ from ._common import (
     BaseAdapter,
     DLPackShim,
     ViewNotSupportedError,
-    _known_adapter,
+    _source,
     check_copy,
     describe_producer,
     has_negative_strides,
@@ -250,26 +250,27 @@ class TorchAdapter(BaseAdapter):
             if copy is False:
                 raise self._copy_required(f"cannot move a tensor from {self.device_of(obj)} to {device} without a copy")
             return obj.to(self.native_device(device))
-        known = _known_adapter(obj)
+        known, inner = _source(obj)
         if known is None:
             src = describe_producer(obj)
             here, shape, strides = src.device, src.shape, src.strides
         else:  # only what the import needs: the full description is made when something fails
             src = None
-            here, shape = known.device_of(obj), known.shape_of(obj)
-            strides = known.strides_of(obj) if known.negative_strides else ()
+            here, shape = known.device_of(inner), known.shape_of(inner)
+            strides = known.strides_of(inner) if known.negative_strides else ()
         target = here if device is None else device
         if not self.supports(here):  # torch asserts (not raises) on CUDA memory without CUDA
             raise DLPackError(f"torch cannot take in memory on {here}: no such device in this torch "
                               f"(CUDA available: {self.module().cuda.is_available()})")
         _check_numel(shape)  # before torch takes the capsule: its refusal would run the deleter
-        producer = obj if known is None else known.producer(obj)  # dtype limits of the producer first
+        # dtype limits of the producer first
+        producer = obj if known is None or inner is not obj else known.producer(obj)
         if has_negative_strides(shape, strides):
             if copy is False:
                 raise self._copy_required(
                     f"cannot represent the producer's negative strides {strides} (shape {shape})"
                 )
-            producer = self._contiguous_producer(obj, src or known.describe(obj))  # type: ignore[union-attr]
+            producer = self._contiguous_producer(obj, src or known.describe(inner))  # type: ignore[union-attr]
             copy = None  # the copy is made
         moving = not self._same_place(here, target)
         if moving and copy is False:
@@ -282,7 +283,7 @@ class TorchAdapter(BaseAdapter):
         except (BufferError, RuntimeError, TypeError, ValueError) as exc:  # ValueError: "Expected zero byte_offset"
             if isinstance(exc, CopyRequiredError):
                 raise
-            dtype = (src or known.describe(obj)).dtype  # type: ignore[union-attr]
+            dtype = (src or known.describe(inner)).dtype  # type: ignore[union-attr]
             raise DLPackError(f"torch could not import a {dtype} tensor of shape {shape} "
                               f"on {here}: {exc}") from exc
         if moving:

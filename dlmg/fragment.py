@@ -118,8 +118,18 @@ class Fragment:
         """A fragment held as ``array``, an array of ``framework`` of the local shape
         (``readonly``: the memory came, without a copy, from a read-only source;
         ``adapter`` and ``dl_device``: what the caller already knows of the array)."""
-        return cls(layout, array, framework, rank=rank, readonly=readonly, adapter=adapter, dl_device=dl_device,
-                   token=_CREATE)
+        # set directly rather than through __init__: every operation's result makes one per fragment
+        self = object.__new__(cls)
+        self._readonly = bool(readonly)
+        self.index = layout.index
+        self.layout = layout
+        self.framework = framework
+        self.rank = layout.rank if rank is None else rank
+        self._array = array
+        self._memory = None
+        self._adapter = adapter
+        self._dl_device = dl_device
+        return self
 
     @classmethod
     def of_memory(

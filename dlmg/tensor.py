@@ -109,8 +109,8 @@ class DistributedTensor:
                 adapter, last_type = adapter_for(array), type(array)
             frags.append(Fragment.of_array(frag, array, adapter.name, adapter=adapter))
         if dtype is None:
-            local = [f for f in frags if f.is_local]
-            dtype = local[0].adapter.dtype_of(local[0].array) if local else "float32"
+            first = next((f for f in frags if f._array is not None), None)
+            dtype = first.adapter.dtype_of(first._array) if first is not None else "float32"
         return cls._create(layout, frags, canonical(dtype))
 
     def _replace_arrays(self, arrays: Mapping[int, Any]) -> None:

@@ -181,3 +181,19 @@ def test_fragments_of_one_device_run_as_one_compiled_call():
     g = dlmg.fuse(lambda p, s: p - s)
     np.testing.assert_allclose(g(a, np.float32(1.0)).gather(framework="numpy"), x - 1.0)
     assert g.cache_size == 2
+
+
+@pytest.mark.parametrize("compile", [True, False])
+def test_results_run_as_one_call_are_new_arrays_of_the_fragment_shape(compile):
+    # a function returning its operand (or a view of it) still gives new memory,
+    # on the first call and every later one
+    need("torch")
+    (a, _, _), (da, _, _) = operands(LAYOUT, "torch")
+    for fn in (lambda v: v, lambda v: v.view(v.shape), lambda v: v[...]):
+        f = dlmg.fuse(fn, compile=compile)
+        for _ in range(2):
+            got = f(da)
+            assert not set(data_ptrs(got)) & set(data_ptrs(da))
+            np.testing.assert_array_equal(gathered(got), a)
+    with pytest.raises(FragmentError, match=r"shape \(1, 6\) for fragment 0, whose shape is \(3, 6\)"):
+        dlmg.fuse(lambda v: v[:1], compile=compile)(da)

@@ -52,6 +52,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["Layout"]
 
+#: Interned distribution keys (see ``Layout._distribution_key``); cleared when full,
+#: which costs only speed.
+_KEYS: dict[tuple, tuple] = {}
+_KEYS_KEPT = 4096
+
 
 @dataclass(frozen=True, init=False, eq=True, repr=False)
 class Layout:
@@ -524,7 +529,12 @@ class Layout:
     @cached_property
     def _distribution_key(self) -> tuple:
         blocks = tuple(None if g == 1 else min(b, max(n, 1)) for n, b, g in zip(self.shape, self.block, self.grid))
-        return (self.shape, blocks, self.grid, self.devices, self.ranks)
+        key = (self.shape, blocks, self.grid, self.devices, self.ranks)
+        # interned, so that layouts built apart with one distribution compare by identity
+        # (every elementwise operation compares its operands' layouts)
+        if len(_KEYS) >= _KEYS_KEPT:
+            _KEYS.clear()
+        return _KEYS.setdefault(key, key)
 
     def distribution_key(self) -> tuple:
         """What decides which element sits in which fragment on which device.
@@ -538,7 +548,10 @@ class Layout:
 
     def same_distribution(self, other: "Layout") -> bool:
         """Whether this layout and ``other`` distribute elements identically."""
-        return self is other or self._distribution_key == other._distribution_key
+        if self is other:
+            return True
+        mine, theirs = self._distribution_key, other._distribution_key
+        return mine is theirs or mine == theirs
 
     @cached_property
     def dense(self) -> "Layout":

@@ -168,7 +168,7 @@ class _Placement:
     each and every fragment's framework. Computed once per fragments tuple and
     kept on the tensor (results of an operation inherit their lead's)."""
 
-    __slots__ = ("fragments", "indices", "executors", "frameworks")
+    __slots__ = ("fragments", "indices", "executors", "frameworks", "groups")
 
     def __init__(self, tensor: "DistributedTensor") -> None:
         frags = tensor.fragments
@@ -178,6 +178,7 @@ class _Placement:
         for i in self.indices:
             self.executors[i] = executor(frags[i].framework, frags[i].device)
         self.frameworks = tuple(f.framework for f in frags)
+        self.groups: Any = None  # what dlmg.fuse runs as one call per device, found when first asked
 
 
 def _placement(tensor: "DistributedTensor") -> _Placement:
@@ -195,7 +196,7 @@ def _inherit(result: "DistributedTensor", lead: _Placement) -> None:
     ):
         placed = _Placement.__new__(_Placement)
         placed.fragments, placed.indices = frags, lead.indices
-        placed.executors, placed.frameworks = lead.executors, lead.frameworks
+        placed.executors, placed.frameworks, placed.groups = lead.executors, lead.frameworks, lead.groups
         result.__dict__["_placement"] = placed
 
 
@@ -208,10 +209,12 @@ def _run(
     name: str,
     fresh: bool = True,
     in_place: bool = False,
+    new_arrays: bool = False,
 ) -> list[Any]:
     """``fn`` on every fragment of ``indices``, each in its lead fragment's executor.
 
-    With ``fresh``, a result sharing memory with an operand is copied. With
+    With ``fresh``, a result sharing memory with an operand is copied (with
+    ``new_arrays``, only a result that is an operand itself). With
     ``in_place``, a failure says which fragments ``fn`` had already written."""
     lead_frags = ops.lead.fragments
     placed = _placement(ops.lead)
@@ -262,6 +265,12 @@ def _run(
                 raise _fail(name + (partial_note(indices, i) if in_place else ""), i, ex, exc) from exc
             if scalar_out and not hasattr(results[i], "__dlpack__"):
                 results[i] = ex.xp.asarray(results[i])  # NumPy turns 0-d results into scalars
+            elif fresh and positions and ex.adapter.mutable and new_arrays:
+                result = results[i]
+                for position in positions:
+                    if result is call[position]:
+                        results[i] = ex.xp.asarray(result, copy=True)
+                        break
             elif fresh and positions and ex.adapter.mutable and hasattr(results[i], "__dlpack__"):
                 try:
                     results[i] = _fresh(results[i], call, positions, ex)
@@ -309,6 +318,7 @@ def map_fragments(
     out: "DistributedTensor | None" = None,
     in_place: bool = False,
     check: bool = True,
+    new_arrays: bool = False,
 ) -> "DistributedTensor | None":
     """Run ``fn(xp, *fragment_arrays)`` on every local fragment.
 
@@ -343,6 +353,12 @@ def map_fragments(
         result. Implies ``out`` is the lead.
     check : bool
         Check that distributed operands share the lead's layout.
+    new_arrays : bool
+        ``fn`` computes new arrays (arithmetic) and never returns a view of an
+        operand, so results are checked only for being an operand itself
+        (``x * 1`` in a framework that returns ``x``), not for sharing its
+        memory. By default every result is checked: new tensors never share
+        memory with their inputs.
 
     Returns
     -------
@@ -365,7 +381,7 @@ def map_fragments(
         check_writable(out, indices, name)
     results = _run(
         fn, ops, indices, layout.nfragments, layout.ndim == 0, name, fresh=not in_place and out is None,
-        in_place=in_place,
+        in_place=in_place, new_arrays=new_arrays,
     )
     if not indices and out is None and not in_place:  # this process holds no fragment
         return new_tensor(results, layout, _probe_dtype(fn, operands))

@@ -19,14 +19,14 @@ compiler ran where.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..device import Device
 from ..errors import FragmentError
 from ..registry import adapter_for
 from ._operands import SCALAR_TYPES
-from .dispatch import check_same_layout, is_distributed, map_fragments
+from .dispatch import _fresh, _inherit, _placement, check_same_layout, is_distributed, map_fragments, new_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -46,16 +46,41 @@ def _signature(args: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(sig)
 
 
+def _device_groups(placed: Any, layout: Any) -> tuple[tuple[Any, Device, tuple[int, ...], tuple[Any, ...]], ...]:
+    """The lead's local fragments that can run as one compiled call per device:
+    ``(adapter, device, fragment indices, their shapes)`` for each device holding
+    two or more of them in a framework whose compiler traces lists. Kept on the
+    placement, which results of an operation inherit."""
+    groups = placed.groups
+    if groups is None:
+        found: dict[tuple[str, Device], tuple[Any, Device, list[int]]] = {}
+        for i in placed.indices:
+            ex = placed.executors[i]
+            if ex.adapter.batches_elementwise:
+                found.setdefault((ex.framework, ex.device), (ex.adapter, ex.device, []))[2].append(i)
+        groups = placed.groups = tuple(
+            (adapter, device, tuple(indices), tuple(layout.fragments[i].shape for i in indices))
+            for adapter, device, indices in found.values()
+            if len(indices) >= 2
+        )
+    return groups
+
+
 class _Kernel:
     """One compiled kernel, with its eager fallback decided on the first call."""
 
-    __slots__ = ("call", "compiler", "eager", "tried")
+    __slots__ = ("call", "compiler", "eager", "tried", "checked", "aliases")
 
     def __init__(self, call: Callable[..., Any], compiler: str, eager: Callable[..., Any]) -> None:
         self.call = call
         self.compiler = compiler
         self.eager = eager
         self.tried = compiler.startswith("eager")
+        # Whether a result's shape and memory were checked (on the first call: both are
+        # fixed by the traced function for a signature), and whether a result aliased
+        # an operand then (so every later call copies such results).
+        self.checked = False
+        self.aliases = False
 
     def __call__(self, *args: Any) -> Any:
         if self.tried:
@@ -138,12 +163,13 @@ class FusedFunction:
     def _per_fragment(self, xp: Any, *args: Any) -> Any:
         return self._kernel(xp, args)(*args)
 
-    def _batched_kernel(self, adapter: Any, device: Device, calls: list[tuple[Any, ...]]) -> _Kernel:
-        """One kernel over all of a device's fragments: ``fn`` traced over the list of them."""
-        key = (adapter.name, device, ("batch", tuple(_signature(c) for c in calls)))
+    def _batched_kernel(self, adapter: Any, device: Device, key: tuple[Any, ...], width: int) -> _Kernel:
+        """One kernel over all of a device's fragments: ``fn`` traced over the list of them
+        (``key``: the fragments' shapes and the operands' dtypes; ``width``: operands per call)."""
+        key = (adapter.name, device, ("batch", key))
         kernel = self._kernels.get(key)
         if kernel is None:
-            with_xp, width = self._with_xp, len(calls[0])
+            with_xp = self._with_xp
             xp = adapter.namespace()
 
             def batch(xp_: Any, *flat: Any) -> list[Any]:
@@ -154,54 +180,74 @@ class FusedFunction:
             kernel = self._kernels[key] = _Kernel(call, compiler, lambda *flat: batch(xp, *flat))
         return kernel
 
-    def _run_batched(self, operands: tuple[Any, ...]) -> tuple[int, dict[int, Any]]:
+    def _run_batched(self, operands: tuple[Any, ...]) -> tuple[int, dict[int, Any], bool]:
         """Results of the lead's local fragments computed one compiled call per device.
 
         Only where the owner's compiler traces lists (``Adapter.batches_elementwise``),
-        every distributed operand's fragment is local to the lead's framework and
-        device, and the other operands are Python scalars: one compiled call then
-        pays the compiler's per-call host cost once for all of the device's
-        fragments. Returns the lead's position among the operands and the results
-        keyed by the identity of the lead's fragment array; fragments left out run
-        one by one.
+        a device holds two or more of the lead's fragments, every distributed
+        operand's fragment there is of the lead's framework, and the other operands
+        are Python scalars: one compiled call then pays the compiler's per-call
+        host cost once for all of the device's fragments. Returns the lead's
+        position among the operands, the results by fragment index, and whether
+        they are every local fragment's (then nothing is left to run one by one).
         """
         lead_at = next(k for k, op in enumerate(operands) if is_distributed(op))
         if not self.compile or not all(is_distributed(op) or isinstance(op, SCALAR_TYPES) for op in operands):
-            return lead_at, {}
+            return lead_at, {}, False
         lead = operands[lead_at]
-        groups: dict[tuple[str, Device], tuple[Any, list[tuple[Any, ...]]]] = {}
-        for i, frag in enumerate(lead.fragments):
-            if not frag.is_local:
-                continue
-            adapter, device = frag.adapter, frag.device
-            if not adapter.batches_elementwise:
-                continue
-            call = []
-            for op in operands:
-                if is_distributed(op):
-                    other = op.fragments[i]
-                    if not other.is_local or other.adapter is not adapter or other.device != device:
-                        break
-                    call.append(other.array)
-                else:
-                    call.append(op)
-            else:
-                groups.setdefault((adapter.name, device), (adapter, []))[1].append(tuple(call))
+        placed = _placement(lead)
+        groups = _device_groups(placed, lead.layout)
+        if not groups:
+            return lead_at, {}, False
+        tensors = [op for op in operands if is_distributed(op)]
+        mixed = False  # whether an operand's fragment is of another framework than the lead's
+        for op in tensors[1:]:
+            check_same_layout(self._name, lead, op)
+            mixed = mixed or _placement(op).frameworks != placed.frameworks
+        # per operand: its fragment arrays, or the scalar itself
+        columns = [[f._array for f in op.fragments] if is_distributed(op) else op for op in operands]
+        dtypes = tuple(op.dtype if is_distributed(op) else type(op) for op in operands)
+        width = len(operands)
         found: dict[int, Any] = {}
-        for (_, device), (adapter, calls) in groups.items():
-            if len(calls) < 2:
-                continue
-            kernel = self._batched_kernel(adapter, device, calls)
+        for adapter, device, indices, shapes in groups:
+            if mixed:
+                indices = [i for i in indices if all(op.fragments[i].framework == placed.frameworks[i]
+                                                     for op in tensors)]
+                if len(indices) < 2:
+                    continue
+                shapes = tuple(lead.layout.fragments[i].shape for i in indices)
+            flat = [col[i] if type(col) is list else col for i in indices for col in columns]
+            kernel = self._batched_kernel(adapter, device, (shapes, dtypes), width)
             context = adapter.device_context(device)
-            flat = [a for c in calls for a in c]
             if context is None:
                 results = kernel(*flat)
             else:
                 with context():
                     results = kernel(*flat)
-            for c, r in zip(calls, results):
-                found[id(c[lead_at])] = r
-        return lead_at, found
+            if not kernel.checked or kernel.aliases:
+                results = self._checked(kernel, results, indices, flat, width, placed, lead.layout)
+            found.update(zip(indices, results))
+        return lead_at, found, len(found) == len(placed.indices)
+
+    def _checked(self, kernel: _Kernel, results: list[Any], indices: Sequence[int], flat: list[Any],
+                 width: int, placed: Any, layout: Any) -> list[Any]:
+        """The results with their shapes checked, and copied where they share an
+        operand's memory (results are new arrays, as eager operations' are)."""
+        out = []
+        positions = range(width)
+        for k, (i, result) in enumerate(zip(indices, results)):
+            want = layout.fragments[i].shape
+            if tuple(result.shape) != want:
+                raise FragmentError(
+                    f"{self._name} returned an array of shape {tuple(result.shape)} for fragment {i}, "
+                    f"whose shape is {want}; fuse runs elementwise functions only"
+                )
+            ex = placed.executors[i]
+            fresh = _fresh(result, flat[k * width:(k + 1) * width], positions, ex) if ex.adapter.mutable else result
+            kernel.aliases = kernel.aliases or fresh is not result
+            out.append(fresh)
+        kernel.checked = True
+        return out
 
     @property
     def compilers(self) -> dict[tuple[str, Device], str]:
@@ -255,10 +301,18 @@ class FusedFunction:
             if lead is None:
                 raise TypeError(f"{self._name} needs at least one distributed tensor operand")
             check_same_layout(self._name, lead, out)
-        lead_at, done = self._run_batched(operands)
+        lead_at, done, whole = self._run_batched(operands)
+        if whole and out is None:
+            lead = operands[lead_at]
+            results = [done.get(i) for i in range(lead.layout.nfragments)]
+            result = new_tensor(results, lead.layout.dense)
+            _inherit(result, _placement(lead))
+            return result
+        lead_frags = operands[lead_at].fragments
+        by_array = {id(lead_frags[i].array): r for i, r in done.items()}
 
         def run(xp: Any, *args: Any) -> Any:
-            found = done.pop(id(args[lead_at]), None)
+            found = by_array.pop(id(args[lead_at]), None)
             return found if found is not None else self._per_fragment(xp, *args)
 
         result = map_fragments(run, operands, name=self._name, out=out)

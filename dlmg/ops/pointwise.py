@@ -358,7 +358,10 @@ def _reusable(tensor: "DistributedTensor") -> bool:
     sees (and no autograd graph records)."""
     if not getattr(tensor, "_fresh", False) or tensor.ndim == 0:
         return False
-    return not any(f.is_local and f.adapter.tracks_gradients(f.base) for f in tensor.fragments)
+    for f in tensor.fragments:
+        if f.is_local and f.adapter.tracks_gradients(f.base):
+            return False
+    return True
 
 
 def adapter_known(obj: Any) -> bool:
@@ -406,7 +409,7 @@ def _binary_method(
             map_fragments(reuse, (self, other), name=label, in_place=True)
             ELIDED[0] += 1
             return self
-        out = map_fragments(per_fragment, (self, other), name=label)
+        out = map_fragments(per_fragment, (self, other), name=label, new_arrays=True)
         if reuse is not None and out is not None:
             out._fresh = True  # type: ignore[attr-defined]
         return out
