@@ -299,9 +299,11 @@ class NumpyAdapter(BaseAdapter):
     def producer(self, array: Any) -> Any:
         """``array`` itself; raises a clear DtypeError first for bfloat16 and the
         other types NumPy cannot export (before another framework's import fails)."""
-        name = self.dtype_of(array)
-        if name not in NUMPY_DLPACK_DTYPES:
-            raise _bf16_error("export", name)
+        if array.dtype not in _EXPORTABLE:  # checked once per dtype object
+            name = self.dtype_of(array)
+            if name not in NUMPY_DLPACK_DTYPES:
+                raise _bf16_error("export", name)
+            _EXPORTABLE.add(array.dtype)
         return array
 
     def copy_into(self, dst: Any, src: Any) -> None:

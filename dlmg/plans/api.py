@@ -488,24 +488,28 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
     if copy not in (None, True, False):
         raise ValueError(f"copy must be None, True or False, got {copy!r}")
     target = _get(framework)
+    name = target.name
+    me = process_rank()
     out = []
     for frag in dt.fragments:
-        if not frag.is_local:
+        array = frag._array
+        if array is None and frag._memory is None or frag.rank != me:  # held elsewhere
             out.append(frag)
             continue
-        src = frag.adapter
-        if frag.framework == target.name and copy is not True:
+        if frag.framework == name and copy is not True:
             out.append(frag)
             continue
-        if frag.is_padded and not target.can_view:
+        if array is None and not target.can_view:
             raise LayoutError(
                 f"fragment {frag.index} lies in padded blocks, which {target.name} cannot view; "
                 "redistribute to a dense layout first"
             )
-        base = frag.base
-        readonly = frag.readonly
+        src = frag.adapter
+        base = array if array is not None else frag._memory
+        readonly = frag._readonly or src.is_readonly(base)
+        device = frag.device
         try:
-            new = target.from_dlpack(src.producer(base), device=frag.device, copy=copy)
+            new = target.from_dlpack(src.producer(base), device=device, copy=copy)
         except CopyRequiredError:
             raise
         except Exception as exc:
@@ -518,7 +522,7 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
                 f"fragment {frag.index} ({frag.framework} on {frag.device}) could not be handed to "
                 f"{target.name}: {exc}"
             ) from exc
-        if frag.size and copy is not None and (target.data_ptr(new) == src.data_ptr(base)) != (not copy):
+        if copy is not None and frag.size and (target.data_ptr(new) == src.data_ptr(base)) != (not copy):
             if copy is False:
                 raise CopyRequiredError(
                     f"fragment {frag.index}: {target.name} copied the memory although copy=False was asked"
@@ -527,10 +531,9 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
             new = target.from_dlpack(new, device=frag.device, copy=True)
         # Memory handed on without a copy stays as read-only as its source was.
         readonly = readonly and copy is not True and (not frag.size or target.data_ptr(new) == src.data_ptr(base))
-        if frag.is_padded:
-            out.append(Fragment.of_memory(frag.layout, new, target.name, rank=frag.rank, readonly=readonly))
-        else:
-            device = frag.device  # the import put it there: host memory in slot cpu:k exports as (1, k)
-            out.append(Fragment.of_array(frag.layout, new, target.name, rank=frag.rank, readonly=readonly,
+        if array is None:
+            out.append(Fragment.of_memory(frag.layout, new, name, rank=me, readonly=readonly))
+        else:  # the import put it on the fragment's device: host memory in slot cpu:k exports as (1, k)
+            out.append(Fragment.of_array(frag.layout, new, name, rank=me, readonly=readonly,
                                          adapter=target, dl_device=(1, device.index) if device.kind == "cpu" else None))
     return DistributedTensor._create(dt.layout, out, dt.dtype)
