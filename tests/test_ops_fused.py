@@ -189,11 +189,13 @@ def test_results_run_as_one_call_are_new_arrays_of_the_fragment_shape(compile):
     # on the first call and every later one
     need("torch")
     (a, _, _), (da, _, _) = operands(LAYOUT, "torch")
-    for fn in (lambda v: v, lambda v: v.view(v.shape), lambda v: v[...]):
+    for fn in (lambda v, s: v, lambda v, s: v.view(v.shape), lambda v, s: v[...]):
         f = dlmg.fuse(fn, compile=compile)
         for _ in range(2):
-            got = f(da)
+            got = f(da, 0.5)
             assert not set(data_ptrs(got)) & set(data_ptrs(da))
             np.testing.assert_array_equal(gathered(got), a)
+    scaled = dlmg.fuse(lambda s, v: v * s, compile=compile)
+    np.testing.assert_allclose(gathered(scaled(0.5, da)), a * 0.5)
     with pytest.raises(FragmentError, match=r"shape \(1, 6\) for fragment 0, whose shape is \(3, 6\)"):
         dlmg.fuse(lambda v: v[:1], compile=compile)(da)

@@ -225,16 +225,17 @@ class FusedFunction:
                 with context():
                     results = kernel(*flat)
             if not kernel.checked or kernel.aliases:
-                results = self._checked(kernel, results, indices, flat, width, placed, lead.layout)
+                arrays_at = [k for k, op in enumerate(operands) if is_distributed(op)]
+                results = self._checked(kernel, results, indices, flat, width, arrays_at, placed, lead.layout)
             found.update(zip(indices, results))
         return lead_at, found, len(found) == len(placed.indices)
 
     def _checked(self, kernel: _Kernel, results: list[Any], indices: Sequence[int], flat: list[Any],
-                 width: int, placed: Any, layout: Any) -> list[Any]:
-        """The results with their shapes checked, and copied where they share an
-        operand's memory (results are new arrays, as eager operations' are)."""
+                 width: int, positions: Sequence[int], placed: Any, layout: Any) -> list[Any]:
+        """The results with their shapes checked, and copied where they share the
+        memory of an array operand (at ``positions`` in each call): results are
+        new arrays, as eager operations' are."""
         out = []
-        positions = range(width)
         for k, (i, result) in enumerate(zip(indices, results)):
             want = layout.fragments[i].shape
             if tuple(result.shape) != want:
