@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .harness import Settings
 
@@ -118,7 +118,10 @@ class Context:
 
     @property
     def settings(self) -> Settings:
-        """The mode's timing settings."""
+        """The mode's timing settings; on a GPU, calls run back to back (see
+        :class:`~benchmarks.harness.Settings`)."""
+        if self.gpu:
+            return replace(self.mode.settings, back_to_back=True)
         return self.mode.settings
 
     @property

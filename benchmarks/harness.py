@@ -39,12 +39,20 @@ class Settings:
     max_call_s : float
         A callable whose warm-up call takes longer than this is not repeated:
         its figure is that one call, flagged in :attr:`Timing.note`.
+    back_to_back : bool
+        Run the ``inner`` calls of a repeat back to back and wait for the
+        device once, after the last (as ``torch.utils.benchmark`` and
+        ``triton.testing.do_bench`` time GPU work): host work that overlaps
+        queued device work is then hidden, as in a program that does not
+        synchronise after every call. Off: every call is waited for (its
+        latency).
     """
 
     repeats: int = 5
     warmup: int = 1
     min_repeat_s: float = 0.005
     max_call_s: float = 30.0
+    back_to_back: bool = False
 
 
 @dataclass(frozen=True)
@@ -97,7 +105,16 @@ def _call(fn: Callable[[], Any], sync: Callable[[Any], None]) -> float:
     return elapsed
 
 
-def _repeat(fn: Callable[[], Any], sync: Callable[[Any], None], inner: int) -> float:
+def _repeat(fn: Callable[[], Any], sync: Callable[[Any], None], inner: int, back_to_back: bool) -> float:
+    if back_to_back:
+        start = time.perf_counter()
+        result = None
+        for _ in range(inner):
+            result = fn()  # the previous result is released here, as in a loop of calls
+        sync(result)  # waits for the whole device, so for every call of the repeat
+        elapsed = time.perf_counter() - start
+        del result
+        return elapsed / inner
     total = 0.0
     for _ in range(inner):
         total += _call(fn, sync)
@@ -158,7 +175,7 @@ def measure(
                 if name in results:
                     continue
                 try:
-                    samples[name].append(_repeat(callables[name], sync, inner[name]))
+                    samples[name].append(_repeat(callables[name], sync, inner[name], settings.back_to_back))
                 except Exception as exc:  # noqa: BLE001
                     results[name] = describe_error(exc)
     finally:

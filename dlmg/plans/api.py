@@ -69,7 +69,7 @@ def _engine(dt: "DistributedTensor", what: str) -> Any:
     from ..distributed._state import current
 
     engine = current()
-    if engine is None:
+    if engine is None and not _all_local(dt):
         remote = [f.index for f in dt.fragments if not f.is_local]
         if remote:
             raise FragmentError(
@@ -78,6 +78,15 @@ def _engine(dt: "DistributedTensor", what: str) -> Any:
                 "in every process first"
             )
     return engine
+
+
+def _all_local(dt: "DistributedTensor") -> bool:
+    """Whether this process holds every fragment of ``dt`` (asked once per fragments tuple)."""
+    memo = _memo(dt)
+    local = memo.get("all local")
+    if local is None:
+        local = memo["all local"] = all(f.is_local for f in dt.fragments)
+    return local
 
 
 def _source_geometry(frag: "Fragment") -> Any:
@@ -265,7 +274,7 @@ def _planned(
         return found[1], found[2], found[3]
     targets = _targets(dt, layout, framework)
     plan = _plan_for(dt, layout, [a.name for a in targets])
-    local = all(f.is_local for f in dt.fragments)
+    local = _all_local(dt)
     memo[key] = (layout, targets, plan, local)
     return targets, plan, local
 
