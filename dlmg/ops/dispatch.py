@@ -168,7 +168,7 @@ class _Placement:
     each and every fragment's framework. Computed once per fragments tuple and
     kept on the tensor (results of an operation inherit their lead's)."""
 
-    __slots__ = ("fragments", "indices", "executors", "frameworks", "groups")
+    __slots__ = ("fragments", "indices", "executors", "frameworks", "groups", "mutable")
 
     def __init__(self, tensor: "DistributedTensor") -> None:
         frags = tensor.fragments
@@ -178,7 +178,14 @@ class _Placement:
         for i in self.indices:
             self.executors[i] = executor(frags[i].framework, frags[i].device)
         self.frameworks = tuple(f.framework for f in frags)
+        # whether every local fragment can be written in place (none is JAX's)
+        self.mutable = all(self.executors[i].adapter.mutable for i in self.indices)  # type: ignore[union-attr]
         self.groups: Any = None  # what dlmg.fuse runs as one call per device, found when first asked
+
+
+def placement(tensor: "DistributedTensor") -> _Placement:
+    """Where ``tensor``'s fragments run (kept on the tensor while its fragments stay)."""
+    return _placement(tensor)
 
 
 def _placement(tensor: "DistributedTensor") -> _Placement:
@@ -197,6 +204,7 @@ def _inherit(result: "DistributedTensor", lead: _Placement) -> None:
         placed = _Placement.__new__(_Placement)
         placed.fragments, placed.indices = frags, lead.indices
         placed.executors, placed.frameworks, placed.groups = lead.executors, lead.frameworks, lead.groups
+        placed.mutable = lead.mutable
         result.__dict__["_placement"] = placed
 
 

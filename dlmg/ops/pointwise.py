@@ -29,7 +29,7 @@ from ..dtypes import canonical
 from ..errors import DtypeError
 from ._dtypes import INEXACT, INT, NUMERIC, REAL, check_inplace, kind_of, narrow_for, require
 from ._writes import check_writable
-from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed, map_fragments
+from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed, map_fragments, placement
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -357,6 +357,8 @@ def _reusable(tensor: "DistributedTensor") -> bool:
     """Whether ``tensor``'s fragments are fresh operator results nobody else
     sees (and no autograd graph records)."""
     if not getattr(tensor, "_fresh", False) or tensor.ndim == 0:
+        return False
+    if not placement(tensor).mutable:  # JAX: a new array either way, and replacing costs more
         return False
     for f in tensor.fragments:
         if f.is_local and f.adapter.tracks_gradients(f.base):
