@@ -30,6 +30,7 @@ it.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 from ..device import Device
@@ -52,6 +53,7 @@ from ._jax_sharding import (
 if TYPE_CHECKING:  # pragma: no cover
     import jax
 
+    from ..layout import Layout
     from ..tensor import DistributedTensor
 
 __all__ = [
@@ -125,28 +127,44 @@ def from_jax(array: "jax.Array") -> "DistributedTensor":
     if not array.is_fully_addressable:
         _check_processes(array)
     shape = tuple(int(n) for n in array.shape)
-    layout = layout_from_sharding(array.sharding, shape)
-    shards = {_dlmg_device(s.device): s for s in array.addressable_shards}
+    try:
+        layout, fragment_of = _sharding_layout(array.sharding, shape)
+    except TypeError:  # an unhashable sharding: found again every time
+        layout, fragment_of = _sharding_layout.__wrapped__(array.sharding, shape)
     from ..tensor import process_rank
 
     me = process_rank()
     arrays = {}
-    for frag in layout.fragments:
-        if frag.rank != me:
-            continue
-        shard = shards.get(frag.device)
-        if shard is None:  # pragma: no cover - fully addressable arrays have every shard
-            raise FragmentError(f"the jax.Array has no shard on {frag.device} (fragment {frag.index})")
-        if _index_spans(shard.index, shape) != _fragment_spans(frag):
-            raise LayoutError(  # pragma: no cover - the geometry was derived from the same map
-                f"shard on {frag.device} holds index {shard.index} but fragment {frag.index} "
-                f"of {layout!r} owns {frag.ranges}"
-            )
-        arrays[frag.index] = shard.data
+    for shard in array.addressable_shards:
+        index = fragment_of[shard.device]
+        if layout.ranks[index] == me:
+            arrays[index] = shard.data
     from ..construct import from_fragments
     from ..dtypes import canonical
 
     return from_fragments(arrays, layout, dtype=canonical(str(array.dtype)))
+
+
+@functools.lru_cache(maxsize=256)
+def _sharding_layout(sharding: Any, shape: tuple[int, ...]) -> tuple["Layout", dict[Any, int]]:
+    """The layout of ``sharding`` over ``shape`` and the fragment index of each JAX
+    device, with every device's index checked against the range its fragment
+    owns; remembered per (sharding, shape), since JAX shardings are hashable."""
+    layout = layout_from_sharding(sharding, shape)
+    index_map = sharding.devices_indices_map(shape)
+    by_device = {_dlmg_device(d): d for d in index_map}
+    fragment_of = {}
+    for frag in layout.fragments:
+        device = by_device.get(frag.device)
+        if device is None:  # pragma: no cover - the layout was derived from the same map
+            raise FragmentError(f"the sharding places nothing on {frag.device} (fragment {frag.index})")
+        if _index_spans(index_map[device], shape) != _fragment_spans(frag):
+            raise LayoutError(  # pragma: no cover - the geometry was derived from the same map
+                f"device {frag.device} holds index {index_map[device]} but fragment {frag.index} "
+                f"of {layout!r} owns {frag.ranges}"
+            )
+        fragment_of[device] = frag.index
+    return layout, fragment_of
 
 
 def _check_processes(array: "jax.Array") -> None:
