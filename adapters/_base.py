@@ -427,6 +427,12 @@ class Adapter:
     #: arrays (one compiled call for all of a device's fragments), as ``jax.jit``
     #: and ``torch.compile`` do; ``cupy.fuse`` takes arrays only.
     batches_elementwise: bool = False
+    #: Whether single operators (``a * b`` on a tensor) may run as one compiled
+    #: call per device over all of its fragments, too: for frameworks whose
+    #: per-operation host cost exceeds one compiled call's and whose compiler
+    #: builds a call in milliseconds, once per shape (JAX). Needs
+    #: :attr:`batches_elementwise`.
+    batches_operators: bool = False
 
     def compile_elementwise(self, fn: Callable[..., Any], device: Device) -> tuple[Callable[..., Any], str]:
         """A compiled form of an elementwise function for this framework's arrays on ``device``.

@@ -430,6 +430,7 @@ class JaxAdapter(BaseAdapter):
 
     # -- compiling --------------------------------------------------------------
     batches_elementwise = True
+    batches_operators = True  # an eager JAX operation costs tens of us of host work on a GPU
 
     def compile_elementwise(self, fn: Any, device: Device) -> tuple[Any, str]:
         """``jax.jit`` of ``fn`` with ``jax.numpy`` as its namespace: one XLA

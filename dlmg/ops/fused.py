@@ -31,7 +31,7 @@ from .dispatch import _fresh, _inherit, _placement, check_same_layout, is_distri
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
 
-__all__ = ["FusedFunction", "fuse"]
+__all__ = ["FusedFunction", "batches_operators", "fuse"]
 
 
 def _signature(args: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -64,6 +64,19 @@ def _device_groups(placed: Any, layout: Any) -> tuple[tuple[Any, Device, tuple[i
             if len(indices) >= 2
         )
     return groups
+
+
+def batches_operators(tensor: "DistributedTensor") -> bool:
+    """Whether operators on ``tensor`` run as one compiled call per device: every
+    local fragment in a device group of a framework that batches operators
+    (:attr:`~dlmg.adapters.Adapter.batches_operators`)."""
+    placed = _placement(tensor)
+    groups = _device_groups(placed, tensor.layout)
+    return (
+        bool(groups)
+        and sum(len(g[2]) for g in groups) == len(placed.indices)
+        and all(g[0].batches_operators for g in groups)
+    )
 
 
 class _Kernel:

@@ -30,6 +30,7 @@ from ..errors import DtypeError
 from ._dtypes import INEXACT, INT, NUMERIC, REAL, check_inplace, kind_of, narrow_for, require
 from ._writes import check_writable
 from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed, map_fragments, placement
+from .fused import FusedFunction, batches_operators
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -311,6 +312,18 @@ def _backward(op: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     return lambda xp, a, b: op(b, a)
 
 
+def _operator_kernel(op: Callable[[Any, Any], Any], reflected: bool, label: str) -> Callable[..., Any]:
+    """``op`` on every fragment as one compiled call per device (frameworks that
+    batch operators, see :func:`~dlmg.ops.fused.batches_operators`)."""
+    fused = FusedFunction((lambda a, b: op(b, a)) if reflected else op)
+    fused._name = label  # errors name the operator
+
+    def run(operands: tuple[Any, Any]) -> Any:
+        return fused(*operands)
+
+    return run
+
+
 def _temporary_refcount() -> int | None:
     """The reference count ``self`` has inside a binary operator method when
     the left operand is a temporary (the result of another operation), or
@@ -387,6 +400,7 @@ def _binary_method(
 ) -> Callable[..., Any]:
     per_fragment = _backward(op) if reflected else _forward(op)
     label = f"operator {symbol}"
+    batched = _operator_kernel(op, reflected, label)
     reuse = _inplace_fragment(iop) if iop is not None and not reflected else None
 
     def method(self: "DistributedTensor", other: Any) -> Any:
@@ -411,7 +425,12 @@ def _binary_method(
             map_fragments(reuse, (self, other), name=label, in_place=True)
             ELIDED[0] += 1
             return self
-        out = map_fragments(per_fragment, (self, other), name=label, new_arrays=True)
+        out = None
+        if (isinstance(other, SCALAR_TYPES) or (is_distributed(other) and self.layout.same_distribution(other.layout))) \
+                and batches_operators(self):
+            out = batched((self, other))  # one compiled call per device (JAX): a new tensor
+        if out is None:
+            out = map_fragments(per_fragment, (self, other), name=label, new_arrays=True)
         if reuse is not None and out is not None:
             out._fresh = True  # type: ignore[attr-defined]
         return out
