@@ -294,7 +294,10 @@ class NumpyAdapter(BaseAdapter):
             if name not in NUMPY_DLPACK_DTYPES:
                 raise _bf16_error("export", name)
             _EXPORTABLE.add(array.dtype)
-        return call_dlpack(array, **kwargs)
+        try:  # NumPy >= 2.1 takes every keyword of the protocol
+            return array.__dlpack__(**kwargs)
+        except TypeError:  # an older NumPy: the keywords it knows, or a clear error
+            return call_dlpack(array, **kwargs)
 
     def producer(self, array: Any) -> Any:
         """``array`` itself; raises a clear DtypeError first for bfloat16 and the
