@@ -86,3 +86,4 @@ def test_copy_many_on_cuda_writes_large_pieces(framework):
         dst, src = cupy.zeros(big.shape, np.float32), cupy.asarray(big)
     get_adapter(framework).copy_many([dst[i] for i in range(4)], [src[i] for i in range(4)])
     np.testing.assert_array_equal(host(dst), big)
+

@@ -1,0 +1,30 @@
+"""torch copies of pieces that tile one contiguous range run as one kernel
+(``torch.cat`` into the range, ``torch.split_with_sizes_copy`` out of it);
+anything else is refused and copied pair by pair."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda:0", marks=pytest.mark.gpu)])
+def test_torch_copies_that_tile_one_range_run_as_one_kernel(device):
+    # gather-like (consecutive destinations), scatter-like (consecutive sources),
+    # and pieces that do not tile one range in order (copied pair by pair)
+    torch = pytest.importorskip("torch")
+    from adapters.torch import _one_kernel
+
+    big = torch.arange(4 * 6 * 5, dtype=torch.float32, device=device).reshape(4, 6, 5)
+    parts = [big[i].clone() for i in range(4)]
+    out = torch.zeros_like(big)
+    assert _one_kernel(torch, [out[i] for i in range(4)], parts)
+    assert torch.equal(out, big)
+    back = [torch.zeros_like(p) for p in parts]
+    assert _one_kernel(torch, back, [big[i] for i in range(4)])
+    assert all(torch.equal(b, big[i]) for i, b in enumerate(back))
+    out.zero_()
+    assert not _one_kernel(torch, [out[1], out[0]], parts[:2])  # out of order
+    assert not _one_kernel(torch, [out[0], out[2]], parts[:2])  # a gap
+    assert not _one_kernel(torch, [out[0, :, :2], out[1, :, :2]], [p[:, :2] for p in parts[:2]])  # strided
+    assert not _one_kernel(torch, [out[0], out[1]], [parts[0], parts[1].double()])  # dtypes differ
+    assert torch.count_nonzero(out) == 0
