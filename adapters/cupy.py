@@ -176,9 +176,11 @@ class CupyAdapter(BaseAdapter):
                 raise self._copy_required(f"cannot move an array from {current} to {device} without a copy")
             return self.to_device(obj, device)
         known, inner = _source(obj)
-        src = describe_producer(obj) if known is None else known.describe(inner)
-        if src.device.kind != "cuda":
-            if copy is True and src.device.is_host:
+        # only the device is needed to import; the full description is made for messages
+        src = describe_producer(obj) if known is None else None
+        here = src.device if src is not None else known.device_of(inner)  # type: ignore[union-attr]
+        if here.kind != "cuda":
+            if copy is True and here.is_host:
                 from dlmg.registry import get_adapter
 
                 host = get_adapter("numpy").from_dlpack(obj)
@@ -186,26 +188,27 @@ class CupyAdapter(BaseAdapter):
                 with cp.cuda.Device(idx):
                     return cp.array(host, copy=True)
             raise DeviceError(
-                f"CuPy cannot import memory on {src.device} through DLPack (it takes CUDA device "
+                f"CuPy cannot import memory on {here} through DLPack (it takes CUDA device "
                 f"memory only); move it to the GPU first, e.g. get_adapter('cupy').to_device(x, "
                 f"Device('cuda', 0)) or the producer's own adapter's to_device, or pass copy=True"
             )
-        target = src.device if device is None else device
+        target = here if device is None else device
         producer = obj if known is None or inner is not obj else known.producer(obj)
-        if target != src.device:
+        if target != here:
             if copy is False:
-                raise self._copy_required(f"cannot take in memory on {src.device} as an array on {target}")
-            with cp.cuda.Device(src.device.index):
+                raise self._copy_required(f"cannot take in memory on {here} as an array on {target}")
+            with cp.cuda.Device(here.index):
                 out = cp.from_dlpack(producer)
             return self.to_device(out, target)
         try:
-            with cp.cuda.Device(src.device.index):
+            with cp.cuda.Device(here.index):
                 if copy is None:
                     return cp.from_dlpack(producer)
                 return cp.from_dlpack(producer, copy=copy)
         except (TypeError, BufferError, ValueError, RuntimeError) as exc:
             if isinstance(exc, CopyRequiredError):
                 raise
+            src = src or known.describe(inner)  # type: ignore[union-attr]
             raise DLPackError(f"CuPy could not import a {src.dtype} tensor of shape {src.shape} on {src.device}: {exc}") from exc
 
     def to_device(self, array: Any, device: Device) -> Any:

@@ -401,8 +401,11 @@ class TorchAdapter(BaseAdapter):
                 "tensor.resolve_conj() first (a copy)"
             )
         if array.device.type == "cuda":
-            with self.module().cuda.device(array.device.index):
-                return super().export(array, **kwargs)
+            cuda = self.module().cuda
+            index = array.device.index
+            if cuda.current_device() != index:  # entering the device context costs more than asking
+                with cuda.device(index):
+                    return super().export(array, **kwargs)
         return super().export(array, **kwargs)
 
     def producer(self, array: Any) -> Any:
