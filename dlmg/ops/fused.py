@@ -224,8 +224,8 @@ class FusedFunction:
         found: dict[int, Any] = {}
         for adapter, device, indices, shapes in groups:
             if mixed:
-                indices = [i for i in indices if all(op.fragments[i].framework == placed.frameworks[i]
-                                                     for op in tensors)]
+                indices = tuple(i for i in indices if all(op.fragments[i].framework == placed.frameworks[i]
+                                                          for op in tensors))
                 if len(indices) < 2:
                     continue
                 shapes = tuple(lead.layout.fragments[i].shape for i in indices)
@@ -329,8 +329,9 @@ class FusedFunction:
             found = by_array.pop(id(args[lead_at]), None)
             return found if found is not None else self._per_fragment(xp, *args)
 
-        result = map_fragments(run, operands, name=self._name, out=out)
-        assert result is not None
+        mapped = map_fragments(run, operands, name=self._name, out=out)
+        assert mapped is not None
+        result = mapped
         if out is None:
             for frag in result.fragments:
                 if frag.is_local and tuple(frag.array.shape) != frag.layout.shape:

@@ -425,14 +425,14 @@ def _binary_method(
             map_fragments(reuse, (self, other), name=label, in_place=True)
             ELIDED[0] += 1
             return self
-        out = None
+        out: Any = None
         if (isinstance(other, SCALAR_TYPES) or (is_distributed(other) and self.layout.same_distribution(other.layout))) \
                 and batches_operators(self):
             out = batched((self, other))  # one compiled call per device (JAX): a new tensor
         if out is None:
             out = map_fragments(per_fragment, (self, other), name=label, new_arrays=True)
         if reuse is not None and out is not None:
-            out._fresh = True  # type: ignore[attr-defined]
+            out._fresh = True
         return out
 
     return method
