@@ -90,6 +90,19 @@ class Fragment:
     ) -> None:
         if token is not _CREATE:
             raise TypeError("Fragment objects are made by dlmg's constructors (dlmg.from_fragments, ...)")
+        self._set(layout, array, framework, rank, memory, readonly, adapter, dl_device)
+
+    def _set(
+        self,
+        layout: "FragmentLayout",
+        array: Any,
+        framework: str | None,
+        rank: int | None,
+        memory: Any,
+        readonly: bool,
+        adapter: "Adapter | None",
+        dl_device: tuple[int, int] | None,
+    ) -> None:
         self._readonly = bool(readonly)  # handed on from a read-only source, whatever the array says
         self.index = layout.index
         self.layout = layout
@@ -118,17 +131,9 @@ class Fragment:
         """A fragment held as ``array``, an array of ``framework`` of the local shape
         (``readonly``: the memory came, without a copy, from a read-only source;
         ``adapter`` and ``dl_device``: what the caller already knows of the array)."""
-        # set directly rather than through __init__: every operation's result makes one per fragment
+        # positional, past __init__'s keywords: every operation's result makes one per fragment
         self = object.__new__(cls)
-        self._readonly = bool(readonly)
-        self.index = layout.index
-        self.layout = layout
-        self.framework = framework
-        self.rank = layout.rank if rank is None else rank
-        self._array = array
-        self._memory = None
-        self._adapter = adapter
-        self._dl_device = dl_device
+        self._set(layout, array, framework, rank, None, readonly, adapter, dl_device)
         return self
 
     @classmethod
