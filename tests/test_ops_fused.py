@@ -199,3 +199,16 @@ def test_results_run_as_one_call_are_new_arrays_of_the_fragment_shape(compile):
     np.testing.assert_allclose(gathered(scaled(0.5, da)), a * 0.5)
     with pytest.raises(FragmentError, match=r"shape \(1, 6\) for fragment 0, whose shape is \(3, 6\)"):
         dlmg.fuse(lambda v: v[:1], compile=compile)(da)
+
+
+def test_padded_fragments_are_refused_by_name_on_every_path():
+    # blocks apart in memory are no array a compiler can take: the per-fragment
+    # path says so, whether or not the framework batches a device's fragments
+    need("torch")
+    import torch
+
+    lay = Layout((12,), block=(2,), grid=(2,), devices=["cpu"] * 2, element_strides=(1,), block_strides=(3,))
+    memory = [torch.arange(20.0, dtype=torch.float64) for _ in range(2)]
+    dt = dlmg.from_pointers(lay, [m.data_ptr() for m in memory], "float64", owner=memory).to("torch")
+    with pytest.raises(FragmentError, match="fragment 0 lies in padded blocks"):
+        dlmg.fuse(lambda x: x * 2)(dt)

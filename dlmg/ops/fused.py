@@ -49,14 +49,14 @@ def _signature(args: tuple[Any, ...]) -> tuple[Any, ...]:
 def _device_groups(placed: Any, layout: Any) -> tuple[tuple[Any, Device, tuple[int, ...], tuple[Any, ...]], ...]:
     """The lead's local fragments that can run as one compiled call per device:
     ``(adapter, device, fragment indices, their shapes)`` for each device holding
-    two or more of them in a framework whose compiler traces lists. Kept on the
-    placement, which results of an operation inherit."""
+    two or more of them (padded ones left out) in a framework whose compiler traces
+    lists. Kept on the placement, which results of an operation inherit."""
     groups = placed.groups
     if groups is None:
         found: dict[tuple[str, Device], tuple[Any, Device, list[int]]] = {}
         for i in placed.indices:
             ex = placed.executors[i]
-            if ex.adapter.batches_elementwise:
+            if ex.adapter.batches_elementwise and placed.fragments[i]._array is not None:  # not padded
                 found.setdefault((ex.framework, ex.device), (ex.adapter, ex.device, []))[2].append(i)
         groups = placed.groups = tuple(
             (adapter, device, tuple(indices), tuple(layout.fragments[i].shape for i in indices))
