@@ -50,6 +50,7 @@ __all__ = [
     "call_dlpack",
     "check_copy",
     "describe_producer",
+    "import_producer",
     "has_negative_strides",
     "is_c_contiguous",
     "is_compact",
@@ -245,6 +246,14 @@ def _source(obj: Any) -> "tuple[BaseAdapter | None, Any]":
         if adapter is not None:
             return adapter, obj.producer
     return _known_adapter(obj), obj
+
+
+def import_producer(obj: Any, known: "BaseAdapter | None", inner: Any) -> Any:
+    """What an import hands to the consumer for ``obj`` (with ``(known, inner)``
+    from :func:`_source`): a known framework's array through its adapter's
+    ``producer`` (which checks the dtypes its DLPack can carry first); a shim, or
+    a producer of no known framework, as it is."""
+    return obj if known is None or inner is not obj else known.producer(obj)
 
 
 def describe_producer(obj: Any) -> ArrayInfo:

@@ -19,7 +19,15 @@ from typing import Any
 from dlmg.device import Device
 from dlmg.errors import CopyRequiredError, DeviceError, DLPackError
 
-from ._common import BaseAdapter, DLPackShim, _source, check_copy, describe_producer, element_strides
+from ._common import (
+    BaseAdapter,
+    DLPackShim,
+    _source,
+    check_copy,
+    describe_producer,
+    element_strides,
+    import_producer,
+)
 
 __all__ = ["CupyAdapter"]
 
@@ -193,7 +201,7 @@ class CupyAdapter(BaseAdapter):
                 f"Device('cuda', 0)) or the producer's own adapter's to_device, or pass copy=True"
             )
         target = here if device is None else device
-        producer = obj if known is None or inner is not obj else known.producer(obj)
+        producer = import_producer(obj, known, inner)
         if target != here:
             if copy is False:
                 raise self._copy_required(f"cannot take in memory on {here} as an array on {target}")

@@ -54,6 +54,7 @@ from ._common import (
     c_strides,
     check_copy,
     describe_producer,
+    import_producer,
     is_compact,
 )
 
@@ -291,7 +292,7 @@ class JaxAdapter(BaseAdapter):
             target = src.device
         jdev = None if target is None else self.native_device(target)
         # dtype limits of the producer first
-        producer = obj if known is None or inner is not obj else known.producer(obj)
+        producer = import_producer(obj, known, inner)
         if src.size == 0:
             # nothing to share; JAX would still insist on an aligned pointer
             jnp = self.namespace()

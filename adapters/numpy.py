@@ -26,6 +26,7 @@ from ._common import (
     check_copy,
     describe_producer,
     element_strides,
+    import_producer,
 )
 
 __all__ = ["NumpyAdapter"]
@@ -223,7 +224,7 @@ class NumpyAdapter(BaseAdapter):
         src = describe_producer(obj) if known is None else known.describe(inner)
         if src.dtype not in NUMPY_DLPACK_DTYPES:
             raise _bf16_error("import", src.dtype)
-        producer = obj if known is None or inner is not obj else known.producer(obj)
+        producer = import_producer(obj, known, inner)
         if not src.device.is_host:
             if copy is False:
                 raise self._copy_required(f"can only import host memory and the producer is on {src.device}")

@@ -46,6 +46,7 @@ from ._common import (
     check_copy,
     describe_producer,
     has_negative_strides,
+    import_producer,
 )
 
 __all__ = ["TorchAdapter"]
@@ -301,7 +302,7 @@ class TorchAdapter(BaseAdapter):
                               f"(CUDA available: {self.module().cuda.is_available()})")
         _check_numel(shape)  # before torch takes the capsule: its refusal would run the deleter
         # dtype limits of the producer first
-        producer = obj if known is None or inner is not obj else known.producer(obj)
+        producer = import_producer(obj, known, inner)
         if has_negative_strides(shape, strides):
             if copy is False:
                 raise self._copy_required(
@@ -365,17 +366,20 @@ class TorchAdapter(BaseAdapter):
         dst.copy_(src)
 
     def copy_many(self, dsts: Any, srcs: Any) -> None:
-        """``torch._foreach_copy_(dsts, srcs)`` for many small copies on one CUDA
-        device (one batched launch instead of one per piece); ``copy_`` pair by
-        pair elsewhere and for large pieces, where each contiguous copy is a
-        ``cudaMemcpyAsync`` (measured on an H200: 8 pieces of 32 MiB take 153 us
-        pair by pair, 164 us batched, 129 us as one 256 MiB copy)."""
-        if len(dsts) > 1 and dsts[0].is_cuda and _one_kernel(self.module(), dsts, srcs):
-            return
-        if len(dsts) > 1 and dsts[0].is_cuda and dsts[0].nbytes < _BATCHED_COPY_BYTES:
-            foreach = getattr(self.module(), "_foreach_copy_", None)
+        """Several copies on one CUDA device with as few launches as torch allows:
+        pieces that tile one contiguous range in order as one kernel (see
+        ``_one_kernel``), many small pieces as one ``torch._foreach_copy_``;
+        ``copy_`` pair by pair elsewhere and for other large pieces, where each
+        contiguous copy is a ``cudaMemcpyAsync`` (measured on an H200: 8 pieces of
+        32 MiB take 153 us pair by pair, 164 us batched, 133 us as one kernel,
+        129 us as one 256 MiB copy)."""
+        if len(dsts) > 1 and dsts[0].is_cuda:
+            torch = self.module()
+            if _one_kernel(torch, dsts, srcs):
+                return
+            foreach = getattr(torch, "_foreach_copy_", None)
             device = dsts[0].device
-            if foreach is not None and all(
+            if foreach is not None and dsts[0].nbytes < _BATCHED_COPY_BYTES and all(
                 d.device == device and s.device == device and d.dtype == s.dtype for d, s in zip(dsts, srcs)
             ):
                 foreach(list(dsts), list(srcs))

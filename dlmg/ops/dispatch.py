@@ -185,10 +185,6 @@ class _Placement:
 
 def placement(tensor: "DistributedTensor") -> _Placement:
     """Where ``tensor``'s fragments run (kept on the tensor while its fragments stay)."""
-    return _placement(tensor)
-
-
-def _placement(tensor: "DistributedTensor") -> _Placement:
     found = tensor.__dict__.get("_placement")
     if found is None or found.fragments is not tensor.fragments:
         found = tensor.__dict__["_placement"] = _Placement(tensor)
@@ -225,7 +221,7 @@ def _run(
     ``new_arrays``, only a result that is an operand itself). With
     ``in_place``, a failure says which fragments ``fn`` had already written."""
     lead_frags = ops.lead.fragments
-    placed = _placement(ops.lead)
+    placed = placement(ops.lead)
     executors = placed.executors
     args, tensors, zero_d = ops.args, ops.tensors, ops.zero_d
     # Fragments of the other operands whose framework differs from the lead's.
@@ -233,7 +229,7 @@ def _run(
     foreign = [
         (position, frags)
         for (position, frags), other in zip(tensors[1:], ops.others)
-        if _placement(other).frameworks != lead_fw and any(frags[i].framework != lead_fw[i] for i in indices)
+        if placement(other).frameworks != lead_fw and any(frags[i].framework != lead_fw[i] for i in indices)
     ]
     results: list[Any] = [None] * nfragments
     positions = [position for position, _ in tensors]
@@ -273,17 +269,18 @@ def _run(
                 raise _fail(name + (partial_note(indices, i) if in_place else ""), i, ex, exc) from exc
             if scalar_out and not hasattr(results[i], "__dlpack__"):
                 results[i] = ex.xp.asarray(results[i])  # NumPy turns 0-d results into scalars
-            elif fresh and positions and ex.adapter.mutable and new_arrays:
+            elif fresh and positions and ex.adapter.mutable:
                 result = results[i]
-                for position in positions:
-                    if result is call[position]:
-                        results[i] = ex.xp.asarray(result, copy=True)
-                        break
-            elif fresh and positions and ex.adapter.mutable and hasattr(results[i], "__dlpack__"):
-                try:
-                    results[i] = _fresh(results[i], call, positions, ex)
-                except Exception as exc:
-                    raise _fail(f"{name} (copying a result that shares its input's memory)", i, ex, exc) from exc
+                if new_arrays:  # arithmetic: only the operand itself can come back
+                    for position in positions:  # a loop: cheaper than any() on a generator here
+                        if result is call[position]:
+                            results[i] = ex.xp.asarray(result, copy=True)
+                            break
+                elif hasattr(result, "__dlpack__"):
+                    try:
+                        results[i] = _fresh(result, call, positions, ex)
+                    except Exception as exc:
+                        raise _fail(f"{name} (copying a result that shares its input's memory)", i, ex, exc) from exc
     finally:
         if manager is not None:
             manager.__exit__(None, None, None)
@@ -382,7 +379,7 @@ def map_fragments(
     """
     ops = _collect(operands, name, check)
     layout = out_layout if out_layout is not None else ops.lead.layout.dense
-    placed = _placement(ops.lead)
+    placed = placement(ops.lead)
     if indices is None:
         indices = placed.indices
     if out is not None:

@@ -26,7 +26,7 @@ from ..device import Device
 from ..errors import FragmentError
 from ..registry import adapter_for
 from ._operands import SCALAR_TYPES
-from .dispatch import _fresh, _inherit, _placement, check_same_layout, is_distributed, map_fragments, new_tensor
+from .dispatch import _fresh, _inherit, check_same_layout, is_distributed, map_fragments, new_tensor, placement
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -70,7 +70,7 @@ def batches_operators(tensor: "DistributedTensor") -> bool:
     """Whether operators on ``tensor`` run as one compiled call per device: every
     local fragment in a device group of a framework that batches operators
     (:attr:`~dlmg.adapters.Adapter.batches_operators`)."""
-    placed = _placement(tensor)
+    placed = placement(tensor)
     groups = _device_groups(placed, tensor.layout)
     return (
         bool(groups)
@@ -208,7 +208,7 @@ class FusedFunction:
         if not self.compile or not all(is_distributed(op) or isinstance(op, SCALAR_TYPES) for op in operands):
             return lead_at, {}, False
         lead = operands[lead_at]
-        placed = _placement(lead)
+        placed = placement(lead)
         groups = _device_groups(placed, lead.layout)
         if not groups:
             return lead_at, {}, False
@@ -216,7 +216,7 @@ class FusedFunction:
         mixed = False  # whether an operand's fragment is of another framework than the lead's
         for op in tensors[1:]:
             check_same_layout(self._name, lead, op)
-            mixed = mixed or _placement(op).frameworks != placed.frameworks
+            mixed = mixed or placement(op).frameworks != placed.frameworks
         # per operand: its fragment arrays, or the scalar itself
         columns = [[f._array for f in op.fragments] if is_distributed(op) else op for op in operands]
         dtypes = tuple(op.dtype if is_distributed(op) else type(op) for op in operands)
@@ -250,12 +250,7 @@ class FusedFunction:
         new arrays, as eager operations' are."""
         out = []
         for k, (i, result) in enumerate(zip(indices, results)):
-            want = layout.fragments[i].shape
-            if tuple(result.shape) != want:
-                raise FragmentError(
-                    f"{self._name} returned an array of shape {tuple(result.shape)} for fragment {i}, "
-                    f"whose shape is {want}; fuse runs elementwise functions only"
-                )
+            self._check_shape(result, i, layout.fragments[i].shape)
             ex = placed.executors[i]
             fresh = _fresh(result, flat[k * width:(k + 1) * width], positions, ex) if ex.adapter.mutable else result
             kernel.aliases = kernel.aliases or fresh is not result
@@ -318,10 +313,9 @@ class FusedFunction:
         lead_at, done, whole = self._run_batched(operands)
         if whole and out is None:
             lead = operands[lead_at]
-            results = [done.get(i) for i in range(lead.layout.nfragments)]
-            result = new_tensor(results, lead.layout.dense)
-            _inherit(result, _placement(lead))
-            return result
+            built = new_tensor([done.get(i) for i in range(lead.layout.nfragments)], lead.layout.dense)
+            _inherit(built, placement(lead))
+            return built
         lead_frags = operands[lead_at].fragments
         by_array = {id(lead_frags[i].array): r for i, r in done.items()}
 
@@ -329,17 +323,21 @@ class FusedFunction:
             found = by_array.pop(id(args[lead_at]), None)
             return found if found is not None else self._per_fragment(xp, *args)
 
-        mapped = map_fragments(run, operands, name=self._name, out=out)
-        assert mapped is not None
-        result = mapped
+        result = map_fragments(run, operands, name=self._name, out=out)
+        assert result is not None
         if out is None:
             for frag in result.fragments:
-                if frag.is_local and tuple(frag.array.shape) != frag.layout.shape:
-                    raise FragmentError(
-                        f"{self._name} returned an array of shape {tuple(frag.array.shape)} for fragment "
-                        f"{frag.index}, whose shape is {frag.layout.shape}; fuse runs elementwise functions only"
-                    )
+                if frag.is_local:
+                    self._check_shape(frag.array, frag.index, frag.layout.shape)
         return result
+
+    def _check_shape(self, result: Any, index: int, want: tuple[int, ...]) -> None:
+        """Refuse a result that is not of its fragment's shape (no elementwise function)."""
+        if tuple(result.shape) != want:
+            raise FragmentError(
+                f"{self._name} returned an array of shape {tuple(result.shape)} for fragment {index}, "
+                f"whose shape is {want}; fuse runs elementwise functions only"
+            )
 
     def __repr__(self) -> str:
         return f"<dlmg.fuse of {self.__name__}: {self.cache_size} kernel(s)>"

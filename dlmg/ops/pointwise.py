@@ -312,16 +312,12 @@ def _backward(op: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     return lambda xp, a, b: op(b, a)
 
 
-def _operator_kernel(op: Callable[[Any, Any], Any], reflected: bool, label: str) -> Callable[..., Any]:
+def _operator_kernel(op: Callable[[Any, Any], Any], reflected: bool, label: str) -> FusedFunction:
     """``op`` on every fragment as one compiled call per device (frameworks that
     batch operators, see :func:`~dlmg.ops.fused.batches_operators`)."""
     fused = FusedFunction((lambda a, b: op(b, a)) if reflected else op)
     fused._name = label  # errors name the operator
-
-    def run(operands: tuple[Any, Any]) -> Any:
-        return fused(*operands)
-
-    return run
+    return fused
 
 
 def _temporary_refcount() -> int | None:
@@ -428,7 +424,7 @@ def _binary_method(
         out: Any = None
         if (isinstance(other, SCALAR_TYPES) or (is_distributed(other) and self.layout.same_distribution(other.layout))) \
                 and batches_operators(self):
-            out = batched((self, other))  # one compiled call per device (JAX): a new tensor
+            out = batched(self, other)  # one compiled call per device (JAX): a new tensor
         if out is None:
             out = map_fragments(per_fragment, (self, other), name=label, new_arrays=True)
         if reuse is not None and out is not None:

@@ -501,21 +501,18 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
     me = process_rank()
     out = []
     for frag in dt.fragments:
-        array = frag._array
-        if array is None and frag._memory is None or frag.rank != me:  # held elsewhere
+        if not frag.is_local or (frag.framework == name and copy is not True):
             out.append(frag)
             continue
-        if frag.framework == name and copy is not True:
-            out.append(frag)
-            continue
-        if array is None and not target.can_view:
+        padded = frag.is_padded
+        if padded and not target.can_view:
             raise LayoutError(
                 f"fragment {frag.index} lies in padded blocks, which {target.name} cannot view; "
                 "redistribute to a dense layout first"
             )
         src = frag.adapter
-        base = array if array is not None else frag._memory
-        readonly = frag._readonly or src.is_readonly(base)
+        base = frag.base
+        readonly = frag.readonly
         device = frag.device
         try:
             new = target.from_dlpack(src.producer(base), device=device, copy=copy)
@@ -540,7 +537,7 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
             new = target.from_dlpack(new, device=frag.device, copy=True)
         # Memory handed on without a copy stays as read-only as its source was.
         readonly = readonly and copy is not True and (not frag.size or target.data_ptr(new) == src.data_ptr(base))
-        if array is None:
+        if padded:
             out.append(Fragment.of_memory(frag.layout, new, name, rank=me, readonly=readonly))
         else:  # the import put it on the fragment's device: host memory in slot cpu:k exports as (1, k)
             out.append(Fragment.of_array(frag.layout, new, name, rank=me, readonly=readonly,
