@@ -100,6 +100,8 @@ def _torch_function(cls: type, func: Any, types: Any, args: tuple[Any, ...] = ()
 
 #: Pieces below this size are copied in one batched launch; larger ones one by one.
 _BATCHED_COPY_BYTES = 1 << 20
+#: dtypes torch._foreach_copy_ refuses (found on first use).
+_NO_FOREACH_COPY: set[Any] = set()
 
 
 def _consecutive(tensors: Sequence[Any]) -> bool:
@@ -378,12 +380,18 @@ class TorchAdapter(BaseAdapter):
             if _one_kernel(torch, dsts, srcs):
                 return
             foreach = getattr(torch, "_foreach_copy_", None)
-            device = dsts[0].device
-            if foreach is not None and dsts[0].nbytes < _BATCHED_COPY_BYTES and all(
-                d.device == device and s.device == device and d.dtype == s.dtype for d, s in zip(dsts, srcs)
+            device, dtype = dsts[0].device, dsts[0].dtype
+            if foreach is not None and dsts[0].nbytes < _BATCHED_COPY_BYTES and dtype not in _NO_FOREACH_COPY and all(
+                d.device == device and s.device == device and d.dtype == dtype and s.dtype == dtype
+                for d, s in zip(dsts, srcs)
             ):
-                foreach(list(dsts), list(srcs))
-                return
+                try:
+                    foreach(list(dsts), list(srcs))
+                    return
+                except (NotImplementedError, RuntimeError):
+                    # torch refuses the dtype before queuing anything (uint32: "not
+                    # implemented"); the copies are made pair by pair below
+                    _NO_FOREACH_COPY.add(dtype)
         for dst, src in zip(dsts, srcs):
             dst.copy_(src)
 

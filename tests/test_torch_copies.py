@@ -28,3 +28,22 @@ def test_torch_copies_that_tile_one_range_run_as_one_kernel(device):
     assert not _one_kernel(torch, [out[0, :, :2], out[1, :, :2]], [p[:, :2] for p in parts[:2]])  # strided
     assert not _one_kernel(torch, [out[0], out[1]], [parts[0], parts[1].double()])  # dtypes differ
     assert torch.count_nonzero(out) == 0
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda:0", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "uint32", "uint64", "int32", "float16", "bool", "complex64"])
+def test_torch_copy_many_copies_every_dtype(device, dtype):
+    # small separate pieces take torch's batched copy where it has the dtype
+    # (it has no unsigned 16/32/64-bit one), pair by pair where it has not
+    torch = pytest.importorskip("torch")
+    from dlmg.registry import get_adapter
+
+    torch_dtype = getattr(torch, dtype, None)
+    if torch_dtype is None:
+        pytest.skip(f"this torch has no {dtype}")
+    adapter = get_adapter("torch")
+    for _ in range(2):  # the second time after any refusal was remembered
+        src = [(torch.arange(6 * k + 1, 6 * k + 7, device=device) % 2).to(torch_dtype) for k in range(5)]
+        dst = [torch.zeros(6, dtype=torch_dtype, device=device) for _ in range(5)]
+        adapter.copy_many(dst[::-1], src[::-1])  # not one range: no single kernel
+        assert all(torch.equal(d, s) for d, s in zip(dst, src))

@@ -132,11 +132,22 @@ def run_copies(
     copy framework's ``copy_many`` (one call: on a GPU the copies are queued
     back to back on the current stream, with no host work between them).
     """
-    if not copies:
-        return
+    if copies:
+        targets, pieces = _pairs(copies, sources, dst, dtype, {} if imported is None else imported, views)
+        dst.adapter.copy_many(targets, pieces)
+
+
+def _pairs(
+    copies: Sequence["Copy"],
+    sources: dict[int, Buffer],
+    dst: Buffer,
+    dtype: str,
+    imported: dict[tuple[int, str], Any],
+    views: dict[tuple[int, str], Any] | None,
+) -> tuple[list[Any], list[Any]]:
+    """The destination views and source pieces of ``copies``, in the copy framework
+    ``dst.adapter`` (see :func:`run_copies`)."""
     b = dst.adapter
-    if imported is None:
-        imported = {}
     targets: list[Any] = []
     pieces: list[Any] = []
     for c in copies:
@@ -163,12 +174,33 @@ def run_copies(
             src_view = _piece(buf, c, dtype, b, dst.device)
         targets.append(target)
         pieces.append(src_view)
-    copy_many = getattr(b, "copy_many", None)
-    if copy_many is not None:
-        copy_many(targets, pieces)
-    else:
-        for target, piece in zip(targets, pieces):
-            b.copy_into(target, piece)
+    return targets, pieces
+
+
+def _run_on_devices(
+    jobs: Sequence[tuple[Sequence["Copy"], dict[int, Buffer], Buffer]],
+    dtype: str,
+    imported: dict[tuple[int, str], Any],
+    views: dict[tuple[int, str], Any] | None,
+) -> None:
+    """Device copies: every view made first, then one ``copy_many`` per copy
+    framework and device, so a framework sees all of a device's copies at once
+    (a scatter's pieces of one source become one kernel, not one per destination).
+    The destinations are disjoint, so the order between them does not matter."""
+    batches: dict[tuple[str, Device], tuple["Adapter", list[Any], list[Any]]] = {}
+    for copies, sources, dst in jobs:
+        if not copies:
+            continue
+        targets, pieces = _pairs(copies, sources, dst, dtype, imported, views)
+        key = (dst.adapter.name, dst.device)
+        batch = batches.get(key)
+        if batch is None:
+            batches[key] = (dst.adapter, targets, pieces)
+        else:
+            batch[1].extend(targets)
+            batch[2].extend(pieces)
+    for adapter, targets, pieces in batches.values():
+        adapter.copy_many(targets, pieces)
 
 
 #: Host copies of at least this many bytes in all are spread over threads.
@@ -266,9 +298,10 @@ def _run_tasks(
     # to 93 ms for 256 MiB on 2 cores), which outweighs the parallel copy.
     pool = _pool() if host and big and len(jobs) > 1 else None
     imported: dict[tuple[int, str], Any] = {}
+    if not host:
+        _run_on_devices(jobs, dtype, imported, views)
+        return
     if pool is None:
-        if not host:  # device copies: one queue of copies per destination, no host work between
-            tasks = [(list(copies), sources, dst) for copies, sources, dst in jobs]
         for copies, sources, dst in tasks:
             run_copies(copies, sources, dst, dtype, imported, views)
         return
