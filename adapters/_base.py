@@ -434,6 +434,34 @@ class Adapter:
     #: :attr:`batches_elementwise`.
     batches_operators: bool = False
 
+    #: The arithmetic operators :meth:`list_operator` may be asked for.
+    LIST_OPERATORS = ("add", "subtract", "multiply", "divide", "pow")
+
+    def list_operator(self, name: str, in_place: bool = False) -> Callable[..., Any] | None:
+        """One call applying an arithmetic operator to lists of this framework's
+        arrays at once, or ``None`` where the framework has none (the default).
+
+        Parameters
+        ----------
+        name : str
+            One of :attr:`LIST_OPERATORS`.
+        in_place : bool
+            Write each result into the left array (the ``x += y`` form).
+
+        Returns
+        -------
+        callable or None
+            ``call(xs, ys)`` with two lists of arrays of equal shapes pair by
+            pair, or ``call(xs, scalar)`` with a Python scalar: the list of
+            ``xs[i] <op> ys[i]`` (in place: ``None``, ``xs`` written). The
+            results, their dtypes and the errors raised must be those of the
+            operator applied pair by pair; what it saves is the host work of
+            one call per array (torch's ``_foreach_*`` launch one kernel for
+            many arrays on a GPU). Callers fall back to the pair-by-pair
+            operator for arrays that record gradients.
+        """
+        return None
+
     def compile_elementwise(self, fn: Callable[..., Any], device: Device) -> tuple[Callable[..., Any], str]:
         """A compiled form of an elementwise function for this framework's arrays on ``device``.
 

@@ -102,6 +102,12 @@ def _torch_function(cls: type, func: Any, types: Any, args: tuple[Any, ...] = ()
 _BATCHED_COPY_BYTES = 1 << 20
 #: dtypes torch._foreach_copy_ refuses (found on first use).
 _NO_FOREACH_COPY: set[Any] = set()
+#: torch's list operations of the arithmetic operators (see ``list_operator``).
+_FOREACH_NAMES = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div", "pow": "pow"}
+_LIST_OPERATORS: dict[tuple[str, bool], Any] = {}
+#: torch's dtype and device objects of dlmg's names, asked for every allocation.
+_NATIVE_DTYPES: dict[str, Any] = {}
+_NATIVE_DEVICES: dict[Device, Any] = {}
 
 
 def _consecutive(tensors: Sequence[Any]) -> bool:
@@ -175,10 +181,15 @@ class TorchAdapter(BaseAdapter):
         DtypeError
             When this torch build has no such type.
         """
+        found = _NATIVE_DTYPES.get(dtype) if isinstance(dtype, str) else None
+        if found is not None:
+            return found
         name = canonical(dtype)
         found = getattr(self.module(), name, None)
         if found is None or type(found).__name__ != "dtype":
             raise DtypeError(f"torch {self.module().__version__} has no element type {name!r}")
+        if isinstance(dtype, str):
+            _NATIVE_DTYPES[dtype] = found
         return found
 
     def native_device(self, device: Device) -> Any:
@@ -189,13 +200,19 @@ class TorchAdapter(BaseAdapter):
         DeviceError
             For a kind torch has no device for.
         """
+        found = _NATIVE_DEVICES.get(device)
+        if found is not None:
+            return found
         torch = self.module()
         if device.kind == "cpu":
-            return torch.device("cpu")
-        kind = _KIND_TO_TORCH.get(device.kind)
-        if kind is None:
-            raise DeviceError(f"torch has no device of kind {device.kind!r} ({device})")
-        return torch.device(kind, device.index)
+            found = torch.device("cpu")
+        else:
+            kind = _KIND_TO_TORCH.get(device.kind)
+            if kind is None:
+                raise DeviceError(f"torch has no device of kind {device.kind!r} ({device})")
+            found = torch.device(kind, device.index)
+        _NATIVE_DEVICES[device] = found
+        return found
 
     def device_from_native(self, obj: Any) -> Device | None:
         """The dlmg device of a ``torch.device``; ``None`` for other objects."""
@@ -352,12 +369,12 @@ class TorchAdapter(BaseAdapter):
         ValueError
             When the view would start before the tensor's storage.
         """
-        if any(int(s) < 0 for s in strides):
+        if strides and min(strides) < 0:  # torch takes any integers (Python's, NumPy's) as they are
             raise ViewNotSupportedError(f"torch cannot represent negative strides {tuple(strides)}")
-        start = array.storage_offset() + int(offset)
+        start = array.storage_offset() + offset
         if start < 0:
             raise ValueError(f"offset {offset} puts the view before the start of the tensor's storage")
-        return self.module().as_strided(array, tuple(shape), tuple(int(s) for s in strides), start)
+        return array.as_strided(shape, strides, start)
 
     def ascontiguous(self, array: Any) -> Any:
         """``array.contiguous()``."""
@@ -394,6 +411,23 @@ class TorchAdapter(BaseAdapter):
                     _NO_FOREACH_COPY.add(dtype)
         for dst, src in zip(dsts, srcs):
             dst.copy_(src)
+
+    def list_operator(self, name: str, in_place: bool = False) -> Any:
+        """``torch._foreach_<op>`` (``_foreach_<op>_`` in place): one kernel for all
+        the arrays of a CUDA device, one C++ loop on the CPU. Its results and
+        errors equal the operator's pair by pair for every dtype and scalar type
+        (checked on the CPU and on CUDA)."""
+        key = (name, in_place)
+        found = _LIST_OPERATORS.get(key)
+        if found is None:
+            suffix = _FOREACH_NAMES.get(name)
+            if suffix is None:
+                return None
+            found = getattr(self.module(), f"_foreach_{suffix}{'_' if in_place else ''}", None)
+            if found is None:  # an older torch
+                return None
+            _LIST_OPERATORS[key] = found
+        return found
 
     # -- DLPack export ----------------------------------------------------------
     def export(self, array: Any, **kwargs: Any) -> Any:

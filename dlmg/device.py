@@ -115,6 +115,18 @@ class Device:
         """Whether this is host memory (the CPU, pinned or not)."""
         return self.kind in _HOST_KINDS
 
+    # Written out rather than generated: devices are compared and hashed for every
+    # fragment of every copy, and the same object usually meets itself.
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self.kind == other.kind and self.index == other.index  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.index))
+
     def __str__(self) -> str:
         return f"{self.kind}:{self.index}"
 

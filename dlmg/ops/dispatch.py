@@ -168,7 +168,7 @@ class _Placement:
     each and every fragment's framework. Computed once per fragments tuple and
     kept on the tensor (results of an operation inherit their lead's)."""
 
-    __slots__ = ("fragments", "indices", "executors", "frameworks", "groups", "mutable")
+    __slots__ = ("fragments", "indices", "executors", "frameworks", "groups", "lists", "mutable")
 
     def __init__(self, tensor: "DistributedTensor") -> None:
         frags = tensor.fragments
@@ -181,6 +181,7 @@ class _Placement:
         # whether every local fragment can be written in place (none is JAX's)
         self.mutable = all(self.executors[i].adapter.mutable for i in self.indices)  # type: ignore[union-attr]
         self.groups: Any = None  # what dlmg.fuse runs as one call per device, found when first asked
+        self.lists: Any = None  # what operators run as list operations on, found when first asked
 
 
 def placement(tensor: "DistributedTensor") -> _Placement:
@@ -200,6 +201,7 @@ def _inherit(result: "DistributedTensor", lead: _Placement) -> None:
         placed = _Placement.__new__(_Placement)
         placed.fragments, placed.indices = frags, lead.indices
         placed.executors, placed.frameworks, placed.groups = lead.executors, lead.frameworks, lead.groups
+        placed.lists = lead.lists
         placed.mutable = lead.mutable
         result.__dict__["_placement"] = placed
 

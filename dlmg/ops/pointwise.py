@@ -30,6 +30,7 @@ from ..errors import DtypeError
 from ._dtypes import INEXACT, INT, NUMERIC, REAL, check_inplace, kind_of, narrow_for, require
 from ._writes import check_writable
 from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed, map_fragments, placement
+from ._lists import LIST_NAMES, on_lists
 from .fused import FusedFunction, batches_operators
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -398,6 +399,9 @@ def _binary_method(
     label = f"operator {symbol}"
     batched = _operator_kernel(op, reflected, label)
     reuse = _inplace_fragment(iop) if iop is not None and not reflected else None
+    # list operations take the tensor on the left: reflected, only where the order
+    # cannot matter (+ and * are exactly commutative)
+    list_name = LIST_NAMES.get(symbol) if not reflected or symbol in ("+", "*") else None
 
     def method(self: "DistributedTensor", other: Any) -> Any:
         refs = sys.getrefcount(self) if reuse is not None else 0  # first: nothing else may hold self yet
@@ -418,13 +422,16 @@ def _binary_method(
         ):
             # ``self`` is a temporary (``a * b`` in ``a * b + c``): write into its
             # memory instead of allocating, as NumPy does for its own temporaries.
-            map_fragments(reuse, (self, other), name=label, in_place=True)
+            if list_name is None or on_lists(list_name, self, other, True, label) is None:
+                map_fragments(reuse, (self, other), name=label, in_place=True)
             ELIDED[0] += 1
             return self
         out: Any = None
-        if (isinstance(other, SCALAR_TYPES) or (is_distributed(other) and self.layout.same_distribution(other.layout))) \
-                and batches_operators(self):
-            out = batched(self, other)  # one compiled call per device (JAX): a new tensor
+        if isinstance(other, SCALAR_TYPES) or (is_distributed(other) and self.layout.same_distribution(other.layout)):
+            if batches_operators(self):
+                out = batched(self, other)  # one compiled call per device (JAX): a new tensor
+            elif list_name is not None:
+                out = on_lists(list_name, self, other, False, label)  # torch: one kernel per device
         if out is None:
             out = map_fragments(per_fragment, (self, other), name=label, new_arrays=True)
         if reuse is not None and out is not None:

@@ -23,7 +23,9 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..device import Device, as_device, unreachable_hint
-from ..registry import DEFAULT_FRAMEWORK, viewing_frameworks
+from ..distributed._state import current
+from ..layout import Layout
+from ..registry import DEFAULT_FRAMEWORK, adapter_for, get_adapter, viewing_frameworks
 from ..dtypes import canonical, info
 from ..errors import (
     CopyRequiredError,
@@ -38,12 +40,11 @@ from ..errors import (
 from .endpoints import Endpoint, array_endpoint, full_endpoint, layout_endpoints
 from .execute import Buffer, copy_framework, run_jobs, synchronize
 from .plan import RedistributionPlan, build_plan
-from ..tensor import Fragment, process_rank
+from ..tensor import DistributedTensor, Fragment, process_rank
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..adapters import Adapter
-    from ..layout import FragmentLayout, Layout
-    from ..tensor import DistributedTensor, Fragment
+    from ..layout import FragmentLayout
 
 __all__ = ["gather", "scatter", "redistribute", "to_framework", "tensor_plan"]
 
@@ -52,8 +53,6 @@ _PLAN_CACHE_SIZE = 128
 
 
 def _get(name: str) -> "Adapter":
-    from ..registry import get_adapter
-
     return get_adapter(name)
 
 
@@ -66,8 +65,6 @@ def _engine(dt: "DistributedTensor", what: str) -> Any:
     FragmentError
         When ``dt`` has fragments of other processes but no engine was set up.
     """
-    from ..distributed._state import current
-
     engine = current()
     if engine is None and not _all_local(dt):
         remote = [f.index for f in dt.fragments if not f.is_local]
@@ -100,8 +97,6 @@ def _source_geometry(frag: "Fragment") -> Any:
 def _source_endpoints(layout: "Layout", geometry: Sequence[Any]) -> list[Endpoint]:
     """Endpoints of a tensor's fragments: ``geometry`` has, per fragment, its
     strides, ``"padded"`` or ``None`` (held by another process)."""
-    from ..tensor import process_rank
-
     base = layout_endpoints(layout)
     out = []
     for frag, ep, geo in zip(layout.fragments, base, geometry):
@@ -169,8 +164,6 @@ def _allocate(frag: "FragmentLayout", framework: "Adapter", dtype: str, prefer: 
 
 
 def _finish(frag: "FragmentLayout", buf: Buffer, framework: "Adapter") -> "Fragment":
-    from ..tensor import Fragment, process_rank
-
     lay = frag.layout
     device = frag.device
     if lay.element_strides is None:
@@ -293,9 +286,6 @@ def tensor_plan(dt: "DistributedTensor", layout: "Layout", framework: str | None
 
 def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | None = None) -> "DistributedTensor":
     """``dt`` in ``layout`` (see :meth:`dlmg.DistributedTensor.redistribute`)."""
-    from ..layout import Layout
-    from ..tensor import DistributedTensor
-
     if not isinstance(layout, Layout):
         raise TypeError(f"redistribute needs a dlmg.Layout, got {type(layout).__name__}")
     if _engine(dt, "redistribute") is not None:
@@ -371,7 +361,6 @@ def destination(dt: "DistributedTensor", framework: str | None, device: Any, out
 
 
 def _check_out(dt: "DistributedTensor", out: Any, framework: str | None, device: Any) -> Buffer:
-    from ..registry import adapter_for
 
     a = adapter_for(out)
     if framework is not None and _get(framework).name != a.name:
@@ -430,11 +419,6 @@ def _gather_plan(
 # -- scatter -------------------------------------------------------------------------
 def scatter(array: Any, layout: "Layout", framework: str | None = None, root: int | None = None) -> "DistributedTensor":
     """Spread a regular array over ``layout``'s fragments (see :func:`dlmg.scatter`)."""
-    from ..distributed._state import current
-    from ..layout import Layout
-    from ..registry import adapter_for
-    from ..tensor import DistributedTensor
-
     if not isinstance(layout, Layout):
         raise TypeError(f"scatter needs a dlmg.Layout, got {type(layout).__name__}")
     if current() is not None:
@@ -492,8 +476,6 @@ def _scatter_plan(
 # -- to --------------------------------------------------------------------------------
 def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = None) -> "DistributedTensor":
     """``dt`` with every local fragment handed to ``framework`` (see :meth:`dlmg.DistributedTensor.to`)."""
-    from ..tensor import DistributedTensor, Fragment
-
     if copy not in (None, True, False):
         raise ValueError(f"copy must be None, True or False, got {copy!r}")
     target = _get(framework)

@@ -1,0 +1,95 @@
+"""Arithmetic operators on all of a tensor's fragments at once, through a
+framework's list operations (:meth:`~dlmg.adapters.Adapter.list_operator`:
+torch's ``_foreach_*``, one kernel for every fragment on a CUDA device instead
+of one launch per fragment). Internal to :mod:`dlmg.ops`; the per-fragment
+path of :func:`~dlmg.ops.dispatch.map_fragments` remains for everything these
+lists do not cover."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._executor import _fail
+from ._operands import is_distributed
+from .dispatch import _inherit, new_tensor, placement
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..tensor import DistributedTensor
+
+__all__ = ["LIST_NAMES", "on_lists"]
+
+#: Python operator symbol -> the name :meth:`~dlmg.adapters.Adapter.list_operator` takes.
+LIST_NAMES = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "**": "pow"}
+_SCALARS = (int, float, bool, complex)
+
+
+def _groups(placed: Any) -> tuple[tuple[Any, tuple[int, ...]], ...]:
+    """The local fragments by (framework, device), each with its adapter; empty
+    where a fragment is padded or its framework has no list operations."""
+    found: dict[tuple[str, Any], tuple[Any, list[int]]] = {}
+    for i in placed.indices:
+        ex = placed.executors[i]
+        if placed.fragments[i]._array is None or ex.adapter.list_operator("add") is None:
+            return ()
+        found.setdefault((ex.framework, ex.device), (ex.adapter, []))[1].append(i)
+    return tuple((adapter, tuple(indices)) for adapter, indices in found.values())
+
+
+def _lists(placed: Any) -> tuple[tuple[Any, tuple[int, ...]], ...]:
+    groups = placed.lists
+    if groups is None:
+        groups = placed.lists = _groups(placed)
+    return groups
+
+
+def on_lists(name: str, lead: "DistributedTensor", other: Any, in_place: bool, label: str) -> Any:
+    """``lead <op> other`` as one list operation per framework and device.
+
+    ``other`` is a Python scalar or a tensor of ``lead``'s distribution. Returns
+    the new tensor (``lead`` itself when ``in_place``), or ``None`` when list
+    operations do not apply: a framework without them, padded fragments,
+    operands of different frameworks, other scalars, arrays recording
+    gradients, or (not in place) a refusal by the framework, which the caller's
+    per-fragment path then reports with the fragment it concerns.
+    """
+    placed = placement(lead)
+    groups = _lists(placed)
+    if not groups:
+        return None
+    frags = lead.fragments
+    if is_distributed(other):
+        other_placed = placement(other)
+        if other_placed.frameworks != placed.frameworks or not _lists(other_placed):
+            return None
+        other_frags = other.fragments
+    elif type(other) not in _SCALARS:
+        return None
+    else:
+        other_frags = None
+    calls = []
+    for adapter, indices in groups:
+        call = adapter.list_operator(name, in_place)
+        if call is None:
+            return None
+        xs = [frags[i]._array for i in indices]
+        ys = other if other_frags is None else [other_frags[i]._array for i in indices]
+        tracks = adapter.tracks_gradients
+        if any(tracks(x) for x in xs) or (other_frags is not None and any(tracks(y) for y in ys)):
+            return None  # autograd records the per-fragment operators
+        calls.append((call, xs, ys, indices))
+    results: list[Any] = [None] * len(frags)
+    for call, xs, ys, indices in calls:
+        try:
+            out = call(xs, ys)
+        except Exception as exc:
+            if in_place:  # nothing to fall back on: some fragments may be written
+                raise _fail(label, indices[0], placed.executors[indices[0]], exc) from exc
+            return None
+        if not in_place:
+            for i, r in zip(indices, out):
+                results[i] = r
+    if in_place:
+        return lead
+    result = new_tensor(results, lead.layout.dense)
+    _inherit(result, placed)
+    return result
