@@ -264,16 +264,36 @@ class CupyAdapter(BaseAdapter):
         at a pitch (2-D), on one device and of one dtype goes to the copy
         engine (``cudaMemcpyAsync`` / ``cudaMemcpy2DAsync``): CuPy's own
         assignment runs an elementwise kernel, which reaches about 0.6 of the
-        copy bandwidth. Anything else is CuPy's assignment.
+        copy bandwidth. Contiguous pairs that follow one another on both sides
+        (destinations carved one after another from one buffer, read from
+        consecutive parts of a source) are one memcpy. Anything else is CuPy's
+        assignment.
         """
         if not dsts:
             return
         cp = self.module()
+        memcpy = cp.cuda.runtime.memcpyAsync
         with cp.cuda.Device(int(dsts[0].device.id)):
             stream = cp.cuda.get_current_stream().ptr
+            run: list[int] | None = None  # [dst, src, bytes]: contiguous pairs that follow one another
             for dst, src in zip(dsts, srcs):
+                if (dst.size and dst.flags.c_contiguous and src.flags.c_contiguous and dst.dtype == src.dtype
+                        and dst.shape == src.shape and dst.device.id == src.device.id):
+                    d, s, n = dst.data.ptr, src.data.ptr, dst.nbytes
+                    if run is not None and run[0] + run[2] == d and run[1] + run[2] == s:
+                        run[2] += n  # one memcpy for consecutive pieces (a slab scatter or gather)
+                        continue
+                    if run is not None:
+                        memcpy(run[0], run[1], run[2], _DEVICE_TO_DEVICE, stream)
+                    run = [d, s, n]
+                    continue
+                if run is not None:
+                    memcpy(run[0], run[1], run[2], _DEVICE_TO_DEVICE, stream)
+                    run = None
                 if not _copy_engine(cp, dst, src, stream):
                     dst[...] = src
+            if run is not None:
+                memcpy(run[0], run[1], run[2], _DEVICE_TO_DEVICE, stream)
 
     # -- DLPack export -----------------------------------------------------------
     def export(self, array: Any, **kwargs: Any) -> Any:

@@ -102,8 +102,10 @@ def _torch_function(cls: type, func: Any, types: Any, args: tuple[Any, ...] = ()
 _BATCHED_COPY_BYTES = 1 << 20
 #: dtypes torch._foreach_copy_ refuses (found on first use).
 _NO_FOREACH_COPY: set[Any] = set()
-#: torch's list operations of the arithmetic operators (see ``list_operator``).
-_FOREACH_NAMES = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div", "pow": "pow"}
+#: torch's list operations of the arithmetic operators (see ``list_operator``). Not
+#: ``pow``: on CUDA ``_foreach_pow`` differs from ``**`` in the last bit for float64
+#: and complex64 with small integer exponents, which ``**`` computes as products.
+_FOREACH_NAMES = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div"}
 _LIST_OPERATORS: dict[tuple[str, bool], Any] = {}
 #: torch's dtype and device objects of dlmg's names, asked for every allocation.
 _NATIVE_DTYPES: dict[str, Any] = {}
@@ -134,6 +136,10 @@ def _one_kernel(torch: Any, dsts: Sequence[Any], srcs: Sequence[Any]) -> bool:
     ):
         return False
     sizes = [d.numel() for d in dsts]
+    if _consecutive(dsts) and _consecutive(srcs):  # one range into another: one copy
+        total = sum(sizes)
+        dsts[0].as_strided((total,), (1,)).copy_(srcs[0].as_strided((total,), (1,)))
+        return True
     if all(s.is_contiguous() for s in srcs) and _consecutive(dsts):
         whole = dsts[0].as_strided((sum(sizes),), (1,))
         torch.cat([s.view(-1) for s in srcs], out=whole)

@@ -87,3 +87,30 @@ def test_copy_many_on_cuda_writes_large_pieces(framework):
     get_adapter(framework).copy_many([dst[i] for i in range(4)], [src[i] for i in range(4)])
     np.testing.assert_array_equal(host(dst), big)
 
+
+
+@pytest.mark.parametrize("framework", ["torch", "cupy"])
+def test_copy_many_on_cuda_joins_consecutive_pieces_and_only_those(framework):
+    # runs of pieces that follow one another on both sides become one copy; a gap,
+    # an order change or a strided piece ends a run
+    big = rand((6, 64, 32), seed=9)
+    if framework == "torch":
+        import torch
+
+        dst, src = torch.zeros(big.shape, device="cuda:0"), torch.as_tensor(big, device="cuda:0")
+        strided_dst, strided_src = dst[5].t(), src[5].t()
+    else:
+        import cupy
+
+        dst, src = cupy.zeros(big.shape, np.float32), cupy.asarray(big)
+        strided_dst, strided_src = dst[5].T, src[5].T
+    order = [0, 1, 3, 2, 4]
+    get_adapter(framework).copy_many([dst[i] for i in order] + [strided_dst], [src[i] for i in order] + [strided_src])
+    np.testing.assert_array_equal(host(dst), big)
+    shifted = rand((6, 64, 32), seed=10)
+    source = torch.as_tensor(shifted, device="cuda:0") if framework == "torch" else cupy.asarray(shifted)
+    # consecutive destinations read from sources one piece apart: no join across the gap
+    get_adapter(framework).copy_many([dst[0], dst[1]], [source[0], source[2]])
+    expected = big.copy()
+    expected[0], expected[1] = shifted[0], shifted[2]
+    np.testing.assert_array_equal(host(dst), expected)

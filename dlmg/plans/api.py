@@ -163,6 +163,57 @@ def _allocate(frag: "FragmentLayout", framework: "Adapter", dtype: str, prefer: 
     return Buffer(base, writer, writer.device_of(base) if frag.size else device), writer
 
 
+#: Carved destinations start at multiples of this many bytes (what CUDA's allocators
+#: give and what XLA asks of the arrays it takes in).
+_CARVE_ALIGN = 256
+
+
+def _allocate_all(
+    frags: Sequence["FragmentLayout"], framework: "Adapter", dtype: str, prefer: Sequence[str]
+) -> list[Buffer]:
+    """Buffers for destination fragments ``frags``: dense ones of one device carved
+    out of one allocation (aligned views, one after another), others each their own
+    (see :func:`_allocate`).
+
+    One allocation instead of one per fragment takes the allocator's host work
+    once, and lets a framework copy consecutive pieces of a source as one copy. The
+    fragments then share that allocation, which is freed when the last goes.
+    """
+    itemsize = info(dtype).itemsize
+    out: list[Buffer | None] = [None] * len(frags)
+    groups: dict[Device, list[int]] = {}
+    if framework.can_view and isinstance(itemsize, int) and _CARVE_ALIGN % itemsize == 0:
+        for k, frag in enumerate(frags):
+            if frag.layout.element_strides is None and frag.size:
+                groups.setdefault(frag.device, []).append(k)
+    for device, members in groups.items():
+        if len(members) < 2:
+            continue
+        step = _CARVE_ALIGN // itemsize
+        offsets, total = [], 0
+        for k in members:
+            offsets.append(total)
+            total += -(-frags[k].size // step) * step
+        whole = framework.empty((total,), dtype, device)
+        where = framework.device_of(whole)
+        for k, offset in zip(members, offsets):
+            shape = tuple(frags[k].shape)
+            view = framework.as_strided(whole, shape, _c_strides(shape), offset)
+            out[k] = Buffer(view, framework, where)
+    for k, frag in enumerate(frags):
+        if out[k] is None:
+            out[k] = _allocate(frag, framework, dtype, prefer)[0]
+    return out  # type: ignore[return-value]
+
+
+def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
 def _finish(frag: "FragmentLayout", buf: Buffer, framework: "Adapter") -> "Fragment":
     lay = frag.layout
     device = frag.device
@@ -296,9 +347,13 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
     sources = _source_buffers(dt)
     prefer = tuple(dt.frameworks)
     written: dict[int, tuple[Buffer, "Adapter"]] = {}
-    for frag, target in zip(layout.fragments, targets):
-        if frag.index not in plan.reused:
-            written[frag.index] = (_allocate(frag, target, dt.dtype, prefer)[0], target)
+    fresh = [(frag, target) for frag, target in zip(layout.fragments, targets) if frag.index not in plan.reused]
+    by_framework: dict[str, tuple["Adapter", list[Any]]] = {}
+    for frag, target in fresh:
+        by_framework.setdefault(target.name, (target, []))[1].append(frag)
+    for target, frags in by_framework.values():
+        for frag, buf in zip(frags, _allocate_all(frags, target, dt.dtype, prefer)):
+            written[frag.index] = (buf, target)
     run_jobs([(plan.copies_into(i), sources, buf) for i, (buf, _) in written.items()], dt.dtype, _views(dt))
     out: list["Fragment"] = []
     for frag in layout.fragments:
@@ -457,7 +512,7 @@ def scatter(array: Any, layout: "Layout", framework: str | None = None, root: in
     strides = tuple(int(s) for s in a.strides_of(array))
     plan = _scatter_plan(shape, strides, src_dev, layout, dtype)
     sources = {0: Buffer(array, a, src_dev)}
-    written = [_allocate(frag, target, dtype, (a.name,))[0] for frag in layout.fragments]
+    written = _allocate_all(layout.fragments, target, dtype, (a.name,))
     run_jobs([(plan.copies_into(i), sources, buf) for i, buf in enumerate(written)], dtype)
     out = [_finish(frag, buf, target) for frag, buf in zip(layout.fragments, written)]
     return DistributedTensor._create(layout, out, dtype)
