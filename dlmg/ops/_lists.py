@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._executor import _fail
+from ._executor import _fail, executor
 from ._operands import is_distributed
 from .dispatch import _inherit, new_tensor, placement
 
@@ -83,7 +83,8 @@ def on_lists(name: str, lead: "DistributedTensor", other: Any, in_place: bool, l
             out = call(xs, ys)
         except Exception as exc:
             if in_place:  # nothing to fall back on: some fragments may be written
-                raise _fail(label, indices[0], placed.executors[indices[0]], exc) from exc
+                first = indices[0]
+                raise _fail(label, first, executor(frags[first].framework, frags[first].device), exc) from exc
             return None
         if not in_place:
             for i, r in zip(indices, out):

@@ -538,10 +538,13 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
     me = process_rank()
     out = []
     for frag in dt.fragments:
-        if not frag.is_local or (frag.framework == name and copy is not True):
+        # is_local, is_padded and readonly read directly: this loop is the whole cost of to()
+        if frag.rank != me or (frag._array is None and frag._memory is None) or (
+            frag.framework == name and copy is not True
+        ):
             out.append(frag)
             continue
-        padded = frag.is_padded
+        padded = frag._array is None
         if padded and not target.can_view:
             raise LayoutError(
                 f"fragment {frag.index} lies in padded blocks, which {target.name} cannot view; "
@@ -549,8 +552,8 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
             )
         src = frag.adapter
         base = frag.base
-        readonly = frag.readonly
-        device = frag.device
+        readonly = frag._readonly or bool(src.is_readonly(base))
+        device = frag.layout.device
         try:
             new = target.from_dlpack(src.producer(base), device=device, copy=copy)
         except CopyRequiredError:
