@@ -168,7 +168,7 @@ class _Placement:
     each and every fragment's framework. Computed once per fragments tuple and
     kept on the tensor (results of an operation inherit their lead's)."""
 
-    __slots__ = ("fragments", "indices", "executors", "frameworks", "groups", "lists", "mutable")
+    __slots__ = ("fragments", "indices", "executors", "frameworks", "groups", "lists", "mutable", "dense")
 
     def __init__(self, tensor: "DistributedTensor") -> None:
         frags = tensor.fragments
@@ -180,6 +180,8 @@ class _Placement:
         self.frameworks = tuple(f.framework for f in frags)
         # whether every local fragment can be written in place (none is JAX's)
         self.mutable = all(self.executors[i].adapter.mutable for i in self.indices)  # type: ignore[union-attr]
+        # whether every local fragment is one array (none padded): its slot is then read directly
+        self.dense = all(frags[i]._array is not None for i in self.indices)
         self.groups: Any = None  # what dlmg.fuse runs as one call per device, found when first asked
         self.lists: Any = None  # what operators run as list operations on, found when first asked
 
@@ -203,6 +205,7 @@ def _inherit(result: "DistributedTensor", lead: _Placement) -> None:
         placed.executors, placed.frameworks, placed.groups = lead.executors, lead.frameworks, lead.groups
         placed.lists = lead.lists
         placed.mutable = lead.mutable
+        placed.dense = True  # results are arrays
         result.__dict__["_placement"] = placed
 
 
@@ -235,6 +238,7 @@ def _run(
     ]
     results: list[Any] = [None] * nfragments
     positions = [position for position, _ in tensors]
+    dense = placed.dense and all(placement(other).dense for other in ops.others)
     active: Executor | None = None  # the executor whose device context is entered
     manager: Any = None
     try:
@@ -253,8 +257,12 @@ def _run(
                     manager.__enter__()
                 active = ex
             call = list(args)
-            for position, frags in tensors:
-                call[position] = frags[i].array
+            if dense:
+                for position, frags in tensors:
+                    call[position] = frags[i]._array
+            else:  # .array says why a padded fragment has none
+                for position, frags in tensors:
+                    call[position] = frags[i].array
             for position, frags in foreign:
                 other = frags[i]
                 if other.framework != ex.framework:

@@ -368,10 +368,12 @@ def _reusable(tensor: "DistributedTensor") -> bool:
     sees (and no autograd graph records)."""
     if not getattr(tensor, "_fresh", False) or tensor.ndim == 0:
         return False
-    if not placement(tensor).mutable:  # JAX: a new array either way, and replacing costs more
+    placed = placement(tensor)
+    if not placed.mutable:  # JAX: a new array either way, and replacing costs more
         return False
-    for f in tensor.fragments:
-        if f.is_local and f.adapter.tracks_gradients(f.base):
+    frags, executors = tensor.fragments, placed.executors
+    for i in placed.indices:
+        if executors[i].adapter.tracks_gradients(frags[i]._array):  # type: ignore[union-attr]
             return False
     return True
 
