@@ -113,39 +113,47 @@ _NATIVE_DEVICES: dict[Device, Any] = {}
 
 
 def _consecutive(tensors: Sequence[Any]) -> bool:
-    """Whether C-contiguous tensors lie one right after another in one storage, in order."""
-    storage = tensors[0].untyped_storage().data_ptr()
-    end = tensors[0].data_ptr()
+    """Whether C-contiguous tensors lie one right after another in the storage of the
+    first, in order (so that one view of that storage covers them all). Pointers
+    are compared first: the storage is asked for once, not per tensor."""
+    first = tensors[0]
+    end = first.data_ptr()
     for t in tensors:
-        if not t.is_contiguous() or t.data_ptr() != end or t.untyped_storage().data_ptr() != storage:
+        if not t.is_contiguous() or t.data_ptr() != end:
             return False
         end += t.numel() * t.element_size()
-    return True
+    storage = first.untyped_storage()
+    return end <= storage.data_ptr() + storage.nbytes()
 
 
 def _one_kernel(torch: Any, dsts: Sequence[Any], srcs: Sequence[Any]) -> bool:
-    """Copy pieces that tile one contiguous range as a single kernel: a gather of
+    """Copy pieces that tile one contiguous range as a single kernel: consecutive
+    pieces into consecutive pieces are one copy of the whole range, a gather of
     contiguous pieces into consecutive parts of one buffer is ``torch.cat`` into
     that range, the reverse is ``torch.split_with_sizes_copy`` (measured on an
     H200: 8 pieces of 32 MiB in one kernel run at the rate of one 256 MiB copy,
     pair by pair they leave gaps between the copies). Returns whether it copied."""
-    device, dtype = dsts[0].device, dsts[0].dtype
-    if not all(
-        d.device == device and s.device == device and d.dtype == dtype and s.dtype == dtype
-        and d.shape == s.shape for d, s in zip(dsts, srcs)
-    ):
-        return False
-    sizes = [d.numel() for d in dsts]
-    if _consecutive(dsts) and _consecutive(srcs):  # one range into another: one copy
-        total = sum(sizes)
+    dtype = dsts[0].dtype
+    for d, s in zip(dsts, srcs):
+        if d.dtype != dtype or s.dtype != dtype or d.shape != s.shape:
+            return False
+    into, out_of = _consecutive(dsts), _consecutive(srcs)
+    if into and out_of:  # one range into another (pieces of one storage are on its device)
+        total = sum(d.numel() for d in dsts)
         dsts[0].as_strided((total,), (1,)).copy_(srcs[0].as_strided((total,), (1,)))
         return True
-    if all(s.is_contiguous() for s in srcs) and _consecutive(dsts):
+    if not (into or out_of):
+        return False
+    device = dsts[0].device
+    if not all(d.device == device and s.device == device for d, s in zip(dsts, srcs)):
+        return False
+    sizes = [d.numel() for d in dsts]
+    if into and all(s.is_contiguous() for s in srcs):
         whole = dsts[0].as_strided((sum(sizes),), (1,))
         torch.cat([s.view(-1) for s in srcs], out=whole)
         return True
     split = getattr(torch, "split_with_sizes_copy", None)
-    if split is not None and all(d.is_contiguous() for d in dsts) and _consecutive(srcs):
+    if out_of and split is not None and all(d.is_contiguous() for d in dsts):
         whole = srcs[0].as_strided((sum(sizes),), (1,))
         split(whole, sizes, dim=0, out=[d.view(-1) for d in dsts])
         return True

@@ -23,6 +23,12 @@ def test_torch_copies_that_tile_one_range_run_as_one_kernel(device):
     assert _one_kernel(torch, back, [big[i] for i in range(4)])
     assert all(torch.equal(b, big[i]) for i, b in enumerate(back))
     out.zero_()
+    assert _one_kernel(torch, [out[i] for i in range(4)], [big[i] for i in range(4)])  # range into range
+    assert torch.equal(out, big)
+    out.zero_()  # sources not one range (the last is elsewhere): torch.cat into the range
+    assert _one_kernel(torch, [out[i] for i in range(4)], [big[0], big[1], big[2], parts[0]])
+    assert torch.equal(out[:3], big[:3]) and torch.equal(out[3], big[0])
+    out.zero_()
     assert not _one_kernel(torch, [out[1], out[0]], parts[:2])  # out of order
     assert not _one_kernel(torch, [out[0], out[2]], parts[:2])  # a gap
     assert not _one_kernel(torch, [out[0, :, :2], out[1, :, :2]], [p[:, :2] for p in parts[:2]])  # strided

@@ -206,6 +206,7 @@ def _allocate_all(
     return out  # type: ignore[return-value]
 
 
+@lru_cache(maxsize=1024)
 def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     strides, step = [], 1
     for n in reversed(shape):
@@ -214,7 +215,8 @@ def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def _finish(frag: "FragmentLayout", buf: Buffer, framework: "Adapter") -> "Fragment":
+def _finish(frag: "FragmentLayout", buf: Buffer, framework: "Adapter", rank: int | None = None) -> "Fragment":
+    """The fragment of ``frag`` held in ``buf`` (``rank``: this process's, when the caller has it)."""
     lay = frag.layout
     device = frag.device
     if lay.element_strides is None:
@@ -222,8 +224,8 @@ def _finish(frag: "FragmentLayout", buf: Buffer, framework: "Adapter") -> "Fragm
         if buf.adapter.name != framework.name:
             synchronize([buf])  # the staging framework's queued copies, before another framework reads
             array = framework.from_dlpack(buf.adapter.producer(array), device=device)
-        return Fragment.of_array(frag, array, framework.name, rank=process_rank(), adapter=framework,
-                                 dl_device=(1, device.index) if device.kind == "cpu" else None)
+        return Fragment.of_array(frag, array, framework.name, rank=rank if rank is not None else process_rank(),
+                                 adapter=framework, dl_device=(1, device.index) if device.kind == "cpu" else None)
     if frag.is_strided:
         view = buf.adapter.as_strided(buf.base, frag.shape, frag.strides, 0)
         return Fragment.of_array(frag, view, framework.name, rank=process_rank())
@@ -493,7 +495,7 @@ def scatter(array: Any, layout: "Layout", framework: str | None = None, root: in
         raise LayoutMismatchError(f"scatter: the array has shape {shape} but the layout {layout.shape} ({layout!r})")
     dtype = canonical(a.dtype_of(array))
     if framework is None:
-        missing = [d for d in dict.fromkeys(layout.devices) if not a.supports(d)]
+        missing = _unsupported(a, layout)
         if missing:
             raise FrameworkError(
                 f"scatter: the source is a {a.name} array and {a.name} cannot hold fragments on "
@@ -502,7 +504,7 @@ def scatter(array: Any, layout: "Layout", framework: str | None = None, root: in
         target = a
     else:
         target = _get(framework)
-        missing = [d for d in dict.fromkeys(layout.devices) if not target.supports(d)]
+        missing = _unsupported(target, layout)
         if missing:
             raise DeviceError(
                 f"scatter: framework {target.name!r} cannot hold fragments on "
@@ -514,8 +516,19 @@ def scatter(array: Any, layout: "Layout", framework: str | None = None, root: in
     sources = {0: Buffer(array, a, src_dev)}
     written = _allocate_all(layout.fragments, target, dtype, (a.name,))
     run_jobs([(plan.copies_into(i), sources, buf) for i, buf in enumerate(written)], dtype)
-    out = [_finish(frag, buf, target) for frag, buf in zip(layout.fragments, written)]
+    me = process_rank()
+    out = [_finish(frag, buf, target, me) for frag, buf in zip(layout.fragments, written)]
     return DistributedTensor._create(layout, out, dtype)
+
+
+def _unsupported(adapter: "Adapter", layout: "Layout") -> list[Device]:
+    """The devices of ``layout`` that ``adapter``'s framework cannot hold arrays on,
+    found once per layout and framework (the answer does not change while a process runs)."""
+    memo = layout.__dict__.setdefault("_unsupported", {})
+    found = memo.get(adapter.name)
+    if found is None:
+        found = memo[adapter.name] = [d for d in dict.fromkeys(layout.devices) if not adapter.supports(d)]
+    return found
 
 
 @lru_cache(maxsize=_PLAN_CACHE_SIZE)
