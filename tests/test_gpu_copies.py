@@ -114,3 +114,26 @@ def test_copy_many_on_cuda_joins_consecutive_pieces_and_only_those(framework):
     expected = big.copy()
     expected[0], expected[1] = shifted[0], shifted[2]
     np.testing.assert_array_equal(host(dst), expected)
+
+
+@pytest.mark.parametrize("framework", ["torch", "cupy"])
+def test_scatter_on_one_gpu_carves_fragments_from_one_allocation(framework):
+    # dense fragments of one GPU are aligned views, one after another, of one
+    # allocation, which outlives every fragment but the last
+    x = rand((100, 33), seed=11)  # fragments of 13 rows (9 in the last): not multiples of 256 bytes
+    layout = Layout.slab(x.shape, 0, ["cuda:0"] * 8)
+    dt = dlmg.scatter(x, layout, framework=framework)
+    adapter = get_adapter(framework)
+    pointers = [adapter.data_ptr(f.array) for f in dt.fragments]
+    assert all(p % 256 == 0 for p in pointers)
+    sizes = [f.array.size if framework == "cupy" else f.array.numel() for f in dt.fragments]
+    for k in range(7):
+        gap = pointers[k + 1] - pointers[k]
+        assert sizes[k] * 4 <= gap < sizes[k] * 4 + 256
+    last = dt.fragments[7].array
+    del dt
+    import gc
+
+    gc.collect()
+    kept = host(last)
+    np.testing.assert_array_equal(kept, x[x.shape[0] - kept.shape[0]:])

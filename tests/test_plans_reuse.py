@@ -103,3 +103,12 @@ def test_numpy_staging_memory_is_aligned_for_any_importer():
         a = numpy_adapter.empty(shape, "float32", dlmg.Device("cpu", 0))
         assert a.shape == shape and a.dtype == np.float32
         assert a.nbytes < 1 << 16 or a.ctypes.data % 64 == 0
+
+
+def test_host_fragments_of_a_scatter_are_separate_allocations():
+    # host fragments are not carved from one buffer (their pages would all fault
+    # in one fresh mapping); each is its own array
+    x = np.arange(64.0).reshape(16, 4)
+    dt = dlmg.scatter(x, dlmg.Layout.slab(x.shape, 0, ["cpu"] * 4))
+    assert all(f.array.base is None and f.array.flags.owndata for f in dt.fragments)
+    np.testing.assert_array_equal(dt.gather(), x)

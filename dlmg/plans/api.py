@@ -171,20 +171,23 @@ _CARVE_ALIGN = 256
 def _allocate_all(
     frags: Sequence["FragmentLayout"], framework: "Adapter", dtype: str, prefer: Sequence[str]
 ) -> list[Buffer]:
-    """Buffers for destination fragments ``frags``: dense ones of one device carved
-    out of one allocation (aligned views, one after another), others each their own
+    """Buffers for destination fragments ``frags``: dense ones of one GPU carved out
+    of one allocation (aligned views, one after another), others each their own
     (see :func:`_allocate`).
 
     One allocation instead of one per fragment takes the allocator's host work
     once, and lets a framework copy consecutive pieces of a source as one copy. The
-    fragments then share that allocation, which is freed when the last goes.
+    fragments then share that allocation, which is freed when the last goes. Host
+    fragments stay apart: their copies run on threads, one per destination, and a
+    large host allocation is a fresh mapping whose pages fault in on first touch
+    (the C allocator reuses freed blocks of up to 32 MiB instead).
     """
     itemsize = info(dtype).itemsize
     out: list[Buffer | None] = [None] * len(frags)
     groups: dict[Device, list[int]] = {}
     if framework.can_view and isinstance(itemsize, int) and _CARVE_ALIGN % itemsize == 0:
         for k, frag in enumerate(frags):
-            if frag.layout.element_strides is None and frag.size:
+            if frag.layout.element_strides is None and frag.size and not frag.device.is_host:
                 groups.setdefault(frag.device, []).append(k)
     for device, members in groups.items():
         if len(members) < 2:
