@@ -126,3 +126,13 @@ def test_padded_fragments_keep_the_per_fragment_path():
     assert on_lists("add", t, 1, False, "operator +") is None
     with pytest.raises(dlmg.FragmentError, match="padded blocks"):  # the per-fragment path says why
         t + 1
+
+
+def test_an_in_place_refusal_names_a_fragment():
+    # in place there is nothing to fall back on: the refusal is raised, naming the fragment
+    a = wrap(fragments("int32", "cpu", 1), "cpu")
+    b = wrap(fragments("float32", "cpu", 2), "cpu")
+    before = [f.array.clone() for f in a.fragments]
+    with pytest.raises(dlmg.FragmentError, match="operator \\+.*fragment 0"):
+        on_lists("add", a, b, True, "operator +")  # float results cannot be written into int32
+    assert all(torch.equal(f.array, x) for f, x in zip(a.fragments, before))
