@@ -34,6 +34,8 @@ __all__ = ["CupyAdapter"]
 
 #: cudaMemcpyDeviceToDevice
 _DEVICE_TO_DEVICE = 3
+#: dlmg's device of each CUDA ordinal.
+_CUDA_DEVICES: dict[int, Device] = {}
 
 
 def _rows(array: Any) -> tuple[int, int, int] | None:
@@ -115,7 +117,11 @@ class CupyAdapter(BaseAdapter):
     # -- describing -----------------------------------------------------------
     def device_of(self, array: Any) -> Device:
         """``cuda:i`` with ``i = array.device.id``."""
-        return Device("cuda", int(array.device.id))
+        index = array.device.id
+        found = _CUDA_DEVICES.get(index)  # asked per fragment per copy: made once per GPU
+        if found is None:
+            found = _CUDA_DEVICES[index] = Device("cuda", int(index))
+        return found
 
     def strides_of(self, array: Any) -> tuple[int, ...]:
         """Strides in elements (CuPy's are in bytes).
