@@ -263,6 +263,15 @@ class Adapter:
         """The strides of ``array`` in elements."""
         raise NotImplementedError
 
+    def runs_backwards(self, array: Any) -> bool:
+        """Whether a mode of ``array`` longer than 1 has a negative stride (which an
+        importer must copy or refuse). The default reads :meth:`strides_of`, where
+        :attr:`negative_strides` says the framework's arrays can have them."""
+        if not self.negative_strides:
+            return False
+        shape, strides = self.shape_of(array), self.strides_of(array)
+        return math.prod(shape) > 0 and any(s < 0 for n, s in zip(shape, strides) if n > 1)
+
     def data_ptr(self, array: Any) -> int:
         """The address of ``array``'s first element."""
         raise NotImplementedError

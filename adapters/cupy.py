@@ -26,6 +26,7 @@ from ._common import (
     check_copy,
     describe_producer,
     element_strides,
+    has_negative_strides,
     import_producer,
 )
 
@@ -122,6 +123,11 @@ class CupyAdapter(BaseAdapter):
         if found is None:
             found = _CUDA_DEVICES[index] = Device("cuda", int(index))
         return found
+
+    def runs_backwards(self, array: Any) -> bool:
+        """Byte strides carry the element strides' signs: read without converting them."""
+        strides = array.strides
+        return bool(strides) and min(strides) < 0 and has_negative_strides(array.shape, strides)
 
     def strides_of(self, array: Any) -> tuple[int, ...]:
         """Strides in elements (CuPy's are in bytes).

@@ -26,6 +26,7 @@ from ._common import (
     check_copy,
     describe_producer,
     element_strides,
+    has_negative_strides,
     import_producer,
 )
 
@@ -103,6 +104,11 @@ class NumpyAdapter(BaseAdapter):
     def device_of(self, array: Any) -> Device:
         """Always ``cpu:0``: NumPy arrays live in host memory."""
         return _HOST
+
+    def runs_backwards(self, array: Any) -> bool:
+        """Byte strides carry the element strides' signs: read without converting them."""
+        strides = array.strides
+        return bool(strides) and min(strides) < 0 and has_negative_strides(array.shape, strides)
 
     def strides_of(self, array: Any) -> tuple[int, ...]:
         """Strides in elements.

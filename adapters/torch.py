@@ -325,10 +325,11 @@ class TorchAdapter(BaseAdapter):
         if known is None:
             src = describe_producer(obj)
             here, shape, strides = src.device, src.shape, src.strides
+            backwards = has_negative_strides(shape, strides)
         else:  # only what the import needs: the full description is made when something fails
             src = None
             here, shape = known.device_of(inner), known.shape_of(inner)
-            strides = known.strides_of(inner) if known.negative_strides else ()
+            backwards = known.runs_backwards(inner)
         target = here if device is None else device
         if not self.supports(here):  # torch asserts (not raises) on CUDA memory without CUDA
             raise DLPackError(f"torch cannot take in memory on {here}: no such device in this torch "
@@ -336,7 +337,8 @@ class TorchAdapter(BaseAdapter):
         _check_numel(shape)  # before torch takes the capsule: its refusal would run the deleter
         # dtype limits of the producer first
         producer = import_producer(obj, known, inner)
-        if has_negative_strides(shape, strides):
+        if backwards:
+            strides = src.strides if src is not None else known.strides_of(inner)  # type: ignore[union-attr]
             if copy is False:
                 raise self._copy_required(
                     f"cannot represent the producer's negative strides {strides} (shape {shape})"
