@@ -23,20 +23,19 @@ from ._scalars import check_scalar
 from .dlpack.bounds import ADDRESS_LIMIT
 from .dtypes import canonical, info
 from .errors import DeviceError, FragmentError, LayoutError
-from .registry import DEFAULT_FRAMEWORK, viewing_frameworks
+from .layout import Layout
+from .registry import DEFAULT_FRAMEWORK, adapter_for, viewing_frameworks
 from .tensor import DistributedTensor, Fragment, process_rank
 
 if TYPE_CHECKING:  # pragma: no cover
     from .adapters import Adapter
-    from .layout import FragmentLayout, Layout
+    from .layout import FragmentLayout
 
 __all__ = ["from_fragments", "from_pointers", "empty", "zeros", "ones", "full", "scatter"]
 
 
 # -- shared checks ----------------------------------------------------------------
 def _check_layout(layout: Any, what: str) -> "Layout":
-    from .layout import Layout
-
     if not isinstance(layout, Layout):
         raise TypeError(f"{what} needs a dlmg.Layout as layout, got {type(layout).__name__}")
     return layout
@@ -150,8 +149,6 @@ def from_fragments(
     >>> dt[3, 0]
     1.0
     """
-    from .registry import adapter_for
-
     layout = _check_layout(layout, "from_fragments")
     rank_of = _ranks(layout)
     slots = _slots(layout, arrays, rank_of, "from_fragments")
@@ -162,6 +159,7 @@ def from_fragments(
     last_type: type | None = None
     adapter: Any = None
     dtype_names = _DTYPE_NAMES
+    explicit_strides = layout.element_strides is not None
     for frag, array, rank in zip(layout.fragments, slots, rank_of):
         i = frag.index
         if rank != me:
@@ -204,15 +202,16 @@ def from_fragments(
             have = adapter.device_of(array)
         except DeviceError as exc:
             raise FragmentError(f"fragment {i}: {exc}") from exc
-        if not _fits(adapter, have, frag.device):
+        slot = frag.device
+        if have != slot and not _fits(adapter, have, slot):
             raise FragmentError(
                 f"fragment {i}: the {adapter.name} array lies on {have}, but the layout puts fragment "
-                f"{i} on {frag.device}" + (unreachable_hint([frag.device]) if have.is_host else "")
+                f"{i} on {slot}" + (unreachable_hint([slot]) if have.is_host else "")
             )
-        if layout.element_strides is not None:
+        if explicit_strides:
             _check_strides(frag, adapter, array)
         # what Fragment.__dlpack_device__ would find for plain host memory in slot cpu:k: (1, k)
-        dl = (1, frag.device.index) if have.kind == "cpu" and frag.device.kind == "cpu" else None
+        dl = (1, slot.index) if have.kind == "cpu" and slot.kind == "cpu" else None
         frags.append(Fragment.of_array(frag, array, adapter.name, rank=rank, adapter=adapter, dl_device=dl))
     if want is None:
         raise FragmentError("from_fragments: this process holds no fragment; pass dtype= to name the element type")
