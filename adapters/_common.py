@@ -52,6 +52,7 @@ __all__ = [
     "describe_producer",
     "import_producer",
     "has_negative_strides",
+    "runs_backwards_by_byte_strides",
     "is_c_contiguous",
     "is_compact",
     "SIXTY_FOUR_BIT",
@@ -105,6 +106,14 @@ def is_compact(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
 def has_negative_strides(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
     """Whether any mode of extent > 1 runs backwards in memory."""
     return math.prod(shape) > 0 and any(s < 0 for n, s in zip(shape, strides) if n > 1)
+
+
+def runs_backwards_by_byte_strides(self: Any, array: Any) -> bool:
+    """:meth:`~dlmg.adapters.Adapter.runs_backwards` for arrays with byte strides
+    (NumPy's, CuPy's): their signs are the element strides' signs, so they are read
+    without converting them."""
+    strides = array.strides
+    return bool(strides) and min(strides) < 0 and has_negative_strides(array.shape, strides)
 
 
 def check_copy(copy: Any) -> bool | None:

@@ -26,8 +26,8 @@ from ._common import (
     check_copy,
     describe_producer,
     element_strides,
-    has_negative_strides,
     import_producer,
+    runs_backwards_by_byte_strides,
 )
 
 __all__ = ["CupyAdapter"]
@@ -124,10 +124,7 @@ class CupyAdapter(BaseAdapter):
             found = _CUDA_DEVICES[index] = Device("cuda", int(index))
         return found
 
-    def runs_backwards(self, array: Any) -> bool:
-        """Byte strides carry the element strides' signs: read without converting them."""
-        strides = array.strides
-        return bool(strides) and min(strides) < 0 and has_negative_strides(array.shape, strides)
+    runs_backwards = runs_backwards_by_byte_strides
 
     def strides_of(self, array: Any) -> tuple[int, ...]:
         """Strides in elements (CuPy's are in bytes).

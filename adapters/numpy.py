@@ -26,8 +26,8 @@ from ._common import (
     check_copy,
     describe_producer,
     element_strides,
-    has_negative_strides,
     import_producer,
+    runs_backwards_by_byte_strides,
 )
 
 __all__ = ["NumpyAdapter"]
@@ -105,10 +105,7 @@ class NumpyAdapter(BaseAdapter):
         """Always ``cpu:0``: NumPy arrays live in host memory."""
         return _HOST
 
-    def runs_backwards(self, array: Any) -> bool:
-        """Byte strides carry the element strides' signs: read without converting them."""
-        strides = array.strides
-        return bool(strides) and min(strides) < 0 and has_negative_strides(array.shape, strides)
+    runs_backwards = runs_backwards_by_byte_strides
 
     def strides_of(self, array: Any) -> tuple[int, ...]:
         """Strides in elements.

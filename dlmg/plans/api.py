@@ -421,7 +421,6 @@ def destination(dt: "DistributedTensor", framework: str | None, device: Any, out
 
 
 def _check_out(dt: "DistributedTensor", out: Any, framework: str | None, device: Any) -> Buffer:
-
     a = adapter_for(out)
     if framework is not None and _get(framework).name != a.name:
         raise FrameworkError(f"gather: out is a {a.name} array but framework={framework!r} was asked for")
