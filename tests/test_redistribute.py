@@ -291,6 +291,28 @@ def test_threaded_host_copies_give_the_same_tensor(monkeypatch, framework):
         check_fragments(out, full)
 
 
+@pytest.mark.parametrize("framework", [f for f in ("numpy", "torch") if have(f)])
+def test_small_pieces_run_as_one_task_per_destination(monkeypatch, framework):
+    # pieces too small to be tasks of their own, destinations large enough: one
+    # task per destination, each reading several sources
+    from dlmg.plans import execute
+
+    if execute._pool() is None:
+        pytest.skip("one CPU: dlmg never copies on threads here")
+    full = np.arange(48 * 40, dtype=np.float32).reshape(48, 40)
+    src = dlmg.scatter(full, Layout.block_cyclic((48, 40), (5, 3), (2, 3), ["cpu"] * 6), framework=framework)
+    dst = Layout.slab((48, 40), 1, ["cpu"] * 4)
+    calls = []
+    real_submit = execute._pool().submit
+    monkeypatch.setattr(execute, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(execute, "PARALLEL_MIN_TASK_BYTES", full.nbytes // 4)  # one destination's bytes
+    monkeypatch.setattr(execute._POOL[0], "submit", lambda *a, **k: calls.append(1) or real_submit(*a, **k))
+    out = src.redistribute(dst)
+    assert len(calls) == 4
+    assert np.array_equal(to_numpy(out.gather(framework="numpy")), full)
+    check_fragments(out, full)
+
+
 def test_threaded_copy_errors_reach_the_caller(monkeypatch):
     from dlmg.plans import execute
 
