@@ -136,3 +136,16 @@ def test_an_in_place_refusal_names_a_fragment():
     with pytest.raises(dlmg.FragmentError, match="operator \\+.*fragment 0"):
         on_lists("add", a, b, True, "operator +")  # float results cannot be written into int32
     assert all(torch.equal(f.array, x) for f, x in zip(a.fragments, before))
+
+
+def test_a_temporary_meeting_another_layout_is_refused():
+    # fragments of the same shapes in another distribution: the layouts differ,
+    # whether the left operand is a temporary (written in place) or not
+    a = dlmg.from_fragments([torch.full((3, 5), float(k)) for k in range(4)], dlmg.Layout.slab((12, 5), 0, ["cpu"] * 4))
+    cyclic = dlmg.Layout((12, 5), block=(1, 5), grid=(4, 1), devices=["cpu"] * 4)
+    b = dlmg.scatter(torch.arange(60.0).reshape(12, 5), cyclic)
+    assert on_lists("add", a, b, True, "operator +") is None
+    with pytest.raises(dlmg.LayoutMismatchError):
+        (a * 1.0) + b
+    with pytest.raises(dlmg.LayoutMismatchError):
+        a + b

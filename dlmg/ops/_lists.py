@@ -48,7 +48,7 @@ def on_lists(name: str, lead: "DistributedTensor", other: Any, in_place: bool, l
     ``other`` is a Python scalar or a tensor of ``lead``'s distribution. Returns
     the new tensor (``lead`` itself when ``in_place``), or ``None`` when list
     operations do not apply: a framework without them, padded fragments,
-    operands of different frameworks, other scalars, arrays recording
+    operands of different layouts or frameworks, other scalars, arrays recording
     gradients, or (not in place) a refusal by the framework, which the caller's
     per-fragment path then reports with the fragment it concerns.
     """
@@ -58,6 +58,8 @@ def on_lists(name: str, lead: "DistributedTensor", other: Any, in_place: bool, l
         return None
     frags = lead.fragments
     if is_distributed(other):
+        if not lead.layout.same_distribution(other.layout):
+            return None  # the per-fragment path says the layouts differ
         other_placed = placement(other)
         if other_placed.frameworks != placed.frameworks or not _lists(other_placed):
             return None
