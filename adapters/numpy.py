@@ -293,11 +293,7 @@ class NumpyAdapter(BaseAdapter):
 
     def export(self, array: Any, **kwargs: Any) -> Any:
         """``array.__dlpack__(**kwargs)``; bfloat16 raises a clear DtypeError first."""
-        if array.dtype not in _EXPORTABLE:  # checked once per dtype object
-            name = self.dtype_of(array)
-            if name not in NUMPY_DLPACK_DTYPES:
-                raise _bf16_error("export", name)
-            _EXPORTABLE.add(array.dtype)
+        self.producer(array)  # the dtype check
         try:  # NumPy >= 2.1 takes every keyword of the protocol
             return array.__dlpack__(**kwargs)
         except TypeError:  # an older NumPy: the keywords it knows, or a clear error

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._executor import _fail, executor
 from ._operands import is_distributed
-from .dispatch import _inherit, new_tensor, placement
+from .dispatch import _inherit, local_groups, new_tensor, placement
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -26,13 +26,10 @@ _SCALARS = (int, float, bool, complex)
 def _groups(placed: Any) -> tuple[tuple[Any, tuple[int, ...]], ...]:
     """The local fragments by (framework, device), each with its adapter; empty
     where a fragment is padded or its framework has no list operations."""
-    found: dict[tuple[str, Any], tuple[Any, list[int]]] = {}
-    for i in placed.indices:
-        ex = placed.executors[i]
-        if placed.fragments[i]._array is None or ex.adapter.list_operator("add") is None:
-            return ()
-        found.setdefault((ex.framework, ex.device), (ex.adapter, []))[1].append(i)
-    return tuple((adapter, tuple(indices)) for adapter, indices in found.values())
+    groups = local_groups(placed)
+    if not placed.dense or any(adapter.list_operator("add") is None for adapter, _, _ in groups):
+        return ()
+    return tuple((adapter, indices) for adapter, _, indices in groups)
 
 
 def _lists(placed: Any) -> tuple[tuple[Any, tuple[int, ...]], ...]:

@@ -168,7 +168,7 @@ class _Placement:
     each and every fragment's framework. Computed once per fragments tuple and
     kept on the tensor (results of an operation inherit their lead's)."""
 
-    __slots__ = ("fragments", "indices", "executors", "frameworks", "groups", "lists", "mutable", "dense")
+    __slots__ = ("fragments", "indices", "executors", "frameworks", "by_device", "groups", "lists", "mutable", "dense")
 
     def __init__(self, tensor: "DistributedTensor") -> None:
         frags = tensor.fragments
@@ -182,6 +182,7 @@ class _Placement:
         self.mutable = all(self.executors[i].adapter.mutable for i in self.indices)  # type: ignore[union-attr]
         # whether every local fragment is one array (none padded): its slot is then read directly
         self.dense = all(frags[i]._array is not None for i in self.indices)
+        self.by_device: Any = None  # the local fragments by framework and device, found when first asked
         self.groups: Any = None  # what dlmg.fuse runs as one call per device, found when first asked
         self.lists: Any = None  # what operators run as list operations on, found when first asked
 
@@ -194,6 +195,20 @@ def placement(tensor: "DistributedTensor") -> _Placement:
     return found
 
 
+def local_groups(placed: _Placement) -> tuple[tuple[Any, Any, tuple[int, ...]], ...]:
+    """The local fragments of a placement by (framework, device): ``(adapter,
+    device, fragment indices)`` in the order of their first fragment, kept on the
+    placement (what batched work, compiled or list operations, runs one call of)."""
+    groups = placed.by_device
+    if groups is None:
+        found: dict[tuple[str, Any], tuple[Any, Any, list[int]]] = {}
+        for i in placed.indices:
+            ex = placed.executors[i]
+            found.setdefault((ex.framework, ex.device), (ex.adapter, ex.device, []))[2].append(i)  # type: ignore[union-attr]
+        groups = placed.by_device = tuple((adapter, device, tuple(ix)) for adapter, device, ix in found.values())
+    return groups
+
+
 def _inherit(result: "DistributedTensor", lead: _Placement) -> None:
     """Give a result built fragment by fragment from ``lead``'s executors its placement."""
     frags = result.fragments
@@ -203,7 +218,7 @@ def _inherit(result: "DistributedTensor", lead: _Placement) -> None:
         placed = _Placement.__new__(_Placement)
         placed.fragments, placed.indices = frags, lead.indices
         placed.executors, placed.frameworks, placed.groups = lead.executors, lead.frameworks, lead.groups
-        placed.lists = lead.lists
+        placed.by_device, placed.lists = lead.by_device, lead.lists
         placed.mutable = lead.mutable
         placed.dense = True  # results are arrays
         result.__dict__["_placement"] = placed

@@ -26,7 +26,16 @@ from ..device import Device
 from ..errors import FragmentError
 from ..registry import adapter_for
 from ._operands import SCALAR_TYPES
-from .dispatch import _fresh, _inherit, check_same_layout, is_distributed, map_fragments, new_tensor, placement
+from .dispatch import (
+    _fresh,
+    _inherit,
+    check_same_layout,
+    is_distributed,
+    local_groups,
+    map_fragments,
+    new_tensor,
+    placement,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -53,14 +62,14 @@ def _device_groups(placed: Any, layout: Any) -> tuple[tuple[Any, Device, tuple[i
     lists. Kept on the placement, which results of an operation inherit."""
     groups = placed.groups
     if groups is None:
-        found: dict[tuple[str, Device], tuple[Any, Device, list[int]]] = {}
-        for i in placed.indices:
-            ex = placed.executors[i]
-            if ex.adapter.batches_elementwise and placed.fragments[i]._array is not None:  # not padded
-                found.setdefault((ex.framework, ex.device), (ex.adapter, ex.device, []))[2].append(i)
+        kept = [
+            (adapter, device, tuple(i for i in indices if placed.fragments[i]._array is not None))  # not padded
+            for adapter, device, indices in local_groups(placed)
+            if adapter.batches_elementwise
+        ]
         groups = placed.groups = tuple(
-            (adapter, device, tuple(indices), tuple(layout.fragments[i].shape for i in indices))
-            for adapter, device, indices in found.values()
+            (adapter, device, indices, tuple(layout.fragments[i].shape for i in indices))
+            for adapter, device, indices in kept
             if len(indices) >= 2
         )
     return groups

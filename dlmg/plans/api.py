@@ -22,6 +22,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Sequence
 
+from .._shapes import c_strides
 from ..device import Device, as_device, unreachable_hint
 from ..distributed._state import current
 from ..layout import Layout
@@ -201,21 +202,12 @@ def _allocate_all(
         where = framework.device_of(whole)
         for k, offset in zip(members, offsets):
             shape = tuple(frags[k].shape)
-            view = framework.as_strided(whole, shape, _c_strides(shape), offset)
+            view = framework.as_strided(whole, shape, c_strides(shape), offset)
             out[k] = Buffer(view, framework, where)
     for k, frag in enumerate(frags):
         if out[k] is None:
             out[k] = _allocate(frag, framework, dtype, prefer)[0]
     return out  # type: ignore[return-value]
-
-
-@lru_cache(maxsize=1024)
-def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 def _finish(frag: "FragmentLayout", buf: Buffer, framework: "Adapter", rank: int | None = None) -> "Fragment":
