@@ -251,9 +251,10 @@ class CupyAdapter(BaseAdapter):
         cp = self.module()
         itemsize = array.itemsize
         byte_strides = tuple(int(s) * itemsize for s in strides)
-        if not offset:
-            return cp.lib.stride_tricks.as_strided(array, shape=tuple(shape), strides=byte_strides)
-        return cp.ndarray(tuple(shape), dtype=array.dtype, memptr=array.data + int(offset) * itemsize, strides=byte_strides)
+        memptr = array.data + int(offset) * itemsize if offset else array.data
+        # the constructor, not cupy.lib.stride_tricks.as_strided: that one is Python
+        # around the same constructor
+        return cp.ndarray(tuple(shape), dtype=array.dtype, memptr=memptr, strides=byte_strides)
 
     def ascontiguous(self, array: Any) -> Any:
         """``cupy.ascontiguousarray`` (on the array's device)."""

@@ -137,3 +137,46 @@ def test_scatter_on_one_gpu_carves_fragments_from_one_allocation(framework):
     gc.collect()
     kept = host(last)
     np.testing.assert_array_equal(kept, x[x.shape[0] - kept.shape[0]:])
+
+
+def _on_gpu(x: np.ndarray, framework: str):
+    if framework == "torch":
+        import torch
+
+        return torch.as_tensor(x, device="cuda:0")
+    import cupy
+
+    return cupy.asarray(x)
+
+
+@pytest.mark.parametrize("source", ["torch", "cupy"])
+@pytest.mark.parametrize("framework", ["torch", "cupy"])
+@pytest.mark.parametrize("shape", [(128, 64), (100, 33)], ids=["parts-at-256-bytes", "parts-with-gaps"])
+def test_row_slab_scatter_on_one_gpu_fills_every_fragment(source, framework, shape):
+    # rows of 64 float32 fill carved parts exactly (one copy of the whole
+    # source); rows of 33 leave gaps between the parts (a copy per fragment);
+    # the same again from a view that starts inside its storage
+    x = rand((shape[0] + 3, shape[1]), seed=12)
+    big = _on_gpu(x, source)[3:]
+    layout = Layout.slab(shape, 0, ["cuda:0"] * 8)
+    for _ in range(2):
+        dt = dlmg.scatter(big, layout, framework=framework)
+        assert set(dt.frameworks) == {framework}
+        check = [host(f.array) for f in dt.fragments]
+        np.testing.assert_array_equal(np.concatenate(check), x[3:])
+
+
+def test_row_slab_scatter_on_one_gpu_is_one_device_copy():
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    big = torch.as_tensor(rand((1024, 256), seed=13), device="cuda:0")
+    layout = Layout.slab(big.shape, 0, ["cuda:0"] * 8)
+    dlmg.scatter(big, layout)  # plans made before profiling
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        dt = dlmg.scatter(big, layout)
+        torch.cuda.synchronize()
+    copies = [e for e in prof.events() if e.device_type.name == "CUDA"]
+    assert len(copies) == 1, [e.name for e in copies]
+    np.testing.assert_array_equal(host(dt), host(big))

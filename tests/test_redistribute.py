@@ -3,6 +3,7 @@ fragments, and round trips between random layouts and frameworks."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -18,6 +19,7 @@ from dlmg.plans.segments import blocked_mode, decompose, dense_mode, streaks
 from _strategies import (
     FRAMEWORKS,
     check_fragments,
+    expected_fragment,
     have,
     jax_cpus,
     layout_pairs,
@@ -25,6 +27,7 @@ from _strategies import (
     make,
     need,
     reference,
+    shapes,
     to_numpy,
 )
 
@@ -147,6 +150,58 @@ def test_plan_summary_and_fields():
     assert "cpu:1 -> cpu:2: 64 bytes" in text and "6 strided copies" in text
     with pytest.raises(LayoutMismatchError):
         dlmg.plan_redistribution(src, Layout.single((8, 7)), "float32")
+
+
+@settings(max_examples=60)
+@given(shapes(min_ndim=1), st.data())
+def test_copies_filling_consecutive_parts_of_one_buffer_join_into_one(shape, data):
+    # what a scatter onto one GPU does with its destinations carved one after
+    # another from one allocation: where their elements are consecutive in the
+    # (C-contiguous) source, the plan's copies become one
+    dst = data.draw(layouts(shape, jax_devices=False))
+    plan = dlmg.plan_redistribution(Layout.single(shape), dst, "float32")
+    members = [f.index for f in dst.fragments if f.size and f.index not in plan.reused]
+    sizes = [dst.fragments[i].size for i in members]
+    offsets = list(itertools.accumulate([0] + sizes[:-1]))
+    x = np.arange(math.prod(shape), dtype=np.float32).reshape(shape)
+    parts = [expected_fragment(x, dst, i).ravel() for i in members]
+    consecutive = bool(parts) and np.array_equal(
+        np.concatenate(parts), np.arange(parts[0][0], parts[0][0] + sum(sizes), dtype=np.float32)
+    )
+    joined = plan.joined(members, offsets, sizes)
+    assert (joined is not None) == consecutive, (dst, members)
+    assert plan.joined(members, offsets, sizes) is joined  # remembered
+    if joined is None:
+        return
+    assert joined.shape == (sum(sizes),) and joined.nbytes == 4 * sum(sizes) and joined.dst_offset == 0
+    from dlmg.plans.execute import Buffer, run_copies
+    from dlmg.registry import get_adapter
+
+    numpy, cpu = get_adapter("numpy"), dlmg.Device("cpu", 0)
+    whole = np.full(sum(sizes), -1, np.float32)
+    run_copies([joined], {0: Buffer(x, numpy, cpu)}, Buffer(whole, numpy, cpu), "float32")
+    for part, offset, size in zip(parts, offsets, sizes):
+        np.testing.assert_array_equal(whole[offset:offset + size], part)
+    if len(members) > 1:  # a gap between two parts: no longer one copy
+        gapped = [offset + (64 if k else 0) for k, offset in enumerate(offsets)]
+        assert plan.joined(members, gapped, sizes) is None
+        assert plan.joined(members[::-1], offsets, sizes[::-1]) is None  # the other order
+
+
+def test_row_slabs_join_and_column_slabs_do_not():
+    rows = Layout.slab((100, 33), 0, ["cpu"] * 8)  # 13 rows each, 9 in the last
+    plan = dlmg.plan_redistribution(Layout.single((100, 33)), rows, "float64")
+    sizes = [f.size for f in rows.fragments]
+    offsets = list(itertools.accumulate([0] + sizes[:-1]))
+    joined = plan.joined(range(8), offsets, sizes)
+    assert joined is not None and joined.shape == (3300,) and joined.src_offset == 0 and joined.nbytes == 26400
+    assert plan.joined(range(1, 8), offsets[1:], sizes[1:]).src_offset == 13 * 33  # a run that starts later
+    # carved at 256-byte steps, 13 x 33 float64 leave gaps between the parts
+    aligned = [k * -(-13 * 33 // 32) * 32 for k in range(8)]
+    assert plan.joined(range(8), aligned, sizes) is None
+    columns = Layout.slab((100, 33), 1, ["cpu"] * 3)
+    plan = dlmg.plan_redistribution(Layout.single((100, 33)), columns, "float64")
+    assert plan.joined(range(3), [0, 1100, 2200], [1100] * 3) is None
 
 
 def test_replicated_source_reads_the_replica_on_the_destination_device():

@@ -20,7 +20,7 @@ refused with ``NotImplementedError``.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 from .._shapes import c_strides
 from ..device import Device, as_device, unreachable_hint
@@ -169,45 +169,106 @@ def _allocate(frag: "FragmentLayout", framework: "Adapter", dtype: str, prefer: 
 _CARVE_ALIGN = 256
 
 
+class _Carving(NamedTuple):
+    """Destinations carved out of one allocation: fragment numbers ``members``,
+    ``sizes[k]`` elements each at element ``offsets[k]`` of ``whole``."""
+
+    whole: Buffer
+    members: tuple[int, ...]
+    offsets: tuple[int, ...]
+    sizes: tuple[int, ...]
+
+
+class _Group(NamedTuple):
+    """Where the dense fragments of one device go in their shared allocation."""
+
+    device: Device
+    positions: tuple[int, ...]  # in the list of fragments asked for
+    offsets: tuple[int, ...]
+    total: int
+    shapes: tuple[tuple[int, ...], ...]
+    strides: tuple[tuple[int, ...], ...]
+    members: tuple[int, ...]  # fragment numbers
+    sizes: tuple[int, ...]
+
+
+def _carve_groups(layout: "Layout", frags: Sequence["FragmentLayout"], itemsize: int) -> tuple[_Group, ...]:
+    """How :func:`_allocate_all` carves ``frags`` (fragments of ``layout``) of
+    ``itemsize``-byte elements: worked out once per layout, fragments and itemsize."""
+    memo = layout.__dict__.setdefault("_carve_groups", {})
+    key = (itemsize, tuple(frag.index for frag in frags))
+    found = memo.get(key)
+    if found is not None:
+        return found
+    by_device: dict[Device, list[int]] = {}
+    if _CARVE_ALIGN % itemsize == 0:
+        for k, frag in enumerate(frags):
+            if frag.layout.element_strides is None and frag.size and not frag.device.is_host:
+                by_device.setdefault(frag.device, []).append(k)
+    step = _CARVE_ALIGN // itemsize
+    groups = []
+    for device, positions in by_device.items():
+        if len(positions) < 2:
+            continue
+        offsets, total = [], 0
+        for k in positions:
+            offsets.append(total)
+            total += -(-frags[k].size // step) * step
+        shapes = tuple(tuple(frags[k].shape) for k in positions)
+        groups.append(_Group(device, tuple(positions), tuple(offsets), total, shapes, tuple(map(c_strides, shapes)),
+                             tuple(frags[k].index for k in positions), tuple(frags[k].size for k in positions)))
+    memo[key] = found = tuple(groups)
+    return found
+
+
 def _allocate_all(
-    frags: Sequence["FragmentLayout"], framework: "Adapter", dtype: str, prefer: Sequence[str]
-) -> list[Buffer]:
-    """Buffers for destination fragments ``frags``: dense ones of one GPU carved out
-    of one allocation (aligned views, one after another), others each their own
-    (see :func:`_allocate`).
+    layout: "Layout", frags: Sequence["FragmentLayout"], framework: "Adapter", dtype: str, prefer: Sequence[str]
+) -> tuple[list[Buffer], list[_Carving]]:
+    """Buffers for destination fragments ``frags`` of ``layout``: dense ones of one
+    GPU carved out of one allocation (aligned views, one after another), others
+    each their own (see :func:`_allocate`); and the carvings made.
 
     One allocation instead of one per fragment takes the allocator's host work
-    once, and lets a framework copy consecutive pieces of a source as one copy. The
-    fragments then share that allocation, which is freed when the last goes. Host
-    fragments stay apart: their copies run on threads, one per destination, and a
-    large host allocation is a fresh mapping whose pages fault in on first touch
-    (the C allocator reuses freed blocks of up to 32 MiB instead).
+    once, and lets a copy that fills consecutive destinations from consecutive
+    source elements run as one copy (see :func:`_jobs`). The fragments then share
+    that allocation, which is freed when the last goes. Host fragments stay
+    apart: their copies run on threads, one per destination, and a large host
+    allocation is a fresh mapping whose pages fault in on first touch (the C
+    allocator reuses freed blocks of up to 32 MiB instead).
     """
     itemsize = info(dtype).itemsize
     out: list[Buffer | None] = [None] * len(frags)
-    groups: dict[Device, list[int]] = {}
-    if framework.can_view and isinstance(itemsize, int) and _CARVE_ALIGN % itemsize == 0:
-        for k, frag in enumerate(frags):
-            if frag.layout.element_strides is None and frag.size and not frag.device.is_host:
-                groups.setdefault(frag.device, []).append(k)
-    for device, members in groups.items():
-        if len(members) < 2:
-            continue
-        step = _CARVE_ALIGN // itemsize
-        offsets, total = [], 0
-        for k in members:
-            offsets.append(total)
-            total += -(-frags[k].size // step) * step
-        whole = framework.empty((total,), dtype, device)
+    carvings: list[_Carving] = []
+    groups = _carve_groups(layout, frags, itemsize) if framework.can_view and isinstance(itemsize, int) else ()
+    for group in groups:
+        whole = framework.empty((group.total,), dtype, group.device)
         where = framework.device_of(whole)
-        for k, offset in zip(members, offsets):
-            shape = tuple(frags[k].shape)
-            view = framework.as_strided(whole, shape, c_strides(shape), offset)
-            out[k] = Buffer(view, framework, where)
+        for k, shape, strides, offset in zip(group.positions, group.shapes, group.strides, group.offsets):
+            out[k] = Buffer(framework.as_strided(whole, shape, strides, offset), framework, where)
+        carvings.append(_Carving(Buffer(whole, framework, where), group.members, group.offsets, group.sizes))
     for k, frag in enumerate(frags):
         if out[k] is None:
             out[k] = _allocate(frag, framework, dtype, prefer)[0]
-    return out  # type: ignore[return-value]
+    return out, carvings  # type: ignore[return-value]
+
+
+def _jobs(
+    plan: RedistributionPlan, sources: dict[int, Buffer], written: dict[int, Buffer], carvings: Sequence[_Carving]
+) -> list[tuple[Sequence[Any], dict[int, Buffer], Buffer]]:
+    """The copy jobs filling destinations ``written`` (fragment number -> buffer):
+    one per destination, except that the destinations of a carving that
+    ``plan`` fills with consecutive elements of one source get one copy into the
+    carved allocation (a slab scatter of a contiguous array: one copy, with two
+    views instead of two per fragment)."""
+    jobs: list[tuple[Sequence[Any], dict[int, Buffer], Buffer]] = []
+    joined: set[int] = set()
+    for carving in carvings:
+        copy = plan.joined(carving.members, carving.offsets, carving.sizes)
+        if copy is not None:
+            jobs.append(((copy,), sources, carving.whole))
+            joined.update(carving.members)
+    jobs.extend((plan.copies_into(i), sources, buf) for i, buf in written.items() if i not in joined)
+    return jobs
 
 
 def _finish(frag: "FragmentLayout", buf: Buffer, framework: "Adapter", rank: int | None = None) -> "Fragment":
@@ -344,14 +405,18 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
     sources = _source_buffers(dt)
     prefer = tuple(dt.frameworks)
     written: dict[int, tuple[Buffer, "Adapter"]] = {}
+    carvings: list[_Carving] = []
     fresh = [(frag, target) for frag, target in zip(layout.fragments, targets) if frag.index not in plan.reused]
     by_framework: dict[str, tuple["Adapter", list[Any]]] = {}
     for frag, target in fresh:
         by_framework.setdefault(target.name, (target, []))[1].append(frag)
     for target, frags in by_framework.values():
-        for frag, buf in zip(frags, _allocate_all(frags, target, dt.dtype, prefer)):
+        bufs, carved = _allocate_all(layout, frags, target, dt.dtype, prefer)
+        carvings.extend(carved)
+        for frag, buf in zip(frags, bufs):
             written[frag.index] = (buf, target)
-    run_jobs([(plan.copies_into(i), sources, buf) for i, (buf, _) in written.items()], dt.dtype, _views(dt))
+    buffers = {i: buf for i, (buf, _) in written.items()}
+    run_jobs(_jobs(plan, sources, buffers, carvings), dt.dtype, _views(dt))
     out: list["Fragment"] = []
     for frag in layout.fragments:
         if frag.index in written:
@@ -508,8 +573,8 @@ def scatter(array: Any, layout: "Layout", framework: str | None = None, root: in
     strides = tuple(int(s) for s in a.strides_of(array))
     plan = _scatter_plan(shape, strides, src_dev, layout, dtype)
     sources = {0: Buffer(array, a, src_dev)}
-    written = _allocate_all(layout.fragments, target, dtype, (a.name,))
-    run_jobs([(plan.copies_into(i), sources, buf) for i, buf in enumerate(written)], dtype)
+    written, carvings = _allocate_all(layout, layout.fragments, target, dtype, (a.name,))
+    run_jobs(_jobs(plan, sources, dict(enumerate(written)), carvings), dtype)
     me = process_rank()
     out = [_finish(frag, buf, target, me) for frag, buf in zip(layout.fragments, written)]
     return DistributedTensor._create(layout, out, dtype)

@@ -101,6 +101,7 @@ class RedistributionPlan:
     sources: dict[int, tuple[int, ...]]
     dtype: str | None = None
     _by_dst: dict[int, tuple[Copy, ...]] = field(default_factory=dict, repr=False)
+    _joined: dict[tuple[tuple[int, ...], ...], Copy | None] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         groups: dict[int, list[Copy]] = defaultdict(list)
@@ -112,6 +113,53 @@ class RedistributionPlan:
     def copies_into(self, dst: int) -> tuple[Copy, ...]:
         """The copies writing destination fragment ``dst``."""
         return self._by_dst.get(dst, ())
+
+    def joined(self, dsts: Sequence[int], offsets: Sequence[int], sizes: Sequence[int]) -> Copy | None:
+        """The copies into destinations ``dsts`` as one copy of contiguous elements,
+        where the destinations are parts of one buffer (starting ``offsets``
+        elements into it, ``sizes`` elements each) and the copies one source's
+        consecutive elements; ``None`` where they are not.
+
+        Each destination must be written whole by one copy whose elements are
+        contiguous on both sides, the copies must read one source fragment on
+        one device, and each must start where the one before it ended, in the
+        source and in the buffer (no gap between the parts). The result copies
+        ``sum(sizes)`` elements into the buffer at ``offsets[0]``; its ``dst``
+        is ``dsts[0]``. Answers are remembered per argument triple.
+        """
+        key = (tuple(dsts), tuple(offsets), tuple(sizes))
+        if key in self._joined:
+            return self._joined[key]
+        found = self._join(*key)
+        if len(self._joined) >= 64:  # a plan meets few carvings; bound it anyway
+            self._joined.clear()
+        self._joined[key] = found
+        return found
+
+    def _join(self, dsts: tuple[int, ...], offsets: tuple[int, ...], sizes: tuple[int, ...]) -> Copy | None:
+        if not dsts or not len(dsts) == len(offsets) == len(sizes):
+            return None
+        first: Copy | None = None
+        for dst, offset, size in zip(dsts, offsets, sizes):
+            copies = self.copies_into(dst)
+            if len(copies) != 1:
+                return None
+            c = copies[0]
+            if c.dst_offset or c.size != size or not (_compact(c.shape, c.src_strides) and _compact(c.shape, c.dst_strides)):
+                return None
+            if first is None:
+                first = c
+            elif (c.src, c.src_device, c.dst_device) != (first.src, first.src_device, first.dst_device) or (
+                c.src_offset - first.src_offset != offset - offsets[0]
+            ):
+                return None
+        for offset, size, after in zip(offsets, sizes, offsets[1:]):
+            if offset + size != after:
+                return None
+        assert first is not None
+        total = sum(sizes)
+        return Copy(first.src, first.dst, (total,), first.src_offset, (1,), offsets[0], (1,),
+                    first.src_device, first.dst_device, total * self.itemsize)
 
     @property
     def total_bytes(self) -> int:
@@ -162,6 +210,16 @@ class RedistributionPlan:
             f"<RedistributionPlan copies={self.ncopies} bytes={self.total_bytes} "
             f"cross_device={self.cross_device_bytes} reused={len(self.reused)}>"
         )
+
+
+def _compact(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether a view of ``shape`` and element ``strides`` is C-contiguous."""
+    expected = 1
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n != 1 and s != expected:
+            return False
+        expected *= n
+    return True
 
 
 def _simplify(shape: list[int], a: list[int], b: list[int]) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
