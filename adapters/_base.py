@@ -171,7 +171,11 @@ class Adapter:
         return bool(self.package) and self.package in sys.modules
 
     def owns(self, array: Any) -> bool:
-        """Whether ``array`` is an array of this framework (checked without importing it)."""
+        """Whether ``array`` is an array of this framework (checked without importing it).
+
+        The answer must follow from the array's type alone:
+        :func:`dlmg.registry.adapter_for` remembers the types an adapter owns.
+        """
         return type(array).__module__.partition(".")[0] in self.modules
 
     def from_scalar(self, obj: Any) -> Any:

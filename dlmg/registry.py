@@ -72,6 +72,7 @@ def _clear_caches() -> None:
     _adapters.cache_clear()
     _instance.cache_clear()
     _adapter_for_type.cache_clear()
+    _OWNED.clear()
 
 
 def register(adapter: "Adapter | type[Adapter]", *, replace: bool = False) -> "Adapter":
@@ -176,6 +177,11 @@ def get_adapter(framework: "str | Adapter") -> "Adapter":
         raise FrameworkError(f"the adapter for framework {name!r} failed to load: {exc!r}") from exc
 
 
+#: Array types and the adapter that owns them, filled as adapter_for meets them
+#: (asked for every operand of every operation).
+_OWNED: dict[type, "Adapter"] = {}
+
+
 @lru_cache(maxsize=256)
 def _adapter_for_type(cls: type) -> "Adapter | None":
     top = cls.__module__.partition(".")[0]
@@ -202,13 +208,18 @@ def adapter_for(array: Any) -> "Adapter":
     FrameworkError
         When no adapter claims the array and it has no ``__dlpack__``.
     """
-    adapter = _adapter_for_type(type(array))  # type: ignore[arg-type]  # classes are hashable
-    if adapter is None or not adapter.owns(array):
-        raise FrameworkError(
-            f"an object of type {type(array).__module__}.{type(array).__qualname__} is not an "
-            f"array of a known framework ({', '.join(adapter_names())}) and has no __dlpack__"
-        )
-    return adapter
+    cls = type(array)
+    found = _OWNED.get(cls)
+    if found is not None:
+        return found
+    adapter = _adapter_for_type(cls)  # type: ignore[arg-type]  # classes are hashable
+    if adapter is not None and adapter.owns(array):
+        _OWNED[cls] = adapter  # owns answers by type (see Adapter.owns)
+        return adapter
+    raise FrameworkError(
+        f"an object of type {cls.__module__}.{cls.__qualname__} is not an "
+        f"array of a known framework ({', '.join(adapter_names())}) and has no __dlpack__"
+    )
 
 
 def device_from_native(obj: Any) -> "Device | None":

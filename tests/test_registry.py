@@ -109,11 +109,18 @@ def test_builtin_names_and_aliases(fresh_registry):
 def test_detection_by_type_module_is_cached(fresh_registry):
     x = np.ones(3)
     assert framework_of(x) == "numpy"
+    assert registry._OWNED[np.ndarray].name == "numpy"  # the owner of a type, remembered
     before = registry._adapter_for_type.cache_info()
     for _ in range(5):
         assert adapter_for(np.zeros(2)).name == "numpy"
-    after = registry._adapter_for_type.cache_info()
-    assert after.hits >= before.hits + 5 and after.misses == before.misses
+    assert registry._adapter_for_type.cache_info() == before  # no search again
+    with pytest.raises(FrameworkError):  # a NumPy scalar: NumPy's module, but no array
+        adapter_for(np.float32(1))
+    assert np.float32 not in registry._OWNED
+    registry.unregister("nothing-registered")
+    registry.register(type("Extra", (registry.get_adapter("numpy").__class__,), {"name": "extra"}))
+    assert not registry._OWNED  # a change of adapters forgets what types were found to be
+    registry.unregister("extra")
 
 
 @pytest.mark.parametrize("framework", ["torch", "jax"])
