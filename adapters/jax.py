@@ -38,6 +38,7 @@ Quirks handled here (each has a test in ``tests/test_adapters.py``):
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from dlmg._protocols import conversion_refused
@@ -64,6 +65,11 @@ __all__ = ["JaxAdapter"]
 JAX_HOST_ALIGNMENT = 64
 #: dlmg devices of JAX devices, asked per fragment (JAX devices are hashable and live as long as the backend)
 _DEVICES: dict[Any, Device] = {}
+#: Operators jax.jit compiles for list_operator (pow stays eager: a concrete integer
+#: exponent takes lax.integer_pow there, a traced one the general power).
+_LIST_FUNCTIONS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
+                   "divide": operator.truediv}
+_LIST_OPERATORS: dict[str, Any] = {}
 _PLATFORM_TO_KIND = {"cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "rocm": "rocm", "tpu": "ext_dev"}
 _KIND_TO_PLATFORMS = {"cpu": ("cpu",), "cuda": ("cuda", "gpu"), "rocm": ("rocm", "gpu")}
 
@@ -432,6 +438,30 @@ class JaxAdapter(BaseAdapter):
     # -- compiling --------------------------------------------------------------
     batches_elementwise = True
     batches_operators = True  # an eager JAX operation costs tens of us of host work on a GPU
+
+    def list_operator(self, name: str, in_place: bool = False) -> Any:
+        """The operator through ``jax.jit``, pair by pair: a compiled call's C++
+        dispatch costs less host time than the eager operator (on the CPU 4.7
+        against 6.8 us per array), and runs the same XLA operation on the
+        arrays' own device, with the same promotion of Python scalars (weakly
+        typed in both). ``None`` in place (JAX arrays are immutable) and for
+        ``pow``."""
+        if in_place:
+            return None
+        found = _LIST_OPERATORS.get(name)
+        if found is None:
+            op = _LIST_FUNCTIONS.get(name)
+            if op is None:
+                return None
+            jitted = self.module().jit(op)
+
+            def found(xs: Any, ys: Any) -> list[Any]:
+                if isinstance(ys, list):
+                    return [jitted(x, y) for x, y in zip(xs, ys)]
+                return [jitted(x, ys) for x in xs]
+
+            _LIST_OPERATORS[name] = found
+        return found
 
     def compile_elementwise(self, fn: Any, device: Device) -> tuple[Any, str]:
         """``jax.jit`` of ``fn`` with ``jax.numpy`` as its namespace: one XLA
