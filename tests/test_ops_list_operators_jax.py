@@ -1,8 +1,9 @@
 """Arithmetic operators on JAX fragments spread one per device run each
 fragment through ``jax.jit`` of the operator (``Adapter.list_operator``), a
-cheaper call than the eager operator. Results, dtypes, devices and refusals
-equal JAX's operators applied fragment by fragment; ``**`` and in-place
-operators keep the per-fragment path."""
+cheaper call than the eager operator; fragments sharing a device run as one
+compiled call per device. Results, dtypes, devices and refusals equal JAX's
+operators applied fragment by fragment; ``**`` with a scalar exponent and
+in-place operators keep the per-fragment path."""
 
 from __future__ import annotations
 
@@ -24,18 +25,20 @@ SCALARS = [3, -2, 2.5, True, 1 + 2j]
 
 
 def _devices(platform: str) -> list:
+    """Two devices: two CPUs (one fragment each: the lists), or one CPU or GPU
+    holding both (one compiled call per device for all of its fragments)."""
     try:
-        found = jax.devices(platform)
+        found = jax.devices("cpu" if platform.startswith("cpu") else platform)
     except RuntimeError:
         found = []
     if platform == "cpu" and len(found) < 2:
         pytest.skip("needs 2 JAX CPU devices (XLA_FLAGS=--xla_force_host_platform_device_count=8)")
     if not found:
         pytest.skip("needs a CUDA GPU with JAX")
-    return (found * 2)[:2]
+    return found[:2] if platform == "cpu" else found[:1] * 2
 
 
-PLATFORMS = ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)]
+PLATFORMS = ["cpu", "cpu-one-device", pytest.param("gpu", marks=pytest.mark.gpu)]
 
 
 def fragments(dtype: str, platform: str, seed: int) -> list:

@@ -430,7 +430,10 @@ def _binary_method(
             return self
         out: Any = None
         if isinstance(other, SCALAR_TYPES) or (is_distributed(other) and self.layout.same_distribution(other.layout)):
-            if batches_operators(self):
+            if batches_operators(self) and not (symbol == "**" and isinstance(other, SCALAR_TYPES)):
+                # (a scalar exponent stays eager: JAX takes a concrete integer one to
+                # lax.integer_pow, refusing negative ones, and a traced one to the
+                # general power)
                 out = batched(self, other)  # one compiled call per device (JAX): a new tensor
             elif list_name is not None:
                 out = on_lists(list_name, self, other, False, label)  # torch: one kernel per device
