@@ -366,6 +366,22 @@ class Adapter:
         for dst, src in zip(dsts, srcs):
             self.copy_into(dst, src)
 
+    def concatenate_into(self, dst: Any, srcs: Sequence[Any]) -> None:
+        """Write the 1-D arrays ``srcs`` one after another into ``dst``, a 1-D
+        view of exactly their total length (what a gather of slabs is).
+
+        The default copies each into its view of ``dst`` through
+        :meth:`copy_many`; a framework with a concatenation into a given
+        output (``torch.cat(out=)``) does it as one call. Queued like
+        :meth:`copy_many`: in order on the current stream, no host-side wait.
+        """
+        views, offset = [], 0
+        for src in srcs:
+            n = self.shape_of(src)[0]
+            views.append(self.as_strided(dst, (n,), (1,), offset))
+            offset += n
+        self.copy_many(views, srcs)
+
     def export(
         self,
         array: Any,

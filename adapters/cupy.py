@@ -14,7 +14,7 @@ Quirks handled here:
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import Any, Sequence
 
 from dlmg.device import Device
 from dlmg.errors import CopyRequiredError, DeviceError, DLPackError
@@ -304,6 +304,25 @@ class CupyAdapter(BaseAdapter):
                     dst[...] = src
             if run is not None:
                 memcpy(run[0], run[1], run[2], _DEVICE_TO_DEVICE, stream)
+
+    def concatenate_into(self, dst: Any, srcs: Sequence[Any]) -> None:
+        """One ``cudaMemcpyAsync`` per piece, at consecutive addresses of ``dst``,
+        where the pieces are contiguous and of ``dst``'s dtype and device (no
+        view of ``dst`` per piece); the default otherwise."""
+        if not dst.flags.c_contiguous or not all(
+            s.flags.c_contiguous and s.dtype == dst.dtype and s.device.id == dst.device.id for s in srcs
+        ):
+            super().concatenate_into(dst, srcs)
+            return
+        cp = self.module()
+        memcpy = cp.cuda.runtime.memcpyAsync
+        with cp.cuda.Device(int(dst.device.id)):
+            stream = cp.cuda.get_current_stream().ptr
+            address = dst.data.ptr
+            for src in srcs:
+                if src.nbytes:
+                    memcpy(address, src.data.ptr, src.nbytes, _DEVICE_TO_DEVICE, stream)
+                address += src.nbytes
 
     # -- DLPack export -----------------------------------------------------------
     def export(self, array: Any, **kwargs: Any) -> Any:

@@ -432,6 +432,18 @@ class TorchAdapter(BaseAdapter):
         for dst, src in zip(dsts, srcs):
             dst.copy_(src)
 
+    def concatenate_into(self, dst: Any, srcs: Sequence[Any]) -> None:
+        """``torch.cat(srcs, out=dst)``: one kernel for all the pieces, where they
+        share ``dst``'s dtype and device (the view and copy per piece otherwise)."""
+        device, dtype = dst.device, dst.dtype
+        if len(srcs) > 1 and all(s.device == device and s.dtype == dtype for s in srcs):
+            try:
+                self.module().cat(list(srcs), out=dst)
+                return
+            except (NotImplementedError, RuntimeError):  # a dtype without the kernel: refused before queuing
+                pass
+        super().concatenate_into(dst, srcs)
+
     def list_operator(self, name: str, in_place: bool = False) -> Any:
         """``torch._foreach_<op>`` (``_foreach_<op>_`` in place): one kernel for all
         the arrays of a CUDA device, one C++ loop on the CPU. Its results and

@@ -305,6 +305,32 @@ def check_copy_into(ctx: ContractContext) -> None:
     assert np.array_equal(got, want), f"copy_into through a view gave\n{got}"
 
 
+def check_copy_many(ctx: ContractContext) -> None:
+    """copy_many writes each piece through its view, and concatenate_into writes
+    1-D pieces one after another into a 1-D view (frameworks with views)."""
+    import numpy as np
+
+    a = ctx.adapter
+    if not a.can_view:
+        ctx.notes.append(f"{a.name}: no views to copy into")
+        return
+    src = ctx.array((3, 4))
+    want = _expected((3, 4), "float32")
+    dst = a.full((3, 4), 0, "float32", ctx.device)
+    rows = [a.as_strided(dst, (4,), (1,), 8), a.as_strided(dst, (2, 2), (4, 1), 1)]
+    a.copy_many(rows, [a.as_strided(src, (4,), (1,), 8), a.as_strided(src, (2, 2), (4, 1), 1)])
+    expected = np.zeros((3, 4), np.float32)
+    expected[2] = want[2]
+    expected[:2, 1:3] = want[:2, 1:3]
+    assert np.array_equal(ctx.values(dst), expected), f"copy_many gave\n{ctx.values(dst)}"
+    dst = a.full((3, 4), 0, "float32", ctx.device)
+    pieces = [a.as_strided(src, (5,), (1,), 0), a.as_strided(src, (6,), (1,), 5)]
+    a.concatenate_into(a.as_strided(dst, (11,), (1,), 1), pieces)
+    expected = np.zeros(12, np.float32)
+    expected[1:] = want.reshape(-1)[:11]
+    assert np.array_equal(ctx.values(dst).reshape(-1), expected), f"concatenate_into gave\n{ctx.values(dst)}"
+
+
 def check_namespace(ctx: ContractContext) -> None:
     """namespace() is an array-API namespace that works on the adapter's arrays."""
     xp = ctx.adapter.namespace()
@@ -478,6 +504,7 @@ CHECKS: dict[str, Callable[[ContractContext], None]] = {
     "native": check_native,
     "describe_all": check_describe_all,
     "ascontiguous": check_ascontiguous,
+    "copy_many": check_copy_many,
     "landing": check_landing,
 }
 

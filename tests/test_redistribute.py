@@ -204,6 +204,43 @@ def test_row_slabs_join_and_column_slabs_do_not():
     assert plan.joined(range(3), [0, 1100, 2200], [1100] * 3) is None
 
 
+@settings(max_examples=60)
+@given(shapes(min_ndim=1), st.data(), st.sampled_from(["numpy", "torch"]))
+def test_gather_copies_that_tile_the_destination_run_as_one_concatenation(shape, data, framework):
+    from dlmg.plans.execute import Buffer, _run_on_devices
+    from dlmg.plans.plan import concatenation
+    from dlmg.registry import get_adapter
+
+    need(framework)
+    src = data.draw(layouts(shape, jax_devices=False))
+    copies = dlmg.plan_redistribution(src, Layout.single(shape), "float32").copies_into(0)
+    compact = all(c.size == 1 or (c.src_strides[-1] == c.dst_strides[-1] == 1 and len(c.shape) == 1) for c in copies)
+    run = concatenation(copies)
+    # a copy of one block of rows is one contiguous range on both sides; the
+    # destination is all covered, so the copies tile it when each is contiguous
+    assert (run is not None) == (len(copies) > 1 and compact), copies
+    if not copies:  # the one source fragment is the whole array: reused, nothing copied
+        return
+    x = np.arange(math.prod(shape), dtype=np.float32).reshape(shape)
+    a, cpu = get_adapter(framework), dlmg.Device("cpu", 0)
+    sources = {f.index: Buffer(make(expected_fragment(x, src, f.index).copy(), framework, "float32"), a, cpu)
+               for f in src.fragments}
+    out = a.full(shape, -1, "float32", cpu)
+    _run_on_devices([(copies, sources, Buffer(out, a, cpu))], "float32", {}, None)  # the path of device copies
+    np.testing.assert_array_equal(to_numpy(out), x)
+
+
+def test_row_slabs_gather_as_a_concatenation_and_column_slabs_do_not():
+    from dlmg.plans.plan import concatenation
+
+    rows = dlmg.plan_redistribution(Layout.slab((100, 33), 0, ["cpu"] * 8), Layout.single((100, 33)), "float32")
+    offset, flat = concatenation(rows.copies_into(0))
+    assert offset == 0 and [c.shape for c in flat] == [(13 * 33,)] * 7 + [(9 * 33,)]
+    assert [c.dst_offset for c in flat] == [13 * 33 * k for k in range(8)]
+    columns = dlmg.plan_redistribution(Layout.slab((100, 33), 1, ["cpu"] * 3), Layout.single((100, 33)), "float32")
+    assert concatenation(columns.copies_into(0)) is None
+
+
 def test_replicated_source_reads_the_replica_on_the_destination_device():
     src = Layout.replicated((6, 6), ["cpu:0", "cpu:1", "cpu:2"])
     dst = Layout.slab((6, 6), 0, ["cpu:2", "cpu:1"])

@@ -25,6 +25,7 @@ from .._transfer import move, same_memory, synchronize_arrays
 from ..device import Device
 from ..errors import CopyRequiredError, DLPackError, DtypeError, FragmentError, FrameworkError
 from ..registry import adapter_names, get_adapter
+from .plan import concatenation
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..adapters import Adapter
@@ -148,33 +149,60 @@ def _pairs(
     """The destination views and source pieces of ``copies``, in the copy framework
     ``dst.adapter`` (see :func:`run_copies`)."""
     b = dst.adapter
-    targets: list[Any] = []
-    pieces: list[Any] = []
-    for c in copies:
-        buf = sources.get(c.src)
-        if buf is None:
-            raise FragmentError(f"source fragment {c.src} is not held by this process")
-        target = b.as_strided(dst.base, c.shape, c.dst_strides, c.dst_offset)
-        src_view = None
-        if same_memory(buf.device, dst.device):
-            key = (id(c), b.name)
-            found = views.get(key) if views is not None else None
-            if found is not None and found[0] is c:
-                src_view = found[1]
-            else:
-                base = _imported(imported, c.src, buf, b)
-                if base is not None:
-                    try:
-                        src_view = b.as_strided(base, c.shape, c.src_strides, c.src_offset)
-                    except (ValueError, NotImplementedError):
-                        src_view = None
-                if src_view is not None and views is not None:
-                    views[key] = (c, src_view)  # the copy is kept alive with it: its id stays unique
-        if src_view is None:
-            src_view = _piece(buf, c, dtype, b, dst.device)
-        targets.append(target)
-        pieces.append(src_view)
-    return targets, pieces
+    targets = [b.as_strided(dst.base, c.shape, c.dst_strides, c.dst_offset) for c in copies]
+    return targets, [_source_view(c, sources, dst, dtype, imported, views) for c in copies]
+
+
+def _source_view(
+    c: "Copy",
+    sources: dict[int, Buffer],
+    dst: Buffer,
+    dtype: str,
+    imported: dict[tuple[int, str], Any],
+    views: dict[tuple[int, str], Any] | None,
+) -> Any:
+    """The source elements of ``c`` as an array of the copy framework ``dst.adapter``:
+    a view where the source lies in the same memory (remembered in ``views``),
+    otherwise a compact copy moved to the destination's device."""
+    buf = sources.get(c.src)
+    if buf is None:
+        raise FragmentError(f"source fragment {c.src} is not held by this process")
+    b = dst.adapter
+    if same_memory(buf.device, dst.device):
+        key = (id(c), b.name)
+        found = views.get(key) if views is not None else None
+        if found is not None and found[0] is c:
+            return found[1]
+        base = _imported(imported, c.src, buf, b)
+        if base is not None:
+            try:
+                view = b.as_strided(base, c.shape, c.src_strides, c.src_offset)
+            except (ValueError, NotImplementedError):
+                view = None
+            if view is not None:
+                if views is not None:
+                    views[key] = (c, view)  # the copy is kept alive with it: its id stays unique
+                return view
+    return _piece(buf, c, dtype, b, dst.device)
+
+
+_CONCATENATIONS: dict[int, tuple[Sequence["Copy"], Any]] = {}
+
+
+def _concatenated(copies: Sequence["Copy"]) -> tuple[int, int, tuple["Copy", ...]] | None:
+    """:func:`~dlmg.plans.plan.concatenation` of ``copies`` with the range's length:
+    ``(offset, length, flat copies)``; remembered per copies tuple (a plan
+    hands out the same tuple for a destination every time)."""
+    found = _CONCATENATIONS.get(id(copies))
+    if found is not None and found[0] is copies:
+        return found[1]  # type: ignore[no-any-return]
+    run = concatenation(copies)
+    out = None if run is None else (run[0], sum(c.size for c in run[1]), run[1])
+    if isinstance(copies, tuple):  # immutable: safe to remember (kept alive with its entry)
+        if len(_CONCATENATIONS) > 8192:
+            _CONCATENATIONS.clear()
+        _CONCATENATIONS[id(copies)] = (copies, out)
+    return out
 
 
 def _run_on_devices(
@@ -186,10 +214,19 @@ def _run_on_devices(
     """Device copies: every view made first, then one ``copy_many`` per copy
     framework and device, so a framework sees all of a device's copies at once
     (a scatter's pieces of one source become one kernel, not one per destination).
+    A destination whose copies are a concatenation (a gather of slabs) is one
+    ``concatenate_into`` of the source pieces into one view instead.
     The destinations are disjoint, so the order between them does not matter."""
     batches: dict[tuple[str, Device], tuple["Adapter", list[Any], list[Any]]] = {}
+    joined: list[tuple["Adapter", Any, list[Any]]] = []
     for copies, sources, dst in jobs:
         if not copies:
+            continue
+        run = _concatenated(copies)
+        if run is not None:
+            offset, length, flat = run
+            pieces = [_source_view(c, sources, dst, dtype, imported, views) for c in flat]
+            joined.append((dst.adapter, dst.adapter.as_strided(dst.base, (length,), (1,), offset), pieces))
             continue
         targets, pieces = _pairs(copies, sources, dst, dtype, imported, views)
         key = (dst.adapter.name, dst.device)
@@ -199,6 +236,8 @@ def _run_on_devices(
         else:
             batch[1].extend(targets)
             batch[2].extend(pieces)
+    for adapter, target, pieces in joined:
+        adapter.concatenate_into(target, pieces)
     for adapter, targets, pieces in batches.values():
         adapter.copy_many(targets, pieces)
 

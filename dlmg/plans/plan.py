@@ -31,7 +31,7 @@ from .segments import Segment, decompose
 if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
 
-__all__ = ["Copy", "RedistributionPlan", "build_plan", "pair_copies", "plan_redistribution"]
+__all__ = ["Copy", "RedistributionPlan", "build_plan", "concatenation", "pair_copies", "plan_redistribution"]
 
 
 @dataclass(frozen=True)
@@ -210,6 +210,33 @@ class RedistributionPlan:
             f"<RedistributionPlan copies={self.ncopies} bytes={self.total_bytes} "
             f"cross_device={self.cross_device_bytes} reused={len(self.reused)}>"
         )
+
+
+def concatenation(copies: Sequence[Copy]) -> tuple[int, tuple[Copy, ...]] | None:
+    """``copies`` (into one destination) as a concatenation, where they are one:
+    each copies contiguous elements on both sides, and in the order of their
+    destination offsets they fill one contiguous range of the destination, one
+    after another. Returns ``(offset, flat)``: the range's first element, and
+    the copies in that order as 1-D copies (shape ``(size,)``, strides ``(1,)``);
+    ``None`` otherwise (or for fewer than two copies).
+
+    A gather of slabs is one: the destination's part for each fragment follows
+    the one before, so a framework copies them as one concatenation (one
+    ``torch.cat``) into one view instead of one view and copy each.
+    """
+    if len(copies) < 2:
+        return None
+    ordered = sorted(copies, key=lambda c: c.dst_offset)
+    end = ordered[0].dst_offset
+    flat = []
+    for c in ordered:
+        if c.dst_offset != end or not (_compact(c.shape, c.src_strides) and _compact(c.shape, c.dst_strides)):
+            return None
+        size = c.size
+        end += size
+        flat.append(Copy(c.src, c.dst, (size,), c.src_offset, (1,), c.dst_offset, (1,), c.src_device, c.dst_device,
+                         c.nbytes))
+    return ordered[0].dst_offset, tuple(flat)
 
 
 def _compact(shape: Sequence[int], strides: Sequence[int]) -> bool:
