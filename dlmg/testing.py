@@ -311,8 +311,7 @@ def check_copy_many(ctx: ContractContext) -> None:
     import numpy as np
 
     a = ctx.adapter
-    if not a.can_view:
-        ctx.notes.append(f"{a.name}: no views to copy into")
+    if not a.can_view:  # nothing to copy into (check_as_strided notes it)
         return
     src = ctx.array((3, 4))
     want = _expected((3, 4), "float32")
@@ -326,9 +325,9 @@ def check_copy_many(ctx: ContractContext) -> None:
     dst = a.full((3, 4), 0, "float32", ctx.device)
     pieces = [a.as_strided(src, (5,), (1,), 0), a.as_strided(src, (6,), (1,), 5)]
     a.concatenate_into(a.as_strided(dst, (11,), (1,), 1), pieces)
-    expected = np.zeros(12, np.float32)
-    expected[1:] = want.reshape(-1)[:11]
-    assert np.array_equal(ctx.values(dst).reshape(-1), expected), f"concatenate_into gave\n{ctx.values(dst)}"
+    flat = np.zeros(12, np.float32)
+    flat[1:] = want.reshape(-1)[:11]
+    assert np.array_equal(ctx.values(dst).reshape(-1), flat), f"concatenate_into gave\n{ctx.values(dst)}"
 
 
 def check_namespace(ctx: ContractContext) -> None:
