@@ -193,6 +193,8 @@ def _concatenated(copies: Sequence["Copy"]) -> tuple[int, int, tuple["Copy", ...
     """:func:`~dlmg.plans.plan.concatenation` of ``copies`` with the range's length:
     ``(offset, length, flat copies)``; remembered per copies tuple (a plan
     hands out the same tuple for a destination every time)."""
+    if len(copies) < 2:  # (a joined scatter's one copy comes in a new tuple every call)
+        return None
     found = _CONCATENATIONS.get(id(copies))
     if found is not None and found[0] is copies:
         return found[1]  # type: ignore[no-any-return]
