@@ -169,16 +169,6 @@ def _allocate(frag: "FragmentLayout", framework: "Adapter", dtype: str, prefer: 
 _CARVE_ALIGN = 256
 
 
-class _Carving(NamedTuple):
-    """Destinations carved out of one allocation: fragment numbers ``members``,
-    ``sizes[k]`` elements each at element ``offsets[k]`` of ``whole``."""
-
-    whole: Buffer
-    members: tuple[int, ...]
-    offsets: tuple[int, ...]
-    sizes: tuple[int, ...]
-
-
 class _Group(NamedTuple):
     """Where the dense fragments of one device go in their shared allocation."""
 
@@ -221,6 +211,13 @@ def _carve_groups(layout: "Layout", frags: Sequence["FragmentLayout"], itemsize:
     return found
 
 
+class _Carving(NamedTuple):
+    """Destinations carved out of one allocation ``whole`` as ``group`` says."""
+
+    whole: Buffer
+    group: _Group
+
+
 def _allocate_all(
     layout: "Layout", frags: Sequence["FragmentLayout"], framework: "Adapter", dtype: str, prefer: Sequence[str]
 ) -> tuple[list[Buffer], list[_Carving]]:
@@ -245,7 +242,7 @@ def _allocate_all(
         where = framework.device_of(whole)
         for k, shape, strides, offset in zip(group.positions, group.shapes, group.strides, group.offsets):
             out[k] = Buffer(framework.as_strided(whole, shape, strides, offset), framework, where)
-        carvings.append(_Carving(Buffer(whole, framework, where), group.members, group.offsets, group.sizes))
+        carvings.append(_Carving(Buffer(whole, framework, where), group))
     for k, frag in enumerate(frags):
         if out[k] is None:
             out[k] = _allocate(frag, framework, dtype, prefer)[0]
@@ -262,11 +259,11 @@ def _jobs(
     views instead of two per fragment)."""
     jobs: list[tuple[Sequence[Any], dict[int, Buffer], Buffer]] = []
     joined: set[int] = set()
-    for carving in carvings:
-        copy = plan.joined(carving.members, carving.offsets, carving.sizes)
+    for whole, group in carvings:
+        copy = plan.joined(group.members, group.offsets, group.sizes)
         if copy is not None:
-            jobs.append(((copy,), sources, carving.whole))
-            joined.update(carving.members)
+            jobs.append(((copy,), sources, whole))
+            joined.update(group.members)
     jobs.extend((plan.copies_into(i), sources, buf) for i, buf in written.items() if i not in joined)
     return jobs
 
