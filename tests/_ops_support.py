@@ -201,3 +201,34 @@ def data_ptrs(dt) -> list[int]:
 def jax_dtype_ok(dtype: str) -> bool:
     """Whether JAX (x64 off) holds ``dtype`` without narrowing."""
     return dtype not in ("float64", "int64", "uint64", "complex128")
+
+
+# -- comparing an operator's two paths ----------------------------------------------
+def outcome(fn):
+    """``fn()``, or the type of the exception it raised (the same refusal,
+    whichever path raised it)."""
+    try:
+        return fn()
+    except Exception as exc:
+        return type(exc)
+
+
+def per_fragment(op, left, right, reflected: bool = False):
+    """``op`` through the per-fragment path (the framework's operator on each pair;
+    ``reflected``: with the operands swapped)."""
+    from dlmg.ops.dispatch import map_fragments
+
+    if reflected:
+        return map_fragments(lambda xp, x, y: op(y, x), (left, right), name="reference", new_arrays=True)
+    return map_fragments(lambda xp, x, y: op(x, y), (left, right), name="reference", new_arrays=True)
+
+
+def same_outcome(got, want, same_arrays) -> None:
+    """Both refused, or tensors of one dtype whose fragments ``same_arrays(g, w)`` accepts."""
+    if isinstance(want, type):  # refused fragment by fragment: refused here too
+        assert isinstance(got, type), (got, want)
+        return
+    assert not isinstance(got, type), (got, want)
+    assert got.dtype == want.dtype
+    for g, w in zip(got.fragments, want.fragments):
+        same_arrays(g.array, w.array)

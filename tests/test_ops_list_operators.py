@@ -14,7 +14,8 @@ import pytest
 import dlmg
 from dlmg.ops import pointwise
 from dlmg.ops._lists import on_lists
-from dlmg.ops.dispatch import map_fragments
+
+from _ops_support import outcome, per_fragment, same_outcome
 
 torch = pytest.importorskip("torch")
 
@@ -35,31 +36,12 @@ def wrap(frags: list, device: str):
     return dlmg.from_fragments(frags, layout)
 
 
-def outcome(fn):
-    try:
-        return fn()
-    except Exception as exc:  # the same refusal, whichever path raised it
-        return type(exc)
-
-
-def per_fragment(op, left, right):
-    """The operator through the per-fragment path (torch's operator on each pair)."""
-    return map_fragments(lambda xp, x, y: op(x, y), (left, right), name="reference", new_arrays=True)
-
-
-def reflected(op, left, right):
-    return map_fragments(lambda xp, x, y: op(y, x), (left, right), name="reference", new_arrays=True)
-
-
 def same(got, want) -> None:
-    if isinstance(want, type):  # refused fragment by fragment: refused here too
-        assert isinstance(got, type), (got, want)
-        return
-    assert not isinstance(got, type), (got, want)
-    assert got.dtype == want.dtype
-    for g, w in zip(got.fragments, want.fragments):
-        assert g.array.dtype == w.array.dtype and g.array.device == w.array.device
-        assert torch.equal(g.array.cpu(), w.array.cpu()), (g.array, w.array)
+    def arrays(g, w):
+        assert g.dtype == w.dtype and g.device == w.device
+        assert torch.equal(g.cpu(), w.cpu()), (g, w)
+
+    same_outcome(got, want, arrays)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -73,7 +55,7 @@ def test_operators_equal_torch_fragment_by_fragment(device, name, dtype):
     same(outcome(lambda: op(a, c)), outcome(lambda: per_fragment(op, a, c)))  # promotion
     for s in SCALARS:
         same(outcome(lambda: op(a, s)), outcome(lambda: per_fragment(op, a, s)))
-        same(outcome(lambda: op(s, a)), outcome(lambda: reflected(op, a, s)))
+        same(outcome(lambda: op(s, a)), outcome(lambda: per_fragment(op, a, s, reflected=True)))
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -14,7 +14,8 @@ import pytest
 
 import dlmg
 from dlmg.ops._lists import on_lists
-from dlmg.ops.dispatch import map_fragments
+
+from _ops_support import outcome, per_fragment, same_outcome
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
@@ -52,30 +53,12 @@ def wrap(frags: list):
     return dlmg.from_fragments(frags, dlmg.Layout.slab((6, 5), axis=0, devices=devices))
 
 
-def outcome(fn):
-    try:
-        return fn()
-    except Exception as exc:  # the same refusal, whichever path raised it
-        return type(exc)
-
-
-def per_fragment(op, left, right, reflected=False):
-    """The operator through the per-fragment path (JAX's eager operator on each pair)."""
-    if reflected:
-        return map_fragments(lambda xp, x, y: op(y, x), (left, right), name="reference", new_arrays=True)
-    return map_fragments(lambda xp, x, y: op(x, y), (left, right), name="reference", new_arrays=True)
-
-
 def same(got, want) -> None:
-    if isinstance(want, type):  # refused fragment by fragment: refused here too
-        assert isinstance(got, type), (got, want)
-        return
-    assert not isinstance(got, type), (got, want)
-    assert got.dtype == want.dtype
-    for g, w in zip(got.fragments, want.fragments):
-        assert g.array.dtype == w.array.dtype and g.array.devices() == w.array.devices()
-        assert g.array.weak_type == w.array.weak_type
-        np.testing.assert_array_equal(np.asarray(g.array), np.asarray(w.array))
+    def arrays(g, w):
+        assert g.dtype == w.dtype and g.devices() == w.devices() and g.weak_type == w.weak_type
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+    same_outcome(got, want, arrays)
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
