@@ -13,7 +13,7 @@ import pytest
 import dlmg
 from dlmg import Layout
 from dlmg.registry import get_adapter
-from test_gpu_ops import build, host, rand
+from test_gpu_ops import build, host, on_gpu, rand
 
 pytestmark = pytest.mark.gpu
 
@@ -139,16 +139,6 @@ def test_scatter_on_one_gpu_carves_fragments_from_one_allocation(framework):
     np.testing.assert_array_equal(kept, x[x.shape[0] - kept.shape[0]:])
 
 
-def _on_gpu(x: np.ndarray, framework: str):
-    if framework == "torch":
-        import torch
-
-        return torch.as_tensor(x, device="cuda:0")
-    import cupy
-
-    return cupy.asarray(x)
-
-
 @pytest.mark.parametrize("source", ["torch", "cupy"])
 @pytest.mark.parametrize("framework", ["torch", "cupy"])
 @pytest.mark.parametrize("shape", [(128, 64), (100, 33)], ids=["parts-at-256-bytes", "parts-with-gaps"])
@@ -157,7 +147,7 @@ def test_row_slab_scatter_on_one_gpu_fills_every_fragment(source, framework, sha
     # source); rows of 33 leave gaps between the parts (a copy per fragment);
     # the same again from a view that starts inside its storage
     x = rand((shape[0] + 3, shape[1]), seed=12)
-    big = _on_gpu(x, source)[3:]
+    big = on_gpu(x, source)[3:]
     layout = Layout.slab(shape, 0, ["cuda:0"] * 8)
     for _ in range(2):
         dt = dlmg.scatter(big, layout, framework=framework)
