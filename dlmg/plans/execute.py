@@ -19,7 +19,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from .._transfer import move, same_memory, synchronize_arrays
 from ..device import Device
@@ -186,25 +186,36 @@ def _source_view(
     return _piece(buf, c, dtype, b, dst.device)
 
 
+def _per_copies(table: dict[int, tuple[Sequence["Copy"], Any]], copies: Sequence["Copy"],
+                compute: Callable[[Sequence["Copy"]], Any]) -> Any:
+    """``compute(copies)``, remembered in ``table`` per copies tuple (a plan hands out
+    the same tuple for a destination every time; the entry keeps it alive, so its
+    id stays unique)."""
+    found = table.get(id(copies))
+    if found is not None and found[0] is copies:
+        return found[1]
+    out = compute(copies)
+    if isinstance(copies, tuple):  # immutable: safe to remember
+        if len(table) > 8192:
+            table.clear()
+        table[id(copies)] = (copies, out)
+    return out
+
+
 _CONCATENATIONS: dict[int, tuple[Sequence["Copy"], Any]] = {}
+
+
+def _concatenation_with_length(copies: Sequence["Copy"]) -> tuple[int, int, tuple["Copy", ...]] | None:
+    run = concatenation(copies)
+    return None if run is None else (run[0], sum(c.size for c in run[1]), run[1])
 
 
 def _concatenated(copies: Sequence["Copy"]) -> tuple[int, int, tuple["Copy", ...]] | None:
     """:func:`~dlmg.plans.plan.concatenation` of ``copies`` with the range's length:
-    ``(offset, length, flat copies)``; remembered per copies tuple (a plan
-    hands out the same tuple for a destination every time)."""
+    ``(offset, length, flat copies)``, remembered per copies tuple."""
     if len(copies) < 2:  # (a joined scatter's one copy comes in a new tuple every call)
         return None
-    found = _CONCATENATIONS.get(id(copies))
-    if found is not None and found[0] is copies:
-        return found[1]  # type: ignore[no-any-return]
-    run = concatenation(copies)
-    out = None if run is None else (run[0], sum(c.size for c in run[1]), run[1])
-    if isinstance(copies, tuple):  # immutable: safe to remember (kept alive with its entry)
-        if len(_CONCATENATIONS) > 8192:
-            _CONCATENATIONS.clear()
-        _CONCATENATIONS[id(copies)] = (copies, out)
-    return out
+    return _per_copies(_CONCATENATIONS, copies, _concatenation_with_length)  # type: ignore[no-any-return]
 
 
 def _run_on_devices(
@@ -290,26 +301,21 @@ def run_jobs(
         synchronize(targets)
 
 
-_GROUPS: dict[int, tuple[Sequence["Copy"], list[list["Copy"]], int]] = {}
+_GROUPS: dict[int, tuple[Sequence["Copy"], Any]] = {}
 
 
-def _by_source(copies: Sequence["Copy"]) -> tuple[list[list["Copy"]], int]:
-    """``copies`` grouped by source fragment, and their bytes; remembered per copies
-    object (a plan hands out the same tuple for a destination every time)."""
-    found = _GROUPS.get(id(copies))
-    if found is not None and found[0] is copies:
-        return found[1], found[2]
+def _grouped(copies: Sequence["Copy"]) -> tuple[list[list["Copy"]], int]:
     by_source: dict[int, list["Copy"]] = {}
     size = 0
     for c in copies:
         by_source.setdefault(c.src, []).append(c)
         size += c.nbytes
-    groups = list(by_source.values())
-    if isinstance(copies, tuple):  # immutable: safe to remember (kept alive with its entry)
-        if len(_GROUPS) > 8192:
-            _GROUPS.clear()
-        _GROUPS[id(copies)] = (copies, groups, size)
-    return groups, size
+    return list(by_source.values()), size
+
+
+def _by_source(copies: Sequence["Copy"]) -> tuple[list[list["Copy"]], int]:
+    """``copies`` grouped by source fragment, and their bytes; remembered per copies tuple."""
+    return _per_copies(_GROUPS, copies, _grouped)  # type: ignore[no-any-return]
 
 
 def _run_tasks(
