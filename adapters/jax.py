@@ -65,6 +65,9 @@ __all__ = ["JaxAdapter"]
 JAX_HOST_ALIGNMENT = 64
 #: dlmg devices of JAX devices, asked per fragment (JAX devices are hashable and live as long as the backend)
 _DEVICES: dict[Any, Device] = {}
+#: JAX devices of dlmg devices, asked per import (found once: JAX's devices are fixed
+#: when its backend starts, and a backend starts before the first one is found)
+_NATIVE: dict[Device, Any] = {}
 #: Operators jax.jit compiles for list_operator (pow stays eager: a concrete integer
 #: exponent takes lax.integer_pow there, a traced one the general power).
 _LIST_FUNCTIONS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
@@ -158,6 +161,9 @@ class JaxAdapter(BaseAdapter):
         DeviceError
             When JAX has no such device.
         """
+        found = _NATIVE.get(device)
+        if found is not None:
+            return found
         jax = self.module()
         seen = []
         for platform in _KIND_TO_PLATFORMS.get(device.kind, ()):
@@ -167,6 +173,7 @@ class JaxAdapter(BaseAdapter):
                 continue
             for d in devs:
                 if self._index(d) == device.index:
+                    _NATIVE[device] = d
                     return d
                 seen.append(d)
         raise DeviceError(

@@ -44,6 +44,20 @@ __all__ = ["DistributedTensor", "Fragment", "process_rank"]
 _CREATE = object()  # guards the constructor
 
 
+def _api() -> Any:
+    """:mod:`dlmg.plans.api`, imported on first use (it imports this module) and
+    kept: an import statement in a method costs more than a small ``to()``."""
+    mod = _API[0]
+    if mod is None:
+        from .plans import api as mod
+
+        _API[0] = mod
+    return mod
+
+
+_API: list[Any] = [None]
+
+
 class DistributedTensor:
     """One logical array spread over fragments on several devices.
 
@@ -275,9 +289,7 @@ class DistributedTensor:
         is an all-gather: every process receives the whole tensor, unless
         ``root`` names the one process that does (the others get ``None``).
         """
-        from .plans.api import gather
-
-        return gather(self, framework=framework, device=device, out=out, root=root)
+        return _api().gather(self, framework=framework, device=device, out=out, root=root)
 
     def redistribute(self, layout: "Layout", framework: str | None = None) -> "DistributedTensor":
         """The tensor in another layout of the same shape.
@@ -294,9 +306,7 @@ class DistributedTensor:
             The frameworks of the new fragments; by default a fragment keeps the
             framework of a source fragment on its device, else the tensor's.
         """
-        from .plans.api import redistribute
-
-        return redistribute(self, layout, framework=framework)
+        return _api().redistribute(self, layout, framework=framework)
 
     def plan_redistribution(self, layout: "Layout") -> "RedistributionPlan":
         """The copy plan :meth:`redistribute` would run for ``layout``.
@@ -305,9 +315,7 @@ class DistributedTensor:
         messages instead: :class:`~dlmg.distributed.routes.Routes`, with the
         bytes per pair of processes (``bytes_by_ranks``) and the transport.
         """
-        from .plans.api import tensor_plan
-
-        return tensor_plan(self, layout)
+        return _api().tensor_plan(self, layout)
 
     def to(self, framework: str, copy: bool | None = None) -> "DistributedTensor":
         """The same tensor with every fragment handed to ``framework`` through DLPack.
@@ -322,6 +330,4 @@ class DistributedTensor:
             :class:`~dlmg.errors.CopyRequiredError` where the target would
             need one (JAX and unaligned host buffers, 64-bit types without x64...).
         """
-        from .plans.api import to_framework
-
-        return to_framework(self, framework, copy=copy)
+        return _api().to_framework(self, framework, copy=copy)

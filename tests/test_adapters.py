@@ -322,6 +322,31 @@ def test_torch_negative_strides_do_not_crash(producer, torch):
         T.as_strided(torch.arange(4.0), (2,), (-1,))
 
 
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint16", "uint64", "float16", "float64", "complex64"])
+def test_torch_takes_numpy_arrays_in_place(dtype, torch):
+    """Writable NumPy arrays come in through torch.from_numpy: the same memory, no
+    warning; what from_numpy refuses takes the general import and its messages."""
+    import warnings
+
+    a = np.ones((3, 4), dtype=dtype)[:, 1:]  # strided, non-zero offset
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = T.from_dlpack(a)
+        frozen = np.ones(4, dtype=dtype)
+        frozen.flags.writeable = False
+        u = T.from_dlpack(frozen)  # torch.from_numpy would warn about a read-only array
+    assert T.data_ptr(t) == a.ctypes.data and tuple(t.stride()) == (4, 1) and t.shape == (3, 3)
+    assert T.data_ptr(u) == frozen.ctypes.data
+    t[0, 0] = 0
+    assert not a[0, 0]
+    with pytest.raises(DLPackError, match="byte order"):
+        T.from_dlpack(np.ones(3, ">f4"))
+    backwards = a[::-1]
+    with pytest.raises(CopyRequiredError, match="negative strides"):
+        T.from_dlpack(backwards, copy=False)
+    assert np.array_equal(T.from_dlpack(backwards).numpy(), backwards)
+
+
 def test_torch_as_strided_storage_offset(torch):
     base = torch.arange(20.0)
     v = T.as_strided(base[4:], (2, 3), (5, 1), offset=2)

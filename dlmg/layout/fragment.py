@@ -66,12 +66,12 @@ class FragmentLayout:
         """Which copy this fragment belongs to (0 when not replicated)."""
         return self._coords_replica[1]
 
-    @property
+    @cached_property  # read for every fragment of every operation
     def device(self) -> Device:
         """The device holding it."""
         return self.layout.devices[self.index]
 
-    @property
+    @cached_property
     def rank(self) -> int:
         """The process holding it."""
         return self.layout.ranks[self.index]

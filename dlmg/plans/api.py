@@ -606,49 +606,75 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
     name = target.name
     me = process_rank()
     out = []
+    take_in = target.from_dlpack
     for frag in dt.fragments:
-        # is_local, is_padded and readonly read directly: this loop is the whole cost of to()
-        if frag.rank != me or (frag._array is None and frag._memory is None) or (
+        # attributes read directly: this loop is the whole cost of to()
+        array = frag._array
+        if frag.rank != me or (array is None and frag._memory is None) or (
             frag.framework == name and copy is not True
         ):
             out.append(frag)
             continue
-        padded = frag._array is None
-        if padded and not target.can_view:
-            raise LayoutError(
-                f"fragment {frag.index} lies in padded blocks, which {target.name} cannot view; "
-                "redistribute to a dense layout first"
-            )
-        src = frag.adapter
-        base = frag.base
-        readonly = frag._readonly or bool(src.is_readonly(base))
+        if array is None or copy is not None:
+            out.append(_handed_over(frag, target, copy, me))
+            continue
+        # the common case, a zero-copy hand-over of a plain fragment
+        src = frag._adapter or frag.adapter
         device = frag.layout.device
         try:
-            new = target.from_dlpack(src.producer(base), device=device, copy=copy)
-        except CopyRequiredError:
-            raise
+            new = take_in(src.producer(array), device=device)
         except Exception as exc:
-            if copy is False:
-                raise CopyRequiredError(
-                    f"fragment {frag.index} ({frag.framework} on {frag.device}) cannot be handed to "
-                    f"{target.name} without a copy: {exc}"
-                ) from exc
-            raise FragmentError(
-                f"fragment {frag.index} ({frag.framework} on {frag.device}) could not be handed to "
-                f"{target.name}: {exc}"
-            ) from exc
-        if copy is not None and frag.size and (target.data_ptr(new) == src.data_ptr(base)) != (not copy):
-            if copy is False:
-                raise CopyRequiredError(
-                    f"fragment {frag.index}: {target.name} copied the memory although copy=False was asked"
-                )
-            # copy=True honoured by the framework's own copy (JAX's from_dlpack ignores it on the host)
-            new = target.from_dlpack(new, device=frag.device, copy=True)
-        # Memory handed on without a copy stays as read-only as its source was.
-        readonly = readonly and copy is not True and (not frag.size or target.data_ptr(new) == src.data_ptr(base))
-        if padded:
-            out.append(Fragment.of_memory(frag.layout, new, name, rank=me, readonly=readonly))
-        else:  # the import put it on the fragment's device: host memory in slot cpu:k exports as (1, k)
-            out.append(Fragment.of_array(frag.layout, new, name, rank=me, readonly=readonly,
-                                         adapter=target, dl_device=(1, device.index) if device.kind == "cpu" else None))
+            raise _hand_over_error(frag, target, copy, exc) from exc
+        readonly = (frag._readonly or src.is_readonly(array)) and (
+            not frag.size or target.data_ptr(new) == src.data_ptr(array)
+        )
+        # the import put it on the fragment's device: host memory in slot cpu:k exports as (1, k)
+        out.append(Fragment.of_array(frag.layout, new, name, rank=me, readonly=readonly, adapter=target,
+                                     dl_device=(1, device.index) if device.kind == "cpu" else None))
     return DistributedTensor._create(dt.layout, out, dt.dtype)
+
+
+def _hand_over_error(frag: Fragment, target: "Adapter", copy: bool | None, exc: Exception) -> Exception:
+    if isinstance(exc, CopyRequiredError):
+        return exc
+    if copy is False:
+        return CopyRequiredError(
+            f"fragment {frag.index} ({frag.framework} on {frag.device}) cannot be handed to "
+            f"{target.name} without a copy: {exc}"
+        )
+    return FragmentError(
+        f"fragment {frag.index} ({frag.framework} on {frag.device}) could not be handed to "
+        f"{target.name}: {exc}"
+    )
+
+
+def _handed_over(frag: Fragment, target: "Adapter", copy: bool | None, me: int) -> Fragment:
+    """``frag`` handed to ``target`` with ``copy`` asked, or a padded fragment."""
+    name = target.name
+    padded = frag._array is None
+    if padded and not target.can_view:
+        raise LayoutError(
+            f"fragment {frag.index} lies in padded blocks, which {target.name} cannot view; "
+            "redistribute to a dense layout first"
+        )
+    src = frag.adapter
+    base = frag.base
+    readonly = frag._readonly or bool(src.is_readonly(base))
+    device = frag.layout.device
+    try:
+        new = target.from_dlpack(src.producer(base), device=device, copy=copy)
+    except Exception as exc:
+        raise _hand_over_error(frag, target, copy, exc) from exc
+    if copy is not None and frag.size and (target.data_ptr(new) == src.data_ptr(base)) != (not copy):
+        if copy is False:
+            raise CopyRequiredError(
+                f"fragment {frag.index}: {target.name} copied the memory although copy=False was asked"
+            )
+        # copy=True honoured by the framework's own copy (JAX's from_dlpack ignores it on the host)
+        new = target.from_dlpack(new, device=frag.device, copy=True)
+    # Memory handed on without a copy stays as read-only as its source was.
+    readonly = readonly and copy is not True and (not frag.size or target.data_ptr(new) == src.data_ptr(base))
+    if padded:
+        return Fragment.of_memory(frag.layout, new, name, rank=me, readonly=readonly)
+    return Fragment.of_array(frag.layout, new, name, rank=me, readonly=readonly, adapter=target,
+                             dl_device=(1, device.index) if device.kind == "cpu" else None)
