@@ -382,6 +382,26 @@ class Adapter:
             offset += n
         self.copy_many(views, srcs)
 
+    def assemble(self, pieces: Sequence[tuple[Any, int, int]], shape: tuple[int, ...], device: Device) -> Any:
+        """A new array of ``shape`` on ``device`` whose elements, in C order, are the
+        ranges ``(array, start, size)`` of ``pieces`` one after another (elements
+        ``start`` to ``start + size`` of each C-ordered array), made by the
+        framework itself; ``None`` where it does not (the default).
+
+        What a gather of slabs is, for a framework without views: dlmg otherwise
+        copies the ranges into a staging buffer of a framework with views and
+        hands that over. All arrays are this framework's, on ``device``.
+        """
+        return None
+
+    def split(self, array: Any, pieces: Sequence[tuple[int, int, tuple[int, ...]]]) -> list[Any] | None:
+        """New arrays, one per ``(start, size, shape)`` of ``pieces``: elements
+        ``start`` to ``start + size`` of the C-ordered ``array``, in ``shape``, on
+        ``array``'s device, made by the framework itself; ``None`` where it does
+        not (the default). What a scatter into slabs is (see :meth:`assemble`).
+        """
+        return None
+
     def export(
         self,
         array: Any,

@@ -56,6 +56,7 @@ from ._common import (
     check_copy,
     describe_producer,
     import_producer,
+    is_c_contiguous,
     is_compact,
 )
 
@@ -68,6 +69,9 @@ _DEVICES: dict[Any, Device] = {}
 #: JAX devices of dlmg devices, asked per import (found once: JAX's devices are fixed
 #: when its backend starts, and a backend starts before the first one is found)
 _NATIVE: dict[Device, Any] = {}
+#: Compiled assemble / split functions per geometry (a few per tensor layout)
+_REARRANGERS: dict[Any, Any] = {}
+_REARRANGERS_KEPT = 256
 #: Operators jax.jit compiles for list_operator (pow stays eager: a concrete integer
 #: exponent takes lax.integer_pow there, a traced one the general power).
 _LIST_FUNCTIONS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
@@ -404,8 +408,6 @@ class JaxAdapter(BaseAdapter):
 
     def ascontiguous(self, array: Any) -> Any:
         """``array`` when its buffer is C-ordered, else a C-ordered copy."""
-        from ._common import is_c_contiguous
-
         if is_c_contiguous(self.shape_of(array), self.strides_of(array)):
             return array
         jnp = self.namespace()
@@ -446,6 +448,51 @@ class JaxAdapter(BaseAdapter):
     batches_elementwise = True
     batches_operators = True  # an eager JAX operation costs tens of us of host work on a GPU
 
+    def assemble(self, pieces: Any, shape: tuple[int, ...], device: Device) -> Any:
+        """One compiled concatenation of the ranges (``jax.jit``, kept per geometry):
+        a single XLA copy on ``device``, where staging through another framework
+        costs an import per piece, a host wait and an import of the result.
+        ``None`` for arrays elsewhere or not C-ordered (transposed imports)."""
+        arrays = [a for a, _, _ in pieces]
+        if not self._plain_on(arrays, device):
+            return None
+        key = ("assemble", tuple((a.shape, start, size) for a, start, size in pieces), tuple(shape))
+        fn = _REARRANGERS.get(key)
+        if fn is None:
+            jnp = self.namespace()
+            spans = [(start, size) for _, start, size in pieces]
+
+            def assembled(*parts: Any) -> Any:
+                flat = [p.reshape(-1)[start:start + size] for p, (start, size) in zip(parts, spans)]
+                return jnp.concatenate(flat).reshape(shape)
+
+            fn = _remember(key, self.module().jit(assembled))
+        return fn(*arrays)
+
+    def split(self, array: Any, pieces: Any) -> Any:
+        """One compiled call (``jax.jit``, kept per geometry) cutting ``array`` into
+        the pieces on its device; ``None`` for a transposed (not C-ordered) array."""
+        if not self._plain_on([array], self.device_of(array)):
+            return None
+        key = ("split", array.shape, tuple((start, size, tuple(shape)) for start, size, shape in pieces))
+        fn = _REARRANGERS.get(key)
+        if fn is None:
+            cuts = key[2]
+
+            def split(whole: Any) -> tuple[Any, ...]:
+                flat = whole.reshape(-1)
+                return tuple(flat[start:start + size].reshape(shape) for start, size, shape in cuts)
+
+            fn = _remember(key, self.module().jit(split))
+        return list(fn(array))
+
+    def _plain_on(self, arrays: list[Any], device: Device) -> bool:
+        """Whether every array is C-ordered and on ``device`` alone."""
+        for a in arrays:
+            if self.device_of(a) != device or not is_c_contiguous(a.shape, self.strides_of(a)):
+                return False
+        return True
+
     def list_operator(self, name: str, in_place: bool = False) -> Any:
         """The operator through ``jax.jit``, pair by pair: a compiled call's C++
         dispatch costs less host time than the eager operator (on the CPU 4.7
@@ -482,3 +529,12 @@ class JaxAdapter(BaseAdapter):
 
         kernel.__name__ = getattr(fn, "__name__", "kernel")
         return jax.jit(kernel), "jax.jit"
+
+
+def _remember(key: Any, fn: Any) -> Any:
+    """Keep ``fn`` for ``key``, dropping every kept function when there are too many."""
+    if len(_REARRANGERS) >= _REARRANGERS_KEPT:
+        _REARRANGERS.clear()
+    _REARRANGERS[key] = fn
+    return fn
+

@@ -330,6 +330,28 @@ def check_copy_many(ctx: ContractContext) -> None:
     assert np.array_equal(ctx.values(dst).reshape(-1), flat), f"concatenate_into gave\n{ctx.values(dst)}"
 
 
+def check_assemble(ctx: ContractContext) -> None:
+    """assemble and split, where the framework offers them, make the ranges asked for
+    on the device asked for (``None`` means dlmg's copies do it instead)."""
+    import numpy as np
+
+    a = ctx.adapter
+    first, second = ctx.array((3, 4)), ctx.array((2, 5))
+    flat_first, flat_second = _expected((3, 4), "float32").reshape(-1), _expected((2, 5), "float32").reshape(-1)
+    whole = a.assemble([(first, 2, 7), (second, 0, 5)], (3, 4), ctx.device)
+    if whole is not None:
+        assert a.shape_of(whole) == (3, 4) and a.device_of(whole) == ctx.device, "assemble: shape or device"
+        want = np.concatenate([flat_first[2:9], flat_second[:5]]).reshape(3, 4)
+        assert np.array_equal(ctx.values(whole), want), f"assemble gave\n{ctx.values(whole)}"
+    parts = a.split(first, [(0, 4, (2, 2)), (4, 8, (8,)), (12, 0, (0, 3))])
+    if parts is not None:
+        shapes = [a.shape_of(p) for p in parts]
+        assert shapes == [(2, 2), (8,), (0, 3)], f"split gave shapes {shapes}"
+        assert all(a.device_of(p) == ctx.device for p in parts), "split: device"
+        assert np.array_equal(ctx.values(parts[0]), flat_first[:4].reshape(2, 2)), "split: first piece"
+        assert np.array_equal(ctx.values(parts[1]), flat_first[4:12]), "split: second piece"
+
+
 def check_namespace(ctx: ContractContext) -> None:
     """namespace() is an array-API namespace that works on the adapter's arrays."""
     xp = ctx.adapter.namespace()
@@ -504,6 +526,7 @@ CHECKS: dict[str, Callable[[ContractContext], None]] = {
     "describe_all": check_describe_all,
     "ascontiguous": check_ascontiguous,
     "copy_many": check_copy_many,
+    "assemble": check_assemble,
     "landing": check_landing,
 }
 

@@ -170,3 +170,44 @@ def test_row_slab_scatter_on_one_gpu_is_one_device_copy():
     copies = [e for e in prof.events() if e.device_type.name == "CUDA"]
     assert len(copies) == 1, [e.name for e in copies]
     np.testing.assert_array_equal(host(dt), host(big))
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "float32", "float64", "complex128"])
+@pytest.mark.parametrize("start", [0, 1, 3], ids=["aligned", "one-element-in", "three-elements-in"])
+def test_cupy_concatenation_is_one_kernel_of_the_widest_words(dtype, start):
+    # sizes and offsets that allow 16-byte words, narrower ones, or single bytes;
+    # an empty piece; 40 pieces, more than one launch takes; the ends stay untouched
+    import cupy
+
+    from dlmg.adapters.cupy import _KERNELS
+
+    sizes = [7, 0, 64, 1, 33] + [16] * 35
+    rng = np.random.default_rng(21)
+    pieces = [(rng.integers(1, 200, size=n)).astype(dtype) for n in sizes]
+    total = sum(sizes)
+    sentinel = np.array(99, dtype=dtype)
+    out = cupy.full(total + start + 2, sentinel, dtype=dtype)
+    get_adapter("cupy").concatenate_into(out[start:start + total], [cupy.asarray(p) for p in pieces])
+    got = cupy.asnumpy(out)
+    np.testing.assert_array_equal(got[start:start + total], np.concatenate(pieces))
+    assert (got[:start] == sentinel).all() and (got[start + total:] == sentinel).all()
+    assert _KERNELS and None not in _KERNELS.values()  # compiled, not the one-copy-per-piece fallback
+
+
+def test_cupy_slab_gather_on_one_gpu_is_one_kernel():
+    import cupy
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    x = rand((1024, 256), seed=17)
+    layout = Layout.slab(x.shape, 0, ["cuda:0"] * 8)
+    dt = dlmg.scatter(cupy.asarray(x), layout)
+    out = cupy.empty(x.shape, np.float32)
+    dt.gather(out=out)  # plans and the kernel made before profiling
+    cupy.cuda.Device(0).synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        dt.gather(out=out)
+        cupy.cuda.Device(0).synchronize()
+    kernels = [e.name for e in prof.events() if e.device_type.name == "CUDA"]
+    assert kernels == ["dlmg_concatenate"], kernels
+    np.testing.assert_array_equal(cupy.asnumpy(out), x)

@@ -31,7 +31,7 @@ from .segments import Segment, decompose
 if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
 
-__all__ = ["Copy", "RedistributionPlan", "build_plan", "concatenation", "pair_copies", "plan_redistribution"]
+__all__ = ["Copy", "RedistributionPlan", "build_plan", "concatenation", "contiguous", "pair_copies", "plan_redistribution"]
 
 
 @dataclass(frozen=True)
@@ -230,13 +230,18 @@ def concatenation(copies: Sequence[Copy]) -> tuple[int, tuple[Copy, ...]] | None
     end = ordered[0].dst_offset
     flat = []
     for c in ordered:
-        if c.dst_offset != end or not (_compact(c.shape, c.src_strides) and _compact(c.shape, c.dst_strides)):
+        if c.dst_offset != end or not contiguous(c):
             return None
         size = c.size
         end += size
         flat.append(Copy(c.src, c.dst, (size,), c.src_offset, (1,), c.dst_offset, (1,), c.src_device, c.dst_device,
                          c.nbytes))
     return ordered[0].dst_offset, tuple(flat)
+
+
+def contiguous(c: Copy) -> bool:
+    """Whether ``c`` copies contiguous elements on both sides (in C order)."""
+    return _compact(c.shape, c.src_strides) and _compact(c.shape, c.dst_strides)
 
 
 def _compact(shape: Sequence[int], strides: Sequence[int]) -> bool:
