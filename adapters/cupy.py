@@ -387,8 +387,11 @@ _PIECES_PER_LAUNCH = 32
 _WORDS = {16: "uint4", 8: "uint2", 4: "unsigned int", 2: "unsigned short", 1: "unsigned char"}
 #: (pieces, width) -> compiled kernel, or None where compiling failed (no CUDA compiler).
 _KERNELS: dict[tuple[int, int], Any] = {}
-_THREADS = 256
-_BLOCKS_PER_SM = 8
+# 512 threads, 32 blocks per SM and piece between them: 0.965 of a device copy's rate for
+# 8 pieces of 32 MiB on an H200, against 0.90 at 256 threads and 8 blocks (unrolling,
+# __restrict__ and other counts measured between the two)
+_THREADS = 512
+_BLOCKS_PER_SM = 32
 _SMS: dict[int, int] = {}
 
 
