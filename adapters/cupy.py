@@ -344,7 +344,11 @@ class CupyAdapter(BaseAdapter):
             return super().export(array, **kwargs)
 
     def producer(self, array: Any) -> Any:
-        """A shim exporting through :meth:`export` (so the array's device is current)."""
+        """``array`` itself when its device is the current one; elsewhere a shim
+        exporting through :meth:`export` (which makes it current). The shim's
+        device switch cost an import as much as a quarter of its time on an H200."""
+        if array.device.id == self.module().cuda.runtime.getDevice():
+            return array
         return DLPackShim(array, export=partial(self.export, array))
 
     # -- streams ----------------------------------------------------------------

@@ -508,8 +508,12 @@ class TorchAdapter(BaseAdapter):
         return super().export(array, **kwargs)
 
     def producer(self, array: Any) -> Any:
-        """``array`` for CPU tensors; for CUDA tensors a shim exporting through :meth:`export`."""
-        if array.device.type == "cuda" or array.requires_grad or (array.is_complex() and array.is_conj()):
+        """``array`` itself where its own ``__dlpack__`` works as is (on the host or
+        the current CUDA device, without grad or the lazy conjugate bit); else a
+        shim exporting through :meth:`export`."""
+        if array.requires_grad or (array.is_complex() and array.is_conj()) or (
+            array.device.type == "cuda" and array.device.index != self.module().cuda.current_device()
+        ):
             return DLPackShim(array, export=partial(self.export, array))
         return array
 
