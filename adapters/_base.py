@@ -402,6 +402,26 @@ class Adapter:
         """
         return None
 
+    def compose(self, arrays: Sequence[Any], stacked: tuple[int, ...], axes: tuple[int, ...],
+                shape: tuple[int, ...], device: Device) -> Any:
+        """A new array of ``shape`` on ``device``: ``arrays`` (of one shape) stacked,
+        reshaped to ``stacked``, their axes permuted by ``axes`` (as
+        ``transpose``) and reshaped to ``shape``; ``None`` where the framework
+        does not offer it (the default).
+
+        What a gather of a regular block-cyclic grid is, for a framework without
+        views (see :meth:`assemble`).
+        """
+        return None
+
+    def decompose(self, array: Any, shape: tuple[int, ...], axes: tuple[int, ...], count: int,
+                  part: tuple[int, ...]) -> list[Any] | None:
+        """New arrays, the inverse of :meth:`compose`: ``array`` reshaped to
+        ``shape``, its axes permuted by ``axes``, reshaped to ``(count, *part)``
+        and cut along the first axis; ``None`` where the framework does not offer
+        it (the default)."""
+        return None
+
     def export(
         self,
         array: Any,

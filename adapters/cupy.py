@@ -447,7 +447,7 @@ def _launch_concatenation(cp: Any, pieces: list[tuple[int, int, int]], stream: A
     for kernel, group in zip(kernels, launches):
         words = max(nbytes for _, _, nbytes in group) // width
         blocks = min(-(-words // _THREADS), max(1, sms * _BLOCKS_PER_SM // len(group)))
-        args = []
+        args: list[Any] = []
         for to, source, nbytes in group:
             args += (uint64(to), uint64(source), uint64(nbytes // width))
         kernel((blocks, len(group)), (_THREADS,), tuple(args), stream=stream)

@@ -331,8 +331,9 @@ def check_copy_many(ctx: ContractContext) -> None:
 
 
 def check_assemble(ctx: ContractContext) -> None:
-    """assemble and split, where the framework offers them, make the ranges asked for
-    on the device asked for (``None`` means dlmg's copies do it instead)."""
+    """assemble, split, compose and decompose, where the framework offers them, make
+    the arrays asked for on the device asked for (``None`` means dlmg's copies do it
+    instead)."""
     import numpy as np
 
     a = ctx.adapter
@@ -350,6 +351,18 @@ def check_assemble(ctx: ContractContext) -> None:
         assert all(a.device_of(p) == ctx.device for p in parts), "split: device"
         assert np.array_equal(ctx.values(parts[0]), flat_first[:4].reshape(2, 2)), "split: first piece"
         assert np.array_equal(ctx.values(parts[1]), flat_first[4:12]), "split: second piece"
+    # two (2, 3) arrays stacked, as (2, 2, 3) -> (2, 2, 3) transposed (1, 0, 2) -> (4, 3)
+    blocks = [ctx.array((2, 3)), a.full((2, 3), 1, "float32", ctx.device)]
+    whole = a.compose(blocks, (2, 2, 3), (1, 0, 2), (4, 3), ctx.device)
+    one = _expected((2, 3), "float32")
+    woven = np.stack([one, np.ones((2, 3), np.float32)]).transpose(1, 0, 2).reshape(4, 3)
+    if whole is not None:
+        assert a.shape_of(whole) == (4, 3) and a.device_of(whole) == ctx.device, "compose: shape or device"
+        assert np.array_equal(ctx.values(whole), woven), f"compose gave\n{ctx.values(whole)}"
+        back = a.decompose(whole, (2, 2, 3), (1, 0, 2), 2, (2, 3))
+        assert back is not None, "decompose: refused what compose made"
+        assert np.array_equal(ctx.values(back[0]), one) and np.array_equal(ctx.values(back[1]), np.ones((2, 3))), \
+            "decompose did not undo compose"
 
 
 def check_namespace(ctx: ContractContext) -> None:

@@ -211,3 +211,27 @@ def test_cupy_slab_gather_on_one_gpu_is_one_kernel():
     kernels = [e.name for e in prof.events() if e.device_type.name == "CUDA"]
     assert kernels == ["dlmg_concatenate"], kernels
     np.testing.assert_array_equal(cupy.asnumpy(out), x)
+
+
+@pytest.mark.parametrize("block, grid", [((1, 48), (8, 1)), ((4, 8), (2, 3)), ((16, 48), (4, 1))],
+                         ids=["cyclic-rows", "block-cyclic", "slabs"])
+def test_jax_grids_on_one_gpu_are_made_by_jax(block, grid):
+    # regular grids of JAX fragments on one GPU: the gather is one compiled JAX
+    # stack-and-transpose (slabs: a concatenation), the scatter its inverse
+    import jax
+
+    from dlmg.adapters.jax import _REARRANGERS
+
+    x = rand((64, 48), seed=23)
+    layout = Layout(x.shape, block=block, grid=grid, devices=["cuda:0"] * (grid[0] * grid[1]))
+    _REARRANGERS.clear()
+    dt = dlmg.scatter(jax.device_put(x, jax.devices("gpu")[0]), layout)
+    reference = dlmg.scatter(x, layout.with_devices(["cpu"] * layout.nfragments))
+    for frag, want in zip(dt.fragments, reference.fragments):
+        assert frag.framework == "jax"
+        np.testing.assert_array_equal(host(frag.array), want.array)
+    got = dt.gather()
+    assert got.devices() == {jax.devices("gpu")[0]}
+    np.testing.assert_array_equal(host(got), x)
+    made = [k[0] for k in _REARRANGERS]
+    assert made == (["split", "assemble"] if block[0] * grid[0] == 64 else ["decompose", "compose"]), made

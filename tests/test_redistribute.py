@@ -435,3 +435,41 @@ def test_which_copies_need_no_host_side_wait():
     assert not stream_ordered([buf("cupy", "cuda:0"), buf("cupy", "cuda:1")])  # CuPy does not across devices
     assert not stream_ordered([buf("torch", "cuda:0"), buf("cupy", "cuda:0")])  # two frameworks, two streams
     assert not stream_ordered([buf("jax", "cpu:0"), buf("jax", "cpu:1")])
+
+
+@st.composite
+def _regular_grids(draw):
+    ndim = draw(st.integers(1, 3))
+    block = tuple(draw(st.integers(1, 4)) for _ in range(ndim))
+    grid = tuple(draw(st.integers(1, 3)) for _ in range(ndim))
+    per_fragment = tuple(draw(st.integers(1, 3)) for _ in range(ndim))
+    shape = tuple(b * g * k for b, g, k in zip(block, grid, per_fragment))
+    return Layout(shape, block=block, grid=grid, devices=["cpu"] * int(np.prod(grid)))
+
+
+@settings(max_examples=80, deadline=None)
+@given(_regular_grids())
+def test_grid_geometry_stacks_fragments_into_the_tensor(layout):
+    # an independent check of the geometry a framework without views composes a
+    # gather from (and decomposes a scatter into): NumPy does the same steps
+    from dlmg.plans.rearrange import grid_geometry
+
+    x = np.arange(layout.size).reshape(layout.shape)
+    order, stacked, axes = grid_geometry(layout)
+    parts = [expected_fragment(x, layout, i) for i in order]
+    assert sorted(order) == list(range(layout.nfragments))
+    np.testing.assert_array_equal(np.stack(parts).reshape(stacked).transpose(axes).reshape(layout.shape), x)
+    permuted = tuple(stacked[p] for p in axes)
+    back = np.argsort(axes)
+    cut = x.reshape(permuted).transpose(back).reshape((len(order), *layout.fragments[0].shape))
+    for position, index in enumerate(order):
+        np.testing.assert_array_equal(cut[position], expected_fragment(x, layout, index))
+
+
+def test_grid_geometry_refuses_irregular_layouts():
+    from dlmg.plans.rearrange import grid_geometry
+
+    assert grid_geometry(Layout((10,), block=(3,), grid=(2,), devices=["cpu"] * 2)) is None  # a partial block
+    assert grid_geometry(Layout((12,), block=(2,), grid=(4,), devices=["cpu"] * 4)) is None  # 6 blocks over 4
+    assert grid_geometry(Layout.replicated((8,), ["cpu"] * 2)) is None
+    assert grid_geometry(Layout((12,), block=(2,), grid=(3,), devices=["cpu"] * 3)) is not None

@@ -19,7 +19,7 @@ refused with ``NotImplementedError``.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 from .._shapes import c_strides
@@ -40,7 +40,8 @@ from ..errors import (
 )
 from .endpoints import Endpoint, array_endpoint, full_endpoint, layout_endpoints
 from .execute import Buffer, copy_framework, run_jobs, synchronize
-from .plan import RedistributionPlan, build_plan, concatenation, contiguous
+from .plan import RedistributionPlan, build_plan
+from .rearrange import assembled, split
 from ..tensor import DistributedTensor, Fragment, process_rank
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -446,50 +447,13 @@ def gather(dt: "DistributedTensor", framework: str | None = None, device: Any = 
     if root not in (None, 0):
         raise ValueError(f"gather: root={root!r} but dlmg runs in one process (rank 0)")
     if out is None:
-        whole = _assembled(dt, framework, device)
+        target = _get(framework if framework is not None else dt.frameworks[0] if dt.frameworks else DEFAULT_FRAMEWORK)
+        whole = assembled(dt, target, device, _memo(dt), partial(_c_ordered_gather_plan, dt))
         if whole is not None:
             return whole
     buf, finish = destination(dt, framework, device, out)
     _fill(dt, buf, None if out is None else buf.adapter.strides_of(out))
     return finish()
-
-
-def _assembled(dt: "DistributedTensor", framework: str | None, device: Any) -> Any:
-    """The gather made by the target framework itself from ranges of the fragments
-    (:meth:`~dlmg.adapters.Adapter.assemble`), where it offers that and the
-    gather is one: fragments of that framework on one device, whose parts of
-    the tensor follow one another in C order (slabs). ``None`` otherwise."""
-    if dt.size == 0 or not dt.fragments:
-        return None
-    target = _get(framework if framework is not None else dt.frameworks[0] if dt.frameworks else DEFAULT_FRAMEWORK)
-    if target.can_view:  # writing into one buffer of its own is as good
-        return None
-    memo = _memo(dt)
-    key = ("assembly", target.name, device)
-    if key not in memo:
-        memo[key] = _assembly(dt, target, device)
-    found = memo[key]
-    if found is None:
-        return None
-    dev, ranges = found
-    frags = dt.fragments
-    return target.assemble([(frags[i]._array, start, size) for i, start, size in ranges], dt.shape, dev)
-
-
-def _assembly(dt: "DistributedTensor", target: "Adapter", device: Any) -> tuple[Device, list[tuple[int, int, int]]] | None:
-    """``(device, [(fragment, start, size), ...])`` of a gather as one concatenation, or ``None``."""
-    frags = dt.fragments
-    dev = frags[0].device
-    if any(not f.is_local or f.is_padded or f.framework != target.name or f.device != dev for f in frags):
-        return None
-    if device is not None and as_device(device) != dev:
-        return None
-    geometry = tuple(_source_geometry(f) for f in frags)
-    plan = _gather_plan(dt.layout, geometry, c_strides(dt.shape), dev, dt.dtype)
-    joined = concatenation(plan.copies_into(0))
-    if joined is None or joined[0] != 0 or sum(c.size for c in joined[1]) != dt.size:
-        return None
-    return dev, [(c.src, c.src_offset, c.size) for c in joined[1]]
 
 
 def destination(dt: "DistributedTensor", framework: str | None, device: Any, out: Any) -> tuple[Buffer, Any]:
@@ -561,6 +525,12 @@ def _fill(dt: "DistributedTensor", buf: Buffer, strides: Sequence[int] | None = 
     run_jobs([(plan.copies_into(0), _source_buffers(dt), buf)], dt.dtype, _views(dt))
 
 
+def _c_ordered_gather_plan(dt: "DistributedTensor", device: Device) -> RedistributionPlan:
+    """The plan of a gather of ``dt`` into a C-ordered array on ``device``."""
+    geometry = tuple(_source_geometry(f) for f in dt.fragments)
+    return _gather_plan(dt.layout, geometry, c_strides(dt.shape), device, dt.dtype)
+
+
 @lru_cache(maxsize=_PLAN_CACHE_SIZE)
 def _gather_plan(
     src_layout: "Layout", geometry: tuple[Any, ...], strides: tuple[int, ...], device: Device, dtype: str
@@ -611,8 +581,8 @@ def scatter(array: Any, layout: "Layout", framework: str | None = None, root: in
     src_dev = a.device_of(array)
     strides = tuple(int(s) for s in a.strides_of(array))
     plan = _scatter_plan(shape, strides, src_dev, layout, dtype)
-    if target is a and not a.can_view:
-        found = _split(array, a, plan, layout, src_dev, dtype)
+    if target is a:
+        found = split(array, a, plan, layout, src_dev, dtype)
         if found is not None:
             return found
     sources = {0: Buffer(array, a, src_dev)}
@@ -621,46 +591,6 @@ def scatter(array: Any, layout: "Layout", framework: str | None = None, root: in
     me = process_rank()
     out = [_finish(frag, buf, target, me) for frag, buf in zip(layout.fragments, written)]
     return DistributedTensor._create(layout, out, dtype)
-
-
-def _split(array: Any, a: "Adapter", plan: RedistributionPlan, layout: "Layout", device: Device,
-           dtype: str) -> "DistributedTensor | None":
-    """The scatter cut by the array's framework itself (:meth:`~dlmg.adapters.Adapter.split`),
-    where it offers that and the scatter is one: every fragment on the array's
-    device, plain (no padding, no strides of its own), and filled whole by one
-    range of the array's consecutive elements (slabs). ``None`` otherwise."""
-    pieces = _split_pieces(plan, layout, device)
-    if pieces is None:
-        return None
-    arrays = a.split(array, pieces)
-    if arrays is None:
-        return None
-    me = process_rank()
-    dl_device = (1, device.index) if device.kind == "cpu" else None
-    out = [Fragment.of_array(frag, part, a.name, rank=me, adapter=a, dl_device=dl_device)
-           for frag, part in zip(layout.fragments, arrays)]
-    return DistributedTensor._create(layout, out, dtype)
-
-
-def _split_pieces(plan: RedistributionPlan, layout: "Layout", device: Device) -> list[tuple[int, int, tuple[int, ...]]] | None:
-    """``[(start, size, shape)]`` per fragment of a scatter as ranges of the source, or ``None``
-    (worked out once per plan)."""
-    memo = plan.__dict__.setdefault("_split_pieces", {})
-    if layout in memo:
-        return memo[layout]  # type: ignore[no-any-return]
-    pieces: list[tuple[int, int, tuple[int, ...]]] | None = []
-    if layout.element_strides is not None:
-        pieces = None
-    for frag in layout.fragments if pieces is not None else ():
-        copies = plan.copies_into(frag.index)
-        c = copies[0] if len(copies) == 1 else None
-        if (frag.device != device or c is None or c.dst_offset != 0 or c.size != frag.size
-                or not contiguous(c)):
-            pieces = None
-            break
-        pieces.append((c.src_offset, c.size, frag.shape))
-    memo[layout] = pieces
-    return pieces
 
 
 def _unsupported(adapter: "Adapter", layout: "Layout") -> list[Device]:

@@ -1,0 +1,169 @@
+"""Gathers and scatters that a framework without views makes itself.
+
+JAX arrays cannot be written, so a gather into JAX otherwise writes a staging
+array of another framework and hands it over (an import per fragment, a wait,
+an import of the result). Where every fragment is an array of the target
+framework on one device, two shapes of gather are one call of that framework
+instead, and the matching scatters too:
+
+* slabs: the fragments' parts of the tensor follow one another in C order, so
+  the gather is a concatenation of ranges (:meth:`Adapter.assemble`) and the
+  scatter cuts ranges (:meth:`Adapter.split`); the slabs may be uneven;
+* a regular grid: every mode's extent is a whole number of blocks and every
+  fragment holds the same number of them (block-cyclic, cyclic, blocks), so the
+  gather stacks the fragments in grid order, permutes block axes and reshapes
+  (:meth:`Adapter.compose`); the scatter undoes it (:meth:`Adapter.decompose`).
+
+What was worked out is kept per tensor (gathers) or per plan and layout
+(scatters). Everything else keeps the copy plans.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..device import Device, as_device
+from ..tensor import DistributedTensor, Fragment, process_rank
+from .plan import RedistributionPlan, concatenation, contiguous
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..adapters import Adapter
+    from ..layout import Layout
+
+__all__ = ["assembled", "split", "grid_geometry"]
+
+
+# -- the geometry of a regular grid --------------------------------------------------
+def grid_geometry(layout: "Layout") -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None:
+    """``(order, stacked, axes)`` of a regular grid, or ``None`` for other layouts.
+
+    ``order`` lists the fragments in C order of their grid coordinates;
+    stacking their arrays in that order and reshaping to ``stacked`` (the grid,
+    then per mode its local block count and block extent) puts every block axis
+    apart, and permuting by ``axes`` to (block count, grid, block extent) per
+    mode makes the tensor's C order. Regular: no replicas, no padding, no
+    strides of the layout's own, and along every mode a whole number of blocks
+    that the grid shares out evenly. Worked out once per layout.
+    """
+    memo = layout.__dict__
+    if "_grid_geometry" not in memo:
+        memo["_grid_geometry"] = _grid_geometry(layout)
+    return memo["_grid_geometry"]  # type: ignore[no-any-return]
+
+
+def _grid_geometry(layout: "Layout") -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None:
+    if layout.nreplicas != 1 or layout.element_strides is not None or layout.block_strides is not None:
+        return None
+    n = layout.ndim
+    per_fragment = []
+    for extent, block, grid in zip(layout.shape, layout.block, layout.grid):
+        if block == 0 or extent % block or (extent // block) % grid:
+            return None
+        per_fragment.append(extent // block // grid)
+    order = tuple(sorted(range(layout.nfragments), key=lambda i: layout.coords_of(i)[0]))
+    stacked = tuple(layout.grid) + tuple(x for k, b in zip(per_fragment, layout.block) for x in (k, b))
+    axes = tuple(p for m in range(n) for p in (n + 2 * m, m, n + 2 * m + 1))
+    return order, stacked, axes
+
+
+# -- gather ----------------------------------------------------------------------------
+def assembled(dt: DistributedTensor, target: "Adapter", device: Any, memo: dict[Any, Any],
+              gather_plan: Callable[[Device], RedistributionPlan]) -> Any:
+    """The gather of ``dt`` into ``target`` made by ``target`` itself, or ``None``.
+
+    ``memo`` keeps what was worked out for ``dt``'s fragments; ``gather_plan(device)``
+    is the copy plan of a gather into a C-ordered array on ``device``.
+    """
+    if dt.size == 0 or not dt.fragments or target.can_view:  # a framework with views writes one buffer as well
+        return None
+    key = ("assembly", target.name, device)
+    if key not in memo:
+        memo[key] = _assembly(dt, target, device, gather_plan)
+    found = memo[key]
+    if found is None:
+        return None
+    frags = dt.fragments
+    kind, dev, geometry = found
+    if kind == "ranges":
+        return target.assemble([(frags[i]._array, start, size) for i, start, size in geometry], dt.shape, dev)
+    order, stacked, axes = geometry
+    return target.compose([frags[i]._array for i in order], stacked, axes, dt.shape, dev)
+
+
+def _assembly(dt: DistributedTensor, target: "Adapter", device: Any,
+              gather_plan: Callable[[Device], RedistributionPlan]) -> tuple[str, Device, Any] | None:
+    """How ``target`` makes the gather: ``("ranges", device, [(fragment, start, size)])``,
+    ``("grid", device, (order, stacked, axes))``, or ``None``."""
+    frags = dt.fragments
+    dev = frags[0].device
+    if any(not f.is_local or f.is_padded or f.framework != target.name or f.device != dev for f in frags):
+        return None
+    if device is not None and as_device(device) != dev:
+        return None
+    joined = concatenation(gather_plan(dev).copies_into(0))
+    if joined is not None and joined[0] == 0 and sum(c.size for c in joined[1]) == dt.size:
+        return "ranges", dev, [(c.src, c.src_offset, c.size) for c in joined[1]]
+    grid = grid_geometry(dt.layout)
+    return None if grid is None else ("grid", dev, grid)
+
+
+# -- scatter ---------------------------------------------------------------------------
+def split(array: Any, a: "Adapter", plan: RedistributionPlan, layout: "Layout", device: Device,
+          dtype: str) -> DistributedTensor | None:
+    """The scatter of ``array`` (an array of ``a`` on ``device``) over ``layout``, made by
+    ``a`` itself where it can view nothing and every fragment lies on ``device``;
+    ``None`` otherwise. ``plan`` is the scatter's copy plan."""
+    if a.can_view or any(d != device for d in layout.devices):
+        return None
+    pieces = _split_pieces(plan, layout)
+    arrays: list[Any] | None = None
+    if pieces is not None:
+        arrays = a.split(array, pieces)
+    else:
+        grid = grid_geometry(layout)
+        if grid is not None:
+            arrays = _decomposed(array, a, layout, grid)
+    if arrays is None:
+        return None
+    me = process_rank()
+    dl_device = (1, device.index) if device.kind == "cpu" else None
+    out = [Fragment.of_array(frag, part, a.name, rank=me, adapter=a, dl_device=dl_device)
+           for frag, part in zip(layout.fragments, arrays)]
+    return DistributedTensor._create(layout, out, dtype)
+
+
+def _decomposed(array: Any, a: "Adapter", layout: "Layout", grid: tuple[Any, ...]) -> list[Any] | None:
+    """The fragments of a regular grid cut from ``array`` by :meth:`Adapter.decompose`, in fragment order."""
+    order, stacked, axes = grid
+    permuted = tuple(stacked[p] for p in axes)
+    back = tuple(sorted(range(len(axes)), key=lambda p: axes[p]))  # the inverse permutation
+    local = layout.fragments[0].shape
+    parts = a.decompose(array, permuted, back, math.prod(layout.grid), local)
+    if parts is None:
+        return None
+    out: list[Any] = [None] * len(order)
+    for position, index in enumerate(order):
+        out[index] = parts[position]
+    return out
+
+
+def _split_pieces(plan: RedistributionPlan, layout: "Layout") -> list[tuple[int, int, tuple[int, ...]]] | None:
+    """``[(start, size, shape)]`` per fragment of a scatter into ranges of the source, or
+    ``None`` (worked out once per plan and layout)."""
+    memo = plan.__dict__.setdefault("_split_pieces", {})
+    if layout in memo:
+        return memo[layout]  # type: ignore[no-any-return]
+    memo[layout] = found = None if layout.element_strides is not None else _ranges(plan, layout)
+    return found
+
+
+def _ranges(plan: RedistributionPlan, layout: "Layout") -> list[tuple[int, int, tuple[int, ...]]] | None:
+    pieces = []
+    for frag in layout.fragments:
+        copies = plan.copies_into(frag.index)
+        c = copies[0] if len(copies) == 1 else None
+        if c is None or c.dst_offset != 0 or c.size != frag.size or not contiguous(c):
+            return None
+        pieces.append((c.src_offset, c.size, frag.shape))
+    return pieces
