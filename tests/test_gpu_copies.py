@@ -213,11 +213,12 @@ def test_cupy_slab_gather_on_one_gpu_is_one_kernel():
     np.testing.assert_array_equal(cupy.asnumpy(out), x)
 
 
-@pytest.mark.parametrize("block, grid", [((1, 48), (8, 1)), ((4, 8), (2, 3)), ((16, 48), (4, 1))],
-                         ids=["cyclic-rows", "block-cyclic", "slabs"])
+@pytest.mark.parametrize("block, grid", [((1, 48), (8, 1)), ((4, 8), (2, 3)), ((16, 48), (4, 1)), ((20, 48), (4, 1))],
+                         ids=["cyclic-rows", "block-cyclic", "even-slabs", "uneven-slabs"])
 def test_jax_grids_on_one_gpu_are_made_by_jax(block, grid):
-    # regular grids of JAX fragments on one GPU: the gather is one compiled JAX
-    # stack-and-transpose (slabs: a concatenation), the scatter its inverse
+    # regular grids of JAX fragments on one GPU (even slabs too): the gather is one
+    # compiled JAX stack-and-transpose, the scatter its inverse; uneven slabs are a
+    # concatenation of ranges and its inverse
     import jax
 
     from dlmg.adapters.jax import _REARRANGERS
@@ -234,4 +235,4 @@ def test_jax_grids_on_one_gpu_are_made_by_jax(block, grid):
     assert got.devices() == {jax.devices("gpu")[0]}
     np.testing.assert_array_equal(host(got), x)
     made = [k[0] for k in _REARRANGERS]
-    assert made == (["split", "assemble"] if block[0] * grid[0] == 64 else ["decompose", "compose"]), made
+    assert made == (["split", "assemble"] if 64 % block[0] else ["decompose", "compose"]), made
