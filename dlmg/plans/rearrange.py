@@ -15,9 +15,9 @@ instead, and the matching scatters too:
   (:meth:`Adapter.compose`); the scatter undoes it (:meth:`Adapter.decompose`).
 
 Where both apply (even slabs are a regular grid with one block per fragment),
-the grid comes first: on an H200, XLA's stack-and-transpose gathered 8 cyclic
-or block-cyclic fragments of 256 MiB in all at 0.91-0.93 of the copy rate,
-where its concatenation of 8 slabs of the same size ran at 0.74 (and
+the grid comes first: in one H200 run, XLA's stack-and-transpose gathered 8
+cyclic or block-cyclic fragments of 256 MiB in all at 0.91-0.93 of the copy
+rate, where its concatenation of 8 slabs of the same size ran at 0.74 (and
 `jnp.concatenate` itself at 0.59). What was worked out is kept per tensor
 (gathers) or per plan and layout (scatters). Everything else keeps the copy
 plans.
