@@ -36,38 +36,39 @@ def test_torch_copies_that_tile_one_range_run_as_one_kernel(device):
     assert torch.count_nonzero(out) == 0
 
 
-@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda:0", marks=pytest.mark.gpu)])
-@pytest.mark.parametrize("dtype", ["uint8", "uint16", "uint32", "uint64", "int32", "float16", "bool", "complex64"])
-def test_torch_copy_many_copies_every_dtype(device, dtype):
-    # small separate pieces take torch's batched copy where it has the dtype
-    # (it has no unsigned 16/32/64-bit one), pair by pair where it has not
+_DTYPES = ["uint8", "uint16", "uint32", "uint64", "int32", "float16", "bool", "complex64"]
+
+
+def _pieces(dtype: str, device: str, count: int):
+    """torch, the adapter, the torch dtype and ``count`` pieces of 6 elements (0s and 1s)."""
     torch = pytest.importorskip("torch")
     from dlmg.registry import get_adapter
 
     torch_dtype = getattr(torch, dtype, None)
     if torch_dtype is None:
         pytest.skip(f"this torch has no {dtype}")
-    adapter = get_adapter("torch")
+    pieces = [(torch.arange(6 * k + 1, 6 * k + 7, device=device) % 2).to(torch_dtype) for k in range(count)]
+    return torch, get_adapter("torch"), torch_dtype, pieces
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda:0", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("dtype", _DTYPES)
+def test_torch_copy_many_copies_every_dtype(device, dtype):
+    # small separate pieces take torch's batched copy where it has the dtype
+    # (it has no unsigned 16/32/64-bit one), pair by pair where it has not
     for _ in range(2):  # the second time after any refusal was remembered
-        src = [(torch.arange(6 * k + 1, 6 * k + 7, device=device) % 2).to(torch_dtype) for k in range(5)]
+        torch, adapter, torch_dtype, src = _pieces(dtype, device, 5)
         dst = [torch.zeros(6, dtype=torch_dtype, device=device) for _ in range(5)]
         adapter.copy_many(dst[::-1], src[::-1])  # not one range: no single kernel
         assert all(torch.equal(d, s) for d, s in zip(dst, src))
 
 
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda:0", marks=pytest.mark.gpu)])
-@pytest.mark.parametrize("dtype", ["uint8", "uint16", "uint32", "uint64", "int32", "float16", "bool", "complex64"])
+@pytest.mark.parametrize("dtype", _DTYPES)
 def test_torch_concatenation_into_a_view_takes_every_dtype(device, dtype):
     # torch.cat into a view of a larger buffer; pieces of another dtype go the
     # default way (a view and a copy each, which converts)
-    torch = pytest.importorskip("torch")
-    from dlmg.registry import get_adapter
-
-    torch_dtype = getattr(torch, dtype, None)
-    if torch_dtype is None:
-        pytest.skip(f"this torch has no {dtype}")
-    adapter = get_adapter("torch")
-    pieces = [(torch.arange(6 * k + 1, 6 * k + 7, device=device) % 2).to(torch_dtype) for k in range(3)]
+    torch, adapter, torch_dtype, pieces = _pieces(dtype, device, 3)
     buffer = torch.zeros(20, dtype=torch_dtype, device=device)
     adapter.concatenate_into(buffer[1:19], pieces)
     assert torch.equal(buffer[1:19], torch.cat(pieces)) and not buffer[0] and not buffer[19]
