@@ -69,7 +69,7 @@ _DEVICES: dict[Any, Device] = {}
 #: JAX devices of dlmg devices, asked per import (found once: JAX's devices are fixed
 #: when its backend starts, and a backend starts before the first one is found)
 _NATIVE: dict[Device, Any] = {}
-#: Compiled assemble / split functions per geometry (a few per tensor layout)
+#: Compiled assemble, split, compose and decompose functions per geometry (a few per layout)
 _REARRANGERS: dict[Any, Any] = {}
 _REARRANGERS_KEPT = 256
 #: Operators jax.jit compiles for list_operator (pow stays eager: a concrete integer
