@@ -264,7 +264,10 @@ _POOL_LOCK = threading.Lock()
 
 
 def _pool() -> ThreadPoolExecutor | None:
-    workers = min(os.cpu_count() or 1, 8)
+    """The copy threads, made on first use; ``None`` on one core."""
+    if _POOL:
+        return _POOL[0]
+    workers = min(os.cpu_count() or 1, 8)  # asked once: os.cpu_count() costs 8 us
     if workers < 2:
         return None
     with _POOL_LOCK:
