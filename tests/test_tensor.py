@@ -220,6 +220,17 @@ def test_to_copy_false_raises_where_a_copy_is_needed(jnp):
         dt.to("numpy", copy="yes")
 
 
+def test_to_names_the_fragment_it_cannot_hand_over(torch):
+    # the zero-copy hand-over and the one with copy= asked say which fragment failed and why
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    layout = Layout.slab((2, 3), 0, ["cpu"] * 2)
+    dt = dlmg.from_fragments([np.ones((1, 3), ml_dtypes.bfloat16) for _ in range(2)], layout)
+    with pytest.raises(FragmentError, match=r"fragment 0 \(numpy on cpu:0\) could not be handed to torch: .*bfloat16"):
+        dt.to("torch")
+    with pytest.raises(CopyRequiredError, match=r"fragment 0 \(numpy on cpu:0\) cannot be handed to torch without a copy"):
+        dt.to("torch", copy=False)
+
+
 # -- element access -----------------------------------------------------------------
 @settings(max_examples=30)
 @given(layouts(), st.data())
