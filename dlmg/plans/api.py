@@ -11,10 +11,11 @@ and executor (:mod:`~dlmg.plans.execute`):
 * :func:`to_framework` hands every fragment to another framework through
   DLPack.
 
-Only fragments of this process are read or written. In a multi-process run,
-gather will mean all-gather (every process receives the whole tensor); dlmg
-runs in one process today, and a tensor with fragments of other processes is
-refused with ``NotImplementedError``.
+Only fragments of this process are read or written. Across processes (after
+:func:`dlmg.distributed.init`) gather, scatter and redistribute go to the
+communication engine (:mod:`dlmg.distributed.collectives`); without it, a
+tensor with fragments of other processes is refused with
+:class:`~dlmg.errors.FragmentError`.
 """
 
 from __future__ import annotations
