@@ -223,6 +223,21 @@ def per_fragment(op, left, right, reflected: bool = False):
     return map_fragments(lambda xp, x, y: op(x, y), (left, right), name="reference", new_arrays=True)
 
 
+#: Python scalars an arithmetic operator takes on either side
+SCALARS = [3, -2, 2.5, True, 1 + 2j]
+
+
+def compare_operator(op, a, b, c, same) -> None:
+    """``op`` through dlmg against ``per_fragment``: on ``a`` and ``b``, on ``a``
+    and ``c`` (another dtype: promotion), and with every scalar on either side;
+    ``same(got, want)`` compares the outcomes."""
+    same(outcome(lambda: op(a, b)), outcome(lambda: per_fragment(op, a, b)))
+    same(outcome(lambda: op(a, c)), outcome(lambda: per_fragment(op, a, c)))
+    for s in SCALARS:
+        same(outcome(lambda: op(a, s)), outcome(lambda: per_fragment(op, a, s)))
+        same(outcome(lambda: op(s, a)), outcome(lambda: per_fragment(op, a, s, reflected=True)))
+
+
 def same_outcome(got, want, same_arrays) -> None:
     """Both refused, or tensors of one dtype whose fragments ``same_arrays(g, w)`` accepts."""
     if isinstance(want, type):  # refused fragment by fragment: refused here too

@@ -15,14 +15,13 @@ import dlmg
 from dlmg.ops import pointwise
 from dlmg.ops._lists import on_lists
 
-from _ops_support import outcome, per_fragment, same_outcome
+from _ops_support import compare_operator, same_outcome
 
 torch = pytest.importorskip("torch")
 
 DEVICES = ["cpu", pytest.param("cuda:0", marks=pytest.mark.gpu)]
 DTYPES = ["bool", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64", "complex64"]
 OPERATORS = ["add", "sub", "mul", "truediv", "pow"]
-SCALARS = [3, -2, 2.5, True, 1 + 2j]
 
 
 def fragments(dtype: str, device: str, seed: int, n: int = 4) -> list:
@@ -51,11 +50,7 @@ def test_operators_equal_torch_fragment_by_fragment(device, name, dtype):
     op = getattr(operator, name)
     a, b = wrap(fragments(dtype, device, 1), device), wrap(fragments(dtype, device, 2), device)
     c = wrap(fragments("float32", device, 3), device)
-    same(outcome(lambda: op(a, b)), outcome(lambda: per_fragment(op, a, b)))
-    same(outcome(lambda: op(a, c)), outcome(lambda: per_fragment(op, a, c)))  # promotion
-    for s in SCALARS:
-        same(outcome(lambda: op(a, s)), outcome(lambda: per_fragment(op, a, s)))
-        same(outcome(lambda: op(s, a)), outcome(lambda: per_fragment(op, a, s, reflected=True)))
+    compare_operator(op, a, b, c, same)
 
 
 @pytest.mark.parametrize("device", DEVICES)

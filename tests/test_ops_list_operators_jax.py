@@ -15,14 +15,13 @@ import pytest
 import dlmg
 from dlmg.ops._lists import on_lists
 
-from _ops_support import outcome, per_fragment, same_outcome
+from _ops_support import compare_operator, same_outcome
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 
 DTYPES = ["bool", "uint8", "int32", "float16", "bfloat16", "float32", "complex64"]
 OPERATORS = ["add", "sub", "mul", "truediv", "pow"]
-SCALARS = [3, -2, 2.5, True, 1 + 2j]
 
 
 def _devices(platform: str) -> list:
@@ -68,11 +67,7 @@ def test_operators_equal_jax_fragment_by_fragment(platform, name, dtype):
     op = getattr(operator, name)
     a, b = wrap(fragments(dtype, platform, 1)), wrap(fragments(dtype, platform, 2))
     c = wrap(fragments("float32", platform, 3))
-    same(outcome(lambda: op(a, b)), outcome(lambda: per_fragment(op, a, b)))
-    same(outcome(lambda: op(a, c)), outcome(lambda: per_fragment(op, a, c)))  # promotion
-    for s in SCALARS:
-        same(outcome(lambda: op(a, s)), outcome(lambda: per_fragment(op, a, s)))
-        same(outcome(lambda: op(s, a)), outcome(lambda: per_fragment(op, a, s, reflected=True)))
+    compare_operator(op, a, b, c, same)
 
 
 def test_operators_run_through_the_lists_and_only_out_of_place():
