@@ -449,9 +449,10 @@ def gather(dt: "DistributedTensor", framework: str | None = None, device: Any = 
         raise ValueError(f"gather: root={root!r} but dlmg runs in one process (rank 0)")
     if out is None:
         target = _get(framework if framework is not None else dt.frameworks[0] if dt.frameworks else DEFAULT_FRAMEWORK)
-        whole = assembled(dt, target, device, _memo(dt), partial(_c_ordered_gather_plan, dt))
-        if whole is not None:
-            return whole
+        if not target.can_view:  # a framework with views writes one buffer of its own as well
+            whole = assembled(dt, target, device, _memo(dt), partial(_c_ordered_gather_plan, dt))
+            if whole is not None:
+                return whole
     buf, finish = destination(dt, framework, device, out)
     _fill(dt, buf, None if out is None else buf.adapter.strides_of(out))
     return finish()
@@ -582,7 +583,7 @@ def scatter(array: Any, layout: "Layout", framework: str | None = None, root: in
     src_dev = a.device_of(array)
     strides = tuple(int(s) for s in a.strides_of(array))
     plan = _scatter_plan(shape, strides, src_dev, layout, dtype)
-    if target is a:
+    if target is a and not a.can_view:
         found = split(array, a, plan, layout, src_dev, dtype)
         if found is not None:
             return found

@@ -75,12 +75,13 @@ def _grid_geometry(layout: "Layout") -> tuple[tuple[int, ...], tuple[int, ...], 
 # -- gather ----------------------------------------------------------------------------
 def assembled(dt: DistributedTensor, target: "Adapter", device: Any, memo: dict[Any, Any],
               gather_plan: Callable[[Device], RedistributionPlan]) -> Any:
-    """The gather of ``dt`` into ``target`` made by ``target`` itself, or ``None``.
+    """The gather of ``dt`` into ``target`` (a framework without views) made by
+    ``target`` itself, or ``None``.
 
     ``memo`` keeps what was worked out for ``dt``'s fragments; ``gather_plan(device)``
     is the copy plan of a gather into a C-ordered array on ``device``.
     """
-    if dt.size == 0 or not dt.fragments or target.can_view:  # a framework with views writes one buffer as well
+    if dt.size == 0 or not dt.fragments:
         return None
     key = ("assembly", target.name, device)
     if key not in memo:
@@ -122,10 +123,10 @@ def _assembly(dt: DistributedTensor, target: "Adapter", device: Any,
 # -- scatter ---------------------------------------------------------------------------
 def split(array: Any, a: "Adapter", plan: RedistributionPlan, layout: "Layout", device: Device,
           dtype: str) -> DistributedTensor | None:
-    """The scatter of ``array`` (an array of ``a`` on ``device``) over ``layout``, made by
-    ``a`` itself where it can view nothing and every fragment lies on ``device``;
-    ``None`` otherwise. ``plan`` is the scatter's copy plan."""
-    if a.can_view or any(d != device for d in layout.devices):
+    """The scatter of ``array`` (an array of ``a``, a framework without views, on
+    ``device``) over ``layout``, made by ``a`` itself where every fragment lies on
+    ``device``; ``None`` otherwise. ``plan`` is the scatter's copy plan."""
+    if any(d != device for d in layout.devices):
         return None
     arrays: list[Any] | None = None
     grid = grid_geometry(layout)
