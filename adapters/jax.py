@@ -456,35 +456,27 @@ class JaxAdapter(BaseAdapter):
         arrays = [a for a, _, _ in pieces]
         if not self._plain_on(arrays, device):
             return None
-        key = ("assemble", tuple((a.shape, start, size) for a, start, size in pieces), tuple(shape))
-        fn = _REARRANGERS.get(key)
-        if fn is None:
-            jnp = self.namespace()
-            spans = [(start, size) for _, start, size in pieces]
+        spans = tuple((start, size) for _, start, size in pieces)
+        jnp = self.namespace()
 
-            def assembled(*parts: Any) -> Any:
-                flat = [p.reshape(-1)[start:start + size] for p, (start, size) in zip(parts, spans)]
-                return jnp.concatenate(flat).reshape(shape)
+        def assembled(*parts: Any) -> Any:
+            flat = [p.reshape(-1)[start:start + size] for p, (start, size) in zip(parts, spans)]
+            return jnp.concatenate(flat).reshape(shape)
 
-            fn = _remember(key, self.module().jit(assembled))
-        return fn(*arrays)
+        return self._jitted(("assemble", spans, tuple(shape)), assembled)(*arrays)
 
     def split(self, array: Any, pieces: Any) -> Any:
         """One compiled call (``jax.jit``, kept per geometry) cutting ``array`` into
         the pieces on its device; ``None`` for a transposed (not C-ordered) array."""
         if not self._plain_on([array], self.device_of(array)):
             return None
-        key = ("split", array.shape, tuple((start, size, tuple(shape)) for start, size, shape in pieces))
-        fn = _REARRANGERS.get(key)
-        if fn is None:
-            cuts = key[2]
+        cuts = tuple((start, size, tuple(shape)) for start, size, shape in pieces)
 
-            def split(whole: Any) -> tuple[Any, ...]:
-                flat = whole.reshape(-1)
-                return tuple(flat[start:start + size].reshape(shape) for start, size, shape in cuts)
+        def split(whole: Any) -> tuple[Any, ...]:
+            flat = whole.reshape(-1)
+            return tuple(flat[start:start + size].reshape(shape) for start, size, shape in cuts)
 
-            fn = _remember(key, self.module().jit(split))
-        return list(fn(array))
+        return list(self._jitted(("split", cuts), split)(array))
 
     def compose(self, arrays: Any, stacked: tuple[int, ...], axes: tuple[int, ...], shape: tuple[int, ...],
                 device: Device) -> Any:
@@ -496,16 +488,12 @@ class JaxAdapter(BaseAdapter):
         array: 1.68 against 0.68 ms on 2 cores)."""
         if device.kind == "cpu" or not self._plain_on(list(arrays), device):
             return None
-        key = ("compose", len(arrays), arrays[0].shape if arrays else (), stacked, axes, tuple(shape))
-        fn = _REARRANGERS.get(key)
-        if fn is None:
-            jnp = self.namespace()
+        jnp = self.namespace()
 
-            def composed(*parts: Any) -> Any:
-                return jnp.stack(parts).reshape(stacked).transpose(axes).reshape(shape)
+        def composed(*parts: Any) -> Any:
+            return jnp.stack(parts).reshape(stacked).transpose(axes).reshape(shape)
 
-            fn = _remember(key, self.module().jit(composed))
-        return fn(*arrays)
+        return self._jitted(("compose", stacked, axes, tuple(shape)), composed)(*arrays)
 
     def decompose(self, array: Any, shape: tuple[int, ...], axes: tuple[int, ...], count: int,
                   part: tuple[int, ...]) -> Any:
@@ -514,16 +502,22 @@ class JaxAdapter(BaseAdapter):
         device = self.device_of(array)
         if device.kind == "cpu" or not self._plain_on([array], device):
             return None
-        key = ("decompose", array.shape, shape, axes, count, tuple(part))
-        fn = _REARRANGERS.get(key)
-        if fn is None:
 
-            def decomposed(whole: Any) -> tuple[Any, ...]:
-                parts = whole.reshape(shape).transpose(axes).reshape((count, *part))
-                return tuple(parts[i] for i in range(count))
+        def decomposed(whole: Any) -> tuple[Any, ...]:
+            parts = whole.reshape(shape).transpose(axes).reshape((count, *part))
+            return tuple(parts[i] for i in range(count))
 
-            fn = _remember(key, self.module().jit(decomposed))
-        return list(fn(array))
+        return list(self._jitted(("decompose", shape, axes, count, tuple(part)), decomposed)(array))
+
+    def _jitted(self, key: Any, fn: Any) -> Any:
+        """``jax.jit(fn)``, kept under ``key`` (the geometry ``fn`` closes over; jit itself
+        tells shapes and dtypes apart): the first one made for a key is reused."""
+        found = _REARRANGERS.get(key)
+        if found is None:
+            if len(_REARRANGERS) >= _REARRANGERS_KEPT:
+                _REARRANGERS.clear()
+            found = _REARRANGERS[key] = self.module().jit(fn)
+        return found
 
     def _plain_on(self, arrays: list[Any], device: Device) -> bool:
         """Whether every array is C-ordered and on ``device`` alone."""
@@ -568,12 +562,3 @@ class JaxAdapter(BaseAdapter):
 
         kernel.__name__ = getattr(fn, "__name__", "kernel")
         return jax.jit(kernel), "jax.jit"
-
-
-def _remember(key: Any, fn: Any) -> Any:
-    """Keep ``fn`` for ``key``, dropping every kept function when there are too many."""
-    if len(_REARRANGERS) >= _REARRANGERS_KEPT:
-        _REARRANGERS.clear()
-    _REARRANGERS[key] = fn
-    return fn
-
