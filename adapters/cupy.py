@@ -339,8 +339,12 @@ class CupyAdapter(BaseAdapter):
 
     # -- DLPack export -----------------------------------------------------------
     def export(self, array: Any, **kwargs: Any) -> Any:
-        """``array.__dlpack__(**kwargs)`` inside ``cupy.cuda.Device(array.device.id)``."""
-        with self.module().cuda.Device(int(array.device.id)):
+        """``array.__dlpack__(**kwargs)`` with the array's device current (a consumer's
+        stream belongs to that device): made current for the call when it is not."""
+        index = array.device.id
+        if index == self.module().cuda.runtime.getDevice():  # asking costs less than the device context
+            return super().export(array, **kwargs)
+        with self.module().cuda.Device(index):
             return super().export(array, **kwargs)
 
     def producer(self, array: Any) -> Any:

@@ -265,6 +265,10 @@ class TorchAdapter(BaseAdapter):
             found = _DEVICES[dev] = Device(kind, 0 if kind == "cpu" else int(dev.index or 0))
         return found
 
+    def shape_of(self, array: Any) -> tuple[int, ...]:
+        """``array.shape`` as a plain tuple (a ``torch.Size`` holds Python ints already)."""
+        return tuple(array.shape)
+
     def strides_of(self, array: Any) -> tuple[int, ...]:
         """``array.stride()`` (already in elements)."""
         return tuple(array.stride())

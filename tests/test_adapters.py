@@ -115,6 +115,20 @@ def test_jax_exports_legacy_capsules_only(jnp):
         assert np.array_equal(host_values(consumer, y), np.arange(16, dtype=np.float32))
 
 
+def test_jax_export_of_a_sharded_array_names_its_shards(jnp):
+    """An array on several devices is no single DLPack tensor: the error says how
+    many devices and what to export instead, whatever keywords were asked."""
+    import jax
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    mesh = Mesh(np.array(jax.devices("cpu")[:2]), ("x",))
+    for spec in (PartitionSpec("x"), PartitionSpec()):  # split, then replicated
+        x = jax.device_put(np.ones(8, np.float32), NamedSharding(mesh, spec))
+        for kwargs in ({"max_version": (1, 0)}, {}, {"stream": None, "max_version": (1, 0)}):
+            with pytest.raises(DLPackError, match=r"on 2 devices .*addressable_shards\[i\]\.data"):
+                J.export(x, **kwargs)
+
+
 def test_jax_consumer_asks_for_legacy_only(jnp, torch):
     """JAX calls ``__dlpack__`` without ``max_version`` (it takes legacy capsules only);
     dlmg's route into JAX still works and stays zero-copy."""
