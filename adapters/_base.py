@@ -368,8 +368,11 @@ class Adapter:
             self.copy_into(dst, src)
 
     def concatenate_into(self, dst: Any, srcs: Sequence[Any]) -> None:
-        """Write the 1-D arrays ``srcs`` one after another into ``dst``, a 1-D
-        view of exactly their total length (what a gather of slabs is).
+        """Write the arrays ``srcs`` one after another along their first axis into
+        ``dst``, a C-contiguous view of exactly their stacked shape: every piece
+        has ``dst``'s trailing extents, and any strides. A gather of slabs is
+        one (1-D pieces), and so are the bands of rows that row slabs give a
+        column slab (2-D strided pieces).
 
         The default copies each into its view of ``dst`` through
         :meth:`copy_many`; a framework with a concatenation into a given
@@ -377,10 +380,11 @@ class Adapter:
         :meth:`copy_many`: in order on the current stream, no host-side wait.
         """
         views, offset = [], 0
+        strides = self.strides_of(dst)
         for src in srcs:
-            n = self.shape_of(src)[0]
-            views.append(self.as_strided(dst, (n,), (1,), offset))
-            offset += n
+            shape = self.shape_of(src)
+            views.append(self.as_strided(dst, shape, strides, offset))
+            offset += math.prod(shape)
         self.copy_many(views, srcs)
 
     def assemble(self, pieces: Sequence[tuple[Any, int, int]], shape: tuple[int, ...], device: Device) -> Any:

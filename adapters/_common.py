@@ -15,7 +15,9 @@ Nothing here imports a framework at import time. The pieces are:
   real one but may report another device or route the export through the
   producer's adapter (torch on a non-current CUDA device);
 * stride predicates (:func:`is_c_contiguous`, :func:`is_compact`,
-  :func:`has_negative_strides`).
+  :func:`has_negative_strides`);
+* :data:`ALREADY_CURRENT`, the context a device context hands out when its
+  device is current already.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import math
 
 import importlib
 from collections.abc import Sequence
+from contextlib import nullcontext
 from typing import Any, ClassVar
 
 from dlmg.dlpack import c_contiguous_strides as c_strides
@@ -41,6 +44,7 @@ from dlmg.errors import (
 from ._base import Adapter, ArrayInfo
 
 __all__ = [
+    "ALREADY_CURRENT",
     "element_strides",
     "ArrayInfo",
     "BaseAdapter",
@@ -58,6 +62,10 @@ __all__ = [
     "SIXTY_FOUR_BIT",
     "NUMPY_DLPACK_DTYPES",
 ]
+
+#: What a device context gives when its device is current already: nothing to
+#: enter (entering a CUDA device context costs several times asking which one is current).
+ALREADY_CURRENT = nullcontext()
 
 #: Element types NumPy can take in and hand out through DLPack.
 NUMPY_DLPACK_DTYPES: frozenset[str] = frozenset(

@@ -22,6 +22,7 @@ from dlmg.device import Device
 from dlmg.errors import CopyRequiredError, DeviceError, DLPackError
 
 from ._common import (
+    ALREADY_CURRENT,
     BaseAdapter,
     DLPackShim,
     _source,
@@ -104,11 +105,17 @@ class CupyAdapter(BaseAdapter):
         return Device("cuda", int(obj.id))
 
     def device_context(self, device: Device) -> Any:
-        """``cupy.cuda.Device(index)`` for CUDA devices (CuPy queues work on the current one)."""
+        """``cupy.cuda.Device(index)`` for CUDA devices (CuPy queues work on the current
+        one); nothing to enter when that device is current already."""
         if device.kind != "cuda":
             return None
         cupy, index = self.module(), device.index
-        return lambda: cupy.cuda.Device(index)
+        current = cupy.cuda.runtime.getDevice
+
+        def enter() -> Any:  # asking which device is current costs less than switching to it
+            return ALREADY_CURRENT if current() == index else cupy.cuda.Device(index)
+
+        return enter
 
     def _check_device(self, device: Device) -> int:
         if device.kind != "cuda":

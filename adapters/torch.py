@@ -41,6 +41,7 @@ from dlmg.dtypes import canonical
 from dlmg.errors import CopyRequiredError, DeviceError, DLPackError, DtypeError
 
 from ._common import (
+    ALREADY_CURRENT,
     BaseAdapter,
     DLPackShim,
     ViewNotSupportedError,
@@ -243,11 +244,17 @@ class TorchAdapter(BaseAdapter):
         return Device(_TORCH_TO_KIND.get(kind, kind), int(obj.index or 0))
 
     def device_context(self, device: Device) -> Any:
-        """``torch.cuda.device(index)`` for CUDA devices (torch queues work on the current one)."""
+        """``torch.cuda.device(index)`` for CUDA devices (torch queues work on the current
+        one); nothing to enter when that device is current already."""
         if device.kind != "cuda":
             return None
         torch, index = self.module(), device.index
-        return lambda: torch.cuda.device(index)
+        current = torch.cuda.current_device
+
+        def enter() -> Any:  # asking which device is current costs less than switching to it
+            return ALREADY_CURRENT if current() == index else torch.cuda.device(index)
+
+        return enter
 
     def tracks_gradients(self, array: Any) -> bool:
         """``array.requires_grad``."""
@@ -458,8 +465,9 @@ class TorchAdapter(BaseAdapter):
             dst.copy_(src)
 
     def concatenate_into(self, dst: Any, srcs: Sequence[Any]) -> None:
-        """``torch.cat(srcs, out=dst)``: one kernel for all the pieces, where they
-        share ``dst``'s dtype and device (the view and copy per piece otherwise)."""
+        """``torch.cat(srcs, out=dst)``: one kernel for all the pieces, strided or not,
+        where they share ``dst``'s dtype and device (the view and copy per piece
+        otherwise)."""
         device, dtype = dst.device, dst.dtype
         if len(srcs) > 1 and all(s.device == device and s.dtype == dtype for s in srcs):
             try:

@@ -307,7 +307,8 @@ def check_copy_into(ctx: ContractContext) -> None:
 
 def check_copy_many(ctx: ContractContext) -> None:
     """copy_many writes each piece through its view, and concatenate_into writes
-    1-D pieces one after another into a 1-D view (frameworks with views)."""
+    pieces one after another along their first axis into a C-contiguous view:
+    1-D pieces, and 2-D strided ones (frameworks with views)."""
     import numpy as np
 
     a = ctx.adapter
@@ -328,6 +329,13 @@ def check_copy_many(ctx: ContractContext) -> None:
     flat = np.zeros(12, np.float32)
     flat[1:] = want.reshape(-1)[:11]
     assert np.array_equal(ctx.values(dst).reshape(-1), flat), f"concatenate_into gave\n{ctx.values(dst)}"
+    # 2-D strided pieces (columns of rows) stacked along their first axis into a 4 x 2 block
+    dst = a.full((3, 4), 0, "float32", ctx.device)
+    pieces = [a.as_strided(src, (3, 2), (4, 1), 1), a.as_strided(src, (1, 2), (4, 1), 8)]
+    a.concatenate_into(a.as_strided(dst, (4, 2), (2, 1), 2), pieces)
+    flat = np.zeros(12, np.float32)
+    flat[2:10] = np.concatenate([want[:, 1:3], want[2:, :2]]).reshape(-1)
+    assert np.array_equal(ctx.values(dst).reshape(-1), flat), f"concatenate_into of 2-D pieces gave\n{ctx.values(dst)}"
 
 
 def check_assemble(ctx: ContractContext) -> None:
@@ -462,9 +470,11 @@ def check_native(ctx: ContractContext) -> None:
     assert a.device_from_native(object()) is None, "device_from_native of a foreign object must be None"
     context = a.device_context(ctx.device)
     if context is not None:
-        with context():
-            z = a.full((2,), 1, "float32", ctx.device)
-        assert a.shape_of(z) == (2,), "allocation inside device_context"
+        for _ in range(2):  # entered twice: the second time its device may be current already
+            with context():
+                z = a.full((2,), 1, "float32", ctx.device)
+            assert a.shape_of(z) == (2,), "allocation inside device_context"
+            assert a.device_of(z) == ctx.device, f"allocation inside device_context lands on {a.device_of(z)}"
 
 
 def check_describe_all(ctx: ContractContext) -> None:

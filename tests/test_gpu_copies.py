@@ -172,6 +172,28 @@ def test_row_slab_scatter_on_one_gpu_is_one_device_copy():
     np.testing.assert_array_equal(host(dt), host(big))
 
 
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_torch_row_slabs_to_column_slabs_on_one_gpu_is_one_kernel_per_slab(ndim):
+    # every row slab gives each column slab a band of rows: one torch.cat of the
+    # strided bands per column slab, not one strided copy per band
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    shape = (512, 384) if ndim == 2 else (64, 8, 384)
+    x = rand(shape, seed=19)
+    rows = Layout.slab(shape, 0, ["cuda:0"] * 4)
+    cols = Layout.slab(shape, ndim - 1, ["cuda:0"] * 3)
+    dt = dlmg.scatter(torch.as_tensor(x, device="cuda:0"), rows)
+    dt.redistribute(cols)  # plans made before profiling
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        out = dt.redistribute(cols)
+        torch.cuda.synchronize()
+    kernels = [e.name for e in prof.events() if e.device_type.name == "CUDA"]
+    assert len(kernels) == 3 and all("Cat" in k or "cat" in k for k in kernels), kernels
+    np.testing.assert_array_equal(host(out), x)
+
+
 @pytest.mark.parametrize("dtype", ["uint8", "int16", "float32", "float64", "complex128"])
 @pytest.mark.parametrize("start", [0, 1, 3], ids=["aligned", "one-element-in", "three-elements-in"])
 def test_cupy_concatenation_is_one_kernel_of_the_widest_words(dtype, start):

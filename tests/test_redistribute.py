@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import dlmg
@@ -228,6 +228,56 @@ def test_gather_copies_that_tile_the_destination_run_as_one_concatenation(shape,
     out = a.full(shape, -1, "float32", cpu)
     _run_on_devices([(copies, sources, Buffer(out, a, cpu))], "float32", {}, None)  # the path of device copies
     np.testing.assert_array_equal(to_numpy(out), x)
+
+
+_STACKED = [  # pairs whose copies stack along the destination's first axis (random pairs rarely do)
+    (Layout.slab((12, 9), 0, ["cpu"] * 3), Layout.slab((12, 9), 1, ["cpu"] * 3)),
+    (Layout.slab((7, 10), 0, ["cpu"] * 2), Layout((7, 10), block=(4, 3), grid=(1, 2), devices=["cpu"] * 2)),
+    (Layout.slab((6, 4, 5), 0, ["cpu"] * 3), Layout.slab((6, 4, 5), 2, ["cpu"] * 2)),
+]
+
+
+@settings(max_examples=60)
+@given(layout_pairs(jax_devices=False), st.sampled_from(["numpy", "torch"]))
+@example(_STACKED[0], "torch")
+@example(_STACKED[1], "numpy")
+@example(_STACKED[2], "torch")
+def test_device_copies_of_any_redistribution_write_every_fragment(pair, framework):
+    """The path of device copies (flat concatenations, pieces stacked along their
+    first axis, single copies) writes every destination fragment as NumPy says."""
+    from dlmg.plans.execute import Buffer, _run_on_devices
+    from dlmg.registry import get_adapter
+
+    need(framework)
+    src, dst = pair
+    plan = dlmg.plan_redistribution(src, dst, "float32")
+    x = np.arange(math.prod(src.shape), dtype=np.float32).reshape(src.shape)
+    a, cpu = get_adapter(framework), dlmg.Device("cpu", 0)
+    sources = {f.index: Buffer(make(expected_fragment(x, src, f.index).copy(), framework, "float32"), a, cpu)
+               for f in src.fragments}
+    written = {f.index: a.full(f.shape, -1, "float32", cpu) for f in dst.fragments if f.index not in plan.reused}
+    _run_on_devices([(plan.copies_into(d), sources, Buffer(out, a, cpu)) for d, out in written.items()],
+                    "float32", {}, None)
+    for d, out in written.items():
+        np.testing.assert_array_equal(to_numpy(out), expected_fragment(x, dst, d))
+
+
+def test_row_slabs_give_column_slabs_stacked_bands_of_rows():
+    from dlmg.plans.plan import concatenation, stacking
+
+    plan = dlmg.plan_redistribution(Layout.slab((100, 33), 0, ["cpu"] * 4), Layout.slab((100, 33), 1, ["cpu"] * 3),
+                                    "float32")
+    for d, width in enumerate((11, 11, 11)):
+        copies = plan.copies_into(d)
+        assert concatenation(copies) is None  # strided sources: no flat pieces
+        offset, shape, ordered = stacking(copies)
+        assert offset == 0 and shape == (100, width)
+        assert [c.shape for c in ordered] == [(25, width)] * 4 and [c.src for c in ordered] == [0, 1, 2, 3]
+        assert [c.dst_offset for c in ordered] == [25 * width * k for k in range(4)]
+    # the way back: each row slab takes strided columns from every column slab
+    back = dlmg.plan_redistribution(Layout.slab((100, 33), 1, ["cpu"] * 3), Layout.slab((100, 33), 0, ["cpu"] * 4),
+                                    "float32")
+    assert all(stacking(back.copies_into(d)) is None for d in range(4))
 
 
 def test_row_slabs_gather_as_a_concatenation_and_column_slabs_do_not():

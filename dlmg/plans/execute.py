@@ -25,7 +25,8 @@ from .._transfer import move, same_memory, synchronize_arrays
 from ..device import Device
 from ..errors import CopyRequiredError, DLPackError, DtypeError, FragmentError, FrameworkError
 from ..registry import adapter_names, get_adapter
-from .plan import concatenation
+from .._shapes import c_strides
+from .plan import concatenation, stacking
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..adapters import Adapter
@@ -205,17 +206,22 @@ def _per_copies(table: dict[int, tuple[Sequence["Copy"], Any]], copies: Sequence
 _CONCATENATIONS: dict[int, tuple[Sequence["Copy"], Any]] = {}
 
 
-def _concatenation_with_length(copies: Sequence["Copy"]) -> tuple[int, int, tuple["Copy", ...]] | None:
+def _joined(copies: Sequence["Copy"]) -> tuple[int, tuple[int, ...], tuple["Copy", ...]] | None:
     run = concatenation(copies)
-    return None if run is None else (run[0], sum(c.size for c in run[1]), run[1])
+    if run is not None:  # flat pieces first: a framework may copy those faster still (CuPy's kernel)
+        return run[0], (sum(c.size for c in run[1]),), run[1]
+    return stacking(copies)
 
 
-def _concatenated(copies: Sequence["Copy"]) -> tuple[int, int, tuple["Copy", ...]] | None:
-    """:func:`~dlmg.plans.plan.concatenation` of ``copies`` with the range's length:
-    ``(offset, length, flat copies)``, remembered per copies tuple."""
+def _concatenated(copies: Sequence["Copy"]) -> tuple[int, tuple[int, ...], tuple["Copy", ...]] | None:
+    """``copies`` as one concatenation into a C-contiguous block of the destination,
+    where they are one: ``(offset, shape, copies in order)``, remembered per copies
+    tuple. Flat pieces (:func:`~dlmg.plans.plan.concatenation`, a gather of slabs)
+    first, then pieces stacked along their first axis
+    (:func:`~dlmg.plans.plan.stacking`, row slabs to column slabs)."""
     if len(copies) < 2:  # (a joined scatter's one copy comes in a new tuple every call)
         return None
-    return _per_copies(_CONCATENATIONS, copies, _concatenation_with_length)  # type: ignore[no-any-return]
+    return _per_copies(_CONCATENATIONS, copies, _joined)  # type: ignore[no-any-return]
 
 
 def _run_on_devices(
@@ -227,8 +233,9 @@ def _run_on_devices(
     """Device copies: every view made first, then one ``copy_many`` per copy
     framework and device, so a framework sees all of a device's copies at once
     (a scatter's pieces of one source become one kernel, not one per destination).
-    A destination whose copies are a concatenation (a gather of slabs) is one
-    ``concatenate_into`` of the source pieces into one view instead.
+    A destination whose copies are a concatenation (a gather of slabs, or bands
+    of rows of a column slab) is one ``concatenate_into`` of the source pieces
+    into one view instead.
     The destinations are disjoint, so the order between them does not matter."""
     batches: dict[tuple[str, Device], tuple["Adapter", list[Any], list[Any]]] = {}
     joined: list[tuple["Adapter", Any, list[Any]]] = []
@@ -237,9 +244,9 @@ def _run_on_devices(
             continue
         run = _concatenated(copies)
         if run is not None:
-            offset, length, flat = run
-            pieces = [_source_view(c, sources, dst, dtype, imported, views) for c in flat]
-            joined.append((dst.adapter, dst.adapter.as_strided(dst.base, (length,), (1,), offset), pieces))
+            offset, shape, ordered = run
+            pieces = [_source_view(c, sources, dst, dtype, imported, views) for c in ordered]
+            joined.append((dst.adapter, dst.adapter.as_strided(dst.base, shape, c_strides(shape), offset), pieces))
             continue
         targets, pieces = _pairs(copies, sources, dst, dtype, imported, views)
         key = (dst.adapter.name, dst.device)

@@ -31,7 +31,10 @@ from .segments import Segment, decompose
 if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
 
-__all__ = ["Copy", "RedistributionPlan", "build_plan", "concatenation", "contiguous", "pair_copies", "plan_redistribution"]
+__all__ = [
+    "Copy", "RedistributionPlan", "build_plan", "concatenation", "contiguous", "pair_copies", "plan_redistribution",
+    "stacking",
+]
 
 
 @dataclass(frozen=True)
@@ -237,6 +240,34 @@ def concatenation(copies: Sequence[Copy]) -> tuple[int, tuple[Copy, ...]] | None
         flat.append(Copy(c.src, c.dst, (size,), c.src_offset, (1,), c.dst_offset, (1,), c.src_device, c.dst_device,
                          c.nbytes))
     return ordered[0].dst_offset, tuple(flat)
+
+
+def stacking(copies: Sequence[Copy]) -> tuple[int, tuple[int, ...], tuple[Copy, ...]] | None:
+    """``copies`` (into one destination) as pieces stacked along their first axis,
+    where they are: each writes a C-contiguous block of the destination, all
+    with the same trailing extents, and in the order of their destination
+    offsets the blocks follow one another. The sources may have any strides.
+    Returns ``(offset, shape, ordered)``: the first element and the shape of
+    the C-contiguous block they fill together, and the copies in that order;
+    ``None`` otherwise (or for fewer than two copies).
+
+    A redistribution from row slabs to column slabs is one: each row slab
+    gives a band of rows of every column slab, which a framework copies as
+    one concatenation of strided pieces (one ``torch.cat``) instead of one
+    strided copy each.
+    """
+    if len(copies) < 2:
+        return None
+    ordered = sorted(copies, key=lambda c: c.dst_offset)
+    trailing = ordered[0].shape[1:]
+    end = ordered[0].dst_offset
+    rows = 0
+    for c in ordered:
+        if not c.shape or c.shape[1:] != trailing or c.dst_offset != end or not _compact(c.shape, c.dst_strides):
+            return None
+        end += c.size
+        rows += c.shape[0]
+    return ordered[0].dst_offset, (rows, *trailing), tuple(ordered)
 
 
 def contiguous(c: Copy) -> bool:
