@@ -1,8 +1,8 @@
-"""Arithmetic operators on torch fragments run as one list operation per device
-(``Adapter.list_operator``: torch's ``_foreach_*``). Results, dtypes and errors
-equal torch's operators applied fragment by fragment; what the lists cannot
-cover (gradients, padded fragments, other frameworks, 0-d arrays) keeps the
-per-fragment path."""
+"""Arithmetic operators on torch and CuPy fragments run as one list operation per
+device (``Adapter.list_operator``: torch's ``_foreach_*``, a CuPy raw kernel).
+Results, dtypes and errors equal the framework's operators applied fragment by
+fragment; what the lists cannot cover (gradients, padded fragments, other
+frameworks, 0-d arrays) keeps the per-fragment path."""
 
 from __future__ import annotations
 
@@ -126,3 +126,99 @@ def test_a_temporary_meeting_another_layout_is_refused():
         (a * 1.0) + b
     with pytest.raises(dlmg.LayoutMismatchError):
         a + b
+
+
+# -- CuPy: one raw kernel per operator for many arrays -----------------------------------
+CUPY_DTYPES = ["bool", "uint8", "int32", "int64", "float16", "float32", "float64", "complex64"]
+
+
+def cupy_fragments(dtype: str, seed: int, n: int = 4, shape: tuple = (3, 5), floats: bool = False) -> list:
+    import cupy
+
+    rng = np.random.default_rng(seed)
+    values = rng.standard_normal((n, *shape)) * 1e3 if floats else rng.integers(1, 5, size=(n, *shape))
+    return [cupy.asarray(v.astype(dtype)) for v in values]
+
+
+def cupy_wrap(frags: list):
+    rows = frags[0].shape[0] if frags[0].ndim else 1
+    layout = dlmg.Layout.slab((rows * len(frags), *frags[0].shape[1:]), axis=0, devices=["cuda:0"] * len(frags))
+    return dlmg.from_fragments(frags, layout)
+
+
+def cupy_same(got, want) -> None:
+    def arrays(g, w):
+        assert g.dtype == w.dtype and g.device == w.device and g.shape == w.shape
+        # bit for bit: the kernel makes the same IEEE operation as CuPy's own
+        assert cupy_bytes(g) == cupy_bytes(w), (g, w)
+
+    same_outcome(got, want, arrays)
+
+
+def cupy_kernels(fn) -> list[str]:
+    """The CUDA kernels ``fn`` queues (after a first call that compiles)."""
+    import cupy
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    cupy.cuda.Device(0).synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        cupy.cuda.Device(0).synchronize()
+    return [e.name for e in prof.events() if e.device_type.name == "CUDA"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", OPERATORS)
+@pytest.mark.parametrize("dtype", CUPY_DTYPES)
+def test_cupy_operators_equal_cupy_fragment_by_fragment(name, dtype):
+    op = getattr(operator, name)
+    a, b = cupy_wrap(cupy_fragments(dtype, 1)), cupy_wrap(cupy_fragments(dtype, 2))
+    c = cupy_wrap(cupy_fragments("float32", 3))
+    compare_operator(op, a, b, c, cupy_same)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "truediv"])
+@pytest.mark.parametrize("scalar", [2.5, -3, True, 0.1, 1e300, float("nan"), 2 ** 40])
+def test_cupy_list_kernels_are_bit_for_bit_cupy(dtype, name, scalar):
+    # random values, 40 fragments (two launches) and an empty one; scalars the dtype
+    # holds exactly take the kernel, the others (0.1 in float32, 1e300, 2**40) CuPy's operator
+    op = getattr(operator, name)
+    frags = cupy_fragments(dtype, 4, n=40, shape=(2, 33), floats=True)
+    others = cupy_fragments(dtype, 5, n=40, shape=(2, 33), floats=True)
+    a, b = cupy_wrap(frags), cupy_wrap(others)
+    cupy_same(outcome(lambda: op(a, b)), outcome(lambda: per_fragment(op, a, b)))
+    cupy_same(outcome(lambda: op(a, scalar)), outcome(lambda: per_fragment(op, a, scalar)))
+    empty = cupy_wrap(cupy_fragments(dtype, 6, n=3, shape=(0, 4), floats=True))
+    cupy_same(outcome(lambda: op(empty, empty)), outcome(lambda: per_fragment(op, empty, empty)))
+    want = [outcome(lambda x=x: op(x * 1.0, scalar)) for x in frags]  # CuPy pair by pair
+    got = outcome(lambda: op(a * 1.0, scalar))  # a temporary, written in place
+    if isinstance(got, type):
+        assert all(w is got for w in want), (got, want)
+        return
+    for g, w in zip(got.fragments, want):
+        assert g.array.dtype == w.dtype and cupy_bytes(g.array) == cupy_bytes(w)
+
+
+def cupy_bytes(x) -> bytes:
+    import cupy
+
+    return cupy.asnumpy(x).tobytes()
+
+
+@pytest.mark.gpu
+def test_cupy_operators_on_many_fragments_are_one_kernel_each():
+    import cupy
+
+    a, b, c = (cupy_wrap(cupy_fragments("float32", s, n=8, shape=(16,), floats=True)) for s in (1, 2, 3))
+    assert cupy_kernels(lambda: a * b) == ["dlmg_list_operation"]
+    assert cupy_kernels(lambda: a * b + c) == ["dlmg_list_operation"] * 2  # the temporary takes + c in place
+    got = a * b + c
+    for g, x, y, z in zip(got.fragments, *(t.fragments for t in (a, b, c))):
+        assert cupy.array_equal(g.array, x.array * y.array + z.array)
+    strided = cupy_wrap([cupy.asarray(np.arange(32, dtype=np.float32))[::2] for _ in range(8)])
+    assert "dlmg_list_operation" not in cupy_kernels(lambda: strided * 2.0)  # not contiguous: CuPy's operator
+    out = strided * 2.0
+    assert all(cupy.array_equal(f.array, cupy.arange(0, 32, 2, dtype=cupy.float32) * 2) for f in out.fragments)
