@@ -222,3 +222,26 @@ def test_cupy_operators_on_many_fragments_are_one_kernel_each():
     assert "dlmg_list_operation" not in cupy_kernels(lambda: strided * 2.0)  # not contiguous: CuPy's operator
     out = strided * 2.0
     assert all(cupy.array_equal(f.array, cupy.arange(0, 32, 2, dtype=cupy.float32) * 2) for f in out.fragments)
+
+
+@pytest.mark.gpu
+def test_torch_large_cuda_fragments_take_the_operator_pair_by_pair():
+    # one list kernel for many small arrays; one kernel per array from 8 MiB on
+    from torch.profiler import ProfilerActivity, profile
+
+    def kernels(fn) -> list[str]:
+        fn()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn()
+            torch.cuda.synchronize()
+        return [e.name for e in prof.events() if e.device_type.name == "CUDA"]
+
+    for rows, launches in ((3, 1), (1 << 19, 4)):  # 60 bytes, then 10 MiB a fragment
+        fa = [torch.rand(rows, 5, device="cuda:0") for _ in range(4)]
+        fb = [torch.rand(rows, 5, device="cuda:0") for _ in range(4)]
+        a, b = wrap(fa, "cuda:0"), wrap(fb, "cuda:0")
+        assert len(kernels(lambda: a * b)) == launches
+        assert len(kernels(lambda: (a * 1.0).__iadd__(b))) == 2 * launches  # a temporary, then in place
+        for got, x, y in zip((a * b - 0.5).fragments, fa, fb):
+            assert torch.equal(got.array, x * y - 0.5)
