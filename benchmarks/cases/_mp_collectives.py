@@ -12,7 +12,9 @@ Contenders, on an ``n x n`` float32 matrix in row slabs (one per process):
   all-gather (``all_gather_into_tensor`` / ``Allgather``);
 * rows -> columns: ``dt.redistribute(column slabs)`` against a fresh output
   plus the engine's all-to-all on the same bytes (``all_to_all_single`` /
-  ``Alltoallv`` of each process's whole slab in equal parts).
+  ``Alltoallv`` of each process's whole slab in equal parts), and against what
+  a user of the engine writes for the same result: each peer's columns packed
+  into a send buffer, then that all-to-all.
 """
 
 from __future__ import annotations
@@ -62,6 +64,12 @@ def main() -> int:
             dist.all_to_all_single(out, mine.reshape(-1))
             return out
 
+        def packed_alltoall():  # what a torch user writes: each peer's columns packed, then sent
+            send = mine.reshape(block, world, block).transpose(0, 1).contiguous()
+            out = torch.empty((n, block), dtype=torch.float32)
+            dist.all_to_all_single(out.view(-1), send.view(-1))
+            return out
+
         names = ("dist.all_gather_into_tensor", "dist.all_to_all_single")
     else:
         from mpi4py import MPI
@@ -82,6 +90,12 @@ def main() -> int:
             comm.Alltoallv([base, (counts, displs), MPI.FLOAT], [out, (counts, displs), MPI.FLOAT])
             return out
 
+        def packed_alltoall():  # what an mpi4py user writes: each peer's columns packed, then sent
+            send = np.ascontiguousarray(base.reshape(block, world, block).transpose(1, 0, 2))
+            out = np.empty((n, block), dtype=np.float32)
+            comm.Alltoallv([send, (counts, displs), MPI.FLOAT], [out, (counts, displs), MPI.FLOAT])
+            return out
+
         names = ("MPI Allgather", "MPI Alltoallv")
 
     # results first: dlmg must be right before it is timed
@@ -89,14 +103,16 @@ def main() -> int:
     got = x.gather()
     assert np.array_equal(np.asarray(got), full)
     y = x.redistribute(cols)
-    assert np.array_equal(np.asarray(y.fragments[rank].array), full[:, rank * block:(rank + 1) * block])
+    mine_cols = full[:, rank * block:(rank + 1) * block]
+    assert np.array_equal(np.asarray(y.fragments[rank].array), mine_cols)
+    assert np.array_equal(np.asarray(packed_alltoall()), mine_cols)
 
     contenders = {
         "allgather": {"dlmg": lambda: x.gather(), "native": raw_allgather},
-        "redistribute": {"dlmg": lambda: x.redistribute(cols), "native": raw_alltoall},
+        "redistribute": {"dlmg": lambda: x.redistribute(cols), "native": raw_alltoall, "packed": packed_alltoall},
     }
     slowest = np.zeros(1)
-    times: dict[str, dict[str, list[float]]] = {k: {"dlmg": [], "native": []} for k in contenders}
+    times: dict[str, dict[str, list[float]]] = {k: {who: [] for who in pair} for k, pair in contenders.items()}
     for op, pair in contenders.items():
         for i in range(args.warmup + args.repeats):
             for who, fn in pair.items():
