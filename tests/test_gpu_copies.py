@@ -258,3 +258,22 @@ def test_jax_grids_on_one_gpu_are_made_by_jax(block, grid):
     np.testing.assert_array_equal(host(got), x)
     made = [k[0] for k in _REARRANGERS]
     assert made == (["split", "assemble"] if 64 % block[0] else ["decompose", "compose"]), made
+
+
+def test_jax_row_slabs_to_column_slabs_on_one_gpu_are_made_by_jax():
+    # JAX's own gather (a stack and transpose) then its own scatter (the inverse),
+    # not a staging array of another framework; the fragments stay on the GPU
+    import jax
+
+    from dlmg.adapters.jax import _REARRANGERS
+
+    x = rand((96, 64), seed=29)
+    gpu = jax.devices("gpu")[0]
+    dt = dlmg.scatter(jax.device_put(x, gpu), Layout.slab(x.shape, 0, ["cuda:0"] * 4))
+    _REARRANGERS.clear()
+    for _ in range(2):
+        out = dt.redistribute(Layout.slab(x.shape, 1, ["cuda:0"] * 4))
+        for k, frag in enumerate(out.fragments):
+            assert frag.framework == "jax" and frag.array.devices() == {gpu}
+            np.testing.assert_array_equal(host(frag.array), x[:, 16 * k:16 * (k + 1)])
+    assert sorted({k[0] for k in _REARRANGERS}) == ["compose", "decompose"]

@@ -523,3 +523,49 @@ def test_grid_geometry_refuses_irregular_layouts():
     assert grid_geometry(Layout((12,), block=(2,), grid=(4,), devices=["cpu"] * 4)) is None  # 6 blocks over 4
     assert grid_geometry(Layout.replicated((8,), ["cpu"] * 2)) is None
     assert grid_geometry(Layout((12,), block=(2,), grid=(3,), devices=["cpu"] * 3)) is not None
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float32", "complex64"])
+def test_jax_slabs_on_one_device_are_redistributed_by_jax(dtype):
+    # slabs to other (uneven) slabs on one device: JAX's own concatenation, then its
+    # own cut; no staging array of another framework
+    need("jax")
+    import jax
+
+    from dlmg.adapters.jax import _REARRANGERS
+
+    x = (np.arange(10 * 6).reshape(10, 6) % 11).astype(dtype)
+    device = jax.devices("cpu")[0]
+    fours = dlmg.scatter(jax.device_put(x, device), Layout.slab(x.shape, 0, ["cpu:0"] * 3))  # 4, 4, 2 rows
+    threes = Layout.slab(x.shape, 0, ["cpu:0"] * 4)  # 3, 3, 3, 1 rows
+    _REARRANGERS.clear()
+    for _ in range(2):
+        out = fours.redistribute(threes)
+        assert all(f.framework == "jax" and f.array.devices() == {device} for f in out.fragments)
+        check_fragments(out, x)
+    assert sorted({k[0] for k in _REARRANGERS}) == ["assemble", "split"]
+
+
+def test_jax_redistributions_jax_cannot_cut_keep_the_copies(monkeypatch):
+    # columns are no ranges of the whole (and JAX's grid cut declines host devices):
+    # the gather is made once, the scatter declines, and later calls go straight to the copies
+    need("jax")
+    import jax
+
+    from dlmg.adapters.jax import _REARRANGERS
+
+    x = np.arange(12 * 6, dtype=np.float32).reshape(12, 6)
+    rows = dlmg.scatter(jax.device_put(x, jax.devices("cpu")[0]), Layout.slab(x.shape, 0, ["cpu:0"] * 3))
+    columns = Layout.slab(x.shape, 1, ["cpu:0"] * 3)
+    jax_adapter = dlmg.get_adapter("jax")
+    calls = []
+    assemble = jax_adapter.assemble
+    monkeypatch.setattr(jax_adapter, "assemble", lambda *a, **k: calls.append(1) or assemble(*a, **k))
+    _REARRANGERS.clear()
+    for _ in range(3):
+        check_fragments(rows.redistribute(columns), x)
+    assert [k[0] for k in _REARRANGERS] == ["assemble"] and len(calls) == 1  # gathered on the first call only
+    # fragments on several devices, or into another framework: the copies as before
+    spread = Layout.slab(x.shape, 0, ["cpu:0", "cpu:1", "cpu:0"])
+    check_fragments(rows.redistribute(spread), x)
+    check_fragments(rows.redistribute(Layout.slab(x.shape, 0, ["cpu:0"] * 4), framework="numpy"), x)

@@ -11,9 +11,10 @@ devices is moved to column slabs:
 * block-cyclic to row slabs with NumPy and with JAX fragments, against
   gathering the tensor and scattering it again.
 
-On a GPU 4 torch fragments on the one GPU move from row to column slabs,
-against the same in torch: index copies (``torch.cat`` of each row slab's
-column range) and ``torch.cat`` followed by ``chunk``.
+On a GPU 4 torch fragments, then 4 JAX fragments, on the one GPU move from row
+to column slabs, against the same in that framework: index copies (a
+concatenation of each row slab's column range) and one concatenation followed
+by column slices.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..config import Context, MiB
-from ..frameworks import concatenate, fragment_arrays, jax_device, put, to_numpy
+from ..frameworks import concatenate, copy_of, fragment_arrays, jax_device, put, to_numpy
 from ..record import Row, Target, check_result, prepared
 from .common import FRAGMENTS, fragment_devices, guarded, ok, run_row
 from .gather_scatter import layout_spec, native_scatter
@@ -155,22 +156,25 @@ def run_redistribute(ctx: Context) -> list[Row]:
     return rows
 
 
-def _gpu_torch(ctx: Context) -> list[Row]:
+def _gpu_slabs(ctx: Context, framework: str) -> list[Row]:
+    """Row slabs to column slabs of ``framework`` fragments on one GPU, against that
+    framework's own index copies (a concatenation of each row slab's column range)."""
     import dlmg
-    import torch
 
     n = ctx.mode.gpu_redistribute_n
     k = GPU_FRAGMENTS
     m = n // k
     base = np.arange(n * n, dtype=np.float32).reshape(n, n) % 65536
-    frags = [torch.from_numpy(base[i * m:(i + 1) * m]).to(ctx.device) for i in range(k)]
+    frags = [put(base[i * m:(i + 1) * m], framework, ctx.device) for i in range(k)]
     devices = [ctx.device] * k
 
     def index_copies() -> list[Any]:
-        return [torch.cat([f[:, j * m:(j + 1) * m] for f in frags], dim=0) for j in range(k)]
+        return [concatenate(framework, [f[:, j * m:(j + 1) * m] for f in frags]) for j in range(k)]
 
-    def cat_chunk() -> list[Any]:
-        return [c.contiguous() for c in concatenate("torch", frags).chunk(k, dim=1)]
+    def cat_chunk() -> list[Any]:  # (a JAX slice is a copy already; a torch one is made contiguous)
+        whole = concatenate(framework, frags)
+        columns = [whole[:, j * m:(j + 1) * m] for j in range(k)]
+        return columns if framework == "jax" else [copy_of(framework, c) for c in columns]
 
     def build() -> Callable[[], Any]:
         dt = dlmg.from_fragments(frags, dlmg.Layout.slab((n, n), axis=0, devices=devices))
@@ -178,16 +182,17 @@ def _gpu_torch(ctx: Context) -> list[Row]:
         return lambda: dt.redistribute(target)
 
     dlmg_fn = prepared(build)
-    row = Row(6, "redistribute row slabs -> column slabs, torch",
-              _params(n, "torch", "slab axis 0", "slab axis 1", k, ctx.device),
-              "torch index copies: torch.cat of each row slab's column range")
+    concat = "torch.cat" if framework == "torch" else f"{framework}.concatenate"
+    row = Row(6, f"redistribute row slabs -> column slabs, {framework}",
+              _params(n, framework, "slab axis 0", "slab axis 1", k, ctx.device),
+              f"{framework} index copies: {concat} of each row slab's column range")
     run_row(row, ctx, {"dlmg": dlmg_fn, "native": index_copies, "cat+chunk": cat_chunk,
                        "copy": copy_contender(ctx.device, n * n * 4)})
     t, t_cc, t_copy = row.time("dlmg"), row.time("cat+chunk"), row.time("copy")
     row.metrics["ratio vs cat+chunk"] = t / t_cc if t and t_cc else None
     row.metrics["dlmg copy fraction"] = t_copy / t if t and t_copy else None
     row.metrics["dlmg GB/s"] = n * n * 4 / t / 1e9 if t else None
-    # as fast as torch's own index copies, and (one pass over the bytes) at the device's copy rate
+    # as fast as the framework's own index copies, and (one pass over the bytes) at the device's copy rate
     row.targets += [Target("ratio", "<=", 1.1), Target("dlmg copy fraction", ">=", 0.9)]
     if ok(row, "dlmg"):
         row.check = check_result(_matches(dlmg_fn, base))
@@ -195,6 +200,7 @@ def _gpu_torch(ctx: Context) -> list[Row]:
 
 
 def run_redistribute_gpu(ctx: Context) -> list[Row]:
-    """Case 6's redistribution: 4 torch fragments on the GPU."""
-    return guarded(6, "redistribute row slabs -> column slabs, torch", "torch index copies",
-                   lambda: _gpu_torch(ctx))
+    """Case 6's redistribution: 4 torch fragments on the GPU, then 4 JAX fragments."""
+    return [row for framework in ("torch", "jax")
+            for row in guarded(6, f"redistribute row slabs -> column slabs, {framework}", f"{framework} index copies",
+                               lambda framework=framework: _gpu_slabs(ctx, framework))]

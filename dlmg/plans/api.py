@@ -401,6 +401,10 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
 
         return across(dt, layout, framework)
     targets, plan, local = _planned(dt, layout, framework)
+    if not targets[0].can_view and not plan.reused:
+        made = _relaid(dt, layout, targets, plan)
+        if made is not None:
+            return made
     sources = _source_buffers(dt)
     prefer = tuple(dt.frameworks)
     written: dict[int, tuple[Buffer, "Adapter"]] = {}
@@ -428,6 +432,32 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
 
 def _reuse(src: "Fragment", frag: "FragmentLayout") -> "Fragment":
     return src.with_layout(frag)
+
+
+def _relaid(dt: "DistributedTensor", layout: "Layout", targets: list["Adapter"],
+            plan: RedistributionPlan) -> "DistributedTensor | None":
+    """The redistribution made by a framework without views itself, where every
+    fragment, before and after, is one of its arrays on one device: its own gather
+    (:func:`~dlmg.plans.rearrange.assembled`) then its own scatter
+    (:func:`~dlmg.plans.rearrange.split`), two compiled calls instead of a staging
+    array of another framework and an import per fragment. ``None`` elsewhere."""
+    target = targets[0]
+    device = layout.devices[0]
+    if any(t is not target for t in targets) or any(d != device for d in layout.devices):
+        return None
+    memo = _memo(dt)
+    key = ("relaid", id(layout))
+    declined = memo.get(key)
+    if declined is not None and declined[0] is layout:  # the scatter declined before: not gathered again
+        return None
+    whole = assembled(dt, target, device, memo, partial(_c_ordered_gather_plan, dt))
+    if whole is None:
+        return None
+    made = split(whole, target, _scatter_plan(dt.shape, c_strides(dt.shape), device, layout, dt.dtype), layout,
+                 device, dt.dtype)
+    if made is None:
+        memo[key] = (layout,)
+    return made
 
 
 # -- gather ------------------------------------------------------------------------
