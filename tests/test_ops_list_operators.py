@@ -238,10 +238,9 @@ def test_torch_large_cuda_fragments_take_the_operator_pair_by_pair():
         return [e.name for e in prof.events() if e.device_type.name == "CUDA"]
 
     for rows, launches in ((3, 1), (1 << 19, 4)):  # 60 bytes, then 10 MiB a fragment
-        fa = [torch.rand(rows, 5, device="cuda:0") for _ in range(4)]
-        fb = [torch.rand(rows, 5, device="cuda:0") for _ in range(4)]
-        a, b = wrap(fa, "cuda:0"), wrap(fb, "cuda:0")
+        fa, fb, fc = ([torch.rand(rows, 5, device="cuda:0") for _ in range(4)] for _ in range(3))
+        a, b, c = wrap(fa, "cuda:0"), wrap(fb, "cuda:0"), wrap(fc, "cuda:0")
         assert len(kernels(lambda: a * b)) == launches
-        assert len(kernels(lambda: (a * 1.0).__iadd__(b))) == 2 * launches  # a temporary, then in place
-        for got, x, y in zip((a * b - 0.5).fragments, fa, fb):
-            assert torch.equal(got.array, x * y - 0.5)
+        assert len(kernels(lambda: a * b + c)) == 2 * launches  # + c written into the temporary a * b
+        for got, x, y, z in zip((a * b + c - 0.5).fragments, fa, fb, fc):
+            assert torch.equal(got.array, x * y + z - 0.5)
