@@ -239,7 +239,8 @@ def test_torch_large_cuda_fragments_take_the_operator_pair_by_pair():
 
     for rows, launches in ((3, 1), (1 << 19, 4)):  # 60 bytes, then 10 MiB a fragment
         fa, fb, fc = ([torch.rand(rows, 5, device="cuda:0") for _ in range(4)] for _ in range(3))
-        a, b, c = wrap(fa, "cuda:0"), wrap(fb, "cuda:0"), wrap(fc, "cuda:0")
+        layout = dlmg.Layout.slab((4 * rows, 5), axis=0, devices=["cuda:0"] * 4)
+        a, b, c = (dlmg.from_fragments(f, layout) for f in (fa, fb, fc))
         assert len(kernels(lambda: a * b)) == launches
         assert len(kernels(lambda: a * b + c)) == 2 * launches  # + c written into the temporary a * b
         for got, x, y, z in zip((a * b + c - 0.5).fragments, fa, fb, fc):
