@@ -392,10 +392,10 @@ class CupyAdapter(BaseAdapter):
         """
         found = _LIST_CALLS.get((name, in_place))
         if found is None:
-            symbol = _LIST_SYMBOLS.get(name)
-            if symbol is None:
+            op = _LIST_SYMBOLS.get(name)
+            if op is None:
                 return None
-            found = _LIST_CALLS[(name, in_place)] = partial(_list_operation, self.module(), name, symbol, in_place)
+            found = _LIST_CALLS[(name, in_place)] = partial(_list_operation, self.module(), op, in_place)
         return found
 
     # -- compiling --------------------------------------------------------------
@@ -561,7 +561,7 @@ def _exact_scalar(value: Any, scalar_type: Any, limit: int, largest: float) -> A
     return None
 
 
-def _list_operation(cp: Any, name: str, op: tuple[str, Any, Any], in_place: bool, xs: list[Any], ys: Any) -> Any:
+def _list_operation(cp: Any, op: tuple[str, Any, Any], in_place: bool, xs: list[Any], ys: Any) -> Any:
     """``xs[i] <op> ys[i]`` (or ``<op> ys`` for a scalar) for every ``i``: one kernel
     per :data:`_ARRAYS_PER_LAUNCH` arrays where they qualify (see
     :meth:`CupyAdapter.list_operator`), CuPy's operator pair by pair otherwise.
