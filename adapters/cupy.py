@@ -110,13 +110,7 @@ class CupyAdapter(BaseAdapter):
         one); nothing to enter when that device is current already."""
         if device.kind != "cuda":
             return None
-        cupy, index = self.module(), device.index
-        current = cupy.cuda.runtime.getDevice
-
-        def enter() -> Any:  # asking which device is current costs less than switching to it
-            return ALREADY_CURRENT if current() == index else cupy.cuda.Device(index)
-
-        return enter
+        return partial(_current, self.module(), device.index)
 
     def _check_device(self, device: Device) -> int:
         if device.kind != "cuda":
@@ -349,10 +343,7 @@ class CupyAdapter(BaseAdapter):
     def export(self, array: Any, **kwargs: Any) -> Any:
         """``array.__dlpack__(**kwargs)`` with the array's device current (a consumer's
         stream belongs to that device): made current for the call when it is not."""
-        index = array.device.id
-        if index == self.module().cuda.runtime.getDevice():  # asking costs less than the device context
-            return super().export(array, **kwargs)
-        with self.module().cuda.Device(index):
+        with _current(self.module(), array.device.id):
             return super().export(array, **kwargs)
 
     def producer(self, array: Any) -> Any:
@@ -432,6 +423,21 @@ _BLOCKS_PER_SM = 32
 _SMS: dict[int, int] = {}
 
 
+def _multiprocessors(cp: Any) -> int:
+    """The current device's multiprocessor count (asked once per device)."""
+    device = cp.cuda.runtime.getDevice()
+    found = _SMS.get(device)
+    if found is None:
+        found = _SMS[device] = cp.cuda.runtime.getDeviceProperties(device)["multiProcessorCount"]
+    return found
+
+
+def _current(cp: Any, index: int) -> Any:
+    """A context making CUDA device ``index`` current: nothing to enter when it is already
+    (asking costs 0.14 us on an H200, entering and leaving the device's context 0.82)."""
+    return ALREADY_CURRENT if cp.cuda.runtime.getDevice() == index else cp.cuda.Device(index)
+
+
 def _concatenation_source(pieces: int, width: int) -> str:
     """CUDA source of a kernel copying ``pieces`` contiguous ranges, one per ``blockIdx.y``,
     in words of ``width`` bytes (arguments: destination, source, count, per piece)."""
@@ -468,10 +474,7 @@ def _launch_concatenation(cp: Any, pieces: list[tuple[int, int, int]], stream: A
     for to, source, nbytes in pieces:
         while (to | source | nbytes) % width:
             width //= 2
-    device = cp.cuda.runtime.getDevice()
-    sms = _SMS.get(device)
-    if sms is None:
-        sms = _SMS[device] = cp.cuda.runtime.getDeviceProperties(device)["multiProcessorCount"]
+    sms = _multiprocessors(cp)
     launches = [pieces[i:i + _PIECES_PER_LAUNCH] for i in range(0, len(pieces), _PIECES_PER_LAUNCH)]
     kernels = [_concatenation_kernel(cp, len(group), width) for group in launches]
     if any(k is None for k in kernels):
@@ -603,37 +606,30 @@ def _list_launch(cp: Any, symbol: str, in_place: bool, xs: list[Any], ys: Any) -
         for x, y in zip(xs, ys):
             if y.dtype != dtype or y.shape != x.shape or not y.flags.c_contiguous or y.data.device_id != device:
                 return None
-    if in_place:
-        outs = xs
-    else:  # the results carved from one allocation: one call to CuPy's pool instead of one per array
-        itemsize = dtype.itemsize
-        whole = cp.empty(sum(x.size for x in xs), dtype) if cp.cuda.runtime.getDevice() == device else None
-        if whole is None:
-            with cp.cuda.Device(device):
-                whole = cp.empty(sum(x.size for x in xs), dtype)
-        outs, at = [], whole.data
-        for x in xs:
-            outs.append(cp.ndarray(x.shape, dtype, at))
-            at = at + x.size * itemsize
     work = [i for i, x in enumerate(xs) if x.size]
     groups = [work[i:i + _ARRAYS_PER_LAUNCH] for i in range(0, len(work), _ARRAYS_PER_LAUNCH)]
     kernels = [_list_kernel(cp, symbol, ctype, scalar, len(group)) for group in groups]
     if any(k is None for k in kernels):
         return None
-    if cp.cuda.runtime.getDevice() == device:
-        _queue_lists(cp, kernels, groups, xs, ys, outs, scalar, value)
-    else:
-        with cp.cuda.Device(device):
-            _queue_lists(cp, kernels, groups, xs, ys, outs, scalar, value)
+    with _current(cp, device):
+        if in_place:
+            outs = xs
+        else:  # the results carved from one allocation: one call to CuPy's pool instead of one per array
+            itemsize = dtype.itemsize
+            whole = cp.empty(sum(x.size for x in xs), dtype)
+            outs, at = [], whole.data
+            for x in xs:
+                outs.append(cp.ndarray(x.shape, dtype, at))
+                at = at + x.size * itemsize
+        _queue_lists(kernels, groups, xs, ys, outs, _multiprocessors(cp), value)
     return outs
 
 
-def _queue_lists(cp: Any, kernels: list[Any], groups: list[list[int]], xs: list[Any], ys: Any, outs: list[Any],
-                 scalar: bool, value: Any) -> None:
-    device = cp.cuda.runtime.getDevice()
-    sms = _SMS.get(device)
-    if sms is None:
-        sms = _SMS[device] = cp.cuda.runtime.getDeviceProperties(device)["multiProcessorCount"]
+def _queue_lists(kernels: list[Any], groups: list[list[int]], xs: list[Any], ys: Any, outs: list[Any], sms: int,
+                 value: Any) -> None:
+    """Launch ``kernels`` over ``groups`` of the arrays on the current device and stream
+    (``value``: the scalar operand, ``None`` for lists)."""
+    scalar = value is not None
     for kernel, group in zip(kernels, groups):
         most = max(xs[i].size for i in group)
         blocks = min(-(-most // _LIST_THREADS), max(1, sms * _BLOCKS_PER_SM // len(group)))
