@@ -50,8 +50,6 @@ def _slots(layout: "Layout", items: Any, ranks: tuple[int, ...], what: str) -> l
     """``items`` (a sequence in fragment order, or a mapping by fragment index) as one
     entry per fragment (``None`` where nothing was given)."""
     n = layout.nfragments
-    me = process_rank()
-    local = [i for i in range(n) if ranks[i] == me]
     if isinstance(items, Mapping):
         slots: list[Any] = [None] * n
         for key, value in items.items():
@@ -71,6 +69,8 @@ def _slots(layout: "Layout", items: Any, ranks: tuple[int, ...], what: str) -> l
     items = list(items)
     if len(items) == n:
         return items
+    me = process_rank()
+    local = [i for i in range(n) if ranks[i] == me]
     if len(items) == len(local) and len(local) < n:
         slots = [None] * n
         for i, value in zip(local, items):
@@ -91,6 +91,7 @@ def _fits(adapter: "Adapter", have: Device, slot: Device) -> bool:
 
 #: dlmg dtype names of frameworks' dtype objects, per adapter (asked once per kind of array)
 _DTYPE_NAMES: dict[tuple[Any, Any], str] = {}
+_UNSEEN: Any = object()
 
 
 # -- from_fragments ----------------------------------------------------------------
@@ -160,6 +161,8 @@ def from_fragments(
     adapter: Any = None
     dtype_names = _DTYPE_NAMES
     explicit_strides = layout.element_strides is not None
+    # what the fragment before had, checked already: most fragments repeat it
+    seen_raw = seen_adapter = seen_got = seen_have = seen_slot = seen_host = seen_dl = _UNSEEN
     for frag, array, rank in zip(layout.fragments, slots, rank_of):
         i = frag.index
         if rank != me:
@@ -185,14 +188,18 @@ def from_fragments(
                 f"layout has local shape {frag.shape} (global shape {layout.shape}, coords {frag.coords})"
             )
         raw = getattr(array, "dtype", None)
-        got = dtype_names.get((adapter, raw)) if raw is not None else None
-        if got is None:
-            got = canonical(adapter.dtype_of(array))
-            if raw is not None:
-                try:
-                    dtype_names[(adapter, raw)] = got
-                except TypeError:  # an unhashable dtype object
-                    pass
+        if raw is None or raw is not seen_raw or adapter is not seen_adapter:
+            got = dtype_names.get((adapter, raw)) if raw is not None else None
+            if got is None:
+                got = canonical(adapter.dtype_of(array))
+                if raw is not None:
+                    try:
+                        dtype_names[(adapter, raw)] = got
+                    except TypeError:  # an unhashable dtype object
+                        pass
+            seen_raw, seen_adapter, seen_got = raw, adapter, got
+        else:  # the dtype object of the fragment before (frameworks share one per dtype)
+            got = seen_got
         if want is None:
             want, first = got, i
         elif got != want:
@@ -203,16 +210,20 @@ def from_fragments(
         except DeviceError as exc:
             raise FragmentError(f"fragment {i}: {exc}") from exc
         slot = frag.device
-        if have != slot and not _fits(adapter, have, slot):
-            raise FragmentError(
-                f"fragment {i}: the {adapter.name} array lies on {have}, but the layout puts fragment "
-                f"{i} on {slot}" + (unreachable_hint([slot]) if have.is_host else "")
-            )
+        # checked once per run of fragments with the same device objects and adapter (a
+        # layout's equal devices are one object; whether host slots fit depends on the adapter)
+        if have is not seen_have or slot is not seen_slot or adapter is not seen_host:
+            if have != slot and not _fits(adapter, have, slot):
+                raise FragmentError(
+                    f"fragment {i}: the {adapter.name} array lies on {have}, but the layout puts fragment "
+                    f"{i} on {slot}" + (unreachable_hint([slot]) if have.is_host else "")
+                )
+            seen_have, seen_slot, seen_host = have, slot, adapter
+            # what Fragment.__dlpack_device__ would find for plain host memory in slot cpu:k: (1, k)
+            seen_dl = (1, slot.index) if have.kind == "cpu" and slot.kind == "cpu" else None
         if explicit_strides:
             _check_strides(frag, adapter, array)
-        # what Fragment.__dlpack_device__ would find for plain host memory in slot cpu:k: (1, k)
-        dl = (1, slot.index) if have.kind == "cpu" and slot.kind == "cpu" else None
-        frags.append(Fragment.of_array(frag, array, adapter.name, rank=rank, adapter=adapter, dl_device=dl))
+        frags.append(Fragment.of_array(frag, array, adapter.name, rank=rank, adapter=adapter, dl_device=seen_dl))
     if want is None:
         raise FragmentError("from_fragments: this process holds no fragment; pass dtype= to name the element type")
     return DistributedTensor._create(layout, frags, want)

@@ -112,11 +112,13 @@ def as_devices(devices: Any, context: str) -> tuple[Device, ...]:
     if not isinstance(devices, Iterable):
         raise LayoutError(f"devices must be a sequence of devices, got {devices!r} ({context})")
     out = []
+    seen: dict[Device, Device] = {}  # equal devices as one object: per-fragment checks compare identity first
     for position, device in enumerate(devices):
         try:
-            out.append(as_device(device))
+            parsed = as_device(device)
         except DeviceError as exc:
             raise LayoutError(f"devices[{position}] = {device!r} is not a device: {exc} ({context})") from None
+        out.append(seen.setdefault(parsed, parsed))
     return tuple(out)
 
 
