@@ -17,7 +17,9 @@ Nothing here imports a framework at import time. The pieces are:
 * stride predicates (:func:`is_c_contiguous`, :func:`is_compact`,
   :func:`has_negative_strides`);
 * :data:`ALREADY_CURRENT`, the context a device context hands out when its
-  device is current already.
+  device is current already;
+* :func:`pair_by_pair`, an operator over two lists of arrays one pair at a time
+  (the fallback of the list operators).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ __all__ = [
     "has_negative_strides",
     "runs_backwards_by_byte_strides",
     "is_c_contiguous",
+    "pair_by_pair",
     "is_compact",
     "SIXTY_FOUR_BIT",
     "NUMPY_DLPACK_DTYPES",
@@ -66,6 +69,18 @@ __all__ = [
 #: What a device context gives when its device is current already: nothing to
 #: enter (entering a CUDA device context costs several times asking which one is current).
 ALREADY_CURRENT = nullcontext()
+
+
+def pair_by_pair(operation: Any, in_place: bool, xs: Sequence[Any], ys: Any) -> list[Any] | None:
+    """``operation(x, y)`` for every array ``x`` of ``xs`` and its partner: the
+    matching item where ``ys`` is a list, else ``ys`` itself. In place (``operation``
+    writes into ``x``) returns ``None``; otherwise the results in order."""
+    others = ys if isinstance(ys, list) else [ys] * len(xs)
+    if in_place:
+        for x, y in zip(xs, others):
+            operation(x, y)
+        return None
+    return [operation(x, y) for x, y in zip(xs, others)]
 
 #: Element types NumPy can take in and hand out through DLPack.
 NUMPY_DLPACK_DTYPES: frozenset[str] = frozenset(

@@ -31,6 +31,7 @@ from ._common import (
     describe_producer,
     element_strides,
     import_producer,
+    pair_by_pair,
     runs_backwards_by_byte_strides,
 )
 
@@ -573,12 +574,7 @@ def _list_operation(cp: Any, op: tuple[str, Any, Any], in_place: bool, xs: list[
     launch = _list_launch(cp, symbol, in_place, xs, ys)
     if launch is not None:
         return None if in_place else launch
-    others = ys if isinstance(ys, list) else [ys] * len(xs)
-    if in_place:
-        for x, y in zip(xs, others):
-            inplace(x, y)
-        return None
-    return [pairwise(x, y) for x, y in zip(xs, others)]
+    return pair_by_pair(inplace if in_place else pairwise, in_place, xs, ys)
 
 
 def _list_launch(cp: Any, symbol: str, in_place: bool, xs: list[Any], ys: Any) -> list[Any] | None:

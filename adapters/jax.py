@@ -533,12 +533,14 @@ class JaxAdapter(BaseAdapter):
         return True
 
     def list_operator(self, name: str, in_place: bool = False) -> Any:
-        """The operator through ``jax.jit``, pair by pair: a compiled call's C++
-        dispatch costs less host time than the eager operator (on the CPU 4.7
-        against 6.8 us per array), and runs the same XLA operation on the
-        arrays' own device, with the same promotion of Python scalars (weakly
-        typed in both). ``None`` in place (JAX arrays are immutable) and for
-        ``pow``."""
+        """The operator over all the arrays of one device as one ``jax.jit`` call
+        (one array: ``jax.jit`` of the operator itself, which dispatches 0.2 us
+        faster on the CPU than a call taking lists). It runs the same XLA
+        operation on each array on its own device as the eager operator, with
+        the same promotion of Python scalars (weakly typed in both), and a
+        compiled call's C++ dispatch costs less host time than the eager
+        operator (on the CPU 4.7 against 6.8 us per array). ``None`` in place
+        (JAX arrays are immutable) and for ``pow``."""
         if in_place:
             return None
         found = _LIST_OPERATORS.get(name)
@@ -546,12 +548,16 @@ class JaxAdapter(BaseAdapter):
             op = _LIST_FUNCTIONS.get(name)
             if op is None:
                 return None
-            jitted = self.module().jit(op)
+            jax = self.module()
+            pair = jax.jit(op)
+            pairs = jax.jit(lambda xs, ys: [op(x, y) for x, y in zip(xs, ys)])
+            with_scalar = jax.jit(lambda xs, y: [op(x, y) for x in xs])
 
-            def found(xs: Any, ys: Any) -> list[Any]:
-                if isinstance(ys, list):
-                    return [jitted(x, y) for x, y in zip(xs, ys)]
-                return [jitted(x, ys) for x in xs]
+            def found(xs: list[Any], ys: Any) -> list[Any]:
+                scalar = not isinstance(ys, list)
+                if len(xs) == 1:
+                    return [pair(xs[0], ys if scalar else ys[0])]
+                return (with_scalar if scalar else pairs)(xs, ys)  # type: ignore[no-any-return]
 
             _LIST_OPERATORS[name] = found
         return found

@@ -50,6 +50,7 @@ from ._common import (
     check_copy,
     describe_producer,
     has_negative_strides,
+    pair_by_pair,
     import_producer,
 )
 
@@ -114,16 +115,34 @@ _NO_FOREACH_COPY: set[Any] = set()
 #: ``pow``: on CUDA ``_foreach_pow`` differs from ``**`` in the last bit for float64
 #: and complex64 with small integer exponents, which ``**`` computes as products.
 _FOREACH_NAMES = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div"}
-#: the same operators pair by pair (and in place)
+#: the same operators pair by pair: (the operator, its in-place form, torch's function with ``out=``)
 _PAIRWISE = {
-    "add": (operator.add, operator.iadd), "subtract": (operator.sub, operator.isub),
-    "multiply": (operator.mul, operator.imul), "divide": (operator.truediv, operator.itruediv),
+    "add": (operator.add, operator.iadd, "add"), "subtract": (operator.sub, operator.isub, "sub"),
+    "multiply": (operator.mul, operator.imul, "mul"), "divide": (operator.truediv, operator.itruediv, "div"),
 }
-#: CUDA arrays from this size on take the operator pair by pair: a list operation
-#: runs a few hundred blocks per launch, which left 8 fragments of 32 MiB at 0.87
-#: of the copy bandwidth on an H200 where one kernel each reaches 1.0; below it,
-#: the launches saved outweigh that.
-_PAIRWISE_BYTES = 8 << 20
+#: CUDA arrays from this size on take the operator array by array, alternating
+#: between the current stream and a second one, so that one array's kernel fills
+#: the SMs another's last wave leaves idle. ``a * b + c`` over 8 float32 fragments
+#: on an H200 (us; one array of the whole size, the list operation, array by
+#: array on one stream, on two streams):
+#:
+#: =============  =====  =======  ===========  ===========
+#: fragments      one    list     one stream   two streams
+#: =============  =====  =======  ===========  ===========
+#: 8 x 8 MiB      100    107      126          158
+#: 8 x 16 MiB     192    217      227          211
+#: 8 x 32 MiB     376    446      425          382-388
+#: 8 x 64 MiB     744    866      801          750
+#: =============  =====  =======  ===========  ===========
+#:
+#: The streams cost the host about 16 us per array (allocating, switching,
+#: launching): below 32 MiB that is more than the kernel's time, and the host
+#: falls behind the device.
+_TWO_STREAM_BYTES = 32 << 20
+#: CUDA device index -> the second stream of the large list operations
+_SIDE_STREAMS: dict[int, Any] = {}
+#: (operator, dtypes and 0-d-ness of both operands) -> the dtype of the operator's result
+_RESULT_DTYPES: dict[tuple[Any, ...], Any] = {}
 _LIST_OPERATORS: dict[tuple[str, bool], Any] = {}
 #: torch's dtype and device objects of dlmg's names, asked for every allocation.
 _NATIVE_DTYPES: dict[str, Any] = {}
@@ -179,17 +198,80 @@ def _one_kernel(torch: Any, dsts: Sequence[Any], srcs: Sequence[Any]) -> bool:
     return False
 
 
-def _list_operation(foreach: Any, pairwise: Any, in_place: bool, xs: list[Any], ys: Any) -> Any:
-    """``foreach(xs, ys)``, or ``pairwise`` on each pair for large CUDA arrays
-    (see :data:`_PAIRWISE_BYTES`); in place the results are written into ``xs``."""
-    if not xs or not xs[0].is_cuda or xs[0].nbytes < _PAIRWISE_BYTES:
+def _list_operation(torch: Any, foreach: Any, pairwise: tuple[Any, Any, str], in_place: bool,
+                    xs: list[Any], ys: Any) -> Any:
+    """``foreach(xs, ys)``; for CUDA arrays of :data:`_TWO_STREAM_BYTES` and more the
+    operator array by array on two streams (:func:`_on_two_streams`), or pair by pair
+    where they are not all C-contiguous. In place the results are written into ``xs``."""
+    if not xs or not xs[0].is_cuda or xs[0].nbytes < _TWO_STREAM_BYTES:
         return foreach(xs, ys)
+    plain, inplace, function = pairwise
+    operation = inplace if in_place else plain
+    if len(xs) < 2 or not all(x.is_contiguous() for x in xs) or (
+            isinstance(ys, list) and not all(y.is_contiguous() for y in ys)):
+        return pair_by_pair(operation, in_place, xs, ys)
+    return _on_two_streams(torch, operation, None if in_place else getattr(torch, function), xs, ys)
+
+
+def _on_two_streams(torch: Any, operation: Any, into: Any, xs: list[Any], ys: Any) -> list[Any] | None:
+    """``operation(x, y)`` for every pair, every other pair queued on a second stream
+    of the arrays' device (see :data:`_TWO_STREAM_BYTES`); ``into(x, y, out=...)``
+    writes results allocated on the current stream, in place (``into`` ``None``)
+    ``operation`` writes into ``x``.
+
+    The second stream starts after the work queued so far on the current one,
+    and the current one waits for it before anything queued later: to other
+    streams and to the caching allocator (which hands memory out again per
+    stream) the call is work of the current stream, like one operator.
+    """
+    cuda = torch.cuda
+    device = xs[0].device
     others = ys if isinstance(ys, list) else [ys] * len(xs)
-    if in_place:
-        for x, y in zip(xs, others):
-            pairwise(x, y)
-        return None
-    return [pairwise(x, y) for x, y in zip(xs, others)]
+    outs = xs
+    if into is not None:
+        dtype = _result_dtype(torch, operation, xs[0], others[0])
+        outs = [torch.empty_like(x, dtype=dtype) for x in xs]  # on the current stream
+    index = device.index
+    side = _SIDE_STREAMS.get(index)
+    if side is None:
+        side = _SIDE_STREAMS[index] = cuda.Stream(device)
+    switch = ALREADY_CURRENT if cuda.current_device() == index else cuda.device(index)
+    with switch:  # set_stream also makes the stream's device current
+        current = cuda.current_stream(index)
+        side.wait_stream(current)
+        try:
+            cuda.set_stream(side)
+            try:
+                _each(operation, into, xs[1::2], others[1::2], outs[1::2])
+            finally:
+                cuda.set_stream(current)
+            _each(operation, into, xs[0::2], others[0::2], outs[0::2])
+        finally:
+            current.wait_stream(side)
+    return None if into is None else outs
+
+
+def _each(operation: Any, into: Any, xs: list[Any], ys: list[Any], outs: list[Any]) -> None:
+    if into is None:
+        for x, y in zip(xs, ys):
+            operation(x, y)
+    else:
+        for x, y, out in zip(xs, ys, outs):
+            into(x, y, out=out)
+
+
+def _result_dtype(torch: Any, operation: Any, x: Any, y: Any) -> Any:
+    """The dtype of ``operation(x, y)``: torch's promotion, which looks at dtypes, at
+    which operands are 0-d and at the kind of a Python number, worked out once on
+    meta tensors (raising the operator's own error for operands it refuses)."""
+    tensor = isinstance(y, torch.Tensor)
+    key = (operation, x.dtype, x.dim() == 0, y.dtype if tensor else type(y), tensor and y.dim() == 0)
+    found = _RESULT_DTYPES.get(key)
+    if found is None:
+        meta_x = torch.empty(x.shape, dtype=x.dtype, device="meta")
+        meta_y = torch.empty(y.shape, dtype=y.dtype, device="meta") if tensor else y
+        found = _RESULT_DTYPES[key] = operation(meta_x, meta_y).dtype
+    return found
 
 
 class TorchAdapter(BaseAdapter):
@@ -505,8 +587,11 @@ class TorchAdapter(BaseAdapter):
         """``torch._foreach_<op>`` (``_foreach_<op>_`` in place): one kernel for all
         the arrays of a CUDA device, one C++ loop on the CPU. Its results and
         errors equal the operator's pair by pair for every dtype and scalar type
-        (checked on the CPU and on CUDA). CUDA arrays of 8 MiB and more take the
-        operator pair by pair instead, which streams large arrays faster."""
+        (checked on the CPU and on CUDA). CUDA arrays of 32 MiB and more take the
+        operator array by array instead, alternating between the current stream
+        and a second one (:data:`_TWO_STREAM_BYTES`): a list kernel runs a few
+        hundred blocks, which streams large arrays slower than one kernel each,
+        and kernels one after another leave SMs idle in each one's last wave."""
         key = (name, in_place)
         found = _LIST_OPERATORS.get(key)
         if found is None:
@@ -516,7 +601,7 @@ class TorchAdapter(BaseAdapter):
             foreach = getattr(self.module(), f"_foreach_{suffix}{'_' if in_place else ''}", None)
             if foreach is None:  # an older torch
                 return None
-            found = _LIST_OPERATORS[key] = partial(_list_operation, foreach, _PAIRWISE[name][in_place], in_place)
+            found = _LIST_OPERATORS[key] = partial(_list_operation, self.module(), foreach, _PAIRWISE[name], in_place)
         return found
 
     # -- DLPack export ----------------------------------------------------------

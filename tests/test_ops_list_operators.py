@@ -1,5 +1,6 @@
 """Arithmetic operators on torch and CuPy fragments run as one list operation per
-device (``Adapter.list_operator``: torch's ``_foreach_*``, a CuPy raw kernel).
+device (``Adapter.list_operator``: torch's ``_foreach_*``, or for large CUDA
+fragments the operator on two alternating streams; a CuPy raw kernel).
 Results, dtypes and errors equal the framework's operators applied fragment by
 fragment; what the lists cannot cover (gradients, padded fragments, other
 frameworks, 0-d arrays) keeps the per-fragment path."""
@@ -155,17 +156,22 @@ def cupy_same(got, want) -> None:
     same_outcome(got, want, arrays)
 
 
-def cupy_kernels(fn) -> list[str]:
-    """The CUDA kernels ``fn`` queues (after a first call that compiles)."""
-    import cupy
+def cuda_kernels(fn) -> list:
+    """The CUDA kernels one call of ``fn`` queues (torch's profiler sees every
+    framework's), after a first call that compiles."""
     from torch.profiler import ProfilerActivity, profile
 
     fn()
-    cupy.cuda.Device(0).synchronize()
+    torch.cuda.synchronize()  # the whole device: CuPy's streams too
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn()
-        cupy.cuda.Device(0).synchronize()
-    return [e.name for e in prof.events() if e.device_type.name == "CUDA"]
+        torch.cuda.synchronize()
+    return [e for e in prof.events() if e.device_type.name == "CUDA"]
+
+
+def cupy_kernels(fn) -> list[str]:
+    """The names of the CUDA kernels ``fn`` queues."""
+    return [e.name for e in cuda_kernels(fn)]
 
 
 @pytest.mark.gpu
@@ -225,23 +231,69 @@ def test_cupy_operators_on_many_fragments_are_one_kernel_each():
 
 
 @pytest.mark.gpu
-def test_torch_large_cuda_fragments_take_the_operator_pair_by_pair():
-    # one list kernel for many small arrays; one kernel per array from 8 MiB on
-    from torch.profiler import ProfilerActivity, profile
-
-    def kernels(fn) -> list[str]:
-        fn()
-        torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            fn()
-            torch.cuda.synchronize()
-        return [e.name for e in prof.events() if e.device_type.name == "CUDA"]
-
-    for rows, launches in ((3, 1), (1 << 19, 4)):  # 60 bytes, then 10 MiB a fragment
+def test_torch_large_cuda_fragments_alternate_between_two_streams():
+    # one list kernel for many small arrays; from 32 MiB on one kernel per array, on two streams
+    for rows, launches, streams in ((3, 1, 1), (1 << 20, 1, 1), (1 << 21, 4, 2)):  # 60 bytes, 20 MiB, 40 MiB
         fa, fb, fc = ([torch.rand(rows, 5, device="cuda:0") for _ in range(4)] for _ in range(3))
         layout = dlmg.Layout.slab((4 * rows, 5), axis=0, devices=["cuda:0"] * 4)
         a, b, c = (dlmg.from_fragments(f, layout) for f in (fa, fb, fc))
-        assert len(kernels(lambda: a * b)) == launches
-        assert len(kernels(lambda: a * b + c)) == 2 * launches  # + c written into the temporary a * b
+        product = cuda_kernels(lambda: a * b)
+        assert len(product) == launches
+        assert len({e.device_resource_id for e in product}) == streams
+        assert len(cuda_kernels(lambda: a * b + c)) == 2 * launches  # + c written into the temporary a * b
         for got, x, y, z in zip((a * b + c - 0.5).fragments, fa, fb, fc):
             assert torch.equal(got.array, x * y + z - 0.5)
+
+
+def _large_cuda(dtype, seed: int, count: int = 4, per: int = 0):
+    """``count`` fragments of ``per`` elements (by default a little over 32 MiB) each on
+    ``cuda:0`` (values 1 to 8), and their tensor."""
+    per = per or (32 << 20) // torch.empty((), dtype=dtype).element_size() + 3
+    gen = torch.Generator(device="cuda:0").manual_seed(seed)
+    frags = [(torch.rand(per, device="cuda:0", generator=gen) * 7 + 1).to(dtype) for _ in range(count)]
+    return frags, dlmg.from_fragments(frags, dlmg.Layout.slab((count * per,), axis=0, devices=["cuda:0"] * count))
+
+
+LARGE_CASES = [
+    ("mul", torch.float32, "same"), ("add", torch.float32, "float64"), ("truediv", torch.int32, "same"),
+    ("sub", torch.float16, 2.5), ("truediv", torch.int32, 3), ("mul", torch.uint8, True),
+    ("add", torch.bfloat16, "float16"), ("sub", torch.int64, 2),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("name", "dtype", "other"), LARGE_CASES)
+def test_torch_large_cuda_fragments_equal_the_operator(name, dtype, other):
+    op = getattr(operator, name)
+    xs, a = _large_cuda(dtype, 1)
+    if isinstance(other, str):
+        ys, b = _large_cuda(dtype if other == "same" else getattr(torch, other), 2, per=xs[0].numel())
+    else:
+        ys, b = [other] * len(xs), other
+    got = op(a, b)
+    for g, x, y in zip(got.fragments, xs, ys):
+        want = op(x, y)
+        assert g.array.dtype == want.dtype and g.array.is_contiguous()
+        assert torch.equal(g.array, want)
+        assert g.array.data_ptr() not in (x.data_ptr(), getattr(y, "data_ptr", lambda: None)())
+
+
+@pytest.mark.gpu
+def test_torch_large_cuda_fragments_in_place_and_on_the_users_stream():
+    xs, a = _large_cuda(torch.float32, 3)
+    ys, b = _large_cuda(torch.float32, 4)
+    before = [x.clone() for x in xs]
+    pointers = [x.data_ptr() for x in xs]
+    user = torch.cuda.Stream(device="cuda:0")
+    with torch.cuda.stream(user):
+        a *= b
+        c = a + 0.25
+        assert torch.cuda.current_stream() == user  # the second stream was left again
+    user.synchronize()
+    assert [f.array.data_ptr() for f in a.fragments] == pointers
+    for got, new, x, y in zip(a.fragments, c.fragments, before, ys):
+        assert torch.equal(got.array, x * y) and torch.equal(new.array, x * y + 0.25)
+    bools, t = _large_cuda(torch.bool, 6)
+    with pytest.raises(dlmg.FragmentError, match="fragment 0.*bool"):
+        t - t  # the operator's own refusal, from the per-fragment path
+    assert torch.cuda.current_stream() == torch.cuda.default_stream()

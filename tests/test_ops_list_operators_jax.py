@@ -87,6 +87,18 @@ def test_operators_run_through_the_lists_and_only_out_of_place():
         np.testing.assert_array_equal(np.asarray(got.array), x + np.asarray(y))
 
 
+def test_fragments_sharing_a_device_are_one_list_call():
+    fa, fb = fragments("float32", "cpu-one-device", 1), fragments("float32", "cpu-one-device", 2)
+    a, b = wrap(fa), wrap(fb)
+    for other, partners in ((b, fb), (0.5, [0.5] * len(fa))):
+        out = on_lists("divide", a, other, False, "operator /")
+        assert out is not None and out.layout is a.layout
+        for got, x, y in zip(out.fragments, fa, partners):
+            want = x / y
+            assert got.array.dtype == want.dtype and got.array.devices() == want.devices()
+            np.testing.assert_array_equal(np.asarray(got.array), np.asarray(want))
+
+
 def test_a_refusal_comes_from_the_per_fragment_path():
     a = wrap(fragments("int32", "cpu", 1))
     # too large for int32: JAX's refusal, raised by the per-fragment path with the fragment named
