@@ -280,6 +280,55 @@ def test_row_slabs_give_column_slabs_stacked_bands_of_rows():
     assert all(stacking(back.copies_into(d)) is None for d in range(4))
 
 
+def _apply_pieces(sources, shape, pieces):
+    """A target fragment made from its pieces as ``Adapter.restack`` describes them, in NumPy."""
+    parts = [sources[i].reshape(dims)[tuple(slice(s, s + e) for s, e in zip(starts, extents))]
+             for i, dims, starts, extents in pieces]
+    return np.concatenate(parts, axis=0).reshape(shape)
+
+
+@settings(max_examples=80)
+@given(layout_pairs(jax_devices=False))
+@example(_STACKED[0])
+@example(_STACKED[1])
+@example(_STACKED[2])
+def test_stacks_of_slices_make_every_fragment(pair):
+    """Where every destination fragment is a stack of slices of the sources
+    (``plans.rearrange``), the slices stacked make it, as NumPy says. Slabs to
+    slabs are such stacks; block-cyclic columns are not (a piece holds several
+    blocks of a row, which no single slice reaches)."""
+    from dlmg.plans.rearrange import _stack_pieces
+
+    src, dst = pair
+    plan = dlmg.plan_redistribution(src, dst, "float32")
+    stacks = _stack_pieces(plan, src, dst)
+    if pair in _STACKED:
+        assert (stacks is not None) == (pair != _STACKED[1])
+    if stacks is None:
+        return
+    x = np.arange(math.prod(src.shape), dtype=np.float32).reshape(src.shape)
+    sources = [expected_fragment(x, src, f.index) for f in src.fragments]
+    for frag, pieces in zip(dst.fragments, stacks):
+        np.testing.assert_array_equal(_apply_pieces(sources, frag.shape, pieces), expected_fragment(x, dst, frag.index))
+
+
+def test_a_slice_is_refused_where_the_strides_do_not_nest():
+    from dlmg.plans.plan import Copy
+    from dlmg.plans.rearrange import slice_of
+
+    cpu = dlmg.Device("cpu", 0)
+
+    def piece(shape, offset, strides, size=60):
+        return slice_of(Copy(0, 0, shape, offset, strides, 0, (0,) * len(shape), cpu, cpu, 4 * math.prod(shape)), size)
+
+    assert piece((2, 2), 4, (6, 1)) == (0, (10, 6), (0, 4), (2, 2))  # rows 0-1, columns 4-5 of a 10 x 6 source
+    assert piece((2, 3), 4, (6, 1)) is None  # the row would run into the next one
+    assert piece((2, 3), 0, (6, 2)) is None  # a stepped last axis
+    assert piece((2, 3), 0, (7, 1)) is None  # rows of 7 do not tile the 60 elements
+    assert piece((3, 2), 56, (6, 1)) is None  # past the end of the source
+    assert piece((6,), 54, (1,)) == (0, (60,), (54,), (6,))
+
+
 def test_row_slabs_gather_as_a_concatenation_and_column_slabs_do_not():
     from dlmg.plans.plan import concatenation
 
@@ -543,11 +592,34 @@ def test_jax_slabs_on_one_device_are_redistributed_by_jax(dtype):
         out = fours.redistribute(threes)
         assert all(f.framework == "jax" and f.array.devices() == {device} for f in out.fragments)
         check_fragments(out, x)
-    assert sorted({k[0] for k in _REARRANGERS}) == ["assemble", "split"]
+    assert [k[0] for k in _REARRANGERS] == ["restack"]  # one call, each new slab a stack of slices of the old
+
+
+@pytest.mark.parametrize(("shape", "axes"), [((12, 10), (0, 1)), ((12, 10), (0, 0)), ((6, 4, 10), (0, 2)),
+                                             ((9, 5), (1, 0))])
+def test_jax_redistributions_on_one_device_are_one_pass(shape, axes):
+    # every new fragment a stack of slices of the old: one compiled call makes them all;
+    # column slabs to row slabs are no stack (each row slab takes strided columns of
+    # every column slab): JAX's gather then its scatter
+    need("jax")
+    import jax
+
+    from dlmg.adapters.jax import _REARRANGERS
+
+    x = np.arange(math.prod(shape), dtype=np.float32).reshape(shape)
+    device = jax.devices("cpu")[0]
+    old = dlmg.scatter(jax.device_put(x, device), Layout.slab(shape, axes[0], ["cpu:0"] * 4))
+    new = Layout.slab(shape, axes[1], ["cpu:0"] * 3)
+    _REARRANGERS.clear()
+    out = old.redistribute(new)
+    check_fragments(out, x)
+    assert all(f.framework == "jax" and f.array.devices() == {device} for f in out.fragments)
+    one_pass = axes != (1, 0)
+    assert ([k[0] for k in _REARRANGERS] == ["restack"]) == one_pass
 
 
 def test_jax_redistributions_jax_cannot_cut_keep_the_copies(monkeypatch):
-    # columns are no ranges of the whole (and JAX's grid cut declines host devices):
+    # cyclic rows are no ranges of the whole (and JAX's grid cut declines host devices):
     # the gather is made once, the scatter declines, and later calls go straight to the copies
     need("jax")
     import jax
@@ -556,7 +628,7 @@ def test_jax_redistributions_jax_cannot_cut_keep_the_copies(monkeypatch):
 
     x = np.arange(12 * 6, dtype=np.float32).reshape(12, 6)
     rows = dlmg.scatter(jax.device_put(x, jax.devices("cpu")[0]), Layout.slab(x.shape, 0, ["cpu:0"] * 3))
-    columns = Layout.slab(x.shape, 1, ["cpu:0"] * 3)
+    columns = Layout((12, 6), block=(1, 6), grid=(3, 1), devices=["cpu:0"] * 3)  # cyclic rows: no stacks, no ranges
     jax_adapter = dlmg.get_adapter("jax")
     calls = []
     assemble = jax_adapter.assemble

@@ -14,6 +14,12 @@ instead, and the matching scatters too:
   gather stacks the fragments in grid order, permutes block axes and reshapes
   (:meth:`Adapter.compose`); the scatter undoes it (:meth:`Adapter.decompose`).
 
+A redistribution between two layouts on that one device is one call too where
+every new fragment is a stack, along its first axis, of pieces that are plain
+slices of the old fragments (row slabs to column slabs, slabs to other slabs):
+:meth:`Adapter.restack` writes every new fragment in one pass over the bytes,
+where a gather followed by a scatter makes two.
+
 Where both apply (even slabs are a regular grid with one block per fragment),
 the grid comes first: in one H200 run, XLA's stack-and-transpose gathered 8
 cyclic or block-cyclic fragments of 256 MiB in all at 0.91-0.93 of the copy
@@ -30,13 +36,13 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..device import Device, as_device
 from ..tensor import DistributedTensor, Fragment, process_rank
-from .plan import RedistributionPlan, concatenation, contiguous
+from .plan import Copy, RedistributionPlan, concatenation, contiguous, dst_contiguous, stacking
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..adapters import Adapter
     from ..layout import Layout
 
-__all__ = ["assembled", "split", "grid_geometry"]
+__all__ = ["assembled", "split", "grid_geometry", "restacked", "slice_of"]
 
 
 # -- the geometry of a regular grid --------------------------------------------------
@@ -178,3 +184,92 @@ def _ranges(plan: RedistributionPlan, layout: "Layout") -> list[tuple[int, int, 
             return None
         pieces.append((c.src_offset, c.size, frag.shape))
     return pieces
+
+
+# -- one pass between layouts ------------------------------------------------------------
+#: A piece: ``(source fragment, dims, starts, extents)``: the source's elements in C
+#: order reshaped to ``dims``, then ``starts[i]:starts[i] + extents[i]`` along each axis.
+Piece = tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+
+
+def slice_of(c: Copy, size: int) -> Piece | None:
+    """The source side of ``c`` as a basic slice of its C-ordered source of ``size``
+    elements: ``(c.src, dims, starts, extents)``, or ``None`` where its strides do
+    not nest (each a whole multiple of the next, the last 1, no row running past
+    its parent) or the slice would run past the source."""
+    shape, strides = c.shape, c.src_strides
+    if not shape or strides[-1] != 1 or size % strides[0]:
+        return None
+    dims = [size // strides[0]]
+    for outer, inner, extent in zip(strides, strides[1:], shape[1:]):
+        if inner <= 0 or outer % inner or extent * inner > outer:
+            return None
+        dims.append(outer // inner)
+    starts, rest = [], c.src_offset
+    for stride in strides:
+        starts.append(rest // stride)
+        rest %= stride
+    if any(s + e > d for s, e, d in zip(starts, shape, dims)):
+        return None
+    return c.src, tuple(dims), tuple(starts), tuple(shape)
+
+
+def _stacks(plan: RedistributionPlan, source: "Layout", layout: "Layout") -> tuple[tuple[Piece, ...], ...] | None:
+    """Per fragment of ``layout``, its pieces in order (stacked along their first axis
+    they make the fragment's elements in C order), or ``None`` where a fragment is
+    not such a stack (worked out once per plan and layout)."""
+    memo = plan.__dict__.setdefault("_stacks", {})
+    if layout not in memo:
+        memo[layout] = _stack_pieces(plan, source, layout)
+    return memo[layout]  # type: ignore[no-any-return]
+
+
+def _stack_pieces(plan: RedistributionPlan, source: "Layout", layout: "Layout") -> tuple[tuple[Piece, ...], ...] | None:
+    if layout.element_strides is not None or source.element_strides is not None:
+        return None
+    sizes = [math.prod(f.shape) for f in source.fragments]
+    out = []
+    for frag in layout.fragments:
+        copies = plan.copies_into(frag.index)
+        size = math.prod(frag.shape)
+        if len(copies) == 1:
+            c = copies[0]
+            whole = c.dst_offset == 0 and c.size == size and dst_contiguous(c)
+            ordered: tuple[Copy, ...] | None = copies if whole else None
+        else:
+            stack = stacking(copies)
+            ordered = stack[2] if stack is not None and stack[0] == 0 and math.prod(stack[1]) == size else None
+        if ordered is None:
+            return None
+        pieces = []
+        for c in ordered:
+            piece = slice_of(c, sizes[c.src])
+            if piece is None:
+                return None
+            pieces.append(piece)
+        out.append(tuple(pieces))
+    return tuple(out)
+
+
+def restacked(dt: DistributedTensor, a: "Adapter", plan: RedistributionPlan, layout: "Layout",
+              device: Device) -> DistributedTensor | None:
+    """``dt`` in ``layout`` made by ``a`` (a framework without views) in one call
+    (:meth:`Adapter.restack`), where every fragment before and after is one of its
+    arrays on ``device`` and every new fragment a stack of slices of the old ones;
+    ``None`` otherwise. ``plan`` is the redistribution's copy plan."""
+    frags = dt.fragments
+    for f in frags:
+        if not f.is_local or f.is_padded or f.adapter is not a or f.device != device:
+            return None
+    stacks = _stacks(plan, dt.layout, layout)
+    if stacks is None:
+        return None
+    targets = tuple((frag.shape, pieces) for frag, pieces in zip(layout.fragments, stacks))
+    arrays = a.restack([f._array for f in frags], targets, device)
+    if arrays is None:
+        return None
+    me = process_rank()
+    dl_device = (1, device.index) if device.kind == "cpu" else None
+    out = [Fragment.of_array(frag, part, a.name, rank=me, adapter=a, dl_device=dl_device)
+           for frag, part in zip(layout.fragments, arrays)]
+    return DistributedTensor._create(layout, out, dt.dtype)
