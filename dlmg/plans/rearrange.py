@@ -141,8 +141,11 @@ def split(array: Any, a: "Adapter", plan: RedistributionPlan, layout: "Layout", 
     if arrays is None:
         pieces = _split_pieces(plan, layout)
         arrays = None if pieces is None else a.split(array, pieces)
-    if arrays is None:
-        return None
+    return None if arrays is None else _tensor(arrays, a, layout, device, dtype)
+
+
+def _tensor(arrays: list[Any], a: "Adapter", layout: "Layout", device: Device, dtype: str) -> DistributedTensor:
+    """The tensor of ``layout`` whose fragments are ``arrays``, arrays of ``a`` on ``device``."""
     me = process_rank()
     dl_device = (1, device.index) if device.kind == "cpu" else None
     out = [Fragment.of_array(frag, part, a.name, rank=me, adapter=a, dl_device=dl_device)
@@ -266,10 +269,4 @@ def restacked(dt: DistributedTensor, a: "Adapter", plan: RedistributionPlan, lay
         return None
     targets = tuple((frag.shape, pieces) for frag, pieces in zip(layout.fragments, stacks))
     arrays = a.restack([f._array for f in frags], targets, device)
-    if arrays is None:
-        return None
-    me = process_rank()
-    dl_device = (1, device.index) if device.kind == "cpu" else None
-    out = [Fragment.of_array(frag, part, a.name, rank=me, adapter=a, dl_device=dl_device)
-           for frag, part in zip(layout.fragments, arrays)]
-    return DistributedTensor._create(layout, out, dt.dtype)
+    return None if arrays is None else _tensor(arrays, a, layout, device, dt.dtype)
