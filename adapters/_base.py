@@ -427,17 +427,17 @@ class Adapter:
         it (the default)."""
         return None
 
-    def restack(self, arrays: Sequence[Any], targets: Sequence[tuple[tuple[int, ...], Sequence[Any]]],
-                device: Device) -> list[Any] | None:
-        """New arrays on ``device``, one per ``(shape, pieces)`` of ``targets``, made by
+    def retile(self, arrays: Sequence[Any], targets: Sequence[tuple[tuple[int, ...], Any]],
+               device: Device) -> list[Any] | None:
+        """New arrays on ``device``, one per ``(shape, tiling)`` of ``targets``, made by
         the framework itself from ``arrays`` (C-ordered, all on ``device``);
         ``None`` where it does not (the default).
 
-        Each piece ``(i, dims, starts, extents)`` is a slice of ``arrays[i]``: its
+        A tiling is ``("slice", i, dims, starts, extents, box)``: ``arrays[i]``'s
         elements in C order reshaped to ``dims``, then ``starts[k]:starts[k] +
-        extents[k]`` along each axis ``k``. A target's pieces share their
-        trailing extents; stacked along their first axis, in order, and reshaped
-        to ``shape``, they are the new array. What a redistribution between
+        extents[k]`` along each axis ``k``, reshaped to ``box``; or ``("concat",
+        axis, children)``: the children's arrays concatenated along ``axis``. The
+        whole tiling has the target's ``shape``. What a redistribution between
         layouts on one device is, for a framework without views: one pass over
         the bytes, where a gather (:meth:`assemble`, :meth:`compose`) followed by
         a scatter makes two.

@@ -339,7 +339,7 @@ def check_copy_many(ctx: ContractContext) -> None:
 
 
 def check_assemble(ctx: ContractContext) -> None:
-    """assemble, split, compose, decompose and restack, where the framework offers them, make
+    """assemble, split, compose, decompose and retile, where the framework offers them, make
     the arrays asked for on the device asked for (``None`` means dlmg's copies do it
     instead)."""
     import numpy as np
@@ -371,18 +371,20 @@ def check_assemble(ctx: ContractContext) -> None:
         assert back is not None, "decompose: refused what compose made"
         assert np.array_equal(ctx.values(back[0]), one) and np.array_equal(ctx.values(back[1]), np.ones((2, 3))), \
             "decompose did not undo compose"
-    # restack: rows 0-1, columns 1-2 of first (3 x 4) stacked on row 1, columns 3-4 of
-    # second (2 x 5); then elements 6-9 of second as a flat slice
-    targets = (((3, 2), ((0, (3, 4), (0, 1), (2, 2)), (1, (2, 5), (1, 3), (1, 2)))),
-               ((4,), ((1, (10,), (6,), (4,)),)))
-    made = a.restack([first, second], targets, ctx.device)
+    # retile: target 0 is, side by side, columns 1-2 of first (3 x 4) rows 0-1 and row 1,
+    # columns 3-4 of second (2 x 5) seen as 2 x 1 ... as (2, 2) beside (2, 1); target 1
+    # is elements 6-9 of second, flat
+    left = ("slice", 0, (3, 4), (0, 1), (2, 2), (2, 2))
+    right = ("slice", 1, (10,), (2,), (2,), (2, 1))
+    targets = (((2, 3), ("concat", 1, (left, right))), ((4,), ("slice", 1, (10,), (6,), (4,), (4,))))
+    made = a.retile([first, second], targets, ctx.device)
     if made is not None:
-        two_d, one_d = _expected((3, 4), "float32"), _expected((2, 5), "float32")
-        wants = [np.concatenate([two_d[0:2, 1:3], one_d[1:2, 3:5]]), flat_second[6:10]]
-        assert len(made) == 2, f"restack made {len(made)} arrays for 2 targets"
+        two_d = _expected((3, 4), "float32")
+        wants = [np.concatenate([two_d[0:2, 1:3], flat_second[2:4].reshape(2, 1)], axis=1), flat_second[6:10]]
+        assert len(made) == 2, f"retile made {len(made)} arrays for 2 targets"
         for got, want in zip(made, wants):
-            assert a.shape_of(got) == want.shape and a.device_of(got) == ctx.device, "restack: shape or device"
-            assert np.array_equal(ctx.values(got), want), f"restack gave\n{ctx.values(got)}\nnot\n{want}"
+            assert a.shape_of(got) == want.shape and a.device_of(got) == ctx.device, "retile: shape or device"
+            assert np.array_equal(ctx.values(got), want), f"retile gave\n{ctx.values(got)}\nnot\n{want}"
 
 
 def check_namespace(ctx: ContractContext) -> None:

@@ -280,36 +280,76 @@ def test_row_slabs_give_column_slabs_stacked_bands_of_rows():
     assert all(stacking(back.copies_into(d)) is None for d in range(4))
 
 
-def _apply_pieces(sources, shape, pieces):
-    """A target fragment made from its pieces as ``Adapter.restack`` describes them, in NumPy."""
-    parts = [sources[i].reshape(dims)[tuple(slice(s, s + e) for s, e in zip(starts, extents))]
-             for i, dims, starts, extents in pieces]
-    return np.concatenate(parts, axis=0).reshape(shape)
+def _made(sources, tiling):
+    """A new fragment made from slices of ``sources`` as ``Adapter.retile`` describes it, in NumPy."""
+    if tiling[0] == "slice":
+        _, i, dims, starts, extents, box = tiling
+        return sources[i].reshape(dims)[tuple(slice(s, s + e) for s, e in zip(starts, extents))].reshape(box)
+    _, axis, children = tiling
+    return np.concatenate([_made(sources, child) for child in children], axis=axis)
+
+
+_TILED = [  # pairs whose new fragments are tilings of slices (random pairs rarely are)
+    *_STACKED,
+    (Layout.slab((12, 9), 1, ["cpu"] * 3), Layout.slab((12, 9), 0, ["cpu"] * 4)),  # columns -> rows
+    (Layout((8, 6, 4), block=(4, 3, 4), grid=(2, 2, 1), devices=["cpu"] * 4), Layout.slab((8, 6, 4), 2, ["cpu"] * 2)),
+    (Layout((8, 6), block=(2, 3), grid=(2, 2), devices=["cpu"] * 4), Layout((8, 6), block=(4, 2), grid=(2, 3), devices=["cpu"] * 6)),
+]
 
 
 @settings(max_examples=80)
 @given(layout_pairs(jax_devices=False))
-@example(_STACKED[0])
-@example(_STACKED[1])
-@example(_STACKED[2])
-def test_stacks_of_slices_make_every_fragment(pair):
-    """Where every destination fragment is a stack of slices of the sources
-    (``plans.rearrange``), the slices stacked make it, as NumPy says. Slabs to
-    slabs are such stacks; block-cyclic columns are not (a piece holds several
-    blocks of a row, which no single slice reaches)."""
-    from dlmg.plans.rearrange import _stack_pieces
+@example(_TILED[0])
+@example(_TILED[1])
+@example(_TILED[2])
+@example(_TILED[3])
+@example(_TILED[4])
+@example(_TILED[5])
+def test_tilings_of_slices_make_every_fragment(pair):
+    """Where every new fragment is a tiling of slices of the old ones
+    (``plans.rearrange``), the tiling makes it, as NumPy says. Slabs to slabs
+    along any axes and blocks to blocks are such tilings; block-cyclic columns
+    are not (a piece holds several blocks of a row, which no single slice
+    reaches)."""
+    from dlmg.plans.rearrange import _tilings_of
 
     src, dst = pair
     plan = dlmg.plan_redistribution(src, dst, "float32")
-    stacks = _stack_pieces(plan, src, dst)
-    if pair in _STACKED:
-        assert (stacks is not None) == (pair != _STACKED[1])
-    if stacks is None:
+    tilings = _tilings_of(plan, src, dst)
+    if pair in _TILED:
+        assert (tilings is not None) == (pair != _STACKED[1])
+    if tilings is None:
         return
     x = np.arange(math.prod(src.shape), dtype=np.float32).reshape(src.shape)
     sources = [expected_fragment(x, src, f.index) for f in src.fragments]
-    for frag, pieces in zip(dst.fragments, stacks):
-        np.testing.assert_array_equal(_apply_pieces(sources, frag.shape, pieces), expected_fragment(x, dst, frag.index))
+    for frag, tiling in zip(dst.fragments, tilings):
+        np.testing.assert_array_equal(_made(sources, tiling).reshape(frag.shape), expected_fragment(x, dst, frag.index))
+
+
+def test_too_many_slices_are_left_to_the_gather_and_the_scatter():
+    from dlmg.plans.rearrange import MOST_SLICES, _tilings_of
+
+    k = 23  # 23 * 23 = 529 slices, row slabs to column slabs
+    src, dst = Layout.slab((k * 2, k * 2), 0, ["cpu"] * k), Layout.slab((k * 2, k * 2), 1, ["cpu"] * k)
+    assert k * k > MOST_SLICES and _tilings_of(dlmg.plan_redistribution(src, dst, "float32"), src, dst) is None
+    src, dst = Layout.slab((44, 44), 0, ["cpu"] * 22), Layout.slab((44, 44), 1, ["cpu"] * 22)  # 484
+    assert _tilings_of(dlmg.plan_redistribution(src, dst, "float32"), src, dst) is not None
+
+
+def test_a_box_is_found_through_merged_axes():
+    from dlmg.plans.plan import Copy
+    from dlmg.plans.rearrange import box_of
+
+    cpu = dlmg.Device("cpu", 0)
+
+    def box(shape, offset, strides, into):
+        return box_of(Copy(0, 0, shape, 0, (0,) * len(shape), offset, strides, cpu, cpu, 4 * math.prod(shape)), into)
+
+    assert box((2, 3), 7, (6, 1), (4, 6)) == ((1, 1), (2, 3))  # rows 1-2, columns 1-3
+    assert box((12,), 6, (1,), (4, 6)) == ((1, 0), (2, 6))  # two whole rows, merged into one axis
+    assert box((12,), 7, (1,), (4, 6)) is None  # runs across rows from the middle of one
+    assert box((2, 3), 7, (1, 6), (4, 6)) is None  # axes in the wrong order
+    assert box((3, 2), 0, (6, 1), (4, 1, 6)) == ((0, 0, 0), (3, 1, 2))  # an axis of extent 1 skipped
 
 
 def test_a_slice_is_refused_where_the_strides_do_not_nest():
@@ -323,7 +363,8 @@ def test_a_slice_is_refused_where_the_strides_do_not_nest():
 
     assert piece((2, 2), 4, (6, 1)) == (0, (10, 6), (0, 4), (2, 2))  # rows 0-1, columns 4-5 of a 10 x 6 source
     assert piece((2, 3), 4, (6, 1)) is None  # the row would run into the next one
-    assert piece((2, 3), 0, (6, 2)) is None  # a stepped last axis
+    assert piece((2, 3), 0, (6, 2)) == (0, (10, 3, 2), (0, 0, 0), (2, 3, 1))  # every other element
+    assert piece((3,), 2, (6,)) == (0, (10, 6), (0, 2), (3, 1))  # a column: the dropped last axis put back
     assert piece((2, 3), 0, (7, 1)) is None  # rows of 7 do not tile the 60 elements
     assert piece((3, 2), 56, (6, 1)) is None  # past the end of the source
     assert piece((6,), 54, (1,)) == (0, (60,), (54,), (6,))
@@ -592,15 +633,14 @@ def test_jax_slabs_on_one_device_are_redistributed_by_jax(dtype):
         out = fours.redistribute(threes)
         assert all(f.framework == "jax" and f.array.devices() == {device} for f in out.fragments)
         check_fragments(out, x)
-    assert [k[0] for k in _REARRANGERS] == ["restack"]  # one call, each new slab a stack of slices of the old
+    assert [k[0] for k in _REARRANGERS] == ["retile"]  # one call, each new slab a tiling of slices of the old
 
 
 @pytest.mark.parametrize(("shape", "axes"), [((12, 10), (0, 1)), ((12, 10), (0, 0)), ((6, 4, 10), (0, 2)),
                                              ((9, 5), (1, 0))])
 def test_jax_redistributions_on_one_device_are_one_pass(shape, axes):
-    # every new fragment a stack of slices of the old: one compiled call makes them all;
-    # column slabs to row slabs are no stack (each row slab takes strided columns of
-    # every column slab): JAX's gather then its scatter
+    # every new fragment a tiling of slices of the old (slabs along any axes): one
+    # compiled call makes them all
     need("jax")
     import jax
 
@@ -614,8 +654,7 @@ def test_jax_redistributions_on_one_device_are_one_pass(shape, axes):
     out = old.redistribute(new)
     check_fragments(out, x)
     assert all(f.framework == "jax" and f.array.devices() == {device} for f in out.fragments)
-    one_pass = axes != (1, 0)
-    assert ([k[0] for k in _REARRANGERS] == ["restack"]) == one_pass
+    assert [k[0] for k in _REARRANGERS] == ["retile"]
 
 
 def test_jax_redistributions_jax_cannot_cut_keep_the_copies(monkeypatch):

@@ -42,7 +42,7 @@ from ..errors import (
 from .endpoints import Endpoint, array_endpoint, full_endpoint, layout_endpoints
 from .execute import Buffer, copy_framework, run_jobs, synchronize
 from .plan import RedistributionPlan, build_plan
-from .rearrange import assembled, restacked, split
+from .rearrange import assembled, retiled, split
 from ..tensor import DistributedTensor, Fragment, process_rank
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -438,8 +438,8 @@ def _relaid(dt: "DistributedTensor", layout: "Layout", targets: list["Adapter"],
             plan: RedistributionPlan) -> "DistributedTensor | None":
     """The redistribution made by a framework without views itself, where every
     fragment, before and after, is one of its arrays on one device: one pass
-    from the old fragments to the new (:func:`~dlmg.plans.rearrange.restacked`)
-    where each new one is a stack of slices of the old, else its own gather
+    from the old fragments to the new (:func:`~dlmg.plans.rearrange.retiled`)
+    where each new one is a tiling of slices of the old, else its own gather
     (:func:`~dlmg.plans.rearrange.assembled`) then its own scatter
     (:func:`~dlmg.plans.rearrange.split`), two compiled calls instead of a staging
     array of another framework and an import per fragment. ``None`` elsewhere."""
@@ -447,7 +447,7 @@ def _relaid(dt: "DistributedTensor", layout: "Layout", targets: list["Adapter"],
     device = layout.devices[0]
     if any(t is not target for t in targets) or any(d != device for d in layout.devices):
         return None
-    made = restacked(dt, target, plan, layout, device)
+    made = retiled(dt, target, plan, layout, device)
     if made is not None:
         return made
     memo = _memo(dt)

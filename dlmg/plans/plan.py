@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
 
 __all__ = [
-    "Copy", "RedistributionPlan", "build_plan", "concatenation", "contiguous", "dst_contiguous", "pair_copies",
+    "Copy", "RedistributionPlan", "build_plan", "concatenation", "contiguous", "pair_copies",
     "plan_redistribution", "stacking",
 ]
 
@@ -273,11 +273,6 @@ def stacking(copies: Sequence[Copy]) -> tuple[int, tuple[int, ...], tuple[Copy, 
 def contiguous(c: Copy) -> bool:
     """Whether ``c`` copies contiguous elements on both sides (in C order)."""
     return _compact(c.shape, c.src_strides) and _compact(c.shape, c.dst_strides)
-
-
-def dst_contiguous(c: Copy) -> bool:
-    """Whether ``c`` writes contiguous elements of its destination (in C order)."""
-    return _compact(c.shape, c.dst_strides)
 
 
 def _compact(shape: Sequence[int], strides: Sequence[int]) -> bool:
