@@ -322,8 +322,9 @@ def test_tilings_of_slices_make_every_fragment(pair):
         return
     x = np.arange(math.prod(src.shape), dtype=np.float32).reshape(src.shape)
     sources = [expected_fragment(x, src, f.index) for f in src.fragments]
-    for frag, tiling in zip(dst.fragments, tilings):
-        np.testing.assert_array_equal(_made(sources, tiling).reshape(frag.shape), expected_fragment(x, dst, frag.index))
+    for frag, (shape, tiling) in zip(dst.fragments, tilings):
+        assert shape == frag.shape
+        np.testing.assert_array_equal(_made(sources, tiling).reshape(shape), expected_fragment(x, dst, frag.index))
 
 
 def test_too_many_slices_are_left_to_the_gather_and_the_scatter():

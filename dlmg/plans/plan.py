@@ -32,8 +32,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
 
 __all__ = [
-    "Copy", "RedistributionPlan", "build_plan", "concatenation", "contiguous", "pair_copies",
-    "plan_redistribution", "stacking",
+    "Copy", "RedistributionPlan", "build_plan", "concatenation", "contiguous", "pair_copies", "plan_redistribution",
+    "stacking",
 ]
 
 

@@ -290,17 +290,19 @@ def _tiling(items: list[tuple[tuple[int, ...], tuple[int, ...], Tiling]], shape:
 MOST_SLICES = 512
 
 
-def _tilings(plan: RedistributionPlan, source: "Layout", layout: "Layout") -> tuple[Tiling, ...] | None:
-    """Per fragment of ``layout``, how to make it from slices of the fragments of
-    ``source`` (:data:`Tiling`), or ``None`` where a fragment is no such tiling
-    (worked out once per plan and layout)."""
+def _tilings(plan: RedistributionPlan, source: "Layout",
+             layout: "Layout") -> tuple[tuple[tuple[int, ...], Tiling], ...] | None:
+    """Per fragment of ``layout``, its shape and how to make it from slices of the
+    fragments of ``source`` (:data:`Tiling`), or ``None`` where a fragment is no
+    such tiling (worked out once per plan and layout)."""
     memo = plan.__dict__.setdefault("_tilings", {})
     if layout not in memo:
         memo[layout] = _tilings_of(plan, source, layout)
     return memo[layout]  # type: ignore[no-any-return]
 
 
-def _tilings_of(plan: RedistributionPlan, source: "Layout", layout: "Layout") -> tuple[Tiling, ...] | None:
+def _tilings_of(plan: RedistributionPlan, source: "Layout",
+                layout: "Layout") -> tuple[tuple[tuple[int, ...], Tiling], ...] | None:
     if layout.element_strides is not None or source.element_strides is not None:
         return None
     if len(plan.copies) > MOST_SLICES:
@@ -317,7 +319,7 @@ def _tilings_of(plan: RedistributionPlan, source: "Layout", layout: "Layout") ->
         tiling = _tiling(items, frag.shape) if items else None
         if tiling is None:
             return None
-        out.append(tiling)
+        out.append((frag.shape, tiling))
     return tuple(out)
 
 
@@ -331,9 +333,8 @@ def retiled(dt: DistributedTensor, a: "Adapter", plan: RedistributionPlan, layou
     for f in frags:
         if not f.is_local or f.is_padded or f.adapter is not a or f.device != device:
             return None
-    tilings = _tilings(plan, dt.layout, layout)
-    if tilings is None:
+    targets = _tilings(plan, dt.layout, layout)
+    if targets is None:
         return None
-    targets = tuple((frag.shape, tiling) for frag, tiling in zip(layout.fragments, tilings))
     arrays = a.retile([f._array for f in frags], targets, device)
     return None if arrays is None else _tensor(arrays, a, layout, device, dt.dtype)
