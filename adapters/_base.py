@@ -18,6 +18,7 @@ import importlib
 import math
 import sys
 from collections.abc import Callable
+from functools import partial
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar, NamedTuple, Sequence
 
@@ -458,6 +459,15 @@ class Adapter:
         it (a device context, a check)."""
         given = {"stream": stream, "max_version": max_version, "dl_device": dl_device, "copy": copy}
         return array.__dlpack__(**{k: v for k, v in given.items() if v is not None})
+
+    def exporter(self, array: Any) -> Callable[..., Any]:
+        """The call exporting ``array`` (keywords as ``__dlpack__``), kept by a
+        fragment for its later exports: :meth:`export` bound to ``array`` (the
+        default), or the array's own ``__dlpack__`` where :meth:`export` adds
+        nothing for it. Checks that do not change over the array's life (its
+        dtype) may run here once; what may change (the current device) must
+        stay in the call."""
+        return partial(self.export, array)
 
     def producer(self, array: Any) -> Any:
         """An object whose ``__dlpack__`` is :meth:`export` of ``array``.

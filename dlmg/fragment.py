@@ -72,7 +72,7 @@ class Fragment:
 
     __slots__ = (
         "index", "layout", "framework", "rank", "_array", "_memory", "_adapter", "_dl_device", "_readonly",
-        "__weakref__",
+        "_export", "__weakref__",
     )
 
     def __init__(
@@ -114,6 +114,7 @@ class Fragment:
         # is kept; anything else is asked once, when first needed
         self._adapter: "Adapter | None" = adapter
         self._dl_device: tuple[int, int] | None = dl_device  # an array never changes device
+        self._export: Any = None  # the adapter's exporter of the array, made on the first export
 
     # -- constructors (for dlmg's own modules; users get fragments from tensors) ----
     @classmethod
@@ -302,9 +303,12 @@ class Fragment:
 
     def __dlpack__(self, **kwargs: Any) -> Any:
         """Export the fragment's array (keywords as the array API's ``__dlpack__``)."""
-        adapter = self._adapter
-        if adapter is not None and self._array is not None and not self._readonly:  # the common case, kept short
-            return adapter.export(self._array, **kwargs)
+        export = self._export
+        if export is not None:  # every export after the first: the hot path, one call
+            return export(**kwargs)
+        if self._array is not None and not self._readonly:
+            export = self._export = self.adapter.exporter(self._array)
+            return export(**kwargs)
         if not self.is_local:
             raise DLPackError(f"fragment {self.index} is held by process {self.rank}; it cannot be exported here")
         if self._array is None:
