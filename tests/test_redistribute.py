@@ -658,6 +658,28 @@ def test_jax_redistributions_on_one_device_are_one_pass(shape, axes):
     assert [k[0] for k in _REARRANGERS] == ["retile"]
 
 
+@settings(max_examples=25, deadline=None)
+@given(layout_pairs(jax_devices=False), st.sampled_from(["float32", "int32"]))
+@example(_TILED[3], "float32")
+@example(_TILED[5], "int32")
+def test_jax_redistributions_on_one_device_write_every_fragment(pair, dtype):
+    """JAX fragments on one device, any two layouts: whichever way dlmg takes (one
+    pass of slices, JAX's gather and scatter, or the copies), every new fragment
+    is a JAX array on that device holding what NumPy says."""
+    need("jax")
+    import jax
+
+    src, dst = (Layout(lay.shape, block=lay.block, grid=lay.grid, devices=["cpu:0"] * lay.nfragments)
+                for lay in pair)
+    x = (np.arange(math.prod(src.shape)) % 97).astype(dtype).reshape(src.shape)
+    device = jax.devices("cpu")[0]
+    old = dlmg.scatter(jax.device_put(x, device), src)
+    out = old.redistribute(dst)
+    for frag in out.fragments:
+        assert frag.framework == "jax" and frag.array.devices() == {device}
+        np.testing.assert_array_equal(np.asarray(frag.array), expected_fragment(x, dst, frag.index))
+
+
 def test_jax_redistributions_jax_cannot_cut_keep_the_copies(monkeypatch):
     # cyclic rows are no ranges of the whole (and JAX's grid cut declines host devices):
     # the gather is made once, the scatter declines, and later calls go straight to the copies
