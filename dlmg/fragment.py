@@ -323,6 +323,14 @@ class Fragment:
             mark_readonly(capsule)
         return capsule
 
+    def __getstate__(self) -> tuple[None, dict[str, Any]]:
+        """The slots to copy or pickle, without the kept exporter: bound to this
+        fragment's array, it would export the original from a copy."""
+        state = {name: getattr(self, name) for name in self.__slots__
+                 if name not in ("_export", "__weakref__") and hasattr(self, name)}
+        state["_export"] = None
+        return None, state
+
     def __dlpack_device__(self) -> tuple[int, int]:
         """The DLPack ``(device_type, device_id)`` of the fragment's array.
 

@@ -52,3 +52,20 @@ def test_torch_checks_run_on_every_export():
     for _ in range(2):  # refused every time, with the reason
         with pytest.raises(DLPackError, match="conjugate"):
             np.from_dlpack(lazy.fragments[0])
+
+
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+def test_a_copied_tensor_exports_its_own_arrays(how):
+    # the exporter a fragment keeps is bound to its array: a copy must not inherit it
+    import copy
+    import pickle
+
+    arrays = [np.arange(4, dtype=np.float32), np.arange(4, 8, dtype=np.float32)]
+    dt = _tensor(arrays)
+    for frag in dt.fragments:
+        torch.from_dlpack(frag)  # the exporters are made and kept
+    other = copy.deepcopy(dt) if how == "deepcopy" else pickle.loads(pickle.dumps(dt))
+    for frag, original in zip(other.fragments, arrays):
+        assert frag.array.ctypes.data != original.ctypes.data
+        assert torch.from_dlpack(frag).data_ptr() == frag.array.ctypes.data
+        np.testing.assert_array_equal(np.from_dlpack(frag), original)
