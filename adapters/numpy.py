@@ -9,6 +9,7 @@ rather than failing deep inside NumPy.
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Any
 
@@ -37,8 +38,6 @@ __all__ = ["NumpyAdapter"]
 _ALIGNMENT = 64
 #: NumPy dtypes seen to travel through DLPack.
 _EXPORTABLE: set[Any] = set()
-#: [whether NumPy's ``__dlpack__`` takes every keyword of the protocol], found on first use
-_FULL_DLPACK: list[bool] = []
 #: ... from this size on.
 _ALIGN_FROM = 1 << 16
 
@@ -306,9 +305,7 @@ class NumpyAdapter(BaseAdapter):
         keyword of the protocol (2.1 and later): an export through a fragment is
         then one Python call more than NumPy's own, not three."""
         self.producer(array)
-        if not _FULL_DLPACK:
-            _FULL_DLPACK.append(_takes_every_keyword(self.module()))
-        return array.__dlpack__ if _FULL_DLPACK[0] else super().exporter(array)
+        return array.__dlpack__ if _takes_every_keyword(self.module()) else super().exporter(array)
 
     def producer(self, array: Any) -> Any:
         """``array`` itself; raises a clear DtypeError first for bfloat16 and the
@@ -325,9 +322,10 @@ class NumpyAdapter(BaseAdapter):
         dst[...] = src
 
 
+@functools.cache
 def _takes_every_keyword(np: Any) -> bool:
     """Whether ``ndarray.__dlpack__`` takes ``stream``, ``max_version``, ``dl_device`` and
-    ``copy`` (NumPy 2.1 and later), asked of an empty array."""
+    ``copy`` (NumPy 2.1 and later), asked of an empty array once."""
     try:
         np.empty(0).__dlpack__(stream=None, max_version=(1, 0), dl_device=(1, 0), copy=None)
     except TypeError:
