@@ -214,6 +214,12 @@ def _list_operation(torch: Any, foreach: Any, pairwise: tuple[Any, Any, str], in
     return _on_two_streams(torch, operation, None if in_place else getattr(torch, function), xs, ys)
 
 
+def _current(torch: Any, index: int) -> Any:
+    """A context making CUDA device ``index`` current: nothing to enter when it is
+    already (asking which device is current costs less than switching to it)."""
+    return ALREADY_CURRENT if torch.cuda.current_device() == index else torch.cuda.device(index)
+
+
 def _on_two_streams(torch: Any, operation: Any, into: Any, xs: list[Any], ys: Any) -> list[Any] | None:
     """``operation(x, y)`` for every pair, every other pair queued on a second stream
     of the arrays' device (see :data:`_TWO_STREAM_BYTES`); ``into(x, y, out=...)``
@@ -236,8 +242,7 @@ def _on_two_streams(torch: Any, operation: Any, into: Any, xs: list[Any], ys: An
     side = _SIDE_STREAMS.get(index)
     if side is None:
         side = _SIDE_STREAMS[index] = cuda.Stream(device)
-    switch = ALREADY_CURRENT if cuda.current_device() == index else cuda.device(index)
-    with switch:  # set_stream also makes the stream's device current
+    with _current(torch, index):  # set_stream also makes the stream's device current
         current = cuda.current_stream(index)
         side.wait_stream(current)
         try:
@@ -356,13 +361,7 @@ class TorchAdapter(BaseAdapter):
         one); nothing to enter when that device is current already."""
         if device.kind != "cuda":
             return None
-        torch, index = self.module(), device.index
-        current = torch.cuda.current_device
-
-        def enter() -> Any:  # asking which device is current costs less than switching to it
-            return ALREADY_CURRENT if current() == index else torch.cuda.device(index)
-
-        return enter
+        return partial(_current, self.module(), device.index)
 
     def tracks_gradients(self, array: Any) -> bool:
         """``array.requires_grad``."""
@@ -624,11 +623,8 @@ class TorchAdapter(BaseAdapter):
                 "tensor.resolve_conj() first (a copy)"
             )
         if array.device.type == "cuda":
-            cuda = self.module().cuda
-            index = array.device.index
-            if cuda.current_device() != index:  # entering the device context costs more than asking
-                with cuda.device(index):
-                    return super().export(array, **kwargs)
+            with _current(self.module(), array.device.index):
+                return super().export(array, **kwargs)
         return super().export(array, **kwargs)
 
     def producer(self, array: Any) -> Any:
