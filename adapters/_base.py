@@ -339,6 +339,22 @@ class Adapter:
         """
         raise NotImplementedError
 
+    def importer(
+        self, source: "Adapter", dtype: str, shape: tuple[int, ...]
+    ) -> Callable[[Any, Device], Any] | None:
+        """A quicker :meth:`from_dlpack` for many arrays known alike, or ``None``.
+
+        ``take_in(array, device)`` imports an array of ``source``, of ``dtype``,
+        no larger than ``shape`` along any axis and already on ``device`` (the
+        fragments of one tensor), as ``from_dlpack(array, device=device)``
+        would. What holds for all of them (the dtype, the size) is checked here,
+        once. Where it cannot take an array as it is, it returns ``None`` or
+        raises, and the caller asks :meth:`from_dlpack`, which copies or says
+        why not. By default ``None``: every array goes through
+        :meth:`from_dlpack`.
+        """
+        return None
+
     def to_device(self, array: Any, device: Device) -> Any:
         """``array`` on ``device`` (the same array when it already is there)."""
         raise NotImplementedError

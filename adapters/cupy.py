@@ -233,6 +233,24 @@ class CupyAdapter(BaseAdapter):
             src = src or known.describe(inner)  # type: ignore[union-attr]
             raise DLPackError(f"CuPy could not import a {src.dtype} tensor of shape {src.shape} on {src.device}: {exc}") from exc
 
+    def importer(self, source: Any, dtype: str, shape: tuple[int, ...]) -> Any:
+        """CUDA arrays of another known framework, imported by ``cupy.from_dlpack``
+        of the source's producer with their device current, without
+        :meth:`from_dlpack`'s checks of each (see :meth:`Adapter.importer`).
+        ``None`` for producers of no known framework."""
+        if source.name in (self.name, "dlpack"):
+            return None
+        cp = self.module()
+        take, producer = cp.from_dlpack, source.producer
+
+        def take_in(array: Any, device: Device) -> Any:
+            if device.kind != "cuda":
+                return None  # host memory: from_dlpack says how to move it
+            with _current(cp, device.index):
+                return take(producer(array))
+
+        return take_in
+
     def to_device(self, array: Any, device: Device) -> Any:
         """``array`` on ``cuda:i`` (a peer copy unless it is there already).
 

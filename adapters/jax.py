@@ -371,6 +371,35 @@ class JaxAdapter(BaseAdapter):
             raise CopyRequiredError("copy=False was requested but JAX copied the buffer on import")
         return out
 
+    def importer(self, source: Any, dtype: str, shape: tuple[int, ...]) -> Any:
+        """Arrays of another known framework, imported by ``jax.dlpack.from_dlpack``
+        of the source's producer without :meth:`from_dlpack`'s description of
+        each (see :meth:`Adapter.importer`); host memory is named as the target
+        CPU device's, as :meth:`from_dlpack` does. JAX itself refuses what it
+        cannot take as it is (strides that are no transposition, read-only
+        producers) and copies unaligned host buffers, as with ``copy=None``.
+        ``None`` for the 64-bit types while ``jax_enable_x64`` is off and for
+        producers of no known framework.
+        """
+        if source.name in (self.name, "dlpack"):
+            return None
+        try:
+            want = self.native_dtype(dtype)  # refuses 64-bit types while x64 is off
+        except DtypeError:
+            return None
+        take, producer, place = self.module().dlpack.from_dlpack, source.producer, self.native_device
+
+        def take_in(array: Any, device: Device) -> Any:
+            jdev = place(device)
+            obj = producer(array)
+            if device.kind == "cpu":
+                ordinal = getattr(jdev, "local_hardware_id", None)
+                obj = DLPackShim(obj, device=(1, self._index(jdev) if ordinal is None else int(ordinal)))
+            out = take(obj, device=jdev, copy=None)
+            return out if out.dtype == want else None  # never a narrowed array
+
+        return take_in
+
     def to_device(self, array: Any, device: Device) -> Any:
         """``array`` on ``device``: zero-copy between JAX CPU devices, ``jax.device_put`` otherwise."""
         current = self.device_of(array)

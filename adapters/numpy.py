@@ -252,6 +252,22 @@ class NumpyAdapter(BaseAdapter):
                 f"NumPy could not import a {src.dtype} DLPack tensor of shape {src.shape}: {exc}"
             ) from exc
 
+    def importer(self, source: Any, dtype: str, shape: tuple[int, ...]) -> Any:
+        """Host arrays of another known framework, imported by ``numpy.from_dlpack``
+        of the source's producer without :meth:`from_dlpack`'s description of
+        each (see :meth:`Adapter.importer`). ``None`` for the types NumPy's
+        DLPack cannot carry and for producers of no known framework."""
+        if source.name in (self.name, "dlpack") or dtype not in NUMPY_DLPACK_DTYPES:
+            return None
+        take, producer = self._np().from_dlpack, source.producer
+
+        def take_in(array: Any, device: Device) -> Any:
+            if device.kind != "cpu":
+                return None
+            return take(producer(array))
+
+        return take_in
+
     def to_device(self, array: Any, device: Device) -> Any:
         """``array`` itself for a ``cpu`` device; other devices raise DeviceError."""
         self._check_device(device)

@@ -502,6 +502,36 @@ class TorchAdapter(BaseAdapter):
             out = out.to(self.native_device(target), copy=bool(copy))
         return out
 
+    def importer(self, source: Any, dtype: str, shape: tuple[int, ...]) -> Any:
+        """Arrays of another known framework, imported without :meth:`from_dlpack`'s
+        description of each (see :meth:`Adapter.importer`): host memory as
+        ``torch.from_dlpack`` of the source's capsule (writable NumPy arrays by
+        ``torch.from_numpy``), CUDA memory as ``torch.from_dlpack`` of the
+        source's producer, which keeps the stream handshake. ``None`` for
+        shapes torch cannot hold and for producers of no known framework.
+        """
+        if source.name in (self.name, "dlpack"):
+            return None
+        try:
+            _check_numel(shape)  # every array of the tensor is at most this large along each axis
+        except DLPackError:
+            return None
+        torch = self.module()
+        take, export, producer = torch.from_dlpack, source.export, source.producer
+        cuda = torch.cuda.is_available()  # torch asserts, not raises, on CUDA memory without CUDA
+        from_numpy = (_FROM_NUMPY.get("torch") or self._bind_from_numpy()) if source.name == "numpy" else None
+
+        def take_in(array: Any, device: Device) -> Any:
+            if device.kind == "cpu":
+                if from_numpy is not None and array.flags.writeable:
+                    return from_numpy(array)
+                return take(export(array, max_version=(1, 0)))
+            if device.kind == "cuda" and cuda:
+                return take(producer(array))
+            return None
+
+        return take_in
+
     def _bind_from_numpy(self) -> Any:
         take = _FROM_NUMPY["torch"] = self.module().from_numpy
         return take

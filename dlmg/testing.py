@@ -545,6 +545,43 @@ def check_landing(ctx: ContractContext) -> None:
         assert callable(method) or isinstance(method, (classmethod, staticmethod)), f"{name} is not callable"
 
 
+def check_importer(ctx: ContractContext) -> None:
+    """importer, where the adapter offers one for NumPy arrays on the host, gives what
+    from_dlpack gives: the same values and dtype, zero-copy where from_dlpack is."""
+    import numpy as np
+
+    from dlmg.registry import get_adapter
+
+    a = ctx.adapter
+    if ctx.device.kind != "cpu" or a.name == "numpy":
+        ctx.notes.append(f"importer not checked: it is checked with NumPy arrays on the host, not on {ctx.device}")
+        return
+    source = get_adapter("numpy")
+    for dtype in ctx.dtypes:
+        if dtype not in _NUMPY_DLPACK:
+            continue
+        x = _expected((3, 4), dtype)
+        take_in = a.importer(source, dtype, (3, 4))
+        if take_in is None:
+            continue
+        try:
+            expected = a.from_dlpack(x, device=ctx.device)
+        except Exception:  # a refusal of the full import: the importer must not take it either
+            try:
+                got = take_in(x, ctx.device)
+            except Exception:
+                continue
+            assert got is None, f"importer took in a {dtype} array that from_dlpack refuses"
+            continue
+        got = take_in(x, ctx.device)
+        if got is None:
+            continue
+        assert a.dtype_of(got) == a.dtype_of(expected), f"importer gives {a.dtype_of(got)} for {dtype}"
+        same = a.data_ptr(got) == x.ctypes.data
+        assert same == (a.data_ptr(expected) == x.ctypes.data), f"importer and from_dlpack differ on copying {dtype}"
+        assert np.array_equal(ctx.values(got), x), f"importer of {dtype} gave {ctx.values(got)}"
+
+
 CHECKS: dict[str, Callable[[ContractContext], None]] = {
     "identity": check_identity,
     "registry": check_registry,
@@ -565,6 +602,7 @@ CHECKS: dict[str, Callable[[ContractContext], None]] = {
     "copy_many": check_copy_many,
     "assemble": check_assemble,
     "landing": check_landing,
+    "importer": check_importer,
 }
 
 

@@ -209,3 +209,41 @@ def test_cuda_moves_between_frameworks_and_host():
             assert np.all(host_values(a, h) == 2)
     v = cupy.as_strided(cupy.full((4, 6), 1, "float32", GPU0), (3, 2), (1, 6), offset=7)
     assert cupy.strides_of(v) == (1, 6)
+
+
+@pytest.mark.parametrize(("producer", "consumer", "dtype", "kind"),
+                         [c for c in _cells() if c.values[0] != c.values[1]])
+def test_cuda_importer_agrees_with_from_dlpack(producer, consumer, dtype, kind):
+    """The importer ``to()`` uses gives, wherever it answers, what ``from_dlpack``
+    gives (dtype, shape, values, zero-copy); where ``from_dlpack`` refuses, it
+    declines or raises, so that ``to()`` reaches the clear error."""
+    _need_all()
+    try:
+        x, ptr, want = make_producer(producer, dtype, kind)
+    except DtypeError:  # 64-bit JAX with x64 off: no such array
+        return
+    adapter, source = get_adapter(consumer), get_adapter(producer)
+    take_in = adapter.importer(source, dtype, source.shape_of(x))
+    try:
+        expected_out = adapter.from_dlpack(x, device=GPU0)
+    except (DtypeError, CopyRequiredError, ValueError, TypeError, RuntimeError):
+        if take_in is not None:
+            try:
+                got = take_in(x, GPU0)
+            except Exception:
+                return
+            assert got is None, "the importer took in what from_dlpack refuses"
+        return
+    assert take_in is not None, f"{consumer} has no importer for {producer} {dtype} arrays"
+    try:
+        got = take_in(x, GPU0)
+    except Exception:  # the consumer's own refusal: to() then asks from_dlpack
+        return
+    if got is None:
+        return
+    adapter.synchronize_array(got)
+    assert adapter.device_of(got) == GPU0
+    assert adapter.dtype_of(got) == adapter.dtype_of(expected_out) == dtype
+    assert adapter.shape_of(got) == adapter.shape_of(expected_out) == want.shape
+    assert (adapter.data_ptr(got) == ptr) == (adapter.data_ptr(expected_out) == ptr), "zero-copy differs"
+    assert np.array_equal(host_values(adapter, got), host_values(adapter, expected_out))

@@ -288,3 +288,86 @@ def test_copy_none_falls_back_to_a_copy(kind, consumer):
     x, ptr, want = make_producer("numpy", "int8", kind)
     out = adapter.from_dlpack(x)
     assert np.array_equal(host_values(adapter, out), want)
+
+
+# -- the importer that to() uses agrees with from_dlpack ---------------------------------
+def _importer_cells():
+    for cell in _cells():
+        producer, consumer = cell.values[0], cell.values[1]
+        if producer != consumer and producer != "exporter":
+            yield cell
+
+
+@pytest.mark.parametrize(("producer", "consumer", "dtype", "kind", "x64"), list(_importer_cells()))
+def test_importer_agrees_with_from_dlpack(producer, consumer, dtype, kind, x64, jax_x64):
+    """``to()`` imports a tensor's fragments through the target adapter's
+    ``importer``, which checks once what holds for all of them. Wherever it
+    answers, it gives what ``from_dlpack(x)`` gives: the same dtype, shape and
+    values, zero-copy exactly where ``from_dlpack`` is. Where ``from_dlpack``
+    refuses, the importer declines (``None``) or raises, so that ``to()``
+    reaches ``from_dlpack`` and its clear error."""
+    adapter = get_adapter(consumer)
+    try:
+        x, ptr, want = make_producer(producer, dtype, kind)
+    except (DtypeError, ValueError):  # no such array: 64-bit JAX with x64 off, torch's negative steps
+        return
+    source = get_adapter(producer)
+    cpu = source.device_of(x)
+    take_in = adapter.importer(source, dtype, source.shape_of(x))
+    try:
+        expected = adapter.from_dlpack(x, device=cpu)
+    except (DtypeError, CopyRequiredError, ValueError, TypeError, RuntimeError):
+        if take_in is not None:
+            try:
+                got = take_in(x, cpu)
+            except Exception:
+                return
+            assert got is None, "the importer took in what from_dlpack refuses"
+        return
+    if take_in is None:
+        return
+    try:
+        got = take_in(x, cpu)
+    except Exception:  # the consumer's own refusal: to() then asks from_dlpack
+        return
+    if got is None:
+        return
+    assert adapter.dtype_of(got) == adapter.dtype_of(expected) == dtype
+    assert adapter.shape_of(got) == adapter.shape_of(expected) == want.shape
+    if want.size:
+        assert (adapter.data_ptr(got) == ptr) == (adapter.data_ptr(expected) == ptr), "zero-copy differs"
+    assert np.array_equal(host_values(adapter, got), host_values(adapter, expected))
+
+
+@pytest.mark.parametrize("consumer", CONSUMERS)
+@pytest.mark.parametrize("producer", ["numpy", "torch", "jax"])
+def test_importer_covers_the_plain_pairs(producer, consumer):
+    """Between different frameworks on the host, float32 fragments of a plain
+    tensor have an importer, and it takes a compact array in without a copy."""
+    if producer == consumer:
+        assert get_adapter(consumer).importer(get_adapter(producer), "float32", (4, _ROW)) is None
+        return
+    x, ptr, want = make_producer(producer, "float32", "contiguous")
+    source, adapter = get_adapter(producer), get_adapter(consumer)
+    take_in = adapter.importer(source, "float32", source.shape_of(x))
+    assert take_in is not None
+    got = take_in(x, source.device_of(x))
+    assert adapter.data_ptr(got) == ptr
+    assert np.array_equal(host_values(adapter, got), want)
+
+
+def test_importer_declines_what_holds_for_the_whole_tensor():
+    """The dtype and the size are checked once, for the whole tensor: NumPy cannot
+    carry bfloat16, JAX narrows int64 while x64 is off, torch cannot hold a shape
+    whose running product of extents passes int64, and producers of no known
+    framework are described one by one."""
+    numpy_, torch_, jax_ = (get_adapter(n) for n in ("numpy", "torch", "jax"))
+    assert numpy_.importer(torch_, "bfloat16", (4,)) is None
+    before = bool(jax.config.jax_enable_x64)
+    jax.config.update("jax_enable_x64", False)
+    try:
+        assert jax_.importer(torch_, "int64", (4,)) is None
+    finally:
+        jax.config.update("jax_enable_x64", before)
+    assert torch_.importer(numpy_, "float32", (2**62, 2**62, 0)) is None
+    assert torch_.importer(get_adapter("dlpack"), "float32", (4,)) is None

@@ -204,6 +204,42 @@ def test_to_jax_device_placement(jax):
         assert _ptr(frag.array) == _ptr(dt.fragments[frag.index].array)
 
 
+@pytest.mark.parametrize("case", ["torch columns -> jax", "numpy flipped -> torch", "numpy read-only -> jax",
+                                  "torch with grad -> numpy"])
+def test_to_takes_in_what_the_quick_import_declines(case, jax):
+    """to() imports fragments through the target's importer, and each fragment it
+    cannot take as it is goes through the full import: strides JAX cannot take,
+    negative strides torch cannot, a read-only producer JAX's legacy capsule
+    cannot carry, a torch tensor that records gradients."""
+    need("torch")
+    import torch
+
+    src, dst = case.split()[0], case.split()[-1]
+    layout = Layout.slab((4, 3), 0, ["cpu:2", "cpu:5"])
+    want = np.arange(12, dtype=np.float32).reshape(4, 3)
+    if case == "torch columns -> jax":
+        wide = torch.arange(24, dtype=torch.float32).reshape(4, 6)
+        parts = [wide[0:2, ::2], wide[2:4, ::2]]
+        want = wide[:, ::2].numpy().copy()
+    elif case == "numpy flipped -> torch":
+        flipped = want[::-1]  # a negative row stride
+        parts, want = [flipped[0:2], flipped[2:4]], flipped.copy()
+    elif case == "numpy read-only -> jax":
+        parts = [want[0:2].copy(), want[2:4].copy()]
+        for p in parts:
+            p.flags.writeable = False
+    else:
+        parts = [torch.from_numpy(want[i:i + 2].copy()).requires_grad_() for i in (0, 2)]
+    dt = dlmg.from_fragments(parts, layout)
+    moved = dt.to(dst)
+    assert moved.frameworks == (dst,)
+    np.testing.assert_array_equal(to_numpy(moved.gather()), want)
+    if dst == "jax":
+        assert [f.array.devices() for f in moved.fragments] == [{jax.devices("cpu")[2]}, {jax.devices("cpu")[5]}]
+    if case == "torch with grad -> numpy":
+        assert all(_ptr(b.array) == _ptr(a.array) for a, b in zip(dt.fragments, moved.fragments))
+
+
 def test_to_copy_false_raises_where_a_copy_is_needed(jnp):
     layout = Layout.slab((2, 3), 0, ["cpu"] * 2)
     misaligned = [np.empty(4, np.float32)[1:].reshape(1, 3) for _ in range(2)]  # 4 bytes past 64

@@ -660,6 +660,7 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
     me = process_rank()
     out = []
     take_in = target.from_dlpack
+    quick, quick_source = None, None  # the target's importer of the last source framework's arrays
     for frag in dt.fragments:
         # attributes read directly: this loop is the whole cost of to()
         array = frag._array
@@ -674,10 +675,19 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
         # the common case, a zero-copy hand-over of a plain fragment
         src = frag._adapter or frag.adapter
         device = frag.layout.device
-        try:
-            new = take_in(src.producer(array), device=device)
-        except Exception as exc:
-            raise _hand_over_error(frag, target, copy, exc) from exc
+        if src is not quick_source:
+            quick_source, quick = src, target.importer(src, dt.dtype, dt.shape)
+        new = None
+        if quick is not None:
+            try:
+                new = quick(array, device)
+            except Exception:  # the full import below copies, or says why it cannot
+                new = None
+        if new is None:
+            try:
+                new = take_in(src.producer(array), device=device)
+            except Exception as exc:
+                raise _hand_over_error(frag, target, copy, exc) from exc
         readonly = (frag._readonly or src.is_readonly(array)) and (
             not frag.size or target.data_ptr(new) == src.data_ptr(array)
         )
