@@ -347,8 +347,10 @@ class Adapter:
         ``take_in(array, device)`` imports an array of ``source``, of ``dtype``,
         no larger than ``shape`` along any axis and already on ``device`` (the
         fragments of one tensor), as ``from_dlpack(array, device=device)``
-        would. What holds for all of them (the dtype, the size) is checked here,
-        once. Where it cannot take an array as it is, it returns ``None`` or
+        would, sharing the array's memory (a framework whose arrays cannot be
+        written may copy where its own import does, as JAX does with unaligned
+        host buffers). What holds for all of them (the dtype, the size) is
+        checked here, once. Where it cannot take an array as it is, it returns ``None`` or
         raises, and the caller asks :meth:`from_dlpack`, which copies or says
         why not. By default ``None``: every array goes through
         :meth:`from_dlpack`.

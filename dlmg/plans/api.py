@@ -683,14 +683,16 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
                 new = quick(array, device)
             except Exception:  # the full import below copies, or says why it cannot
                 new = None
-        if new is None:
+        if new is not None:  # shares the array's memory, or is immutable (see Adapter.importer)
+            readonly = frag._readonly or src.is_readonly(array)
+        else:
             try:
                 new = take_in(src.producer(array), device=device)
             except Exception as exc:
                 raise _hand_over_error(frag, target, copy, exc) from exc
-        readonly = (frag._readonly or src.is_readonly(array)) and (
-            not frag.size or target.data_ptr(new) == src.data_ptr(array)
-        )
+            readonly = (frag._readonly or src.is_readonly(array)) and (
+                not frag.size or target.data_ptr(new) == src.data_ptr(array)
+            )
         # the import put it on the fragment's device: host memory in slot cpu:k exports as (1, k)
         out.append(Fragment.of_array(frag.layout, new, name, rank=me, readonly=readonly, adapter=target,
                                      dl_device=(1, device.index) if device.kind == "cpu" else None))
