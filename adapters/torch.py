@@ -59,6 +59,7 @@ __all__ = ["TorchAdapter"]
 #: NumPy's array type, which torch takes in directly (numpy is a dependency of dlmg).
 _NDARRAY = numpy.ndarray
 _FROM_NUMPY: dict[str, Any] = {}  # torch.from_numpy, looked up once
+_IMPORTERS: dict[Any, Any] = {}  # TorchAdapter.importer per source adapter
 
 _NUMEL_MAX = 2**63 - 1
 
@@ -516,6 +517,12 @@ class TorchAdapter(BaseAdapter):
             _check_numel(shape)  # every array of the tensor is at most this large along each axis
         except DLPackError:
             return None
+        found = _IMPORTERS.get(source)  # made once per source: making one costs a third of a small to()
+        if found is None:
+            found = _IMPORTERS[source] = self._importer_of(source)
+        return found
+
+    def _importer_of(self, source: Any) -> Any:
         torch = self.module()
         take, export, producer = torch.from_dlpack, source.export, source.producer
         cuda = torch.cuda.is_available()  # torch asserts, not raises, on CUDA memory without CUDA
