@@ -24,7 +24,7 @@ np = pytest.importorskip("numpy")
 
 from dlmg import Device, get_adapter  # noqa: E402
 from dlmg.errors import CopyRequiredError, DeviceError, DtypeError  # noqa: E402
-from dlmg.testing import host_values  # noqa: E402
+from dlmg.testing import host_values, importer_agrees  # noqa: E402
 
 FRAMEWORKS = ("cupy", "torch", "jax")
 DTYPES = ("bool", "int8", "int32", "float16", "bfloat16", "float32", "float64", "complex64")
@@ -219,31 +219,10 @@ def test_cuda_importer_agrees_with_from_dlpack(producer, consumer, dtype, kind):
     declines or raises, so that ``to()`` reaches the clear error."""
     _need_all()
     try:
-        x, ptr, want = make_producer(producer, dtype, kind)
+        x, _, _ = make_producer(producer, dtype, kind)
     except DtypeError:  # 64-bit JAX with x64 off: no such array
         return
-    adapter, source = get_adapter(consumer), get_adapter(producer)
-    take_in = adapter.importer(source, dtype, source.shape_of(x))
-    try:
-        expected_out = adapter.from_dlpack(x, device=GPU0)
-    except (DtypeError, CopyRequiredError, ValueError, TypeError, RuntimeError):
-        if take_in is not None:
-            try:
-                got = take_in(x, GPU0)
-            except Exception:
-                return
-            assert got is None, "the importer took in what from_dlpack refuses"
-        return
-    assert take_in is not None, f"{consumer} has no importer for {producer} {dtype} arrays"
-    try:
-        got = take_in(x, GPU0)
-    except Exception:  # the consumer's own refusal: to() then asks from_dlpack
-        return
-    if got is None:
-        return
-    adapter.synchronize_array(got)
-    assert adapter.device_of(got) == GPU0
-    assert adapter.dtype_of(got) == adapter.dtype_of(expected_out) == dtype
-    assert adapter.shape_of(got) == adapter.shape_of(expected_out) == want.shape
-    assert (adapter.data_ptr(got) == ptr) == (adapter.data_ptr(expected_out) == ptr), "zero-copy differs"
-    assert np.array_equal(host_values(adapter, got), host_values(adapter, expected_out))
+    adapter = get_adapter(consumer)
+    outcome = importer_agrees(adapter, get_adapter(producer), x, dtype, GPU0)
+    if outcome == "declined":  # the quick import must exist for CUDA arrays of another framework
+        assert adapter.importer(get_adapter(producer), dtype, x.shape) is not None
