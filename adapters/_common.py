@@ -61,6 +61,8 @@ __all__ = [
     "runs_backwards_by_byte_strides",
     "is_c_contiguous",
     "pair_by_pair",
+    "partners",
+    "other_known_framework",
     "is_compact",
     "SIXTY_FOUR_BIT",
     "NUMPY_DLPACK_DTYPES",
@@ -71,11 +73,17 @@ __all__ = [
 ALREADY_CURRENT = nullcontext()
 
 
+def partners(xs: Sequence[Any], ys: Any) -> list[Any]:
+    """The other operand of each array of ``xs`` in a list operation: the matching
+    item where ``ys`` is a list, else ``ys`` itself for every array."""
+    return ys if isinstance(ys, list) else [ys] * len(xs)
+
+
 def pair_by_pair(operation: Any, in_place: bool, xs: Sequence[Any], ys: Any) -> list[Any] | None:
-    """``operation(x, y)`` for every array ``x`` of ``xs`` and its partner: the
-    matching item where ``ys`` is a list, else ``ys`` itself. In place (``operation``
-    writes into ``x``) returns ``None``; otherwise the results in order."""
-    others = ys if isinstance(ys, list) else [ys] * len(xs)
+    """``operation(x, y)`` for every array ``x`` of ``xs`` and its partner
+    (:func:`partners`). In place (``operation`` writes into ``x``) returns
+    ``None``; otherwise the results in order."""
+    others = partners(xs, ys)
     if in_place:
         for x, y in zip(xs, others):
             operation(x, y)
@@ -257,6 +265,13 @@ class DLPackShim:
 
 
 # -- describing producers --------------------------------------------------------
+def other_known_framework(target: "BaseAdapter", source: "BaseAdapter") -> bool:
+    """Whether ``source`` is a framework other than ``target`` that dlmg knows: the
+    arrays an importer (:meth:`Adapter.importer`) takes without describing each.
+    Producers of no known framework (the generic adapter's) are described one by one."""
+    return source.name != target.name and source.name != "dlpack"
+
+
 def _known_adapter(obj: Any) -> "BaseAdapter | None":
     """The adapter of ``obj`` when it is an array of a known framework (no import)."""
     try:

@@ -33,6 +33,7 @@ from ._common import (
     import_producer,
     pair_by_pair,
     runs_backwards_by_byte_strides,
+    other_known_framework,
 )
 
 __all__ = ["CupyAdapter"]
@@ -238,7 +239,7 @@ class CupyAdapter(BaseAdapter):
         of the source's producer with their device current, without
         :meth:`from_dlpack`'s checks of each (see :meth:`Adapter.importer`).
         ``None`` for producers of no known framework."""
-        if source.name in (self.name, "dlpack"):
+        if not other_known_framework(self, source):
             return None
         cp = self.module()
         take, producer = cp.from_dlpack, source.producer

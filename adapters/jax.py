@@ -58,12 +58,15 @@ from ._common import (
     import_producer,
     is_c_contiguous,
     is_compact,
+    other_known_framework,
 )
 
 __all__ = ["JaxAdapter"]
 
 #: JAX copies host buffers whose address is not a multiple of this on import.
 JAX_HOST_ALIGNMENT = 64
+#: DLPack devices of JAX CPU devices, asked per host import (see _host_slot)
+_HOST_SLOTS: dict[Any, tuple[int, int]] = {}
 #: dlmg devices of JAX devices, asked per fragment (JAX devices are hashable and live as long as the backend)
 _DEVICES: dict[Any, Device] = {}
 #: JAX devices of dlmg devices, asked per import (found once: JAX's devices are fixed
@@ -94,6 +97,16 @@ def _jax_array(self: Any) -> Any:
     if sys._getframe(1).f_code.co_name.startswith("_operator_"):  # jax/_src/numpy/array_methods.py
         return self
     raise conversion_refused("jax", "; for a sharded jax.Array on the same buffers: dt.to_jax()")
+
+
+def _host_slot(jdev: Any) -> tuple[int, int]:
+    """The DLPack device naming JAX CPU device ``jdev``: ``(1, ordinal in this process)``,
+    not its global id, which differs in multi-controller JAX (kept per device)."""
+    found = _HOST_SLOTS.get(jdev)
+    if found is None:
+        ordinal = getattr(jdev, "local_hardware_id", None)
+        found = _HOST_SLOTS[jdev] = (1, int(jdev.id if ordinal is None else ordinal))
+    return found
 
 
 class JaxAdapter(BaseAdapter):
@@ -344,10 +357,7 @@ class JaxAdapter(BaseAdapter):
         if host and target is not None and target.kind == "cpu":
             # JAX places an import on the device the producer reports; all of its
             # CPU devices share the host memory, so this is zero-copy.
-            # DLPack names the device by its ordinal in this process (not the global
-            # id, which differs from it in multi-controller JAX)
-            ordinal = getattr(jdev, "local_hardware_id", None)
-            producer = DLPackShim(producer, device=(1, self._index(jdev) if ordinal is None else int(ordinal)))
+            producer = DLPackShim(producer, device=_host_slot(jdev))
         elif target is not None and target != src.device and copy is False:
             raise self._copy_required(f"cannot take in memory on {src.device} as an array on {target}")
         try:
@@ -381,7 +391,7 @@ class JaxAdapter(BaseAdapter):
         ``None`` for the 64-bit types while ``jax_enable_x64`` is off and for
         producers of no known framework.
         """
-        if source.name in (self.name, "dlpack"):
+        if not other_known_framework(self, source):
             return None
         try:
             want = self.native_dtype(dtype)  # refuses 64-bit types while x64 is off
@@ -393,8 +403,7 @@ class JaxAdapter(BaseAdapter):
             jdev = place(device)
             obj = producer(array)
             if device.kind == "cpu":
-                ordinal = getattr(jdev, "local_hardware_id", None)
-                obj = DLPackShim(obj, device=(1, self._index(jdev) if ordinal is None else int(ordinal)))
+                obj = DLPackShim(obj, device=_host_slot(jdev))
             out = take(obj, device=jdev, copy=None)
             return out if out.dtype == want else None  # never a narrowed array
 

@@ -29,6 +29,7 @@ from ._common import (
     element_strides,
     import_producer,
     runs_backwards_by_byte_strides,
+    other_known_framework,
 )
 
 __all__ = ["NumpyAdapter"]
@@ -257,7 +258,7 @@ class NumpyAdapter(BaseAdapter):
         of the source's producer without :meth:`from_dlpack`'s description of
         each (see :meth:`Adapter.importer`). ``None`` for the types NumPy's
         DLPack cannot carry and for producers of no known framework."""
-        if source.name in (self.name, "dlpack") or dtype not in NUMPY_DLPACK_DTYPES:
+        if not other_known_framework(self, source) or dtype not in NUMPY_DLPACK_DTYPES:
             return None
         take, producer = self._np().from_dlpack, source.producer
 

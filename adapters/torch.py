@@ -52,6 +52,8 @@ from ._common import (
     has_negative_strides,
     pair_by_pair,
     import_producer,
+    other_known_framework,
+    partners,
 )
 
 __all__ = ["TorchAdapter"]
@@ -234,7 +236,7 @@ def _on_two_streams(torch: Any, operation: Any, into: Any, xs: list[Any], ys: An
     """
     cuda = torch.cuda
     device = xs[0].device
-    others = ys if isinstance(ys, list) else [ys] * len(xs)
+    others = partners(xs, ys)
     outs = xs
     if into is not None:
         dtype = _result_dtype(torch, operation, xs[0], others[0])
@@ -511,7 +513,7 @@ class TorchAdapter(BaseAdapter):
         source's producer, which keeps the stream handshake. ``None`` for
         shapes torch cannot hold and for producers of no known framework.
         """
-        if source.name in (self.name, "dlpack"):
+        if not other_known_framework(self, source):
             return None
         try:
             _check_numel(shape)  # every array of the tensor is at most this large along each axis
