@@ -577,7 +577,11 @@ class Adapter:
             operator applied pair by pair; what it saves is the host work of
             one call per array (torch's ``_foreach_*`` launch one kernel for
             many arrays on a GPU). Callers fall back to the pair-by-pair
-            operator for arrays that record gradients.
+            operator for arrays that record gradients, and use list
+            operations only where every fragment is of one framework. In
+            place, a failure may carry the position of the pair that failed
+            as the exception's ``list_position`` (the arrays before it are
+            written), which the error then names; without it, the first.
         """
         return None
 

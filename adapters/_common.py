@@ -82,11 +82,17 @@ def partners(xs: Sequence[Any], ys: Any) -> list[Any]:
 def pair_by_pair(operation: Any, in_place: bool, xs: Sequence[Any], ys: Any) -> list[Any] | None:
     """``operation(x, y)`` for every array ``x`` of ``xs`` and its partner
     (:func:`partners`). In place (``operation`` writes into ``x``) returns
-    ``None``; otherwise the results in order."""
+    ``None``, and a failure carries the position of its pair as the
+    exception's ``list_position`` (the arrays before it are written);
+    otherwise the results in order."""
     others = partners(xs, ys)
     if in_place:
-        for x, y in zip(xs, others):
-            operation(x, y)
+        for position, (x, y) in enumerate(zip(xs, others)):
+            try:
+                operation(x, y)
+            except Exception as exc:
+                exc.list_position = position  # type: ignore[attr-defined]
+                raise
         return None
     return [operation(x, y) for x, y in zip(xs, others)]
 

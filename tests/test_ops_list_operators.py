@@ -1,6 +1,7 @@
-"""Arithmetic operators on torch and CuPy fragments run as one list operation per
-device (``Adapter.list_operator``: torch's ``_foreach_*``, or for large CUDA
-fragments the operator on two alternating streams; a CuPy raw kernel).
+"""Arithmetic operators on torch, CuPy and NumPy fragments run as one list
+operation per device (``Adapter.list_operator``: torch's ``_foreach_*``, or for
+large CUDA fragments the operator on two alternating streams; a CuPy raw
+kernel; NumPy's operator pair by pair, without dlmg's dispatch per fragment).
 Results, dtypes and errors equal the framework's operators applied fragment by
 fragment; what the lists cannot cover (gradients, padded fragments, other
 frameworks, 0-d arrays) keeps the per-fragment path."""
@@ -129,8 +130,8 @@ def test_a_temporary_meeting_another_layout_is_refused():
         a + b
 
 
-# -- CuPy: one raw kernel per operator for many arrays -----------------------------------
-CUPY_DTYPES = ["bool", "uint8", "int32", "int64", "float16", "float32", "float64", "complex64"]
+# -- CuPy (one raw kernel per operator for many arrays) and NumPy (its operator pair by pair)
+ARRAY_DTYPES = ["bool", "uint8", "int32", "int64", "float16", "float32", "float64", "complex64"]
 
 
 def cupy_fragments(dtype: str, seed: int, n: int = 4, shape: tuple = (3, 5), floats: bool = False) -> list:
@@ -141,10 +142,14 @@ def cupy_fragments(dtype: str, seed: int, n: int = 4, shape: tuple = (3, 5), flo
     return [cupy.asarray(v.astype(dtype)) for v in values]
 
 
-def cupy_wrap(frags: list):
+def slab_wrap(frags: list, device: str):
     rows = frags[0].shape[0] if frags[0].ndim else 1
-    layout = dlmg.Layout.slab((rows * len(frags), *frags[0].shape[1:]), axis=0, devices=["cuda:0"] * len(frags))
+    layout = dlmg.Layout.slab((rows * len(frags), *frags[0].shape[1:]), axis=0, devices=[device] * len(frags))
     return dlmg.from_fragments(frags, layout)
+
+
+def cupy_wrap(frags: list):
+    return slab_wrap(frags, "cuda:0")
 
 
 def cupy_same(got, want) -> None:
@@ -174,14 +179,73 @@ def cupy_kernels(fn) -> list[str]:
     return [e.name for e in cuda_kernels(fn)]
 
 
-@pytest.mark.gpu
+def numpy_fragments(dtype: str, seed: int, n: int = 4) -> list:
+    rng = np.random.default_rng(seed)
+    return [v.astype(dtype) for v in rng.integers(1, 5, size=(n, 3, 5))]
+
+
+def numpy_same(got, want) -> None:
+    def arrays(g, w):
+        assert type(g) is np.ndarray and g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+
+    same_outcome(got, want, arrays)
+
+
+#: framework -> (its fragments, the comparison of outcomes, the device)
+ARRAY_FRAMEWORKS = {"numpy": (numpy_fragments, numpy_same, "cpu"), "cupy": (cupy_fragments, cupy_same, "cuda:0")}
+
+
+@pytest.mark.parametrize("framework", ["numpy", pytest.param("cupy", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("name", OPERATORS)
-@pytest.mark.parametrize("dtype", CUPY_DTYPES)
-def test_cupy_operators_equal_cupy_fragment_by_fragment(name, dtype):
+@pytest.mark.parametrize("dtype", ARRAY_DTYPES)
+def test_numpy_and_cupy_operators_equal_the_framework_fragment_by_fragment(framework, name, dtype):
+    make, same_as, device = ARRAY_FRAMEWORKS[framework]
     op = getattr(operator, name)
-    a, b = cupy_wrap(cupy_fragments(dtype, 1)), cupy_wrap(cupy_fragments(dtype, 2))
-    c = cupy_wrap(cupy_fragments("float32", 3))
-    compare_operator(op, a, b, c, cupy_same)
+    a, b = slab_wrap(make(dtype, 1), device), slab_wrap(make(dtype, 2), device)
+    c = slab_wrap(make("float32", 3), device)
+    with np.errstate(all="ignore"):  # NumPy warns of overflow and division by zero the same either way
+        compare_operator(op, a, b, c, same_as)
+
+
+def test_numpy_fragments_take_the_lists_and_their_temporaries_are_reused():
+    fa, fb, fc = (numpy_fragments("float32", s) for s in (1, 2, 3))
+    a, b, c = (slab_wrap(f, "cpu") for f in (fa, fb, fc))
+    out = on_lists("multiply", a, b, False, "operator *")
+    assert out is not None and all(not np.shares_memory(f.array, x) for f, x in zip(out.fragments, fa + fb))
+    before = pointwise.ELIDED[0]
+    y = a * b + c - 1.5
+    assert pointwise.ELIDED[0] == before + 2
+    for got, x, w, z in zip(y.fragments, fa, fb, fc):
+        np.testing.assert_array_equal(got.array, x * w + z - 1.5)
+    assert all(np.array_equal(x, w) for x, w in zip(fa, numpy_fragments("float32", 1)))  # operands unchanged
+
+
+def test_numpy_zero_d_results_are_arrays():
+    t = dlmg.from_fragments([np.array(3.0, dtype=np.float32)], dlmg.Layout.replicated((), ["cpu"]))
+    for result in (t * 2, 2 - t, t ** t, t / t):
+        (frag,) = result.fragments
+        assert type(frag.array) is np.ndarray and frag.array.shape == () and frag.array.dtype == np.float32
+
+
+def test_an_in_place_failure_on_the_lists_names_the_fragment_that_failed():
+    # the temporary a * b takes ** c in its memory; only fragment 2 of c has a negative
+    # exponent, which NumPy refuses for integers when it reaches that pair
+    frags = numpy_fragments("int64", 1)
+    exponents = [np.full((3, 5), -1 if k == 2 else 2, dtype=np.int64) for k in range(4)]
+    a, c = slab_wrap(frags, "cpu"), slab_wrap(exponents, "cpu")
+    with pytest.raises(dlmg.FragmentError, match=r"fragments \[0, 1\] were already written.*fragment 2") as info:
+        (a * 1) ** c
+    assert info.value.fragment == 2 and isinstance(info.value.__cause__, ValueError)
+
+
+def test_fragments_of_two_frameworks_keep_one_dtype():
+    # NumPy's int32 / int32 is float64, torch's float32: the per-fragment path gives one dtype
+    layout = dlmg.Layout.slab((8,), axis=0, devices=["cpu"] * 2)
+    t = dlmg.from_fragments([np.arange(1, 5, dtype=np.int32), torch.arange(1, 5, dtype=torch.int32)], layout)
+    assert on_lists("divide", t, t, False, "operator /") is None
+    q = t / t
+    assert {f.adapter.dtype_of(f.array) for f in q.fragments} == {q.dtype}
 
 
 @pytest.mark.gpu

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._executor import _fail, executor
 from ._operands import is_distributed
+from ._writes import partial_note
 from .dispatch import _inherit, local_groups, new_tensor, placement
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -25,9 +26,15 @@ _SCALARS = (int, float, bool, complex)
 
 def _groups(placed: Any) -> tuple[tuple[Any, tuple[int, ...]], ...]:
     """The local fragments by (framework, device), each with its adapter; empty
-    where a fragment is padded or its framework has no list operations."""
+    where a fragment is padded, its framework has no list operations, or the
+    fragments are of several frameworks (whose type promotions differ: the
+    per-fragment path gives their results one dtype)."""
     groups = local_groups(placed)
-    if not placed.dense or any(adapter.list_operator("add") is None for adapter, _, _ in groups):
+    if (
+        not placed.dense
+        or len({adapter.name for adapter, _, _ in groups}) > 1
+        or any(adapter.list_operator("add") is None for adapter, _, _ in groups)
+    ):
         return ()
     return tuple((adapter, indices) for adapter, _, indices in groups)
 
@@ -82,8 +89,10 @@ def on_lists(name: str, lead: "DistributedTensor", other: Any, in_place: bool, l
             out = call(xs, ys)
         except Exception as exc:
             if in_place:  # nothing to fall back on: some fragments may be written
-                first = indices[0]
-                raise _fail(label, first, executor(frags[first].framework, frags[first].device), exc) from exc
+                failed = indices[getattr(exc, "list_position", 0)]
+                order = [i for _, _, _, group in calls for i in group]
+                ex = executor(frags[failed].framework, frags[failed].device)
+                raise _fail(label + partial_note(order, failed), failed, ex, exc) from exc
             return None
         if not in_place:
             for i, r in zip(indices, out):
