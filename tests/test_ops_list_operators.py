@@ -221,6 +221,47 @@ def test_numpy_fragments_take_the_lists_and_their_temporaries_are_reused():
     assert all(np.array_equal(x, w) for x, w in zip(fa, numpy_fragments("float32", 1)))  # operands unchanged
 
 
+@pytest.mark.parametrize("name", OPERATORS)
+@pytest.mark.parametrize("dtypes", [("float32", "float32"), ("int32", "int32"), ("bool", "bool"),
+                                    ("int16", "float64"), ("complex64", "float32")])
+def test_large_numpy_results_are_carved_from_one_allocation_and_equal_the_operator(name, dtypes):
+    # 4 fragments of 2 MiB (float32): results of 4 MiB and more come from one allocation
+    op = getattr(operator, name)
+    rng = np.random.default_rng(7)
+    left, right = ([v.astype(d) for v in rng.integers(1, 5, size=(4, 512, 1024))] for d in dtypes)
+    a, b = slab_wrap(left, "cpu"), slab_wrap(right, "cpu")
+    for other in (b, 3, 2.5, True):
+        with np.errstate(all="ignore"):
+            got, want = outcome(lambda: op(a, other)), outcome(lambda: per_fragment(op, a, other))
+        numpy_same(got, want)
+        if isinstance(got, type):
+            continue
+        # from 4 MiB of results (bool + bool: 2 MiB, one allocation each); x ** 0.5 is sqrt
+        # for the operator, not the power ufunc: pair by pair
+        carves = name != "pow" and sum(f.array.nbytes for f in got.fragments) >= 1 << 22
+        bases = [f.array.base for f in got.fragments]
+        assert all(base is not None and base is bases[0] for base in bases) == carves
+        for g, w in zip(got.fragments, want.fragments):
+            assert g.array.strides == w.array.strides and g.array.flags.writeable
+            assert not np.shares_memory(g.array, w.array)
+
+
+def test_numpy_results_are_carved_only_from_plain_contiguous_arrays():
+    rng = np.random.default_rng(8)
+    plain = [rng.random((512, 1024), dtype=np.float32) for _ in range(4)]
+    fortran = [np.asfortranarray(x) for x in plain]
+    for frags, carved in ((plain, True), (fortran, False), ([x[:, ::1] for x in plain], True)):
+        t = slab_wrap(frags, "cpu")
+        got = t * 2.0
+        assert (got.fragments[0].array.base is not None) == carved
+        for g, x in zip(got.fragments, frags):
+            want = x * 2.0
+            np.testing.assert_array_equal(g.array, want)
+            assert g.array.strides == want.strides  # NumPy keeps a Fortran operand's order
+    small = slab_wrap([x[:8] for x in plain], "cpu") * 2.0  # far below 4 MiB: one allocation each
+    assert all(f.array.base is None for f in small.fragments)
+
+
 def test_numpy_zero_d_results_are_arrays():
     t = dlmg.from_fragments([np.array(3.0, dtype=np.float32)], dlmg.Layout.replicated((), ["cpu"]))
     for result in (t * 2, 2 - t, t ** t, t / t):
