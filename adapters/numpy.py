@@ -391,7 +391,7 @@ def _list_operation(np: Any, ops: tuple[Any, Any, Any], in_place: bool, xs: list
     results = _carved(np, operation, ufunc, xs, ys) if ufunc is not None and len(xs) > 1 else None
     if results is None:
         results = pair_by_pair(operation, False, xs, ys)
-    if xs and xs[0].ndim == 0:
+    if results is not None and xs and xs[0].ndim == 0:
         ndarray = np.ndarray
         results = [r if isinstance(r, ndarray) else np.asarray(r) for r in results]
     return results
