@@ -96,12 +96,6 @@ class Adapter:
         :meth:`copy_into` writes through such views: such a framework can run
         the copies of a redistribution itself. Frameworks without it (JAX)
         have their fragments written by one that has, then handed over.
-    carves_host_memory : bool
-        Whether several new arrays in host memory (the fragments a scatter or
-        a redistribution makes on one host device) are better views of one
-        allocation, as those of one GPU always are: for a framework whose
-        large host allocations come in huge pages while arrays of a few MiB
-        each fault in 4 KiB pages (NumPy). ``False`` keeps them apart.
     stream_ordered : bool
         Whether the framework orders its own work on each device's current
         stream, so that copies among its arrays on one device need no
@@ -140,7 +134,6 @@ class Adapter:
     install_hint: ClassVar[str] = ""
     mutable: ClassVar[bool] = True
     can_view: ClassVar[bool] = False
-    carves_host_memory: ClassVar[bool] = False
     stream_ordered: ClassVar[bool] = False
     orders_across_devices: ClassVar[bool] = False
     synchronizes_device: ClassVar[bool] = False

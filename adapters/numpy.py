@@ -79,11 +79,6 @@ class NumpyAdapter(BaseAdapter):
                         "__array_function__": function_hook("numpy")}
     mutable = True
     can_view = True
-    # NumPy asks for huge pages from 4 MiB, but arrays of a few MiB that follow freed
-    # ones come from the C heap in 4 KiB pages: on the 2-core CPU a redistribution of a
-    # 4096 x 4096 float32 matrix into 8 row slabs faulted 4100 pages a call as 8
-    # arrays, 560 as one (22.9 -> 12.2 ms from 16 x 16 blocks, a scatter 17.4 -> 6.6 ms)
-    carves_host_memory = True
     done_on_return = True  # host work is finished when the call returns
     dlpack_dtypes = NUMPY_DLPACK_DTYPES
 

@@ -445,7 +445,6 @@ def check_capabilities(ctx: ContractContext) -> None:
     flags = {
         "mutable": a.mutable,
         "can_view": a.can_view,
-        "carves_host_memory": a.carves_host_memory,
         "stream_ordered": a.stream_ordered,
         "orders_across_devices": a.orders_across_devices,
         "synchronizes_device": a.synchronizes_device,
@@ -455,7 +454,6 @@ def check_capabilities(ctx: ContractContext) -> None:
     for flag, value in flags.items():
         assert isinstance(value, bool), f"adapter.{flag} must be a bool, got {value!r}"
     assert a.mutable or not a.can_view, "can_view needs mutable (views are written in place)"
-    assert a.can_view or not a.carves_host_memory, "carves_host_memory needs can_view (the parts are views)"
     assert a.stream_ordered or not a.orders_across_devices, "orders_across_devices needs stream_ordered"
     kinds = a.dlpack_dtypes
     assert kinds is None or (isinstance(kinds, frozenset) and kinds <= set(NAMES)), (

@@ -184,21 +184,18 @@ class _Group(NamedTuple):
     sizes: tuple[int, ...]
 
 
-def _carve_groups(
-    layout: "Layout", frags: Sequence["FragmentLayout"], itemsize: int, host: bool
-) -> tuple[_Group, ...]:
+def _carve_groups(layout: "Layout", frags: Sequence["FragmentLayout"], itemsize: int) -> tuple[_Group, ...]:
     """How :func:`_allocate_all` carves ``frags`` (fragments of ``layout``) of
-    ``itemsize``-byte elements (``host``: those in host memory too): worked out
-    once per layout, fragments, itemsize and ``host``."""
+    ``itemsize``-byte elements: worked out once per layout, fragments and itemsize."""
     memo = layout.__dict__.setdefault("_carve_groups", {})
-    key = (itemsize, host, tuple(frag.index for frag in frags))
+    key = (itemsize, tuple(frag.index for frag in frags))
     found = memo.get(key)
     if found is not None:
         return found
     by_device: dict[Device, list[int]] = {}
     if _CARVE_ALIGN % itemsize == 0:
         for k, frag in enumerate(frags):
-            if frag.layout.element_strides is None and frag.size and (host or not frag.device.is_host):
+            if frag.layout.element_strides is None and frag.size and not frag.device.is_host:
                 by_device.setdefault(frag.device, []).append(k)
     step = _CARVE_ALIGN // itemsize
     groups = []
@@ -227,27 +224,21 @@ def _allocate_all(
     layout: "Layout", frags: Sequence["FragmentLayout"], framework: "Adapter", dtype: str, prefer: Sequence[str]
 ) -> tuple[list[Buffer], list[_Carving]]:
     """Buffers for destination fragments ``frags`` of ``layout``: dense ones of one
-    GPU (or of one host device, for frameworks that say
-    :attr:`~dlmg.adapters.Adapter.carves_host_memory`) carved out of one
-    allocation (aligned views, one after another), others each their own (see
-    :func:`_allocate`); and the carvings made.
+    GPU carved out of one allocation (aligned views, one after another), others
+    each their own (see :func:`_allocate`); and the carvings made.
 
     One allocation instead of one per fragment takes the allocator's host work
     once, and lets a copy that fills consecutive destinations from consecutive
     source elements run as one copy (see :func:`_jobs`). The fragments then share
-    that allocation, which is freed when the last goes. Whether host fragments
-    gain from it depends on the framework's allocator: torch's CPU tensors of a
-    few MiB reuse freed memory while one large one faults in 4 KiB pages (a
-    redistribution into 8 slabs of 8 MiB: 544 page faults a call apart, 16400
-    carved), NumPy's the other way round (4100 apart, 560 carved).
+    that allocation, which is freed when the last goes. Host fragments stay
+    apart: their copies run on threads, one per destination, and a large host
+    allocation is a fresh mapping whose pages fault in on first touch (the C
+    allocator reuses freed blocks of up to 32 MiB instead).
     """
     itemsize = info(dtype).itemsize
     out: list[Buffer | None] = [None] * len(frags)
     carvings: list[_Carving] = []
-    groups = (
-        _carve_groups(layout, frags, itemsize, framework.carves_host_memory)
-        if framework.can_view and isinstance(itemsize, int) else ()
-    )
+    groups = _carve_groups(layout, frags, itemsize) if framework.can_view and isinstance(itemsize, int) else ()
     for group in groups:
         whole = framework.empty((group.total,), dtype, group.device)
         where = framework.device_of(whole)
