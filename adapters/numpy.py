@@ -341,7 +341,7 @@ class NumpyAdapter(BaseAdapter):
         """NumPy's operator pair by pair: NumPy has no list operations, but one
         call for all of a tensor's NumPy fragments spares dlmg's dispatch of
         each (on the 2-core CPU, ``a * b + c`` over 8 small fragments went from
-        2.0 to 1.0 us per fragment per operator above NumPy's own loop). Results
+        2.0 to 1.15 us per fragment per operator above NumPy's own loop). Results
         of 4 MiB and more are carved from one allocation (:func:`_carved`):
         8 MiB arrays each fault in 4 KiB pages, one large one in huge pages.
         Results, dtypes, strides and errors are the operator's; 0-d results,
