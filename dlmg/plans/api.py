@@ -661,6 +661,8 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
     out = []
     take_in = target.from_dlpack
     quick, quick_source = None, None  # the target's importer of the last source framework's arrays
+    last_device: Device | None = None
+    dl_device: tuple[int, int] | None = None  # what Fragment.__dlpack_device__ reports on last_device
     for frag in dt.fragments:
         # attributes read directly: this loop is the whole cost of to()
         array = frag._array
@@ -693,9 +695,11 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
             readonly = (frag._readonly or src.is_readonly(array)) and (
                 not frag.size or target.data_ptr(new) == src.data_ptr(array)
             )
-        # the import put it on the fragment's device: host memory in slot cpu:k exports as (1, k)
+        if device is not last_device:  # the import put it on the fragment's device: host
+            # memory in slot cpu:k exports as (1, k); a layout's equal devices are one object
+            last_device, dl_device = device, (1, device.index) if device.kind == "cpu" else None
         out.append(Fragment.of_array(frag.layout, new, name, rank=me, readonly=readonly, adapter=target,
-                                     dl_device=(1, device.index) if device.kind == "cpu" else None))
+                                     dl_device=dl_device))
     return DistributedTensor._create(dt.layout, out, dt.dtype)
 
 
