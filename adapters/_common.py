@@ -91,7 +91,10 @@ def pair_by_pair(operation: Any, in_place: bool, xs: Sequence[Any], ys: Any) -> 
             try:
                 operation(x, y)
             except Exception as exc:
-                exc.list_position = position  # type: ignore[attr-defined]
+                try:
+                    exc.list_position = position  # type: ignore[attr-defined]
+                except AttributeError:  # an exception class that takes no attributes: the first is named
+                    pass
                 raise
         return None
     return [operation(x, y) for x, y in zip(xs, others)]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import operator
 import sys
-from functools import partial
 from typing import Any
 
 from dlmg.device import Device
@@ -26,13 +25,13 @@ from ._common import (
     UnsupportedDtypeError,
     _source,
     call_dlpack,
-    pair_by_pair,
     check_copy,
     describe_producer,
     element_strides,
     import_producer,
     runs_backwards_by_byte_strides,
     other_known_framework,
+    pair_by_pair,
 )
 
 __all__ = ["NumpyAdapter"]
@@ -352,7 +351,7 @@ class NumpyAdapter(BaseAdapter):
             ops = _OPERATORS.get(name)
             if ops is None:
                 return None
-            found = _LIST_CALLS[(name, in_place)] = partial(_list_operation, self._np(), ops, in_place)
+            found = _LIST_CALLS[(name, in_place)] = functools.partial(_list_operation, self._np(), ops, in_place)
         return found
 
     def copy_into(self, dst: Any, src: Any) -> None:
