@@ -554,7 +554,7 @@ class Adapter:
     batches_operators: bool = False
 
     #: The arithmetic operators :meth:`list_operator` may be asked for.
-    LIST_OPERATORS = ("add", "subtract", "multiply", "divide", "pow")
+    LIST_OPERATORS = ("add", "subtract", "multiply", "divide", "pow", "floor_divide", "remainder")
 
     def list_operator(self, name: str, in_place: bool = False) -> Callable[..., Any] | None:
         """One call applying an arithmetic operator to lists of this framework's

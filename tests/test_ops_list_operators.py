@@ -197,7 +197,7 @@ ARRAY_FRAMEWORKS = {"numpy": (numpy_fragments, numpy_same, "cpu"), "cupy": (cupy
 
 
 @pytest.mark.parametrize("framework", ["numpy", pytest.param("cupy", marks=pytest.mark.gpu)])
-@pytest.mark.parametrize("name", OPERATORS)
+@pytest.mark.parametrize("name", OPERATORS + ["floordiv", "mod"])
 @pytest.mark.parametrize("dtype", ARRAY_DTYPES)
 def test_numpy_and_cupy_operators_equal_the_framework_fragment_by_fragment(framework, name, dtype):
     make, same_as, device = ARRAY_FRAMEWORKS[framework]
@@ -219,9 +219,16 @@ def test_numpy_fragments_take_the_lists_and_their_temporaries_are_reused():
     for got, x, w, z in zip(y.fragments, fa, fb, fc):
         np.testing.assert_array_equal(got.array, x * w + z - 1.5)
     assert all(np.array_equal(x, w) for x, w in zip(fa, numpy_fragments("float32", 1)))  # operands unchanged
+    ia, ib, ic = (slab_wrap(numpy_fragments("int32", s), "cpu") for s in (1, 2, 3))
+    before = pointwise.ELIDED[0]
+    z = (ia * ib) // ic % 3  # floor division and remainder in the temporary's memory too
+    assert pointwise.ELIDED[0] == before + 2
+    for got, x, w, v in zip(z.fragments, ia.fragments, ib.fragments, ic.fragments):
+        assert got.array.dtype == np.int32
+        np.testing.assert_array_equal(got.array, (x.array * w.array) // v.array % 3)
 
 
-@pytest.mark.parametrize("name", OPERATORS)
+@pytest.mark.parametrize("name", OPERATORS + ["floordiv", "mod"])
 @pytest.mark.parametrize("dtypes", [("float32", "float32"), ("int32", "int32"), ("bool", "bool"),
                                     ("int16", "float64"), ("complex64", "float32")])
 def test_large_numpy_results_are_carved_from_one_allocation_and_equal_the_operator(name, dtypes):

@@ -20,7 +20,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["LIST_NAMES", "on_lists"]
 
 #: Python operator symbol -> the name :meth:`~dlmg.adapters.Adapter.list_operator` takes.
-LIST_NAMES = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "**": "pow"}
+LIST_NAMES = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "**": "pow", "//": "floor_divide",
+              "%": "remainder"}
 _SCALARS = (int, float, bool, complex)
 
 
