@@ -24,9 +24,9 @@ Nothing here imports a framework at import time. The pieces are:
 
 from __future__ import annotations
 
-import math
-
 import importlib
+import math
+import operator
 from collections.abc import Sequence
 from contextlib import nullcontext
 from typing import Any, ClassVar
@@ -61,6 +61,7 @@ __all__ = [
     "runs_backwards_by_byte_strides",
     "is_c_contiguous",
     "pair_by_pair",
+    "OPERATORS",
     "partners",
     "other_known_framework",
     "is_compact",
@@ -71,6 +72,16 @@ __all__ = [
 #: What a device context gives when its device is current already: nothing to
 #: enter (entering a CUDA device context costs several times asking which one is current).
 ALREADY_CURRENT = nullcontext()
+
+
+#: :meth:`~dlmg.adapters.Adapter.list_operator` name -> (the Python operator, its in-place form):
+#: what a list operation computes pair by pair, and falls back on
+OPERATORS: dict[str, tuple[Any, Any]] = {
+    "add": (operator.add, operator.iadd), "subtract": (operator.sub, operator.isub),
+    "multiply": (operator.mul, operator.imul), "divide": (operator.truediv, operator.itruediv),
+    "pow": (operator.pow, operator.ipow), "floor_divide": (operator.floordiv, operator.ifloordiv),
+    "remainder": (operator.mod, operator.imod),
+}
 
 
 def partners(xs: Sequence[Any], ys: Any) -> list[Any]:

@@ -13,7 +13,6 @@ Quirks handled here:
 
 from __future__ import annotations
 
-import operator
 from functools import partial
 from typing import Any, Sequence
 
@@ -31,6 +30,7 @@ from ._common import (
     describe_producer,
     element_strides,
     import_producer,
+    OPERATORS,
     pair_by_pair,
     runs_backwards_by_byte_strides,
     other_known_framework,
@@ -514,10 +514,8 @@ def _launch_concatenation(cp: Any, pieces: list[tuple[int, int, int]], stream: A
 # -- one kernel for an operator over many arrays ------------------------------------------
 #: list_operator name -> (C operator, the Python operator pair by pair, its in-place form)
 _LIST_SYMBOLS = {
-    "add": ("+", operator.add, operator.iadd),
-    "subtract": ("-", operator.sub, operator.isub),
-    "multiply": ("*", operator.mul, operator.imul),
-    "divide": ("/", operator.truediv, operator.itruediv),
+    name: (symbol, *OPERATORS[name])
+    for name, symbol in (("add", "+"), ("subtract", "-"), ("multiply", "*"), ("divide", "/"))
 }
 #: dtype name -> (C type, NumPy scalar type, the largest integer it holds exactly, its largest finite value)
 _LIST_TYPES = {

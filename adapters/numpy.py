@@ -10,7 +10,6 @@ rather than failing deep inside NumPy.
 from __future__ import annotations
 
 import functools
-import operator
 import sys
 from typing import Any
 
@@ -31,6 +30,7 @@ from ._common import (
     import_producer,
     runs_backwards_by_byte_strides,
     other_known_framework,
+    OPERATORS,
     pair_by_pair,
 )
 
@@ -349,10 +349,12 @@ class NumpyAdapter(BaseAdapter):
         other names."""
         found = _LIST_CALLS.get((name, in_place))
         if found is None:
-            ops = _OPERATORS.get(name)
+            ops = OPERATORS.get(name)
             if ops is None:
                 return None
-            found = _LIST_CALLS[(name, in_place)] = functools.partial(_list_operation, self._np(), ops, in_place)
+            found = _LIST_CALLS[(name, in_place)] = functools.partial(
+                _list_operation, self._np(), (*ops, _UFUNCS.get(name)), in_place
+            )
         return found
 
     def copy_into(self, dst: Any, src: Any) -> None:
@@ -360,15 +362,10 @@ class NumpyAdapter(BaseAdapter):
         dst[...] = src
 
 
-#: list_operator name -> (the operator, its in-place form, the ufunc it calls on plain arrays:
-#: None for ``**``, whose operator takes shortcuts for some exponents, ``x ** 0.5`` being ``sqrt``)
-_OPERATORS = {
-    "add": (operator.add, operator.iadd, "add"), "subtract": (operator.sub, operator.isub, "subtract"),
-    "multiply": (operator.mul, operator.imul, "multiply"), "divide": (operator.truediv, operator.itruediv, "true_divide"),
-    "pow": (operator.pow, operator.ipow, None),
-    "floor_divide": (operator.floordiv, operator.ifloordiv, "floor_divide"),
-    "remainder": (operator.mod, operator.imod, "remainder"),
-}
+#: list_operator name -> the ufunc its operator calls on plain arrays; not ``pow``, whose
+#: operator takes shortcuts for some exponents (``x ** 0.5`` is ``sqrt``)
+_UFUNCS = {"add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "true_divide",
+           "floor_divide": "floor_divide", "remainder": "remainder"}
 #: (name, in_place) -> the call list_operator hands out
 _LIST_CALLS: dict[tuple[str, bool], Any] = {}
 #: From this many bytes of results on, a list operation carves them from one allocation. Each

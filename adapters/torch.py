@@ -28,7 +28,6 @@ Quirks handled here:
 
 from __future__ import annotations
 
-import operator
 import os
 from functools import partial
 from collections.abc import Sequence
@@ -50,6 +49,7 @@ from ._common import (
     check_copy,
     describe_producer,
     has_negative_strides,
+    OPERATORS,
     pair_by_pair,
     import_producer,
     other_known_framework,
@@ -118,11 +118,6 @@ _NO_FOREACH_COPY: set[Any] = set()
 #: ``pow``: on CUDA ``_foreach_pow`` differs from ``**`` in the last bit for float64
 #: and complex64 with small integer exponents, which ``**`` computes as products.
 _FOREACH_NAMES = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div"}
-#: the same operators pair by pair: (the operator, its in-place form, torch's function with ``out=``)
-_PAIRWISE = {
-    "add": (operator.add, operator.iadd, "add"), "subtract": (operator.sub, operator.isub, "sub"),
-    "multiply": (operator.mul, operator.imul, "mul"), "divide": (operator.truediv, operator.itruediv, "div"),
-}
 #: CUDA arrays from this size on take the operator array by array, alternating
 #: between the current stream and a second one, so that one array's kernel fills
 #: the SMs another's last wave leaves idle. ``a * b + c`` over 8 float32 fragments
@@ -641,7 +636,9 @@ class TorchAdapter(BaseAdapter):
             foreach = getattr(self.module(), f"_foreach_{suffix}{'_' if in_place else ''}", None)
             if foreach is None:  # an older torch
                 return None
-            found = _LIST_OPERATORS[key] = partial(_list_operation, self.module(), foreach, _PAIRWISE[name], in_place)
+            found = _LIST_OPERATORS[key] = partial(
+                _list_operation, self.module(), foreach, (*OPERATORS[name], suffix), in_place
+            )
         return found
 
     # -- DLPack export ----------------------------------------------------------
