@@ -685,16 +685,13 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
                 new = quick(array, device)
             except Exception:  # the full import below copies, or says why it cannot
                 new = None
-        if new is not None:  # shares the array's memory, or is immutable (see Adapter.importer)
-            readonly = frag._readonly or src.is_readonly(array)
-        else:
+        readonly = frag._readonly or src.is_readonly(array)
+        if new is None:  # (the importer's arrays share the memory, or are immutable: see Adapter.importer)
             try:
                 new = take_in(src.producer(array), device=device)
             except Exception as exc:
                 raise _hand_over_error(frag, target, copy, exc) from exc
-            readonly = (frag._readonly or src.is_readonly(array)) and (
-                not frag.size or target.data_ptr(new) == src.data_ptr(array)
-            )
+            readonly = readonly and (not frag.size or target.data_ptr(new) == src.data_ptr(array))
         if device is not last_device:  # the import put it on the fragment's device: host
             # memory in slot cpu:k exports as (1, k); a layout's equal devices are one object
             last_device, dl_device = device, (1, device.index) if device.kind == "cpu" else None
