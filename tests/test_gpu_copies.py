@@ -283,3 +283,85 @@ def test_jax_row_slabs_to_column_slabs_on_one_gpu_are_made_by_jax():
         assert frag.framework == "jax" and frag.array.devices() == {gpu}
         np.testing.assert_array_equal(host(frag.array), x[24 * k:24 * (k + 1)])
     assert [k[0] for k in _REARRANGERS] == ["retile", "retile"]
+
+
+def _values(shape: tuple[int, ...], dtype: str, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        return rng.integers(0, 2, size=shape).astype(bool)
+    if dtype.startswith("complex"):
+        return (rng.uniform(-9, 9, size=shape) + 1j * rng.uniform(-9, 9, size=shape)).astype(dtype)
+    return rng.integers(1, 100, size=shape).astype(dtype)
+
+
+@pytest.mark.parametrize("framework", ["torch", "cupy"])
+@pytest.mark.parametrize("dtype", ["uint8", "float16", "float32", "complex64", "float64", "bool"])
+@pytest.mark.parametrize("columns, start", [(512, 0), (512, 1), (509, 0)], ids=["words", "unaligned", "odd-rows"])
+def test_large_strided_copies_on_cuda_write_the_view_and_only_it(framework, dtype, columns, start):
+    # pieces of 2 MiB: in 8- or 16-byte words where both sides allow them (every
+    # other row of a wider buffer, at an aligned start), element by element where
+    # a start or a row length does not; the rows between and the columns beside stay
+    itemsize = np.dtype(dtype).itemsize
+    rows = -(-(2 << 20) // (columns * itemsize))
+    sentinel = _values((2 * rows, columns + 8), dtype, 1)
+    source, second = _values((rows, columns), dtype, 2), _values((rows, columns), dtype, 3)
+    adapter = get_adapter(framework)
+    buffer, src, src2 = (on_gpu(a, framework) for a in (sentinel, source, second))
+    view = buffer[1::2, start:start + columns]
+    adapter.copy_many([view], [src])  # into a strided view
+    expected = sentinel.copy()
+    expected[1::2, start:start + columns] = source
+    np.testing.assert_array_equal(host(buffer), expected)
+    back = on_gpu(np.zeros((rows, columns), dtype), framework)
+    adapter.copy_into(back, view)  # out of one
+    np.testing.assert_array_equal(host(back), source)
+    adapter.copy_many([buffer[0::2, start:start + columns]], [src2])
+    whole = on_gpu(np.zeros((2 * rows, columns), dtype), framework)
+    adapter.concatenate_into(whole, [buffer[1::2, start:start + columns], buffer[0::2, start:start + columns]])
+    np.testing.assert_array_equal(host(whole), np.concatenate([source, second]))
+
+
+@pytest.mark.parametrize("framework, word", [("torch", "long"), ("cupy", "complex128")])
+def test_large_strided_float32_copies_on_cuda_run_in_wide_words(framework, word):
+    # torch's copy kernel for int64 words (its name shows the element type as
+    # "long"), CuPy's assignment of complex128 words
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    x = rand((2048, 512), seed=23)
+    buffer = on_gpu(np.zeros((4096, 512), np.float32), framework)
+    src = on_gpu(x, framework)
+    adapter = get_adapter(framework)
+    adapter.copy_many([buffer[1::2]], [src])
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        adapter.copy_many([buffer[1::2]], [src])
+        torch.cuda.synchronize()
+    kernels = [e.name for e in prof.events() if e.device_type.name == "CUDA"]
+    assert len(kernels) == 1 and word in kernels[0], kernels
+    np.testing.assert_array_equal(host(buffer)[1::2], x)
+
+
+@pytest.mark.parametrize("framework", ["torch", "cupy"])
+@pytest.mark.parametrize("columns", [256, 250], ids=["rows-at-256-bytes", "padded-rows"])
+def test_cyclic_scatter_on_one_gpu_is_one_strided_copy(framework, columns):
+    # fragment k holds rows k, k + 8, ...: the fragments carved one after another
+    # are one view of the source with a leading mode, filled by one kernel; parts
+    # of 125 rows of 250 float32 are carved 256-byte aligned with padding between
+    # them, still one copy
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    x = rand((1000, columns), seed=29)
+    big = on_gpu(x, framework)
+    layout = Layout((1000, columns), block=(1, columns), grid=(8, 1), devices=["cuda:0"] * 8)
+    dlmg.scatter(big, layout)  # plans made before profiling
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        dt = dlmg.scatter(big, layout)
+        torch.cuda.synchronize()
+    kernels = [e.name for e in prof.events() if e.device_type.name == "CUDA"]
+    assert len(kernels) == 1, kernels
+    for k, f in enumerate(dt.fragments):
+        np.testing.assert_array_equal(host(f.array), x[k::8])
+    np.testing.assert_array_equal(host(dt), x)

@@ -204,6 +204,62 @@ def test_row_slabs_join_and_column_slabs_do_not():
     assert plan.joined(range(3), [0, 1100, 2200], [1100] * 3) is None
 
 
+@settings(max_examples=80)
+@given(shapes(min_ndim=1), st.data())
+def test_evenly_spaced_copies_of_one_shape_stack_into_one(shape, data):
+    # what a scatter onto one GPU does with destinations carved at equal steps
+    # from one allocation whose copies read one source at equal steps: one copy
+    # with a leading mode; whenever the plan answers with one, running it must
+    # fill every part as the copies would, and leave the padding alone
+    dst = data.draw(layouts(shape, jax_devices=False))
+    plan = dlmg.plan_redistribution(Layout.single(shape), dst, "float32")
+    members = [f.index for f in dst.fragments if f.size and f.index not in plan.reused]
+    sizes = [dst.fragments[i].size for i in members]
+    pad = data.draw(st.sampled_from([0, 3]))
+    gap = (max(sizes) if sizes else 0) + pad
+    offsets = [k * gap for k in range(len(members))]
+    stacked = plan.stacked(members, offsets, sizes)
+    assert plan.stacked(members, offsets, sizes) is stacked  # remembered
+    if len(set(sizes)) > 1 or len(members) < 2:
+        assert stacked is None
+    if stacked is None:
+        return
+    assert stacked.shape[0] == len(members) and stacked.dst_offset == 0 and stacked.nbytes == 4 * sum(sizes)
+    from dlmg.plans.execute import Buffer, run_copies
+    from dlmg.registry import get_adapter
+
+    x = np.arange(math.prod(shape), dtype=np.float32).reshape(shape)
+    numpy, cpu = get_adapter("numpy"), dlmg.Device("cpu", 0)
+    whole = np.full(gap * len(members), -1, np.float32)
+    run_copies([stacked], {0: Buffer(x, numpy, cpu)}, Buffer(whole, numpy, cpu), "float32")
+    for i, offset, size in zip(members, offsets, sizes):
+        np.testing.assert_array_equal(whole[offset:offset + size], expected_fragment(x, dst, i).ravel())
+        assert (whole[offset + size:offset + gap] == -1).all()
+
+
+def test_cyclic_rows_and_equal_column_slabs_stack_and_others_do_not():
+    single = Layout.single((64, 33))
+    cyclic = Layout((64, 33), block=(1, 33), grid=(8, 1), devices=["cpu"] * 8)
+    plan = dlmg.plan_redistribution(single, cyclic, "float32")
+    stacked = plan.stacked(range(8), [k * 8 * 33 for k in range(8)], [8 * 33] * 8)
+    assert stacked is not None and stacked.shape == (8, 8, 33) and stacked.src_strides == (33, 8 * 33, 1)
+    assert plan.stacked(range(8), [k * 300 for k in range(8)], [8 * 33] * 8).dst_strides == (300, 33, 1)  # padded
+    assert plan.stacked(range(8), [k * 200 for k in range(8)], [8 * 33] * 8) is None  # parts would overlap
+    assert plan.stacked([1, 0, 2], [0, 264, 528], [264] * 3) is None  # sources run backwards
+    assert plan.stacked([0, 2, 3], [0, 264, 528], [264] * 3) is None  # uneven source steps
+    assert plan.stacked([0], [0], [264]) is None  # one part is no stack
+    columns = Layout.slab((100, 33), 1, ["cpu"] * 3)
+    plan = dlmg.plan_redistribution(Layout.single((100, 33)), columns, "float64")
+    assert plan.stacked(range(3), [0, 1100, 2200], [1100] * 3).src_strides == (11, 33, 1)
+    uneven = Layout.slab((100, 33), 0, ["cpu"] * 8)  # 13 rows each, 9 in the last
+    plan = dlmg.plan_redistribution(Layout.single((100, 33)), uneven, "float64")
+    sizes = [f.size for f in uneven.fragments]
+    assert plan.stacked(range(8), [k * 429 for k in range(8)], sizes) is None
+    grid = Layout((64, 64), block=(8, 8), grid=(4, 2), devices=["cpu"] * 8)  # two grid modes: not one step
+    plan = dlmg.plan_redistribution(Layout.single((64, 64)), grid, "float32")
+    assert plan.stacked(range(8), [k * 512 for k in range(8)], [512] * 8) is None
+
+
 @settings(max_examples=60)
 @given(shapes(min_ndim=1), st.data(), st.sampled_from(["numpy", "torch"]))
 def test_gather_copies_that_tile_the_destination_run_as_one_concatenation(shape, data, framework):

@@ -258,11 +258,14 @@ def _jobs(
     one per destination, except that the destinations of a carving that
     ``plan`` fills with consecutive elements of one source get one copy into the
     carved allocation (a slab scatter of a contiguous array: one copy, with two
-    views instead of two per fragment)."""
+    views instead of two per fragment), and so do those it fills with evenly
+    spaced views of one shape (a cyclic scatter: one strided copy with a mode
+    more; see :meth:`~dlmg.plans.plan.RedistributionPlan.stacked`)."""
     jobs: list[tuple[Sequence[Any], dict[int, Buffer], Buffer]] = []
     joined: set[int] = set()
     for whole, group in carvings:
-        copy = plan.joined(group.members, group.offsets, group.sizes)
+        copy = plan.joined(group.members, group.offsets, group.sizes) or plan.stacked(
+            group.members, group.offsets, group.sizes)
         if copy is not None:
             jobs.append(((copy,), sources, whole))
             joined.update(group.members)

@@ -104,7 +104,7 @@ class RedistributionPlan:
     sources: dict[int, tuple[int, ...]]
     dtype: str | None = None
     _by_dst: dict[int, tuple[Copy, ...]] = field(default_factory=dict, repr=False)
-    _joined: dict[tuple[tuple[int, ...], ...], Copy | None] = field(default_factory=dict, repr=False)
+    _joined: dict[tuple[Any, ...], Copy | None] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         groups: dict[int, list[Copy]] = defaultdict(list)
@@ -130,14 +130,63 @@ class RedistributionPlan:
         ``sum(sizes)`` elements into the buffer at ``offsets[0]``; its ``dst``
         is ``dsts[0]``. Answers are remembered per argument triple.
         """
-        key = (tuple(dsts), tuple(offsets), tuple(sizes))
+        return self._remembered("joined", dsts, offsets, sizes, self._join)
+
+    def stacked(self, dsts: Sequence[int], offsets: Sequence[int], sizes: Sequence[int]) -> Copy | None:
+        """The copies into destinations ``dsts`` as one strided copy with one more
+        leading mode, one step per destination, where the destinations are
+        parts of one buffer (``offsets`` and ``sizes`` as for :meth:`joined`)
+        evenly spaced in it and the copies read one source at evenly spaced
+        offsets with the same shape and strides; ``None`` where they do not.
+
+        A cyclic scatter onto one GPU is such a set: fragment ``k`` holds rows
+        ``k, k + n, ...`` of the source, so the fragments together are one view
+        of it with a leading mode of ``n`` steps of one row. Each destination
+        must be written whole by one C-contiguous copy; at least two, each
+        spaced by a positive step on both sides. The result's ``dst`` is
+        ``dsts[0]``, its destination offset ``offsets[0]``. Answers are
+        remembered per argument triple.
+        """
+        return self._remembered("stacked", dsts, offsets, sizes, self._stack)
+
+    def _remembered(self, kind: str, dsts: Sequence[int], offsets: Sequence[int], sizes: Sequence[int],
+                    find: Callable[[tuple[int, ...], tuple[int, ...], tuple[int, ...]], Copy | None]) -> Copy | None:
+        key = (kind, tuple(dsts), tuple(offsets), tuple(sizes))
         if key in self._joined:
             return self._joined[key]
-        found = self._join(*key)
+        found = find(*key[1:])
         if len(self._joined) >= 64:  # a plan meets few carvings; bound it anyway
             self._joined.clear()
         self._joined[key] = found
         return found
+
+    def _stack(self, dsts: tuple[int, ...], offsets: tuple[int, ...], sizes: tuple[int, ...]) -> Copy | None:
+        if len(dsts) < 2 or not len(dsts) == len(offsets) == len(sizes):
+            return None
+        first: Copy | None = None
+        step = gap = 0
+        for k, (dst, offset) in enumerate(zip(dsts, offsets)):
+            copies = self.copies_into(dst)
+            if len(copies) != 1:
+                return None
+            c = copies[0]
+            if first is None:
+                if c.dst_offset or c.size != sizes[0] or not _compact(c.shape, c.dst_strides):
+                    return None
+                first = c
+                continue
+            if k == 1:
+                step, gap = c.src_offset - first.src_offset, offset - offsets[0]
+                if step <= 0 or gap < first.size:
+                    return None
+            if (c.src, c.src_device, c.dst_device, c.shape, c.src_strides, c.dst_strides, c.dst_offset) != (
+                first.src, first.src_device, first.dst_device, first.shape, first.src_strides, first.dst_strides, 0
+            ) or c.src_offset != first.src_offset + k * step or offset != offsets[0] + k * gap or sizes[k] != c.size:
+                return None
+        assert first is not None
+        n = len(dsts)
+        return Copy(first.src, first.dst, (n, *first.shape), first.src_offset, (step, *first.src_strides),
+                    offsets[0], (gap, *first.dst_strides), first.src_device, first.dst_device, n * first.nbytes)
 
     def _join(self, dsts: tuple[int, ...], offsets: tuple[int, ...], sizes: tuple[int, ...]) -> Copy | None:
         if not dsts or not len(dsts) == len(offsets) == len(sizes):
