@@ -13,6 +13,7 @@ import pytest
 import dlmg
 from dlmg import Layout
 from dlmg.registry import get_adapter
+from _strategies import expected_fragment
 from test_gpu_ops import build, host, on_gpu, rand
 
 pytestmark = pytest.mark.gpu
@@ -173,9 +174,10 @@ def test_row_slab_scatter_on_one_gpu_is_one_device_copy():
 
 
 @pytest.mark.parametrize("ndim", [2, 3])
-def test_torch_row_slabs_to_column_slabs_on_one_gpu_is_one_kernel_per_slab(ndim):
-    # every row slab gives each column slab a band of rows: one torch.cat of the
-    # strided bands per column slab, not one strided copy per band
+def test_torch_row_slabs_to_column_slabs_on_one_gpu_is_one_kernel_per_row_slab(ndim):
+    # every row slab gives each column slab a band of rows; the column slabs are
+    # carved one after another from one allocation, so a row slab's bands are one
+    # view of it repeated at the column slabs' step: one strided copy per row slab
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -190,7 +192,7 @@ def test_torch_row_slabs_to_column_slabs_on_one_gpu_is_one_kernel_per_slab(ndim)
         out = dt.redistribute(cols)
         torch.cuda.synchronize()
     kernels = [e.name for e in prof.events() if e.device_type.name == "CUDA"]
-    assert len(kernels) == 3 and all("Cat" in k or "cat" in k for k in kernels), kernels
+    assert len(kernels) == 4 and not any("Cat" in k or "cat" in k for k in kernels), kernels
     np.testing.assert_array_equal(host(out), x)
 
 
@@ -343,18 +345,20 @@ def test_large_strided_float32_copies_on_cuda_run_in_wide_words(framework, word)
 
 
 @pytest.mark.parametrize("framework", ["torch", "cupy"])
-@pytest.mark.parametrize("columns", [256, 250], ids=["rows-at-256-bytes", "padded-rows"])
-def test_cyclic_scatter_on_one_gpu_is_one_strided_copy(framework, columns):
+@pytest.mark.parametrize("columns", [256, 224], ids=["parts-at-256-bytes", "padded-parts"])
+@pytest.mark.parametrize("block, grid", [((1, None), (8, 1)), ((5, 16), (4, 2))], ids=["cyclic", "block-cyclic"])
+def test_cyclic_scatter_on_one_gpu_is_one_strided_copy(framework, columns, block, grid):
     # fragment k holds rows k, k + 8, ...: the fragments carved one after another
-    # are one view of the source with a leading mode, filled by one kernel; parts
-    # of 125 rows of 250 float32 are carved 256-byte aligned with padding between
-    # them, still one copy
+    # are one view of the source with a leading mode, filled by one kernel (a
+    # 4 x 2 grid of 5 x 16 blocks: two leading modes); parts of 125 x 224 or
+    # 250 x 112 float32 are carved 256-byte aligned with padding between them,
+    # still one copy
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     x = rand((1000, columns), seed=29)
     big = on_gpu(x, framework)
-    layout = Layout((1000, columns), block=(1, columns), grid=(8, 1), devices=["cuda:0"] * 8)
+    layout = Layout((1000, columns), block=(block[0], block[1] or columns), grid=grid, devices=["cuda:0"] * 8)
     dlmg.scatter(big, layout)  # plans made before profiling
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -363,5 +367,5 @@ def test_cyclic_scatter_on_one_gpu_is_one_strided_copy(framework, columns):
     kernels = [e.name for e in prof.events() if e.device_type.name == "CUDA"]
     assert len(kernels) == 1, kernels
     for k, f in enumerate(dt.fragments):
-        np.testing.assert_array_equal(host(f.array), x[k::8])
+        np.testing.assert_array_equal(host(f.array), expected_fragment(x, layout, k))
     np.testing.assert_array_equal(host(dt), x)

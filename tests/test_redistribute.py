@@ -204,15 +204,17 @@ def test_row_slabs_join_and_column_slabs_do_not():
     assert plan.joined(range(3), [0, 1100, 2200], [1100] * 3) is None
 
 
-@settings(max_examples=80)
+@settings(max_examples=100)
 @given(shapes(min_ndim=1), st.data())
-def test_evenly_spaced_copies_of_one_shape_stack_into_one(shape, data):
-    # what a scatter onto one GPU does with destinations carved at equal steps
-    # from one allocation whose copies read one source at equal steps: one copy
-    # with a leading mode; whenever the plan answers with one, running it must
-    # fill every part as the copies would, and leave the padding alone
+def test_copies_repeated_at_regular_steps_stack_into_one_per_source(shape, data):
+    # what a redistribution onto one GPU does with destinations carved from one
+    # allocation: where each source's copies into them are one view repeated at
+    # regular steps, one copy per source with leading modes; whenever the plan
+    # answers with such copies, running them must fill every part as the
+    # plan's own copies would, and leave the padding between parts alone
+    src = data.draw(layouts(shape, jax_devices=False))
     dst = data.draw(layouts(shape, jax_devices=False))
-    plan = dlmg.plan_redistribution(Layout.single(shape), dst, "float32")
+    plan = dlmg.plan_redistribution(src, dst, "float32")
     members = [f.index for f in dst.fragments if f.size and f.index not in plan.reused]
     sizes = [dst.fragments[i].size for i in members]
     pad = data.draw(st.sampled_from([0, 3]))
@@ -220,44 +222,55 @@ def test_evenly_spaced_copies_of_one_shape_stack_into_one(shape, data):
     offsets = [k * gap for k in range(len(members))]
     stacked = plan.stacked(members, offsets, sizes)
     assert plan.stacked(members, offsets, sizes) is stacked  # remembered
-    if len(set(sizes)) > 1 or len(members) < 2:
+    if len(members) < 2:
         assert stacked is None
     if stacked is None:
         return
-    assert stacked.shape[0] == len(members) and stacked.dst_offset == 0 and stacked.nbytes == 4 * sum(sizes)
+    sources = {c.src for i in members for c in plan.copies_into(i)}
+    assert sorted(c.src for c in stacked) == sorted(sources)
+    assert sum(c.nbytes for c in stacked) == sum(c.nbytes for i in members for c in plan.copies_into(i))
     from dlmg.plans.execute import Buffer, run_copies
     from dlmg.registry import get_adapter
 
     x = np.arange(math.prod(shape), dtype=np.float32).reshape(shape)
     numpy, cpu = get_adapter("numpy"), dlmg.Device("cpu", 0)
+    held = {i: Buffer(np.ascontiguousarray(expected_fragment(x, src, i)), numpy, cpu) for i in sources}
     whole = np.full(gap * len(members), -1, np.float32)
-    run_copies([stacked], {0: Buffer(x, numpy, cpu)}, Buffer(whole, numpy, cpu), "float32")
+    run_copies(list(stacked), held, Buffer(whole, numpy, cpu), "float32")
     for i, offset, size in zip(members, offsets, sizes):
         np.testing.assert_array_equal(whole[offset:offset + size], expected_fragment(x, dst, i).ravel())
         assert (whole[offset + size:offset + gap] == -1).all()
 
 
-def test_cyclic_rows_and_equal_column_slabs_stack_and_others_do_not():
+def test_cyclic_rows_grids_and_column_slabs_stack_and_others_do_not():
     single = Layout.single((64, 33))
     cyclic = Layout((64, 33), block=(1, 33), grid=(8, 1), devices=["cpu"] * 8)
     plan = dlmg.plan_redistribution(single, cyclic, "float32")
-    stacked = plan.stacked(range(8), [k * 8 * 33 for k in range(8)], [8 * 33] * 8)
-    assert stacked is not None and stacked.shape == (8, 8, 33) and stacked.src_strides == (33, 8 * 33, 1)
-    assert plan.stacked(range(8), [k * 300 for k in range(8)], [8 * 33] * 8).dst_strides == (300, 33, 1)  # padded
+    (stacked,) = plan.stacked(range(8), [k * 8 * 33 for k in range(8)], [8 * 33] * 8)
+    assert stacked.shape == (8, 8, 33) and stacked.src_strides == (33, 8 * 33, 1)
+    (padded,) = plan.stacked(range(8), [k * 300 for k in range(8)], [8 * 33] * 8)
+    assert padded.dst_strides == (300, 33, 1)
     assert plan.stacked(range(8), [k * 200 for k in range(8)], [8 * 33] * 8) is None  # parts would overlap
     assert plan.stacked([1, 0, 2], [0, 264, 528], [264] * 3) is None  # sources run backwards
     assert plan.stacked([0, 2, 3], [0, 264, 528], [264] * 3) is None  # uneven source steps
     assert plan.stacked([0], [0], [264]) is None  # one part is no stack
     columns = Layout.slab((100, 33), 1, ["cpu"] * 3)
     plan = dlmg.plan_redistribution(Layout.single((100, 33)), columns, "float64")
-    assert plan.stacked(range(3), [0, 1100, 2200], [1100] * 3).src_strides == (11, 33, 1)
+    assert plan.stacked(range(3), [0, 1100, 2200], [1100] * 3)[0].src_strides == (11, 33, 1)
     uneven = Layout.slab((100, 33), 0, ["cpu"] * 8)  # 13 rows each, 9 in the last
     plan = dlmg.plan_redistribution(Layout.single((100, 33)), uneven, "float64")
     sizes = [f.size for f in uneven.fragments]
     assert plan.stacked(range(8), [k * 429 for k in range(8)], sizes) is None
-    grid = Layout((64, 64), block=(8, 8), grid=(4, 2), devices=["cpu"] * 8)  # two grid modes: not one step
+    grid = Layout((64, 64), block=(8, 8), grid=(4, 2), devices=["cpu"] * 8)  # fragment p + 4 q: two modes
     plan = dlmg.plan_redistribution(Layout.single((64, 64)), grid, "float32")
-    assert plan.stacked(range(8), [k * 512 for k in range(8)], [512] * 8) is None
+    (stacked,) = plan.stacked(range(8), [k * 512 for k in range(8)], [512] * 8)
+    assert stacked.shape[:2] == (2, 4) and stacked.src_strides[:2] == (8, 8 * 64)
+    assert stacked.dst_strides[:2] == (4 * 512, 512)
+    rows = Layout.slab((64, 32), 0, ["cpu"] * 4)  # row slabs to column slabs: one copy per row slab
+    cols = Layout.slab((64, 32), 1, ["cpu"] * 4)
+    plan = dlmg.plan_redistribution(rows, cols, "float32")
+    stacked = plan.stacked(range(4), [k * 512 for k in range(4)], [512] * 4)
+    assert [c.src for c in stacked] == [0, 1, 2, 3] and all(c.shape[0] == 4 for c in stacked)
 
 
 @settings(max_examples=60)
@@ -759,3 +772,23 @@ def test_jax_redistributions_jax_cannot_cut_keep_the_copies(monkeypatch):
     spread = Layout.slab(x.shape, 0, ["cpu:0", "cpu:1", "cpu:0"])
     check_fragments(rows.redistribute(spread), x)
     check_fragments(rows.redistribute(Layout.slab(x.shape, 0, ["cpu:0"] * 4), framework="numpy"), x)
+
+
+@pytest.mark.parametrize(
+    "src, dst, modes",
+    [
+        ([0, 33, 66, 99], [0, 10, 20, 30], [(4, 33, 10)]),
+        ([0, 512, 1024, 1536, 8, 520, 1032, 1544], [0, 1, 2, 3, 4, 5, 6, 7], [(2, 8, 4), (4, 512, 1)]),
+        ([5, 5, 5], [0, 4, 8], [(3, 0, 4)]),  # one source view read by every part (replicas)
+        ([0, 1, 5, 7], [0, 1, 2, 3], None),  # the first block repeats, the second does not
+        ([0, 1, 2, 4, 5, 6], [0, 1, 2, 3, 4, 5], [(2, 4, 3), (3, 1, 1)]),
+        ([0, 1, 2, 4, 5, 7], [0, 1, 2, 3, 4, 5], None),  # the last step breaks the pattern
+        ([0, 2, 4, 6, 8, 10], [0, 1, 2, 3, 4, 5], [(6, 2, 1)]),
+        ([3, 0], [0, 1], None),  # backwards in the source
+        ([0, 1], [1, 0], None),  # backwards in the buffer
+    ],
+)
+def test_leading_modes_enumerate_every_offset_pair(src, dst, modes):
+    from dlmg.plans.plan import _leading_modes
+
+    assert _leading_modes(src, dst) == modes

@@ -258,16 +258,17 @@ def _jobs(
     one per destination, except that the destinations of a carving that
     ``plan`` fills with consecutive elements of one source get one copy into the
     carved allocation (a slab scatter of a contiguous array: one copy, with two
-    views instead of two per fragment), and so do those it fills with evenly
-    spaced views of one shape (a cyclic scatter: one strided copy with a mode
-    more; see :meth:`~dlmg.plans.plan.RedistributionPlan.stacked`)."""
+    views instead of two per fragment), and those it fills with one view of
+    each source repeated at regular steps get one strided copy per source (a
+    cyclic scatter: one copy with a mode more; see
+    :meth:`~dlmg.plans.plan.RedistributionPlan.stacked`)."""
     jobs: list[tuple[Sequence[Any], dict[int, Buffer], Buffer]] = []
     joined: set[int] = set()
     for whole, group in carvings:
-        copy = plan.joined(group.members, group.offsets, group.sizes) or plan.stacked(
-            group.members, group.offsets, group.sizes)
-        if copy is not None:
-            jobs.append(((copy,), sources, whole))
+        copy = plan.joined(group.members, group.offsets, group.sizes)
+        copies = (copy,) if copy is not None else plan.stacked(group.members, group.offsets, group.sizes)
+        if copies is not None:
+            jobs.append((copies, sources, whole))
             joined.update(group.members)
     jobs.extend((plan.copies_into(i), sources, buf) for i, buf in written.items() if i not in joined)
     return jobs

@@ -132,25 +132,28 @@ class RedistributionPlan:
         """
         return self._remembered("joined", dsts, offsets, sizes, self._join)
 
-    def stacked(self, dsts: Sequence[int], offsets: Sequence[int], sizes: Sequence[int]) -> Copy | None:
-        """The copies into destinations ``dsts`` as one strided copy with one more
-        leading mode, one step per destination, where the destinations are
-        parts of one buffer (``offsets`` and ``sizes`` as for :meth:`joined`)
-        evenly spaced in it and the copies read one source at evenly spaced
-        offsets with the same shape and strides; ``None`` where they do not.
+    def stacked(self, dsts: Sequence[int], offsets: Sequence[int], sizes: Sequence[int]) -> tuple[Copy, ...] | None:
+        """The copies into destinations ``dsts`` as one strided copy per source with
+        leading modes that step through the destinations, where the destinations
+        are parts of one buffer (``offsets`` and ``sizes`` as for :meth:`joined`)
+        and each source's copies into them are one view of it and of the buffer
+        repeated at regular steps; ``None`` where they are not.
 
         A cyclic scatter onto one GPU is such a set: fragment ``k`` holds rows
         ``k, k + n, ...`` of the source, so the fragments together are one view
-        of it with a leading mode of ``n`` steps of one row. Each destination
-        must be written whole by one C-contiguous copy; at least two, each
-        spaced by a positive step on both sides. The result's ``dst`` is
-        ``dsts[0]``, its destination offset ``offsets[0]``. Answers are
-        remembered per argument triple.
+        of it with a leading mode of ``n`` steps of one row; a block-cyclic grid
+        of ``p x q`` fragments gives two leading modes, and row slabs to column
+        slabs one per row slab. Every destination must take one copy from each
+        of the same sources, of one shape and strides per source; the
+        destinations must lie apart, in order, and the steps be positive in the
+        buffer and not negative in the source. The results' ``dst`` is
+        ``dsts[0]``, their destination offsets count from the buffer's start.
+        Answers are remembered per argument triple.
         """
         return self._remembered("stacked", dsts, offsets, sizes, self._stack)
 
     def _remembered(self, kind: str, dsts: Sequence[int], offsets: Sequence[int], sizes: Sequence[int],
-                    find: Callable[[tuple[int, ...], tuple[int, ...], tuple[int, ...]], Copy | None]) -> Copy | None:
+                    find: Callable[[tuple[int, ...], tuple[int, ...], tuple[int, ...]], Any]) -> Any:
         key = (kind, tuple(dsts), tuple(offsets), tuple(sizes))
         if key in self._joined:
             return self._joined[key]
@@ -160,33 +163,38 @@ class RedistributionPlan:
         self._joined[key] = found
         return found
 
-    def _stack(self, dsts: tuple[int, ...], offsets: tuple[int, ...], sizes: tuple[int, ...]) -> Copy | None:
+    def _stack(self, dsts: tuple[int, ...], offsets: tuple[int, ...], sizes: tuple[int, ...]) -> tuple[Copy, ...] | None:
         if len(dsts) < 2 or not len(dsts) == len(offsets) == len(sizes):
             return None
-        first: Copy | None = None
-        step = gap = 0
-        for k, (dst, offset) in enumerate(zip(dsts, offsets)):
+        if any(offset + size > after for offset, size, after in zip(offsets, sizes, offsets[1:])):
+            return None  # parts out of order or overlapping
+        by_source: dict[int, list[Copy]] = {}
+        for k, dst in enumerate(dsts):
             copies = self.copies_into(dst)
-            if len(copies) != 1:
+            if len({c.src for c in copies}) != len(copies) or (k and len(copies) != len(by_source)):
                 return None
-            c = copies[0]
-            if first is None:
-                if c.dst_offset or c.size != sizes[0] or not _compact(c.shape, c.dst_strides):
+            for c in copies:
+                group = by_source.setdefault(c.src, []) if not k else by_source.get(c.src)
+                if group is None:
                     return None
-                first = c
-                continue
-            if k == 1:
-                step, gap = c.src_offset - first.src_offset, offset - offsets[0]
-                if step <= 0 or gap < first.size:
-                    return None
-            if (c.src, c.src_device, c.dst_device, c.shape, c.src_strides, c.dst_strides, c.dst_offset) != (
-                first.src, first.src_device, first.dst_device, first.shape, first.src_strides, first.dst_strides, 0
-            ) or c.src_offset != first.src_offset + k * step or offset != offsets[0] + k * gap or sizes[k] != c.size:
+                group.append(c)
+        stacked = []
+        for group in by_source.values():
+            first = group[0]
+            if any((c.shape, c.src_strides, c.dst_strides, c.src_device, c.dst_device)
+                   != (first.shape, first.src_strides, first.dst_strides, first.src_device, first.dst_device)
+                   for c in group):
                 return None
-        assert first is not None
-        n = len(dsts)
-        return Copy(first.src, first.dst, (n, *first.shape), first.src_offset, (step, *first.src_strides),
-                    offsets[0], (gap, *first.dst_strides), first.src_device, first.dst_device, n * first.nbytes)
+            modes = _leading_modes([c.src_offset for c in group],
+                                   [offset + c.dst_offset for offset, c in zip(offsets, group)])
+            if modes is None:
+                return None
+            extents, src_steps, dst_steps = zip(*modes)
+            stacked.append(Copy(first.src, dsts[0], (*extents, *first.shape), first.src_offset,
+                                (*src_steps, *first.src_strides), offsets[0] + first.dst_offset,
+                                (*dst_steps, *first.dst_strides), first.src_device, first.dst_device,
+                                len(group) * first.nbytes))
+        return tuple(stacked) or None
 
     def _join(self, dsts: tuple[int, ...], offsets: tuple[int, ...], sizes: tuple[int, ...]) -> Copy | None:
         if not dsts or not len(dsts) == len(offsets) == len(sizes):
@@ -322,6 +330,36 @@ def stacking(copies: Sequence[Copy]) -> tuple[int, tuple[int, ...], tuple[Copy, 
 def contiguous(c: Copy) -> bool:
     """Whether ``c`` copies contiguous elements on both sides (in C order)."""
     return _compact(c.shape, c.src_strides) and _compact(c.shape, c.dst_strides)
+
+
+def _leading_modes(src: Sequence[int], dst: Sequence[int]) -> list[tuple[int, int, int]] | None:
+    """Modes ``(extent, source step, destination step)``, outermost first, whose
+    indices in C order (the last fastest) run through the offset pairs
+    ``(src[k], dst[k])`` in order; ``None`` where no such modes exist with source
+    steps >= 0 and destination steps > 0."""
+    n = len(src)
+    modes: list[tuple[int, int, int]] = []  # innermost first
+    count = 1
+    while count < n:
+        a, b = src[count] - src[0], dst[count] - dst[0]
+        if a < 0 or b <= 0:
+            return None
+        extent = 2
+        while count * (extent + 1) <= n and (src[count * extent] - src[0], dst[count * extent] - dst[0]) == (
+                extent * a, extent * b):
+            extent += 1
+        if n % (count * extent):
+            return None
+        modes.append((extent, a, b))
+        count *= extent
+    for k in range(n):
+        rest, s, d = k, src[0], dst[0]
+        for extent, a, b in modes:
+            rest, digit = divmod(rest, extent)
+            s, d = s + digit * a, d + digit * b
+        if (s, d) != (src[k], dst[k]):
+            return None
+    return modes[::-1]
 
 
 def _compact(shape: Sequence[int], strides: Sequence[int]) -> bool:
