@@ -358,8 +358,46 @@ class NumpyAdapter(BaseAdapter):
         return found
 
     def copy_into(self, dst: Any, src: Any) -> None:
-        """``dst[...] = src``."""
+        """``dst[...] = src``; a large strided copy with its rows viewed as one element
+        each on both sides (see :func:`_as_rows`)."""
+        if dst.nbytes >= _SHORT_ROWS_FROM and dst.ndim > 1:
+            dst, src = _as_rows(self._np(), dst, src)
         dst[...] = src
+
+
+#: Strided copies move each row (the contiguous last mode) as one element from this size
+#: on, and from the smaller one where rows are at most _SHORT_ROW bytes: NumPy's copy loop
+#: pays per row, a copy of whole-row elements per element. On the 2-core CPU, 8 MiB into
+#: views of 4096 x 4096 float32 of rows of (float32 / whole rows, ms): 8 B 4.98 / 0.98,
+#: 16 B 2.55 / 0.75, 64 B 0.90 / 0.67, 512 B 0.98 / 0.64, 4 KiB 0.34 / 0.24; at 1 MiB,
+#: 16 B rows 325 / 50 us, 512 B rows 31.6 / 31.0 us; at 64 KiB, 64 B rows 5.8 / 4.4 us
+#: but 512 B rows 2.0 / 3.7 us (making the two views costs about 3 us).
+_ROWS_FROM = 1 << 20
+_SHORT_ROWS_FROM = 1 << 16
+_SHORT_ROW = 64
+#: row bytes -> NumPy's dtype of one row
+_ROW_TYPES: dict[int, Any] = {}
+
+
+def _as_rows(np: Any, dst: Any, src: Any) -> tuple[Any, Any]:
+    """``dst`` and ``src`` viewed with each row of their last mode as one element (a
+    void dtype of the row's bytes), where both have the same dtype and shape, that
+    mode is contiguous on both sides and longer than one element, they are not both
+    contiguous, and the copy is large enough for its rows (see :data:`_ROWS_FROM`);
+    themselves otherwise. The copy moves the same bytes either way."""
+    item = dst.itemsize
+    row = dst.shape[-1] * item
+    if (src.dtype != dst.dtype or src.shape != dst.shape or dst.strides[-1] != item or src.strides[-1] != item
+            or row == item or (row > _SHORT_ROW and dst.nbytes < _ROWS_FROM)
+            or (dst.flags.c_contiguous and src.flags.c_contiguous)):
+        return dst, src
+    rows = _ROW_TYPES.get(row)
+    if rows is None:
+        rows = _ROW_TYPES[row] = np.dtype((np.void, row))
+    try:
+        return dst.view(rows), src.view(rows)
+    except (TypeError, ValueError):  # a dtype NumPy will not view as bytes
+        return dst, src
 
 
 #: list_operator name -> the ufunc its operator calls on plain arrays; not ``pow``, whose

@@ -99,3 +99,56 @@ def _flat_positions(view: np.ndarray, buffer: np.ndarray) -> np.ndarray:
 )
 def test_copy_word_cases(shape, itemsize, sides, word):
     assert copy_word(shape, itemsize, 16, *sides) == word
+
+
+_DTYPES = ["bool", "uint8", "float16", "float32", "complex64", "float64", "complex128"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    dtype=st.sampled_from(_DTYPES),
+    columns=st.integers(1, 70),
+    rows=st.sampled_from([3000, 20000]),
+    step=st.integers(1, 3),
+    start=st.integers(0, 3),
+    direction=st.sampled_from(["into", "out of"]),
+)
+def test_numpy_strided_copies_of_whole_rows_write_the_view_and_only_it(dtype, columns, rows, step, start, direction):
+    # large strided copies through the NumPy adapter move each row as one element
+    # where the rows allow it (64 KiB and more for rows of at most 64 bytes, 1 MiB for
+    # longer ones); whichever way, the view gets the source and nothing else changes
+    from dlmg.registry import get_adapter
+
+    rng = np.random.default_rng(columns * 7 + rows)
+    width = columns + 5
+    buffer = (rng.integers(0, 100, size=(rows * step, width)) % (2 if dtype == "bool" else 100)).astype(dtype)
+    before = buffer.copy()
+    values = (rng.integers(100, 200, size=(rows, columns)) % (2 if dtype == "bool" else 256)).astype(dtype)
+    view = buffer[::step, start:start + columns]
+    adapter = get_adapter("numpy")
+    if direction == "into":
+        adapter.copy_into(view, values)
+        expected = before.copy()
+        expected[::step, start:start + columns] = values
+        np.testing.assert_array_equal(buffer, expected)
+    else:
+        out = np.zeros((rows, columns), dtype)
+        adapter.copy_into(out, view)
+        np.testing.assert_array_equal(out, before[::step, start:start + columns])
+        np.testing.assert_array_equal(buffer, before)
+
+
+def test_numpy_copies_take_whole_rows_only_where_they_pay():
+    from dlmg.adapters.numpy import _as_rows
+
+    big = np.zeros((4096, 64), np.float32)
+    rows = np.ones((2048, 16), np.float32)
+    dst, src = _as_rows(np, big[::2, :16], rows)  # 64-byte rows, 128 KiB: rows
+    assert dst.dtype == src.dtype == np.dtype((np.void, 64)) and dst.shape == (2048, 1)
+    assert np.shares_memory(dst, big) and np.shares_memory(src, rows)
+    wide = np.ones((2048, 32), np.float32)
+    assert _as_rows(np, big[::2, :32], wide)[0].dtype == np.float32  # 128-byte rows under 1 MiB: elements
+    assert _as_rows(np, big[:, ::2], np.ones((4096, 32), np.float32))[0].dtype == np.float32  # strided last mode
+    assert _as_rows(np, big[::2, :16], rows.astype(np.float64))[0].dtype == np.float32  # dtypes differ
+    assert _as_rows(np, big[:, :1], np.ones((4096, 1), np.float32))[0].dtype == np.float32  # one-element rows
+    assert _as_rows(np, big[:2048], np.ones((2048, 64), np.float32))[0].dtype == np.float32  # both contiguous
