@@ -180,7 +180,8 @@ def _as_words(torch: Any, dst: Any, src: Any) -> tuple[Any, Any]:
     (see :func:`~dlmg.adapters._common.copy_word`); themselves otherwise.
     The answer is remembered per dtype, shape, strides and address alignment:
     a plan's copies repeat them every call, and the host time per piece is what
-    keeps a scatter ahead of the device."""
+    keeps a scatter ahead of the device. torch refuses to view a conjugate or
+    negative-bit tensor as another dtype; such a pair is copied as it is."""
     dtype = dst.dtype
     if src.dtype is not dtype:
         return dst, src
@@ -196,15 +197,14 @@ def _as_words(torch: Any, dst: Any, src: Any) -> tuple[Any, Any]:
         return dst, src
     try:
         return dst.view(word), src.view(word)
-    except RuntimeError:  # a storage offset torch counts apart from the address
+    except RuntimeError:  # a conjugate or negative-bit view, or a storage offset apart from the address
         return dst, src
 
 
 def _word_for(torch: Any, dst: Any, src: Any, dst_address: int, src_address: int) -> Any:
     """The integer dtype :func:`_as_words` views ``dst`` and ``src`` as, or ``False``."""
     size = dst.element_size()
-    if (size >= _COPY_WORD or src.shape != dst.shape or dst.is_conj() or src.is_conj() or dst.is_neg()
-            or src.is_neg() or (dst.is_contiguous() and src.is_contiguous())):
+    if size >= _COPY_WORD or src.shape != dst.shape or (dst.is_contiguous() and src.is_contiguous()):
         return False
     word = copy_word(dst.shape, size, _COPY_WORD,
                      (dst_address, [s * size for s in dst.stride()]),
@@ -217,8 +217,7 @@ def _cat_as_words(torch: Any, dst: Any, srcs: Sequence[Any]) -> tuple[Any, Seque
     allow a word wider than their element and some piece is strided (see
     :func:`_as_words`); themselves otherwise."""
     size = dst.element_size()
-    if size >= _COPY_WORD or all(s.is_contiguous() for s in srcs) or any(
-            s.is_conj() or s.is_neg() for s in srcs):
+    if size >= _COPY_WORD or all(s.is_contiguous() for s in srcs):
         return dst, srcs
     word = _COPY_WORD
     for a in (dst, *srcs):

@@ -76,3 +76,40 @@ def test_torch_concatenation_into_a_view_takes_every_dtype(device, dtype):
     other = torch.complex128 if torch_dtype.is_complex else torch.float64
     adapter.concatenate_into(buffer[:18], [pieces[0], pieces[1].to(other), pieces[2]])
     assert torch.equal(buffer[:18], torch.cat(pieces))
+
+
+def test_torch_strided_copies_view_both_sides_as_wider_words_where_they_can():
+    # the CUDA copy paths call these on pieces of 1 MiB and more; the views are the
+    # same on the CPU, so their choices are checked here and their use on the GPU
+    torch = pytest.importorskip("torch")
+    from dlmg.adapters.torch import _as_words, _cat_as_words
+
+    big = torch.arange(64 * 40, dtype=torch.float32).reshape(64, 40)
+    out = torch.zeros(32, 16)
+    dst, src = _as_words(torch, out, big[::2, 8:24])
+    assert dst.dtype == src.dtype == torch.int64 and dst.data_ptr() == out.data_ptr()
+    dst.copy_(src)
+    assert torch.equal(out, big[::2, 8:24])
+    assert _as_words(torch, out[:, :15], big[::2, 8:23])[0].dtype == torch.float32  # 60-byte rows
+    assert _as_words(torch, out, big[::2, 9:25])[1].dtype == torch.float32  # a source 4 bytes off a word
+    assert _as_words(torch, out, big[:32, :16].contiguous())[0].dtype == torch.float32  # both contiguous: a memcpy
+    wide = big.double()
+    assert _as_words(torch, out.double(), wide[::2, 8:24])[0].dtype == torch.float64  # 8-byte elements already
+    # torch will not view a negative-bit (or conjugate) tensor as another dtype: copied as it
+    # is, and the same geometry keeps its words for the next plain pair
+    fresh = torch.arange(64 * 48, dtype=torch.float32).reshape(64, 48)
+    negated = torch._neg_view(fresh[::2, 8:24]) if hasattr(torch, "_neg_view") else fresh.conj()
+    if negated.is_neg():
+        dst, src = _as_words(torch, out, negated)
+        assert src is negated and dst is out
+        dst.copy_(src)
+        assert torch.equal(out, -fresh[::2, 8:24])
+        assert _as_words(torch, out, fresh[::2, 8:24])[0].dtype == torch.int64
+    # bands of rows into one block: every piece must allow the word
+    block = torch.zeros(64, 16)
+    pieces = [big[:32, 8:24], big[32:, 8:24]]
+    dst, srcs = _cat_as_words(torch, block, pieces)
+    assert dst.dtype == torch.int64 and all(s.dtype == torch.int64 for s in srcs)
+    torch.cat(srcs, out=dst)
+    assert torch.equal(block, big[:, 8:24])
+    assert _cat_as_words(torch, block, [big[:32, 8:24], big[32:, 9:25]])[0].dtype == torch.float32
