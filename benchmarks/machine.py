@@ -51,9 +51,16 @@ def _git_commit(root: Path) -> str | None:
     try:
         done = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
                               capture_output=True, text=True, timeout=10)
+        # tracked files that differ from that commit (edits, or a tree copied onto another
+        # machine over an older .git): the figures are not that commit's alone
+        changed = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                 capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
-    return done.stdout.strip() or None
+    commit = done.stdout.strip()
+    if not commit:
+        return None
+    return f"{commit} with changes" if changed.returncode == 0 and changed.stdout.strip() else commit
 
 
 def _gpu(gpu: bool) -> dict[str, Any] | None:
