@@ -104,7 +104,7 @@ class RedistributionPlan:
     sources: dict[int, tuple[int, ...]]
     dtype: str | None = None
     _by_dst: dict[int, tuple[Copy, ...]] = field(default_factory=dict, repr=False)
-    _joined: dict[tuple[Any, ...], Copy | None] = field(default_factory=dict, repr=False)
+    _joined: dict[tuple[Any, ...], Copy | tuple[Copy, ...] | None] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         groups: dict[int, list[Copy]] = defaultdict(list)
