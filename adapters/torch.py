@@ -168,8 +168,6 @@ def _consecutive(tensors: Sequence[Any]) -> bool:
 #: cyclic gather of 8 float32 fragments of 32 MiB on an H200 in 227 us as float32,
 #: 181 us as int64, and 179 to 353 us as complex128 (unsteady between runs).
 _COPY_WORD = 8
-#: torch's dtype of each word width
-_WORD_DTYPES: dict[int, Any] = {}
 #: (dtype, shape, strides of both sides, addresses modulo the word) -> word dtype or False
 _WORDS_OF: dict[tuple[Any, ...], Any] = {}
 
@@ -233,10 +231,7 @@ def _cat_as_words(torch: Any, dst: Any, srcs: Sequence[Any]) -> tuple[Any, Seque
 
 def _word_dtype(torch: Any, word: int) -> Any:
     """torch's integer dtype of ``word`` bytes."""
-    dtype = _WORD_DTYPES.get(word)
-    if dtype is None:
-        dtype = _WORD_DTYPES[word] = {2: torch.int16, 4: torch.int32, 8: torch.int64}[word]
-    return dtype
+    return getattr(torch, f"int{8 * word}")
 
 
 def _one_kernel(torch: Any, dsts: Sequence[Any], srcs: Sequence[Any]) -> bool:
@@ -682,9 +677,7 @@ class TorchAdapter(BaseAdapter):
                     # implemented"); the copies are made pair by pair below
                     _NO_FOREACH_COPY.add(dtype)
         for dst, src in zip(dsts, srcs):
-            if dst.is_cuda and src.is_cuda and dst.nbytes >= _BATCHED_COPY_BYTES:
-                dst, src = _as_words(self.module(), dst, src)
-            dst.copy_(src)
+            self.copy_into(dst, src)
 
     def concatenate_into(self, dst: Any, srcs: Sequence[Any]) -> None:
         """``torch.cat(srcs, out=dst)``: one kernel for all the pieces, strided or not,
