@@ -307,6 +307,15 @@ class Adapter:
         dev_type, dev_id = array.__dlpack_device__()
         return (int(dev_type), int(dev_id))
 
+    def dlpack_device_on(self, device: Device) -> tuple[int, int] | None:
+        """What ``__dlpack_device__`` of every array of this framework on
+        ``device`` (a device other than the host) reports, or ``None`` where it
+        depends on the array (the default: the array is asked, once per
+        fragment). Declared where the answer follows from the device alone, so
+        that a fragment knows it from the moment it is made: asking some
+        frameworks' arrays costs more than a DLPack export."""
+        return None
+
     def tracks_gradients(self, array: Any) -> bool:
         """Whether an autograd graph records ``array`` (so it must not be
         overwritten behind the framework's back)."""

@@ -27,7 +27,7 @@ from __future__ import annotations
 import importlib
 import math
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from typing import Any, ClassVar
 
@@ -223,6 +223,38 @@ def element_strides(byte_strides: Sequence[int], itemsize: int, framework: str) 
             )
         out.append(q)
     return tuple(out)
+
+
+def direct_exporter(
+    array: Any, fallback: Callable[..., Any], ready: Callable[[Any], bool] | None = None
+) -> Callable[..., Any]:
+    """An export of ``array`` that calls its own ``__dlpack__`` with the consumer's
+    keywords as given, as a consumer importing the array itself would, whenever
+    ``ready(array)`` says the adapter's export adds nothing now (no ``ready``:
+    always). Otherwise, and where the producer refuses a keyword (an older
+    framework), ``fallback(array, **keywords)``: the adapter's full export.
+
+    What an :meth:`Adapter.exporter` keeps for a fragment: its exports then cost
+    one Python call more than the framework's own, not the several layers of the
+    full export.
+    """
+    dlpack = array.__dlpack__
+    if ready is None:
+        def export(**kwargs: Any) -> Any:
+            try:
+                return dlpack(**kwargs)
+            except TypeError:
+                return fallback(array, **kwargs)
+        return export
+
+    def guarded(**kwargs: Any) -> Any:
+        if ready(array):
+            try:
+                return dlpack(**kwargs)
+            except TypeError:
+                pass
+        return fallback(array, **kwargs)
+    return guarded
 
 
 def call_dlpack(

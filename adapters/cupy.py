@@ -29,6 +29,7 @@ from ._common import (
     check_copy,
     copy_word,
     describe_producer,
+    direct_exporter,
     element_strides,
     import_producer,
     OPERATORS,
@@ -405,6 +406,14 @@ class CupyAdapter(BaseAdapter):
         stream belongs to that device): made current for the call when it is not."""
         with _current(self.module(), array.device.id):
             return super().export(array, **kwargs)
+
+    def exporter(self, array: Any) -> Any:
+        """The array's own ``__dlpack__`` while its device is the current one (asked
+        in every call); :meth:`export`, which makes it current, otherwise."""
+        return direct_exporter(array, self.export, self._on_current_device)
+
+    def _on_current_device(self, array: Any) -> bool:
+        return array.device.id == self.module().cuda.runtime.getDevice()
 
     def producer(self, array: Any) -> Any:
         """``array`` itself when its device is the current one; elsewhere a shim

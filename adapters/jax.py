@@ -55,6 +55,7 @@ from ._common import (
     c_strides,
     check_copy,
     describe_producer,
+    direct_exporter,
     import_producer,
     is_c_contiguous,
     is_compact,
@@ -67,6 +68,8 @@ __all__ = ["JaxAdapter"]
 JAX_HOST_ALIGNMENT = 64
 #: DLPack devices of JAX CPU devices, asked per host import (see _host_slot)
 _HOST_SLOTS: dict[Any, tuple[int, int]] = {}
+#: what __dlpack_device__ reports for the arrays of a JAX device and memory kind, asked once each
+_DLPACK_DEVICES: dict[tuple[Any, Any], tuple[int, int]] = {}
 #: dlmg devices of JAX devices, asked per fragment (JAX devices are hashable and live as long as the backend)
 _DEVICES: dict[Any, Device] = {}
 #: JAX devices of dlmg devices, asked per import (found once: JAX's devices are fixed
@@ -236,6 +239,18 @@ class JaxAdapter(BaseAdapter):
         found = _DEVICES.get(d)
         if found is None:
             found = _DEVICES[d] = self._to_device(d)
+        return found
+
+    def dlpack_device(self, array: Any) -> tuple[int, int]:
+        """``array.__dlpack_device__()``, kept per JAX device and memory kind: JAX works
+        it out anew in every call, from those two alone, at the cost of an export."""
+        devices = array.devices()
+        if len(devices) != 1:  # JAX's own refusal
+            return super().dlpack_device(array)
+        key = (next(iter(devices)), array.sharding.memory_kind)
+        found = _DLPACK_DEVICES.get(key)
+        if found is None:
+            found = _DLPACK_DEVICES[key] = super().dlpack_device(array)
         return found
 
     def strides_of(self, array: Any) -> tuple[int, ...]:
@@ -472,6 +487,12 @@ class JaxAdapter(BaseAdapter):
                 f"a JAX array on {count} devices cannot be exported through DLPack; "
                 "export its addressable_shards[i].data instead"
             ) from exc
+
+    def exporter(self, array: Any) -> Any:
+        """The array's own ``__dlpack__``: a fragment's array lies on one device, so
+        nothing :meth:`export` adds applies (it remains the fallback for an older
+        JAX that refuses a keyword)."""
+        return direct_exporter(array, self.export)
 
     # -- streams ----------------------------------------------------------------
     def synchronize(self, device: Device | None = None) -> None:

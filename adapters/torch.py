@@ -49,6 +49,7 @@ from ._common import (
     check_copy,
     copy_word,
     describe_producer,
+    direct_exporter,
     has_negative_strides,
     OPERATORS,
     pair_by_pair,
@@ -741,6 +742,28 @@ class TorchAdapter(BaseAdapter):
             with _current(self.module(), array.get_device()):
                 return super().export(array, **kwargs)
         return super().export(array, **kwargs)
+
+    def exporter(self, array: Any) -> Any:
+        """The tensor's own ``__dlpack__`` while it works as is (no grad, no lazy
+        conjugate bit and, for a CUDA tensor, its device current: asked in every
+        call, as each may change); :meth:`export` otherwise."""
+        return direct_exporter(array, self.export, self._exports_as_is)
+
+    def _exports_as_is(self, tensor: Any) -> bool:
+        """Whether torch's own ``__dlpack__`` of ``tensor`` gives what :meth:`export` would."""
+        if tensor.requires_grad or tensor.is_conj():
+            return False
+        return not tensor.is_cuda or tensor.get_device() == self.module().cuda.current_device()
+
+    def dlpack_device_on(self, device: Device) -> tuple[int, int] | None:
+        """The device's own pair, or ``(kDLROCM, i)`` for ``cuda:i`` under ROCm
+        (torch's HIP build): torch reports a tensor's device alone. ``None`` on
+        the host, where pinned memory reports another type."""
+        if device.is_host:
+            return None
+        if device.kind == "cuda" and self.module().version.hip is not None:
+            return (10, device.index)
+        return device.dlpack
 
     def producer(self, array: Any) -> Any:
         """``array`` itself where its own ``__dlpack__`` works as is (on the host or

@@ -25,6 +25,7 @@ from .dtypes import canonical, info
 from .errors import DeviceError, FragmentError, LayoutError
 from .layout import Layout
 from .registry import DEFAULT_FRAMEWORK, adapter_for, viewing_frameworks
+from .fragment import slot_dlpack_device
 from .tensor import DistributedTensor, Fragment, process_rank
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -219,8 +220,9 @@ def from_fragments(
                     f"{i} on {slot}" + (unreachable_hint([slot]) if have.is_host else "")
                 )
             seen_have, seen_slot, seen_host = have, slot, adapter
-            # what Fragment.__dlpack_device__ would find for plain host memory in slot cpu:k: (1, k)
-            seen_dl = (1, slot.index) if have.kind == "cpu" and slot.kind == "cpu" else None
+            # what Fragment.__dlpack_device__ would find, where known without asking the array
+            # (plain host memory in slot cpu:k: (1, k))
+            seen_dl = slot_dlpack_device(adapter, slot) if have.kind == slot.kind else None
         if explicit_strides:
             _check_strides(frag, adapter, array)
         frags.append(Fragment.of_array(frag, array, adapter.name, rank=rank, adapter=adapter, dl_device=seen_dl))

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .adapters import Adapter
     from .layout import FragmentLayout
 
-__all__ = ["Fragment", "process_rank"]
+__all__ = ["Fragment", "process_rank", "slot_dlpack_device"]
 
 
 def process_rank() -> int:
@@ -35,6 +35,16 @@ _RANK_OF: list[Any] = [None]
 
 
 _CREATE = object()  # guards the constructor
+
+
+def slot_dlpack_device(adapter: "Adapter", device: Device) -> tuple[int, int] | None:
+    """What :meth:`Fragment.__dlpack_device__` reports for an array of ``adapter``'s
+    framework made for slot ``device``, where that is known without asking the
+    array: ``(1, k)`` for host slot ``cpu:k``, else the adapter's
+    :meth:`~dlmg.adapters.Adapter.dlpack_device_on` (``None``: ask the array)."""
+    if device.kind == "cpu":
+        return (1, device.index)
+    return adapter.dlpack_device_on(device)
 
 
 class Fragment:
@@ -343,9 +353,12 @@ class Fragment:
             return self._dl_device
         if not self.is_local or self._array is None:
             raise DLPackError(f"fragment {self.index} cannot be exported here (remote or padded)")
-        pair = self.adapter.dlpack_device(self._array)
-        if pair[0] == 1 and self.device.kind == "cpu":
-            pair = (1, self.device.index)
+        device = self.device  # the array's, or for host memory any host slot
+        pair = None if device.is_host else self.adapter.dlpack_device_on(device)
+        if pair is None:
+            pair = self.adapter.dlpack_device(self._array)
+            if pair[0] == 1 and device.kind == "cpu":
+                pair = (1, device.index)
         self._dl_device = pair
         return pair
 

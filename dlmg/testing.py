@@ -223,7 +223,8 @@ def check_allocation(ctx: ContractContext) -> None:
 
 
 def check_dlpack_roundtrip(ctx: ContractContext) -> None:
-    """export gives a DLPack capsule; from_dlpack of its own array is zero-copy; copy=True copies."""
+    """export, and the exporter a fragment keeps, give DLPack capsules; from_dlpack of its own
+    array is zero-copy; copy=True copies."""
     a = ctx.adapter
     for dtype in ctx.dtypes:
         x = ctx.array((3, 4), dtype)
@@ -240,6 +241,12 @@ def check_dlpack_roundtrip(ctx: ContractContext) -> None:
         z = a.from_dlpack(x, copy=True)
         assert a.data_ptr(z) != a.data_ptr(x), f"from_dlpack(copy=True) of a {dtype} array did not copy"
         ctx.assert_values(z, (3, 4), dtype, f"from_dlpack copy {dtype}")
+    x = ctx.array((3, 4))
+    export = a.exporter(x)  # what a fragment keeps: called with whatever a consumer passes
+    for kwargs in ({}, {"max_version": (1, 0)}, {"stream": None, "max_version": (1, 0)}):
+        cap = export(**kwargs)
+        assert is_capsule(cap), f"exporter(x)(**{kwargs}) gives {cap!r}, not a DLPack capsule"
+        del cap
     try:
         a.from_dlpack(ctx.array((2,)), copy="yes")
     except (ValueError, TypeError):
@@ -492,8 +499,8 @@ def check_native(ctx: ContractContext) -> None:
 
 
 def check_describe_all(ctx: ContractContext) -> None:
-    """describe agrees with the single questions; dlpack_device is the memory's DLPack device;
-    producer hands over the same memory; tracks_gradients is False for new arrays."""
+    """describe agrees with the single questions; dlpack_device is the memory's DLPack device,
+    and what dlpack_device_on declares for the array's device, if anything; producer hands over the same memory; tracks_gradients is False for new arrays."""
     a = ctx.adapter
     x = ctx.array((2, 3))
     d = a.describe(x)
@@ -503,8 +510,16 @@ def check_describe_all(ctx: ContractContext) -> None:
     assert isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(v, int) for v in pair), (
         f"dlpack_device must be a pair of ints, got {pair!r}"
     )
+    own = getattr(x, "__dlpack_device__", None)
+    if own is not None:  # what the array itself says, asked each time
+        assert pair == tuple(int(v) for v in own()), f"dlpack_device {pair} is not the array's {own()}"
+        assert a.dlpack_device(x) == pair, "dlpack_device answers differently when asked again"
     here = Device.from_dlpack(*pair)
     assert here == d.device or (here.is_host and d.device.is_host), f"dlpack_device {pair} is not {d.device}"
+    declared = a.dlpack_device_on(d.device)
+    assert declared is None or declared == pair, (
+        f"dlpack_device_on({d.device}) declares {declared!r}, but the array reports {pair}"
+    )
     p = a.producer(x)
     assert hasattr(p, "__dlpack__"), "producer must give a DLPack producer"
     y = a.from_dlpack(p, copy=False)

@@ -226,3 +226,51 @@ def test_cuda_importer_agrees_with_from_dlpack(producer, consumer, dtype, kind):
     outcome = importer_agrees(adapter, get_adapter(producer), x, dtype, GPU0)
     if outcome == "declined":  # the quick import must exist for CUDA arrays of another framework
         assert adapter.importer(get_adapter(producer), dtype, x.shape) is not None
+
+
+@pytest.mark.parametrize("producer", FRAMEWORKS)
+def test_cuda_fragments_report_and_export_like_their_arrays(producer):
+    """A fragment of a CUDA array reports the array's own DLPack device from the
+    start (wrapped, handed over by ``to()``, or a result), and every consumer takes
+    it without a copy on the first export and on later ones (the kept exporter)."""
+    _need_all()
+    import dlmg
+
+    arrays = [make_producer(producer, "float32", "contiguous")[0] for _ in range(2)]
+    layout = dlmg.Layout.slab((4, 3, 4), 0, ["cuda:0", "cuda:0"])
+    dt = dlmg.from_fragments(arrays, layout)
+    for tensor in (dt, dt.to("torch"), dt.to("cupy"), dt + 1):
+        for frag in tensor.fragments:
+            own = frag.array.__dlpack_device__()
+            assert frag.__dlpack_device__() == (int(own[0]), int(own[1]))
+            for consumer in FRAMEWORKS:
+                a = get_adapter(consumer)
+                for _ in range(2):
+                    if consumer == "jax" and frag.readonly:  # legacy capsules cannot say read-only
+                        with pytest.raises(CopyRequiredError, match="read-only"):
+                            a.from_dlpack(frag, copy=False)
+                        continue
+                    out = a.from_dlpack(frag, copy=False)
+                    assert a.data_ptr(out) == frag.adapter.data_ptr(frag.array), f"{consumer} copied"
+                    assert a.device_of(out) == GPU0
+
+
+def test_torch_cuda_fragment_exports_after_its_tensor_changes():
+    """What the kept exporter of a torch CUDA fragment checks on every export:
+    grad turned on after the first export, and the current device."""
+    _need_all()
+    import cupy as cp
+    import torch
+
+    import dlmg
+
+    t = torch.arange(6, dtype=torch.float32, device="cuda:0")
+    dt = dlmg.from_fragments([t], dlmg.Layout.slab((6,), 0, ["cuda:0"]))
+    frag = dt.fragments[0]
+    assert int(cp.from_dlpack(frag).data.ptr) == t.data_ptr()
+    t.requires_grad_(True)  # torch's own __dlpack__ refuses it now; dlmg exports through detach()
+    with pytest.raises((RuntimeError, BufferError)):
+        t.__dlpack__()
+    assert int(cp.from_dlpack(frag).data.ptr) == t.data_ptr()
+    torch.cuda.set_device(0)
+    assert int(cp.from_dlpack(frag).data.ptr) == t.data_ptr()

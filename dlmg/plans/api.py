@@ -43,6 +43,7 @@ from .endpoints import Endpoint, array_endpoint, full_endpoint, layout_endpoints
 from .execute import Buffer, copy_framework, run_jobs, synchronize
 from .plan import RedistributionPlan, build_plan
 from .rearrange import assembled, retiled, split
+from ..fragment import slot_dlpack_device
 from ..tensor import DistributedTensor, Fragment, process_rank
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -284,7 +285,7 @@ def _finish(frag: "FragmentLayout", buf: Buffer, framework: "Adapter", rank: int
             synchronize([buf])  # the staging framework's queued copies, before another framework reads
             array = framework.from_dlpack(buf.adapter.producer(array), device=device)
         return Fragment.of_array(frag, array, framework.name, rank=rank if rank is not None else process_rank(),
-                                 adapter=framework, dl_device=(1, device.index) if device.kind == "cpu" else None)
+                                 adapter=framework, dl_device=slot_dlpack_device(framework, device))
     if frag.is_strided:
         view = buf.adapter.as_strided(buf.base, frag.shape, frag.strides, 0)
         return Fragment.of_array(frag, view, framework.name, rank=process_rank())
@@ -698,7 +699,7 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
             readonly = readonly and (not frag.size or target.data_ptr(new) == src.data_ptr(array))
         if device is not last_device:  # the import put it on the fragment's device: host
             # memory in slot cpu:k exports as (1, k); a layout's equal devices are one object
-            last_device, dl_device = device, (1, device.index) if device.kind == "cpu" else None
+            last_device, dl_device = device, slot_dlpack_device(target, device)
         out.append(Fragment.of_array(frag.layout, new, name, rank=me, readonly=readonly, adapter=target,
                                      dl_device=dl_device))
     return DistributedTensor._create(dt.layout, out, dt.dtype)
@@ -747,4 +748,4 @@ def _handed_over(frag: Fragment, target: "Adapter", copy: bool | None, me: int) 
     if padded:
         return Fragment.of_memory(frag.layout, new, name, rank=me, readonly=readonly)
     return Fragment.of_array(frag.layout, new, name, rank=me, readonly=readonly, adapter=target,
-                             dl_device=(1, device.index) if device.kind == "cpu" else None)
+                             dl_device=slot_dlpack_device(target, device))
