@@ -324,7 +324,7 @@ class NumpyAdapter(BaseAdapter):
         keyword of the protocol (2.1 and later): an export through a fragment is
         then one Python call more than NumPy's own, not three."""
         self.producer(array)
-        return array.__dlpack__ if _takes_every_keyword(self.module()) else super().exporter(array)
+        return array.__dlpack__ if _takes_every_keyword(self._np()) else super().exporter(array)
 
     def producer(self, array: Any) -> Any:
         """``array`` itself; raises a clear DtypeError first for bfloat16 and the

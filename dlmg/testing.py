@@ -499,8 +499,9 @@ def check_native(ctx: ContractContext) -> None:
 
 
 def check_describe_all(ctx: ContractContext) -> None:
-    """describe agrees with the single questions; dlpack_device is the memory's DLPack device,
-    and what dlpack_device_on declares for the array's device, if anything; producer hands over the same memory; tracks_gradients is False for new arrays."""
+    """describe agrees with the single questions; dlpack_device is the memory's DLPack device
+    (what the array says, and what dlpack_device_on declares for its device, if anything);
+    producer hands over the same memory; tracks_gradients is False for new arrays."""
     a = ctx.adapter
     x = ctx.array((2, 3))
     d = a.describe(x)
