@@ -413,13 +413,14 @@ class CupyAdapter(BaseAdapter):
         return direct_exporter(array, self.export, self._on_current_device)
 
     def _on_current_device(self, array: Any) -> bool:
+        """Whether ``array``'s device is the current one (where its own ``__dlpack__`` will do)."""
         return array.device.id == self.module().cuda.runtime.getDevice()
 
     def producer(self, array: Any) -> Any:
         """``array`` itself when its device is the current one; elsewhere a shim
         exporting through :meth:`export` (which makes it current). The shim's
         device switch cost an import as much as a quarter of its time on an H200."""
-        if array.device.id == self.module().cuda.runtime.getDevice():
+        if self._on_current_device(array):
             return array
         return DLPackShim(array, export=partial(self.export, array))
 
