@@ -410,7 +410,11 @@ class CupyAdapter(BaseAdapter):
     def exporter(self, array: Any) -> Any:
         """The array's own ``__dlpack__`` while its device is the current one (asked
         in every call); :meth:`export`, which makes it current, otherwise."""
-        return direct_exporter(array, self.export, self._on_current_device)
+        current, index = self.module().cuda.runtime.getDevice, array.device.id
+
+        def on_its_device(_: Any) -> bool:
+            return current() == index
+        return direct_exporter(array, self.export, on_its_device)
 
     def _on_current_device(self, array: Any) -> bool:
         """Whether ``array``'s device is the current one (where its own ``__dlpack__`` will do)."""

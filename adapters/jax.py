@@ -38,6 +38,8 @@ Quirks handled here (each has a test in ``tests/test_adapters.py``):
 
 from __future__ import annotations
 
+import functools
+import inspect
 import operator
 from typing import Any
 
@@ -68,10 +70,16 @@ __all__ = ["JaxAdapter"]
 JAX_HOST_ALIGNMENT = 64
 #: DLPack devices of JAX CPU devices, asked per host import (see _host_slot)
 _HOST_SLOTS: dict[Any, tuple[int, int]] = {}
-#: what __dlpack_device__ reports for the arrays of a JAX device and memory kind, asked once each
-_DLPACK_DEVICES: dict[tuple[Any, Any], tuple[int, int]] = {}
-#: dlmg devices of JAX devices, asked per fragment (JAX devices are hashable and live as long as the backend)
+#: dlmg devices of JAX devices (JAX devices are hashable and live as long as the backend)
 _DEVICES: dict[Any, Device] = {}
+#: The dlmg device and what ``__dlpack_device__`` reports, per single-device sharding:
+#: a sharding fixes its device and memory kind, which fix both answers, and looking
+#: it up costs a third of ``devices()`` (JAX works ``__dlpack_device__`` out anew in
+#: every call, at the cost of an export). Asked per fragment.
+_DEVICE_OF_SHARDING: dict[Any, Device] = {}
+_DLPACK_OF_SHARDING: dict[Any, tuple[int, int]] = {}
+#: Shardings kept per table: a program's arrays share a few, a new one per mesh
+_SHARDINGS_KEPT = 1024
 #: JAX devices of dlmg devices, asked per import (found once: JAX's devices are fixed
 #: when its backend starts, and a backend starts before the first one is found)
 _NATIVE: dict[Device, Any] = {}
@@ -110,6 +118,28 @@ def _host_slot(jdev: Any) -> tuple[int, int]:
         ordinal = getattr(jdev, "local_hardware_id", None)
         found = _HOST_SLOTS[jdev] = (1, int(jdev.id if ordinal is None else ordinal))
     return found
+
+
+@functools.cache
+def _takes_every_keyword(cls: type) -> bool:
+    """Whether ``cls.__dlpack__`` takes ``stream``, ``max_version``, ``dl_device`` and
+    ``copy``, as recent JAX's does; read from its signature once per array type."""
+    try:
+        parameters = inspect.signature(cls.__dlpack__).parameters
+    except (TypeError, ValueError):  # no signature to read: take the fallback
+        return False
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return True
+    return {"stream", "max_version", "dl_device", "copy"} <= parameters.keys()
+
+
+def _keep(table: dict[Any, Any], sharding: Any, answer: Any) -> None:
+    """Remember ``answer`` for ``sharding`` in ``table`` (of single-device shardings only)."""
+    if len(sharding.device_set) != 1:
+        return
+    if len(table) >= _SHARDINGS_KEPT:
+        table.clear()
+    table[sharding] = answer
 
 
 class JaxAdapter(BaseAdapter):
@@ -227,8 +257,18 @@ class JaxAdapter(BaseAdapter):
         Raises
         ------
         DeviceError
-            For an array on several devices (use its ``addressable_shards``).
+            For an array on several devices (use its ``addressable_shards``), or
+            one deleted (donated to a computation, or ``delete()``).
         """
+        sharding = array.sharding
+        found = _DEVICE_OF_SHARDING.get(sharding)
+        if found is not None and not array.is_deleted():
+            return found
+        if array.is_deleted():
+            raise DeviceError(
+                f"the JAX array ({array.dtype}{list(array.shape)}) was deleted (donated to a "
+                "computation or deleted): its memory is gone"
+            )
         devices = array.devices()
         if len(devices) != 1:
             raise DeviceError(
@@ -239,18 +279,17 @@ class JaxAdapter(BaseAdapter):
         found = _DEVICES.get(d)
         if found is None:
             found = _DEVICES[d] = self._to_device(d)
+        _keep(_DEVICE_OF_SHARDING, sharding, found)
         return found
 
     def dlpack_device(self, array: Any) -> tuple[int, int]:
-        """``array.__dlpack_device__()``, kept per JAX device and memory kind: JAX works
-        it out anew in every call, from those two alone, at the cost of an export."""
-        devices = array.devices()
-        if len(devices) != 1:  # JAX's own refusal
-            return super().dlpack_device(array)
-        key = (next(iter(devices)), array.sharding.memory_kind)
-        found = _DLPACK_DEVICES.get(key)
+        """``array.__dlpack_device__()``, kept per single-device sharding (see
+        ``_DLPACK_OF_SHARDING``)."""
+        sharding = array.sharding
+        found = _DLPACK_OF_SHARDING.get(sharding)
         if found is None:
-            found = _DLPACK_DEVICES[key] = super().dlpack_device(array)
+            found = super().dlpack_device(array)  # JAX's own refusal for several devices
+            _keep(_DLPACK_OF_SHARDING, sharding, found)
         return found
 
     def strides_of(self, array: Any) -> tuple[int, ...]:
@@ -490,8 +529,10 @@ class JaxAdapter(BaseAdapter):
 
     def exporter(self, array: Any) -> Any:
         """The array's own ``__dlpack__``: a fragment's array lies on one device, so
-        nothing :meth:`export` adds applies (it remains the fallback for an older
-        JAX that refuses a keyword)."""
+        nothing :meth:`export` adds applies. An older JAX, whose ``__dlpack__``
+        lacks some of the protocol's keywords, gets :meth:`export` as the fallback."""
+        if _takes_every_keyword(type(array)):
+            return array.__dlpack__
         return direct_exporter(array, self.export)
 
     # -- streams ----------------------------------------------------------------

@@ -230,6 +230,11 @@ def _cat_as_words(torch: Any, dst: Any, srcs: Sequence[Any]) -> tuple[Any, Seque
         return dst, srcs
 
 
+def _plain(tensor: Any) -> bool:
+    """Whether a host tensor exports as it is: no grad to detach, no lazy conjugate bit."""
+    return not (tensor.requires_grad or tensor.is_conj())
+
+
 def _word_dtype(torch: Any, word: int) -> Any:
     """torch's integer dtype of ``word`` bytes."""
     return getattr(torch, f"int{8 * word}")
@@ -747,12 +752,19 @@ class TorchAdapter(BaseAdapter):
         """The tensor's own ``__dlpack__`` while it works as is (no grad, no lazy
         conjugate bit and, for a CUDA tensor, its device current: asked in every
         call, as each may change); :meth:`export` otherwise."""
-        return direct_exporter(array, self.export, self._exports_as_is)
+        if not array.is_cuda:
+            return direct_exporter(array, self.export, _plain)
+        # what stays true of the tensor is asked once: its device; the current one may change
+        current, index = self.module().cuda.current_device, array.get_device()
+
+        def as_is(tensor: Any) -> bool:
+            return not (tensor.requires_grad or tensor.is_conj()) and current() == index
+        return direct_exporter(array, self.export, as_is)
 
     def _exports_as_is(self, tensor: Any) -> bool:
         """Whether torch's own ``__dlpack__`` of ``tensor`` gives what :meth:`export` would."""
         # is_cuda and get_device() answer without building a torch.device (0.06 against 0.3 us)
-        if tensor.requires_grad or tensor.is_conj():
+        if not _plain(tensor):
             return False
         return not tensor.is_cuda or tensor.get_device() == self.module().cuda.current_device()
 

@@ -317,7 +317,7 @@ class Fragment:
         if export is not None:  # every export after the first: the hot path, one call
             return export(**kwargs)
         if self._array is not None and not self._readonly:
-            export = self._export = self.adapter.exporter(self._array)
+            export = self._export = (self._adapter or self.adapter).exporter(self._array)
             return export(**kwargs)
         if not self.is_local:
             raise DLPackError(f"fragment {self.index} is held by process {self.rank}; it cannot be exported here")
@@ -349,14 +349,17 @@ class Fragment:
         that ``jnp.from_dlpack(fragment)`` lands on JAX's CPU device ``k``,
         zero-copy; NumPy and torch read any CPU id as the host.
         """
-        if self._dl_device is not None:
-            return self._dl_device
-        if not self.is_local or self._array is None:
+        pair = self._dl_device
+        if pair is not None:
+            return pair
+        array = self._array
+        if array is None or not self.is_local:
             raise DLPackError(f"fragment {self.index} cannot be exported here (remote or padded)")
-        device = self.device  # the array's, or for host memory any host slot
-        pair = None if device.is_host else self.adapter.dlpack_device_on(device)
+        device = self.layout.device  # the array's, or for host memory any host slot
+        adapter = self._adapter or self.adapter
+        pair = None if device.is_host else adapter.dlpack_device_on(device)
         if pair is None:
-            pair = self.adapter.dlpack_device(self._array)
+            pair = adapter.dlpack_device(array)
             if pair[0] == 1 and device.kind == "cpu":
                 pair = (1, device.index)
         self._dl_device = pair

@@ -14,7 +14,7 @@ import importlib.util
 import pytest
 
 from dlmg import Device, get_adapter
-from dlmg.errors import CopyRequiredError, DeviceError, DLPackError, DtypeError, FrameworkError
+from dlmg.errors import CopyRequiredError, DeviceError, DLPackError, DtypeError, FragmentError, FrameworkError
 from dlmg.testing import CHECKS, DEFAULT_DTYPES, ContractContext, host_values
 
 np = pytest.importorskip("numpy")
@@ -259,6 +259,69 @@ def test_jax_multi_device_array_cannot_be_one_fragment(jnp):
         J.export(x)
     shard = x.addressable_shards[1].data
     assert J.device_of(shard) == Device("cpu", devs[1].id)
+
+
+def test_jax_answers_kept_per_sharding_stay_right(jnp):
+    """The device and the DLPack device JAX arrays report are kept per single-device
+    sharding: arrays sharing one, one device under another sharding type, and arrays
+    on other devices all get their own answers; a multi-device array is never kept."""
+    import jax
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
+
+    devs = jax.devices("cpu")
+    if len(devs) < 2:
+        pytest.skip("needs several JAX CPU devices")
+    for d in devs[:2]:
+        plain = jax.device_put(jnp.arange(4.0), SingleDeviceSharding(d))
+        named = jax.device_put(jnp.arange(4.0), NamedSharding(Mesh(np.array([d]), ("x",)), PartitionSpec()))
+        for x in (plain, named, plain + 1, named * 2):
+            for _ in range(2):  # first answer, then the kept one
+                assert J.device_of(x) == Device("cpu", d.id)
+                assert J.dlpack_device(x) == tuple(int(v) for v in x.__dlpack_device__())
+    both = jax.device_put(jnp.arange(8.0), NamedSharding(Mesh(np.array(devs[:2]), ("x",)), PartitionSpec("x")))
+    for _ in range(2):
+        with pytest.raises(DeviceError, match="on 2 devices"):
+            J.device_of(both)
+
+
+def test_jax_exporter_is_the_arrays_own_where_it_takes_every_keyword(jnp):
+    """A JAX fragment keeps the array's own bound ``__dlpack__`` when its signature
+    takes the protocol's four keywords; a producer class without them (an older
+    JAX's) is read as such, and its exports go through the full export."""
+    from dlmg.adapters.jax import _takes_every_keyword
+
+    x = jnp.arange(4.0)
+    assert _takes_every_keyword(type(x))
+    assert J.exporter(x) == x.__dlpack__
+
+    class Older:  # the signature of a producer before the 2023 keywords
+        def __dlpack__(self, stream=None):
+            return None
+
+    class Open:
+        def __dlpack__(self, **kwargs):
+            return None
+
+    assert not _takes_every_keyword(Older)
+    assert _takes_every_keyword(Open)
+
+
+def test_deleted_jax_array_is_refused_by_name(jnp):
+    """A deleted (or donated) JAX array has no memory to wrap: from_fragments names
+    the fragment, also when arrays of its sharding were wrapped before."""
+    import dlmg
+    import jax
+
+    d = jax.devices("cpu")[0]
+    lay = dlmg.Layout.slab((8,), axis=0, devices=["cpu:0", "cpu:0"])
+    alive = [jax.device_put(jnp.arange(4.0), d) for _ in range(2)]
+    dlmg.from_fragments(alive, lay)  # the sharding's answers are now kept
+    gone = jax.device_put(jnp.arange(4.0), d)
+    gone.delete()
+    with pytest.raises(FragmentError, match=r"fragment 1: .*JAX array .*deleted"):
+        dlmg.from_fragments([alive[0], gone], lay)
+    with pytest.raises(DeviceError, match="deleted"):
+        J.device_of(gone)
 
 
 def test_jax_has_no_views_and_is_immutable(jnp):
