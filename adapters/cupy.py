@@ -160,8 +160,8 @@ class CupyAdapter(BaseAdapter):
 
     # -- describing -----------------------------------------------------------
     def device_of(self, array: Any) -> Device:
-        """``cuda:i`` with ``i = array.device.id``."""
-        index = array.device.id
+        """``cuda:i`` with ``i`` the device of the array's memory."""
+        index = array.data.device_id  # without making a cupy.cuda.Device (0.12 against 0.28 us)
         found = _CUDA_DEVICES.get(index)  # asked per fragment per copy: made once per GPU
         if found is None:
             found = _CUDA_DEVICES[index] = Device("cuda", int(index))
@@ -410,7 +410,7 @@ class CupyAdapter(BaseAdapter):
     def exporter(self, array: Any) -> Any:
         """The array's own ``__dlpack__`` while its device is the current one (asked
         in every call); :meth:`export`, which makes it current, otherwise."""
-        current, index = self.module().cuda.runtime.getDevice, array.device.id
+        current, index = self.module().cuda.runtime.getDevice, array.data.device_id
 
         def on_its_device(_: Any) -> bool:
             return current() == index
@@ -418,7 +418,7 @@ class CupyAdapter(BaseAdapter):
 
     def _on_current_device(self, array: Any) -> bool:
         """Whether ``array``'s device is the current one (where its own ``__dlpack__`` will do)."""
-        return array.device.id == self.module().cuda.runtime.getDevice()
+        return array.data.device_id == self.module().cuda.runtime.getDevice()
 
     def producer(self, array: Any) -> Any:
         """``array`` itself when its device is the current one; elsewhere a shim

@@ -262,9 +262,9 @@ def test_jax_multi_device_array_cannot_be_one_fragment(jnp):
 
 
 def test_jax_answers_kept_per_sharding_stay_right(jnp):
-    """The device and the DLPack device JAX arrays report are kept per single-device
-    sharding: arrays sharing one, one device under another sharding type, and arrays
-    on other devices all get their own answers; a multi-device array is never kept."""
+    """The DLPack device JAX arrays report is kept per single-device sharding: arrays
+    sharing one, one device under another sharding type, and arrays on other devices
+    all get their own answers (and devices); a multi-device array is never kept."""
     import jax
     from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
 
