@@ -183,6 +183,15 @@ class CupyAdapter(BaseAdapter):
         """``array.data.ptr``."""
         return int(array.data.ptr)
 
+    def shares_memory(self, a: Any, b: Any) -> bool:
+        """``cupy.may_share_memory``: the bounds check in CuPy's compiled code,
+        conservative as the default's. Asked for every fragment and operand of a
+        result: a fused ``a * b + c`` over 8 fragments of 32 MiB took 490-530 us
+        of host time on an H200 host with the default's Python reading of
+        shapes, strides and pointers, 310-390 us with this (the 8 ``cupy.fuse``
+        calls alone 130-160 us), and its device work 370 us."""
+        return a is b or bool(self.module().may_share_memory(a, b))
+
     def supports(self, device: Device) -> bool:
         """``cuda:i`` for the GPUs CuPy sees."""
         if device.kind != "cuda":
