@@ -212,3 +212,49 @@ def test_padded_fragments_are_refused_by_name_on_every_path():
     dt = dlmg.from_pointers(lay, [m.data_ptr() for m in memory], "float64", owner=memory).to("torch")
     with pytest.raises(FragmentError, match="fragment 0 lies in padded blocks"):
         dlmg.fuse(lambda x: x * 2)(dt)
+
+
+@pytest.mark.parametrize("compile", [True, False])
+def test_results_run_fragment_by_fragment_are_new_arrays_of_the_fragment_shape(compile):
+    # one fragment per device runs one kernel per fragment: a compiled kernel is
+    # checked on its first call and, where it returned its operand, copies on every
+    # later call; a wrong shape is refused on every call
+    need("torch")
+    one = Layout((3, 6), block=(3, 6), grid=(1, 1), devices=["cpu"])
+    (a, _, _), (da, _, _) = operands(one, "torch")
+    for fn in (lambda v, s: v, lambda v, s: v[...]):
+        f = dlmg.fuse(fn, compile=compile)
+        for _ in range(3):
+            got = f(da, 0.5)
+            assert not set(data_ptrs(got)) & set(data_ptrs(da))
+            np.testing.assert_array_equal(gathered(got), a)
+    wrong = dlmg.fuse(lambda v: v[:1], compile=compile)
+    for _ in range(2):
+        with pytest.raises(FragmentError, match=r"shape \(1, 6\) for fragment 0, whose shape is \(3, 6\)"):
+            wrong(da)
+
+
+def test_jax_fragments_on_their_own_devices_are_checked_per_signature():
+    # JAX fragments each on their own CPU device run jax.jit per fragment
+    layout = jax_layout()
+    (a, b, _), (da, db, _) = operands(layout, "jax")
+    f = dlmg.fuse(lambda x, y: x * y)
+    for _ in range(2):
+        np.testing.assert_allclose(gathered(f(da, db)), a * b, rtol=1e-6)
+    assert set(f.compilers.values()) == {"jax.jit"}
+    wrong = dlmg.fuse(lambda v: v[:1])
+    for _ in range(2):
+        with pytest.raises(FragmentError, match=r"shape \(1, 6\) for fragment 0, whose shape is \(3, 6\)"):
+            wrong(da)
+
+
+def test_an_eager_function_is_checked_on_every_call():
+    # plain Python may return its operand on one call and not on another: NumPy's
+    # eager kernel is checked every time, so the result never shares the operand's memory
+    (a, _, _), (da, _, _) = operands(LAYOUT, "numpy")
+    f = dlmg.fuse(lambda v, s: v[...] if s > 0 else v + 1)  # a view of v, or new memory
+    first = f(da, -1.0)
+    np.testing.assert_allclose(gathered(first), a + 1)
+    again = f(da, 1.0)  # same signature: the kernel that made new arrays now returns a view
+    assert not set(data_ptrs(again)) & set(data_ptrs(da))
+    np.testing.assert_array_equal(gathered(again), a)

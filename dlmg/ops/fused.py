@@ -182,8 +182,38 @@ class FusedFunction:
             kernel = self._kernels[key] = _Kernel(call, compiler, eager)
         return kernel
 
-    def _per_fragment(self, xp: Any, *args: Any) -> Any:
-        return self._kernel(xp, args)(*args)
+    def _fresh_result(
+        self, xp: Any, args: tuple[Any, ...], lead_at: int, arrays_at: Sequence[int], lead_frags: Sequence[Any]
+    ) -> Any:
+        """The kernel's result for one fragment, of the fragment's shape and in new
+        memory (a copy where it shares the memory of a fragment operand, at
+        ``arrays_at`` in ``args``, or is read-only). A compiled
+        kernel is checked on its first call only, as :meth:`_checked` does for
+        batched ones (the traced function fixes both for its signature); an eager
+        one on every call (plain Python may answer differently per call)."""
+        kernel = self._kernel(xp, args)
+        result = kernel(*args)
+        if kernel.checked and not kernel.aliases:
+            return result
+        if not hasattr(result, "shape"):  # a Python scalar from an eager function
+            result = xp.asarray(result)
+        lead = args[lead_at]
+        if tuple(result.shape) != tuple(lead.shape):
+            index = next(f.index for f in lead_frags if f._array is lead)
+            self._check_shape(result, index, tuple(lead.shape))
+        fresh = result
+        adapter = adapter_for(result)
+        if adapter.mutable:
+            shares = adapter.is_readonly(result)
+            for k in arrays_at:  # a loop: cheaper than any() on a generator here
+                if shares:
+                    break
+                shares = result is args[k] or adapter.shares_memory(result, args[k])
+            if shares:
+                fresh = xp.asarray(result, copy=True)
+        if not kernel.compiler.startswith("eager"):
+            kernel.checked, kernel.aliases = True, fresh is not result
+        return fresh
 
     def _batched_kernel(self, adapter: Any, device: Device, key: tuple[Any, ...], width: int) -> _Kernel:
         """One kernel over all of a device's fragments: ``fn`` traced over the list of them
@@ -327,17 +357,15 @@ class FusedFunction:
             return built
         lead_frags = operands[lead_at].fragments
         by_array = {id(lead_frags[i].array): r for i, r in done.items()}
+        arrays_at = [k for k, op in enumerate(operands) if is_distributed(op)]
 
         def run(xp: Any, *args: Any) -> Any:
             found = by_array.pop(id(args[lead_at]), None)
-            return found if found is not None else self._per_fragment(xp, *args)
+            return found if found is not None else self._fresh_result(xp, args, lead_at, arrays_at, lead_frags)
 
-        result = map_fragments(run, operands, name=self._name, out=out)
+        # results are checked here (shape, memory), so dispatch checks identity only
+        result = map_fragments(run, operands, name=self._name, out=out, new_arrays=True)
         assert result is not None
-        if out is None:
-            for frag in result.fragments:
-                if frag.is_local:
-                    self._check_shape(frag.array, frag.index, frag.layout.shape)
         return result
 
     def _check_shape(self, result: Any, index: int, want: tuple[int, ...]) -> None:
