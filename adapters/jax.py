@@ -138,15 +138,6 @@ def _takes_every_keyword(cls: Any) -> bool:
 _EVERY_KEYWORD: dict[Any, bool] = {}
 
 
-def _keep(table: dict[Any, Any], sharding: Any, answer: Any) -> None:
-    """Remember ``answer`` for ``sharding`` in ``table``, for single-device shardings only."""
-    if len(sharding.device_set) != 1:
-        return
-    if len(table) >= _SHARDINGS_KEPT:
-        table.clear()
-    table[sharding] = answer
-
-
 class JaxAdapter(BaseAdapter):
     """Adapter for single-device ``jax.Array`` (immutable)."""
 
@@ -292,7 +283,10 @@ class JaxAdapter(BaseAdapter):
         found = _DLPACK_OF_SHARDING.get(sharding)
         if found is None:
             found = super().dlpack_device(array)  # JAX's own refusal for several devices
-            _keep(_DLPACK_OF_SHARDING, sharding, found)
+            if len(sharding.device_set) == 1:
+                if len(_DLPACK_OF_SHARDING) >= _SHARDINGS_KEPT:
+                    _DLPACK_OF_SHARDING.clear()
+                _DLPACK_OF_SHARDING[sharding] = found
         return found
 
     def strides_of(self, array: Any) -> tuple[int, ...]:

@@ -766,7 +766,7 @@ class TorchAdapter(BaseAdapter):
         current, index = _current_device(self.module()), array.get_device()
 
         def as_is(tensor: Any) -> bool:
-            return not (tensor.requires_grad or tensor.is_conj()) and current() == index
+            return _plain(tensor) and current() == index
         return direct_exporter(array, self.export, as_is)
 
     def _exports_as_is(self, tensor: Any) -> bool:

@@ -147,19 +147,18 @@ def _collect(operands: Sequence[Any], name: str, check: bool) -> _Operands:
     return _Operands(lead, args, tensors, zero_d, others)
 
 
-def _fresh(result: Any, call: list[Any], positions: Sequence[int], ex: Executor) -> Any:
-    """``result``, or a writable copy of it where it shares memory with an
-    operand's fragment (torch returns ``self`` from ``+t``, ``t.conj()`` of
-    real tensors; NumPy ``real`` of a real array) or is read-only (NumPy's
-    ``imag`` of a real array): new tensors never alias their inputs and can
-    be written."""
-    adapter = ex.adapter
+def _fresh(result: Any, call: Sequence[Any], positions: Sequence[int], adapter: Any, xp: Any) -> Any:
+    """``result``, or a writable copy of it (through ``xp``, the namespace of
+    ``adapter``'s framework) where it shares memory with an operand's fragment
+    (torch returns ``self`` from ``+t``, ``t.conj()`` of real tensors; NumPy
+    ``real`` of a real array) or is read-only (NumPy's ``imag`` of a real
+    array): new tensors never alias their inputs and can be written."""
     for position in positions:
         arg = call[position]
         if result is arg or adapter.shares_memory(result, arg):
-            return ex.xp.asarray(result, copy=True)
+            return xp.asarray(result, copy=True)
     if adapter.is_readonly(result):
-        return ex.xp.asarray(result, copy=True)
+        return xp.asarray(result, copy=True)
     return result
 
 
@@ -303,7 +302,7 @@ def _run(
                             break
                 elif hasattr(result, "__dlpack__"):
                     try:
-                        results[i] = _fresh(result, call, positions, ex)
+                        results[i] = _fresh(result, call, positions, ex.adapter, ex.xp)
                     except Exception as exc:
                         raise _fail(f"{name} (copying a result that shares its input's memory)", i, ex, exc) from exc
     finally:

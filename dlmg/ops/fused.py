@@ -201,16 +201,8 @@ class FusedFunction:
         if tuple(result.shape) != tuple(lead.shape):
             index = next(f.index for f in lead_frags if f._array is lead)
             self._check_shape(result, index, tuple(lead.shape))
-        fresh = result
         adapter = adapter_for(result)
-        if adapter.mutable:
-            shares = adapter.is_readonly(result)
-            for k in arrays_at:  # a loop: cheaper than any() on a generator here
-                if shares:
-                    break
-                shares = result is args[k] or adapter.shares_memory(result, args[k])
-            if shares:
-                fresh = xp.asarray(result, copy=True)
+        fresh = _fresh(result, args, arrays_at, adapter, xp) if adapter.mutable else result
         if not kernel.compiler.startswith("eager"):
             kernel.checked, kernel.aliases = True, fresh is not result
         return fresh
@@ -291,7 +283,8 @@ class FusedFunction:
         for k, (i, result) in enumerate(zip(indices, results)):
             self._check_shape(result, i, layout.fragments[i].shape)
             ex = placed.executors[i]
-            fresh = _fresh(result, flat[k * width:(k + 1) * width], positions, ex) if ex.adapter.mutable else result
+            call = flat[k * width:(k + 1) * width]
+            fresh = _fresh(result, call, positions, ex.adapter, ex.xp) if ex.adapter.mutable else result
             kernel.aliases = kernel.aliases or fresh is not result
             out.append(fresh)
         kernel.checked = True
