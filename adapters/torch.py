@@ -102,6 +102,34 @@ def _compiler_missing(device: Device) -> str:
         return "" if found else "torch.compile needs a C++ compiler for the host"
     return f"torch.compile has no backend dlmg trusts for {device.kind}"
 
+class _CombinedFirst:
+    """A ``torch.compile`` kernel built with inductor's combo kernels, falling back
+    to the plain build where that one fails.
+
+    Combo kernels launch the independent kernels of one graph (one per
+    fragment, when a device's fragments run as one compiled call) as a single
+    kernel: on an H200, ``a * b + c`` over 8 CUDA fragments of 32 MiB took 264
+    against 279 us per call, with 91 against 164 us of host time (one array of
+    256 MiB: 258 us). Inductor calls them experimental, so a build they break
+    is retried once without them, and that build is kept from then on.
+    """
+
+    __slots__ = ("call", "plain")
+
+    def __init__(self, call: Any, plain: Any) -> None:
+        self.call = call
+        self.plain = plain  # makes the plain build; None once it replaced the combined one
+
+    def __call__(self, *args: Any) -> Any:
+        try:
+            return self.call(*args)
+        except Exception:  # noqa: BLE001 - retried once without combo kernels
+            if self.plain is None:
+                raise
+            self.call, self.plain = self.plain(), None
+            return self.call(*args)
+
+
 _TORCH_TO_KIND = {"cpu": "cpu", "cuda": "cuda", "mps": "metal", "xpu": "oneapi"}
 _KIND_TO_TORCH = {v: k for k, v in _TORCH_TO_KIND.items()}
 _DEVICES: dict[Any, Device] = {}
@@ -837,4 +865,13 @@ class TorchAdapter(BaseAdapter):
         missing = _compiler_missing(device)
         if missing:
             return kernel, f"eager ({missing})"
-        return self.module().compile(kernel), "torch.compile"
+        torch = self.module()
+        if device.kind != "cuda":
+            return torch.compile(kernel), "torch.compile"
+
+        def plain_kernel(*args: Any) -> Any:  # its own code object: dynamo keeps compiled code per code object
+            return fn(xp, *args)
+
+        plain_kernel.__name__ = kernel.__name__
+        combined = torch.compile(kernel, options={"combo_kernels": True})
+        return _CombinedFirst(combined, lambda: torch.compile(plain_kernel)), "torch.compile"

@@ -166,6 +166,35 @@ def test_torch_compile_builds_one_kernel_for_the_host():
     assert f.cache_size == 1
 
 
+def test_torch_cuda_kernels_retry_a_failed_combo_build_without_it_once():
+    # CUDA kernels are built with inductor's (experimental) combo kernels first; a
+    # build that fails with them is made again without, and that one is kept
+    need("torch")
+    from dlmg.adapters.torch import _CombinedFirst
+
+    builds = []
+
+    def combined(*args):
+        raise RuntimeError("combo kernel codegen failed")
+
+    def plain_build():
+        builds.append(1)
+        return lambda x, y: x * y
+
+    kernel = _CombinedFirst(combined, plain_build)
+    assert kernel(3, 4) == 12 and kernel(5, 6) == 30
+    assert builds == [1] and kernel.plain is None
+
+    def wrong(x, y):
+        raise ValueError("the user's own error")
+
+    failing = _CombinedFirst(wrong, lambda: wrong)
+    with pytest.raises(ValueError, match="user's own"):
+        failing(1, 2)  # the plain build raises it too: it reaches the caller
+    with pytest.raises(ValueError, match="user's own"):
+        failing(1, 2)  # and is not retried again
+
+
 def test_fragments_of_one_device_run_as_one_compiled_call():
     # three fragments on one host device, of two shapes: one batched jax.jit call
     # (one kernel); per fragment it would be two kernels, one per shape
