@@ -166,6 +166,14 @@ def test_torch_compile_builds_one_kernel_for_the_host():
     assert f.cache_size == 1
 
 
+def test_a_call_without_a_distributed_tensor_says_so():
+    f = dlmg.fuse(lambda x, y: x + y)
+    with pytest.raises(TypeError, match=r"fuse\(<lambda>\) needs at least one distributed tensor operand"):
+        f(1, 2.0)
+    with pytest.raises(TypeError, match="needs at least one distributed tensor"):
+        dlmg.fuse(lambda x: x, compile=False)(3)
+
+
 def test_torch_cuda_kernels_retry_a_failed_combo_build_without_it_once():
     # CUDA kernels are built with inductor's (experimental) combo kernels first; a
     # build that fails with them is made again without, and that one is kept

@@ -235,22 +235,42 @@ class FusedFunction:
         position among the operands, the results by fragment index, and whether
         they are every local fragment's (then nothing is left to run one by one).
         """
-        lead_at = next(k for k, op in enumerate(operands) if is_distributed(op))
-        if not self.compile or not all(is_distributed(op) or isinstance(op, SCALAR_TYPES) for op in operands):
+        lead_at = -1
+        batchable = self.compile
+        for k, op in enumerate(operands):  # plain loops: this runs for every JAX operator
+            if is_distributed(op):
+                if lead_at < 0:
+                    lead_at = k
+            elif not isinstance(op, SCALAR_TYPES):
+                batchable = False
+        if lead_at < 0:
+            raise TypeError(f"{self._name} needs at least one distributed tensor operand")
+        if not batchable:
             return lead_at, {}, False
         lead = operands[lead_at]
         placed = placement(lead)
-        groups = _device_groups(placed, lead.layout)
+        groups = placed.groups
+        if groups is None:
+            groups = _device_groups(placed, lead.layout)
         if not groups:
             return lead_at, {}, False
-        tensors = [op for op in operands if is_distributed(op)]
+        tensors = []
+        columns: list[Any] = []  # per operand: its fragment arrays, or the scalar itself
+        dtypes = []
         mixed = False  # whether an operand's fragment is of another framework than the lead's
-        for op in tensors[1:]:
-            check_same_layout(self._name, lead, op)
-            mixed = mixed or placement(op).frameworks != placed.frameworks
-        # per operand: its fragment arrays, or the scalar itself
-        columns = [[f._array for f in op.fragments] if is_distributed(op) else op for op in operands]
-        dtypes = tuple(op.dtype if is_distributed(op) else type(op) for op in operands)
+        for op in operands:
+            if isinstance(op, SCALAR_TYPES):
+                columns.append(op)
+                dtypes.append(type(op))
+                continue
+            if op is not lead:
+                check_same_layout(self._name, lead, op)
+                other = placement(op)
+                mixed = mixed or (other.groups is not groups and other.frameworks != placed.frameworks)
+            tensors.append(op)
+            columns.append([f._array for f in op.fragments])
+            dtypes.append(op.dtype)
+        key_dtypes = tuple(dtypes)
         width = len(operands)
         found: dict[int, Any] = {}
         for adapter, device, indices, shapes in groups:
@@ -261,7 +281,7 @@ class FusedFunction:
                     continue
                 shapes = tuple(lead.layout.fragments[i].shape for i in indices)
             flat = [col[i] if type(col) is list else col for i in indices for col in columns]
-            kernel = self._batched_kernel(adapter, device, (shapes, dtypes), width)
+            kernel = self._batched_kernel(adapter, device, (shapes, key_dtypes), width)
             context = adapter.device_context(device)
             if context is None:
                 results = kernel(*flat)
