@@ -536,19 +536,21 @@ class Adapter:
         """
         if not self.mutable:
             return False
-        ranges = []
-        for array in (a, b):
-            shape = self.shape_of(array)
-            if not all(shape):
-                return False
-            strides = self.strides_of(array)
-            itemsize = info(self.dtype_of(array)).itemsize
-            start = self.data_ptr(array)
-            low = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0) * itemsize
-            high = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) * itemsize + itemsize
-            ranges.append((start + low, start + high))
-        (a0, a1), (b0, b1) = ranges
-        return a0 < b1 and b0 < a1
+        first, second = self.memory_range(a), self.memory_range(b)
+        return first is not None and second is not None and first[0] < second[1] and second[0] < first[1]
+
+    def memory_range(self, array: Any) -> tuple[int, int] | None:
+        """The bytes ``[start, end)`` that ``array``'s elements span, from its data
+        pointer, shape and strides (``None`` when it has no elements)."""
+        shape = self.shape_of(array)
+        if not all(shape):
+            return None
+        strides = self.strides_of(array)
+        itemsize = info(self.dtype_of(array)).itemsize
+        start = self.data_ptr(array)
+        low = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0) * itemsize
+        high = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) * itemsize + itemsize
+        return start + low, start + high
 
     # -- compiling --------------------------------------------------------------
     #: Whether :meth:`compile_elementwise` can trace a function over a list of

@@ -148,6 +148,25 @@ class Fragment:
         return self
 
     @classmethod
+    def of_result(cls, layout: "FragmentLayout", array: Any, framework: str, adapter: "Adapter") -> "Fragment":
+        """A fragment held as ``array``, a new array of dlmg's own work (an
+        operation's output, of the local shape, on the layout's rank; not memory
+        handed on from a read-only source)."""
+        # what _set does, written out: results of every operation make one per fragment
+        self = object.__new__(cls)
+        self._readonly = False
+        self.index = layout.index
+        self.layout = layout
+        self.framework = framework
+        self.rank = layout.rank
+        self._array = array
+        self._memory = None
+        self._adapter = adapter
+        self._dl_device = None
+        self._export = None
+        return self
+
+    @classmethod
     def of_memory(
         cls, layout: "FragmentLayout", memory: Any, framework: str, *, rank: int | None = None, readonly: bool = False
     ) -> "Fragment":

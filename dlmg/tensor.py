@@ -121,7 +121,7 @@ class DistributedTensor:
                 continue
             if type(array) is not last_type:  # results of one operation share a type
                 adapter, last_type = adapter_for(array), type(array)
-            frags.append(Fragment.of_array(frag, array, adapter.name, adapter=adapter))
+            frags.append(Fragment.of_result(frag, array, adapter.name, adapter))
         if dtype is None:
             first = next((f for f in frags if f._array is not None), None)
             dtype = first.adapter.dtype_of(first._array) if first is not None else "float32"

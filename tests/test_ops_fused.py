@@ -238,6 +238,43 @@ def test_results_run_as_one_call_are_new_arrays_of_the_fragment_shape(compile):
         dlmg.fuse(lambda v: v[:1], compile=compile)(da)
 
 
+def test_results_of_another_framework_keep_their_own_placement():
+    # a function jax.jit refuses (it converts to NumPy) runs eagerly over the list of
+    # a device's fragments and returns NumPy arrays: later operations run in NumPy
+    layout = dlmg.Layout.slab((12, 6), axis=0, devices=["cpu"] * 4)
+    x = data(layout.shape, seed=6)
+    f = dlmg.fuse(lambda v: np.asarray(v) + 1)
+    for _ in range(2):
+        got = f(build(x, layout, "jax"))
+        assert got.frameworks == ("numpy",)
+        assert set(f.compilers.values()) == {next(iter(f.compilers.values()))}
+        assert next(iter(f.compilers.values())).startswith("eager (jax.jit failed")
+        later = got * 3
+        assert later.frameworks == ("numpy",)
+        np.testing.assert_allclose(gathered(later), (x + 1) * 3, rtol=1e-6)
+
+
+@pytest.mark.slow
+def test_torch_compiled_results_of_numpy_are_checked_and_kept_as_numpy():
+    # torch.compile traces NumPy code and hands NumPy arrays back; a view of the
+    # fragment's memory is copied, new NumPy results stay NumPy with their own placement
+    need("torch")
+    (a, _, _), (da, _, _) = operands(LAYOUT, "torch")
+    view = dlmg.fuse(lambda v: v.numpy())
+    doubled = dlmg.fuse(lambda v: v.numpy() * 2)
+    for _ in range(2):
+        got = view(da)
+        assert not set(data_ptrs(got)) & set(data_ptrs(da))
+        np.testing.assert_array_equal(gathered(got), a)
+        twice = doubled(da)
+        assert twice.frameworks == ("numpy",)
+        later = twice + 1
+        assert later.frameworks == ("numpy",)
+        np.testing.assert_allclose(gathered(later), a * 2 + 1, rtol=1e-6)
+        same = dlmg.map_fragments(lambda v: v[...], twice)  # a view: copied by NumPy's rules
+        assert not set(data_ptrs(same)) & set(data_ptrs(twice))
+
+
 def test_padded_fragments_are_refused_by_name_on_every_path():
     # blocks apart in memory are no array a compiler can take: the per-fragment
     # path says so, whether or not the framework batches a device's fragments

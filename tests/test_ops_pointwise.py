@@ -493,6 +493,25 @@ def test_map_fragments_rejects_results_of_another_shape():
         dlmg.map_fragments(lambda p: p[:1], a)
 
 
+def test_map_fragments_results_of_another_framework_are_new_memory():
+    # t.numpy() of a torch fragment is a NumPy view of the fragment's memory: the
+    # result is copied (in the fragment's framework), while a NumPy result in new
+    # memory is kept as it is
+    need("torch")
+    layout = Layout((12, 6), block=(3, 6), grid=(4, 1), devices=["cpu"] * 4)
+    x = data(layout.shape, seed=5)
+    dt = build(x, layout, "torch")
+    viewed = dlmg.map_fragments(lambda v: v.numpy(), dt)
+    assert viewed.frameworks == ("torch",)
+    assert not set(data_ptrs(viewed)) & set(data_ptrs(dt))
+    np.testing.assert_array_equal(gathered(viewed), x)
+    doubled = dlmg.map_fragments(lambda v: v.numpy() * 2, dt)
+    assert doubled.frameworks == ("numpy",)
+    tripled = doubled * 3  # runs in NumPy, its fragments' framework
+    assert tripled.frameworks == ("numpy",)
+    np.testing.assert_allclose(gathered(tripled), x * 6, rtol=1e-6)
+
+
 def test_a_failure_names_fragment_device_and_framework():
     need("torch", "jax")
     layout = Layout.slab((6,), 0, ["cpu:0", "cpu:1", "cpu:2"])

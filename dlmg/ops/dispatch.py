@@ -152,14 +152,31 @@ def _fresh(result: Any, call: Sequence[Any], positions: Sequence[int], adapter: 
     ``adapter``'s framework) where it shares memory with an operand's fragment
     (torch returns ``self`` from ``+t``, ``t.conj()`` of real tensors; NumPy
     ``real`` of a real array) or is read-only (NumPy's ``imag`` of a real
-    array): new tensors never alias their inputs and can be written."""
+    array): new tensors never alias their inputs and can be written.
+
+    ``adapter`` is the framework of the operands' fragments; a result of another
+    framework (``t.numpy()`` of a torch fragment) is compared by the byte ranges
+    each framework reports, and a copy of it is made in the operands' one."""
+    owner = adapter
     for position in positions:
         arg = call[position]
-        if result is arg or adapter.shares_memory(result, arg):
+        if result is arg:
             return xp.asarray(result, copy=True)
-    if adapter.is_readonly(result):
+        if type(result) is type(arg):
+            shared = adapter.shares_memory(result, arg)
+        else:
+            owner = adapter_for(result)
+            shared = _overlap(owner.memory_range(result), adapter_for(arg).memory_range(arg))
+        if shared:
+            return xp.asarray(result, copy=True)
+    if owner.is_readonly(result):
         return xp.asarray(result, copy=True)
     return result
+
+
+def _overlap(first: tuple[int, int] | None, second: tuple[int, int] | None) -> bool:
+    """Whether two byte ranges of :meth:`~dlmg.adapters.Adapter.memory_range` meet."""
+    return first is not None and second is not None and first[0] < second[1] and second[0] < first[1]
 
 
 class _Placement:
@@ -167,7 +184,8 @@ class _Placement:
     each and every fragment's framework. Computed once per fragments tuple and
     kept on the tensor (results of an operation inherit their lead's)."""
 
-    __slots__ = ("fragments", "indices", "executors", "frameworks", "by_device", "groups", "lists", "mutable", "dense")
+    __slots__ = ("fragments", "indices", "executors", "frameworks", "by_device", "groups", "lists", "batched",
+                 "mutable", "dense")
 
     def __init__(self, tensor: "DistributedTensor") -> None:
         frags = tensor.fragments
@@ -184,6 +202,7 @@ class _Placement:
         self.by_device: Any = None  # the local fragments by framework and device, found when first asked
         self.groups: Any = None  # what dlmg.fuse runs as one call per device, found when first asked
         self.lists: Any = None  # what operators run as list operations on, found when first asked
+        self.batched: bool | None = None  # whether operators run as one compiled call per device, when asked
 
 
 def placement(tensor: "DistributedTensor") -> _Placement:
@@ -208,16 +227,17 @@ def local_groups(placed: _Placement) -> tuple[tuple[Any, Any, tuple[int, ...]], 
     return groups
 
 
-def _inherit(result: "DistributedTensor", lead: _Placement) -> None:
-    """Give a result built fragment by fragment from ``lead``'s executors its placement."""
+def _inherit(result: "DistributedTensor", lead: _Placement, same_frameworks: bool = False) -> None:
+    """Give a result built fragment by fragment from ``lead``'s executors its placement
+    (``same_frameworks``: the caller knows every fragment is of the lead's framework)."""
     frags = result.fragments
-    if len(frags) == len(lead.fragments) and all(
+    if same_frameworks or (len(frags) == len(lead.fragments) and all(
         f.framework == fw for f, fw in zip(frags, lead.frameworks)
-    ):
+    )):
         placed = _Placement.__new__(_Placement)
         placed.fragments, placed.indices = frags, lead.indices
         placed.executors, placed.frameworks, placed.groups = lead.executors, lead.frameworks, lead.groups
-        placed.by_device, placed.lists = lead.by_device, lead.lists
+        placed.by_device, placed.lists, placed.batched = lead.by_device, lead.lists, lead.batched
         placed.mutable = lead.mutable
         placed.dense = True  # results are arrays
         result.__dict__["_placement"] = placed

@@ -80,18 +80,21 @@ def batches_operators(tensor: "DistributedTensor") -> bool:
     local fragment in a device group of a framework that batches operators
     (:attr:`~dlmg.adapters.Adapter.batches_operators`)."""
     placed = placement(tensor)
-    groups = _device_groups(placed, tensor.layout)
-    return (
-        bool(groups)
-        and sum(len(g[2]) for g in groups) == len(placed.indices)
-        and all(g[0].batches_operators for g in groups)
-    )
+    found = placed.batched  # asked by every operator: kept on the placement, which results inherit
+    if found is None:
+        groups = _device_groups(placed, tensor.layout)
+        found = placed.batched = (
+            bool(groups)
+            and sum(len(g[2]) for g in groups) == len(placed.indices)
+            and all(g[0].batches_operators for g in groups)
+        )
+    return found
 
 
 class _Kernel:
     """One compiled kernel, with its eager fallback decided on the first call."""
 
-    __slots__ = ("call", "compiler", "eager", "tried", "checked", "aliases")
+    __slots__ = ("call", "compiler", "eager", "tried", "checked", "aliases", "foreign")
 
     def __init__(self, call: Callable[..., Any], compiler: str, eager: Callable[..., Any]) -> None:
         self.call = call
@@ -103,6 +106,9 @@ class _Kernel:
         # an operand then (so every later call copies such results).
         self.checked = False
         self.aliases = False
+        # whether a result was an array of another framework than its lead fragment's
+        # (torch.compile hands NumPy results back as NumPy arrays)
+        self.foreign = False
 
     def __call__(self, *args: Any) -> Any:
         if self.tried:
@@ -224,7 +230,7 @@ class FusedFunction:
             kernel = self._kernels[key] = _Kernel(call, compiler, lambda *flat: batch(xp, *flat))
         return kernel
 
-    def _run_batched(self, operands: tuple[Any, ...]) -> tuple[int, dict[int, Any], bool]:
+    def _run_batched(self, operands: tuple[Any, ...]) -> tuple[int, dict[int, Any], bool, bool]:
         """Results of the lead's local fragments computed one compiled call per device.
 
         Only where the owner's compiler traces lists (``Adapter.batches_elementwise``),
@@ -232,8 +238,10 @@ class FusedFunction:
         operand's fragment there is of the lead's framework, and the other operands
         are Python scalars: one compiled call then pays the compiler's per-call
         host cost once for all of the device's fragments. Returns the lead's
-        position among the operands, the results by fragment index, and whether
-        they are every local fragment's (then nothing is left to run one by one).
+        position among the operands, the results by fragment index, whether
+        they are every local fragment's (then nothing is left to run one by one),
+        and whether compiled kernels whose results were found to be arrays of
+        their lead fragments' framework made them all.
         """
         lead_at = -1
         batchable = self.compile
@@ -246,14 +254,14 @@ class FusedFunction:
         if lead_at < 0:
             raise TypeError(f"{self._name} needs at least one distributed tensor operand")
         if not batchable:
-            return lead_at, {}, False
+            return lead_at, {}, False, False
         lead = operands[lead_at]
         placed = placement(lead)
         groups = placed.groups
         if groups is None:
             groups = _device_groups(placed, lead.layout)
         if not groups:
-            return lead_at, {}, False
+            return lead_at, {}, False, False
         tensors = []
         columns: list[Any] = []  # per operand: its fragment arrays, or the scalar itself
         dtypes = []
@@ -273,6 +281,7 @@ class FusedFunction:
         key_dtypes = tuple(dtypes)
         width = len(operands)
         found: dict[int, Any] = {}
+        compiled = True
         for adapter, device, indices, shapes in groups:
             if mixed:
                 indices = tuple(i for i in indices if all(op.fragments[i].framework == placed.frameworks[i]
@@ -292,13 +301,16 @@ class FusedFunction:
                 arrays_at = [k for k, op in enumerate(operands) if is_distributed(op)]
                 results = self._checked(kernel, results, indices, flat, width, arrays_at, placed, lead.layout)
             found.update(zip(indices, results))
-        return lead_at, found, len(found) == len(placed.indices)
+            compiled = compiled and kernel.checked and not kernel.foreign
+        return lead_at, found, len(found) == len(placed.indices), compiled
 
     def _checked(self, kernel: _Kernel, results: list[Any], indices: Sequence[int], flat: list[Any],
                  width: int, positions: Sequence[int], placed: Any, layout: Any) -> list[Any]:
         """The results with their shapes checked, and copied where they share the
         memory of an array operand (at ``positions`` in each call): results are
-        new arrays, as eager operations' are."""
+        new arrays, as eager operations' are. A compiled kernel is checked on its
+        first call (the traced function fixes what it returns), an eager one on
+        every call."""
         out = []
         for k, (i, result) in enumerate(zip(indices, results)):
             self._check_shape(result, i, layout.fragments[i].shape)
@@ -306,8 +318,9 @@ class FusedFunction:
             call = flat[k * width:(k + 1) * width]
             fresh = _fresh(result, call, positions, ex.adapter, ex.xp) if ex.adapter.mutable else result
             kernel.aliases = kernel.aliases or fresh is not result
+            kernel.foreign = kernel.foreign or adapter_for(fresh).name != placed.frameworks[i]
             out.append(fresh)
-        kernel.checked = True
+        kernel.checked = not kernel.compiler.startswith("eager")
         return out
 
     @property
@@ -362,11 +375,11 @@ class FusedFunction:
             if lead is None:
                 raise TypeError(f"{self._name} needs at least one distributed tensor operand")
             check_same_layout(self._name, lead, out)
-        lead_at, done, whole = self._run_batched(operands)
+        lead_at, done, whole, compiled = self._run_batched(operands)
         if whole and out is None:
             lead = operands[lead_at]
             built = new_tensor([done.get(i) for i in range(lead.layout.nfragments)], lead.layout.dense)
-            _inherit(built, placement(lead))
+            _inherit(built, placement(lead), same_frameworks=compiled)
             return built
         lead_frags = operands[lead_at].fragments
         by_array = {id(lead_frags[i].array): r for i, r in done.items()}
