@@ -225,7 +225,7 @@ def from_fragments(
             seen_dl = slot_dlpack_device(adapter, slot) if have.kind == slot.kind else None
         if explicit_strides:
             _check_strides(frag, adapter, array)
-        frags.append(Fragment.of_array(frag, array, adapter.name, rank=rank, adapter=adapter, dl_device=seen_dl))
+        frags.append(Fragment.of_result(frag, array, adapter.name, adapter, False, seen_dl))  # rank: the layout's
     if want is None:
         raise FragmentError("from_fragments: this process holds no fragment; pass dtype= to name the element type")
     return DistributedTensor._create(layout, frags, want)

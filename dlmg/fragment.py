@@ -148,13 +148,23 @@ class Fragment:
         return self
 
     @classmethod
-    def of_result(cls, layout: "FragmentLayout", array: Any, framework: str, adapter: "Adapter") -> "Fragment":
-        """A fragment held as ``array``, a new array of dlmg's own work (an
-        operation's output, of the local shape, on the layout's rank; not memory
-        handed on from a read-only source)."""
-        # what _set does, written out: results of every operation make one per fragment
+    def of_result(
+        cls,
+        layout: "FragmentLayout",
+        array: Any,
+        framework: str,
+        adapter: "Adapter",
+        readonly: bool = False,
+        dl_device: tuple[int, int] | None = None,
+    ) -> "Fragment":
+        """A fragment held as ``array``, an array of dlmg's own making (an
+        operation's output, a hand-over to another framework) of the local shape,
+        on the layout's rank (``readonly``: memory handed on from a read-only
+        source; ``dl_device``: its DLPack device where known)."""
+        # what _set does, written out and called positionally: every operation and
+        # every to() makes one per fragment
         self = object.__new__(cls)
-        self._readonly = False
+        self._readonly = readonly
         self.index = layout.index
         self.layout = layout
         self.framework = framework
@@ -162,7 +172,7 @@ class Fragment:
         self._array = array
         self._memory = None
         self._adapter = adapter
-        self._dl_device = None
+        self._dl_device = dl_device
         self._export = None
         return self
 

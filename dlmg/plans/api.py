@@ -700,8 +700,7 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
         if device is not last_device:  # the import put it on the fragment's device: host
             # memory in slot cpu:k exports as (1, k); a layout's equal devices are one object
             last_device, dl_device = device, slot_dlpack_device(target, device)
-        out.append(Fragment.of_array(frag.layout, new, name, rank=me, readonly=readonly, adapter=target,
-                                     dl_device=dl_device))
+        out.append(Fragment.of_result(frag.layout, new, name, target, readonly, dl_device))  # frag.rank is me
     return DistributedTensor._create(dt.layout, out, dt.dtype)
 
 
