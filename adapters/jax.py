@@ -296,15 +296,18 @@ class JaxAdapter(BaseAdapter):
         the transposed layout (zero-copy), which this reports.
         """
         shape = self.shape_of(array)
-        order = None
-        fmt = getattr(array, "format", None)
-        layout = getattr(fmt, "layout", None)
-        order = getattr(layout, "major_to_minor", None)
-        if order is None or len(order) != len(shape):
+        minor_first: tuple[int, ...] | None
+        try:  # the buffer's own layout: 0.23 against 1.5 us through ``format``, which builds a Format
+            minor_first = tuple(array._pjrt_layout._xla_layout().minor_to_major())
+        except Exception:  # noqa: BLE001 - another JAX, or a deleted array: the public way
+            fmt = getattr(array, "format", None)
+            order = getattr(getattr(fmt, "layout", None), "major_to_minor", None)
+            minor_first = None if order is None else tuple(reversed(tuple(order)))
+        if minor_first is None or len(minor_first) != len(shape):
             return c_strides(shape)
         strides = [0] * len(shape)
         acc = 1
-        for mode in reversed(tuple(order)):
+        for mode in minor_first:
             strides[mode] = acc
             acc *= max(shape[mode], 1)
         return tuple(strides)

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .._shapes import c_strides
 from ..device import Device, as_device
-from ..tensor import DistributedTensor, Fragment, process_rank
+from ..tensor import DistributedTensor, Fragment
 from .plan import Copy, RedistributionPlan, concatenation, contiguous
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -133,7 +133,7 @@ def split(array: Any, a: "Adapter", plan: RedistributionPlan, layout: "Layout", 
     """The scatter of ``array`` (an array of ``a``, a framework without views, on
     ``device``) over ``layout``, made by ``a`` itself where every fragment lies on
     ``device``; ``None`` otherwise. ``plan`` is the scatter's copy plan."""
-    if any(d != device for d in layout.devices):
+    if _only_device(layout) != device:
         return None
     arrays: list[Any] | None = None
     grid = grid_geometry(layout)
@@ -145,22 +145,34 @@ def split(array: Any, a: "Adapter", plan: RedistributionPlan, layout: "Layout", 
     return None if arrays is None else _tensor(arrays, a, layout, device, dtype)
 
 
+def _only_device(layout: "Layout") -> Device | None:
+    """The one device holding every fragment of ``layout``, or ``None`` (found once per layout)."""
+    memo = layout.__dict__
+    if "_only_device" not in memo:
+        devices = set(layout.devices)
+        memo["_only_device"] = next(iter(devices)) if len(devices) == 1 else None
+    return memo["_only_device"]  # type: ignore[no-any-return]
+
+
 def _tensor(arrays: list[Any], a: "Adapter", layout: "Layout", device: Device, dtype: str) -> DistributedTensor:
-    """The tensor of ``layout`` whose fragments are ``arrays``, arrays of ``a`` on ``device``."""
-    me = process_rank()
+    """The tensor of ``layout`` (all of whose fragments are this process's) whose
+    fragments are ``arrays``, arrays of ``a`` on ``device``."""
     dl_device = (1, device.index) if device.kind == "cpu" else None
-    out = [Fragment.of_array(frag, part, a.name, rank=me, adapter=a, dl_device=dl_device)
-           for frag, part in zip(layout.fragments, arrays)]
+    name = a.name
+    out = [Fragment.of_result(frag, part, name, a, False, dl_device) for frag, part in zip(layout.fragments, arrays)]
     return DistributedTensor._create(layout, out, dtype)
 
 
 def _decomposed(array: Any, a: "Adapter", layout: "Layout", grid: tuple[Any, ...]) -> list[Any] | None:
     """The fragments of a regular grid cut from ``array`` by :meth:`Adapter.decompose`, in fragment order."""
-    order, stacked, axes = grid
-    permuted = tuple(stacked[p] for p in axes)
-    back = tuple(sorted(range(len(axes)), key=lambda p: axes[p]))  # the inverse permutation
-    local = layout.fragments[0].shape
-    parts = a.decompose(array, permuted, back, math.prod(layout.grid), local)
+    order = grid[0]
+    memo = layout.__dict__
+    if "_decomposition" not in memo:
+        _, stacked, axes = grid
+        permuted = tuple(stacked[p] for p in axes)
+        back = tuple(sorted(range(len(axes)), key=lambda p: axes[p]))  # the inverse permutation
+        memo["_decomposition"] = (permuted, back, math.prod(layout.grid), layout.fragments[0].shape)
+    parts = a.decompose(array, *memo["_decomposition"])
     if parts is None:
         return None
     out: list[Any] = [None] * len(order)
