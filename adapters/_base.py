@@ -23,6 +23,7 @@ from contextlib import AbstractContextManager
 from typing import Any, ClassVar, NamedTuple, Sequence
 
 from dlmg.device import Device
+from dlmg.dlpack.bounds import ranges_meet, strided_extent
 from dlmg.dtypes import canonical, info
 from dlmg.errors import DtypeError, FrameworkNotInstalledError
 
@@ -536,8 +537,7 @@ class Adapter:
         """
         if not self.mutable:
             return False
-        first, second = self.memory_range(a), self.memory_range(b)
-        return first is not None and second is not None and first[0] < second[1] and second[0] < first[1]
+        return ranges_meet(self.memory_range(a), self.memory_range(b))
 
     def memory_range(self, array: Any) -> tuple[int, int] | None:
         """The bytes ``[start, end)`` that ``array``'s elements span, from its data
@@ -545,12 +545,10 @@ class Adapter:
         shape = self.shape_of(array)
         if not all(shape):
             return None
-        strides = self.strides_of(array)
         itemsize = info(self.dtype_of(array)).itemsize
         start = self.data_ptr(array)
-        low = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0) * itemsize
-        high = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) * itemsize + itemsize
-        return start + low, start + high
+        low, high = strided_extent(shape, self.strides_of(array))
+        return start + low * itemsize, start + (high + 1) * itemsize
 
     # -- compiling --------------------------------------------------------------
     #: Whether :meth:`compile_elementwise` can trace a function over a list of

@@ -164,3 +164,30 @@ def test_real_arrays_still_pass():
 def test_from_pointers_refuses_impossible_addresses(framework, pointer, error):
     with pytest.raises(error, match="address space|no memory can hold"):
         dlmg.from_pointers(dlmg.Layout((8,), devices=["cpu"]), [pointer], "float64", framework=framework)
+
+
+from hypothesis import given, strategies as st  # noqa: E402 - the property tests below only
+
+
+@given(st.integers(0, 40), st.integers(0, 12), st.integers(0, 40), st.integers(0, 12))
+def test_byte_ranges_meet_exactly_when_they_share_a_byte(a, n, b, m):
+    first, second = (a, a + n), (b, b + m)
+    shared = bool(set(range(a, a + n)) & set(range(b, b + m)))
+    assert bounds.ranges_meet(first, second) == shared == bounds.ranges_meet(second, first)
+    assert not bounds.ranges_meet(None, second) and not bounds.ranges_meet(first, None)
+
+
+@given(st.lists(st.tuples(st.integers(1, 4), st.sampled_from([-3, -2, -1, 1, 2, 3])), min_size=1, max_size=3),
+       st.sampled_from(["uint8", "int16", "float32", "float64"]))
+def test_an_arrays_memory_range_is_its_byte_bounds(modes, dtype):
+    # the byte range compared for aliasing across frameworks: NumPy views with
+    # gaps and negative steps, against NumPy's own byte_bounds
+    from numpy.lib.array_utils import byte_bounds
+
+    from dlmg.registry import get_adapter
+
+    shape = tuple(n for n, _ in modes)
+    base = np.zeros(tuple(n * abs(step) for n, step in modes), dtype=dtype)
+    view = base[tuple(slice(None, None, step) for _, step in modes)]
+    assert get_adapter("numpy").memory_range(view) == byte_bounds(view)
+    assert view.shape == shape

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 from ..errors import DLPackError
 
-__all__ = ["INT64_LIMIT", "ADDRESS_LIMIT", "host_address_limit", "strided_extent", "check_metadata"]
+__all__ = ["INT64_LIMIT", "ADDRESS_LIMIT", "host_address_limit", "strided_extent", "ranges_meet", "check_metadata"]
 
 #: The first value outside int64 (``2**63``): no byte count or offset reaches it.
 INT64_LIMIT = 1 << 63
@@ -77,6 +77,11 @@ def strided_extent(shape: Sequence[int], strides: Sequence[int]) -> tuple[int, i
         else:
             high += reach
     return low, high
+
+
+def ranges_meet(first: tuple[int, int] | None, second: tuple[int, int] | None) -> bool:
+    """Whether two half-open byte ranges ``[start, end)`` share a byte (``None``: no bytes)."""
+    return first is not None and second is not None and max(first[0], second[0]) < min(first[1], second[1])
 
 
 def _fail(field: str, value: object, why: str) -> DLPackError:

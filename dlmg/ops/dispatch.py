@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._transfer import synchronize_arrays
+from ..dlpack.bounds import ranges_meet
 from ..errors import LayoutMismatchError
 from ..registry import DEFAULT_FRAMEWORK, adapter_for, adapter_names, get_adapter
 from ._executor import Executor, _fail, executor, move_array
@@ -166,17 +167,13 @@ def _fresh(result: Any, call: Sequence[Any], positions: Sequence[int], adapter: 
             shared = adapter.shares_memory(result, arg)
         else:
             owner = adapter_for(result)
-            shared = _overlap(owner.memory_range(result), adapter_for(arg).memory_range(arg))
+            shared = ranges_meet(owner.memory_range(result), adapter_for(arg).memory_range(arg))
         if shared:
             return xp.asarray(result, copy=True)
     if owner.is_readonly(result):
         return xp.asarray(result, copy=True)
     return result
 
-
-def _overlap(first: tuple[int, int] | None, second: tuple[int, int] | None) -> bool:
-    """Whether two byte ranges of :meth:`~dlmg.adapters.Adapter.memory_range` meet."""
-    return first is not None and second is not None and first[0] < second[1] and second[0] < first[1]
 
 
 class _Placement:
