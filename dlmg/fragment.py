@@ -157,10 +157,10 @@ class Fragment:
         readonly: bool = False,
         dl_device: tuple[int, int] | None = None,
     ) -> "Fragment":
-        """A fragment held as ``array``, an array of dlmg's own making (an
-        operation's output, a hand-over to another framework) of the local shape,
-        on the layout's rank (``readonly``: memory handed on from a read-only
-        source; ``dl_device``: its DLPack device where known)."""
+        """A fragment held as ``array``, known to fit ``layout`` (an operation's
+        output, a hand-over to another framework, an array ``from_fragments``
+        checked), on the layout's rank (``readonly``: memory handed on from a
+        read-only source; ``dl_device``: its DLPack device where known)."""
         # what _set does, written out and called positionally: every operation and
         # every to() makes one per fragment
         self = object.__new__(cls)
