@@ -102,6 +102,7 @@ def _compiler_missing(device: Device) -> str:
         return "" if found else "torch.compile needs a C++ compiler for the host"
     return f"torch.compile has no backend dlmg trusts for {device.kind}"
 
+
 class _CombinedFirst:
     """A ``torch.compile`` kernel built with inductor's combo kernels, falling back
     to the plain build where that one fails.

@@ -175,7 +175,6 @@ def _fresh(result: Any, call: Sequence[Any], positions: Sequence[int], adapter: 
     return result
 
 
-
 class _Placement:
     """Where a tensor's fragments run: its local fragment indices, the executor of
     each and every fragment's framework. Computed once per fragments tuple and

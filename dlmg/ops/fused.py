@@ -207,7 +207,7 @@ class FusedFunction:
         if tuple(result.shape) != tuple(lead.shape):
             index = next(f.index for f in lead_frags if f._array is lead)
             self._check_shape(result, index, tuple(lead.shape))
-        adapter = adapter_for(result)
+        adapter = adapter_for(lead)  # the operands' framework, as _checked and dispatch take it
         fresh = _fresh(result, args, arrays_at, adapter, xp) if adapter.mutable else result
         if not kernel.compiler.startswith("eager"):
             kernel.checked, kernel.aliases = True, fresh is not result
