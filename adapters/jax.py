@@ -118,6 +118,94 @@ def _host_slot(jdev: Any) -> tuple[int, int]:
     return found
 
 
+def _find_jaxlib_call(name: str) -> Any:
+    """jaxlib's ``name`` where this jaxlib's calls have the signatures known here
+    (extension version 467 and later); ``None`` elsewhere, or without it."""
+    try:
+        from jax._src.lib import _jax, jaxlib_extension_version
+    except ImportError:
+        return None
+    found = getattr(_jax, name, None)
+    if not callable(found) or not isinstance(jaxlib_extension_version, int) or jaxlib_extension_version < 467:
+        return None
+    return found
+
+
+#: jaxlib's DLPack import, ``dlpack_managed_tensor_to_buffer(capsule, device, stream,
+#: copy, dlpack_device_type)``: the call ``jax.dlpack.from_dlpack`` ends in. Looked up
+#: on first use; set to ``None`` if a call ever refuses its arguments (a jaxlib with
+#: another signature): ``jax.dlpack.from_dlpack`` imports from then on.
+_BUFFER_IMPORT: list[Any] = []
+#: jaxlib's DLPack export, ``buffer_to_dlpack_managed_tensor(array, stream=...)``: the
+#: call ``jax.Array.__dlpack__`` ends in (kept as :data:`_BUFFER_IMPORT` is).
+_BUFFER_EXPORT: list[Any] = []
+
+
+def _buffer_import() -> Any:
+    """jaxlib's DLPack import (:data:`_BUFFER_IMPORT`), looked up once (``None``: none usable)."""
+    if not _BUFFER_IMPORT:
+        _BUFFER_IMPORT.append(_find_jaxlib_call("dlpack_managed_tensor_to_buffer"))
+    return _BUFFER_IMPORT[0]
+
+
+def _buffer_export() -> Any:
+    """jaxlib's DLPack export (:data:`_BUFFER_EXPORT`), looked up once (``None``: none usable)."""
+    if not _BUFFER_EXPORT:
+        _BUFFER_EXPORT.append(_find_jaxlib_call("buffer_to_dlpack_managed_tensor"))
+    return _BUFFER_EXPORT[0]
+
+
+#: The oldest DLPack a consumer may name in ``max_version`` for JAX's capsules
+_OLDEST_DLPACK = (0, 5)
+
+
+def _quick_exporter(array: Any, own: Any) -> Any:
+    """An export of single-device array ``array`` through jaxlib's DLPack export,
+    as ``array.__dlpack__`` makes it after its checks, for what a consumer asks
+    of an array where it lies: a stream and a DLPack version JAX has (a legacy
+    capsule, JAX's only kind). ``own(**keywords)`` (the array's own export)
+    takes the rest: another device, a copy, unknown keywords. ``None`` where
+    jaxlib's export is not usable or ``array`` is no single-device array.
+
+    ``jax.Array.__dlpack__`` cost 2.4 us against 0.46 us for jaxlib's call on
+    the 2-core CPU, most of it finding the array's one device in Python."""
+    if _buffer_export() is None:
+        return None
+    try:
+        if len(array.devices()) != 1:
+            return None
+        shard = array.addressable_data(0)
+    except Exception:  # noqa: BLE001 - no jax.Array after all, or a deleted one: its own export says why
+        return None
+
+    def export(**keywords: Any) -> Any:
+        make = _BUFFER_EXPORT[0]
+        if make is not None and (
+            keywords.keys() <= {"stream", "max_version", "dl_device", "copy"}
+            and keywords.get("dl_device") is None and not keywords.get("copy")
+        ):
+            version = keywords.get("max_version")
+            if version is None or tuple(version) >= _OLDEST_DLPACK:
+                try:
+                    return make(shard, stream=keywords.get("stream"))
+                except TypeError:  # another signature after all: the array's own export from now on
+                    _BUFFER_EXPORT[0] = None
+        return own(**keywords)
+
+    return export
+
+
+def _ready_stream(jdev: Any) -> Any:
+    """The stream a producer makes its work ready on for JAX device ``jdev``, as
+    ``jax.dlpack.from_dlpack`` asks it (``None`` where the device has none)."""
+    try:
+        return jdev.get_stream_for_external_ready_events()
+    except RuntimeError as err:  # JaxRuntimeError
+        if "UNIMPLEMENTED" in str(err):
+            return None
+        raise
+
+
 def _takes_every_keyword(cls: Any) -> bool:
     """Whether ``cls.__dlpack__`` takes ``stream``, ``max_version``, ``dl_device`` and
     ``copy``, as recent JAX's does; read from its signature once per array type."""
@@ -436,10 +524,18 @@ class JaxAdapter(BaseAdapter):
         return out
 
     def importer(self, source: Any, dtype: str, shape: tuple[int, ...]) -> Any:
-        """Arrays of another known framework, imported by ``jax.dlpack.from_dlpack``
-        of the source's producer without :meth:`from_dlpack`'s description of
-        each (see :meth:`Adapter.importer`); host memory is named as the target
-        CPU device's, as :meth:`from_dlpack` does. JAX itself refuses what it
+        """Arrays of another known framework, imported without
+        :meth:`from_dlpack`'s description of each (see :meth:`Adapter.importer`).
+
+        Where this jaxlib's DLPack import has the signature known here
+        (:func:`_buffer_import`), the capsule goes to it directly, as
+        ``jax.dlpack.from_dlpack`` does after its checks (which
+        ``dt.to("jax")`` has made once per tensor): host memory is taken in
+        onto the target CPU device, device memory with JAX's stream for
+        external producers. That is 6.4 against 35 us per array on the 2-core
+        CPU. Elsewhere ``jax.dlpack.from_dlpack`` imports the source's
+        producer, host memory named as the target CPU device's, as
+        :meth:`from_dlpack` does. Either way JAX itself refuses what it
         cannot take as it is (strides that are no transposition, read-only
         producers) and copies unaligned host buffers, as with ``copy=None``.
         ``None`` for the 64-bit types while ``jax_enable_x64`` is off and for
@@ -452,13 +548,31 @@ class JaxAdapter(BaseAdapter):
         except DtypeError:
             return None
         take, producer, place = self.module().dlpack.from_dlpack, source.producer, self.native_device
+        _buffer_import()  # looked up before the first import (take_in reads the kept answer)
 
-        def take_in(array: Any, device: Device) -> Any:
-            jdev = place(device)
+        def through_jax(array: Any, device: Device, jdev: Any) -> Any:
             obj = producer(array)
             if device.kind == "cpu":
                 obj = DLPackShim(obj, device=_host_slot(jdev))
-            out = take(obj, device=jdev, copy=None)
+            return take(obj, device=jdev, copy=None)
+
+        def take_in(array: Any, device: Device) -> Any:
+            jdev = place(device)
+            direct = _BUFFER_IMPORT[0]
+            if direct is None:
+                out = through_jax(array, device, jdev)
+            else:
+                obj = producer(array)
+                if device.kind == "cpu":  # host memory lands on the slot's CPU device, zero-copy
+                    kind, stream = 1, None
+                else:
+                    kind, stream = obj.__dlpack_device__()[0], _ready_stream(jdev)
+                capsule = obj.__dlpack__(stream=stream)
+                try:
+                    out = direct(capsule, jdev, stream, None, kind)
+                except TypeError:  # another signature after all: the public way from now on
+                    _BUFFER_IMPORT[0] = None
+                    out = through_jax(array, device, jdev)
             return out if out.dtype == want else None  # never a narrowed array
 
         return take_in
@@ -530,10 +644,11 @@ class JaxAdapter(BaseAdapter):
     def exporter(self, array: Any) -> Any:
         """The array's own ``__dlpack__``: a fragment's array lies on one device, so
         nothing :meth:`export` adds applies. An older JAX, whose ``__dlpack__``
-        lacks some of the protocol's keywords, gets :meth:`export` as the fallback."""
-        if _takes_every_keyword(type(array)):
-            return array.__dlpack__
-        return direct_exporter(array, self.export)
+        lacks some of the protocol's keywords, gets :meth:`export` as the fallback.
+        What a consumer asks of the array where it lies goes to jaxlib's export
+        directly, where this jaxlib has it (:func:`_quick_exporter`)."""
+        own = array.__dlpack__ if _takes_every_keyword(type(array)) else direct_exporter(array, self.export)
+        return _quick_exporter(array, own) or own
 
     # -- streams ----------------------------------------------------------------
     def synchronize(self, device: Device | None = None) -> None:

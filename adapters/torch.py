@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 from functools import partial
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Callable
 
 import numpy
 
@@ -267,6 +267,60 @@ def _current_device(torch: Any) -> Any:
     return getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
 
 
+#: torch's own capsule makers of ``Tensor.__dlpack__`` and its current-stream query
+#: (``_to_dlpack``, ``_to_dlpack_versioned``, ``_cuda_getCurrentRawStream``), found once;
+#: ``None`` where this torch lacks one or runs on ROCm
+_CAPSULE_MAKERS: list[Any] = []
+
+
+def _capsule_makers(torch: Any) -> Any:
+    if not _CAPSULE_MAKERS:
+        found = None
+        if torch.version.hip is None:
+            names = ("_to_dlpack", "_to_dlpack_versioned", "_cuda_getCurrentRawStream")
+            calls = tuple(getattr(torch._C, name, None) for name in names)
+            if all(callable(call) for call in calls):
+                found = calls
+        _CAPSULE_MAKERS.append(found)
+    return _CAPSULE_MAKERS[0]
+
+
+def _same_stream_export(
+    torch: Any, tensor: Any, index: int, slow: Callable[..., Any], *, stream: Any = -1, max_version: Any = None,
+    dl_device: Any = None, copy: Any = None,
+) -> Any:
+    """Export CUDA tensor ``tensor`` (of type ``torch.Tensor`` itself, on device
+    ``index``) as ``Tensor.__dlpack__`` does, making the capsule without its
+    Python checks where nothing is left to order: the tensor plain and on the
+    current device, and the consumer's stream torch's current one there
+    (``None`` and ``1`` name the legacy default stream, as in ``__dlpack__``).
+    Anything else, another stream included, goes to ``slow(**keywords)``,
+    which orders the streams or refuses.
+
+    On an H200 host ``Tensor.__dlpack__`` cost about 12 us a call, most of it
+    finding streams and devices in Python; a consumer's import of a torch
+    array is mostly that.
+    """
+    legacy, versioned, raw_stream = _CAPSULE_MAKERS[0]
+    if (
+        tensor.requires_grad or tensor.is_conj() or _current_device(torch)() != index
+        or copy or (dl_device is not None and tuple(dl_device) != (2, index))
+        or (type(stream) is not int and stream is not None) or stream in (0, 2)  # (torch refuses 0 and 2)
+        or (stream != -1 and (0 if stream is None or stream == 1 else stream) != raw_stream(index))
+    ):
+        return slow(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+    return versioned(tensor) if max_version is not None and max_version[0] >= 1 else legacy(tensor)
+
+
+def _quick_export(torch: Any, tensor: Any, slow: Callable[..., Any]) -> Callable[..., Any] | None:
+    """:func:`_same_stream_export` bound to CUDA tensor ``tensor`` (``slow`` for the
+    rest), or ``None`` where it does not apply (a subclass of ``torch.Tensor``,
+    whose ``__dlpack__`` may differ; a torch without the capsule makers)."""
+    if type(tensor) is not torch.Tensor or _capsule_makers(torch) is None:
+        return None
+    return partial(_same_stream_export, torch, tensor, tensor.get_device(), slow)
+
+
 def _plain(tensor: Any) -> bool:
     """Whether a host tensor exports as it is: no grad to detach, no lazy conjugate bit."""
     return not (tensor.requires_grad or tensor.is_conj())
@@ -391,6 +445,14 @@ def _result_dtype(torch: Any, operation: Any, x: Any, y: Any) -> Any:
         meta_y = torch.empty(y.shape, dtype=y.dtype, device="meta") if tensor else y
         found = _RESULT_DTYPES[key] = operation(meta_x, meta_y).dtype
     return found
+
+
+def _consumer_stream(torch: Any, index: int) -> int:
+    """The stream torch names to a CUDA producer on device ``index`` in
+    ``torch.from_dlpack``: its current stream there, ``1`` for the legacy default
+    stream (which the array API numbers 1, not 0)."""
+    handle = torch.cuda.current_stream(index).cuda_stream
+    return 1 if handle == 0 else handle
 
 
 class TorchAdapter(BaseAdapter):
@@ -618,9 +680,11 @@ class TorchAdapter(BaseAdapter):
         """Arrays of another known framework, imported without :meth:`from_dlpack`'s
         description of each (see :meth:`Adapter.importer`): host memory as
         ``torch.from_dlpack`` of the source's capsule (writable NumPy arrays by
-        ``torch.from_numpy``), CUDA memory as ``torch.from_dlpack`` of the
-        source's producer, which keeps the stream handshake. ``None`` for
-        shapes torch cannot hold and for producers of no known framework.
+        ``torch.from_numpy``), CUDA memory likewise, the capsule asked with the
+        stream ``torch.from_dlpack`` would pass (:func:`_consumer_stream`: the
+        current stream of the array's device, 1 for the legacy default one),
+        so that the producer's queued work is ordered before torch's. ``None``
+        for shapes torch cannot hold and for producers of no known framework.
         """
         if not other_known_framework(self, source):
             return None
@@ -645,7 +709,13 @@ class TorchAdapter(BaseAdapter):
                     return from_numpy(array)
                 return take(export(array, max_version=(1, 0)))
             if device.kind == "cuda" and cuda:
-                return take(producer(array))
+                stream = _consumer_stream(torch, device.index)
+                obj = producer(array)
+                try:
+                    capsule = obj.__dlpack__(stream=stream, max_version=(1, 0))
+                except TypeError:  # a producer of the legacy protocol only
+                    capsule = obj.__dlpack__(stream=stream)
+                return take(capsule)
             return None
 
         return take_in
@@ -788,15 +858,19 @@ class TorchAdapter(BaseAdapter):
     def exporter(self, array: Any) -> Any:
         """The tensor's own ``__dlpack__`` while it works as is (no grad, no lazy
         conjugate bit and, for a CUDA tensor, its device current: asked in every
-        call, as each may change); :meth:`export` otherwise."""
+        call, as each may change); :meth:`export` otherwise. A CUDA
+        ``torch.Tensor`` whose consumer names torch's current stream gets its
+        capsule without ``__dlpack__``'s Python (:func:`_same_stream_export`)."""
         if not array.is_cuda:
             return direct_exporter(array, self.export, _plain)
         # what stays true of the tensor is asked once: its device; the current one may change
-        current, index = _current_device(self.module()), array.get_device()
+        torch = self.module()
+        current, index = _current_device(torch), array.get_device()
 
         def as_is(tensor: Any) -> bool:
             return _plain(tensor) and current() == index
-        return direct_exporter(array, self.export, as_is)
+        slow = direct_exporter(array, self.export, as_is)
+        return _quick_export(torch, array, slow) or slow
 
     def _exports_as_is(self, tensor: Any) -> bool:
         """Whether torch's own ``__dlpack__`` of ``tensor`` gives what :meth:`export` would."""
@@ -820,6 +894,10 @@ class TorchAdapter(BaseAdapter):
         the current CUDA device, without grad or the lazy conjugate bit); else a
         shim exporting through :meth:`export`."""
         if self._exports_as_is(array):
+            if array.is_cuda:  # a consumer on torch's current stream then skips __dlpack__'s Python
+                quick = _quick_export(self.module(), array, array.__dlpack__)
+                if quick is not None:
+                    return DLPackShim(array, export=quick)
             return array
         return DLPackShim(array, export=partial(self.export, array))
 

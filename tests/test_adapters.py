@@ -284,15 +284,70 @@ def test_jax_answers_kept_per_sharding_stay_right(jnp):
             J.device_of(both)
 
 
-def test_jax_exporter_is_the_arrays_own_where_it_takes_every_keyword(jnp):
-    """A JAX fragment keeps the array's own bound ``__dlpack__`` when its signature
-    takes the protocol's four keywords; a producer class without them (an older
-    JAX's) is read as such, and its exports go through the full export."""
-    from dlmg.adapters.jax import _takes_every_keyword
+def test_jax_exporter_goes_through_jaxlib_for_what_the_array_gives_as_it_is(jnp):
+    """A JAX fragment's exporter hands what a consumer asks of the array where it
+    lies (a stream, a DLPack version) to jaxlib's export directly, where this
+    jaxlib has it, and everything else (a copy, another device, a version JAX
+    lacks) to the array's own ``__dlpack__``."""
+    import jax
+    import torch
+
+    from dlmg.adapters import jax as jax_adapter
 
     x = jnp.arange(4.0)
-    assert _takes_every_keyword(type(x))
-    assert J.exporter(x) == x.__dlpack__
+    export = J.exporter(x)
+    if jax_adapter._buffer_export() is None:
+        assert export == x.__dlpack__
+        return
+    assert export != x.__dlpack__
+    for keywords in ({}, {"stream": None}, {"stream": None, "max_version": (1, 0)},
+                     {"stream": None, "max_version": (1, 0), "dl_device": None, "copy": False}):
+        assert torch.from_dlpack(export(**keywords)).data_ptr() == x.unsafe_buffer_pointer()
+    copied = torch.from_dlpack(export(stream=None, copy=True))  # only the array's own export copies
+    assert copied.data_ptr() != x.unsafe_buffer_pointer()
+    assert copied.tolist() == [0.0, 1.0, 2.0, 3.0]
+    with pytest.raises(BufferError):
+        export(max_version=(0, 1))  # JAX's own refusal
+    on_three = jax.device_put(x, jax.devices("cpu")[3])
+    moved = torch.from_dlpack(J.exporter(on_three)(stream=None))
+    assert moved.data_ptr() == on_three.unsafe_buffer_pointer()
+    shared = jax.sharding.NamedSharding(jax.sharding.Mesh(jax.devices("cpu")[:2], ("x",)),
+                                        jax.sharding.PartitionSpec("x"))
+    both = jax.device_put(x, shared)
+    assert jax_adapter._quick_exporter(both, both.__dlpack__) is None  # no single-device array
+
+
+def test_jax_exporter_goes_the_arrays_own_way_when_jaxlib_refuses_the_call(jnp):
+    """A jaxlib whose DLPack export takes other arguments (TypeError) sends exports
+    to the array's own ``__dlpack__`` from then on, with the same capsule."""
+    import torch
+
+    from dlmg.adapters import jax as jax_adapter
+
+    if jax_adapter._buffer_export() is None:
+        pytest.skip("needs jaxlib's buffer_to_dlpack_managed_tensor (jaxlib extension 467 or later)")
+    kept = jax_adapter._BUFFER_EXPORT[0]
+    calls = []
+
+    def other_signature(*args, **keywords):
+        calls.append(keywords)
+        raise TypeError("buffer_to_dlpack_managed_tensor(): incompatible function arguments")
+
+    x = jnp.arange(4.0)
+    export = J.exporter(x)
+    jax_adapter._BUFFER_EXPORT[0] = other_signature
+    try:
+        for _ in range(2):
+            assert torch.from_dlpack(export(stream=None)).data_ptr() == x.unsafe_buffer_pointer()
+        assert len(calls) == 1 and jax_adapter._BUFFER_EXPORT[0] is None
+    finally:
+        jax_adapter._BUFFER_EXPORT[0] = kept
+
+
+def test_jax_dlpack_signatures_are_read_from_the_class():
+    """A producer class whose ``__dlpack__`` lacks the protocol's four keywords (an
+    older JAX's) is read as such; its exports then go through the full export."""
+    from dlmg.adapters.jax import _takes_every_keyword
 
     class Older:  # the signature of a producer before the 2023 keywords
         def __dlpack__(self, stream=None):

@@ -275,3 +275,96 @@ def test_torch_cuda_fragment_exports_after_its_tensor_changes():
     assert int(cp.from_dlpack(frag).data.ptr) == t.data_ptr()
     torch.cuda.set_device(0)
     assert int(cp.from_dlpack(frag).data.ptr) == t.data_ptr()
+
+
+def _capsule_name(capsule) -> str:
+    import ctypes
+
+    get = ctypes.pythonapi.PyCapsule_GetName
+    get.restype, get.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    return get(capsule).decode()
+
+
+def test_torch_cuda_export_makes_the_capsule_itself_only_on_torchs_stream():
+    """A torch CUDA tensor's export (a fragment's, or the producer to() hands to
+    CuPy and JAX) makes the capsule without ``Tensor.__dlpack__`` only where the
+    consumer names torch's current stream and asks nothing else; any other
+    stream, a copy, or grad goes through the full export, which orders the
+    streams or refuses."""
+    _need_all()
+    from functools import partial
+
+    import torch
+
+    from dlmg.adapters.torch import _capsule_makers, _same_stream_export
+
+    if _capsule_makers(torch) is None:
+        pytest.skip("needs torch's CUDA capsule makers (torch._C._to_dlpack_versioned)")
+    torch.cuda.set_device(0)
+    t = torch.arange(8, dtype=torch.float32, device="cuda:0")
+    full = []
+
+    def slow(**keywords):
+        full.append(keywords)
+        return t.__dlpack__(**keywords)
+
+    export = partial(_same_stream_export, torch, t, 0, slow)
+    for keywords, name in (({"stream": 1, "max_version": (1, 0)}, "dltensor_versioned"),
+                           ({"stream": None}, "dltensor"), ({}, "dltensor"),
+                           ({"stream": 1, "max_version": (1, 0), "dl_device": (2, 0), "copy": False},
+                            "dltensor_versioned")):
+        capsule = export(**keywords)
+        assert _capsule_name(capsule) == name
+        assert torch.from_dlpack(capsule).data_ptr() == t.data_ptr()
+    assert full == []
+    side = torch.cuda.Stream()
+    export(stream=side.cuda_stream, max_version=(1, 0))
+    assert len(full) == 1  # another stream: torch's own export makes it wait
+    with torch.cuda.stream(side):
+        export(stream=side.cuda_stream)
+    assert len(full) == 1  # torch's current stream is the side stream now
+    export(stream=1, copy=True)
+    export(stream=1, dl_device=(1, 0))
+    assert len(full) == 3
+    t.requires_grad_(True)
+    with pytest.raises((RuntimeError, BufferError)):
+        export(stream=1)
+    assert len(full) == 4
+
+
+@pytest.mark.parametrize("consumer", ["cupy", "jax"])
+def test_torch_cuda_hand_over_waits_for_torchs_queued_work(consumer):
+    """Values torch is still writing on its stream when CuPy (on its default
+    stream, torch's own, or a stream of its own) or JAX takes a fragment in,
+    through an export or ``to()``, are the values read: the consumer's stream
+    waits for torch's."""
+    _need_all()
+    import contextlib
+
+    import cupy as cp
+    import torch
+
+    import dlmg
+
+    torch.cuda.set_device(0)
+    n = 1 << 20
+    layout = dlmg.Layout.slab((2 * n,), 0, ["cuda:0", "cuda:0"])
+    streams = ("own stream", "default stream") if consumer == "cupy" else ("own stream",)
+    for route in ("export", "to"):
+        for where in streams:
+            arrays = [torch.zeros(n, device="cuda:0") for _ in range(2)]
+            dt = dlmg.from_fragments(arrays, layout)
+            side = cp.cuda.Stream(non_blocking=True)
+            torch.cuda._sleep(200_000_000)  # about 0.1 s of GPU time on torch's stream, then the writes
+            for a in arrays:
+                a.fill_(7.0)
+            with side if where == "own stream" else contextlib.nullcontext():
+                if route == "export":
+                    taken = [get_adapter(consumer).module().from_dlpack(f) for f in dt.fragments]
+                else:
+                    taken = [f.array for f in dt.to(consumer).fragments]
+                sums = [x.sum() for x in taken]
+                if consumer == "cupy":
+                    cp.cuda.get_current_stream().synchronize()
+            got = [float(x) for x in sums]
+            assert got == [7.0 * n] * 2, f"{route}, {consumer} on its {where}: read before torch's writes ({got})"
