@@ -39,6 +39,7 @@ Quirks handled here (each has a test in ``tests/test_adapters.py``):
 from __future__ import annotations
 
 import inspect
+from functools import partial
 import operator
 from typing import Any
 
@@ -159,51 +160,44 @@ def _buffer_export() -> Any:
 _OLDEST_DLPACK = (0, 5)
 
 
-def _quick_exporter(array: Any, own: Any) -> Any:
-    """An export of single-device array ``array`` through jaxlib's DLPack export,
-    as ``array.__dlpack__`` makes it after its checks, for what a consumer asks
-    of an array where it lies: a stream and a DLPack version JAX has (a legacy
-    capsule, JAX's only kind). ``own(**keywords)`` (the array's own export)
-    takes the rest: another device, a copy, unknown keywords. ``None`` where
-    jaxlib's export is not usable or ``array`` is no single-device array.
+#: The keywords of ``__dlpack__`` (the array API's)
+_DLPACK_KEYWORDS = frozenset({"stream", "max_version", "dl_device", "copy"})
+
+
+def _jaxlib_export(array: Any, own: Any, **keywords: Any) -> Any:
+    """Export single-device array ``array`` through jaxlib's DLPack export, as
+    ``array.__dlpack__`` does after its checks, for what a consumer asks of an
+    array where it lies: a stream and a DLPack version JAX has (its capsules
+    are legacy ones). ``own(**keywords)``, the array's own export, takes the
+    rest: another device, a copy, another version, unknown keywords.
 
     ``jax.Array.__dlpack__`` cost 2.4 us against 0.46 us for jaxlib's call on
     the 2-core CPU, most of it finding the array's one device in Python."""
+    make = _BUFFER_EXPORT[0]
+    if (
+        make is not None and keywords.keys() <= _DLPACK_KEYWORDS
+        and keywords.get("dl_device") is None and not keywords.get("copy")
+    ):
+        version = keywords.get("max_version")
+        if version is None or tuple(version) >= _OLDEST_DLPACK:
+            try:
+                return make(array, stream=keywords.get("stream"))
+            except TypeError:  # another signature after all: the array's own export from now on
+                _BUFFER_EXPORT[0] = None
+    return own(**keywords)
+
+
+def _quick_exporter(array: Any, own: Any) -> Any:
+    """:func:`_jaxlib_export` bound to ``array`` and its own export ``own``; ``None``
+    where jaxlib's export is not usable or ``array`` is no single-device array."""
     if _buffer_export() is None:
         return None
     try:
-        if len(array.devices()) != 1:
+        if len(array.sharding.device_set) != 1:
             return None
-        shard = array.addressable_data(0)
-    except Exception:  # noqa: BLE001 - no jax.Array after all, or a deleted one: its own export says why
+    except Exception:  # noqa: BLE001 - no jax.Array after all: its own export says what it is
         return None
-
-    def export(**keywords: Any) -> Any:
-        make = _BUFFER_EXPORT[0]
-        if make is not None and (
-            keywords.keys() <= {"stream", "max_version", "dl_device", "copy"}
-            and keywords.get("dl_device") is None and not keywords.get("copy")
-        ):
-            version = keywords.get("max_version")
-            if version is None or tuple(version) >= _OLDEST_DLPACK:
-                try:
-                    return make(shard, stream=keywords.get("stream"))
-                except TypeError:  # another signature after all: the array's own export from now on
-                    _BUFFER_EXPORT[0] = None
-        return own(**keywords)
-
-    return export
-
-
-def _ready_stream(jdev: Any) -> Any:
-    """The stream a producer makes its work ready on for JAX device ``jdev``, as
-    ``jax.dlpack.from_dlpack`` asks it (``None`` where the device has none)."""
-    try:
-        return jdev.get_stream_for_external_ready_events()
-    except RuntimeError as err:  # JaxRuntimeError
-        if "UNIMPLEMENTED" in str(err):
-            return None
-        raise
+    return partial(_jaxlib_export, array, own)
 
 
 def _takes_every_keyword(cls: Any) -> bool:
