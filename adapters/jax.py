@@ -33,7 +33,15 @@ Quirks handled here (each has a test in ``tests/test_adapters.py``):
 * JAX arrays cannot be viewed with other strides nor written in place
   (:class:`~dlmg.errors.ViewNotSupportedError`);
 * an array on several devices cannot be exported at all (``BufferError``);
-  export its ``addressable_shards[i].data`` instead.
+  export its ``addressable_shards[i].data`` instead;
+* ``jax.dlpack.from_dlpack`` and ``jax.Array.__dlpack__`` spend most of their
+  time in Python around one jaxlib call each (35 against 4.2 us per import,
+  2.4 against 0.46 us per export, on the 2-core CPU). Where jaxlib has the
+  signatures known here (extension version 467 and later), ``to("jax")``
+  hands capsules to ``dlpack_managed_tensor_to_buffer`` itself, after the
+  checks it makes once per tensor, and a fragment's export of what lies
+  where it is asked for calls ``buffer_to_dlpack_managed_tensor``; a call
+  refusing its arguments turns the route off for the process.
 """
 
 from __future__ import annotations
