@@ -208,6 +208,17 @@ def _quick_exporter(array: Any, own: Any) -> Any:
     return partial(_jaxlib_export, array, own)
 
 
+def _ready_stream(jdev: Any) -> Any:
+    """The stream a producer makes its work ready on for JAX device ``jdev``, as
+    ``jax.dlpack.from_dlpack`` asks it (``None`` where the device has none)."""
+    try:
+        return jdev.get_stream_for_external_ready_events()
+    except RuntimeError as err:  # JaxRuntimeError
+        if "UNIMPLEMENTED" in str(err):
+            return None
+        raise
+
+
 def _takes_every_keyword(cls: Any) -> bool:
     """Whether ``cls.__dlpack__`` takes ``stream``, ``max_version``, ``dl_device`` and
     ``copy``, as recent JAX's does; read from its signature once per array type."""

@@ -315,6 +315,7 @@ def test_jax_exporter_goes_through_jaxlib_for_what_the_array_gives_as_it_is(jnp)
                                         jax.sharding.PartitionSpec("x"))
     both = jax.device_put(x, shared)
     assert jax_adapter._quick_exporter(both, both.__dlpack__) is None  # no single-device array
+    assert jax_adapter._BUFFER_EXPORT[0] is not None  # no call refused its arguments
 
 
 def test_jax_exporter_goes_the_arrays_own_way_when_jaxlib_refuses_the_call(jnp):

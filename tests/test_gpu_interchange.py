@@ -228,6 +228,26 @@ def test_cuda_importer_agrees_with_from_dlpack(producer, consumer, dtype, kind):
         assert adapter.importer(get_adapter(producer), dtype, x.shape) is not None
 
 
+@pytest.mark.parametrize(("producer", "consumer"),
+                         [(p, c) for p in FRAMEWORKS for c in FRAMEWORKS if p != c])
+def test_cuda_importer_takes_plain_arrays_itself(producer, consumer):
+    """Between different frameworks on a GPU, float32 fragments of a plain tensor
+    have an importer, and it takes a contiguous array in zero-copy itself:
+    neither declining nor raising, either of which sends ``to()`` to the full
+    import."""
+    _need_all()
+    x, ptr, want = make_producer(producer, "float32", "contiguous")
+    source, adapter = get_adapter(producer), get_adapter(consumer)
+    take_in = adapter.importer(source, "float32", source.shape_of(x))
+    assert take_in is not None
+    for _ in range(2):
+        got = take_in(x, GPU0)
+        assert got is not None
+        adapter.synchronize_array(got)
+        assert adapter.data_ptr(got) == ptr
+        assert np.array_equal(host_values(adapter, got), want)
+
+
 @pytest.mark.parametrize("producer", FRAMEWORKS)
 def test_cuda_fragments_report_and_export_like_their_arrays(producer):
     """A fragment of a CUDA array reports the array's own DLPack device from the
