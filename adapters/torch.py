@@ -274,9 +274,10 @@ def _current_device(torch: Any) -> Any:
     return getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
 
 
-#: torch's own capsule makers of ``Tensor.__dlpack__`` and its current-stream query
-#: (``_to_dlpack``, ``_to_dlpack_versioned``, ``_cuda_getCurrentRawStream``), found once;
-#: ``None`` where this torch lacks one or runs on ROCm
+#: torch's own capsule makers of ``Tensor.__dlpack__``, its current-stream query and
+#: its test for ``__torch_function__`` overrides (``_to_dlpack``, ``_to_dlpack_versioned``,
+#: ``_cuda_getCurrentRawStream``, ``_has_torch_function_unary``), found once; ``None``
+#: where this torch lacks one or runs on ROCm
 _CAPSULE_MAKERS: list[Any] = []
 
 
@@ -284,7 +285,7 @@ def _capsule_makers(torch: Any) -> Any:
     if not _CAPSULE_MAKERS:
         found = None
         if torch.version.hip is None:
-            names = ("_to_dlpack", "_to_dlpack_versioned", "_cuda_getCurrentRawStream")
+            names = ("_to_dlpack", "_to_dlpack_versioned", "_cuda_getCurrentRawStream", "_has_torch_function_unary")
             calls = tuple(getattr(torch._C, name, None) for name in names)
             if all(callable(call) for call in calls):
                 found = calls
@@ -298,19 +299,21 @@ def _same_stream_export(
 ) -> Any:
     """Export CUDA tensor ``tensor`` (of type ``torch.Tensor`` itself, on device
     ``index``) as ``Tensor.__dlpack__`` does, making the capsule without its
-    Python checks where nothing is left to order: the tensor plain and on the
-    current device, and the consumer's stream torch's current one there
-    (``None`` and ``1`` name the legacy default stream, as in ``__dlpack__``).
-    Anything else, another stream included, goes to ``slow(**keywords)``,
-    which orders the streams or refuses.
+    Python checks where nothing is left to order: the tensor plain (no grad,
+    no lazy conjugate bit, strided, no ``__torch_function__`` mode or override
+    in force) and on the current device, and the consumer's stream torch's
+    current one there (``None`` and ``1`` name the legacy default stream, as
+    in ``__dlpack__``). Anything else, another stream included, goes to
+    ``slow(**keywords)``, which orders the streams or refuses.
 
     On an H200 host ``Tensor.__dlpack__`` cost about 12 us a call, most of it
     finding streams and devices in Python; a consumer's import of a torch
     array is mostly that.
     """
-    legacy, versioned, raw_stream = _CAPSULE_MAKERS[0]
+    legacy, versioned, raw_stream, overridden = _CAPSULE_MAKERS[0]
     if (
-        tensor.requires_grad or tensor.is_conj() or _current_device(torch)() != index
+        tensor.requires_grad or tensor.is_conj() or tensor.layout is not torch.strided or overridden(tensor)
+        or _current_device(torch)() != index
         or copy or (dl_device is not None and tuple(dl_device) != (2, index))
         or (type(stream) is not int and stream is not None) or stream in (0, 2)  # (torch refuses 0 and 2)
         or (stream != -1 and (0 if stream is None or stream == 1 else stream) != raw_stream(index))
