@@ -53,6 +53,7 @@ from ._common import (
     DLPackShim,
     ViewNotSupportedError,
     _source,
+    call_dlpack,
     check_copy,
     copy_word,
     describe_producer,
@@ -720,12 +721,7 @@ class TorchAdapter(BaseAdapter):
                 return take(export(array, max_version=(1, 0)))
             if device.kind == "cuda" and cuda:
                 stream = _consumer_stream(torch, device.index)
-                obj = producer(array)
-                try:
-                    capsule = obj.__dlpack__(stream=stream, max_version=(1, 0))
-                except TypeError:  # a producer of the legacy protocol only
-                    capsule = obj.__dlpack__(stream=stream)
-                return take(capsule)
+                return take(call_dlpack(producer(array), stream=stream, max_version=(1, 0)))
             return None
 
         return take_in
