@@ -212,7 +212,11 @@ def _host_rows(src: str, want: np.ndarray, aligned: list[bool]) -> list:
         skip = (-pool.ctypes.data % 64) // row.itemsize + (0 if ok else 1)
         part = pool[skip:skip + row.size].reshape(1, -1)
         part[...] = row
-        out.append(part if src == "numpy" else __import__("torch").from_numpy(part))
+        out.append(part)
+    if src == "torch":
+        import torch
+
+        out = [torch.from_numpy(part) for part in out]
     return out
 
 
