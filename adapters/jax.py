@@ -150,18 +150,21 @@ _BUFFER_IMPORT: list[Any] = []
 _BUFFER_EXPORT: list[Any] = []
 
 
+def _kept_call(holder: list[Any], name: str) -> Any:
+    """jaxlib's ``name`` (:func:`_find_jaxlib_call`), looked up once into ``holder``."""
+    if not holder:
+        holder.append(_find_jaxlib_call(name))
+    return holder[0]
+
+
 def _buffer_import() -> Any:
-    """jaxlib's DLPack import (:data:`_BUFFER_IMPORT`), looked up once (``None``: none usable)."""
-    if not _BUFFER_IMPORT:
-        _BUFFER_IMPORT.append(_find_jaxlib_call("dlpack_managed_tensor_to_buffer"))
-    return _BUFFER_IMPORT[0]
+    """jaxlib's DLPack import (:data:`_BUFFER_IMPORT`; ``None``: none usable)."""
+    return _kept_call(_BUFFER_IMPORT, "dlpack_managed_tensor_to_buffer")
 
 
 def _buffer_export() -> Any:
-    """jaxlib's DLPack export (:data:`_BUFFER_EXPORT`), looked up once (``None``: none usable)."""
-    if not _BUFFER_EXPORT:
-        _BUFFER_EXPORT.append(_find_jaxlib_call("buffer_to_dlpack_managed_tensor"))
-    return _BUFFER_EXPORT[0]
+    """jaxlib's DLPack export (:data:`_BUFFER_EXPORT`; ``None``: none usable)."""
+    return _kept_call(_BUFFER_EXPORT, "buffer_to_dlpack_managed_tensor")
 
 
 #: The oldest DLPack a consumer may name in ``max_version`` for JAX's capsules
