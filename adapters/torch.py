@@ -461,8 +461,11 @@ def _result_dtype(torch: Any, operation: Any, x: Any, y: Any) -> Any:
 def _consumer_stream(torch: Any, index: int) -> int:
     """The stream torch names to a CUDA producer on device ``index`` in
     ``torch.from_dlpack``: its current stream there, ``1`` for the legacy default
-    stream (which the array API numbers 1, not 0)."""
-    handle = torch.cuda.current_stream(index).cuda_stream
+    stream (which the array API numbers 1, not 0). Asked through torch's raw
+    query where it has one (:func:`_capsule_makers`), as the quick export asks it:
+    ``torch.cuda.current_stream`` builds a ``Stream`` object on every call."""
+    makers = _capsule_makers(torch)
+    handle = makers[2](index) if makers is not None else torch.cuda.current_stream(index).cuda_stream
     return 1 if handle == 0 else handle
 
 

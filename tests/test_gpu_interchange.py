@@ -363,6 +363,23 @@ def test_torch_cuda_export_makes_the_capsule_itself_only_on_torchs_stream():
     assert len(full) == 5
 
 
+def test_torch_importer_names_torchs_current_stream():
+    """torch's importer asks a CUDA producer for the stream ``torch.from_dlpack``
+    would name: its current stream on the array's device, 1 for the legacy
+    default one, a side stream while one is current."""
+    _need_all()
+    import torch
+
+    from dlmg.adapters.torch import _consumer_stream
+
+    torch.cuda.set_device(0)
+    default = torch.cuda.current_stream(0).cuda_stream
+    assert _consumer_stream(torch, 0) == (1 if default == 0 else default)
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        assert _consumer_stream(torch, 0) == side.cuda_stream != 1
+
+
 @pytest.mark.parametrize("consumer", ["cupy", "jax"])
 def test_torch_cuda_hand_over_waits_for_torchs_queued_work(consumer):
     """Values torch is still writing on its stream when CuPy (on its default
