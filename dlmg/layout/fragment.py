@@ -89,7 +89,7 @@ class FragmentLayout:
     def ndim(self) -> int:
         return self.layout.ndim
 
-    @property
+    @cached_property  # read for every fragment allocated
     def size(self) -> int:
         """Number of elements held."""
         return math.prod(self.shape)

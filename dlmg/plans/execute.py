@@ -150,8 +150,18 @@ def _pairs(
     """The destination views and source pieces of ``copies``, in the copy framework
     ``dst.adapter`` (see :func:`run_copies`)."""
     b = dst.adapter
-    targets = [b.as_strided(dst.base, c.shape, c.dst_strides, c.dst_offset) for c in copies]
-    return targets, [_source_view(c, sources, dst, dtype, imported, views) for c in copies]
+    base = dst.base
+    targets = [b.as_strided(base, c.shape, c.dst_strides, c.dst_offset) for c in copies]
+    if views is None:
+        return targets, [_source_view(c, sources, dst, dtype, imported, views) for c in copies]
+    key = (id(copies), b.name)  # a plan hands out the same copies tuple for a destination every time
+    found = views.get(key)
+    if found is not None and found[0] is copies:
+        return targets, found[1]
+    pieces = [_source_view(c, sources, dst, dtype, imported, views) for c in copies]
+    if isinstance(copies, tuple) and all((id(c), b.name) in views for c in copies):  # views, not copies
+        views[key] = (copies, pieces)
+    return targets, pieces
 
 
 def _source_view(
@@ -337,38 +347,39 @@ def _run_tasks(
     if not all(dst.device.is_host for _, _, dst in jobs):
         _run_on_devices(jobs, dtype, imported, views)  # device copies: no thread pool, no tasks
         return
-    tasks: list[tuple[list["Copy"], dict[int, Buffer], Buffer]] = []
-    nbytes = 0
+    nbytes = ntasks = 0
     host = True
     on_host: dict[int, bool] = {}  # per table of sources: whether every source is in host memory
     for copies, sources, dst in jobs:  # every destination is in host memory: are the sources?
         groups, size = _by_source(copies)
         nbytes += size
+        ntasks += len(groups)
         if host:
             found = on_host.get(id(sources))
             if found is None:
                 found = on_host[id(sources)] = all(buf.device.is_host for buf in sources.values())
             host = found
-        tasks.extend((group, sources, dst) for group in groups)
-    # Threads pay only when each task copies enough to outweigh the Python
-    # work around it (views, imports), which holds the GIL.
-    big = nbytes >= PARALLEL_MIN_BYTES and nbytes >= len(tasks) * PARALLEL_MIN_TASK_BYTES
-    if not big and nbytes >= PARALLEL_MIN_BYTES and nbytes >= len(jobs) * PARALLEL_MIN_TASK_BYTES:
-        # pieces too small to be tasks of their own (a redistribution between two
-        # fine grids): one task per destination instead
-        tasks = [(list(copies), sources, dst) for copies, sources, dst in jobs]
-        big = True
-    # One destination (a gather) stays on one thread: first-touch page faults of
-    # a fresh buffer from several threads contend in the kernel (measured: 19 ms
-    # to 93 ms for 256 MiB on 2 cores), which outweighs the parallel copy.
-    pool = _pool() if host and big and len(jobs) > 1 else None
     if not host:
         _run_on_devices(jobs, dtype, imported, views)
         return
-    if pool is None:
-        for copies, sources, dst in tasks:
+    # Threads pay only when each task (a destination's copies from one source)
+    # copies enough to outweigh the Python work around it (views, imports),
+    # which holds the GIL; pieces too small to be tasks of their own (a
+    # redistribution between two fine grids) make one task per destination.
+    # One destination (a gather) stays on one thread: first-touch page faults of
+    # a fresh buffer from several threads contend in the kernel (measured: 19 ms
+    # to 93 ms for 256 MiB on 2 cores), which outweighs the parallel copy.
+    by_source = nbytes >= PARALLEL_MIN_BYTES and nbytes >= ntasks * PARALLEL_MIN_TASK_BYTES
+    big = by_source or (nbytes >= PARALLEL_MIN_BYTES and nbytes >= len(jobs) * PARALLEL_MIN_TASK_BYTES)
+    pool = _pool() if big and len(jobs) > 1 else None
+    if pool is None:  # one call per destination: its copies go to the framework together
+        for copies, sources, dst in jobs:
             run_copies(copies, sources, dst, dtype, imported, views)
         return
+    if by_source:
+        tasks = [(group, sources, dst) for copies, sources, dst in jobs for group in _by_source(copies)[0]]
+    else:
+        tasks = [(list(copies), sources, dst) for copies, sources, dst in jobs]
     for copies, sources, dst in tasks:  # take each source in once, here, so the threads only read
         for src in {c.src for c in copies}:
             buf = sources.get(src)
