@@ -539,6 +539,19 @@ class Adapter:
             return False
         return ranges_meet(self.memory_range(a), self.memory_range(b))
 
+    def allocation_of(self, array: Any) -> tuple[Any, int] | None:
+        """The one-dimensional C-contiguous array of this framework whose memory
+        ``array`` views, and how many elements into it ``array``'s first element
+        lies; ``None`` where ``array`` is no such view (the default).
+
+        dlmg carves the dense fragments of one GPU out of one allocation;
+        reading several such fragments through the allocation lets one copy
+        move a whole redistribution. Answer only where the framework's own
+        record of the view says so (``None`` costs a copy per fragment,
+        a wrong answer reads the wrong memory).
+        """
+        return None
+
     def memory_range(self, array: Any) -> tuple[int, int] | None:
         """The bytes ``[start, end)`` that ``array``'s elements span, from its data
         pointer, shape and strides (``None`` when it has no elements)."""

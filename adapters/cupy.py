@@ -326,6 +326,21 @@ class CupyAdapter(BaseAdapter):
         # around the same constructor
         return cp.ndarray(tuple(shape), dtype=array.dtype, memptr=memptr, strides=byte_strides)
 
+    def allocation_of(self, array: Any) -> tuple[Any, int] | None:
+        """The whole of the memory ``array.data.mem`` (the allocation its
+        pointer holds, shared by every view into it: CuPy's views made from a
+        pointer record no ``base``) as a one-dimensional array of its dtype,
+        and how many elements into it ``array`` starts."""
+        if not array.size:
+            return None
+        memory, itemsize = array.data.mem, array.itemsize
+        offset, rest = divmod(array.data.ptr - memory.ptr, itemsize)
+        if rest or offset < 0 or memory.size < itemsize:
+            return None
+        cp = self.module()
+        whole = cp.ndarray((memory.size // itemsize,), dtype=array.dtype, memptr=cp.cuda.MemoryPointer(memory, 0))
+        return whole, offset
+
     def ascontiguous(self, array: Any) -> Any:
         """``cupy.ascontiguousarray`` (on the array's device)."""
         cp = self.module()

@@ -762,6 +762,16 @@ class TorchAdapter(BaseAdapter):
             raise ValueError(f"offset {offset} puts the view before the start of the tensor's storage")
         return array.as_strided(shape, strides, start)
 
+    def allocation_of(self, array: Any) -> tuple[Any, int] | None:
+        """``array._base`` (the tensor a view was made from) where that is a
+        one-dimensional contiguous tensor of the same dtype and device, with the
+        difference of their storage offsets."""
+        base = array._base
+        if (base is None or base.dim() != 1 or not base.is_contiguous() or base.dtype != array.dtype
+                or base.device != array.device):
+            return None
+        return base, array.storage_offset() - base.storage_offset()
+
     def ascontiguous(self, array: Any) -> Any:
         """``array.contiguous()``."""
         return array.contiguous()

@@ -545,3 +545,19 @@ def test_generic_adapter_holds_a_foreign_producer(torch):
             call()
     y = T.from_dlpack(foreign, copy=False)
     assert y.data_ptr() == t.data_ptr()
+
+
+def test_torch_allocation_of_names_the_tensor_a_view_was_carved_from(torch):
+    # dlmg carves the fragments of one GPU out of one 1-D allocation; a copy plan
+    # reads them all through it where the adapter can name it
+    a = get_adapter("torch")
+    whole = torch.arange(1000, dtype=torch.float32)
+    view = a.as_strided(whole, (10, 10), (20, 1), 37)
+    found, offset = a.allocation_of(view)
+    assert found is whole and offset == 37 and float(found[offset + 21]) == float(view[1, 1])
+    inner = whole[100:]  # a view of a view names the allocation: torch records the root
+    assert a.allocation_of(a.as_strided(inner, (4,), (1,), 3)) == (whole, 103)
+    assert a.allocation_of(whole) is None  # not a view
+    assert a.allocation_of(torch.zeros(4, 5)[1:]) is None  # a view of a 2-D tensor
+    found, offset = a.allocation_of(whole.view(torch.int32)[2:6])  # read as another dtype: its elements
+    assert found.dtype == torch.int32 and offset == 2 and found.data_ptr() == whole.data_ptr()

@@ -173,27 +173,107 @@ def test_row_slab_scatter_on_one_gpu_is_one_device_copy():
     np.testing.assert_array_equal(host(dt), host(big))
 
 
-@pytest.mark.parametrize("ndim", [2, 3])
-def test_torch_row_slabs_to_column_slabs_on_one_gpu_is_one_kernel_per_row_slab(ndim):
-    # every row slab gives each column slab a band of rows; the column slabs are
-    # carved one after another from one allocation, so a row slab's bands are one
-    # view of it repeated at the column slabs' step: one strided copy per row slab
+def _cuda_kernels(run):
     import torch
     from torch.profiler import ProfilerActivity, profile
+
+    run()  # plans made before profiling
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        out = run()
+        torch.cuda.synchronize()
+    return out, [e.name for e in prof.events() if e.device_type.name == "CUDA"]
+
+
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_torch_row_slabs_to_column_slabs_on_one_gpu_is_one_kernel_per_row_slab(ndim):
+    # row slabs of separate allocations: every row slab gives each column slab a
+    # band of rows; the column slabs are carved one after another from one
+    # allocation, so a row slab's bands are one view of it repeated at the
+    # column slabs' step: one strided copy per row slab
+    import torch
 
     shape = (512, 384) if ndim == 2 else (64, 8, 384)
     x = rand(shape, seed=19)
     rows = Layout.slab(shape, 0, ["cuda:0"] * 4)
     cols = Layout.slab(shape, ndim - 1, ["cuda:0"] * 3)
-    dt = dlmg.scatter(torch.as_tensor(x, device="cuda:0"), rows)
-    dt.redistribute(cols)  # plans made before profiling
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        out = dt.redistribute(cols)
-        torch.cuda.synchronize()
-    kernels = [e.name for e in prof.events() if e.device_type.name == "CUDA"]
+    whole = torch.as_tensor(x, device="cuda:0")
+    dt = dlmg.from_fragments([whole[k * shape[0] // 4:(k + 1) * shape[0] // 4].clone() for k in range(4)], rows)
+    out, kernels = _cuda_kernels(lambda: dt.redistribute(cols))
     assert len(kernels) == 4 and not any("Cat" in k or "cat" in k for k in kernels), kernels
     np.testing.assert_array_equal(host(out), x)
+
+
+@pytest.mark.parametrize("framework", ["torch", "cupy"])
+@pytest.mark.parametrize("pair", ["rows to columns", "4x2 to 2x4", "cyclic to rows", "3-d rows to columns"])
+def test_redistribution_between_carved_tensors_on_one_gpu_is_one_copy(framework, pair):
+    # fragments dlmg carved out of one allocation on each side (a scatter's, a
+    # redistribution's): every piece steps regularly through both allocations,
+    # so the whole redistribution is one strided copy, read through the source
+    # allocation; done twice (the second reads the remembered copy), and again
+    # after the source's fragments were written in place
+    n = 256
+    shape = (n, n) if pair != "3-d rows to columns" else (64, 8, 96)
+    x = rand(shape, seed=23)
+    gpu = ["cuda:0"] * 8
+    if pair == "4x2 to 2x4":
+        src, dst = (Layout(shape, block=(n // 4, n // 2), grid=(4, 2), devices=gpu),
+                    Layout(shape, block=(n // 2, n // 4), grid=(2, 4), devices=gpu))
+    elif pair == "cyclic to rows":
+        src, dst = Layout(shape, block=(1, n), grid=(8, 1), devices=gpu), Layout.slab(shape, 0, gpu)
+    else:
+        src, dst = Layout.slab(shape, 0, gpu), Layout.slab(shape, len(shape) - 1, gpu)
+    dt = dlmg.scatter(on_gpu(x, framework), src)
+    assert len({get_adapter(framework).data_ptr(get_adapter(framework).allocation_of(f.array)[0])
+                for f in dt.fragments}) == 1  # carved
+    from dlmg.plans import api
+
+    for _ in range(2):
+        out = dt.redistribute(dst)
+        np.testing.assert_array_equal(host(out), x)
+        plan = dt.plan_redistribution(dst)
+        sources, places = api._source_places(dt)
+        written, carvings = api._allocate_all(dst, dst.fragments, get_adapter(framework), "float32", (framework,))
+        jobs = api._jobs(plan, sources, dict(enumerate(written)), carvings, places, api._memo(dt))
+        assert [len(copies) for copies, _, _ in jobs] == [1] and jobs[0][0][0].src < 0
+    for f in dt.fragments:
+        f.array[...] = 0
+    np.testing.assert_array_equal(host(dt.redistribute(dst)), np.zeros(shape, np.float32))
+    if framework == "torch":
+        _, kernels = _cuda_kernels(lambda: dt.redistribute(dst))
+        assert len(kernels) == 1, kernels
+
+
+@pytest.mark.parametrize("framework", ["torch", "cupy"])
+def test_uneven_or_separate_sources_on_one_gpu_take_the_copies_apart(framework):
+    # pieces of unequal shapes, or sources in separate allocations: no one copy,
+    # and every element still lands where it belongs
+    x = rand((100, 33), seed=29)
+    gpu = ["cuda:0"] * 8
+    rows, cols = Layout.slab((100, 33), 0, gpu), Layout.slab((100, 33), 1, gpu[:3])
+    from dlmg.plans import api
+
+    dt = dlmg.scatter(on_gpu(x, framework), rows)  # 13 rows each, 9 in the last
+    assert len(api._source_places(dt)[1]) == 8
+    for _ in range(2):
+        np.testing.assert_array_equal(host(dt.redistribute(cols)), x)
+    separate = build(x, rows, framework)
+    assert api._source_places(separate)[1] == {}
+    np.testing.assert_array_equal(host(separate.redistribute(cols)), x)
+
+
+def test_allocation_of_cupy_views_and_arrays():
+    import cupy as cp
+
+    a = get_adapter("cupy")
+    whole = cp.arange(1000, dtype=cp.float32)
+    view = a.as_strided(whole, (10, 10), (20, 1), 37)
+    found, offset = a.allocation_of(view)
+    assert offset == 37 and found.dtype == cp.float32 and found.data.ptr == whole.data.ptr and found.size >= 1000
+    assert float(found[offset + 21]) == float(view[1, 1])
+    assert a.allocation_of(whole)[1] == 0
+    assert a.allocation_of(whole[:0]) is None
+    assert a.allocation_of(whole.view(cp.uint8)[1:9].view(cp.uint16)) is None  # not a whole number of elements in
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "int16", "float32", "float64", "complex128"])

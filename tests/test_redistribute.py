@@ -242,6 +242,57 @@ def test_copies_repeated_at_regular_steps_stack_into_one_per_source(shape, data)
         assert (whole[offset + size:offset + gap] == -1).all()
 
 
+@settings(max_examples=100)
+@given(shapes(min_ndim=1), st.data())
+@example((64, 32), None)  # row slabs to column slabs, block grids, below
+def test_copies_between_two_carved_allocations_become_one_where_they_step_regularly(shape, data):
+    # a redistribution on one GPU between tensors whose fragments dlmg carved
+    # out of one allocation each: where every piece steps regularly through
+    # both allocations, one copy with leading modes; whenever one_copy answers,
+    # running that copy must fill every part as the plan's copies would, and
+    # leave the padding between parts alone
+    from dlmg.plans.execute import Buffer, run_copies
+    from dlmg.plans.plan import one_copy
+    from dlmg.registry import get_adapter
+
+    if data is None:
+        cases = [(Layout.slab(shape, 0, ["cpu"] * 8), Layout.slab(shape, 1, ["cpu"] * 8), 0, 0),
+                 (Layout(shape, block=(16, 16), grid=(4, 2), devices=["cpu"] * 8),
+                  Layout(shape, block=(32, 8), grid=(2, 4), devices=["cpu"] * 8), 0, 0)]
+    else:
+        cases = [(data.draw(layouts(shape, jax_devices=False)), data.draw(layouts(shape, jax_devices=False)),
+                  data.draw(st.sampled_from([0, 3])), data.draw(st.sampled_from([0, 5])))]
+    x = np.arange(math.prod(shape), dtype=np.float32).reshape(shape)
+    numpy, cpu = get_adapter("numpy"), dlmg.Device("cpu", 0)
+    for src, dst, src_pad, dst_pad in cases:
+        plan = dlmg.plan_redistribution(src, dst, "float32")
+        members = [f.index for f in dst.fragments if f.size and f.index not in plan.reused]
+        sizes = [dst.fragments[i].size for i in members]
+        gap = (max(sizes) if sizes else 0) + dst_pad
+        offsets = [k * gap for k in range(len(members))]
+        held = [f.index for f in src.fragments if f.size]
+        step = max((f.size for f in src.fragments), default=0) + src_pad
+        places = {i: (-1, k * step) for k, i in enumerate(held)}
+        merged = one_copy(members, offsets, places, plan.copies_into)
+        pieces = [c for i in members for c in plan.copies_into(i)]
+        if data is None:  # these two always step regularly
+            assert merged is not None and merged.size == x.size
+        if merged is None:
+            continue
+        assert merged.src == -1 and merged.nbytes == sum(c.nbytes for c in pieces)
+        allocation = np.full(step * len(held), -7, np.float32)
+        for i, (_, offset) in places.items():
+            allocation[offset:offset + src.fragments[i].size] = expected_fragment(x, src, i).ravel()
+        whole = np.full(gap * len(members), -1, np.float32)
+        run_copies([merged], {-1: Buffer(allocation, numpy, cpu)}, Buffer(whole, numpy, cpu), "float32")
+        for i, offset, size in zip(members, offsets, sizes):
+            np.testing.assert_array_equal(whole[offset:offset + size], expected_fragment(x, dst, i).ravel())
+            assert (whole[offset + size:offset + gap] == -1).all()
+        elsewhere = {i: (-2 if k % 2 else -1, k * step) for k, i in enumerate(held)}
+        if len({elsewhere[c.src][0] for c in pieces}) > 1:  # sources in two allocations: no one copy
+            assert one_copy(members, offsets, elsewhere, plan.copies_into) is None
+
+
 def test_cyclic_rows_grids_and_column_slabs_stack_and_others_do_not():
     single = Layout.single((64, 33))
     cyclic = Layout((64, 33), block=(1, 33), grid=(8, 1), devices=["cpu"] * 8)

@@ -41,7 +41,7 @@ from ..errors import (
 )
 from .endpoints import Endpoint, array_endpoint, full_endpoint, layout_endpoints
 from .execute import Buffer, copy_framework, run_jobs, synchronize
-from .plan import RedistributionPlan, build_plan
+from .plan import RedistributionPlan, build_plan, one_copy
 from .rearrange import assembled, retiled, split
 from ..fragment import slot_dlpack_device
 from ..tensor import DistributedTensor, Fragment, process_rank
@@ -145,6 +145,36 @@ def _source_buffers(dt: "DistributedTensor") -> dict[int, Buffer]:
                 out[frag.index] = Buffer(base, frag.adapter, frag.adapter.device_of(base))
         memo["sources"] = out
     return out
+
+
+def _source_places(dt: "DistributedTensor") -> tuple[dict[int, Buffer], dict[int, tuple[int, int]]]:
+    """``dt``'s source buffers, with the allocations that several of them view
+    added under keys -1, -2, ... (fragments dlmg carved out of one allocation
+    on a GPU, see :func:`_allocate_all`), and where each such fragment lies:
+    fragment -> ``(key, element offset)``. A copy plan can then read all of
+    them as one array (:func:`~dlmg.plans.plan.one_copy`)."""
+    memo = _memo(dt)
+    found = memo.get("places")
+    if found is None:
+        sources = _source_buffers(dt)
+        shared: dict[Any, tuple[Buffer, list[tuple[int, int]]]] = {}  # allocation -> (buffer, fragments)
+        for index, buf in sources.items():
+            if buf.device.is_host:
+                continue
+            adapter = buf.adapter
+            found_whole = adapter.allocation_of(buf.base)
+            if found_whole is not None:
+                whole, offset = found_whole
+                key = (adapter.name, buf.device, adapter.data_ptr(whole), adapter.shape_of(whole))
+                shared.setdefault(key, (Buffer(whole, adapter, buf.device), []))[1].append((index, offset))
+        extended, places = dict(sources), {}
+        for buf, members in shared.values():
+            if len(members) > 1:
+                key = -1 - len(extended) + len(sources)
+                extended[key] = buf
+                places.update((index, (key, offset)) for index, offset in members)
+        found = memo["places"] = (extended, places) if places else (sources, places)
+    return found
 
 
 # -- destinations --------------------------------------------------------------
@@ -253,7 +283,8 @@ def _allocate_all(
 
 
 def _jobs(
-    plan: RedistributionPlan, sources: dict[int, Buffer], written: dict[int, Buffer], carvings: Sequence[_Carving]
+    plan: RedistributionPlan, sources: dict[int, Buffer], written: dict[int, Buffer], carvings: Sequence[_Carving],
+    places: dict[int, tuple[int, int]] | None = None, memo: dict[Any, Any] | None = None,
 ) -> list[tuple[Sequence[Any], dict[int, Buffer], Buffer]]:
     """The copy jobs filling destinations ``written`` (fragment number -> buffer):
     one per destination, except that the destinations of a carving that
@@ -262,12 +293,25 @@ def _jobs(
     views instead of two per fragment), and those it fills with one view of
     each source repeated at regular steps get one strided copy per source (a
     cyclic scatter: one copy with a mode more; see
-    :meth:`~dlmg.plans.plan.RedistributionPlan.stacked`)."""
+    :meth:`~dlmg.plans.plan.RedistributionPlan.stacked`). Where the sources too
+    were carved out of one allocation (``places``, see :func:`_source_places`)
+    and the pieces step regularly through both, every copy into a carving is
+    one copy (:func:`~dlmg.plans.plan.one_copy`, remembered in ``memo``, the
+    source tensor's): one launch for a whole redistribution on one GPU."""
     jobs: list[tuple[Sequence[Any], dict[int, Buffer], Buffer]] = []
     joined: set[int] = set()
     for whole, group in carvings:
         copy = plan.joined(group.members, group.offsets, group.sizes)
-        copies = (copy,) if copy is not None else plan.stacked(group.members, group.offsets, group.sizes)
+        copies = (copy,) if copy is not None else None
+        if copies is None and places and memo is not None:
+            key = ("one copy", id(plan), group)
+            found = memo.get(key)
+            if found is None or found[0] is not plan:
+                made = one_copy(group.members, group.offsets, places, plan.copies_into)
+                found = memo[key] = (plan, None if made is None else (made,))  # the plan kept: its id stays unique
+            copies = found[1]
+        if copies is None:
+            copies = plan.stacked(group.members, group.offsets, group.sizes)
         if copies is not None:
             jobs.append((copies, sources, whole))
             joined.update(group.members)
@@ -410,7 +454,7 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
         made = _relaid(dt, layout, targets, plan)
         if made is not None:
             return made
-    sources = _source_buffers(dt)
+    sources, places = _source_places(dt)
     prefer = tuple(dt.frameworks)
     written: dict[int, tuple[Buffer, "Adapter"]] = {}
     carvings: list[_Carving] = []
@@ -424,7 +468,7 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
         for frag, buf in zip(frags, bufs):
             written[frag.index] = (buf, target)
     buffers = {i: buf for i, (buf, _) in written.items()}
-    run_jobs(_jobs(plan, sources, buffers, carvings), dt.dtype, _views(dt))
+    run_jobs(_jobs(plan, sources, buffers, carvings, places, _memo(dt)), dt.dtype, _views(dt))
     out: list["Fragment"] = []
     for frag in layout.fragments:
         if frag.index in written:

@@ -21,7 +21,7 @@ import itertools
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ..device import Device
 from ..dtypes import info
@@ -32,8 +32,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
 
 __all__ = [
-    "Copy", "RedistributionPlan", "build_plan", "concatenation", "contiguous", "pair_copies", "plan_redistribution",
-    "stacking",
+    "Copy", "RedistributionPlan", "build_plan", "concatenation", "contiguous", "one_copy", "pair_copies",
+    "plan_redistribution", "stacking",
 ]
 
 
@@ -330,6 +330,48 @@ def stacking(copies: Sequence[Copy]) -> tuple[int, tuple[int, ...], tuple[Copy, 
 def contiguous(c: Copy) -> bool:
     """Whether ``c`` copies contiguous elements on both sides (in C order)."""
     return _compact(c.shape, c.src_strides) and _compact(c.shape, c.dst_strides)
+
+
+def one_copy(
+    dsts: Sequence[int], offsets: Sequence[int], places: Mapping[int, tuple[int, int]],
+    copies_into: Callable[[int], Sequence[Copy]],
+) -> Copy | None:
+    """Every copy into destinations ``dsts`` (parts of one buffer, starting
+    ``offsets`` elements into it) as one strided copy reading one buffer that
+    holds all their sources, where that exists; ``None`` elsewhere.
+
+    ``places`` maps a source fragment to ``(buffer key, element offset)``: the
+    fragment's first element lies that many elements into the buffer that
+    :func:`~dlmg.plans.api` keeps under that key (fragments dlmg carved out of
+    one allocation). The copies must all have one shape, strides and pair of
+    devices, read sources of one buffer, and their offsets in the two
+    buffers, in the order of the destination's, must step regularly (see
+    :func:`_leading_modes`): row slabs to column slabs, or one block grid to
+    another, on one GPU. The result reads buffer key ``src``, writes from the
+    buffer's start (``dst`` is ``dsts[0]``), with a leading mode per step.
+    """
+    flat: list[tuple[int, int, Copy]] = []  # (destination offset, source offset, copy)
+    key = None
+    for dst, offset in zip(dsts, offsets):
+        for c in copies_into(dst):
+            place = places.get(c.src)
+            if place is None or (key is not None and place[0] != key):
+                return None
+            key = place[0]
+            flat.append((offset + c.dst_offset, place[1] + c.src_offset, c))
+    if len(flat) < 2:
+        return None
+    first = flat[0][2]
+    shape = (first.shape, first.src_strides, first.dst_strides, first.src_device, first.dst_device)
+    if any((c.shape, c.src_strides, c.dst_strides, c.src_device, c.dst_device) != shape for _, _, c in flat):
+        return None
+    flat.sort(key=lambda part: part[0])
+    modes = _leading_modes([s for _, s, _ in flat], [d for d, _, _ in flat])
+    if modes is None:
+        return None
+    extents, src_steps, dst_steps = zip(*modes)
+    return Copy(key, dsts[0], (*extents, *first.shape), flat[0][1], (*src_steps, *first.src_strides), flat[0][0],
+                (*dst_steps, *first.dst_strides), first.src_device, first.dst_device, len(flat) * first.nbytes)
 
 
 def _leading_modes(src: Sequence[int], dst: Sequence[int]) -> list[tuple[int, int, int]] | None:
