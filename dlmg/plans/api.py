@@ -167,12 +167,13 @@ def _source_places(dt: "DistributedTensor") -> tuple[dict[int, Buffer], dict[int
                 whole, offset = found_whole
                 key = (adapter.name, buf.device, adapter.data_ptr(whole), adapter.shape_of(whole))
                 shared.setdefault(key, (Buffer(whole, adapter, buf.device), []))[1].append((index, offset))
-        extended, places = dict(sources), {}
+        extended: dict[int, Buffer] = dict(sources)
+        places: dict[int, tuple[int, int]] = {}
         for buf, members in shared.values():
             if len(members) > 1:
-                key = -1 - len(extended) + len(sources)
-                extended[key] = buf
-                places.update((index, (key, offset)) for index, offset in members)
+                number = -1 - len(extended) + len(sources)
+                extended[number] = buf
+                places.update((index, (number, offset)) for index, offset in members)
         found = memo["places"] = (extended, places) if places else (sources, places)
     return found
 
@@ -302,7 +303,7 @@ def _jobs(
     joined: set[int] = set()
     for whole, group in carvings:
         copy = plan.joined(group.members, group.offsets, group.sizes)
-        copies = (copy,) if copy is not None else None
+        copies: tuple[Any, ...] | None = (copy,) if copy is not None else None
         if copies is None and places and memo is not None:
             key = ("one copy", id(plan), group)
             found = memo.get(key)

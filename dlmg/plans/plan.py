@@ -351,7 +351,7 @@ def one_copy(
     buffer's start (``dst`` is ``dsts[0]``), with a leading mode per step.
     """
     flat: list[tuple[int, int, Copy]] = []  # (destination offset, source offset, copy)
-    key = None
+    key: int | None = None
     for dst, offset in zip(dsts, offsets):
         for c in copies_into(dst):
             place = places.get(c.src)
@@ -359,7 +359,7 @@ def one_copy(
                 return None
             key = place[0]
             flat.append((offset + c.dst_offset, place[1] + c.src_offset, c))
-    if len(flat) < 2:
+    if len(flat) < 2 or key is None:
         return None
     first = flat[0][2]
     shape = (first.shape, first.src_strides, first.dst_strides, first.src_device, first.dst_device)
