@@ -262,6 +262,31 @@ def test_uneven_or_separate_sources_on_one_gpu_take_the_copies_apart(framework):
     np.testing.assert_array_equal(host(separate.redistribute(cols)), x)
 
 
+@pytest.mark.parametrize("framework", ["torch", "cupy"])
+@pytest.mark.parametrize("kind", ["slab", "cyclic", "block-cyclic", "uneven"])
+def test_gather_of_a_carved_tensor_on_one_gpu_is_one_copy(framework, kind):
+    # the fragments of a scatter onto one GPU share one allocation: a gather reads
+    # them through it, one copy where they step regularly (uneven slabs do not)
+    from dlmg.plans import api
+
+    shape = (100, 33) if kind == "uneven" else (256, 96)
+    x = rand(shape, seed=31)
+    gpu = ["cuda:0"] * 8
+    block = {"slab": (32, 96), "cyclic": (1, 1), "block-cyclic": (4, 8), "uneven": (13, 33)}[kind]
+    grid = (8, 1) if kind in ("slab", "uneven") else (4, 2)
+    dt = dlmg.scatter(on_gpu(x, framework), Layout(shape, block=block, grid=grid, devices=gpu))
+    out = on_gpu(np.zeros(shape, np.float32), framework)
+    for _ in range(2):  # the second reads the remembered copy
+        np.testing.assert_array_equal(host(dt.gather()), x)
+        dt.gather(out=out)
+        np.testing.assert_array_equal(host(out), x)
+    merged = [v[1] for k, v in api._memo(dt).items() if isinstance(k, tuple) and k[0] == "one copy"]
+    assert merged and all(m is None if kind == "uneven" else len(m) == 1 for m in merged), merged
+    if framework == "torch" and kind != "uneven":
+        _, kernels = _cuda_kernels(lambda: dt.gather(out=out))
+        assert len(kernels) == 1, kernels
+
+
 def test_allocation_of_cupy_views_and_arrays():
     import cupy as cp
 
@@ -305,7 +330,7 @@ def test_cupy_slab_gather_on_one_gpu_is_one_kernel():
 
     x = rand((1024, 256), seed=17)
     layout = Layout.slab(x.shape, 0, ["cuda:0"] * 8)
-    dt = dlmg.scatter(cupy.asarray(x), layout)
+    dt = build(x, layout, "cupy")  # separate allocations (carved ones are one copy, below)
     out = cupy.empty(x.shape, np.float32)
     dt.gather(out=out)  # plans and the kernel made before profiling
     cupy.cuda.Device(0).synchronize()

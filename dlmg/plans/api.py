@@ -609,7 +609,17 @@ def _fill(dt: "DistributedTensor", buf: Buffer, strides: Sequence[int] | None = 
     if plan is None:
         geometry = tuple(_source_geometry(f) for f in dt.fragments)
         plan = memo[("gather", strides, buf.device)] = _gather_plan(dt.layout, geometry, strides, buf.device, dt.dtype)
-    run_jobs([(plan.copies_into(0), _source_buffers(dt), buf)], dt.dtype, _views(dt))
+    sources, places = _source_places(dt)
+    copies = plan.copies_into(0)
+    if places and not buf.device.is_host:  # fragments carved out of one allocation: one copy where they step regularly
+        key = ("one copy", id(plan))
+        found = memo.get(key)
+        if found is None or found[0] is not plan:
+            made = one_copy((0,), (0,), places, plan.copies_into)
+            found = memo[key] = (plan, None if made is None or made.src_device != made.dst_device else (made,))
+        if found[1] is not None:
+            copies = found[1]
+    run_jobs([(copies, sources, buf)], dt.dtype, _views(dt))
 
 
 def _c_ordered_gather_plan(dt: "DistributedTensor", device: Device) -> RedistributionPlan:
