@@ -22,7 +22,8 @@ devices is moved to column slabs:
 On a GPU 4 torch fragments, then 4 JAX fragments, on the one GPU move from row
 to column slabs, against the same in that framework: index copies (a
 concatenation of each row slab's column range) and one concatenation followed
-by column slices.
+by column slices; then the same for torch and CuPy fragments that
+``dlmg.scatter`` carved out of one allocation (one copy for the whole move).
 """
 
 from __future__ import annotations
@@ -190,9 +191,13 @@ def run_redistribute(ctx: Context) -> list[Row]:
     return rows
 
 
-def _gpu_slabs(ctx: Context, framework: str) -> list[Row]:
+def _gpu_slabs(ctx: Context, framework: str, carved: bool = False) -> list[Row]:
     """Row slabs to column slabs of ``framework`` fragments on one GPU, against that
-    framework's own index copies (a concatenation of each row slab's column range)."""
+    framework's own index copies (a concatenation of each row slab's column range).
+
+    The fragments are separate arrays wrapped by ``from_fragments``, or with
+    ``carved`` those ``dlmg.scatter`` made: views of one allocation, which a
+    redistribution reads as one array (one copy for the whole move)."""
     import dlmg
 
     n = ctx.mode.gpu_redistribute_n
@@ -211,13 +216,15 @@ def _gpu_slabs(ctx: Context, framework: str) -> list[Row]:
         return columns if framework == "jax" else [copy_of(framework, c) for c in columns]
 
     def build() -> Callable[[], Any]:
-        dt = dlmg.from_fragments(frags, dlmg.Layout.slab((n, n), axis=0, devices=devices))
+        rows = dlmg.Layout.slab((n, n), axis=0, devices=devices)
+        dt = dlmg.scatter(put(base, framework, ctx.device), rows) if carved else dlmg.from_fragments(frags, rows)
         target = dlmg.Layout.slab((n, n), axis=1, devices=devices)
         return lambda: dt.redistribute(target)
 
     dlmg_fn = prepared(build)
     concat = "torch.cat" if framework == "torch" else f"{framework}.concatenate"
-    row = Row(6, f"redistribute row slabs -> column slabs, {framework}",
+    what = ", fragments of one allocation (dlmg.scatter's)" if carved else ""
+    row = Row(6, f"redistribute row slabs -> column slabs, {framework}{what}",
               _params(n, framework, "slab axis 0", "slab axis 1", k, ctx.device),
               f"{framework} index copies: {concat} of each row slab's column range")
     run_row(row, ctx, {"dlmg": dlmg_fn, "native": index_copies, "cat+chunk": cat_chunk,
@@ -234,7 +241,8 @@ def _gpu_slabs(ctx: Context, framework: str) -> list[Row]:
 
 
 def run_redistribute_gpu(ctx: Context) -> list[Row]:
-    """Case 6's redistribution: 4 torch fragments on the GPU, then 4 JAX fragments."""
-    return [row for framework in ("torch", "jax")
+    """Case 6's redistribution: 4 torch fragments on the GPU, then 4 JAX fragments, then torch and CuPy
+    fragments carved by a scatter."""
+    return [row for framework, carved in (("torch", False), ("jax", False), ("torch", True), ("cupy", True))
             for row in guarded(6, f"redistribute row slabs -> column slabs, {framework}", f"{framework} index copies",
-                               lambda framework=framework: _gpu_slabs(ctx, framework))]
+                               lambda framework=framework, carved=carved: _gpu_slabs(ctx, framework, carved))]
