@@ -287,6 +287,25 @@ def test_gather_of_a_carved_tensor_on_one_gpu_is_one_copy(framework, kind):
         assert len(kernels) == 1, kernels
 
 
+@pytest.mark.parametrize("framework", ["torch", "cupy"])
+def test_repeated_redistribution_of_pieces_batched_over_destinations_on_one_gpu(framework):
+    # destinations whose pieces are neither one copy nor a concatenation: the
+    # copies of every destination go to the framework together, and later calls
+    # reuse the source views remembered per destination (they must not grow)
+    from dlmg.plans import api
+
+    x = rand((96, 96), seed=37)
+    gpu = ["cuda:0"] * 8
+    src = Layout((96, 96), block=(4, 8), grid=(4, 2), devices=gpu)
+    dst = Layout((96, 96), block=(8, 4), grid=(2, 4), devices=gpu)
+    dt = build(x, src, framework)  # separate arrays: no one copy through an allocation
+    assert api._source_places(dt)[1] == {}
+    for _ in range(3):
+        np.testing.assert_array_equal(host(dt.redistribute(dst)), x)
+    remembered = [v for k, v in api._views(dt).items() if isinstance(v[1], tuple)]
+    assert remembered and all(len(pieces) == len(copies) for copies, pieces in remembered)
+
+
 def test_allocation_of_cupy_views_and_arrays():
     import cupy as cp
 

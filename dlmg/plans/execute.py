@@ -146,7 +146,7 @@ def _pairs(
     dtype: str,
     imported: dict[tuple[int, str], Any],
     views: dict[tuple[int, str], Any] | None,
-) -> tuple[list[Any], list[Any]]:
+) -> tuple[list[Any], Sequence[Any]]:
     """The destination views and source pieces of ``copies``, in the copy framework
     ``dst.adapter`` (see :func:`run_copies`)."""
     b = dst.adapter
@@ -160,7 +160,7 @@ def _pairs(
         return targets, found[1]
     pieces = [_source_view(c, sources, dst, dtype, imported, views) for c in copies]
     if isinstance(copies, tuple) and all((id(c), b.name) in views for c in copies):  # views, not copies
-        views[key] = (copies, pieces)
+        views[key] = (copies, tuple(pieces))  # a tuple: the callers' batches cannot grow it
     return targets, pieces
 
 
@@ -255,14 +255,15 @@ def _run_on_devices(
         run = _concatenated(copies)
         if run is not None:
             offset, shape, ordered = run
-            pieces = [_source_view(c, sources, dst, dtype, imported, views) for c in ordered]
-            joined.append((dst.adapter, dst.adapter.as_strided(dst.base, shape, c_strides(shape), offset), pieces))
+            ordered_pieces = [_source_view(c, sources, dst, dtype, imported, views) for c in ordered]
+            joined.append((dst.adapter, dst.adapter.as_strided(dst.base, shape, c_strides(shape), offset),
+                           ordered_pieces))
             continue
         targets, pieces = _pairs(copies, sources, dst, dtype, imported, views)
         key = (dst.adapter.name, dst.device)
         batch = batches.get(key)
         if batch is None:
-            batches[key] = (dst.adapter, targets, pieces)
+            batches[key] = (dst.adapter, targets, list(pieces))  # (pieces may be the remembered tuple)
         else:
             batch[1].extend(targets)
             batch[2].extend(pieces)
