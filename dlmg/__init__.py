@@ -21,6 +21,7 @@ from .interop import (
 )
 from .ops import *  # noqa: F403  (apply, elementwise functions, reductions, matmul, synchronize)
 from . import fft, linalg, ops as _ops
+from .io import load, save, saved_layout
 from . import _lookup, _printing, _protocols
 
 _lookup.install(DistributedTensor)  # fragment_for, fragments_on, fragment_at
@@ -44,6 +45,8 @@ __all__ = [
     # other frameworks' distributed arrays
     "from_jax", "to_jax", "layout_from_sharding", "sharding_from_layout", "to_sharding",
     "from_dtensor", "to_dtensor", "from_partitioned",
+    # saving and loading
+    "save", "load", "saved_layout",
     # submodules
     "dtypes", "errors", "fft", "interop", "linalg", "registry",
     # the exception hierarchy
