@@ -45,11 +45,8 @@ def saved_layout(path: str | os.PathLike[str]) -> Layout | dict[str, Layout]:
     Reads only metadata; refuses an incomplete save as :func:`load` does.
     """
     path = os.path.abspath(os.fspath(path))
-    check_complete(path)
-    root = store.read_metadata(path, path)
-    if root.get("node_type") == "group":
-        return {k: _array_meta(os.path.join(path, k), f"{path}/{k}")[2] for k in _keys(root, path)}
-    return _array_meta(path, path)[2]
+    found = {k: _array_meta(d, where)[2] for k, (d, where) in _nodes(path).items()}
+    return found[""] if list(found) == [""] else found
 
 
 def _keys(root: dict[str, Any], where: str) -> list[str]:
@@ -189,22 +186,33 @@ def load(path: str | os.PathLike[str], layout: Any = None, framework: str | None
     return done[""] if list(done) == [""] else done
 
 
-def _plans(path: str, layout: Any, framework: str | None) -> dict[str, _Plan]:
-    """What to load: ``{"": plan}`` for one tensor, ``{key: plan}`` for a dict of them."""
-    check_complete(path)
+def _nodes(path: str) -> dict[str, tuple[str, str]]:
+    """The saved arrays of a finished checkpoint: ``{"": (path, path)}`` for one tensor,
+    ``{key: (directory, name)}`` for a dict of them."""
     root = store.read_metadata(path, path)
     if root.get("node_type") != "group":
+        _array_meta(path, path)  # a dlmg tensor at all, before asking whether its save finished
+        check_complete(path)
+        return {"": (path, path)}
+    keys = _keys(root, path)
+    check_complete(path)
+    return {k: (os.path.join(path, k), f"{path}/{k}") for k in keys}
+
+
+def _plans(path: str, layout: Any, framework: str | None) -> dict[str, _Plan]:
+    """What to load, every target checked."""
+    nodes = _nodes(path)
+    if list(nodes) == [""]:
         if isinstance(layout, Mapping):
             raise TypeError(f"load: {path} holds one tensor; layout must be a Layout or None, not a dict")
         return {"": _Plan(path, path, layout, framework)}
     if layout is not None and not isinstance(layout, Mapping):
         raise TypeError(f"load: {path} holds a dict of tensors; layout must be a dict of Layouts or None")
     layouts = layout or {}
-    keys = _keys(root, path)
-    unknown = sorted(set(layouts) - set(keys))
+    unknown = sorted(set(layouts) - set(nodes))
     if unknown:
-        raise CheckpointError(f"load: layout names {unknown}, which {path} does not hold (it holds {keys})")
-    return {k: _Plan(os.path.join(path, k), f"{path}/{k}", layouts.get(k), framework) for k in keys}
+        raise CheckpointError(f"load: layout names {unknown}, which {path} does not hold (it holds {list(nodes)})")
+    return {k: _Plan(d, where, layouts.get(k), framework) for k, (d, where) in nodes.items()}
 
 
 def _finish(staged: DistributedTensor, target: Layout, adapter: Any) -> DistributedTensor:

@@ -79,8 +79,13 @@ def read_metadata(directory: str, where: str) -> dict[str, Any]:
 
 
 def open_array(directory: str) -> Any:
-    """The TensorStore of an existing array, for reading and writing."""
-    return _ts().open(dict(_spec(directory), open=True), context=_context()).result()
+    """The TensorStore of an existing array, for reading and writing.
+
+    Chunks equal to the fill value are written too (TensorStore would leave them out,
+    and a reader could not tell such a chunk from a lost one).
+    """
+    spec = dict(_spec(directory), open=True, store_data_equal_to_fill_value=True)
+    return _ts().open(spec, context=_context()).result()
 
 
 def _oindex(store: Any, index: Index) -> Any:
