@@ -105,7 +105,7 @@ def inner_chunk_shape(chunk: tuple[int, ...], itemsize: int, limit: int = INNER_
 
 
 def _codecs(inner: tuple[int, ...], chunk: tuple[int, ...]) -> list[dict[str, Any]]:
-    plain = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
+    plain: list[dict[str, Any]] = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
     if inner == chunk:
         return plain
     return [{

@@ -35,7 +35,7 @@ def _array_meta(directory: str, where: str) -> tuple[dict[str, Any], str, Layout
     meta = store.read_metadata(directory, where)
     if meta.get("node_type") != "array":
         raise CheckpointError(f"{where} is a Zarr {meta.get('node_type')!r}, not an array")
-    dtype, saved = check_array_record(meta.get("attributes") or {}, meta.get("data_type"), meta.get("shape", ()), where)
+    dtype, saved = check_array_record(meta.get("attributes") or {}, str(meta.get("data_type")), meta.get("shape", ()), where)
     return meta, dtype, saved
 
 

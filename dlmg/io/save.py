@@ -42,7 +42,7 @@ def _items(obj: Any) -> tuple[dict[str, DistributedTensor], bool]:
     return items, True
 
 
-def _local_frameworks(tensor: DistributedTensor) -> dict[int, str]:
+def _local_frameworks(tensor: DistributedTensor) -> dict[int, str | None]:
     return {f.index: f.framework for f in tensor.fragments if f.is_local}
 
 

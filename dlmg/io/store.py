@@ -134,7 +134,7 @@ def chunk_key(coords: Sequence[int]) -> str:
 
 
 def _touched(index: Index, shape: Sequence[int], chunk: Sequence[int]) -> list[Sequence[int]]:
-    per_mode = []
+    per_mode: list[Sequence[int]] = []
     for i, n, c in zip(index, shape, chunk):
         if isinstance(i, slice):
             start, stop, step = i.indices(n)
