@@ -198,7 +198,46 @@ def ckpt_crash_check():
     raise AssertionError("the partial save was loaded")
 
 
+def dcp_roundtrip():
+    """dlmg -> DCP -> dlmg (block-cyclic) and -> DTensor (DCP's resharding); DTensor -> DCP -> dlmg
+    of any layout; layouts DTensor cannot express are refused, naming redistribute."""
+    import torch
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard, distribute_tensor
+
+    world = dd.world_size()
+    shape = (10, 6)
+    x = np.arange(60, dtype=np.float32).reshape(shape)
+    devices, ranks = list(dd.devices()), list(range(world))
+    cyclic = Layout(shape, block=(1, 2), grid=(2 * world, 1), devices=devices * 2, ranks=ranks * 2)
+    first = os.path.join(_dir(), "dcp-from-dlmg")
+    dlmg.dcp_save({"w": dlmg.scatter(_root(x), dd.slab(shape, 0), root=0), "step": torch.tensor(7)}, first)
+    back = dlmg.dcp_load({"w": dlmg.empty(cyclic, "float32", "numpy"), "step": torch.tensor(0)}, first)
+    assert back["step"].item() == 7
+    assert back["w"].layout == cyclic and {f.framework for f in back["w"].fragments if f.is_local} == {"numpy"}
+    _check(back["w"], "w", x)
+    mesh = init_device_mesh("cpu", (world,))
+    columns = distribute_tensor(torch.zeros(shape), mesh, [Shard(1)])
+    dcp.load({"w": columns}, checkpoint_id=first)
+    assert torch.equal(columns.full_tensor(), torch.from_numpy(x))
+    try:
+        dlmg.dcp_save({"w": dlmg.scatter(_root(x), cyclic, root=0)}, os.path.join(_dir(), "dcp-refused"))
+    except dlmg.LayoutError as exc:
+        assert "redistribute" in str(exc), exc
+    else:
+        raise AssertionError("a block-cyclic layout went to DCP")
+    second = os.path.join(_dir(), "dcp-from-dtensor")
+    dcp.save({"w": distribute_tensor(torch.from_numpy(x), mesh, [Shard(1)])}, checkpoint_id=second)
+    for layout in (cyclic, Layout.single(shape, devices[0], ranks=0), dd.slab(shape, 1)):
+        got = dlmg.dcp_load({"w": dlmg.empty(layout, "float32", "torch")}, second)["w"]
+        assert got.layout == layout
+        _check(got, "w", x)
+    return world
+
+
 SCENARIOS = {
+    "dcp_roundtrip": dcp_roundtrip,
     "ckpt_save": ckpt_save,
     "ckpt_load": ckpt_load,
     "ckpt_bytes_read": ckpt_bytes_read,

@@ -222,3 +222,20 @@ def test_saved_layout_is_read_without_the_processes_it_needs(tmp_path):
     with pytest.raises(dlmg.LayoutError, match=r"the saved layout \(layout=None\)"):
         dlmg.load(tmp_path / "t")
     np.testing.assert_array_equal(dlmg.load(tmp_path / "t", Layout.single((4, 2))).gather(), np.zeros((4, 2)))
+
+
+def test_a_saved_file_opens_as_a_sharded_jax_array(tmp_path):
+    """dlmg.load(..., framework="jax") then to_jax: the shards are the loaded fragments' buffers."""
+    need("jax")
+    if jax_cpus() < 2:
+        pytest.skip("needs 2 JAX CPU devices (XLA_FLAGS=--xla_force_host_platform_device_count=2)")
+    import jax
+
+    x = reference((8, 6), "float32", 3)
+    dlmg.save(tmp_path / "t", dlmg.scatter(x, Layout.slab((8, 6), 0, ["cpu"] * 2)))
+    loaded = dlmg.load(tmp_path / "t", Layout.slab((8, 6), 1, ["cpu:0", "cpu:1"]), framework="jax")
+    array = loaded.to_jax()
+    assert isinstance(array, jax.Array) and len(array.sharding.device_set) == 2
+    np.testing.assert_array_equal(np.asarray(array), x)
+    pointers = {s.data.unsafe_buffer_pointer() for s in array.addressable_shards}
+    assert pointers == {f.array.unsafe_buffer_pointer() for f in loaded.fragments}
