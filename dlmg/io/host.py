@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..adapters import Adapter
     from ..tensor import DistributedTensor, Fragment
 
-__all__ = ["ALIGNMENT", "on_host", "host_view", "aligned", "host_framework", "host_layout", "staged_tensor"]
+__all__ = ["ALIGNMENT", "on_host", "host_view", "aligned_empty", "host_framework", "host_layout", "staged_tensor"]
 
 #: Host buffers handed to frameworks start on this boundary (JAX copies less aligned ones).
 ALIGNMENT = 64
@@ -106,15 +106,12 @@ def host_view(fragment: "Fragment", storage: str) -> np.ndarray:
     return np.asarray(_Interface(interface, array))
 
 
-def aligned(array: np.ndarray) -> np.ndarray:
-    """``array`` when it is C-contiguous and starts on :data:`ALIGNMENT`, else such a copy."""
-    if array.flags.c_contiguous and array.ctypes.data % ALIGNMENT == 0:
-        return array
-    raw = np.empty(array.nbytes + ALIGNMENT, np.uint8)
+def aligned_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """An uninitialised C-contiguous host array starting on :data:`ALIGNMENT`."""
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + ALIGNMENT, np.uint8)
     skip = -raw.ctypes.data % ALIGNMENT
-    out = raw[skip:skip + array.nbytes].view(array.dtype).reshape(array.shape)
-    out[...] = array
-    return out
+    return raw[skip:skip + nbytes].view(dtype).reshape(shape)
 
 
 def staged_tensor(buffers: dict[int, np.ndarray], layout: Layout, dtype: str, adapter: "Adapter") -> "DistributedTensor":

@@ -24,7 +24,7 @@ from ..tensor import DistributedTensor
 from . import store
 from .format import check_array_record
 from .geometry import fragment_index
-from .host import aligned, host_framework, host_layout, staged_tensor
+from .host import aligned_empty, host_framework, host_layout, staged_tensor
 from .publish import check_complete
 from .steps import rank, step, world_size
 
@@ -115,7 +115,8 @@ class _Plan:
                 buffers[frag.index] = np.empty(frag.shape, storage)
                 continue
             if frag.coords in by_coords:  # a replica of one this process read already
-                buffers[frag.index] = aligned(by_coords[frag.coords].copy())
+                buffers[frag.index] = aligned_empty(frag.shape, storage)
+                buffers[frag.index][...] = by_coords[frag.coords]
                 continue
             index = fragment_index(frag)
             missing = store.missing_chunks(self.directory, index, self.saved.shape, chunk)
@@ -126,7 +127,8 @@ class _Plan:
                 )
             if handle is None:
                 handle = store.open_array(self.directory)
-            data = aligned(store.read(handle, index, self.where))
+            data = aligned_empty(frag.shape, storage)
+            store.read_into(handle, index, data, self.where)
             by_coords[frag.coords] = buffers[frag.index] = data
         return buffers
 

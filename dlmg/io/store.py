@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import CheckpointError, ChunkError, FrameworkNotInstalledError
 
-__all__ = ["Index", "create_array", "open_array", "read_metadata", "write", "read", "chunk_key",
+__all__ = ["Index", "create_array", "open_array", "read_metadata", "write", "read_into", "chunk_key",
            "missing_chunks"]
 
 #: Per mode, a slice (a run of indices) or a sorted int64 array of global indices.
@@ -101,8 +101,9 @@ def write(store: Any, index: Index, values: Any) -> Any:
     return _oindex(store, index).write(values)
 
 
-def read(store: Any, index: Index, directory: str) -> Any:
-    """The elements at ``index`` as a new host array (NumPy, the storage data type).
+def read_into(store: Any, index: Index, out: Any, directory: str) -> None:
+    """Read the elements at ``index`` into the host array ``out`` (NumPy, the storage data
+    type, the indexed shape), straight from the decoded chunks.
 
     Raises
     ------
@@ -110,7 +111,7 @@ def read(store: Any, index: Index, directory: str) -> Any:
         When a chunk fails its checksum or cannot be decoded; names the chunk.
     """
     try:
-        return _oindex(store, index).read().result()
+        _ts().array(out, copy=False, write=True).write(_oindex(store, index)).result()
     except ValueError as exc:
         raise _chunk_error(exc, directory) from None
 
