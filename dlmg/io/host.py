@@ -25,7 +25,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["ALIGNMENT", "on_host", "host_view", "aligned_empty", "host_framework", "host_layout", "staged_tensor"]
 
-#: Host buffers handed to frameworks start on this boundary (JAX copies less aligned ones).
+#: Host buffers handed to frameworks start on this boundary (the strictest any adapter asks for
+#: before it takes host memory without a copy).
 ALIGNMENT = 64
 _HOST = Device("cpu", 0)
 
@@ -43,7 +44,7 @@ class _Interface:
 
 def host_layout(layout: Layout) -> Layout:
     """``layout`` without memory strides, every fragment in host memory (its own host
-    device where it has one, so a JAX ``cpu:3`` slot stays there)."""
+    device where it has one, so a ``cpu:3`` slot stays there)."""
     dense = layout.dense
     if dense.on_host:
         return dense
