@@ -192,8 +192,8 @@ class ListOperators:
 
         ``call(xs, ys)`` with two lists of arrays of equal shapes pair by pair, or
         ``call(xs, scalar)`` with a Python scalar: the list of ``xs[i] <op> ys[i]``
-        (``in_place``: ``None``, each result written into ``xs[i]``, the ``x += y``
-        form). The results, their dtypes and the errors raised must be those of the
+        (``in_place``: each result written into ``xs[i]``, the ``x += y`` form; what
+        the call returns is then not used). The results, their dtypes and the errors raised must be those of the
         operator applied pair by pair; what it saves is the host work of one call
         per array (torch's ``_foreach_*`` launch one kernel for many arrays on a
         GPU). Callers fall back to the pair-by-pair operator for arrays that

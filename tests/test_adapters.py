@@ -292,11 +292,11 @@ def test_jax_exporter_goes_through_jaxlib_for_what_the_array_gives_as_it_is(jnp)
     import jax
     import torch
 
-    from dlmg.adapters import jax as jax_adapter
+    from dlmg.adapters.jax import _jaxlib as jax_adapter
 
     x = jnp.arange(4.0)
     export = J.exporter(x)
-    if jax_adapter._buffer_export() is None:
+    if jax_adapter._ROUTE.find().exporter is None:
         assert export == x.__dlpack__
         return
     assert export != x.__dlpack__
@@ -314,8 +314,8 @@ def test_jax_exporter_goes_through_jaxlib_for_what_the_array_gives_as_it_is(jnp)
     shared = jax.sharding.NamedSharding(jax.sharding.Mesh(jax.devices("cpu")[:2], ("x",)),
                                         jax.sharding.PartitionSpec("x"))
     both = jax.device_put(x, shared)
-    assert jax_adapter._quick_exporter(both, both.__dlpack__) is None  # no single-device array
-    assert jax_adapter._BUFFER_EXPORT[0] is not None  # no call refused its arguments
+    assert jax_adapter.quick_exporter(both, both.__dlpack__) is None  # no single-device array
+    assert jax_adapter._ROUTE.exporter is not None  # no call refused its arguments
 
 
 def test_jax_exporter_goes_the_arrays_own_way_when_jaxlib_refuses_the_call(jnp):
@@ -323,11 +323,11 @@ def test_jax_exporter_goes_the_arrays_own_way_when_jaxlib_refuses_the_call(jnp):
     to the array's own ``__dlpack__`` from then on, with the same capsule."""
     import torch
 
-    from dlmg.adapters import jax as jax_adapter
+    from dlmg.adapters.jax import _jaxlib as jax_adapter
 
-    if jax_adapter._buffer_export() is None:
-        pytest.skip("needs jaxlib's buffer_to_dlpack_managed_tensor (jaxlib extension 467 or later)")
-    kept = jax_adapter._BUFFER_EXPORT[0]
+    if jax_adapter._ROUTE.find().exporter is None:
+        pytest.skip("needs jaxlib's buffer_to_dlpack_managed_tensor (jaxlib 0.10.2 or later)")
+    kept = jax_adapter._ROUTE.exporter
     calls = []
 
     def other_signature(*args, **keywords):
@@ -336,19 +336,19 @@ def test_jax_exporter_goes_the_arrays_own_way_when_jaxlib_refuses_the_call(jnp):
 
     x = jnp.arange(4.0)
     export = J.exporter(x)
-    jax_adapter._BUFFER_EXPORT[0] = other_signature
+    jax_adapter._ROUTE.exporter = other_signature
     try:
         for _ in range(2):
             assert torch.from_dlpack(export(stream=None)).data_ptr() == x.unsafe_buffer_pointer()
-        assert len(calls) == 1 and jax_adapter._BUFFER_EXPORT[0] is None
+        assert len(calls) == 1 and jax_adapter._ROUTE.exporter is None
     finally:
-        jax_adapter._BUFFER_EXPORT[0] = kept
+        jax_adapter._ROUTE.exporter = kept
 
 
 def test_jax_dlpack_signatures_are_read_from_the_class():
     """A producer class whose ``__dlpack__`` lacks the protocol's four keywords (an
     older JAX's) is read as such; its exports then go through the full export."""
-    from dlmg.adapters.jax import _takes_every_keyword
+    from dlmg.adapters.jax._jaxlib import takes_every_keyword as _takes_every_keyword
 
     class Older:  # the signature of a producer before the 2023 keywords
         def __dlpack__(self, stream=None):
