@@ -32,6 +32,7 @@ from .device import Device
 from .dtypes import canonical, info
 from .errors import DLPackError
 from .fragment import Fragment, process_rank
+from ._protocols import FrameworkProtocols
 from .registry import adapter_for
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,7 +59,7 @@ def _api() -> Any:
 _API: list[Any] = [None]
 
 
-class DistributedTensor:
+class DistributedTensor(FrameworkProtocols):
     """One logical array spread over fragments on several devices.
 
     Made by :func:`dlmg.from_fragments`, :func:`dlmg.from_pointers`,

@@ -7,7 +7,7 @@ from typing import Any
 from dlmg.adapters.capabilities import exporter_of
 from dlmg.device import Device
 from dlmg.dtypes import NAMES, info
-from dlmg.registry import adapter_for, adapter_names
+from dlmg.registry import BUILTIN_PROTOCOLS, adapter_for, adapter_names
 
 from ._context import NUMPY_DLPACK, ContractContext, expected, is_capsule
 
@@ -322,7 +322,9 @@ def check_landing(ctx: ContractContext) -> None:
     protocols = a.tensor_protocols
     assert isinstance(protocols, dict), f"tensor_protocols must be a dict, got {protocols!r}"
     for name, method in protocols.items():
-        assert name.startswith("__") and name.endswith("__"), f"tensor_protocols key {name!r} is no protocol name"
+        assert name in BUILTIN_PROTOCOLS, (
+            f"tensor_protocols key {name!r} is no protocol DistributedTensor carries ({sorted(BUILTIN_PROTOCOLS)})"
+        )
         assert callable(method) or isinstance(method, (classmethod, staticmethod)), f"{name} is not callable"
 
 
