@@ -233,13 +233,13 @@ def test_jax_slabs_on_one_device_are_cut_and_joined_by_jax(shape, block, dtype):
     assert all(f.framework == "jax" and f.array.devices() == {jax.devices("cpu")[2]} for f in dt.fragments)
     check_fragments(dt, x)
     got = dt.gather()
-    assert compiled_kinds() == ["split", "assemble"]
+    assert sorted(compiled_kinds()) == ["assemble", "split"]
     assert got.devices() == {jax.devices("cpu")[2]} and got.dtype == x.dtype
     np.testing.assert_array_equal(np.asarray(got), x)
     # elsewhere than the fragments, or into another framework: copies, as before
     np.testing.assert_array_equal(np.asarray(dt.gather(device="cpu:1")), x)
     np.testing.assert_array_equal(dt.gather(framework="numpy"), x)
-    assert compiled_kinds() == ["split", "assemble"]
+    assert sorted(compiled_kinds()) == ["assemble", "split"]
 
 
 def test_jax_layouts_that_are_no_slabs_are_copied():
