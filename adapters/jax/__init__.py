@@ -71,7 +71,7 @@ from .._common import (
 )
 from ..capabilities import CompiledElementwise, ListOperators, QuickExport, QuickImport, Rearranging
 from . import _rearrange
-from ._devices import BySharding, device_of_native, dlpack_of_sharding, native_device, to_device
+from ._devices import by_sharding, device_of_native, dlpack_of_sharding, native_device, to_device
 from ._jaxlib import buffer_import, host_slot, quick_exporter, ready_stream, takes_every_keyword, turn_off_import
 
 __all__ = ["JaxAdapter"]
@@ -215,7 +215,7 @@ class JaxAdapter(BaseAdapter, QuickImport, QuickExport, Rearranging, ListOperato
 
     def dlpack_device(self, array: Any) -> tuple[int, int]:
         """``array.__dlpack_device__()``, kept per sharding (see :func:`~dlmg.adapters.jax._devices.dlpack_of_sharding`)."""
-        return dlpack_of_sharding(BySharding(array))
+        return dlpack_of_sharding(by_sharding(array))
 
     def strides_of(self, array: Any) -> tuple[int, ...]:
         """Element strides of the buffer, from its layout (``format.layout.major_to_minor``).

@@ -12,7 +12,7 @@ from typing import Any
 from dlmg.device import Device
 from dlmg.errors import DeviceError
 
-__all__ = ["BySharding", "device_of_native", "dlpack_of_sharding", "native_device", "to_device"]
+__all__ = ["BySharding", "by_sharding", "device_of_native", "dlpack_of_sharding", "native_device", "to_device"]
 
 _PLATFORM_TO_KIND = {"cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "rocm": "rocm", "tpu": "ext_dev"}
 _KIND_TO_PLATFORMS = {"cpu": ("cpu",), "cuda": ("cuda", "gpu"), "rocm": ("rocm", "gpu")}
@@ -60,21 +60,19 @@ def native_device(device: Device) -> Any:
     )
 
 
-class BySharding:
-    """An array, compared and hashed by its sharding: the key of :func:`dlpack_of_sharding`.
-    The array is let go once it has answered, so a kept key holds none."""
+class BySharding(tuple):  # type: ignore[type-arg]
+    """``(sharding,)``, the key of :func:`dlpack_of_sharding`, carrying the array that
+    asks as an attribute outside the key (hashed and compared in C, as a tuple). The
+    array is let go once it has answered, so a kept key holds none."""
 
-    __slots__ = ("sharding", "array")
+    array: Any
 
-    def __init__(self, array: Any) -> None:
-        self.sharding = array.sharding
-        self.array = array
 
-    def __hash__(self) -> int:
-        return hash(self.sharding)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, BySharding) and self.sharding == other.sharding
+def by_sharding(array: Any) -> BySharding:
+    """The key of ``array`` for :func:`dlpack_of_sharding`."""
+    key = BySharding((array.sharding,))
+    key.array = array
+    return key
 
 
 @lru_cache(maxsize=1024)
@@ -85,6 +83,7 @@ def dlpack_of_sharding(key: BySharding) -> tuple[int, int]:
     ``devices()`` and the memory kind). Asked once per fragment; a program's arrays
     share a few shardings, a new one per mesh. JAX refuses arrays on several devices
     (``BufferError``), which is not kept."""
-    array, key.array = key.array, None
+    array = key.array
+    del key.array
     dev_type, dev_id = array.__dlpack_device__()
     return (int(dev_type), int(dev_id))
