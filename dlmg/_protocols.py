@@ -22,9 +22,9 @@ importing dlmg loads no adapter module. The answers:
 from __future__ import annotations
 
 import inspect
-import sys
 from typing import Any, Callable
 
+from ._hooks import Hook
 from .registry import tensor_protocol
 
 __all__ = [
@@ -66,6 +66,10 @@ class FrameworkProtocols:
         return tensor_protocol("__torch_function__")(cls, func, types, args, kwargs)
 
 
+#: The ``dlmg`` namespace, whose public functions the protocols run (see :func:`install`).
+_public: Hook = Hook("dlmg's public functions", "dlmg")
+
+
 def _is_distributed(obj: Any) -> bool:
     return isinstance(obj, FrameworkProtocols)
 
@@ -96,8 +100,8 @@ def refuse_regular(where: str, values: Any) -> None:
 
 
 def dlmg_function(name: str) -> Any:
-    """dlmg's public function ``name``, or None (asked while a tensor exists, so dlmg is imported)."""
-    fn = getattr(sys.modules["dlmg"], name, None)
+    """dlmg's public function ``name``, or None."""
+    fn = getattr(_public.get(), name, None)
     if fn is None or not callable(fn) or inspect.isclass(fn) or inspect.ismodule(fn):
         return None
     return fn if getattr(fn, "__module__", "").startswith("dlmg") else None
@@ -178,3 +182,8 @@ def function_refused(framework: str, name: str, args: Any) -> TypeError:
         f"one array: dt.gather(framework={framework!r}), or hand single fragments over through DLPack "
         "(dt.fragments[i])"
     )
+
+
+def install(public: Any) -> None:
+    """Provide ``public``, the ``dlmg`` namespace, whose functions the protocols run."""
+    _public.provide(public)

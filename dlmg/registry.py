@@ -15,7 +15,8 @@ from functools import lru_cache
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
-from .adapters._base import Adapter
+from .adapters import Adapter
+from .device import native_device
 from .errors import FrameworkError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -294,3 +295,6 @@ def tensor_protocol(name: str) -> Any:
 def _unwrapped(method: Any) -> Any:
     """The function of a ``classmethod``/``staticmethod`` a protocol was declared as."""
     return method.__func__ if isinstance(method, (classmethod, staticmethod)) else method
+
+
+native_device.provide(device_from_native)  # as_device of a framework's device object
