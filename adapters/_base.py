@@ -126,12 +126,15 @@ class Adapter:
         Whether arrays can have negative strides (``False`` where the
         framework has no such views, as JAX: importers then need not ask).
     tensor_protocols : dict of str to callable
-        Methods :class:`~dlmg.DistributedTensor` carries for this framework's
-        own protocols (NumPy's ``__array_ufunc__``, JAX's ``__jax_array__``...),
-        so that the framework's functions meet dlmg's answer -- run dlmg's
-        function, or refuse saying what to call -- instead of failing with a
-        message of their own. Installed when dlmg is imported (built-in
-        adapters) or registered.
+        The answers to this framework's own protocols (NumPy's
+        ``__array_ufunc__``, JAX's ``__jax_array__``...), so that the framework's
+        functions meet dlmg's answer -- run dlmg's function, or refuse saying what
+        to call -- instead of failing with a message of their own. Each takes the
+        tensor first (its class for ``__torch_function__``).
+        :class:`~dlmg.DistributedTensor` carries the methods of the protocols
+        :data:`dlmg.registry.BUILTIN_PROTOCOLS` names; each looks its answer up
+        when called (:func:`dlmg.registry.tensor_protocol`), so nothing is
+        attached to the class and importing dlmg loads no adapter.
     """
 
     name: ClassVar[str] = ""
