@@ -62,6 +62,10 @@ def _exists_in_dlmg(node: pending_xref, target: str) -> bool:
     """Whether ``target``, read in the module and class the reference was written in, is dlmg's."""
     module, cls = node.get("py:module") or "", node.get("py:class") or ""
     scopes = [f"{module}.{cls}" if cls else "", module, ""]
+    # A docstring's names are read where its code is written: the defining module of the class.
+    defining = getattr(_lookup(f"{module}.{cls}"), "__module__", None) if module and cls else None
+    if isinstance(defining, str):
+        scopes.insert(1, defining)
     for scope in scopes:
         dotted = f"{scope}.{target}" if scope else target
         if dotted.startswith("dlmg.") and _lookup(dotted) is not _MISSING:
