@@ -70,8 +70,8 @@ napoleon_preprocess_types = True
 napoleon_type_aliases = {
     "dtype": "data type", "dtype-like": "data type",
     # numpydoc's spellings of Python's abstract types link to Python's glossary.
-    "sequence": ":term:`python:sequence`", "iterable": ":term:`python:iterable`",
-    "mapping": ":term:`python:mapping`", "callable": ":term:`python:callable`",
+    "sequence": ":term:`sequence <python:sequence>`", "iterable": ":term:`iterable <python:iterable>`",
+    "mapping": ":term:`mapping <python:mapping>`", "callable": ":term:`callable <python:callable>`",
     "np.ndarray": "numpy.ndarray",
 }
 
