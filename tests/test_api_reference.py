@@ -22,7 +22,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-PUBLIC_MODULES = ("dlmg", "dlmg.registry", "dlmg.testing", "dlmg.distributed", "dlmg.interop")
+PUBLIC_MODULES = ("dlmg", "dlmg.registry", "dlmg.adapters", "dlmg.testing", "dlmg.distributed", "dlmg.interop")
 
 DIRECTIVE = re.compile(
     r"^\s*\.\. (?:auto(?P<auto>function|class|data|exception|attribute|method|module)"
