@@ -34,7 +34,7 @@ def test_jax_multicontroller_example():
     pytest.importorskip("torch")
     pytest.importorskip("jax")
     out = _run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr",
-                "127.0.0.1", "--master-port", str(free_port()), "examples/jax_multicontroller.py"],
+                "127.0.0.1", "--master-port", str(free_port()), "examples/distributed_jax.py"],
                JAX_COORDINATOR_ADDRESS=f"127.0.0.1:{free_port()}",
                XLA_FLAGS="--xla_force_host_platform_device_count=2")
     assert "rank 0: 2 shards to torch and back, no copy" in out

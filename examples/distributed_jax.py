@@ -3,7 +3,7 @@
 Run (CPU only, two processes on this machine, two JAX CPU devices each):
 
     python -m torch.distributed.run --nproc-per-node 2 --master-addr 127.0.0.1 \
-        --master-port 29500 examples/jax_multicontroller.py
+        --master-port 29500 examples/distributed_jax.py
 
 torchrun starts the processes and sets RANK, WORLD_SIZE, MASTER_ADDR and
 MASTER_PORT. Each process joins JAX's multi-controller runtime (its coordinator
