@@ -102,6 +102,8 @@ EXTERNAL_MODULES = (
     "numpy", "np", "torch", "jax", "jaxlib", "collections", "contextlib", "ctypes", "typing",
     "types", "matplotlib", "mpi4py", "cupy", "DTensor", "False", "True", "None",
 )
+# Python's standard library (os.PathLike, collections.abc.Sequence...) is external too.
+EXTERNAL_MODULES += tuple(sorted(sys.stdlib_module_names))
 nitpick_ignore_regex = [
     (r"py:.*", rf"({'|'.join(EXTERNAL_MODULES)})(\..*)?"),
     (r"std:term", r"python:.*"),
