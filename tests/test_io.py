@@ -239,3 +239,19 @@ def test_a_saved_file_opens_as_a_sharded_jax_array(tmp_path):
     np.testing.assert_array_equal(np.asarray(array), x)
     pointers = {s.data.unsafe_buffer_pointer() for s in array.addressable_shards}
     assert pointers == {f.array.unsafe_buffer_pointer() for f in loaded.fragments}
+
+
+def test_a_framework_per_fragment(tmp_path):
+    """Each fragment of the target layout in its own framework, handed over without a copy."""
+    need("torch", "jax")
+    x = reference((6, 4), "float32", 5)
+    dlmg.save(tmp_path / "t", dlmg.scatter(x, Layout.single((6, 4))))
+    target = Layout.slab((6, 4), 0, ["cpu:0", "cpu:1", "cpu:2"])
+    got = dlmg.load(tmp_path / "t", target, framework=["torch", "numpy", "jax"])
+    assert tuple(f.framework for f in got.fragments) == ("torch", "numpy", "jax")
+    check_fragments(got, x)
+    got = dlmg.load(tmp_path / "t", target, framework={0: "numpy", 1: "numpy", 2: "torch"})
+    assert tuple(f.framework for f in got.fragments) == ("numpy", "numpy", "torch")
+    check_fragments(got, x)
+    with pytest.raises(dlmg.LayoutError, match="3 fragments"):
+        dlmg.load(tmp_path / "t", target, framework=["torch", "numpy"])

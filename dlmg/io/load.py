@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..construct import from_fragments
 from ..distributed.agree import describe
 from ..errors import CheckpointError, ChunkError, FrameworkError, LayoutError
 from ..layout import Layout
@@ -91,10 +92,14 @@ def _framework(meta: dict[str, Any], framework: str | None) -> Any:
 class _Plan:
     """One array to load: its metadata and the checked target (built before any read)."""
 
-    def __init__(self, directory: str, where: str, layout: Any, framework: str | None) -> None:
+    def __init__(self, directory: str, where: str, layout: Any, framework: Any) -> None:
         self.directory, self.where = directory, where
         self.meta, self.dtype, self.saved = _array_meta(directory, where)
         self.target = _target(self.saved, layout, where)
+        self.per_fragment = _per_fragment(framework, self.target)
+        if self.per_fragment is not None:  # read in the framework of this process's first fragment
+            mine = [self.per_fragment[f.index] for f in self.target.fragments if f.rank == rank()]
+            framework = mine[0] if mine else None
         self.adapter = _framework(self.meta, framework)
         self.adapter.check_dtype(self.dtype)
         self.stage = host_framework(self.adapter, self.dtype)
@@ -137,7 +142,47 @@ class _Plan:
         return staged_tensor(buffers, self.staging, self.dtype, self.stage)
 
 
-def load(path: str | os.PathLike[str], layout: Any = None, framework: str | None = None) -> Any:
+def _per_fragment(framework: Any, target: Layout) -> dict[int, str] | None:
+    """``{fragment index: framework name}`` for a sequence or mapping; ``None`` for one name."""
+    if framework is None or isinstance(framework, str):
+        return None
+    n = target.nfragments
+    if isinstance(framework, Mapping):
+        per = dict(framework)
+        bad = [k for k in per if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < n]
+        if bad or len(per) != n:
+            raise LayoutError(
+                f"load: framework as a mapping needs one entry per fragment 0..{n - 1} of the target layout, "
+                f"got keys {sorted(per, key=str)}"
+            )
+    else:
+        per = dict(enumerate(framework))
+        if len(per) != n:
+            raise LayoutError(f"load: framework names {len(per)} frameworks, the target layout has {n} fragments")
+    for i, name in per.items():
+        if not isinstance(name, str):
+            raise TypeError(f"load: framework of fragment {i} is {name!r}, not a framework name")
+    if target.element_strides is not None:
+        raise LayoutError(
+            f"load: a framework per fragment needs a dense target layout, got element_strides="
+            f"{target.element_strides}; load with one framework"
+        )
+    return per
+
+
+def _mixed(tensor: DistributedTensor, per: dict[int, str] | None) -> DistributedTensor:
+    """``tensor`` with each local fragment handed to its own framework (zero-copy through DLPack)."""
+    if per is None or all(f.framework == per[f.index] for f in tensor.fragments if f.is_local):
+        return tensor
+    arrays = {}
+    for f in tensor.fragments:
+        if f.is_local:
+            arrays[f.index] = f.array if f.framework == per[f.index] else get_adapter(per[f.index]).from_dlpack(
+                f, device=f.device)
+    return from_fragments(arrays, tensor.layout, dtype=tensor.dtype)
+
+
+def load(path: str | os.PathLike[str], layout: Any = None, framework: Any = None) -> Any:
     """Load a tensor (or dict of tensors) saved by :func:`save`, into any layout and framework.
 
     Every process calls it (SPMD); each reads only the chunks holding its own
@@ -152,10 +197,12 @@ def load(path: str | os.PathLike[str], layout: Any = None, framework: str | None
         The layout of the result (a dict for a dict of tensors; missing keys
         keep their saved layout). By default the saved one, which needs as
         many processes as saved it (or more).
-    framework : str, optional
+    framework : str, sequence of str or dict of int to str, optional
         The framework of the fragments (``"numpy"``, ``"torch"``, ``"jax"``,
-        ``"cupy"``...); by default the one the tensor was saved from where it
-        is installed, else NumPy.
+        ``"cupy"``...), or one per fragment of the target layout (in fragment
+        order, or ``{fragment index: name}``; the fragments reach their
+        frameworks through DLPack, no copy); by default the one the tensor was
+        saved from where it is installed, else NumPy.
 
     Returns
     -------
@@ -184,7 +231,7 @@ def load(path: str | os.PathLike[str], layout: Any = None, framework: str | None
 
     staged, _ = step(what, read)
     plans = _plans(path, layout, framework)
-    done = {k: _finish(staged[k], plan.target, plan.adapter) for k, plan in plans.items()}
+    done = {k: _mixed(_finish(staged[k], plan.target, plan.adapter), plan.per_fragment) for k, plan in plans.items()}
     return done[""] if list(done) == [""] else done
 
 
@@ -201,7 +248,7 @@ def _nodes(path: str) -> dict[str, tuple[str, str]]:
     return {k: (os.path.join(path, k), f"{path}/{k}") for k in keys}
 
 
-def _plans(path: str, layout: Any, framework: str | None) -> dict[str, _Plan]:
+def _plans(path: str, layout: Any, framework: Any) -> dict[str, _Plan]:
     """What to load, every target checked."""
     nodes = _nodes(path)
     if list(nodes) == [""]:
