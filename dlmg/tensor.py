@@ -29,6 +29,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .device import Device
+from .distributed._state import check_ranks
 from .dtypes import canonical, info
 from .errors import DLPackError
 from .fragment import Fragment, process_rank
@@ -102,6 +103,7 @@ class DistributedTensor:
     # -- construction helpers (trusted, unvalidated) -------------------------
     @classmethod
     def _create(cls, layout: "Layout", fragments: Sequence[Fragment], dtype: str) -> "DistributedTensor":
+        check_ranks(layout, "a distributed tensor")  # (a rank no process holds would read as missing rows)
         return cls(layout, fragments, dtype, token=_CREATE)
 
     @classmethod

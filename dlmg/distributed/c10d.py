@@ -35,18 +35,14 @@ def _torch() -> Any:
     return torch, dist
 
 
-def create(*, group: Any = None, comm: Any = None, timeout: float = 300.0) -> "C10dEngine":
+def create(*, group: Any = None, timeout: float = 300.0) -> "C10dEngine":
     """The engine over ``group`` (the default process group by default).
 
     Raises
     ------
-    TypeError
-        When ``comm`` (an MPI communicator) is given.
     CollectiveError
         When no process group exists and torchrun's environment is missing.
     """
-    if comm is not None:
-        raise TypeError("backend='torch' takes group= (a torch.distributed ProcessGroup), not comm=")
     torch, dist = _torch()
     if not dist.is_available():
         raise CollectiveError("torch.distributed is not available in this torch build")
@@ -189,9 +185,36 @@ class C10dEngine(Engine):
         self._run("broadcast", self._dist.broadcast, self._bytes(buf), src, group=self.group)
 
     def allreduce(self, buf: Any, op: str) -> None:
+        t = self._tensor(buf)
+        if not self._reduces(t, op):
+            self._allreduce_gathered(t, op)
+            return
         ops = self._dist.ReduceOp
         table = {"sum": ops.SUM, "prod": ops.PRODUCT, "min": ops.MIN, "max": ops.MAX}
-        self._run(f"allreduce ({op})", self._dist.all_reduce, self._tensor(buf), op=table[op], group=self.group)
+        self._run(f"allreduce ({op})", self._dist.all_reduce, t, op=table[op], group=self.group)
+
+    def _reduces(self, t: Any, op: str) -> bool:
+        """Whether c10d reduces ``t``'s dtype with ``op`` itself: gloo has no unsigned
+        type but uint8, no int16 minimum or maximum and no complex product."""
+        torch = self._torch
+        if t.dtype in (torch.uint16, torch.uint32, torch.uint64):
+            return False
+        if t.dtype == torch.int16 and op in ("min", "max"):
+            return False
+        return not (t.is_complex() and op != "sum")
+
+    def _allreduce_gathered(self, t: Any, op: str) -> None:
+        """``op`` of every process's ``t`` as an all-gather and a reduction on the host,
+        in NumPy (which reduces every integer and complex type; the buffers of a
+        reduction are the size of its result, not of its input)."""
+        import numpy as np
+
+        gathered = self._torch.empty(self.world_size * t.numel(), dtype=t.dtype, device=t.device)
+        self.all_gather(t.contiguous(), gathered)
+        rows = gathered.cpu().numpy().reshape(self.world_size, -1)
+        fold = {"sum": np.sum, "prod": np.prod, "min": np.min, "max": np.max}[op]
+        result = fold(rows, axis=0).astype(rows.dtype, copy=False)  # sums wrap as the dtype does
+        t.copy_(self._torch.from_numpy(np.ascontiguousarray(result)).reshape(t.shape))
 
     def finalize(self) -> None:
         if self._owned and self._dist.is_initialized():

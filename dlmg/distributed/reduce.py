@@ -92,6 +92,7 @@ def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keep
            dtype: str | None, reducer: Any, plan: Any, ctx: Any) -> Any:
     """Run reduction ``name`` of ``x`` across processes (arguments as in :mod:`dlmg.ops.reductions`)."""
     from ..ops.dispatch import executor, move_array, new_tensor
+    from ..ops._executor import fail
 
     engine = current()
     assert engine is not None
@@ -118,14 +119,18 @@ def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keep
                 continue
             ex = executor(frag.framework, frag.device)
             ctx.fragment = frag.index
-            part = ex.run(reducer.local, frag.array, local_axes, ctx)
+            ctx.adapter = ex.adapter  # (its accumulation dtype: torch sums unsigned types in int64)
+            try:
+                part = ex.run(reducer.local, frag.array, local_axes, ctx)
+            except Exception as exc:  # as in one process: the fragment, its device and framework
+                raise fail(f"dlmg.{name}", frag.index, ex, exc) from exc
             key = np.ix_(*[frag.layout.layout.owned_indices(frag.index, m) for m in kept]) if kept else ()
             if idx is not None:
                 _fold_arg(name, acc, idx, key, part, ex)
             else:
                 value = _host(part, ex).reshape(acc[key].shape)
-                if adt == np.uint8:
-                    value = value.astype(np.uint8)
+                if value.dtype != acc.dtype:  # bools as 0/1; unsigned sums torch ran in int64 (wrapping alike)
+                    value = value.astype(acc.dtype)
                 _combine(name, acc, key, value)
         return (acc, idx), dtype
 

@@ -302,6 +302,13 @@ def _reduce(
         from ..distributed.reduce import reduce as across
 
         return across(x, name, axes, bool(keepdims), dtype, reducer, plan, ctx)
+    remote = [f.index for f in x.fragments if not f.is_local]
+    if remote:  # (as gather says: a reduction in one process of a tensor spread over several)
+        raise FragmentError(
+            f"dlmg.{name}: fragments {remote} are held by other processes (ranks "
+            f"{sorted({x.fragments[i].rank for i in remote})}); call dlmg.distributed.init() in every "
+            "process first"
+        )
     local_axes = None if axes is None else plan.axes
     frags = x.fragments
     out_layout = plan.out_layout
