@@ -299,7 +299,7 @@ def _reduce(
     from ..distributed._state import current
 
     if current() is not None:  # across processes: local partials, then the engine's all-reduce
-        from ..distributed.reduce import reduce as across
+        from .reduce_across import reduce as across
 
         return across(x, name, axes, bool(keepdims), dtype, reducer, plan, ctx)
     remote = [f.index for f in x.fragments if not f.is_local]
