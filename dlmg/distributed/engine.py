@@ -18,6 +18,7 @@ engine's module; dlmg's collectives speak only this interface.
 from __future__ import annotations
 
 import abc
+import threading
 from collections.abc import Sequence
 from typing import Any, Callable
 
@@ -42,6 +43,9 @@ class Engine(abc.ABC):
         The number of processes.
     timeout : float
         Seconds any collective may wait before it raises.
+    lock : threading.RLock
+        Held for the whole of each of dlmg's collectives
+        (:func:`~dlmg.distributed.agree.exclusive`): one at a time per process.
     """
 
     name: str = ""
@@ -50,6 +54,7 @@ class Engine(abc.ABC):
         self.rank = int(rank)
         self.world_size = int(world_size)
         self.timeout = float(timeout)
+        self.lock = threading.RLock()
 
     # -- where this process computes --------------------------------------
     @abc.abstractmethod

@@ -1,6 +1,6 @@
 """Moving pieces between processes: pack, one all-to-all(v), unpack.
 
-:func:`pack` runs on every process before the agreement (so a failure while
+:func:`pack` (which also allocates the receive buffer) runs on every process before the agreement (so a failure while
 packing ends the collective everywhere, see :mod:`~dlmg.distributed.agree`):
 it plans this process's side and copies every outgoing
 :class:`~dlmg.plans.routes.Piece` into the send buffer, in message order,
@@ -62,6 +62,8 @@ class Packed:
     dtype: str
     device: Device
     cache: dict = field(default_factory=dict)
+    scratch: Any = None  # the receive buffer otherwise, allocated while packing
+    scratch_adapter: Any = None
 
 
 def _displacements(counts: Sequence[int]) -> list[int]:
@@ -172,6 +174,9 @@ def pack(
     adapter = get_adapter(name) if isinstance(name, str) else name
     packed = Packed(routes, send, Buffer(send, adapter, device), send_counts, recv, recv_counts, incoming,
                     local, src_eps, sources, dst_eps, dsts, dtype, device)
+    if recv is None:  # allocated now, before the agreement: a failure here ends the collective everywhere
+        packed.scratch, scratch_name = engine.empty(sum(recv_counts), dtype, device)
+        packed.scratch_adapter = get_adapter(scratch_name)
     if name is not None and isinstance(name, str):  # a fresh buffer: copy the pieces in
         jobs = []
         for q, start in enumerate(_displacements(send_counts)):
@@ -212,10 +217,10 @@ def deliver(engine: "Engine", packed: Packed) -> None:
     """
     routes = packed.routes
     recv = packed.recv
-    adapter = None if recv is None else packed.dsts[next(iter(packed.dsts))].adapter
     if recv is None:
-        recv, name = engine.empty(sum(packed.recv_counts), packed.dtype, packed.device)
-        adapter = get_adapter(name)
+        recv, adapter = packed.scratch, packed.scratch_adapter
+    else:
+        adapter = packed.dsts[next(iter(packed.dsts))].adapter
     wait = None
     if routes.total_bytes:  # the same on every process
         if not packed.device.is_host:

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..device import Device
-from ..distributed._state import current
-from ..distributed.agree import describe, prepare_vote
+from ..distributed._state import check_ranks, current
+from ..distributed.agree import conclude, describe, exclusive, prepare_vote
 from ..dtypes import info
 from ._executor import fail
 from .dispatch import executor, move_array, new_tensor
@@ -93,16 +93,34 @@ def _fold_arg(name: str, acc: np.ndarray, idx: np.ndarray, key: Any, part: Any, 
 def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keepdims: bool,
            dtype: str | None, reducer: Any, plan: Any, ctx: Any) -> Any:
     """Run reduction ``name`` of ``x`` across processes (arguments as in :mod:`dlmg.ops.reductions`)."""
-
     engine = current()
     assert engine is not None
+    with exclusive(engine, f"dlmg.{name}"):
+        return _reduce(engine, x, name, axes, keepdims, dtype, reducer, plan, ctx)
+
+
+def _kind(dtype: str | None) -> str | None:
+    """The kind of result a ``dtype`` argument asks for (integers of either sign alike: a
+    framework may accumulate unsigned sums in a signed type)."""
+    if dtype is None:
+        return None
+    kind = np.dtype(_np_dtype(dtype)).kind
+    return "integer" if kind in "iu" else kind
+
+
+def _reduce(engine: Any, x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keepdims: bool,
+            dtype: str | None, reducer: Any, plan: Any, ctx: Any) -> Any:
     layout = x.layout
     reduced = tuple(range(x.ndim)) if axes is None else axes
     kept = [m for m in range(x.ndim) if m not in reduced]
     rshape = tuple(layout.shape[m] for m in kept)
-    description = describe(f"reduce {name}", layout=layout, dtype=x.dtype, axes=axes, keepdims=keepdims)
+    # every argument that changes the result: the asked dtype's kind too (its width may
+    # narrow where a framework cannot hold it, see below)
+    description = describe(f"reduce {name}", layout=layout, dtype=x.dtype, axes=axes, keepdims=keepdims,
+                           result_kind=_kind(dtype))
 
     def work() -> tuple[tuple[np.ndarray, np.ndarray | None], str | None]:
+        check_ranks(layout, f"dlmg.{name}")
         # only argmax and argmin track indices: ``idx`` is set exactly for them
         idx: np.ndarray | None = None
         if name in _ARG:
@@ -138,6 +156,12 @@ def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keep
     # narrows to 32 bits): every process takes the narrowest one any process needs.
     (acc, idx), votes = prepare_vote(engine, description, work)
     dtype = _narrowest(votes)
+    return conclude(engine, description, lambda: _complete(engine, x, name, reduced, keepdims, dtype, plan, acc, idx))
+
+
+def _complete(engine: Any, x: "DistributedTensor", name: str, reduced: tuple[int, ...], keepdims: bool,
+              dtype: str | None, plan: Any, acc: np.ndarray, idx: np.ndarray | None) -> Any:
+    """The all-reduce of the partials and the result in this process's frameworks."""
     if name not in _ARG and dtype is not None and acc.dtype != np.uint8 and acc.dtype != _np_dtype(dtype):
         acc = acc.astype(_np_dtype(dtype))
     if idx is not None:
