@@ -122,3 +122,157 @@ def after_finalize():
 
 
 SCENARIOS = {f.__name__: f for f in (missing_rank, small_int_reductions, var_std, after_finalize)}
+
+
+# -- fault injection ------------------------------------------------------------------
+# For each collective and each stage, rank 1 fails; every rank must raise (rank 1 its
+# own error, the others CollectiveError), none may return a value, and the next
+# collective must still give the right answer on every rank.
+
+class Injected(RuntimeError):
+    """The failure the scenarios inject on rank 1."""
+
+
+def _collectives():
+    """name -> function of (tensor, full) running one collective on every rank."""
+    def scatter(t, full):
+        return dlmg.scatter(full if dd.rank() == 0 else None, t.layout, framework="numpy")
+
+    table = {
+        "allgather": lambda t, full: t.gather(),
+        "allgather_general": lambda t, full: t.redistribute(dd.slab(full.shape, 1)).gather(),
+        "root_gather": lambda t, full: t.gather(root=0),
+        "scatter": scatter,
+        "redistribute": lambda t, full: t.redistribute(dd.slab(full.shape, 1)),
+    }
+    for name in ("sum", "prod", "min", "max", "mean", "all", "any", "argmax", "argmin"):
+        table[name] = (lambda fn: lambda t, full: fn(t))(getattr(dlmg, name))
+        table[f"{name}_axis"] = (lambda fn: lambda t, full: fn(t, axis=0))(getattr(dlmg, name))
+    return table
+
+
+_REDUCTIONS = ("sum", "prod", "min", "max", "mean", "all", "any", "argmax", "argmin")
+
+
+def _patch(module, name, value, undo):
+    undo.append((module, name, getattr(module, name)))
+    setattr(module, name, value)
+
+
+def _inject(stage, collective, undo):
+    """Make rank 1 fail at ``stage`` of ``collective`` (patches undone by the caller)."""
+    import dlmg.movement.across as across
+    import dlmg.movement.exchange as exchange
+    import dlmg.ops.reduce_across as reduce_across
+    from dlmg.distributed import agree
+
+    if dd.rank() != 1:
+        return
+    eng = dd.current_engine()
+    reduction = collective.split("_axis")[0] in _REDUCTIONS
+
+    def boom(*args, **kwargs):
+        raise Injected(f"injected at {stage}")
+
+    if stage == "before":  # while preparing, before the agreement
+        def failing(real):
+            def wrapped(engine, description, work):
+                return real(engine, description, lambda: boom())
+            return wrapped
+
+        for module in (across, reduce_across):
+            for name in ("prepare", "prepare_vote"):
+                if hasattr(module, name):
+                    _patch(module, name, failing(getattr(agree, name)), undo)
+    elif stage == "after":  # after the agreement, before the data moves (or, for a reduction, after it)
+        if reduction:
+            _patch(reduce_across, "move_array", boom, undo)
+        else:
+            _patch(exchange, "ready", boom, undo)
+    elif stage == "mid":  # inside the exchange: this rank took part, then fails
+        name = "allreduce" if reduction else "settle"
+        real = getattr(eng, name)
+
+        def after_real(*args, **kwargs):
+            real(*args, **kwargs)
+            raise Injected("injected mid-exchange")
+
+        _patch(eng, name, after_real, undo)
+
+
+def _run_fault(stage):
+    world = dd.world_size()
+    full = _global((4 * world, 4 * world), seed=11)
+    outcomes = {}
+    for name, run in _collectives().items():
+        data = (full > 0) if name.split("_axis")[0] in ("all", "any") else full
+        t = wrap(data, dd.slab(data.shape, 0))
+        undo = []
+        _inject(stage, name, undo)
+        try:
+            run(t, data)
+        except Injected as exc:
+            outcomes[name] = f"Injected: {exc}"
+        except CollectiveError as exc:
+            names = "rank(s) 1" in str(exc) or "rank 1" in str(exc)
+            outcomes[name] = f"CollectiveError{' naming rank 1' if names else ''}: {str(exc)[-160:]}"
+        else:
+            outcomes[name] = "returned a value"
+        finally:
+            for module, attr, value in reversed(undo):
+                setattr(module, attr, value)
+        # the group is still usable and in step: the next collective is right everywhere
+        np.testing.assert_array_equal(_np(wrap(full, dd.slab(full.shape, 1)).gather(framework="numpy")), full)
+    return outcomes
+
+
+def fault_before():
+    return _run_fault("before")
+
+
+def fault_after():
+    return _run_fault("after")
+
+
+def fault_mid():
+    return _run_fault("mid")
+
+
+def fault_late():
+    """Rank 1 arrives after the timeout: every rank raises CollectiveError, then refuses
+    further collectives with a message saying what to do. Breaks the engine: runs last."""
+    import time
+
+    eng = dd.current_engine()
+    eng.timeout = 2.0
+    world = dd.world_size()
+    full = _global((2 * world, 3), seed=12)
+    t = wrap(full, dd.slab(full.shape, 0))
+    if dd.rank() == 1:
+        time.sleep(2 * eng.timeout + 1.0)
+    first = _expect(CollectiveError, t.gather)
+    second = _expect(CollectiveError, t.gather)
+    assert eng.broken is not None
+    return [first, second]
+
+
+def fault_dies():
+    """Rank 1 dies after the agreement of a redistribution: the others raise CollectiveError
+    within the timeout. Ends rank 1's process: runs alone."""
+    import os
+
+    import dlmg.movement.exchange as exchange
+
+    dd.current_engine().timeout = 5.0
+    world = dd.world_size()
+    full = _global((4 * world, 4 * world), seed=2)
+    t = wrap(full, dd.slab(full.shape, 0))
+    if dd.rank() == 1:
+        def die(*args, **kwargs):
+            os._exit(3)
+
+        exchange.ready = die
+    return _expect(CollectiveError, t.redistribute, dd.slab(full.shape, 1))
+
+
+SCENARIOS.update({f.__name__: f for f in (fault_before, fault_after, fault_mid, fault_late, fault_dies)})

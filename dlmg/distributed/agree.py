@@ -62,7 +62,8 @@ def _cut(text: str) -> str:
     return text if len(text) <= _SHOWN else text[:_SHOWN] + " ..."
 
 
-def agree(engine: "Engine", description: str, error: BaseException | None = None, vote: Any = None) -> list[Any]:
+def agree(engine: "Engine", description: str, error: BaseException | None = None, vote: Any = None,
+          when: str = "while preparing it") -> list[Any]:
     """Compare ``description`` and failures across every process (see the module docstring).
 
     Returns
@@ -86,7 +87,7 @@ def agree(engine: "Engine", description: str, error: BaseException | None = None
         ranks = ", ".join(str(r) for r, _ in failed)
         first_rank, first_report = failed[0]
         raise CollectiveError(
-            f"{_cut(description)} did not run: rank(s) {ranks} failed while preparing it; "
+            f"{_cut(description)} did not complete: rank(s) {ranks} failed {when}; "
             f"rank {first_rank}: {first_report}"
         )
     mine = _digest(description)
@@ -136,9 +137,9 @@ def conclude(engine: "Engine", description: str, run: Callable[[], T]) -> T:
     except CollectiveError:
         raise  # the engine failed: every process meets its own bounded wait
     except Exception as exc:
-        agree(engine, f"{description} (completion)", exc)
+        agree(engine, f"{description} (completion)", exc, when="after the agreement")
         raise  # pragma: no cover - agree re-raises exc
-    agree(engine, f"{description} (completion)")
+    agree(engine, f"{description} (completion)", when="after the agreement")
     return result
 
 
@@ -151,6 +152,7 @@ def exclusive(engine: "Engine", what: str) -> Iterator[None]:
     CollectiveError
         When another thread of this process holds it longer than the engine's timeout.
     """
+    engine.check_usable(what)
     lock = engine.lock
     if not lock.acquire(timeout=engine.timeout):
         raise CollectiveError(

@@ -10,6 +10,14 @@ Buffers of any framework enter c10d as torch tensors through
 through all-gather and all-to-all; all-reduce takes the element type.
 Every collective runs asynchronously and is waited for with the engine's
 timeout.
+
+The agreements (small pickled objects) travel in a gloo group of their own
+when the engine runs on the default group, apart from the data: a process
+that fails between the two never has its next agreement matched with its
+peers' pending exchange. (A group given to :func:`create` carries both unless
+it cannot move host memory: a side group would have to be created by every
+process of the default group.) A failed or timed-out wait marks the engine
+:attr:`~dlmg.distributed.engine.Engine.broken`.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from typing import Any, Sequence
 
 from ..device import Device
 from ..errors import CollectiveError, DeviceError
+from ..registry import get_adapter
 from .engine import Engine
 
 __all__ = ["C10dEngine", "create"]
@@ -81,8 +90,10 @@ class C10dEngine(Engine):
         backend = str(dist.get_backend(group))
         self._nccl = "nccl" in backend
         self._host_ok = "gloo" in backend or "mpi" in backend
-        # an NCCL-only group cannot move host memory: objects travel through a gloo side group
-        self._objects = group if self._host_ok else dist.new_group(backend="gloo")
+        # the agreements apart from the data (see the module docstring); an NCCL-only
+        # group cannot move host memory, so its objects need a gloo side group anyway
+        apart = group is dist.group.WORLD or not self._host_ok
+        self._objects = dist.new_group(backend="gloo") if apart else group
         # the all-gather into one flat tensor (renamed all_gather_single in newer torch)
         self._all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 
@@ -101,8 +112,6 @@ class C10dEngine(Engine):
 
     # -- buffers ---------------------------------------------------------------
     def empty(self, n: int, dtype: str, device: Device) -> tuple[Any, str]:
-        from ..registry import get_adapter
-
         return get_adapter("torch").empty((int(n),), dtype, device), "torch"
 
     def accepts(self, array: Any, framework: str) -> bool:
@@ -125,13 +134,16 @@ class C10dEngine(Engine):
         except CollectiveError:
             raise
         except Exception as exc:  # c10d raises RuntimeError subclasses (DistBackendError...)
-            raise CollectiveError(f"{what} failed on rank {self.rank} of {self.world_size}: {exc}") from exc
+            raise self.fail(CollectiveError(
+                f"{what} failed on rank {self.rank} of {self.world_size}: {exc}")) from exc
 
     def _run(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> None:
+        self.check_usable(what)
         try:
             work = fn(*args, async_op=True, **kwargs)
         except Exception as exc:
-            raise CollectiveError(f"{what} failed on rank {self.rank} of {self.world_size}: {exc}") from exc
+            raise self.fail(CollectiveError(
+                f"{what} failed on rank {self.rank} of {self.world_size}: {exc}")) from exc
         self._wait(work, what)
 
     def settle(self, device: Device) -> None:
@@ -152,7 +164,13 @@ class C10dEngine(Engine):
         recv = torch.empty(longest * self.world_size, dtype=torch.uint8)
         self._run("allgather_object", self._all_gather, recv, send, group=self._objects)
         raw = recv.numpy().tobytes()
-        return [pickle.loads(raw[r * longest: r * longest + int(sizes[r])]) for r in range(self.world_size)]
+        try:
+            return [pickle.loads(raw[r * longest: r * longest + int(sizes[r])]) for r in range(self.world_size)]
+        except Exception as exc:  # bytes of another operation: the ranks' sequences differ
+            raise self.fail(CollectiveError(
+                f"allgather_object on rank {self.rank} received bytes no process sent for it "
+                f"({type(exc).__name__}: {exc}); the processes run different sequences of collectives"
+            )) from None
 
     def all_gather(self, send: Any, recv: Any) -> None:
         self._run("all_gather", self._all_gather, self._bytes(recv), self._bytes(send),
@@ -169,6 +187,7 @@ class C10dEngine(Engine):
 
     def start_alltoallv(self, send: Any, send_counts: Sequence[int], recv: Any,
                         recv_counts: Sequence[int]) -> Any:
+        self.check_usable("alltoallv")
         s, r = self._tensor(send), self._tensor(recv)
         item = s.element_size()
         try:
@@ -177,7 +196,8 @@ class C10dEngine(Engine):
                 input_split_sizes=[int(c) * item for c in send_counts], group=self.group, async_op=True,
             )
         except Exception as exc:
-            raise CollectiveError(f"alltoallv failed on rank {self.rank} of {self.world_size}: {exc}") from exc
+            raise self.fail(CollectiveError(
+                f"alltoallv failed on rank {self.rank} of {self.world_size}: {exc}")) from exc
         return lambda: self._wait(work, "alltoallv")
 
     def broadcast(self, buf: Any, root: int) -> None:
@@ -217,6 +237,10 @@ class C10dEngine(Engine):
         t.copy_(self._torch.from_numpy(np.ascontiguousarray(result)).reshape(t.shape))
 
     def finalize(self) -> None:
-        if self._owned and self._dist.is_initialized():
+        if not self._dist.is_initialized():
+            return
+        if self._owned:
             self._dist.destroy_process_group()
             self._owned = False
+        elif self._objects is not self.group and self.broken is None:
+            self._dist.destroy_process_group(self._objects)  # the side group this engine made

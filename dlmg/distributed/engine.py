@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any, Callable
 
 from ..device import Device
+from ..errors import CollectiveError
 
 __all__ = ["Engine", "REDUCE_OPS"]
 
@@ -46,6 +47,10 @@ class Engine(abc.ABC):
     lock : threading.RLock
         Held for the whole of each of dlmg's collectives
         (:func:`~dlmg.distributed.agree.exclusive`): one at a time per process.
+    broken : str or None
+        Why the engine refuses further collectives: set when a wait ran out or a
+        peer failed inside the transport, after which the communicator's state is
+        unknown (messages of the failed collective may still be in flight).
     """
 
     name: str = ""
@@ -55,6 +60,21 @@ class Engine(abc.ABC):
         self.world_size = int(world_size)
         self.timeout = float(timeout)
         self.lock = threading.RLock()
+        self.broken: str | None = None
+
+    def check_usable(self, what: str) -> None:
+        """Raise :class:`~dlmg.errors.CollectiveError` when the engine is :attr:`broken`."""
+        if self.broken is not None:
+            raise CollectiveError(
+                f"{what}: rank {self.rank} cannot run collectives any more: an earlier one failed in the "
+                f"transport ({self.broken}); call dlmg.distributed.finalize() and init() again"
+            )
+
+    def fail(self, error: CollectiveError) -> CollectiveError:
+        """Mark the engine :attr:`broken` by ``error`` (a transport failure) and return it."""
+        if self.broken is None:
+            self.broken = str(error)[:300]
+        return error
 
     # -- where this process computes --------------------------------------
     @abc.abstractmethod

@@ -6,6 +6,15 @@ collective is started non-blocking (``Iallgather``, ``Ialltoallv``...) and
 polled until it completes or the engine's timeout passes, so no wait is
 unbounded.
 
+The engine talks on two duplicates of the communicator it is given: one for
+the agreements (small pickled objects), one for the data. A process that fails
+between the two therefore never has its next agreement matched with its peers'
+pending exchange (MPI matches collectives by order on a communicator). A
+request still pending when its wait runs out is freed, the engine refuses
+further collectives (:attr:`~dlmg.distributed.engine.Engine.broken`), and
+:meth:`MpiEngine.finalize` frees both duplicates, so ``MPI.Finalize`` finds no
+pending reference on the communicators it owns.
+
 CUDA memory goes to MPI directly only when the library says it is CUDA-aware
 (the MPI 4.1 info key ``mpi_memory_alloc_kinds`` lists ``cuda``); otherwise
 each message of CUDA memory is staged through host memory by the framework
@@ -68,6 +77,8 @@ class MpiEngine(Engine):
     def __init__(self, comm: Any, timeout: float) -> None:
         super().__init__(comm.Get_rank(), comm.Get_size(), timeout)
         self.comm = comm
+        self._data = comm.Dup()  # the exchanges
+        self._objects = comm.Dup()  # the agreements
         self._MPI = _mpi()
         self.cuda_aware = cuda_aware(comm)
         self._gpu = _local_gpu()
@@ -119,24 +130,45 @@ class MpiEngine(Engine):
         return _host_bytes(host_adapter, host), back
 
     def _wait(self, request: Any, what: str) -> None:
-        wait_until(request.Test, self.timeout, f"MPI {what}", self.rank)
+        def release() -> None:
+            try:
+                request.Free()
+            except Exception:  # an MPI that refuses to free it: the engine is broken either way
+                pass
+
+        try:
+            wait_until(request.Test, self.timeout, f"MPI {what}", self.rank, release)
+        except CollectiveError as exc:
+            raise self.fail(exc) from None
+
+    def _start(self, what: str) -> Any:
+        """The data communicator, after checking the engine is still usable."""
+        self.check_usable(f"MPI {what}")
+        return self._data
 
     # -- collectives ------------------------------------------------------------
     def allgather_object(self, obj: Any) -> list[Any]:
         MPI = self._MPI
+        self.check_usable("MPI allgather of objects")
         data = np.frombuffer(pickle.dumps(obj), dtype=np.uint8)
         sizes = np.empty(self.world_size, dtype=np.int64)
-        self._wait(self.comm.Iallgather([np.array([data.size], dtype=np.int64), MPI.INT64_T],
+        self._wait(self._objects.Iallgather([np.array([data.size], dtype=np.int64), MPI.INT64_T],
                                         [sizes, MPI.INT64_T]), "allgather (sizes)")
         displs = np.concatenate(([0], np.cumsum(sizes)[:-1]))
         recv = np.empty(int(sizes.sum()), dtype=np.uint8)
-        self._wait(self.comm.Iallgatherv([data, MPI.BYTE], [recv, (sizes, displs), MPI.BYTE]), "allgatherv")
-        return [pickle.loads(recv[d: d + n].tobytes()) for d, n in zip(displs, sizes)]
+        self._wait(self._objects.Iallgatherv([data, MPI.BYTE], [recv, (sizes, displs), MPI.BYTE]), "allgatherv")
+        try:
+            return [pickle.loads(recv[d: d + n].tobytes()) for d, n in zip(displs, sizes)]
+        except Exception as exc:  # bytes of another operation: the ranks' sequences differ
+            raise self.fail(CollectiveError(
+                f"MPI allgather of objects on rank {self.rank} received bytes no process sent for it "
+                f"({type(exc).__name__}: {exc}); the processes run different sequences of collectives"
+            )) from None
 
     def all_gather(self, send: Any, recv: Any) -> None:
         MPI = self._MPI
         (s, _), (r, back) = self._buffer(send), self._buffer(recv)
-        self._wait(self.comm.Iallgather([s, MPI.BYTE], [r, MPI.BYTE]), "allgather")
+        self._wait(self._start("allgather").Iallgather([s, MPI.BYTE], [r, MPI.BYTE]), "allgather")
         back()
 
     def alltoallv(self, send: Any, send_counts: Sequence[int], recv: Any, recv_counts: Sequence[int]) -> None:
@@ -151,7 +183,7 @@ class MpiEngine(Engine):
         rc = np.asarray(recv_counts, dtype=np.int64) * item
         sd = np.concatenate(([0], np.cumsum(sc)[:-1]))
         rd = np.concatenate(([0], np.cumsum(rc)[:-1]))
-        request = self.comm.Ialltoallv([s, (sc, sd), MPI.BYTE], [r, (rc, rd), MPI.BYTE])
+        request = self._start("alltoallv").Ialltoallv([s, (sc, sd), MPI.BYTE], [r, (rc, rd), MPI.BYTE])
 
         def wait() -> None:
             self._wait(request, "alltoallv")
@@ -161,7 +193,7 @@ class MpiEngine(Engine):
 
     def broadcast(self, buf: Any, root: int) -> None:
         b, back = self._buffer(buf)
-        self._wait(self.comm.Ibcast([b, self._MPI.BYTE], root=root), "bcast")
+        self._wait(self._start("bcast").Ibcast([b, self._MPI.BYTE], root=root), "bcast")
         back()
 
     def allreduce(self, buf: Any, op: str) -> None:
@@ -170,8 +202,17 @@ class MpiEngine(Engine):
         arr = buf if isinstance(buf, np.ndarray) else np.from_dlpack(buf)
         if not arr.flags.writeable:
             raise CollectiveError("allreduce needs a writable buffer")
-        self._wait(self.comm.Iallreduce(MPI.IN_PLACE, [arr.reshape(-1), MPI._typedict[arr.dtype.char]], table[op]),
+        self._wait(self._start("allreduce").Iallreduce(MPI.IN_PLACE, [arr.reshape(-1), MPI._typedict[arr.dtype.char]], table[op]),
                    f"allreduce ({op})")
+
+    def finalize(self) -> None:
+        if self._MPI.Is_finalized():
+            return
+        for comm in (self._data, self._objects):
+            try:
+                comm.Free()
+            except Exception:  # finalized already, or MPI refuses: nothing left to release
+                pass
 
 
 def _nothing() -> None:

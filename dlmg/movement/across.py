@@ -41,7 +41,8 @@ from ..plans.endpoints import full_endpoint, layout_endpoints, same_memory
 from ..plans.routes import Routes, full_places, layout_places, plan_routes
 from ..registry import adapter_for, get_adapter
 from ..tensor import DistributedTensor, Fragment
-from .copies import Buffer, copy_framework, synchronize
+from . import exchange
+from .copies import Buffer, copy_framework
 from .destinations import allocate, choose_framework, destination, finish_fragment, reuse
 from .exchange import deliver, pack
 from .sources import source_buffers, source_endpoints, source_geometry
@@ -183,10 +184,16 @@ def _gather(engine: "Engine", dt: "DistributedTensor", framework: str | None, de
 
         def direct() -> Any:
             frag = dt.fragments[me]
-            synchronize([Buffer(frag.array, frag.adapter, frag.device), buf])
+            failed = None
+            try:
+                exchange.ready([Buffer(frag.array, frag.adapter, frag.device), buf])
+            except Exception as exc:  # this process still takes its part: its peers wait for it
+                failed = exc
             if dt.size:
                 engine.all_gather(frag.array, buf.base)
                 engine.settle(comm)
+            if failed is not None:
+                raise failed
             return finish()
 
         return conclude(engine, description, direct)

@@ -5,7 +5,8 @@ packing ends the collective everywhere, see :mod:`~dlmg.distributed.agree`):
 it plans this process's side and copies every outgoing
 :class:`~dlmg.plans.routes.Piece` into the send buffer, in message order,
 with the strided copies of the copy engine. :func:`deliver` runs the engine's
-all-to-all(v) (skipped when no process sends anything) and the copies into the
+all-to-all(v) (skipped when no process sends anything; a process whose
+preparation of it failed still takes its part, then raises) and the copies into the
 destinations: local pieces straight from the local source fragments, received
 pieces from the receive buffer.
 
@@ -40,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..plans.endpoints import Endpoint
     from ..distributed.engine import Engine
 
-__all__ = ["Packed", "pack", "deliver"]
+__all__ = ["Packed", "pack", "deliver", "ready"]
 
 
 @dataclass
@@ -209,6 +210,12 @@ def _send_buffer(engine: "Engine", outgoing: list[list[Piece]], src_eps: dict, s
     return engine.empty(total, dtype, device)
 
 
+def ready(buffers: list[Buffer]) -> None:
+    """The local work between the agreement and the exchange: wait until the queued
+    work writing ``buffers`` is done."""
+    synchronize(buffers)
+
+
 def deliver(engine: "Engine", packed: Packed) -> None:
     """Exchange the messages and write every destination of this process.
 
@@ -222,16 +229,22 @@ def deliver(engine: "Engine", packed: Packed) -> None:
     else:
         adapter = packed.dsts[next(iter(packed.dsts))].adapter
     wait = None
+    failed: BaseException | None = None
     if routes.total_bytes:  # the same on every process
-        if not packed.device.is_host:
-            synchronize([packed.send_buffer])
+        try:
+            ready([packed.send_buffer])
+        except Exception as exc:  # this process still takes its part: its peers wait for it
+            failed = exc
         wait = engine.start_alltoallv(packed.send, packed.send_counts, recv, packed.recv_counts)
     try:
-        _copy_local(packed)
+        if failed is None:
+            _copy_local(packed)
     finally:
         if wait is not None:
             wait()
             engine.settle(packed.device)
+    if failed is not None:
+        raise failed
     if packed.recv is not None:  # received straight into the destination
         return
     sources = dict(packed.sources)

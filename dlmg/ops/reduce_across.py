@@ -24,6 +24,7 @@ from ..device import Device
 from ..distributed._state import check_ranks, current
 from ..distributed.agree import conclude, describe, exclusive, prepare_vote
 from ..dtypes import info
+from ..errors import CollectiveError
 from ._executor import fail
 from .dispatch import executor, move_array, new_tensor
 
@@ -159,9 +160,46 @@ def _reduce(engine: Any, x: "DistributedTensor", name: str, axes: tuple[int, ...
     return conclude(engine, description, lambda: _complete(engine, x, name, reduced, keepdims, dtype, plan, acc, idx))
 
 
+class _InStep:
+    """The engine's all-reduce for the steps of one reduction: a local failure in one of
+    them is kept and raised after the last, so this process takes part in every
+    all-reduce its peers run (a failure of the transport itself is raised at once)."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        self.error: Exception | None = None
+
+    def allreduce(self, buf: Any, op: str) -> None:
+        try:
+            self.engine.allreduce(buf, op)
+        except CollectiveError:
+            raise
+        except Exception as exc:
+            if self.error is None:
+                self.error = exc
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+
 def _complete(engine: Any, x: "DistributedTensor", name: str, reduced: tuple[int, ...], keepdims: bool,
               dtype: str | None, plan: Any, acc: np.ndarray, idx: np.ndarray | None) -> Any:
     """The all-reduce of the partials and the result in this process's frameworks."""
+    steps = _InStep(engine)
+    try:
+        result = _exchange(steps, name, dtype, acc, idx, x.dtype)
+    except CollectiveError:
+        raise
+    except Exception as exc:  # local arithmetic between the steps: the remaining ones were skipped
+        raise CollectiveError(f"dlmg.{name} on rank {engine.rank} failed between its all-reduces: {exc!r}") from exc
+    steps.check()
+    return _result(x, name, reduced, keepdims, dtype, plan, result)
+
+
+def _exchange(engine: Any, name: str, dtype: str | None, acc: np.ndarray, idx: np.ndarray | None,
+              xdtype: str) -> np.ndarray:
+    """The reduction's all-reduces of every process's partials: the whole result."""
     if name not in _ARG and dtype is not None and acc.dtype != np.uint8 and acc.dtype != _np_dtype(dtype):
         acc = acc.astype(_np_dtype(dtype))
     if idx is not None:
@@ -171,8 +209,14 @@ def _complete(engine: Any, x: "DistributedTensor", name: str, reduced: tuple[int
         engine.allreduce(acc.reshape(-1), _ENGINE_OP[name])
         if nan is not None:  # NaN propagates whatever order the engine combines in
             acc[nan] = np.nan
-        final = "bool" if name in ("all", "any") else (dtype or x.dtype)
+        final = "bool" if name in ("all", "any") else (dtype or xdtype)
         result = acc.astype(np.dtype("float32") if final in _NARROW else final)
+    return result
+
+
+def _result(x: "DistributedTensor", name: str, reduced: tuple[int, ...], keepdims: bool, dtype: str | None,
+            plan: Any, result: np.ndarray) -> Any:
+    """The whole result as this process's part of the output, in its fragments' frameworks."""
     if keepdims:
         result = np.expand_dims(result, reduced)
     if plan.out_layout is None:
