@@ -27,7 +27,8 @@ def _expect(exc_type, fn, *args, **kwargs):
     try:
         got = fn(*args, **kwargs)
     except exc_type as exc:
-        return f"{type(exc).__name__}: {exc}"[:300]
+        msg = f"{type(exc).__name__}: {exc}"
+        return msg if len(msg) <= 400 else f"{msg[:200]} ... {msg[-200:]}"
     raise AssertionError(f"{fn} returned {got!r} instead of raising {exc_type.__name__}")
 
 
@@ -276,3 +277,80 @@ def fault_dies():
 
 
 SCENARIOS.update({f.__name__: f for f in (fault_before, fault_after, fault_mid, fault_late, fault_dies)})
+
+
+def different_arguments():
+    """Ranks asking a reduction for results of different kinds are stopped by the agreement."""
+    world = dd.world_size()
+    full = _global((2 * world, 3), seed=4, dtype="int64")
+    t = wrap(full, dd.slab(full.shape, 0))
+    dtype = "float64" if dd.rank() == 0 else "int8"
+    msg = _expect(CollectiveMismatchError, dlmg.sum, t, dtype=dtype)
+    np.testing.assert_array_equal(_np(dlmg.sum(t, dtype="int64")), full.sum())  # still in step
+    return msg
+
+
+def allocation_fails():
+    """Rank 1 cannot allocate its receive buffer: every rank raises, the group stays usable."""
+    eng = dd.current_engine()
+    world = dd.world_size()
+    full = _global((4 * world, 4 * world), seed=8)
+    t = wrap(full, dd.slab(full.shape, 0))
+    real = eng.empty
+    if dd.rank() == 1:
+        def empty(n, dtype, device):
+            raise MemoryError(f"cannot allocate {n} elements")
+
+        eng.empty = empty
+    try:
+        msg = _expect((MemoryError, CollectiveError), t.redistribute, dd.slab(full.shape, 1))
+    finally:
+        eng.empty = real
+    check = t.redistribute(dd.slab(full.shape, 1)).gather(framework="numpy")
+    np.testing.assert_array_equal(_np(check), full)
+    return msg
+
+
+def two_threads():
+    """Two threads per process run collectives at once (a redistribution and a gather):
+    one at a time per process; each call gives the right value or a clear error, never
+    a crash or a wrong value."""
+    world = dd.world_size()
+    full = _global((4 * world, 4 * world), seed=9)
+    t = wrap(full, dd.slab(full.shape, 0))
+    outcomes = {"right": 0, "refused": 0}
+    wrong = []
+
+    def redistribute():
+        for _ in range(10):
+            try:
+                got = t.redistribute(dd.slab(full.shape, 1))
+                for frag in got.local_fragments:
+                    want = full[np.ix_(*[got.layout.owned_indices(frag.index, m) for m in range(2)])]
+                    if not np.array_equal(_np(frag.array), want):
+                        wrong.append("redistribute")
+                outcomes["right"] += 1
+            except (CollectiveMismatchError, CollectiveError):
+                outcomes["refused"] += 1
+
+    def gather():
+        for _ in range(10):
+            try:
+                if not np.array_equal(_np(t.gather(framework="numpy")), full):
+                    wrong.append("gather")
+                outcomes["right"] += 1
+            except (CollectiveMismatchError, CollectiveError):
+                outcomes["refused"] += 1
+
+    threads = [threading.Thread(target=redistribute), threading.Thread(target=gather)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not wrong, wrong
+    assert outcomes["right"] + outcomes["refused"] == 20
+    assert dd.current_engine().broken is None
+    return outcomes
+
+
+SCENARIOS.update({f.__name__: f for f in (different_arguments, allocation_fails, two_threads)})

@@ -12,7 +12,8 @@ import pytest
 
 from _multiproc import check, have_mpi, launch
 
-SCENARIOS = ["missing_rank", "small_int_reductions", "var_std", "after_finalize"]
+SCENARIOS = ["missing_rank", "small_int_reductions", "var_std", "different_arguments", "allocation_fails",
+             "two_threads", "after_finalize"]
 SETUPS = [("torch", 2), ("torch", 3), ("mpi", 2), ("mpi", 3)]
 
 pytestmark = pytest.mark.slow
@@ -48,3 +49,26 @@ def test_var_and_std_across_processes(run):
 def test_after_finalize_every_rank_raises_the_same_error(run):
     for value in check(run, "after_finalize"):
         assert value.startswith("FragmentError") and "init" in value
+
+
+def test_ranks_asking_for_different_results_are_stopped(run):
+    for value in check(run, "different_arguments"):
+        assert value.startswith("CollectiveMismatchError") and "result_kind" in value
+
+
+def test_an_allocation_failure_after_planning_raises_on_every_rank(run):
+    values = check(run, "allocation_fails")
+    assert values[1].startswith("MemoryError")
+    assert all(v.startswith("CollectiveError") for i, v in enumerate(values) if i != 1)
+
+
+def test_two_threads_running_collectives_never_crash_or_give_wrong_values(run):
+    for value in check(run, "two_threads"):
+        assert value["right"] + value["refused"] == 20
+    assert run["returncodes"] == [0] * len(run["returncodes"]) or run["returncodes"] == [0]
+
+
+def test_the_run_ends_cleanly(run):
+    """Every process exits 0, and MPI finalizes with no pending request on a communicator."""
+    assert all(code == 0 for code in run["returncodes"])
+    assert "pending" not in run["output"]
