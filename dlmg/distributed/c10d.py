@@ -31,6 +31,7 @@ from ..device import Device
 from ..errors import CollectiveError, DeviceError
 from ..registry import get_adapter
 from .engine import Engine
+from ..registry import get_adapter
 
 __all__ = ["C10dEngine", "create"]
 

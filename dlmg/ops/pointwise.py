@@ -32,6 +32,8 @@ from ._writes import check_writable
 from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed, map_fragments, placement
 from ._lists import LIST_NAMES, on_lists
 from .fused import FusedFunction, batches_operators
+from ..errors import FrameworkError
+from ..registry import adapter_for
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -380,8 +382,6 @@ def _reusable(tensor: "DistributedTensor") -> bool:
 
 def adapter_known(obj: Any) -> bool:
     """Whether a framework adapter recognises ``obj`` as one of its arrays."""
-    from ..errors import FrameworkError
-    from ..registry import adapter_for
 
     try:
         adapter_for(obj)
