@@ -34,7 +34,7 @@ from .device import Device
 from .distributed._state import check_ranks
 from .dtypes import canonical, info
 from .errors import DLPackError
-from .fragment import Fragment, process_rank
+from .fragment import Fragment, process_rank, verify_fragments
 from .registry import adapter_for
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -92,6 +92,11 @@ class DistributedTensor:
         self.layout: "Layout" = layout
         self.dtype: str = dtype
         self.fragments: tuple[Fragment, ...] = tuple(fragments)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What pickling and copying keep: the layout, the dtype and the fragments
+        (what operations remember about the tensor is found again on use)."""
+        return {"layout": self.layout, "dtype": self.dtype, "fragments": self.fragments}
 
     # -- construction helpers (trusted, unvalidated) -------------------------
     @classmethod
@@ -282,6 +287,7 @@ class DistributedTensor:
         is an all-gather: every process receives the whole tensor, unless
         ``root`` names the one process that does (the others get ``None``).
         """
+        verify_fragments(self.fragments)
         return moves.get().gather(self, framework=framework, device=device, out=out, root=root)
 
     def redistribute(self, layout: "Layout", framework: str | None = None) -> "DistributedTensor":
@@ -299,6 +305,7 @@ class DistributedTensor:
             The frameworks of the new fragments; by default a fragment keeps the
             framework of a source fragment on its device, else the tensor's.
         """
+        verify_fragments(self.fragments)
         return moves.get().redistribute(self, layout, framework=framework)
 
     def plan_redistribution(self, layout: "Layout") -> "RedistributionPlan":
