@@ -231,3 +231,65 @@ class OneProcessTensors(RuleBasedStateMachine):
 
 OneProcessTensors.TestCase.settings = settings(max_examples=40, stateful_step_count=12, deadline=None)
 test_one_process_tensors = OneProcessTensors.TestCase
+
+
+# -- fuse reads the same closure values in every framework -------------------------------------
+SCALE = 1.0
+WEIGHTS = np.ones(4, dtype=np.float32)
+
+
+def _mixed_numpy_and_jax():
+    jax = pytest.importorskip("jax")
+    full = np.arange(16.0, dtype=np.float32).reshape(4, 4)
+    layout = Layout.slab((4, 4), 0, ["cpu:0", "cpu:1"])
+    arrays = [np.ascontiguousarray(full[:2]), jax.numpy.asarray(full[2:], device=jax.devices()[1])]
+    return full, dlmg.from_fragments(arrays, layout)
+
+
+def test_fuse_sees_a_changed_global_in_every_framework():
+    global SCALE
+    full, t = _mixed_numpy_and_jax()
+    scaled = dlmg.fuse(lambda x: x * SCALE)
+    try:
+        np.testing.assert_array_equal(np.asarray(scaled(t).gather(framework="numpy")), full)
+        SCALE = 2.0  # jax.jit traced 1.0 in: the kernel must be traced again
+        np.testing.assert_array_equal(np.asarray(scaled(t).gather(framework="numpy")), full * 2)
+    finally:
+        SCALE = 1.0
+
+
+def test_fuse_reading_an_array_global_runs_eagerly_everywhere():
+    full, t = _mixed_numpy_and_jax()
+    weighted = dlmg.fuse(lambda x: x * WEIGHTS)
+    try:
+        weighted(t)
+        WEIGHTS[:] = 3.0  # changed in place: no compiled kernel may keep the old values
+        np.testing.assert_array_equal(np.asarray(weighted(t).gather(framework="numpy")), full * 3)
+        assert weighted.compile is False
+    finally:
+        WEIGHTS[:] = 1.0
+
+
+def test_fuse_failing_on_jax_fragments_of_one_device_names_the_fragment():
+    jax = pytest.importorskip("jax")
+    layout = Layout.slab((4, 4), 0, ["cpu:0", "cpu:0"])
+    t = dlmg.from_fragments([jax.numpy.ones((2, 4)), jax.numpy.ones((2, 4))], layout)
+
+    def broken(x):
+        raise ValueError("no such thing")
+
+    with pytest.raises(FragmentError, match="fragment 0.*jax.*no such thing"):
+        dlmg.fuse(broken)(t)
+
+
+# -- errors that point the right way ----------------------------------------------------------
+def test_a_device_index_beyond_int32_is_refused_when_the_layout_is_made():
+    with pytest.raises((dlmg.DeviceError, LayoutError), match="int32"):
+        Layout((4,), devices=[f"cuda:{2**31}"])
+
+
+def test_partitioned_get_returning_none_says_so():
+    obj = {"shape": (2,), "partition_tiling": (1,), "get": lambda handle: None,
+           "partitions": {(0,): {"start": (0,), "shape": (2,), "location": [0], "data": 7}}}
+    with pytest.raises(LayoutError, match="gave None instead of an array"):
+        dlmg.from_partitioned(obj)

@@ -376,8 +376,14 @@ def _replica_arrays(part: Mapping[str, Any], entries: list, me: int, get: Any, p
     for (rank, _), handle in zip(entries, given):
         if handle is None or rank != me:
             out.append(None)  # held elsewhere
-        else:
-            out.append(get(handle) if callable(get) else handle)
+            continue
+        array = get(handle) if callable(get) else handle
+        if array is None:  # this process's own partition, and no data for it
+            raise LayoutError(
+                f"__partitioned__: partitions[{pos}] is on this process (rank {me}) but "
+                f"{'get(' + repr(handle)[:60] + ')' if callable(get) else 'its data'} gave None instead of an array"
+            )
+        out.append(array)
     return out
 
 
