@@ -354,3 +354,26 @@ def two_threads():
 
 
 SCENARIOS.update({f.__name__: f for f in (different_arguments, allocation_fails, two_threads)})
+
+
+def mpi_cupy_only():
+    """CuPy fragments on the GPU through an MPI that is not CUDA-aware: the engine stages
+    them through CuPy, and torch is never imported. Runs alone in its launch."""
+    import sys
+
+    import cupy as cp
+
+    world, me = dd.world_size(), dd.rank()
+    full = _global((4 * world, 4 * world), seed=13).astype(np.float32)
+    layout = Layout.slab(full.shape, 0, ["cuda:0"] * world, ranks=tuple(range(world)))
+    piece = np.ascontiguousarray(full[layout.owned_indices(me, 0)])
+    t = dlmg.from_fragments({me: cp.asarray(piece)}, layout)
+    np.testing.assert_array_equal(cp.asnumpy(t.gather()), full)
+    cols = t.redistribute(Layout.slab(full.shape, 1, ["cuda:0"] * world, ranks=tuple(range(world))))
+    np.testing.assert_array_equal(cp.asnumpy(cols.gather()), full)
+    assert float(dlmg.sum(t)) == float(full.sum(dtype=np.float32))
+    assert "torch" not in sys.modules, "the MPI engine imported torch for CuPy memory"
+    return dd.current_engine().transport(dlmg.Device("cuda", 0))
+
+
+SCENARIOS["mpi_cupy_only"] = mpi_cupy_only

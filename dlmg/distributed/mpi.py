@@ -85,6 +85,8 @@ class MpiEngine(Engine):
 
     # -- devices ---------------------------------------------------------------
     def local_device(self) -> Device:
+        if self._gpu is None:  # a framework imported after init may bring the GPU
+            self._gpu = _local_gpu()
         return self._gpu if self._gpu is not None else Device("cpu", 0)
 
     def transport(self, device: Device) -> str:
