@@ -166,10 +166,9 @@ def install(cls: Any, public: Any) -> None:
         module, _, attr = target.partition(":")
         adapter_class = getattr(importlib.import_module(module), attr)
         _attach(cls, getattr(adapter_class, "tensor_protocols", {}))
-    cls.__array_priority__ = 1000  # type: ignore[attr-defined]
 
 
 def _attach(cls: Any, protocols: dict[str, Any]) -> None:
     """The adapters' hook on the tensor class: their protocol methods (``__torch_function__``...)."""
     for name, method in protocols.items():
-        cls.register_method(name, method)
+        cls.attach_protocol(name, method)

@@ -18,8 +18,10 @@ Processes: the layout names the process (``rank``) holding every fragment;
 only this process's fragments carry arrays (:attr:`Fragment.is_local`).
 Without :func:`dlmg.distributed.init` dlmg runs in one process (rank 0).
 
-Operators and reductions are not defined here; :mod:`dlmg.ops` attaches
-them with :meth:`DistributedTensor.register_method`.
+Every method and property is visible from the class: defined here, or in the
+mixins of :mod:`dlmg._surface` it names, whose operators, reductions,
+conversions and ``repr`` run the functions that :mod:`dlmg.ops`,
+:mod:`dlmg.interop` and :mod:`dlmg._printing` provide.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ._element import read_element
 from ._hooks import Hook
+from ._lookup import fragment_at, fragment_for, fragments_on
+from ._surface import (
+    ConversionMethods, ElementMethods, Operators, PrintingMethods, ReductionMethods, ShapeMethods,
+)
 from .device import Device
 from .dtypes import canonical, info
 from .errors import DLPackError
@@ -51,7 +57,8 @@ _CREATE = object()  # guards the constructor
 moves: Hook = Hook("moving a tensor's data", "dlmg.movement")
 
 
-class DistributedTensor:
+class DistributedTensor(Operators, ElementMethods, ReductionMethods, ShapeMethods, ConversionMethods,
+                        PrintingMethods):
     """One logical array spread over fragments on several devices.
 
     Made by :func:`dlmg.from_fragments`, :func:`dlmg.from_pointers`,
@@ -75,7 +82,15 @@ class DistributedTensor:
     into one array first.
     """
 
-    # the names :mod:`dlmg.ops` and friends may not replace through register_method
+    # NumPy: a tensor's protocols (``__array_ufunc__``) win over an ndarray's in mixed operations
+    __array_priority__ = 1000
+
+    # finding fragments by device or by the part of the tensor they hold (dlmg._lookup)
+    fragment_for = fragment_for
+    fragments_on = fragments_on
+    fragment_at = fragment_at
+
+    # the names register_method may not replace
     _CORE = frozenset(
         {"layout", "dtype", "fragments", "shape", "ndim", "size", "nbytes", "gather", "redistribute",
          "to", "fragment", "frameworks", "__getitem__", "__dlpack__", "__dlpack_device__", "__repr__"}
@@ -132,9 +147,9 @@ class DistributedTensor:
     def register_method(cls, name: str, func: Callable[..., Any] | None = None, *, override: bool = False) -> Any:
         """Attach ``func`` as method ``name`` (usable as a decorator).
 
-        For modules adding operators and reductions (``__add__``, ``sum``...).
-        The core attributes (``gather``, ``layout``...) are refused unless
-        ``override``.
+        For packages outside dlmg adding methods of their own; dlmg's methods are
+        all declared in the class. The core attributes (``gather``,
+        ``layout``...) are refused unless ``override``.
 
         Examples
         --------
@@ -148,6 +163,30 @@ class DistributedTensor:
             return f
 
         return attach if func is None else attach(func)
+
+    @classmethod
+    def attach_protocol(cls, name: str, method: Any) -> None:
+        """The adapters' hook: put a framework's protocol method on the class.
+
+        An adapter declares in ``Adapter.tensor_protocols`` how a tensor answers
+        its framework's protocols (``__torch_function__``, ``__jax_array__``,
+        ``__array_ufunc__``...); these are attached only here, when dlmg is
+        imported or the adapter registered, because a framework reads their mere
+        presence.
+
+        Raises
+        ------
+        AttributeError
+            For a name that is no dunder protocol name, or one the class defines.
+        """
+        if not (name.startswith("__") and name.endswith("__")):
+            raise AttributeError(f"tensor protocol {name!r} is no protocol name (__name__)")
+        defined = next((k for k in cls.__mro__ if name in vars(k)), None)
+        if defined is not None and defined is not cls and defined is not object:
+            raise AttributeError(f"DistributedTensor.{name} is defined by {defined.__name__}; no protocol replaces it")
+        if name in cls._CORE:
+            raise AttributeError(f"DistributedTensor.{name} is part of the core class")
+        setattr(cls, name, method)
 
     # -- descriptive attributes ----------------------------------------------
     @property

@@ -10,6 +10,7 @@ writes. The one-process and the cross-process moves use the same functions.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 from .._shapes import c_strides
@@ -70,14 +71,13 @@ class _Group(NamedTuple):
     sizes: tuple[int, ...]
 
 
-def _carve_groups(layout: "Layout", frags: Sequence["FragmentLayout"], itemsize: int) -> tuple[_Group, ...]:
-    """How :func:`allocate_all` carves ``frags`` (fragments of ``layout``) of
-    ``itemsize``-byte elements: worked out once per layout, fragments and itemsize."""
-    memo = layout.__dict__.setdefault("_carve_groups", {})
-    key = (itemsize, tuple(frag.index for frag in frags))
-    found = memo.get(key)
-    if found is not None:
-        return found
+# Carvings worked out for this many (layout, fragments, itemsize): a redistribution
+# between the same layouts asks again on every call, and the answer walks every fragment.
+@lru_cache(maxsize=256)
+def _carve_groups(layout: "Layout", indices: tuple[int, ...], itemsize: int) -> tuple[_Group, ...]:
+    """How :func:`allocate_all` carves fragments ``indices`` of ``layout`` of
+    ``itemsize``-byte elements."""
+    frags = [layout.fragments[i] for i in indices]
     by_device: dict[Device, list[int]] = {}
     if _CARVE_ALIGN % itemsize == 0:
         for k, frag in enumerate(frags):
@@ -95,8 +95,7 @@ def _carve_groups(layout: "Layout", frags: Sequence["FragmentLayout"], itemsize:
         shapes = tuple(tuple(frags[k].shape) for k in positions)
         groups.append(_Group(device, tuple(positions), tuple(offsets), total, shapes, tuple(map(c_strides, shapes)),
                              tuple(frags[k].index for k in positions), tuple(frags[k].size for k in positions)))
-    memo[key] = found = tuple(groups)
-    return found
+    return tuple(groups)
 
 
 class Carving(NamedTuple):
@@ -124,7 +123,7 @@ def allocate_all(
     itemsize = info(dtype).itemsize
     out: list[Buffer | None] = [None] * len(frags)
     carvings: list[Carving] = []
-    groups = _carve_groups(layout, frags, itemsize) if framework.can_view and isinstance(itemsize, int) else ()
+    groups = _carve_groups(layout, tuple(f.index for f in frags), itemsize) if framework.can_view and isinstance(itemsize, int) else ()
     for group in groups:
         whole = framework.empty((group.total,), dtype, group.device)
         where = framework.device_of(whole)

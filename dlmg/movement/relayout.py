@@ -88,20 +88,20 @@ def _planned(
     """The target frameworks and the plan of redistributing ``dt`` to ``layout``, and
     whether this process holds every fragment of ``dt``.
 
-    Remembered on the tensor per target layout object: a tensor's fragments
+    Remembered on the tensor per target layout and framework: a tensor's fragments
     (their frameworks, devices and strides) never change while the fragments
     tuple stays the same object, so a repeated redistribution finds its plan
     with one dictionary lookup instead of describing every fragment again.
     """
     memo = tensor_memo(dt)
-    key = ("redistribute", id(layout), framework)
+    key = ("redistribute", layout, framework)
     found = memo.get(key)
-    if found is not None and found[0] is layout:
-        return found[1], found[2], found[3]
+    if found is not None:
+        return found
     targets = _targets(dt, layout, framework)
     plan = _plan_for(dt, layout, [a.name for a in targets])
     local = all_local(dt)
-    memo[key] = (layout, targets, plan, local)
+    memo[key] = (targets, plan, local)
     return targets, plan, local
 
 
@@ -168,9 +168,8 @@ def _relaid(dt: "DistributedTensor", layout: "Layout", targets: list["Adapter"],
     if made is not None:
         return made
     memo = tensor_memo(dt)
-    key = ("relaid", id(layout))
-    declined = memo.get(key)
-    if declined is not None and declined[0] is layout:  # the scatter declined before: not gathered again
+    key = ("relaid", layout)
+    if key in memo:  # the scatter declined before: not gathered again
         return None
     whole = assembled(dt, target, device, memo, partial(c_ordered_gather_plan, dt))
     if whole is None:
@@ -178,5 +177,5 @@ def _relaid(dt: "DistributedTensor", layout: "Layout", targets: list["Adapter"],
     made = split(whole, target, scatter_plan(dt.shape, c_strides(dt.shape), device, layout, dt.dtype), layout,
                  device, dt.dtype)
     if made is None:
-        memo[key] = (layout,)
+        memo[key] = None
     return made
