@@ -5,7 +5,7 @@ Usage::
     python benchmarks/run.py [--full | --smoke] [--gpu] [--cases 1,3] [--out DIR] [--update-docs | --docs PATH]
     python benchmarks/run.py --from-record benchmarks/recorded/cpu-quick.json [...] [--docs PATH]
 
-The CPU run (the default) runs cases 1-5, 7 (scaling) and 8 (across processes); ``--gpu`` runs only case 6 (its
+The CPU run (the default) runs cases 1-5, 7 (scaling), 8 (across processes) and 9 (save / load); ``--gpu`` runs only case 6 (its
 parts selected with ``--cases`` by the number of the CPU case they mirror:
 1 interchange, 2 ``to()``, 3 pointwise, 4 gather / scatter, 5 redistribution)
 and exits with status 2 when there is no CUDA GPU. A case whose dlmg side
@@ -34,6 +34,7 @@ from typing import Any, Callable, Sequence
 
 from .config import MODES, Context, KiB, MiB
 from .harness import describe_error
+from .page import load_record, update_docs
 from .record import Row
 
 __all__ = ["CPU_CASES", "main", "parse_args", "run_suite"]
@@ -64,6 +65,7 @@ CPU_CASES: dict[int, Callable[[Context], list[Row]]] = {
     5: _case("redistribute.run_redistribute"),
     7: _case("scaling.run_scaling", case=7),
     8: _case("multiprocess.run_multiprocess"),
+    9: _case("checkpoint.run_checkpoint"),
 }
 
 
@@ -209,8 +211,6 @@ def run_suite(args: argparse.Namespace) -> dict[str, Any]:
 
 def _from_records(records: Sequence[Path], page: Path) -> int:
     """Rewrite ``page``'s sections from recorded runs; 2 when a record cannot be read."""
-    from .page import load_record, update_docs
-
     try:
         runs = [(load_record(path), path) for path in records]
     except ValueError as exc:
@@ -240,7 +240,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"GPU: {name}", file=sys.stderr)
     run = run_suite(args)
     from .plots import write_plots
-    from .page import update_docs
     from .report import render_markdown, write_results
 
     write_plots(run, args.out)

@@ -12,8 +12,8 @@ tensor and provides its functions when ``import dlmg`` imports it
 * :class:`PrintingMethods` -- :mod:`dlmg._printing`.
 
 A framework's protocol methods (``__torch_function__``, ``__jax_array__``...)
-are the adapters': they declare them in ``Adapter.tensor_protocols`` and
-:meth:`DistributedTensor.attach_protocol` puts them on the class.
+are declared the same way in :class:`dlmg._protocols.FrameworkProtocols`;
+the adapters provide their answers (``Adapter.tensor_protocols``).
 """
 
 from __future__ import annotations

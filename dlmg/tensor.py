@@ -40,6 +40,7 @@ from .device import Device
 from .dtypes import canonical, info
 from .errors import DLPackError
 from .fragment import Fragment, process_rank
+from ._protocols import FrameworkProtocols
 from .registry import adapter_for
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -57,8 +58,8 @@ _CREATE = object()  # guards the constructor
 moves: Hook = Hook("moving a tensor's data", "dlmg.movement")
 
 
-class DistributedTensor(Operators, ElementMethods, ReductionMethods, ShapeMethods, ConversionMethods,
-                        PrintingMethods):
+class DistributedTensor(FrameworkProtocols, Operators, ElementMethods, ReductionMethods, ShapeMethods,
+                        ConversionMethods, PrintingMethods):
     """One logical array spread over fragments on several devices.
 
     Made by :func:`dlmg.from_fragments`, :func:`dlmg.from_pointers`,
@@ -81,9 +82,6 @@ class DistributedTensor(Operators, ElementMethods, ReductionMethods, ShapeMethod
     (``torch.from_dlpack(dt.fragments[i])``) or :meth:`gather` the tensor
     into one array first.
     """
-
-    # NumPy: a tensor's protocols (``__array_ufunc__``) win over an ndarray's in mixed operations
-    __array_priority__ = 1000
 
     # finding fragments by device or by the part of the tensor they hold (dlmg._lookup)
     fragment_for = fragment_for
@@ -163,30 +161,6 @@ class DistributedTensor(Operators, ElementMethods, ReductionMethods, ShapeMethod
             return f
 
         return attach if func is None else attach(func)
-
-    @classmethod
-    def attach_protocol(cls, name: str, method: Any) -> None:
-        """The adapters' hook: put a framework's protocol method on the class.
-
-        An adapter declares in ``Adapter.tensor_protocols`` how a tensor answers
-        its framework's protocols (``__torch_function__``, ``__jax_array__``,
-        ``__array_ufunc__``...); these are attached only here, when dlmg is
-        imported or the adapter registered, because a framework reads their mere
-        presence.
-
-        Raises
-        ------
-        AttributeError
-            For a name that is no dunder protocol name, or one the class defines.
-        """
-        if not (name.startswith("__") and name.endswith("__")):
-            raise AttributeError(f"tensor protocol {name!r} is no protocol name (__name__)")
-        defined = next((k for k in cls.__mro__ if name in vars(k)), None)
-        if defined is not None and defined is not cls and defined is not object:
-            raise AttributeError(f"DistributedTensor.{name} is defined by {defined.__name__}; no protocol replaces it")
-        if name in cls._CORE:
-            raise AttributeError(f"DistributedTensor.{name} is part of the core class")
-        setattr(cls, name, method)
 
     # -- descriptive attributes ----------------------------------------------
     @property
