@@ -83,6 +83,10 @@ class DistributedTensor(FrameworkProtocols, Operators, ElementMethods, Reduction
     into one array first.
     """
 
+    # What movement worked out about this tensor's current fragments (plans, source
+    # buffers and views): a dlmg.movement.sources.Remembered, made on the first move.
+    _remembered: Any = None
+
     # finding fragments by device or by the part of the tensor they hold (dlmg._lookup)
     fragment_for = fragment_for
     fragments_on = fragments_on

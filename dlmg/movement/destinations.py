@@ -138,7 +138,7 @@ def allocate_all(
 
 def copy_jobs(
     plan: RedistributionPlan, sources: dict[int, Buffer], written: dict[int, Buffer], carvings: Sequence[Carving],
-    places: dict[int, tuple[int, int]] | None = None, memo: dict[Any, Any] | None = None,
+    places: dict[int, tuple[int, int]] | None = None, one_copies: dict[Any, Any] | None = None,
 ) -> list[tuple[Sequence[Any], dict[int, Buffer], Buffer]]:
     """The copy jobs filling destinations ``written`` (fragment number -> buffer):
     one per destination, except that the destinations of a carving that
@@ -150,20 +150,19 @@ def copy_jobs(
     :meth:`~dlmg.plans.plan.RedistributionPlan.stacked`). Where the sources too
     were carved out of one allocation (``places``, see :func:`source_places`)
     and the pieces step regularly through both, every copy into a carving is
-    one copy (:func:`~dlmg.plans.plan.one_copy`, remembered in ``memo``, the
-    source tensor's): one launch for a whole redistribution on one GPU."""
+    one copy (:func:`~dlmg.plans.plan.one_copy`, remembered per carving in
+    ``one_copies``, kept with ``plan`` by the source tensor): one launch for a
+    whole redistribution on one GPU."""
     jobs: list[tuple[Sequence[Any], dict[int, Buffer], Buffer]] = []
     joined: set[int] = set()
     for whole, group in carvings:
         copy = plan.joined(group.members, group.offsets, group.sizes)
         copies: tuple[Any, ...] | None = (copy,) if copy is not None else None
-        if copies is None and places and memo is not None:
-            key = ("one copy", id(plan), group)
-            found = memo.get(key)
-            if found is None or found[0] is not plan:
+        if copies is None and places and one_copies is not None:
+            if group not in one_copies:
                 made = one_copy(group.members, group.offsets, places, plan.copies_into)
-                found = memo[key] = (plan, None if made is None else (made,))  # the plan kept: its id stays unique
-            copies = found[1]
+                one_copies[group] = None if made is None else (made,)
+            copies = one_copies[group]
         if copies is None:
             copies = plan.stacked(group.members, group.offsets, group.sizes)
         if copies is not None:
