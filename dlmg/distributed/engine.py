@@ -63,7 +63,7 @@ class Engine(abc.ABC):
         self.broken: str | None = None
 
     def check_usable(self, what: str) -> None:
-        """Raise :class:`~dlmg.errors.CollectiveError` when the engine is :attr:`broken`."""
+        """Raise :class:`~dlmg.errors.CollectiveError` when the engine is ``broken``."""
         if self.broken is not None:
             raise CollectiveError(
                 f"{what}: rank {self.rank} cannot run collectives any more: an earlier one failed in the "
@@ -71,7 +71,7 @@ class Engine(abc.ABC):
             )
 
     def fail(self, error: CollectiveError) -> CollectiveError:
-        """Mark the engine :attr:`broken` by ``error`` (a transport failure) and return it."""
+        """Mark the engine ``broken`` by ``error`` (a transport failure) and return it."""
         if self.broken is None:
             self.broken = str(error)[:300]
         return error
