@@ -634,3 +634,15 @@ class Adapter:
             return fn(xp, *args)
 
         return eager, "eager"
+
+    # -- contractions ------------------------------------------------------
+    def einsum(self, subscripts: str, *arrays: Any) -> Any:
+        """``einsum(subscripts, *arrays)`` in this framework, on the arrays' device.
+
+        ``subscripts`` is explicit (``"ij,jk->ik"``, letters ``a-zA-Z`` only)
+        and the arrays share one dtype. By default the ``einsum`` that the
+        framework's :meth:`namespace` carries (NumPy, torch, ``jax.numpy`` and
+        CuPy all have one, though the array API standard names none); a
+        framework without one overrides this.
+        """
+        return self.namespace().einsum(subscripts, *arrays)

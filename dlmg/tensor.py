@@ -88,6 +88,11 @@ class DistributedTensor:
          "to", "fragment", "frameworks", "__getitem__", "__dlpack__", "__dlpack_device__", "__repr__"}
     )
 
+    #: Resolves a pending reduction (``layout.partial``) into a layout (``None``: its own split):
+    #: ``(tensor, layout, framework) -> tensor``. Set by :mod:`dlmg.ops.contract`, which sits
+    #: above this module; redistribute and gather call it.
+    _resolve_pending: Callable[..., "DistributedTensor"] | None = None
+
     def __init__(self, *args: Any, token: object = None, **kwargs: Any) -> None:
         if token is not _CREATE:
             raise TypeError(
@@ -289,6 +294,8 @@ class DistributedTensor:
         is an all-gather: every process receives the whole tensor, unless
         ``root`` names the one process that does (the others get ``None``).
         """
+        if self.layout.partial is not None and DistributedTensor._resolve_pending is not None:
+            return DistributedTensor._resolve_pending(self, None, None).gather(framework, device, out, root=root)
         return _api().gather(self, framework=framework, device=device, out=out, root=root)
 
     def redistribute(self, layout: "Layout", framework: str | None = None) -> "DistributedTensor":
@@ -306,6 +313,8 @@ class DistributedTensor:
             The frameworks of the new fragments; by default a fragment keeps the
             framework of a source fragment on its device, else the tensor's.
         """
+        if self.layout.partial is not None and DistributedTensor._resolve_pending is not None:
+            return DistributedTensor._resolve_pending(self, layout, framework)
         return _api().redistribute(self, layout, framework=framework)
 
     def plan_redistribution(self, layout: "Layout") -> "RedistributionPlan":
