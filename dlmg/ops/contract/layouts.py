@@ -4,8 +4,8 @@ An operand is a letter string and a :class:`~dlmg.layout.Layout`. A step
 contracts one operand (the *lead*) with an optional second one (the
 *follower*) fragment by fragment, with no communication, when:
 
-* every letter the follower splits (grid > 1) is split identically in the lead
-  (same extent, effective block and grid);
+* every letter both hold is split identically in both (same extent, effective
+  block and grid, or whole in both), and the follower's other letters are whole;
 * for every lead fragment, a fragment of the follower holding the same blocks
   of the shared letters sits on the same device of the same process (any of
   its replicas).
@@ -136,9 +136,12 @@ def pair(lead: tuple[str, Layout], follower: tuple[str, Layout] | None, out_lett
         fletters, flayout = follower
         if flayout.partial is not None and flayout.nreplicas > 1:
             return None
-        for m, ch in enumerate(fletters):
+        for m, ch in enumerate(fletters):  # shared letters split alike, the follower's others whole
             s = split_of(flayout, m)
-            if s is not None and (ch not in letters or split_of(layout, letters.index(ch)) != s):
+            if ch in letters:
+                if split_of(layout, letters.index(ch)) != s:
+                    return None
+            elif s is not None:
                 return None
     out, leads, summed = _out_layout(letters, layout, out_letters, sizes)
     triples = []

@@ -18,12 +18,14 @@ from ...errors import LayoutError
 from ...layout import Layout
 from ..dispatch import executor, new_tensor
 from .._executor import fail
+from .api import einsum
+from .equation import LETTERS
 from .phases import resolve_phases, resolved_layout, stacked_layout, stacked_target
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...tensor import DistributedTensor
 
-__all__ = ["resolve", "relabel", "refuse_pending"]
+__all__ = ["resolve", "relabel", "refuse_pending", "reduce_pending"]
 
 
 def relabel(x: "DistributedTensor", layout: Layout) -> "DistributedTensor":
@@ -40,7 +42,8 @@ def _each_local(x: "DistributedTensor", layout: Layout, order: list[int], fn: An
             continue
         ex = executor(frag.framework, frag.device)
         try:
-            arrays[i] = ex.run(fn, frag.array)
+            result = ex.run(fn, frag.array)
+            arrays[i] = result if hasattr(result, "__dlpack__") else ex.xp.asarray(result)  # NumPy's 0-d scalars
         except Exception as exc:
             raise fail(what, f, ex, exc) from exc
     return new_tensor(arrays, layout, x.dtype)
@@ -108,3 +111,18 @@ def refuse_pending(name: str, x: "DistributedTensor") -> None:
         f"{name}: the tensor holds a pending {x.layout.partial} (its {x.layout.nreplicas} replicas are "
         f"parts of its value); resolve it first, e.g. x = x.redistribute({resolved_layout(x.layout)!r})"
     )
+
+
+def reduce_pending(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keepdims: bool,
+                   dtype: str | None) -> "DistributedTensor | None":
+    """A reduction of a pending ``x``: a sum over some modes keeps the pending sum (an einsum
+    that each replica runs on its own); over every mode it resolves first (``None``: the caller
+    goes on with :meth:`redistribute`'s result, see :func:`resolve`). Others refuse."""
+    if x.layout.partial == "sum" and name == "sum" and axes is not None and not keepdims and dtype in (None, x.dtype):
+        letters = LETTERS[: x.ndim]
+        kept = "".join(c for m, c in enumerate(letters) if m not in axes)
+        return einsum(f"{letters}->{kept}", x)
+    if axes is None:
+        return None
+    refuse_pending(f"dlmg.{name} (axis={axes}, keepdims={keepdims})", x)
+    return None  # pragma: no cover - refuse_pending raised

@@ -1,4 +1,4 @@
-"""Running a contraction plan on tensors: moves, local einsums, SUMMA panels.
+"""Running a contraction plan on tensors: moves and local einsums.
 
 Every local product runs in the framework of the lead fragment (which the
 output fragment keeps), on its device, through the adapter's
@@ -16,7 +16,6 @@ from ..dispatch import executor, move_array, new_tensor
 from .._executor import fail
 from .equation import LETTERS
 from .plan import EinsumPlan, Local, Move
-from .summa import Summa, run_summa
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...tensor import DistributedTensor
@@ -53,11 +52,8 @@ def run_local(step: Local, lead: "DistributedTensor", follower: "DistributedTens
                 if other.framework != ex.framework:
                     b = move_array(b, ex, other.adapter)
                 operands.append(b if follower.dtype == dtype else ex.xp.astype(b, ex.dtype(dtype)))
-            if ex.context is None:
-                arrays[o] = ex.adapter.einsum(subscripts, *operands)
-            else:
-                with ex.context():
-                    arrays[o] = ex.adapter.einsum(subscripts, *operands)
+            result = ex.run(lambda xp, *ops: ex.adapter.einsum(subscripts, *ops), *operands)
+            arrays[o] = result if hasattr(result, "__dlpack__") else ex.xp.asarray(result)  # NumPy's 0-d scalars
         except Exception as exc:
             raise fail(f"dlmg.einsum ({subscripts!r})", f, ex, exc) from exc
     return new_tensor(arrays, step.pairing.out, dtype)
@@ -73,8 +69,6 @@ def run_plan(plan: EinsumPlan, operands: list["DistributedTensor"], dtype: str) 
         elif isinstance(step, Local):
             follower = None if step.follower is None else values[step.follower]
             values[step.out] = last = run_local(step, values[step.lead], follower, dtype)
-        elif isinstance(step, Summa):
-            values[step.out_name] = last = run_summa(step, values[step.a], values[step.b], dtype)
         else:  # pragma: no cover - the plan makes only these
             raise AssertionError(type(step))
     assert last is not None
