@@ -9,6 +9,7 @@ import random
 import numpy as np
 
 import dlmg
+import dlmg.distributed
 from dlmg import Layout
 
 FRAMEWORKS_F64 = ("numpy", "torch")
@@ -87,13 +88,16 @@ def fragment_array(arr: np.ndarray, framework: str, device: str):
     return jax.device_put(arr, jax.devices("cpu")[index])
 
 
-def distribute(x: np.ndarray, layout: Layout, rnd: random.Random, frameworks: tuple[str, ...]):
-    """``x`` scattered into ``layout``, each local fragment in a random framework."""
-    base = dlmg.scatter(x, layout, framework="numpy")
+def distribute(x: np.ndarray, layout: Layout, seed: int, frameworks: tuple[str, ...]):
+    """``x`` scattered into ``layout``, each local fragment in a random framework (drawn from
+    ``seed`` and the fragment's index, so that every process draws the same layouts after)."""
+    me = dlmg.distributed.rank() if dlmg.distributed.is_initialized() else 0
     arrays = {}
-    for f in base.fragments:
-        if f.is_local:
-            arrays[f.index] = fragment_array(np.asarray(f.array), rnd.choice(frameworks), str(f.device))
+    for f in layout.fragments:
+        if layout.ranks[f.index] == me:
+            fw = random.Random(seed * 7919 + f.index).choice(frameworks)
+            part = x[np.ix_(*(layout.owned_indices(f.index, m) for m in range(x.ndim)))] if x.ndim else x
+            arrays[f.index] = fragment_array(np.array(part), fw, str(f.device))
     return dlmg.from_fragments(arrays, layout, dtype=str(x.dtype))
 
 
@@ -112,7 +116,7 @@ def run_case(seed: int, devices: list[str], ranks=None, frameworks=None) -> None
     fws = frameworks or (FRAMEWORKS_F32 if dtype == "float32" else FRAMEWORKS_F64)
     rng = np.random.default_rng(seed)
     arrays = [rng.uniform(-1, 1, s).astype(dtype) for s in shapes]
-    tensors = [distribute(a, random_layout(rnd, a.shape, devices, ranks), rnd, fws) for a in arrays]
+    tensors = [distribute(a, random_layout(rnd, a.shape, devices, ranks), seed + i, fws) for i, a in enumerate(arrays)]
     want = np.einsum(subscripts, *(a.astype(np.float64) for a in arrays))
     layout = None
     if rnd.random() < 0.3 and np.ndim(want) > 0:
