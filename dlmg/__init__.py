@@ -30,7 +30,7 @@ _protocols.install(DistributedTensor)  # NumPy, JAX and torch protocols: run dlm
 __version__ = "0.1.0"
 
 #: The public names: what ``from dlmg import *`` gives and what the API reference documents.
-#: Modules whose names start with ``_`` (``dlmg._transfer``, ``dlmg.ops._executor``...) are
+#: Modules whose names start with ``_`` (``dlmg.movement``, ``dlmg.ops._executor``...) are
 #: internal, as are names not listed here.
 __all__ = [
     # tensors, layouts, devices

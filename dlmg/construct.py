@@ -486,6 +486,6 @@ def scatter(array: Any, layout: "Layout", framework: str | None = None, *, root:
         Fragment ``i`` holds the elements of the blocks it owns, in
         increasing global order, on its device.
     """
-    from .plans.api import scatter as _scatter
+    from .movement import scatter as _scatter
 
     return _scatter(array, layout, framework, root)

@@ -45,11 +45,11 @@ _CREATE = object()  # guards the constructor
 
 
 def _api() -> Any:
-    """:mod:`dlmg.plans.api`, imported on first use (it imports this module) and
+    """:mod:`dlmg.movement`, imported on first use (it imports this module) and
     kept: an import statement in a method costs more than a small ``to()``."""
     mod = _API[0]
     if mod is None:
-        from .plans import api as mod
+        from . import movement as mod
 
         _API[0] = mod
     return mod
@@ -321,7 +321,7 @@ class DistributedTensor:
         """The copy plan :meth:`redistribute` would run for ``layout``.
 
         Across processes (after :func:`dlmg.distributed.init`) the plan of
-        messages instead: :class:`~dlmg.distributed.routes.Routes`, with the
+        messages instead: :class:`~dlmg.plans.routes.Routes`, with the
         bytes per pair of processes (``bytes_by_ranks``) and the transport.
         """
         return _api().tensor_plan(self, layout)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from .._transfer import move
+from ..movement.transfer import move
 from ..device import Device
 from ..errors import DlmgError, FragmentError
 from ..registry import adapter_for, get_adapter
@@ -77,7 +77,7 @@ def executor(framework: str, device: Device) -> Executor:
 
 def move_array(array: Any, target: Executor, source: Any = None) -> Any:
     """``array`` as an array of ``target``'s framework on ``target``'s device
-    (:func:`dlmg._transfer.move`; ``source`` is ``array``'s adapter when the
+    (:func:`dlmg.movement.transfer.move`; ``source`` is ``array``'s adapter when the
     caller knows it)."""
     return move(array, source if source is not None else adapter_for(array), target.adapter, target.device)
 

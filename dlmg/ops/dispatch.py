@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._transfer import synchronize_arrays
+from ..movement.transfer import synchronize_arrays
 from ..dlpack.bounds import ranges_meet
 from ..errors import LayoutMismatchError
 from ..registry import DEFAULT_FRAMEWORK, adapter_for, adapter_names, get_adapter

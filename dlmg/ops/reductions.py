@@ -305,7 +305,7 @@ def _reduce(
     from ..distributed._state import current
 
     if current() is not None:  # across processes: local partials, then the engine's all-reduce
-        from ..distributed.reduce import reduce as across
+        from .reduce_across import reduce as across
 
         return across(x, name, axes, bool(keepdims), dtype, reducer, plan, ctx)
     local_axes = None if axes is None else plan.axes
