@@ -79,7 +79,26 @@ def contract_moves():
     return plan.moved.between_processes
 
 
+def contract_summa():
+    """A 2 x 2 block-cyclic grid over the processes: SUMMA panel by panel (4 processes), the
+    product equal everywhere."""
+    world = dd.world_size()
+    ranks = [c % world for c in range(4)]
+    n = 256
+    lay = Layout((n, n), block=(32, 32), grid=(2, 2), devices=["cpu"] * 4, ranks=ranks)
+    rng = np.random.default_rng(5)
+    A, B = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+    a, b = _scatter(A, lay, "numpy"), _scatter(B, lay, "torch")
+    plan = dlmg.einsum_plan("ik,kj->ij", a, b)
+    if world == 4:
+        assert plan.strategy == "summa", str(plan)
+    c = a @ b
+    np.testing.assert_allclose(np.asarray(c.gather(framework="numpy")), A @ B)
+    return plan.strategy
+
+
 SCENARIOS = {
+    "contract_summa": contract_summa,
     "contract_property": contract_property,
     "contract_pending": contract_pending,
     "contract_moves": contract_moves,

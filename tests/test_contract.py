@@ -223,3 +223,41 @@ def test_eight_fragments_on_one_gpu_matmul():
     assert set(c.frameworks) == {"cupy"}
     np.testing.assert_allclose(cupy.asnumpy(c.gather(framework="cupy")),
                                a.gather(framework="numpy") @ b.gather(framework="numpy"), rtol=1e-6)
+
+
+# -- SUMMA ----------------------------------------------------------------------------------
+def test_two_d_block_cyclic_is_summa_with_hand_counted_bytes():
+    n, devices = 512, D4
+    lay = Layout((n, n), block=(64, 64), grid=(2, 2), devices=devices)
+    A, B = RNG.standard_normal((n, n)), RNG.standard_normal((n, n))
+    a, b = _t(A, lay), _t(B, lay)
+    plan = dlmg.einsum_plan("ik,kj->ij", a, b)
+    assert plan.strategy == "summa"
+    # every k-block (8 of 64) sends A's panel (n x 64) to the other grid column and
+    # B's (64 x n) to the other grid row: K * (M * (pc - 1) + N * (pr - 1)) elements
+    assert plan.moved.nbytes == n * (n * 1 + n * 1) * 8
+    assert plan.out == lay
+    assert "8 panel steps" in str(plan)
+    np.testing.assert_allclose((a @ b).gather(), A @ B)
+
+
+@pytest.mark.parametrize("shape_a, shape_b, grid, blocks", [
+    ((30, 26), (26, 10), (2, 3), ((4, 3), (3, 2))),
+    ((9, 7), (7, 11), (3, 2), ((2, 2), (2, 5))),
+])
+def test_summa_uneven_blocks_and_mixed_frameworks(shape_a, shape_b, grid, blocks):
+    from dlmg.ops.contract.summa import run_summa, summa_candidate
+
+    pr, pc = grid
+    devices = [f"cpu:{i % 4}" for i in range(pr * pc)]
+    la = Layout(shape_a, block=blocks[0], grid=(pr, pc), devices=devices)
+    lb = Layout(shape_b, block=(blocks[0][1], blocks[1][1]), grid=(pr, pc), devices=devices)
+    A, B = RNG.standard_normal(shape_a), RNG.standard_normal(shape_b)
+    a = dlmg.scatter(A, la, framework="torch")
+    b = dlmg.scatter(B, lb, framework="numpy")
+    extents = tuple(sorted({"i": shape_a[0], "k": shape_a[1], "j": shape_b[1]}.items()))
+    step = summa_candidate(("x0", "ik", la), ("x1", "kj", lb), "ij", "t1", extents, 8)
+    assert step is not None
+    c = run_summa(step, a, b, "float64", "ik,kj->ij")
+    assert c.layout == step.out
+    np.testing.assert_allclose(c.gather(framework="numpy"), A @ B)

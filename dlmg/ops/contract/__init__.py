@@ -5,6 +5,7 @@
 * :mod:`.cost` -- bytes, messages and flops; the model that chooses;
 * :mod:`.phases` -- a pending sum's resolution as layouts;
 * :mod:`.plan` -- the plan, printable before anything runs;
+* :mod:`.summa` -- the 2-D block-cyclic matrix product;
 * :mod:`.run` and :mod:`.pending` -- running a plan, resolving a pending sum;
 * :mod:`.api` -- the public functions.
 """

@@ -8,10 +8,12 @@ sets). A pending source sends every replica's part (each is an addend).
 
 The model turns a step into an estimated time on the busiest device::
 
-    seconds = ALPHA * messages + bytes / BETA + flops / GAMMA
+    seconds = ALPHA * messages + (bytes + held) / BETA + flops / GAMMA
 
-with ``messages`` and ``bytes`` those the busiest device receives and
-``flops`` the most any device computes. The constants are round figures for
+with ``messages`` and ``bytes`` those the busiest device receives, ``held``
+the bytes of new operand copies it fills (a moved operand's new fragments,
+SUMMA's two panels: what a strategy adds to memory, costed as bytes written)
+and ``flops`` the most any device computes. The constants are round figures for
 a CPU cluster (10 microseconds a message, 10 GB/s a link, 50 GFLOP/s a
 device); only their ratios steer the choice between strategies.
 """
@@ -28,7 +30,7 @@ import numpy as np
 from ...device import Device
 from ...layout import Layout
 
-__all__ = ["Traffic", "traffic", "seconds", "ALPHA", "BETA", "GAMMA"]
+__all__ = ["Traffic", "traffic", "seconds", "held_bytes", "ALPHA", "BETA", "GAMMA"]
 
 ALPHA = 1e-5  # seconds per message
 BETA = 1e10  # bytes per second per link
@@ -145,7 +147,16 @@ def traffic(src: Layout, dst: Layout, itemsize: int) -> Traffic:
                    tuple(sorted(sent.items(), key=key)), tuple(sorted(rmsgs.items(), key=key)))
 
 
-def seconds(moved: Traffic, flops: int) -> float:
-    """The model's time for a step that moves ``moved`` and computes ``flops`` on its busiest device."""
+def seconds(moved: Traffic, flops: int, held: int = 0) -> float:
+    """The model's time for a step that moves ``moved``, computes ``flops`` and fills ``held``
+    bytes of new operand copies on its busiest device."""
     nbytes, msgs = moved.busiest
-    return ALPHA * msgs + nbytes / BETA + flops / GAMMA
+    return ALPHA * msgs + (nbytes + held) / BETA + flops / GAMMA
+
+
+def held_bytes(layout: Layout, itemsize: int) -> int:
+    """The most bytes of ``layout``'s fragments that one device holds."""
+    per: dict = defaultdict(int)
+    for f in layout.fragments:
+        per[(layout.ranks[f.index], f.device)] += math.prod(f.shape) * itemsize
+    return max(per.values(), default=0)

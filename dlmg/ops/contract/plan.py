@@ -7,11 +7,12 @@ A plan is pure data over layouts, built before anything runs, and printable
   resolution of a pending sum) with the bytes it moves;
 * :class:`Local` -- every owner contracts the fragments it holds (one einsum
   per output fragment, in the output fragment's framework); the output is a
-  pending sum where a split contracted mode leaves it.
+  pending sum where a split contracted mode leaves it;
+* :class:`Summa` -- a 2-D block-cyclic product, panel by panel.
 
 Every pairwise contraction weighs the candidates (fragments already together,
-move the second operand to the first's split, move the first to the second's)
-by the cost model of :mod:`.cost` and keeps the cheapest.
+move the second operand to the first's split, move the first to the second's,
+SUMMA) by the cost model of :mod:`.cost` and keeps the cheapest.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ...layout import Layout
-from .cost import Traffic, seconds, traffic
+from .cost import Traffic, held_bytes, seconds, traffic
 from .phases import move_traffic, resolved_layout
 from .equation import Equation, pairwise_order
 from .layouts import Pairing, aligned, pair, whole_along
+from .summa import Summa, summa_candidate
 
-__all__ = ["Move", "Local", "EinsumPlan", "plan_equation", "resolved_layout"]
+__all__ = ["Move", "Local", "Summa", "EinsumPlan", "plan_equation", "resolved_layout"]
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,7 @@ class EinsumPlan:
     equation : str
         The equation as parsed (``...`` written out as letters).
     steps : tuple
-        :class:`Move` and :class:`Local` steps in order.
+        :class:`Move`, :class:`Local` and :class:`Summa` steps in order.
     out : Layout
         The result's layout (``partial="sum"``: a pending sum, resolved by ``redistribute``).
     itemsize : int
@@ -100,7 +102,7 @@ class EinsumPlan:
 
     @property
     def strategy(self) -> str:
-        """The strategies of the contractions, joined (``"local"``, ``"pending sum"``, ``"move x1"``)."""
+        """The strategies of the contractions, joined (``"local"``, ``"pending sum"``, ``"move x1"``, ``"summa"``)."""
         return " + ".join(self.strategies) if self.strategies else "local"
 
     @property
@@ -108,7 +110,7 @@ class EinsumPlan:
         """Everything the plan moves, all steps together."""
         total = Traffic()
         for s in self.steps:
-            if isinstance(s, Move):
+            if isinstance(s, (Move, Summa)):
                 total = total + s.traffic
         return total
 
@@ -174,7 +176,12 @@ def _choose(x: tuple[str, str, Layout], y: tuple[str, str, Layout], out_letters:
         assert p is not None  # aligned() builds exactly the layout pair() accepts
         step = _local(lead, (follower[0], follower[1], target), out_letters, out_name, p, moved=follower[0])
         move = Move(follower[0], follower[1], follower[2], target, moved, f"to meet {lead[0]}'s fragments")
-        options.append((seconds(moved, _max_flops(step)), 1 + rank_, [move, step], p.out, step.strategy))
+        held = held_bytes(target, itemsize)
+        options.append((seconds(moved, _max_flops(step), held), 1 + rank_, [move, step], p.out, step.strategy))
+    for a, b in ((x, y), (y, x)):
+        s = summa_candidate(a, b, out_letters, out_name, extents, itemsize)
+        if s is not None:
+            options.append((seconds(s.traffic, s.max_flops, s.held), 3, [s], s.out, "summa"))
     options.sort(key=lambda o: (o[0], o[1]))
     _, _, steps, out, strategy = options[0]
     return steps, out, strategy

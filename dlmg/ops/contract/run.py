@@ -1,4 +1,4 @@
-"""Running a contraction plan on tensors: moves and local einsums.
+"""Running a contraction plan on tensors: moves, local einsums, SUMMA panels.
 
 Every local product runs in the framework of the lead fragment (which the
 output fragment keeps), on its device, through the adapter's
@@ -16,6 +16,7 @@ from ..dispatch import executor, move_array, new_tensor
 from .._executor import fail
 from .equation import LETTERS
 from .plan import EinsumPlan, Local, Move
+from .summa import Summa, run_summa
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...tensor import DistributedTensor
@@ -69,6 +70,9 @@ def run_plan(plan: EinsumPlan, operands: list["DistributedTensor"], dtype: str) 
         elif isinstance(step, Local):
             follower = None if step.follower is None else values[step.follower]
             values[step.out] = last = run_local(step, values[step.lead], follower, dtype)
+        elif isinstance(step, Summa):
+            values[step.out_name] = last = run_summa(step, values[step.a], values[step.b], dtype,
+                                                     _compact(step.subscripts))
         else:  # pragma: no cover - the plan makes only these
             raise AssertionError(type(step))
     assert last is not None
