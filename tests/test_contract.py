@@ -261,3 +261,9 @@ def test_summa_uneven_blocks_and_mixed_frameworks(shape_a, shape_b, grid, blocks
     c = run_summa(step, a, b, "float64", "ik,kj->ij")
     assert c.layout == step.out
     np.testing.assert_allclose(c.gather(framework="numpy"), A @ B)
+
+
+def test_partitioned_export_refuses_a_pending_sum(pending):
+    c, _ = pending
+    with pytest.raises(dlmg.LayoutError, match="redistribute"):
+        c.__partitioned__
