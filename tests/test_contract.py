@@ -267,3 +267,9 @@ def test_partitioned_export_refuses_a_pending_sum(pending):
     c, _ = pending
     with pytest.raises(dlmg.LayoutError, match="redistribute"):
         c.__partitioned__
+
+
+def test_printing_says_pending(pending):
+    c, want = pending
+    assert "pending sum" in repr(c)
+    assert "pending sum" in str(c.layout).splitlines()[0]
