@@ -97,7 +97,23 @@ def contract_summa():
     return plan.strategy
 
 
+def contract_mismatch():
+    """Processes passing different layouts: every process raises, none computes."""
+    world = dd.world_size()
+    ranks = list(range(world))
+    axis = 0 if dd.rank() == 0 else 1  # rank 0 splits rows, the others columns
+    lay = Layout.slab((4 * world, 4 * world), axis, ["cpu"] * world, ranks=ranks)
+    a = dlmg.zeros(lay, dtype="float64", framework="numpy")
+    try:
+        dlmg.einsum("ij,jk->ik", a, a)
+    except dlmg.CollectiveMismatchError as exc:
+        assert "einsum" in str(exc), exc
+        return True
+    raise AssertionError("different layouts on different processes were not refused")
+
+
 SCENARIOS = {
+    "contract_mismatch": contract_mismatch,
     "contract_summa": contract_summa,
     "contract_property": contract_property,
     "contract_pending": contract_pending,

@@ -10,7 +10,7 @@ import pytest
 
 from _multiproc import check, launch
 
-SCENARIOS = ["contract_property", "contract_pending", "contract_moves", "contract_summa"]
+SCENARIOS = ["contract_property", "contract_pending", "contract_moves", "contract_summa", "contract_mismatch"]
 SETUPS = [("torch", 2), ("torch", 4), ("mpi", 2), ("mpi", 4)]
 
 pytestmark = pytest.mark.slow

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...distributed._state import current
+from ...distributed.agree import describe, prepare
 from ...errors import DtypeError
 from ...layout import Layout
 from .._batch import batch_key
@@ -57,6 +59,17 @@ def _check(name: str, operands: Sequence[Any]) -> list["DistributedTensor"]:
 
 def _plan(name: str, subscripts: str, operands: Sequence[Any], layout: Layout | None) -> tuple[EinsumPlan, str, list]:
     tensors = _check(name, operands)
+    engine = current()
+    if engine is not None and any(t.layout.nprocesses > 1 for t in tensors):
+        # every process plans alone from the layouts: agree first, so that a process that
+        # fails or sees other layouts makes every process raise instead of computing apart
+        description = describe(name, subscripts=subscripts, layouts=[t.layout for t in tensors],
+                               dtypes=[t.dtype for t in tensors], layout=layout)
+        return prepare(engine, description, lambda: _plan_here(name, subscripts, tensors, layout))
+    return _plan_here(name, subscripts, tensors, layout)
+
+
+def _plan_here(name: str, subscripts: str, tensors: list, layout: Layout | None) -> tuple[EinsumPlan, str, list]:
     eq = parse(subscripts, tuple(t.shape for t in tensors))
     dtype = _result_dtype(name, [t.dtype for t in tensors])
     if layout is not None:
@@ -208,7 +221,9 @@ def vecdot(x1: "DistributedTensor", x2: "DistributedTensor", /, *, axis: int = -
         raise ValueError(f"dlmg.vecdot: axis = {axis} is not the last mode of both operands; only the last "
                          "mode is contracted here (move it there with permute_dims)")
     if x1.dtype.startswith("complex"):
-        x1 = x1.conj()
+        conj = map_fragments(lambda xp, a: xp.conj(a), (x1,), name="dlmg.vecdot (conj)")
+        assert conj is not None
+        x1 = conj
     return einsum("...z,...z->...", x1, x2)
 
 

@@ -144,7 +144,7 @@ def pair(lead: tuple[str, Layout], follower: tuple[str, Layout] | None, out_lett
             elif s is not None:
                 return None
     out, leads, summed = _out_layout(letters, layout, out_letters, sizes)
-    triples = []
+    triples: list[tuple[int, int, int | None]] = []
     for o, f in enumerate(leads):
         if follower is None:
             triples.append((o, f, None))
