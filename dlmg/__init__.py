@@ -7,6 +7,8 @@ DLPack with no copy. Importing dlmg imports none of those frameworks.
 
 from __future__ import annotations
 
+import sys
+
 from . import dtypes, errors
 from .device import Device, as_device
 from .errors import *  # noqa: F403  (the exception hierarchy is public API)
@@ -25,7 +27,7 @@ from . import _lookup, _printing, _protocols
 
 _lookup.install(DistributedTensor)  # fragment_for, fragments_on, fragment_at
 _printing.install(DistributedTensor)  # repr and str show values beside the layout
-_protocols.install(DistributedTensor)  # NumPy, JAX and torch protocols: run dlmg's function or refuse clearly
+_protocols.install(DistributedTensor, sys.modules[__name__])  # NumPy, JAX and torch protocols: run dlmg's function or refuse clearly
 
 __version__ = "0.1.0"
 

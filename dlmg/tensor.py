@@ -28,6 +28,8 @@ import operator
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from ._element import read_element
+from ._hooks import Hook
 from .device import Device
 from .dtypes import canonical, info
 from .errors import DLPackError
@@ -44,18 +46,13 @@ __all__ = ["DistributedTensor", "Fragment", "process_rank"]
 _CREATE = object()  # guards the constructor
 
 
-def _api() -> Any:
-    """:mod:`dlmg.movement`, imported on first use (it imports this module) and
-    kept: an import statement in a method costs more than a small ``to()``."""
-    mod = _API[0]
-    if mod is None:
-        from . import movement as mod
+#: The moves of a tensor (gather, redistribute, to...): :mod:`dlmg.movement`, which
+#: lies above the tensor, provides itself here when it is imported.
+moves: Hook = Hook("moving a tensor's data", "dlmg.movement")
 
-        _API[0] = mod
-    return mod
-
-
-_API: list[Any] = [None]
+#: Resolving a pending sum (``layout.partial``) into a layout (``None``: its own split), as
+#: ``(tensor, layout, framework) -> tensor``: :mod:`dlmg.ops.contract` provides it.
+resolve_pending: Hook = Hook("resolving a pending sum", "dlmg.ops.contract")
 
 
 class DistributedTensor:
@@ -87,11 +84,6 @@ class DistributedTensor:
         {"layout", "dtype", "fragments", "shape", "ndim", "size", "nbytes", "gather", "redistribute",
          "to", "fragment", "frameworks", "__getitem__", "__dlpack__", "__dlpack_device__", "__repr__"}
     )
-
-    #: Resolves a pending reduction (``layout.partial``) into a layout (``None``: its own split):
-    #: ``(tensor, layout, framework) -> tensor``. Set by :mod:`dlmg.ops.contract`, which sits
-    #: above this module; redistribute and gather call it.
-    _resolve_pending: Callable[..., "DistributedTensor"] | None = None
 
     def __init__(self, *args: Any, token: object = None, **kwargs: Any) -> None:
         if token is not _CREATE:
@@ -254,8 +246,6 @@ class DistributedTensor:
         TypeError
             For slices and other keys (gather first).
         """
-        from ._element import read_element
-
         return read_element(self, index)
 
     # -- moving data ---------------------------------------------------------
@@ -294,9 +284,9 @@ class DistributedTensor:
         is an all-gather: every process receives the whole tensor, unless
         ``root`` names the one process that does (the others get ``None``).
         """
-        if self.layout.partial is not None and DistributedTensor._resolve_pending is not None:
-            return DistributedTensor._resolve_pending(self, None, None).gather(framework, device, out, root=root)
-        return _api().gather(self, framework=framework, device=device, out=out, root=root)
+        if self.layout.partial is not None:  # a pending sum: its value first
+            return resolve_pending(self, None, None).gather(framework, device, out, root=root)
+        return moves.get().gather(self, framework=framework, device=device, out=out, root=root)
 
     def redistribute(self, layout: "Layout", framework: str | None = None) -> "DistributedTensor":
         """The tensor in another layout of the same shape.
@@ -313,9 +303,9 @@ class DistributedTensor:
             The frameworks of the new fragments; by default a fragment keeps the
             framework of a source fragment on its device, else the tensor's.
         """
-        if self.layout.partial is not None and DistributedTensor._resolve_pending is not None:
-            return DistributedTensor._resolve_pending(self, layout, framework)
-        return _api().redistribute(self, layout, framework=framework)
+        if self.layout.partial is not None:  # resolving a pending sum is a redistribution
+            return resolve_pending(self, layout, framework)
+        return moves.get().redistribute(self, layout, framework=framework)
 
     def plan_redistribution(self, layout: "Layout") -> "RedistributionPlan":
         """The copy plan :meth:`redistribute` would run for ``layout``.
@@ -324,7 +314,7 @@ class DistributedTensor:
         messages instead: :class:`~dlmg.plans.routes.Routes`, with the
         bytes per pair of processes (``bytes_by_ranks``) and the transport.
         """
-        return _api().tensor_plan(self, layout)
+        return moves.get().tensor_plan(self, layout)
 
     def to(self, framework: str, copy: bool | None = None) -> "DistributedTensor":
         """The same tensor with every fragment handed to ``framework`` through DLPack.
@@ -339,4 +329,4 @@ class DistributedTensor:
             :class:`~dlmg.errors.CopyRequiredError` where the target would
             need one (JAX and unaligned host buffers, 64-bit types without x64...).
         """
-        return _api().to_framework(self, framework, copy=copy)
+        return moves.get().to_framework(self, framework, copy=copy)

@@ -13,6 +13,7 @@ from ..movement.transfer import move
 from ..device import Device
 from ..errors import DlmgError, FragmentError
 from ..registry import adapter_for, get_adapter
+from ..errors import DtypeError
 
 __all__ = ["Executor", "executor", "move_array", "fail"]
 
@@ -52,8 +53,6 @@ class Executor:
         if found is None:
             found = getattr(self.xp, name, None)  # the array-API namespace's dtype object
             if found is None:
-                from ..errors import DtypeError
-
                 raise DtypeError(f"{self.framework} has no element type {name!r}")
             self._dtypes[name] = found
         return found

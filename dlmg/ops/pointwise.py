@@ -33,6 +33,8 @@ from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed, ma
 from ._lists import LIST_NAMES, on_lists
 from ._pending import check_pending
 from .fused import FusedFunction, batches_operators
+from ..errors import FrameworkError
+from ..registry import adapter_for
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -383,8 +385,6 @@ def _reusable(tensor: "DistributedTensor") -> bool:
 
 def adapter_known(obj: Any) -> bool:
     """Whether a framework adapter recognises ``obj`` as one of its arrays."""
-    from ..errors import FrameworkError
-    from ..registry import adapter_for
 
     try:
         adapter_for(obj)

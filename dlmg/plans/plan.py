@@ -27,6 +27,8 @@ from ..device import Device
 from ..dtypes import info
 from .endpoints import Endpoint, layout_endpoints
 from .segments import Segment, decompose
+from ..dtypes import canonical
+from ..errors import LayoutMismatchError
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
@@ -637,8 +639,6 @@ def plan_redistribution(src_layout: "Layout", dst_layout: "Layout", dtype: Any =
     >>> dlmg.plan_redistribution(a, b, "float32").total_bytes
     256
     """
-    from ..dtypes import canonical
-    from ..errors import LayoutMismatchError
 
     if src_layout.shape != dst_layout.shape:
         raise LayoutMismatchError(

@@ -19,7 +19,6 @@ from .plan import EinsumPlan
 __all__ = ["einsum", "einsum_plan", "EinsumPlan", "matmul", "tensordot", "vecdot", "dot", "inner", "outer",
            "resolve"]
 
-from ...tensor import DistributedTensor as _Tensor
+from ...tensor import resolve_pending
 
-# redistribute and gather resolve a pending sum through this (the tensor module sits below this one)
-_Tensor._resolve_pending = staticmethod(resolve)  # type: ignore[assignment]
+resolve_pending.provide(resolve)  # redistribute and gather resolve pending sums through it
