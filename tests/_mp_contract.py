@@ -84,8 +84,8 @@ def contract_summa():
     product equal everywhere."""
     world = dd.world_size()
     ranks = [c % world for c in range(4)]
-    n = 256
-    lay = Layout((n, n), block=(32, 32), grid=(2, 2), devices=["cpu"] * 4, ranks=ranks)
+    n = 512
+    lay = Layout((n, n), block=(64, 64), grid=(2, 2), devices=["cpu"] * 4, ranks=ranks)
     rng = np.random.default_rng(5)
     A, B = rng.standard_normal((n, n)), rng.standard_normal((n, n))
     a, b = _scatter(A, lay, "numpy"), _scatter(B, lay, "torch")
