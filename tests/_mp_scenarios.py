@@ -435,6 +435,8 @@ SCENARIOS.update(_INTEROP)
 from tests._mp_contract import SCENARIOS as _CONTRACT  # noqa: E402  (contractions' scenarios)
 
 SCENARIOS.update(_CONTRACT)
+from tests._mp_checkpoint import SCENARIOS as _CHECKPOINT  # noqa: E402  (save and load across process counts)
+SCENARIOS.update(_CHECKPOINT)
 
 
 #: Where device_collectives puts its fragments: the host in CI, cuda:0 on a GPU machine.

@@ -214,17 +214,6 @@ def test_bool_and_non_tensors_refused():
         dlmg.einsum("ij", np.ones((2, 2)))
 
 
-@pytest.mark.gpu
-def test_eight_fragments_on_one_gpu_matmul():
-    cupy = pytest.importorskip("cupy")
-    a = dlmg.scatter(RNG.standard_normal((64, 32)), Layout.slab((64, 32), 0, ["cuda:0"] * 8), framework="cupy")
-    b = dlmg.scatter(RNG.standard_normal((32, 16)), Layout.replicated((32, 16), ["cuda:0"] * 8), framework="torch")
-    c = a @ b
-    assert set(c.frameworks) == {"cupy"}
-    np.testing.assert_allclose(cupy.asnumpy(c.gather(framework="cupy")),
-                               a.gather(framework="numpy") @ b.gather(framework="numpy"), rtol=1e-6)
-
-
 # -- SUMMA ----------------------------------------------------------------------------------
 def test_two_d_block_cyclic_is_summa_with_hand_counted_bytes():
     n, devices = 512, D4

@@ -1,4 +1,4 @@
-"""Case 9: contractions, ``A @ B`` of n x n float32 matrices, against one native product.
+"""Case 10: contractions, ``A @ B`` of n x n float32 matrices, against one native product.
 
 * the *local* strategy: ``A`` in 8 row slabs (NumPy fragments in host memory)
   times a replicated ``B``, against one ``numpy.matmul`` of the whole arrays:
@@ -61,7 +61,7 @@ def _local(ctx: Context) -> list[Row]:
         return lambda: a @ b
 
     fn = prepared(build)
-    row = Row(9, "A @ B, row slabs @ replicated (local), numpy",
+    row = Row(10, "A @ B, row slabs @ replicated (local), numpy",
               {"framework": "numpy", "fragments": FRAGMENTS, "size": f"{n}x{n} float32", "device": "cpu"},
               "numpy.matmul of the whole arrays", targets=[Target("ratio", "<=", 1.1)])
     run_row(row, ctx, {"dlmg": fn, "native": lambda: A @ B})
@@ -87,7 +87,7 @@ def _pending(ctx: Context) -> list[Row]:
         return lambda: dlmg.einsum("ik,kj->ij", a, b, layout=rows)
 
     fn = prepared(build)
-    row = Row(9, "A @ B, k split in both (pending sum, resolved to row slabs), numpy",
+    row = Row(10, "A @ B, k split in both (pending sum, resolved to row slabs), numpy",
               {"framework": "numpy", "fragments": FRAGMENTS, "size": f"{n}x{n} float32", "device": "cpu"},
               "numpy.matmul of the whole arrays")
     run_row(row, ctx, {"dlmg": fn, "native": lambda: A @ B})
@@ -118,7 +118,7 @@ def _jax(ctx: Context) -> list[Row]:
         return lambda: dlmg.einsum("ik,kj->ij", a, b)
 
     fn = prepared(build)
-    row = Row(9, "einsum ik,kj->ij, row slabs @ replicated, 8 JAX CPU devices",
+    row = Row(10, "einsum ik,kj->ij, row slabs @ replicated, 8 JAX CPU devices",
               {"framework": "jax", "fragments": FRAGMENTS, "size": f"{n}x{n} float32", "device": "cpu:0-7"},
               "jax.jit(jnp.einsum) with the same NamedShardings", targets=[Target("ratio", "<=", 1.0)])
     run_row(row, ctx, {"dlmg": fn, "native": lambda: product(a_j, b_j)})
@@ -129,9 +129,9 @@ def _jax(ctx: Context) -> list[Row]:
 
 
 def run_contractions(ctx: Context) -> list[Row]:
-    """Case 9: contractions against one native product."""
+    """Case 10: contractions against one native product."""
     out: list[Row] = []
-    out += guarded(9, "A @ B, row slabs @ replicated (local), numpy", "numpy", lambda: _local(ctx))
-    out += guarded(9, "A @ B, k split in both (pending sum), numpy", "numpy", lambda: _pending(ctx))
-    out += guarded(9, "einsum, 8 JAX CPU devices", "jax", lambda: _jax(ctx))
+    out += guarded(10, "A @ B, row slabs @ replicated (local), numpy", "numpy", lambda: _local(ctx))
+    out += guarded(10, "A @ B, k split in both (pending sum), numpy", "numpy", lambda: _pending(ctx))
+    out += guarded(10, "einsum, 8 JAX CPU devices", "jax", lambda: _jax(ctx))
     return out
