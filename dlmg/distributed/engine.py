@@ -68,9 +68,9 @@ class Engine(abc.ABC):
 
         Returns
         -------
-        (array, framework)
-            The array and the name of its framework (a viewable one: the copy
-            engine writes into it and reads from it).
+        tuple
+            ``(array, framework)``: the array and the name of its framework (a
+            viewable one: the copy engine writes into it and reads from it).
         """
 
     def accepts(self, array: Any, framework: str) -> bool:

@@ -257,8 +257,9 @@ def from_partitioned(obj: Any, *, copy: bool = False) -> "DistributedTensor":
 
     Parameters
     ----------
-    obj : object with ``__partitioned__``, or the dictionary itself
-        An SPMD producer: locations are process ranks or ``(rank, (DLPack
+    obj : object or dict
+        An object with ``__partitioned__``, or that dictionary itself. An
+        SPMD producer: locations are process ranks or ``(rank, (DLPack
         device type, id))`` pairs, partitions held elsewhere have ``data``
         ``None``. Partition arrays may be of any framework dlmg knows.
     copy : bool, default False
