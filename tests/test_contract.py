@@ -262,3 +262,20 @@ def test_printing_says_pending(pending):
     c, want = pending
     assert "pending sum" in repr(c)
     assert "pending sum" in str(c.layout).splitlines()[0]
+
+
+# -- cases the property test found ------------------------------------------------------------
+def test_full_contraction_to_a_scalar():
+    # NumPy's einsum returns a NumPy scalar for 0-d results; fragments must be arrays
+    a = _t(RNG.standard_normal((4, 3)), Layout.slab((4, 3), 0, D4[:2]))
+    b = _t(RNG.standard_normal((4, 3)), Layout.slab((4, 3), 0, D4[:2]))
+    c = dlmg.einsum("ij,ij->", a, b)
+    assert c.shape == () and c.layout.partial == "sum"
+    np.testing.assert_allclose(float(c.gather()), float(np.sum(a.gather() * b.gather())))
+
+
+def test_lead_split_on_a_letter_the_other_holds_whole():
+    # the lead splits k, the other holds k whole on the same devices: not a local pairing
+    a = _t(RNG.standard_normal((5, 6)), Layout((5, 6), block=(5, 3), grid=(1, 2), devices=["cpu:3"] * 2))
+    b = _t(RNG.standard_normal((4, 6)), Layout.single((4, 6), "cpu:3"))
+    np.testing.assert_allclose(dlmg.einsum("da,ca->dc", a, b).gather(), a.gather() @ b.gather().T)
