@@ -114,7 +114,7 @@ def einsum(subscripts: str, *operands: "DistributedTensor", out: "DistributedTen
         ``...`` broadcasting.
     *operands : DistributedTensor
         Any layouts, frameworks and devices; several operands are contracted
-        pairwise in the order :func:`opt_einsum.contract_path` gives.
+        pairwise in the order ``opt_einsum.contract_path`` gives.
     out : DistributedTensor, optional
         Write the result into this tensor (its layout decides the result's).
     layout : Layout, optional

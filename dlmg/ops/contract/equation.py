@@ -2,7 +2,7 @@
 
 NumPy's grammar (explicit and implicit output, repeated letters, ``...``
 broadcasting) is parsed by :mod:`opt_einsum`'s parser, the one NumPy's own
-path search shares; the pairwise order comes from :func:`opt_einsum.contract_path`.
+path search shares; the pairwise order comes from ``opt_einsum.contract_path``.
 Everything here works on shapes: no tensor, no framework.
 
 After parsing, every letter is one of ``a-zA-Z`` (what every framework's einsum
@@ -114,7 +114,7 @@ def parse(subscripts: str, shapes: tuple[tuple[int, ...], ...]) -> Equation:
 
 @lru_cache(maxsize=512)  # opt_einsum's search costs milliseconds; equations recur
 def pairwise_order(terms: tuple[str, ...], output: str, extents: tuple[tuple[str, int], ...]) -> tuple[tuple[int, int], ...]:
-    """The pairs to contract, in order, as :func:`opt_einsum.contract_path` gives them
+    """The pairs to contract, in order, as ``opt_einsum.contract_path`` gives them
     (positions in the list of remaining operands; each result goes last)."""
     if len(terms) < 2:
         return ()
