@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
     from ..tensor import DistributedTensor
 
-__all__ = ["sum", "prod", "min", "max", "mean", "all", "any", "argmax", "install", "METHODS"]
+__all__ = ["sum", "prod", "min", "max", "mean", "all", "any", "argmax", "METHODS"]
 
 Axis = "int | Sequence[int] | None"
 
@@ -571,10 +571,3 @@ def _method(fn: Callable[..., Any]) -> Callable[..., Any]:
 METHODS: dict[str, Callable[..., Any]] = {
     f.__name__: _method(f) for f in (sum, prod, min, max, mean, all, any, argmax)
 }
-
-
-def install(cls: Any) -> None:
-    """Attach ``sum``, ``prod``, ``min``, ``max``, ``mean``, ``all``, ``any``,
-    ``argmax`` as methods of ``cls``."""
-    for name, method in METHODS.items():
-        cls.register_method(name, method)
