@@ -306,7 +306,7 @@ def _reduce(
         return _no_axes(x, name, dtype)
     plan = _plan(layout, axes, bool(keepdims))
     ctx = _Context(dtype, layout, x.dtype, reducer.name)
-    verify_fragments(x.fragments)
+    verify_fragments(x.fragments, strides=False)
     if current() is not None:  # across processes: local partials, then the engine's all-reduce
         return across(x, name, axes, bool(keepdims), dtype, reducer, plan, ctx)
     remote = [f.index for f in x.fragments if not f.is_local]
