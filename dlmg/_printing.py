@@ -30,6 +30,8 @@ def summary(dt: "DistributedTensor") -> str:
         parts.append(f"block={lay.block}, grid={lay.grid}")
     if lay.nreplicas > 1:
         parts.append(f"replicas={lay.nreplicas}")
+    if lay.partial is not None:  # the values shown are the resolved ones
+        parts.append(f"pending {lay.partial} of the replicas (shown resolved)")
     devices = tuple(dict.fromkeys(str(d) for d in lay.devices))
     parts.append(f"fragments={lay.nfragments} on {', '.join(devices)}")
     parts.append(f"frameworks={', '.join(dt.frameworks) or '-'}")
