@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..device import Placement
 from ..dtypes import canonical
 from .dispatch import is_distributed, map_fragments
 
@@ -98,21 +99,19 @@ def _round(self: "DistributedTensor", ndigits: int | None = None) -> "Distribute
     return out
 
 
-def _device(self: "DistributedTensor") -> "Device":
-    """The one device every fragment is on (array API ``device``); see ``.devices`` otherwise.
+def _device(self: "DistributedTensor") -> "Device | Placement":
+    """The array API ``device``: the one device every fragment is on, or, for a tensor
+    on several devices (or processes), their :class:`~dlmg.device.Placement`.
 
-    Raises
-    ------
-    ValueError
-        When the fragments are on several devices.
+    Creation functions take either back (``xp.zeros(n, device=x.device)``); see
+    ``.devices`` for the device of every fragment.
     """
-    devices = tuple(dict.fromkeys(self.layout.devices))
-    if len(devices) != 1:
-        raise ValueError(
-            f"the fragments are on {len(devices)} devices ({', '.join(map(str, devices))}); "
-            "a distributed tensor has no single device: see .devices, or .fragments[i].device"
-        )
-    return devices[0]
+    layout = self.layout
+    pairs = tuple(dict.fromkeys(zip(layout.devices, layout.ranks)))
+    if len(pairs) == 1:
+        return pairs[0][0]
+    ranks = tuple(r for _, r in pairs)
+    return Placement(tuple(d for d, _ in pairs), ranks if any(ranks) else ())
 
 
 def install(cls: Any) -> None:

@@ -31,6 +31,7 @@ from ._dtypes import INEXACT, INT, NUMERIC, REAL, check_inplace, kind_of, narrow
 from ._writes import check_writable
 from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed, map_fragments, placement
 from ._lists import LIST_NAMES, on_lists
+from .broadcast import align, result_shape as broadcast_shapes
 from .fused import FusedFunction, batches_operators
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -416,6 +417,9 @@ def _binary_method(
                 return NotImplemented  # another type may know how to combine with us
         if kinds is not None:
             require(label, (self.dtype, _dtype_of(other)), kinds)
+        if is_distributed(other) and other.shape != self.shape:  # broadcasting, as views or refused
+            a, b = align((self, other), label, communicate=False)
+            return map_fragments(per_fragment, (a, b), name=label, new_arrays=True)
         if (
             refs == _TEMPORARY_REFS
             and reuse is not None
@@ -487,6 +491,10 @@ def _inplace_method(symbol: str, iop: Callable[[Any, Any], Any], kinds: frozense
         dtype = _dtype_of(other)
         if kinds is not None:
             require(label, (self.dtype, dtype), kinds)
+        if is_distributed(other) and other.shape != self.shape:
+            if broadcast_shapes(self.shape, other.shape) != self.shape:
+                raise ValueError(f"{label}: an operand of shape {other.shape} does not broadcast to {self.shape}")
+            other = align((self, other), label, communicate=False)[1]
         check_inplace("truediv" if symbol == "/=" else label, self.dtype, (dtype,))
         indices = _distinct_memory(self) if self.layout.is_replicated else None
         check_writable(self, indices if indices is not None else _local(self), label)
