@@ -22,6 +22,15 @@ from .interop import (
 from .ops import *  # noqa: F403  (apply, elementwise functions, reductions, matmul, synchronize)
 from . import fft, linalg, ops as _ops
 from . import _lookup, _printing, _protocols
+from . import array_api  # the Array API namespace; attaches indexing and the array object's methods
+from .array_api import default_layout, get_default_layout, set_default_layout
+from .array_api._data_types import (  # noqa: A004  (the dtype objects, as in every array namespace)
+    bool, complex64, complex128, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+)
+from .dtypes import canonical as _canonical
+
+bfloat16 = _canonical("bfloat16")
+float16 = _canonical("float16")
 
 _lookup.install(DistributedTensor)  # fragment_for, fragments_on, fragment_at
 _printing.install(DistributedTensor)  # repr and str show values beside the layout
@@ -50,4 +59,9 @@ __all__ = [
     *errors.__all__,
     # operations (elementwise, reductions, matmul, apply, synchronize...)
     *(name for name in _ops.__all__ if name != "install"),
+    # the Array API namespace and the layout of new tensors
+    "array_api", "default_layout", "get_default_layout", "set_default_layout",
+    # dtype objects ("bool" is left out of star-imports: it would hide the builtin)
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32",
+    "float64", "complex64", "complex128",
 ]

@@ -66,6 +66,6 @@ __all__ = [
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
     "complex64", "complex128", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
     "all", "any", "argmax", "argmin", "count_nonzero", "max", "mean", "min", "prod", "std", "sum", "var",
-    "fft", "linalg", "collect", "settle",
+    "fft", "linalg",
     *_elementwise.__all__, *COLLECTED[""],
 ]

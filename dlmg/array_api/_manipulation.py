@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..construct import empty as _empty
+from ..construct import empty as _empty, full as _full
 from ..errors import LayoutError, LayoutMismatchError
 from ..ops import shape as _shape
 from ..ops.broadcast import align, broadcast_layout, result_shape
@@ -58,6 +58,9 @@ def broadcast_to(x: Any, /, shape: Sequence[int]) -> Any:
         raise ValueError(f"broadcast_to: shape {x.shape} does not broadcast to {shape}")
     if x.shape == shape:
         return x
+    framework = x.frameworks[0] if x.frameworks else "numpy"
+    if x.ndim == 0:  # one value everywhere
+        return _full(_target_layout(x, shape), x.item(), x.dtype, framework=framework)
     like = _empty(_target_layout(x, shape), x.dtype, framework=x.frameworks[0] if x.frameworks else "numpy")
     return align((like, x), "broadcast_to", communicate=True)[1]
 

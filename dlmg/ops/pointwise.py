@@ -25,8 +25,10 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .._element import read_element
 from ..dtypes import canonical
 from ..errors import DtypeError
+from ..registry import adapter_for
 from ._dtypes import INEXACT, INT, NUMERIC, REAL, check_inplace, kind_of, narrow_for, require
 from ._writes import check_writable
 from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed, map_fragments, placement
@@ -213,6 +215,38 @@ for _alias, _target in _ALIASES.items():
     __all__.append(_alias)
 del _public, _std, _nargs, _kinds, _doc, _alias, _target
 
+_round_half_even = globals()["round"]
+
+
+def round(x: Any, /, decimals: int = 0) -> "DistributedTensor":  # noqa: A001
+    """Round half to even, elementwise, to ``decimals`` decimal places (NumPy's
+    ``np.round(x, decimals)``; the array API's ``round`` is ``decimals=0``).
+
+    Parameters
+    ----------
+    x : DistributedTensor
+    decimals : int
+        Places after the point (negative: before it), as NumPy's ``round``.
+
+    Returns
+    -------
+    DistributedTensor
+    """
+    if decimals == 0:
+        return _round_half_even(x)
+    scale = 10.0 ** decimals
+
+    def per_fragment(xp: Any, a: Any) -> Any:
+        return xp.round(a * scale) / scale
+
+    out = map_fragments(per_fragment, _classify_all((x,)), name="round")
+    assert out is not None
+    return out
+
+
+__all__.append("around")
+around = round
+
 
 def _where_fragment(xp: Any, cond: Any, x1: Any, x2: Any) -> Any:
     return xp.where(cond, x1, x2)
@@ -295,7 +329,10 @@ def astype(x: "DistributedTensor", dtype: Any, /, *, copy: bool = True) -> "Dist
         )
 
     def per_fragment(xp: Any, a: Any) -> Any:
-        return xp.astype(a, getattr(xp, name))
+        target = getattr(xp, name, None)
+        if target is None:  # bfloat16 and float8 of NumPy fragments, through ml_dtypes
+            target = adapter_for(a).native_dtype(name)
+        return xp.astype(a, target)
 
     out = map_fragments(per_fragment, (x,), name=f"astype({name})")
     assert out is not None
@@ -565,7 +602,7 @@ def _bool(self: "DistributedTensor") -> bool:
             f"the truth value of a distributed tensor of {self.size} elements is ambiguous; "
             "use dlmg.any(x) or dlmg.all(x)"
         )
-    return bool(self[(0,) * self.ndim])
+    return bool(read_element(self, (0,) * self.ndim))
 
 
 def _operators() -> dict[str, Any]:

@@ -193,7 +193,7 @@ def reshaped_layout(layout: "Layout", shape: tuple[int, ...]) -> "Layout | str":
     return Layout(shape, block=block, grid=grid, devices=layout.devices)
 
 
-def reshape(x: "DistributedTensor", /, shape: Sequence[int], *, copy: bool | None = None) -> "DistributedTensor":
+def reshape(x: "DistributedTensor", /, shape: Sequence[int] | int, *, copy: bool | None = None) -> "DistributedTensor":
     """``x`` with another shape of the same size, where the layout allows it (array API ``reshape``).
 
     Works when every fragment stays one piece of the new shape: modes whole in
@@ -219,7 +219,7 @@ def reshape(x: "DistributedTensor", /, shape: Sequence[int], *, copy: bool | Non
         the ``redistribute`` call that makes it possible.
     """
     _tensor(x, "reshape")
-    shape = tuple(int(n) for n in shape)
+    shape = (int(shape),) if isinstance(shape, int) else tuple(int(n) for n in shape)  # np.reshape(dt, 24)
     if shape.count(-1) > 1:
         raise ValueError(f"dlmg.reshape: shape {shape} has more than one -1")
     if -1 in shape:
