@@ -24,8 +24,11 @@ def summary(dt: "DistributedTensor") -> str:
         parts.append(f"block={lay.block}, grid={lay.grid}")
     if lay.nreplicas > 1:
         parts.append(f"replicas={lay.nreplicas}")
-    devices = tuple(dict.fromkeys(str(d) for d in lay.devices))
-    parts.append(f"fragments={lay.nfragments} on {', '.join(devices)}")
+    if len(set(lay.ranks)) > 1:  # name the process of each device: cpu:0 of rank 0 and of rank 1 differ
+        places = tuple(dict.fromkeys(f"rank {r} {d}" for d, r in zip(lay.devices, lay.ranks)))
+    else:
+        places = tuple(dict.fromkeys(str(d) for d in lay.devices))
+    parts.append(f"fragments={lay.nfragments} on {', '.join(places)}")
     parts.append(f"frameworks={', '.join(dt.frameworks) or '-'}")
     if lay.element_strides is not None:
         parts.append(f"element_strides={lay.element_strides}, block_strides={lay.block_strides}")

@@ -152,7 +152,7 @@ _ALIASES = {
 # canonical() runs on every fragment of every operation: remember its answers
 # per (type, value) so that objects of different types that compare equal
 # (np.dtype("f8") == "float") never share an entry.
-_CANONICAL_CACHE: dict[tuple[type, Any], str] = {}
+_CANONICAL_CACHE: dict[tuple[type, Any], DataType] = {}
 
 
 def canonical(dtype: Any) -> DataType:
@@ -176,7 +176,7 @@ def canonical(dtype: Any) -> DataType:
         When the type is not one dlmg knows.
     """
     try:
-        return _CANONICAL_CACHE[(type(dtype), dtype)]
+        return _CANONICAL_CACHE[(type(dtype), dtype)]  # type: ignore[return-value]
     except (KeyError, TypeError):  # TypeError: an unhashable object
         pass
     name = _OBJECTS[_canonical_uncached(dtype)]

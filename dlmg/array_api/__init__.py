@@ -36,10 +36,9 @@ from ._data_types import (
 from ._elementwise import *  # noqa: F403  (the elementwise functions)
 from ._gathered import COLLECTED, collected
 from ._info import __array_namespace_info__
-from ._manipulation import broadcast_to, matmul, matrix_transpose, permute_dims, reshape
+from ._manipulation import astype, broadcast_arrays, broadcast_to, matmul, matrix_transpose, permute_dims, reshape
 from ._policy import LayoutPolicy, default_layout, get_default_layout, layout_for, set_default_layout
 from ._statistics import all, any, argmax, argmin, count_nonzero, max, mean, min, prod, std, sum, var
-from ..ops.pointwise import astype
 
 __array_api_version__ = "2024.12"
 
@@ -60,7 +59,7 @@ _methods.install(DistributedTensor)
 __all__ = [
     "__array_api_version__", "__array_namespace_info__", "e", "inf", "nan", "pi", "newaxis",
     "default_layout", "set_default_layout", "get_default_layout", "layout_for", "LayoutPolicy",
-    "astype", "broadcast_to", "matmul", "matrix_transpose", "permute_dims", "reshape",
+    "astype", "broadcast_arrays", "broadcast_to", "matmul", "matrix_transpose", "permute_dims", "reshape",
     "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like", "linspace", "meshgrid",
     "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",

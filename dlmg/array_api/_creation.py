@@ -125,8 +125,19 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
         return _from_array(obj, want, device, copy)
     if copy is False:
         raise CopyRequiredError("asarray: a Python scalar or sequence is always copied (copy=False)")
-    host = _host_from_python(obj, want, np)
+    host = _host_from_python(_scalars_of(obj), want, np)
     return from_host(host, device)
+
+
+def _scalars_of(obj: Any) -> Any:
+    """Nested sequences with 0-d tensors in them (``[[a[i, j] for j ...] for i ...]``) as Python values."""
+    if isinstance(obj, (list, tuple)):
+        return [_scalars_of(o) for o in obj]
+    if is_distributed(obj):
+        if obj.ndim:
+            raise TypeError(f"asarray: a sequence holds a tensor of shape {obj.shape}; stack tensors with xp.stack")
+        return obj.item()
+    return obj
 
 
 def _host_from_python(obj: Any, want: str | None, np: Any) -> Any:
@@ -172,12 +183,12 @@ def _from_array(array: Any, want: str | None, device: Any, copy: bool | None) ->
 
 def zeros(shape: Any, *, dtype: Any = None, device: Any = None) -> Any:
     """Zeros of ``shape`` (float64 by default)."""
-    return full(shape, 0, dtype=dtype, device=device)
+    return full(shape, 0, dtype=dtype or default_float(), device=device)
 
 
 def ones(shape: Any, *, dtype: Any = None, device: Any = None) -> Any:
     """Ones of ``shape`` (float64 by default)."""
-    return full(shape, 1, dtype=dtype, device=device)
+    return full(shape, 1, dtype=dtype or default_float(), device=device)
 
 
 def empty(shape: Any, *, dtype: Any = None, device: Any = None) -> Any:
@@ -286,7 +297,7 @@ def meshgrid(*arrays: Any, indexing: str = "xy") -> list[Any]:
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
     hosts = [a.gather(framework="numpy") for a in arrays]
     device = arrays[0].device if arrays else None
-    return [from_host(np.ascontiguousarray(g), device) for g in np.meshgrid(*hosts, indexing=indexing)]
+    return [from_host(np.ascontiguousarray(g), device) for g in np.meshgrid(*hosts, indexing=indexing)]  # type: ignore[call-overload]
 
 
 def _triangle(x: Any, k: int, lower: bool) -> Any:

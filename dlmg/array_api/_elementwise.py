@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..ops import pointwise as _pointwise
+from ..ops._operands import is_distributed
 from ..ops.broadcast import align
 
 __all__ = list(_pointwise._FUNCTIONS) + ["where", "clip"]
@@ -25,12 +26,19 @@ def _wrap(name: str) -> Callable[..., Any]:
         return core
 
     def function(x1: Any, x2: Any, /) -> Any:
-        a, b = align((x1, x2), name, communicate=True)
+        a, b = align((_as_kind(x1, x2), _as_kind(x2, x1)), name, communicate=True)
         return core(a, b)
 
     function.__name__ = function.__qualname__ = name
     function.__doc__ = core.__doc__
     return function
+
+
+def _as_kind(scalar: Any, other: Any) -> Any:
+    """A Python int next to a floating tensor as a float (the standard lets it take the tensor's kind)."""
+    if type(scalar) is int and is_distributed(other) and other.dtype.kind in "fc":
+        return float(scalar)
+    return scalar
 
 
 for _name in _pointwise._FUNCTIONS:

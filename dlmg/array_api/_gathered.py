@@ -10,13 +10,15 @@ default layout policy.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from ..ops._operands import is_distributed
 from ._collect import Collected, collect, settle
 
-__all__ = ["collected", "settle_result", "COLLECTED"]
+__all__ = ["collected", "CollectedFunction", "settle_result", "COLLECTED"]
 
 
 def _flatten(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
@@ -46,18 +48,33 @@ def settle_result(result: Any, got: Collected) -> Any:
     return settle(result, got)
 
 
-def collected(name: str, framework_name: str | None = None, doc: str = "") -> Callable[..., Any]:
-    """A namespace function running the framework's ``framework_name`` on collected operands."""
-    target = framework_name or name
+class CollectedFunction:
+    """A namespace function running the framework's function of the same name on collected
+    operands (see the module). Its signature is the standard's, as array-api-compat spells it."""
 
-    def function(*args: Any, **kwargs: Any) -> Any:
+    def __init__(self, name: str, framework_name: str | None = None) -> None:
+        self.__name__ = self.__qualname__ = name
+        self._target = framework_name or name
+        self.__doc__ = (
+            f"The standard's ``{self._target}``, computed by the framework of the first operand's first "
+            "fragment on its device after collecting every operand there (see docs/array-api.md), and "
+            "laid out again by the default layout policy."
+        )
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        """The signature of array-api-compat's NumPy function of this name (NumPy imported on demand)."""
+        return _signature(self._target)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         tensors = _flatten(args, kwargs)
         if not tensors:
-            raise TypeError(f"dlmg.array_api.{name} needs at least one distributed tensor")
-        got = collect(name, *tensors)
-        by = {id(t): a for t, a in zip(tensors, got.arrays)}
+            raise TypeError(f"dlmg.array_api.{self._target} needs at least one distributed tensor")
+        got = collect(self.__name__, *tensors)
+        by = {id(t): a for t, a in zip(tensors, got.arrays)}  # this call's operands, by identity
         call_args = tuple(_replace(a, by) for a in args)
         call_kwargs = {k: _replace(v, by) for k, v in kwargs.items()}
+        target = self._target
 
         def run(xp: Any) -> Any:
             fn = xp
@@ -67,19 +84,31 @@ def collected(name: str, framework_name: str | None = None, doc: str = "") -> Ca
 
         return settle_result(got.executor.run(run), got)
 
-    function.__name__ = function.__qualname__ = name
-    function.__doc__ = (doc or f"The standard's ``{name}``") + (
-        ", computed by the framework of the first operand's first fragment on its device after collecting "
-        "every operand there (see docs/array-api.md), and laid out again by the default layout policy."
-    )
-    return function
+    def __repr__(self) -> str:
+        return f"<dlmg.array_api function {self._target}>"
+
+
+# one entry per function of the namespace (about 60)
+@lru_cache(maxsize=128)
+def _signature(target: str) -> inspect.Signature:
+    import array_api_compat.numpy as compat
+
+    fn: Any = compat
+    for part in target.split("."):
+        fn = getattr(fn, part)
+    return inspect.signature(fn)
+
+
+def collected(name: str, framework_name: str | None = None) -> Callable[..., Any]:
+    """A :class:`CollectedFunction` for the framework's ``framework_name`` (``name`` by default)."""
+    return CollectedFunction(name, framework_name)
 
 
 #: the namespace's functions that run on one collected fragment, by module
 COLLECTED: dict[str, tuple[str, ...]] = {
     "": (
         "concat", "stack", "unstack", "roll", "flip", "repeat", "tile", "squeeze", "expand_dims", "moveaxis",
-        "broadcast_arrays", "take", "take_along_axis", "nonzero", "searchsorted", "unique_all",
+        "take", "take_along_axis", "nonzero", "searchsorted", "unique_all",
         "unique_counts", "unique_inverse", "unique_values", "diff", "cumulative_sum", "cumulative_prod",
         "tensordot", "vecdot", "sort", "argsort",
     ),

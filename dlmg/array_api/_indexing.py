@@ -63,22 +63,32 @@ def _local_layout(x: Any, items: list[Any]) -> tuple[Layout, list[Any]] | None:
     """The result layout of a basic key that every fragment can apply to its own array, and the
     per-mode keys (negative steps as positive slices to flip afterwards), or ``None``."""
     layout = x.layout
-    shape, block, grid, keys = [], [], [], []
+    shape: list[int] = []
+    block: list[int] = []
+    grid: list[int] = []
+    keys: list[Any] = []
     mode = 0
     for k in items:
         if k is None:
-            shape.append(1), block.append(1), grid.append(1), keys.append(None)
+            shape.append(1)
+            block.append(1)
+            grid.append(1)
+            keys.append(None)
             continue
         n = layout.shape[mode]
         if isinstance(k, slice):
             if k == slice(None):
-                shape.append(n), block.append(layout.block[mode]), grid.append(layout.grid[mode])
+                shape.append(n)
+                block.append(layout.block[mode])
+                grid.append(layout.grid[mode])
                 keys.append(slice(None))
             else:
                 if layout.grid[mode] != 1:
                     return None
                 span = range(*k.indices(n))
-                shape.append(len(span)), block.append(max(len(span), 1)), grid.append(1)
+                shape.append(len(span))
+                block.append(max(len(span), 1))
+                grid.append(1)
                 keys.append(span)
         else:
             i = operator.index(k)
@@ -123,7 +133,7 @@ def getitem(x: Any, key: Any) -> Any:
         found = _local_layout(x, items)
         if found is not None:
             layout, keys = found
-            arrays = []
+            arrays: list[Any] = []
             for frag in x.fragments:
                 if not frag.is_local:
                     arrays.append(None)

@@ -17,14 +17,21 @@ from ..errors import LayoutError, LayoutMismatchError
 from ..ops import shape as _shape
 from ..ops.broadcast import align, broadcast_layout, result_shape
 from ..ops.linalg import matmul as _matmul
+from ..ops.pointwise import astype as _astype
 from ._gathered import collected
 from ._policy import layout_for
 
-__all__ = ["permute_dims", "matrix_transpose", "reshape", "broadcast_to", "matmul"]
+__all__ = ["astype", "permute_dims", "matrix_transpose", "reshape", "broadcast_to", "broadcast_arrays", "matmul"]
 
 _collected_reshape = collected("reshape")
 _collected_matmul = collected("matmul")
 _collected_permute = collected("permute_dims")
+
+
+def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Any:
+    """``x`` converted to ``dtype`` fragment by fragment (then moved to ``device`` when given)."""
+    out = _astype(x, dtype, copy=copy)
+    return out if device is None else out.to_device(device)
 
 
 def permute_dims(x: Any, /, axes: Sequence[int]) -> Any:
@@ -63,6 +70,12 @@ def broadcast_to(x: Any, /, shape: Sequence[int]) -> Any:
         return _full(_target_layout(x, shape), x.item(), x.dtype, framework=framework)
     like = _empty(_target_layout(x, shape), x.dtype, framework=x.frameworks[0] if x.frameworks else "numpy")
     return align((like, x), "broadcast_to", communicate=True)[1]
+
+
+def broadcast_arrays(*arrays: Any) -> list[Any]:
+    """The tensors broadcast to their common shape (views where the fragments allow)."""
+    shape = result_shape(*(a.shape for a in arrays))
+    return [broadcast_to(a, shape) for a in arrays]
 
 
 def _target_layout(x: Any, shape: tuple[int, ...]) -> Any:

@@ -96,13 +96,24 @@ def ravel(self: Any) -> Any:
     return reshape(self, (self.size,))
 
 
+def __iter__(self: Any) -> Any:
+    """The sub-tensors along mode 0, ``x[0]``, ``x[1]``... (views where the layout allows), as NumPy iterates."""
+    if self.ndim == 0:
+        raise TypeError("iteration over a 0-d distributed tensor")
+    for i in range(self.shape[0]):
+        yield self[i]
+
+
 def __deepcopy__(self: Any, memo: dict[int, Any]) -> Any:
     return copy(self)
 
 
-def __dlpack__(self: Any, /, **kwargs: Any) -> Any:
+def __dlpack__(self: Any, /, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+               copy: bool | None = None) -> Any:
     """The one buffer of a tensor held by one fragment; refused (``BufferError``) otherwise."""
     frag = _single(self)
+    kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version), ("dl_device", dl_device),
+                                ("copy", copy)) if v is not None}
     return frag.__dlpack__(**kwargs)
 
 
@@ -137,6 +148,7 @@ METHODS: dict[str, Any] = {
     "flatten": flatten,
     "ravel": ravel,
     "__deepcopy__": __deepcopy__,
+    "__iter__": __iter__,
     "__dlpack__": __dlpack__,
     "__dlpack_device__": __dlpack_device__,
 }

@@ -30,6 +30,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..device import Device, as_device
+from .. import distributed as _distributed
 from ..distributed import _state
 from ..errors import LayoutError
 from ..layout import Layout
@@ -65,7 +66,11 @@ class LayoutPolicy:
 
     def layout(self, shape: Sequence[int]) -> Layout:
         """The layout of a new tensor of ``shape``."""
-        return _layout(self, tuple(shape), _state.world_size(), _state.current() is not None)
+        distributed = _state.current() is not None
+        if self.kind == "processes" and distributed:  # each process's own device, as the engine says
+            policy = LayoutPolicy(self.kind, _distributed.devices(), self.framework, self.axis)
+            return _layout(policy, tuple(shape), _state.world_size(), True)
+        return _layout(self, tuple(shape), _state.world_size(), distributed)
 
 
 # a program makes tensors of a few dozen shapes; building a layout costs about 20 us
