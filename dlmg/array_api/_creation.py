@@ -18,8 +18,6 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
-from array_api_compat import device as compat_device
-
 from ..construct import empty as _empty, from_fragments, full as _full, scatter
 from ..device import Placement, as_device
 from ..dtypes import canonical
@@ -302,6 +300,8 @@ def meshgrid(*arrays: Any, indexing: str = "xy") -> list[Any]:
 
 def _triangle(x: Any, k: int, lower: bool) -> Any:
     import numpy as np
+
+    from array_api_compat import device as compat_device  # (dlmg imports without array-api-compat)
 
     k = operator.index(k)
     if x.ndim < 2:

@@ -126,9 +126,33 @@ def _apply(xp: Any, a: Any, keys: list[Any]) -> Any:
     return out
 
 
+def _element(x: Any, items: list[Any]) -> Any:
+    """``x[i, j, ...]`` with one int per mode: a 0-d view of a fragment holding the element
+    (one of this process's where it holds one), on that fragment's device and process."""
+    index = []
+    for mode, (k, n) in enumerate(zip(items, x.shape)):
+        i = operator.index(k)
+        if not -n <= i < n:
+            raise IndexError(f"index {i} is out of bounds for mode {mode} of extent {n}")
+        index.append(i % n)
+    pairs = x.layout.global_to_local(tuple(index))
+    f, local = next(((f, li) for f, li in pairs if x.fragments[f].is_local), pairs[0])
+    frag = x.fragments[f]
+    layout = Layout.single((), frag.device, ranks=frag.rank)
+    if not frag.is_local:
+        return new_tensor([None], layout, x.dtype)
+    if frag.is_padded:
+        view = frag.adapter.as_strided(frag.memory, (), (), frag.layout.memory_offset(local))
+    else:
+        view = frag.array[tuple(local) + (Ellipsis,)]
+    return new_tensor([view], layout, x.dtype)
+
+
 def getitem(x: Any, key: Any) -> Any:
     """``x[key]`` (see the module)."""
     items, basic = _expand(key, x.ndim)
+    if basic and x.ndim and len(items) == x.ndim and not any(k is None or isinstance(k, slice) for k in items):
+        return _element(x, items)
     if basic:
         found = _local_layout(x, items)
         if found is not None:

@@ -19,8 +19,6 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from array_api_compat import array_namespace
-
 from ..construct import scatter
 from ..errors import LayoutMismatchError
 from ..layout import Layout
@@ -208,6 +206,8 @@ def _moved(op: "DistributedTensor", target: Layout) -> "DistributedTensor":
     framework = op.frameworks[0] if op.frameworks else None
     if op.shape == target.shape:
         return op.redistribute(target, framework=framework)
+    from array_api_compat import array_namespace  # (dlmg imports without array-api-compat)
+
     whole = op.gather()
     xp = array_namespace(whole)
     return scatter(xp.broadcast_to(whole, target.shape), target, framework=framework)
