@@ -3,6 +3,7 @@
 Usage::
 
     python benchmarks/run.py [--full | --smoke] [--gpu] [--cases 1,3] [--out DIR] [--update-docs | --docs PATH]
+    python benchmarks/run.py --from-record benchmarks/recorded/cpu-quick.json [...] [--docs PATH]
 
 The CPU run (the default) runs cases 1-5, 7 (scaling) and 8 (across processes); ``--gpu`` runs only case 6 (its
 parts selected with ``--cases`` by the number of the CPU case they mirror:
@@ -13,8 +14,10 @@ the case's status; the run goes on either way.
 
 Results go to ``benchmarks/results/`` (ignored by git) unless ``--out`` says
 otherwise; the checkout stays clean. ``--update-docs`` rewrites
-``docs/performance.md`` and keeps the run's JSON and Markdown in
-``benchmarks/recorded/``; ``--docs PATH`` rewrites another page.
+``docs/performance.md``'s section of the run's kind (CPU or GPU) and keeps the
+run's JSON and Markdown in ``benchmarks/recorded/``; ``--docs PATH`` rewrites
+another page. ``--from-record`` runs nothing: it rewrites the page's sections
+from recorded runs (after a change to how the page shows them).
 """
 
 from __future__ import annotations
@@ -81,7 +84,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                       help="rewrite docs/performance.md and keep the results in benchmarks/recorded/")
     docs.add_argument("--docs", type=Path, default=None, help="a performance page to rewrite (default: none)")
     docs.add_argument("--no-docs", action="store_true", help="do not touch any page (the default)")
+    p.add_argument("--from-record", type=Path, nargs="+", default=None, metavar="JSON",
+                   help="run nothing: rewrite the page (docs/performance.md, or --docs) from recorded runs, "
+                        "e.g. benchmarks/recorded/cpu-quick.json benchmarks/recorded/gpu-quick.json")
     args = p.parse_args(argv)
+    if args.from_record is not None:
+        clashing = [flag for flag, on in (("--full", args.full), ("--smoke", args.smoke), ("--gpu", args.gpu),
+                                          ("--cases", args.cases), ("--no-docs", args.no_docs)) if on]
+        if clashing:
+            p.error(f"--from-record runs nothing; it cannot be combined with {', '.join(clashing)}")
     args.mode = "full" if args.full else "smoke" if args.smoke else "quick"
     try:
         args.selected = sorted({int(c) for c in args.cases.split(",") if c.strip()}) if args.cases else None
@@ -91,8 +102,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.selected is not None and not set(args.selected) <= allowed:
         p.error(f"--cases {args.cases!r}: choose among {sorted(allowed)}")
     args.recorded = None
-    if args.update_docs:
+    if args.update_docs or (args.from_record is not None and args.docs is None):
         args.docs = DOCS_PAGE
+    if args.update_docs and args.from_record is None:
         args.recorded = RECORDED
     return args
 
@@ -195,11 +207,28 @@ def run_suite(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _from_records(records: Sequence[Path], page: Path) -> int:
+    """Rewrite ``page``'s sections from recorded runs; 2 when a record cannot be read."""
+    from .page import load_record, update_docs
+
+    try:
+        runs = [(load_record(path), path) for path in records]
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for run, path in runs:
+        update_docs(run, page, plots_from=Path(path).parent)
+        print(f"updated the {run['kind'].upper()} section of {page} from {path}", file=sys.stderr)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     args.argv = argv
+    if args.from_record is not None:
+        return _from_records(args.from_record, args.docs)
     if args.gpu:
         from .cases.gpu import require_gpu
 
@@ -211,7 +240,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"GPU: {name}", file=sys.stderr)
     run = run_suite(args)
     from .plots import write_plots
-    from .report import render_markdown, update_docs, write_results
+    from .page import update_docs
+    from .report import render_markdown, write_results
 
     write_plots(run, args.out)
     json_path, md_path = write_results(run, args.out)

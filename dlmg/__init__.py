@@ -7,6 +7,8 @@ DLPack with no copy. Importing dlmg imports none of those frameworks.
 
 from __future__ import annotations
 
+import sys
+
 from . import dtypes, errors
 from .device import Device, as_device
 from .errors import *  # noqa: F403  (the exception hierarchy is public API)
@@ -34,12 +36,12 @@ float16 = _canonical("float16")
 
 _lookup.install(DistributedTensor)  # fragment_for, fragments_on, fragment_at
 _printing.install(DistributedTensor)  # repr and str show values beside the layout
-_protocols.install(DistributedTensor)  # NumPy, JAX and torch protocols: run dlmg's function or refuse clearly
+_protocols.install(DistributedTensor, sys.modules[__name__])  # NumPy, JAX and torch protocols: run dlmg's function or refuse clearly
 
 __version__ = "0.1.0"
 
 #: The public names: what ``from dlmg import *`` gives and what the API reference documents.
-#: Modules whose names start with ``_`` (``dlmg._transfer``, ``dlmg.ops._executor``...) are
+#: Modules whose names start with ``_`` (``dlmg.movement``, ``dlmg.ops._executor``...) are
 #: internal, as are names not listed here.
 __all__ = [
     # tensors, layouts, devices

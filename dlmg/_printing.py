@@ -10,6 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .construct import from_fragments
+from .layout import Layout
+from .registry import DEFAULT_FRAMEWORK
+from .tensor import process_rank
+
 if TYPE_CHECKING:  # pragma: no cover
     from .tensor import DistributedTensor
 
@@ -47,11 +52,6 @@ def _to_host(array: Any, adapter: Any, xp: Any) -> Any:
 
     device = adapter.device_of(array)
     if not device.is_host:  # a few device elements: through dlmg's own gather, which lands on the host
-        from . import from_fragments
-        from .layout import Layout
-        from .registry import DEFAULT_FRAMEWORK
-        from .tensor import process_rank
-
         one = from_fragments([array], Layout.single(tuple(array.shape), device, ranks=process_rank()))
         return one.gather(framework=DEFAULT_FRAMEWORK)  # the host framework, which values print from
     try:

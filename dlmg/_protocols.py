@@ -22,6 +22,10 @@ import importlib
 import inspect
 from typing import Any, Callable
 
+from ._hooks import Hook
+from .registry import BUILTIN_ADAPTERS, attach_protocols
+from .tensor import DistributedTensor
+
 __all__ = [
     "install",
     "regular_array_message",
@@ -34,9 +38,11 @@ __all__ = [
 ]
 
 
-def _is_distributed(obj: Any) -> bool:
-    from .tensor import DistributedTensor
+#: The ``dlmg`` namespace, whose public functions the protocols run (see :func:`install`).
+_public: Hook = Hook("dlmg's public functions", "dlmg")
 
+
+def _is_distributed(obj: Any) -> bool:
     return isinstance(obj, DistributedTensor)
 
 
@@ -67,9 +73,7 @@ def refuse_regular(where: str, values: Any) -> None:
 
 def dlmg_function(name: str) -> Any:
     """dlmg's public function ``name``, or None."""
-    import dlmg
-
-    fn = getattr(dlmg, name, None)
+    fn = getattr(_public.get(), name, None)
     if fn is None or not callable(fn) or inspect.isclass(fn) or inspect.ismodule(fn):
         return None
     return fn if getattr(fn, "__module__", "").startswith("dlmg") else None
@@ -152,13 +156,20 @@ def function_refused(framework: str, name: str, args: Any) -> TypeError:
     )
 
 
-def install(cls: Any) -> None:
-    """Put the built-in adapters' ``tensor_protocols`` on ``cls`` (importing no framework)."""
-    from .registry import BUILTIN_ADAPTERS
-
+def install(cls: Any, public: Any) -> None:
+    """Put the built-in adapters' ``tensor_protocols`` on ``cls`` (importing no framework), and
+    those of adapters registered later (:func:`dlmg.registry.register`); ``public`` is the
+    ``dlmg`` namespace, whose functions the protocols run."""
+    _public.provide(public)
+    attach_protocols.provide(lambda protocols: _attach(cls, protocols))
     for target in BUILTIN_ADAPTERS.values():
         module, _, attr = target.partition(":")
         adapter_class = getattr(importlib.import_module(module), attr)
-        for name, method in getattr(adapter_class, "tensor_protocols", {}).items():
-            cls.register_method(name, method)
+        _attach(cls, getattr(adapter_class, "tensor_protocols", {}))
     cls.__array_priority__ = 1000  # type: ignore[attr-defined]
+
+
+def _attach(cls: Any, protocols: dict[str, Any]) -> None:
+    """The adapters' hook on the tensor class: their protocol methods (``__torch_function__``...)."""
+    for name, method in protocols.items():
+        cls.register_method(name, method)

@@ -27,6 +27,9 @@ from .layout import Layout
 from .registry import DEFAULT_FRAMEWORK, adapter_for, viewing_frameworks
 from .fragment import slot_dlpack_device
 from .tensor import DistributedTensor, Fragment, process_rank
+from .dlpack import DLPackExporter
+from .registry import get_adapter
+from .movement import scatter as _scatter
 
 if TYPE_CHECKING:  # pragma: no cover
     from .adapters import Adapter
@@ -323,8 +326,6 @@ def from_pointers(
     Memory on host devices is handed over as DLPack device ``cpu``; a JAX
     fragment lands on its slot's JAX CPU device.
     """
-    from .dlpack import DLPackExporter
-    from .registry import get_adapter
 
     layout = _check_layout(layout, "from_pointers")
     name = canonical(dtype)
@@ -386,8 +387,6 @@ def _check_bytes(layout: "Layout", name: str, what: str) -> None:
 
 
 def _allocate(layout: Any, dtype: Any, framework: str, fill: Any, what: str) -> DistributedTensor:
-    from .registry import get_adapter
-
     layout = _check_layout(layout, what)
     name = canonical(dtype)
     if fill is not _UNINITIALISED:
@@ -486,6 +485,4 @@ def scatter(array: Any, layout: "Layout", framework: str | None = None, *, root:
         Fragment ``i`` holds the elements of the blocks it owns, in
         increasing global order, on its device.
     """
-    from .plans.api import scatter as _scatter
-
     return _scatter(array, layout, framework, root)

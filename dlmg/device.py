@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ._hooks import Hook
 from .errors import DeviceError
 
 __all__ = ["Device", "DL_DEVICE_TYPES", "Placement", "as_device", "unreachable_hint"]
@@ -134,6 +135,11 @@ class Device:
         return f"Device('{self}')"
 
 
+#: A framework's own device object (``torch.device``, a JAX device...) as a
+#: :class:`Device`, or ``None``: the adapters know, through :mod:`dlmg.registry`.
+native_device: Hook = Hook("reading a framework's device object", "dlmg.registry")
+
+
 def as_device(obj: Any) -> Device:
     """Turn a device given in any common form into a :class:`Device`.
 
@@ -158,9 +164,7 @@ def as_device(obj: Any) -> Device:
         return Device("cuda", obj)
     if isinstance(obj, tuple) and len(obj) == 2:
         return Device.from_dlpack(obj[0], obj[1])
-    from .registry import device_from_native  # the framework that owns the object's type knows
-
-    found = device_from_native(obj)
+    found = native_device(obj)  # the framework that owns the object's type knows
     if found is not None:
         return found
     raise DeviceError(f"device {obj!r} of type {type(obj).__name__} is not a device dlmg knows")

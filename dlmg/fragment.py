@@ -12,6 +12,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .device import Device
+from .distributed._state import rank as _rank
+from .dlpack.capsule import mark_readonly
+from .registry import framework_of, get_adapter
 from .errors import DLPackError, FragmentError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -23,15 +26,7 @@ __all__ = ["Fragment", "process_rank", "slot_dlpack_device"]
 
 def process_rank() -> int:
     """The rank of this process among those sharing tensors (0 while dlmg runs in one process)."""
-    get = _RANK_OF[0]
-    if get is None:  # bound once: asked for every fragment of every call
-        from .distributed._state import rank as get
-
-        _RANK_OF[0] = get
-    return get()
-
-
-_RANK_OF: list[Any] = [None]
+    return _rank()
 
 
 _CREATE = object()  # guards the constructor
@@ -191,8 +186,6 @@ class Fragment:
     def with_array(self, array: Any, framework: str | None = None) -> "Fragment":
         """This fragment's slot held by another array (``framework`` read from it by default)."""
         if framework is None:
-            from .registry import framework_of
-
             framework = framework_of(array)
         return Fragment(self.layout, array, framework, rank=self.rank, token=_CREATE)
 
@@ -267,8 +260,6 @@ class Fragment:
         if self._adapter is None:
             if self.framework is None:
                 raise FragmentError(f"fragment {self.index} is held by process {self.rank}, not this one")
-            from .registry import get_adapter
-
             self._adapter = get_adapter(self.framework)
         return self._adapter
 
@@ -357,8 +348,6 @@ class Fragment:
             )
         capsule = self.adapter.export(self._array, **kwargs)
         if self._readonly:  # memory from a read-only source: say so to consumers that listen (NumPy)
-            from .dlpack.capsule import mark_readonly
-
             mark_readonly(capsule)
         return capsule
 

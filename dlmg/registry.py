@@ -15,10 +15,12 @@ from functools import lru_cache
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
+from ._hooks import Hook
+from .adapters import Adapter
+from .device import native_device
 from .errors import FrameworkError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from dlmg.adapters._base import Adapter
     from dlmg.device import Device
 
 __all__ = [
@@ -75,6 +77,11 @@ def _clear_caches() -> None:
     _OWNED.clear()
 
 
+#: Puts a registered adapter's ``tensor_protocols`` on the tensor class; provided
+#: by :mod:`dlmg._protocols` (the tensor lies above the registry).
+attach_protocols: Hook = Hook("attaching an adapter's tensor protocols", "dlmg._protocols")
+
+
 def register(adapter: "Adapter | type[Adapter]", *, replace: bool = False) -> "Adapter":
     """Add a framework adapter at run time, under ``adapter.name``.
 
@@ -100,8 +107,6 @@ def register(adapter: "Adapter | type[Adapter]", *, replace: bool = False) -> "A
         When ``adapter`` is no :class:`dlmg.adapters.Adapter`, has no name, or
         its name is taken and ``replace`` is false.
     """
-    from dlmg.adapters import Adapter
-
     if isinstance(adapter, type) and issubclass(adapter, Adapter):
         adapter = adapter()
     if not isinstance(adapter, Adapter):
@@ -114,10 +119,7 @@ def register(adapter: "Adapter | type[Adapter]", *, replace: bool = False) -> "A
     _REGISTERED[name] = adapter
     _clear_caches()
     if adapter.tensor_protocols:  # the framework's own protocols meet dlmg's answers
-        from .tensor import DistributedTensor
-
-        for method_name, method in adapter.tensor_protocols.items():
-            DistributedTensor.register_method(method_name, method)
+        attach_protocols(adapter.tensor_protocols)
     return adapter
 
 
@@ -161,8 +163,6 @@ def get_adapter(framework: "str | Adapter") -> "Adapter":
         For a name no adapter is registered under.
     """
     if not isinstance(framework, str):
-        from dlmg.adapters import Adapter
-
         if isinstance(framework, Adapter):
             return framework
         raise FrameworkError(f"framework must be a name such as 'torch', got {framework!r}")
@@ -255,3 +255,6 @@ def as_zero_d(obj: Any) -> Any:
 def framework_of(array: Any) -> str:
     """The framework name (``"numpy"``, ``"torch"``...) of ``array``."""
     return adapter_for(array).name
+
+
+native_device.provide(device_from_native)  # as_device of a framework's device object

@@ -28,6 +28,8 @@ import operator
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from ._element import read_element
+from ._hooks import Hook
 from .device import Device
 from .dtypes import canonical, info
 from .errors import DLPackError
@@ -44,18 +46,9 @@ __all__ = ["DistributedTensor", "Fragment", "process_rank"]
 _CREATE = object()  # guards the constructor
 
 
-def _api() -> Any:
-    """:mod:`dlmg.plans.api`, imported on first use (it imports this module) and
-    kept: an import statement in a method costs more than a small ``to()``."""
-    mod = _API[0]
-    if mod is None:
-        from .plans import api as mod
-
-        _API[0] = mod
-    return mod
-
-
-_API: list[Any] = [None]
+#: The moves of a tensor (gather, redistribute, to...): :mod:`dlmg.movement`, which
+#: lies above the tensor, provides itself here when it is imported.
+moves: Hook = Hook("moving a tensor's data", "dlmg.movement")
 
 
 class DistributedTensor:
@@ -249,8 +242,6 @@ class DistributedTensor:
         TypeError
             For slices and other keys (gather first).
         """
-        from ._element import read_element
-
         return read_element(self, index)
 
     # -- moving data ---------------------------------------------------------
@@ -289,7 +280,7 @@ class DistributedTensor:
         is an all-gather: every process receives the whole tensor, unless
         ``root`` names the one process that does (the others get ``None``).
         """
-        return _api().gather(self, framework=framework, device=device, out=out, root=root)
+        return moves.get().gather(self, framework=framework, device=device, out=out, root=root)
 
     def redistribute(self, layout: "Layout", framework: str | None = None) -> "DistributedTensor":
         """The tensor in another layout of the same shape.
@@ -306,16 +297,16 @@ class DistributedTensor:
             The frameworks of the new fragments; by default a fragment keeps the
             framework of a source fragment on its device, else the tensor's.
         """
-        return _api().redistribute(self, layout, framework=framework)
+        return moves.get().redistribute(self, layout, framework=framework)
 
     def plan_redistribution(self, layout: "Layout") -> "RedistributionPlan":
         """The copy plan :meth:`redistribute` would run for ``layout``.
 
         Across processes (after :func:`dlmg.distributed.init`) the plan of
-        messages instead: :class:`~dlmg.distributed.routes.Routes`, with the
+        messages instead: :class:`~dlmg.plans.routes.Routes`, with the
         bytes per pair of processes (``bytes_by_ranks``) and the transport.
         """
-        return _api().tensor_plan(self, layout)
+        return moves.get().tensor_plan(self, layout)
 
     def to(self, framework: str, copy: bool | None = None) -> "DistributedTensor":
         """The same tensor with every fragment handed to ``framework`` through DLPack.
@@ -330,4 +321,4 @@ class DistributedTensor:
             :class:`~dlmg.errors.CopyRequiredError` where the target would
             need one (JAX and unaligned host buffers, 64-bit types without x64...).
         """
-        return _api().to_framework(self, framework, copy=copy)
+        return moves.get().to_framework(self, framework, copy=copy)

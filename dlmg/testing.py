@@ -31,6 +31,9 @@ from typing import Any, Callable
 
 from dlmg.device import Device, as_device
 from dlmg.dtypes import canonical, info
+from dlmg.registry import adapter_for, adapter_names
+from dlmg.dtypes import NAMES
+from dlmg.registry import get_adapter
 
 __all__ = [
     "AdapterContract",
@@ -176,8 +179,6 @@ def check_identity(ctx: ContractContext) -> None:
 
 def check_registry(ctx: ContractContext) -> None:
     """When the adapter is registered, ``adapter_for`` finds it for its arrays by type module."""
-    from dlmg.registry import adapter_for, adapter_names
-
     a = ctx.adapter
     if a.name not in adapter_names():
         ctx.notes.append(f"{a.name} is not registered; registry lookup not checked")
@@ -425,8 +426,6 @@ def check_readonly(ctx: ContractContext) -> None:
 def check_memory_sharing(ctx: ContractContext) -> None:
     """shares_memory tells an array, and views of it, from a copy (immutable frameworks:
     never); accumulate_dtype names a dtype for every exercised sum and product."""
-    from dlmg.dtypes import NAMES
-
     a = ctx.adapter
     x = ctx.array((4, 3))
     copy = a.from_dlpack(x, copy=True)
@@ -446,8 +445,6 @@ def check_memory_sharing(ctx: ContractContext) -> None:
 
 def check_capabilities(ctx: ContractContext) -> None:
     """The capability flags are bools that agree with each other and with dlpack_dtypes."""
-    from dlmg.dtypes import NAMES
-
     a = ctx.adapter
     flags = {
         "mutable": a.mutable,
@@ -617,8 +614,6 @@ def importer_agrees(adapter: Any, source: Any, array: Any, dtype: str, device: D
 def check_importer(ctx: ContractContext) -> None:
     """importer, where the adapter offers one for NumPy arrays on the host, gives what
     from_dlpack gives (see :func:`importer_agrees`)."""
-    from dlmg.registry import get_adapter
-
     a = ctx.adapter
     if ctx.device.kind != "cpu" or a.name == "numpy":
         ctx.notes.append(f"importer not checked: it is checked with NumPy arrays on the host, not on {ctx.device}")
@@ -690,8 +685,6 @@ def check_adapter(
     AssertionError
         At the first failing check, prefixed with its name.
     """
-    from dlmg.registry import get_adapter
-
     ctx = ContractContext(
         adapter=get_adapter(adapter),
         device=as_device(device),
@@ -731,8 +724,6 @@ class AdapterContract:
 
     def contract_context(self) -> ContractContext:
         """The context the checks run with."""
-        from dlmg.registry import get_adapter
-
         return ContractContext(
             adapter=get_adapter(self.adapter),
             device=as_device(self.device),

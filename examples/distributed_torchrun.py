@@ -41,7 +41,7 @@ y = x.redistribute(cols)
 for frag in y.local_fragments:
     assert np.array_equal(frag.array.cpu().numpy(), expected[:, frag.layout.global_slices()[1]])
 if rank == 0:
-    from dlmg.distributed.collectives import redistribution_routes
+    from dlmg.movement import redistribution_routes
 
     print(redistribution_routes(rows, cols, 4, dd.current_engine()))
 

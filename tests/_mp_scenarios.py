@@ -183,7 +183,7 @@ def redistribute_pairs():
         check_local(moved, full, f"pair {k}: {src!r} -> {dst!r}")
         back = _np(moved.gather())
         np.testing.assert_array_equal(back, full)
-        routes = dlmg.distributed.collectives.redistribution_routes(src, dst, 8, dd.current_engine())
+        routes = dlmg.movement.redistribution_routes(src, dst, 8, dd.current_engine())
         assert all(len({(a, b)}) == 1 for (a, b) in routes.bytes_by_ranks)
         messages += routes.nmessages
         checked += 1
@@ -515,13 +515,13 @@ def dies():
     full = _global((4 * world, 4 * world), seed=2)
     dt = wrap(full, dd.slab(full.shape, 0))
     if dd.rank() == 1:
-        from dlmg.distributed import exchange
+        from dlmg.movement import exchange
 
         def die(*args, **kwargs):
             os._exit(3)  # after the agreement, before the all-to-all
 
         exchange.deliver = die
-        import dlmg.distributed.collectives as collectives
+        import dlmg.movement.across as collectives
 
         collectives.deliver = die
     try:

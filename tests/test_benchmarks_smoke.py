@@ -120,7 +120,7 @@ def test_markdown_and_performance_page_are_written(smoke_run):
 
 
 def test_performance_page_keeps_the_other_kind(tmp_path):
-    from benchmarks.report import update_docs
+    from benchmarks.page import update_docs
 
     page = tmp_path / "performance.md"
     run = {"kind": "gpu", "mode": "smoke", "command": "python benchmarks/run.py --gpu", "started": "now",
@@ -134,7 +134,7 @@ def test_performance_page_keeps_the_other_kind(tmp_path):
     )
     update_docs(run, page)
     text = page.read_text()
-    assert "kept CPU section" in text and "GPU results (smoke)" in text
+    assert "kept CPU section" in text and "## GPU results" in text and "smoke sizes" in text
     assert "<!-- BEGIN NOTES -->\nhand-written analysis\n<!-- END NOTES -->" in text
     assert text.endswith("## A later section\n\nkept too\n")
 

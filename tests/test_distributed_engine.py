@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import dlmg
 import dlmg.distributed as dd
 from dlmg import Layout
-from dlmg.distributed.routes import layout_places, plan_routes
+from dlmg.plans.routes import layout_places, plan_routes
 
 from _multiproc import check, have_mpi, launch
 

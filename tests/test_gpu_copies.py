@@ -226,15 +226,15 @@ def test_redistribution_between_carved_tensors_on_one_gpu_is_one_copy(framework,
     dt = dlmg.scatter(on_gpu(x, framework), src)
     assert len({get_adapter(framework).data_ptr(get_adapter(framework).allocation_of(f.array)[0])
                 for f in dt.fragments}) == 1  # carved
-    from dlmg.plans import api
+    from dlmg.movement import destinations, sources
 
     for _ in range(2):
         out = dt.redistribute(dst)
         np.testing.assert_array_equal(host(out), x)
         plan = dt.plan_redistribution(dst)
-        sources, places = api._source_places(dt)
-        written, carvings = api._allocate_all(dst, dst.fragments, get_adapter(framework), "float32", (framework,))
-        jobs = api._jobs(plan, sources, dict(enumerate(written)), carvings, places, api._memo(dt))
+        sources, places = sources.source_places(dt)
+        written, carvings = destinations.allocate_all(dst, dst.fragments, get_adapter(framework), "float32", (framework,))
+        jobs = destinations.copy_jobs(plan, sources, dict(enumerate(written)), carvings, places, sources.tensor_memo(dt))
         assert [len(copies) for copies, _, _ in jobs] == [1] and jobs[0][0][0].src < 0
     for f in dt.fragments:
         f.array[...] = 0
@@ -251,14 +251,14 @@ def test_uneven_or_separate_sources_on_one_gpu_take_the_copies_apart(framework):
     x = rand((100, 33), seed=29)
     gpu = ["cuda:0"] * 8
     rows, cols = Layout.slab((100, 33), 0, gpu), Layout.slab((100, 33), 1, gpu[:3])
-    from dlmg.plans import api
+    from dlmg.movement import destinations, sources
 
     dt = dlmg.scatter(on_gpu(x, framework), rows)  # 13 rows each, 9 in the last
-    assert len(api._source_places(dt)[1]) == 8
+    assert len(sources.source_places(dt)[1]) == 8
     for _ in range(2):
         np.testing.assert_array_equal(host(dt.redistribute(cols)), x)
     separate = build(x, rows, framework)
-    assert api._source_places(separate)[1] == {}
+    assert sources.source_places(separate)[1] == {}
     np.testing.assert_array_equal(host(separate.redistribute(cols)), x)
 
 
@@ -267,7 +267,7 @@ def test_uneven_or_separate_sources_on_one_gpu_take_the_copies_apart(framework):
 def test_gather_of_a_carved_tensor_on_one_gpu_is_one_copy(framework, kind):
     # the fragments of a scatter onto one GPU share one allocation: a gather reads
     # them through it, one copy where they step regularly (uneven slabs do not)
-    from dlmg.plans import api
+    from dlmg.movement import destinations, sources
 
     shape = (100, 33) if kind == "uneven" else (256, 96)
     x = rand(shape, seed=31)
@@ -280,7 +280,7 @@ def test_gather_of_a_carved_tensor_on_one_gpu_is_one_copy(framework, kind):
         np.testing.assert_array_equal(host(dt.gather()), x)
         dt.gather(out=out)
         np.testing.assert_array_equal(host(out), x)
-    merged = [v[1] for k, v in api._memo(dt).items() if isinstance(k, tuple) and k[0] == "one copy"]
+    merged = [v[1] for k, v in sources.tensor_memo(dt).items() if isinstance(k, tuple) and k[0] == "one copy"]
     assert merged and all(m is None if kind == "uneven" else len(m) == 1 for m in merged), merged
     if framework == "torch" and kind != "uneven":
         _, kernels = _cuda_kernels(lambda: dt.gather(out=out))
@@ -292,17 +292,17 @@ def test_repeated_redistribution_of_pieces_batched_over_destinations_on_one_gpu(
     # destinations whose pieces are neither one copy nor a concatenation: the
     # copies of every destination go to the framework together, and later calls
     # reuse the source views remembered per destination (they must not grow)
-    from dlmg.plans import api
+    from dlmg.movement import destinations, sources
 
     x = rand((96, 96), seed=37)
     gpu = ["cuda:0"] * 8
     src = Layout((96, 96), block=(4, 8), grid=(4, 2), devices=gpu)
     dst = Layout((96, 96), block=(8, 4), grid=(2, 4), devices=gpu)
     dt = build(x, src, framework)  # separate arrays: no one copy through an allocation
-    assert api._source_places(dt)[1] == {}
+    assert sources.source_places(dt)[1] == {}
     for _ in range(3):
         np.testing.assert_array_equal(host(dt.redistribute(dst)), x)
-    remembered = [v for k, v in api._views(dt).items() if isinstance(v[1], tuple)]
+    remembered = [v for k, v in sources.source_views(dt).items() if isinstance(v[1], tuple)]
     assert remembered and all(len(pieces) == len(copies) for copies, pieces in remembered)
 
 

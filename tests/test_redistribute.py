@@ -174,7 +174,7 @@ def test_copies_filling_consecutive_parts_of_one_buffer_join_into_one(shape, dat
     if joined is None:
         return
     assert joined.shape == (sum(sizes),) and joined.nbytes == 4 * sum(sizes) and joined.dst_offset == 0
-    from dlmg.plans.execute import Buffer, run_copies
+    from dlmg.movement.copies import Buffer, run_copies
     from dlmg.registry import get_adapter
 
     numpy, cpu = get_adapter("numpy"), dlmg.Device("cpu", 0)
@@ -229,7 +229,7 @@ def test_copies_repeated_at_regular_steps_stack_into_one_per_source(shape, data)
     sources = {c.src for i in members for c in plan.copies_into(i)}
     assert sorted(c.src for c in stacked) == sorted(sources)
     assert sum(c.nbytes for c in stacked) == sum(c.nbytes for i in members for c in plan.copies_into(i))
-    from dlmg.plans.execute import Buffer, run_copies
+    from dlmg.movement.copies import Buffer, run_copies
     from dlmg.registry import get_adapter
 
     x = np.arange(math.prod(shape), dtype=np.float32).reshape(shape)
@@ -251,7 +251,7 @@ def test_copies_between_two_carved_allocations_become_one_where_they_step_regula
     # both allocations, one copy with leading modes; whenever one_copy answers,
     # running that copy must fill every part as the plan's copies would, and
     # leave the padding between parts alone
-    from dlmg.plans.execute import Buffer, run_copies
+    from dlmg.movement.copies import Buffer, run_copies
     from dlmg.plans.plan import one_copy
     from dlmg.registry import get_adapter
 
@@ -327,7 +327,7 @@ def test_cyclic_rows_grids_and_column_slabs_stack_and_others_do_not():
 @settings(max_examples=60)
 @given(shapes(min_ndim=1), st.data(), st.sampled_from(["numpy", "torch"]))
 def test_gather_copies_that_tile_the_destination_run_as_one_concatenation(shape, data, framework):
-    from dlmg.plans.execute import Buffer, _run_on_devices
+    from dlmg.movement.copies import Buffer, _run_on_devices
     from dlmg.plans.plan import concatenation
     from dlmg.registry import get_adapter
 
@@ -365,7 +365,7 @@ _STACKED = [  # pairs whose copies stack along the destination's first axis (ran
 def test_device_copies_of_any_redistribution_write_every_fragment(pair, framework):
     """The path of device copies (flat concatenations, pieces stacked along their
     first axis, single copies) writes every destination fragment as NumPy says."""
-    from dlmg.plans.execute import Buffer, _run_on_devices
+    from dlmg.movement.copies import Buffer, _run_on_devices
     from dlmg.registry import get_adapter
 
     need(framework)
@@ -427,11 +427,11 @@ _TILED = [  # pairs whose new fragments are tilings of slices (random pairs rare
 @example(_TILED[5])
 def test_tilings_of_slices_make_every_fragment(pair):
     """Where every new fragment is a tiling of slices of the old ones
-    (``plans.rearrange``), the tiling makes it, as NumPy says. Slabs to slabs
+    (``movement.rearrange``), the tiling makes it, as NumPy says. Slabs to slabs
     along any axes and blocks to blocks are such tilings; block-cyclic columns
     are not (a piece holds several blocks of a row, which no single slice
     reaches)."""
-    from dlmg.plans.rearrange import _tilings_of
+    from dlmg.movement.rearrange import _tilings_of
 
     src, dst = pair
     plan = dlmg.plan_redistribution(src, dst, "float32")
@@ -448,7 +448,7 @@ def test_tilings_of_slices_make_every_fragment(pair):
 
 
 def test_too_many_slices_are_left_to_the_gather_and_the_scatter():
-    from dlmg.plans.rearrange import MOST_SLICES, _tilings_of
+    from dlmg.movement.rearrange import MOST_SLICES, _tilings_of
 
     k = 23  # 23 * 23 = 529 slices, row slabs to column slabs
     src, dst = Layout.slab((k * 2, k * 2), 0, ["cpu"] * k), Layout.slab((k * 2, k * 2), 1, ["cpu"] * k)
@@ -459,7 +459,7 @@ def test_too_many_slices_are_left_to_the_gather_and_the_scatter():
 
 def test_a_box_is_found_through_merged_axes():
     from dlmg.plans.plan import Copy
-    from dlmg.plans.rearrange import box_of
+    from dlmg.movement.rearrange import box_of
 
     cpu = dlmg.Device("cpu", 0)
 
@@ -475,7 +475,7 @@ def test_a_box_is_found_through_merged_axes():
 
 def test_a_slice_is_refused_where_the_strides_do_not_nest():
     from dlmg.plans.plan import Copy
-    from dlmg.plans.rearrange import slice_of
+    from dlmg.movement.rearrange import slice_of
 
     cpu = dlmg.Device("cpu", 0)
 
@@ -626,7 +626,7 @@ def test_large_block_cyclic_redistribution_uses_few_copies():
 # -- host copies on threads -------------------------------------------------------------
 @pytest.mark.parametrize("framework", [f for f in ("numpy", "torch") if have(f)])
 def test_threaded_host_copies_give_the_same_tensor(monkeypatch, framework):
-    from dlmg.plans import execute
+    from dlmg.movement import copies as execute
 
     calls = []
     real_submit = execute._pool().submit if execute._pool() is not None else None
@@ -648,7 +648,7 @@ def test_threaded_host_copies_give_the_same_tensor(monkeypatch, framework):
 def test_small_pieces_run_as_one_task_per_destination(monkeypatch, framework):
     # pieces too small to be tasks of their own, destinations large enough: one
     # task per destination, each reading several sources
-    from dlmg.plans import execute
+    from dlmg.movement import copies as execute
 
     if execute._pool() is None:
         pytest.skip("one CPU: dlmg never copies on threads here")
@@ -667,7 +667,7 @@ def test_small_pieces_run_as_one_task_per_destination(monkeypatch, framework):
 
 
 def test_threaded_copy_errors_reach_the_caller(monkeypatch):
-    from dlmg.plans import execute
+    from dlmg.movement import copies as execute
 
     if execute._pool() is None:
         pytest.skip("one CPU: dlmg never copies on threads here")
@@ -685,7 +685,7 @@ def test_threaded_copy_errors_reach_the_caller(monkeypatch):
 
 def test_which_copies_need_no_host_side_wait():
     from dlmg.device import Device
-    from dlmg.plans.execute import Buffer, stream_ordered
+    from dlmg.movement.copies import Buffer, stream_ordered
     from dlmg.registry import get_adapter
 
     def buf(framework, device):
@@ -713,7 +713,7 @@ def _regular_grids(draw):
 def test_grid_geometry_stacks_fragments_into_the_tensor(layout):
     # an independent check of the geometry a framework without views composes a
     # gather from (and decomposes a scatter into): NumPy does the same steps
-    from dlmg.plans.rearrange import grid_geometry
+    from dlmg.movement.rearrange import grid_geometry
 
     x = np.arange(layout.size).reshape(layout.shape)
     order, stacked, axes = grid_geometry(layout)
@@ -728,7 +728,7 @@ def test_grid_geometry_stacks_fragments_into_the_tensor(layout):
 
 
 def test_grid_geometry_refuses_irregular_layouts():
-    from dlmg.plans.rearrange import grid_geometry
+    from dlmg.movement.rearrange import grid_geometry
 
     assert grid_geometry(Layout((10,), block=(3,), grid=(2,), devices=["cpu"] * 2)) is None  # a partial block
     assert grid_geometry(Layout((12,), block=(2,), grid=(4,), devices=["cpu"] * 4)) is None  # 6 blocks over 4

@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 import dlmg
-from dlmg.plans import api as plans_api
 
 THREADS = 8
 ROUNDS = 15
@@ -26,7 +25,6 @@ ROUNDS = 15
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
 def test_threads_on_shared_tensors(monkeypatch, framework):
     pytest.importorskip(framework)
-    monkeypatch.setattr(plans_api, "_PLAN_CACHE_SIZE", 2)
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)  # switch threads as often as CPython allows
     x = np.arange(48, dtype=np.float64).reshape(8, 6)

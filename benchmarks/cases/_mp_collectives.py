@@ -123,7 +123,7 @@ def main() -> int:
                 engine.allreduce(slowest, "max")
                 if i >= args.warmup:
                     times[op][who].append(float(slowest[0]))
-    routes = dlmg.distributed.collectives.redistribution_routes(rows, cols, 4, engine)
+    routes = dlmg.movement.redistribution_routes(rows, cols, 4, engine)
     if rank == 0:
         Path(args.out).write_text(json.dumps({
             "times": times, "native": {"allgather": names[0], "redistribute": names[1]},

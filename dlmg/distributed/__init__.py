@@ -29,6 +29,7 @@ from ..errors import CollectiveError
 from ._state import current, rank, set_current, world_size
 from .engine import REDUCE_OPS, Engine
 from .registry import engine_factory, engine_names
+from ..layout import Layout
 
 __all__ = [
     "init", "finalize", "rank", "world_size", "backend", "local_device", "devices", "slab",
@@ -124,7 +125,5 @@ def slab(shape: Any, axis: int = 0) -> "Any":
     Fragment ``r`` belongs to rank ``r``; see :meth:`dlmg.Layout.slab` for the
     split of uneven extents.
     """
-    from ..layout import Layout
-
     n = world_size()
     return Layout.slab(shape, axis, devices(), ranks=tuple(range(n)))

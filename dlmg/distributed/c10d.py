@@ -22,6 +22,7 @@ from typing import Any, Sequence
 from ..device import Device
 from ..errors import CollectiveError, DeviceError
 from .engine import Engine
+from ..registry import get_adapter
 
 __all__ = ["C10dEngine", "create"]
 
@@ -105,8 +106,6 @@ class C10dEngine(Engine):
 
     # -- buffers ---------------------------------------------------------------
     def empty(self, n: int, dtype: str, device: Device) -> tuple[Any, str]:
-        from ..registry import get_adapter
-
         return get_adapter("torch").empty((int(n),), dtype, device), "torch"
 
     def accepts(self, array: Any, framework: str) -> bool:

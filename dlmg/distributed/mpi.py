@@ -23,6 +23,8 @@ from ..device import Device
 from ..errors import CollectiveError
 from ._timing import wait_until
 from .engine import Engine
+from ..errors import FrameworkNotInstalledError
+from ..registry import get_adapter
 
 __all__ = ["MpiEngine", "create"]
 
@@ -31,8 +33,6 @@ def _mpi() -> Any:
     try:
         from mpi4py import MPI
     except ImportError as exc:
-        from ..errors import FrameworkNotInstalledError
-
         raise FrameworkNotInstalledError(
             f"backend='mpi' needs mpi4py and an MPI library ({exc}); install them with: pip install mpi4py mpich"
         ) from exc
@@ -81,8 +81,6 @@ class MpiEngine(Engine):
 
     # -- buffers -----------------------------------------------------------------
     def empty(self, n: int, dtype: str, device: Device) -> tuple[Any, str]:
-        from ..registry import get_adapter
-
         if device.is_host:
             name = "numpy" if _numpy_carries(dtype) else "torch"
             return get_adapter(name).empty((int(n),), dtype, device), name

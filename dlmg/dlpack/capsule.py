@@ -21,6 +21,7 @@ from .abi import (
     USED_CAPSULE_NAME,
     USED_CAPSULE_NAME_VERSIONED,
 )
+from .abi import READ_ONLY, DLManagedTensorVersioned
 
 __all__ = [
     "is_capsule",
@@ -154,8 +155,6 @@ def mark_readonly(capsule: object) -> bool:
     bool
         Whether the flag could be set.
     """
-    from .abi import READ_ONLY, DLManagedTensorVersioned
-
     if not is_capsule(capsule) or _PyCapsule_GetName(capsule) != CAPSULE_NAME_VERSIONED:
         return False
     managed = DLManagedTensorVersioned.from_address(capsule_pointer(capsule, CAPSULE_NAME_VERSIONED))

@@ -11,6 +11,7 @@ function is called.
 
 from __future__ import annotations
 
+from ..tensor import DistributedTensor
 from .cutensor import cutensormg, cutensormp, layout_from_cutensormg
 from .dtensor import from_dtensor, to_dtensor
 from .jax import (
@@ -44,8 +45,6 @@ __all__ = [
 
 def _register_methods() -> None:
     """``DistributedTensor.to_jax``, through the tensor's extension point."""
-    from ..tensor import DistributedTensor
-
     if not hasattr(DistributedTensor, "to_jax"):
         DistributedTensor.register_method("to_jax", to_jax)
 

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 from ..device import Device
 from ..errors import DeviceError, LayoutError
 from ..layout import Layout
+from ..layout.layout import sharding_of_layout
+from ..registry import get_adapter
 
 if TYPE_CHECKING:  # pragma: no cover
     import jax
@@ -26,8 +28,6 @@ _REPLICA_AXIS = "replica"
 
 
 def _adapter() -> Any:
-    from ..registry import get_adapter
-
     return get_adapter("jax")
 
 
@@ -507,3 +507,6 @@ def jax_compatible_layout(layout: Layout, mesh: "jax.sharding.Mesh | None" = Non
     if mesh is not None:
         return Layout.replicated(shape, devices=pool)
     return Layout.single(shape, pool[0])
+
+
+sharding_of_layout.provide(sharding_from_layout)  # Layout.to_sharding

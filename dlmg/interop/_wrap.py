@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..layout import Layout
+from ..construct import from_fragments
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -18,6 +19,4 @@ def wrap_fragments(
 ) -> "DistributedTensor":
     """:func:`dlmg.from_fragments` of this process's ``arrays`` in ``layout``, whose
     fragment ``i`` belongs to process ``ranks[i]``."""
-    from ..construct import from_fragments
-
     return from_fragments(arrays, layout.replace(ranks=tuple(ranks)), dtype=dtype)

@@ -29,6 +29,10 @@ from ._dtensor_layout import (
     placements_for_layout,
 )
 from ._wrap import wrap_fragments
+from ..tensor import process_rank
+from ..device import as_device
+from ..registry import get_adapter
+from ..tensor import DistributedTensor
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -54,8 +58,6 @@ def _dist() -> Any:
 
 def _check_processes(dist: Any) -> int:
     """torch.distributed's rank of this process, checked against dlmg's."""
-    from ..tensor import process_rank
-
     if not dist.is_available() or not dist.is_initialized():
         raise FrameworkError(
             "DTensor needs an initialised torch.distributed process group; in one process: "
@@ -87,8 +89,6 @@ def _placement(p: Any, i: int) -> tuple:
 
 def _mesh_device(mesh: Any, rank: int, me: int, local: Any) -> Device:
     if rank == me:
-        from ..device import as_device
-
         return as_device(local.device)
     if mesh.device_type == "cpu":
         return Device("cpu", 0)
@@ -153,8 +153,6 @@ def from_dtensor(x: Any, *, reduce: bool = False, devices: Any = None) -> "Distr
         tuple(x.shape), ranks_flat, tuple(mesh.mesh.shape), placements,
         lambda r: _mesh_device(mesh, r, me, local),
     )
-    from ..registry import get_adapter
-
     if devices is not None:
         devices = list(devices)
         if len(devices) != layout.nfragments:
@@ -287,8 +285,6 @@ def _placements_on(layout: Any, ranks: list[int], mesh: Any) -> list[tuple]:
 
 def _install() -> None:
     """``DistributedTensor.to_dtensor``."""
-    from ..tensor import DistributedTensor
-
     if not hasattr(DistributedTensor, "to_dtensor"):
         DistributedTensor.register_method("to_dtensor", to_dtensor)
 

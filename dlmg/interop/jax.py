@@ -49,6 +49,11 @@ from ._jax_sharding import (
     sharding_from_layout,
     to_sharding,
 )
+from ..tensor import process_rank
+from ..construct import from_fragments
+from ..dtypes import canonical
+from ..distributed._state import current
+from ..registry import get_adapter
 
 if TYPE_CHECKING:  # pragma: no cover
     import jax
@@ -131,16 +136,12 @@ def from_jax(array: "jax.Array") -> "DistributedTensor":
         layout, fragment_of = _sharding_layout(array.sharding, shape)
     except TypeError:  # an unhashable sharding: found again every time
         layout, fragment_of = _sharding_layout.__wrapped__(array.sharding, shape)
-    from ..tensor import process_rank
-
     me = process_rank()
     arrays = {}
     for shard in array.addressable_shards:
         index = fragment_of[shard.device]
         if layout.ranks[index] == me:
             arrays[index] = shard.data
-    from ..construct import from_fragments
-    from ..dtypes import canonical
 
     return from_fragments(arrays, layout, dtype=canonical(str(array.dtype)))
 
@@ -169,8 +170,6 @@ def _sharding_layout(sharding: Any, shape: tuple[int, ...]) -> tuple["Layout", d
 
 def _check_processes(array: "jax.Array") -> None:
     """A multi-process array needs dlmg across the same processes, numbered alike."""
-    from ..distributed._state import current
-
     engine = current()
     if engine is None:
         raise FragmentError(
@@ -189,8 +188,6 @@ def _fragment_to_jax(array: Any, framework: str, device: Device) -> Any:
     """``array`` as a JAX array on ``device``: itself when it already is one
     there; else moved (JAX CPU devices: zero-copy) or imported through DLPack
     by the JAX adapter (zero-copy where JAX can address the memory)."""
-    from ..registry import get_adapter
-
     adapter = get_adapter("jax")
     if framework == "jax":
         return adapter.to_device(array, device)
@@ -237,15 +234,11 @@ def to_jax(
         silently).
     """
     jax = _jax()
-    from ..dtypes import canonical
-    from ..registry import get_adapter
 
     get_adapter("jax").check_dtype(canonical(tensor.dtype))
     layout = tensor.layout
     table = _jax_devices()
     problems = jax_layout_problems(layout)
-    from ..tensor import process_rank
-
     mine = [f.device for f in tensor.fragments if f.rank == process_rank()]
     problems += [f"device {d} is no JAX device" for d in dict.fromkeys(mine) if d not in table]
     if mesh is not None and not problems:

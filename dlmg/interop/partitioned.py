@@ -43,6 +43,13 @@ from ..device import Device
 from ..errors import FragmentError, LayoutError
 from ..layout import Layout
 from ._wrap import wrap_fragments
+from ..tensor import process_rank
+from ..registry import adapter_for
+from ..construct import from_fragments
+from ..dtypes import canonical
+from ..construct import scatter
+from ..testing import host_values
+from ..tensor import DistributedTensor
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -60,8 +67,6 @@ def _get(handles: Any) -> Any:
 
 
 def _me() -> int:
-    from ..tensor import process_rank
-
     return process_rank()
 
 
@@ -371,8 +376,6 @@ def _replica_arrays(part: Mapping[str, Any], entries: list, me: int, get: Any, p
 
 
 def _device_of(array: Any) -> Device:
-    from ..registry import adapter_for
-
     return adapter_for(array).device_of(array)
 
 
@@ -427,8 +430,6 @@ def _wrap(layout: Layout, parts: Mapping, arrays: Mapping, owners: Mapping) -> "
 
 def _wrap_bases(layout: Layout, parts: Mapping, arrays: Mapping, owners: Mapping) -> "DistributedTensor":
     """One fragment per cell of ``layout`` from the producer's fragment arrays (``base``)."""
-    from ..registry import adapter_for
-
     me = _me()
     ranks = [0] * layout.nfragments
     given: dict[int, Any] = {}
@@ -470,8 +471,6 @@ def _dtype(parts: Mapping) -> Any:
 def _empty(shape: tuple[int, ...], dtype: Any) -> "DistributedTensor":
     import numpy as np
 
-    from ..construct import from_fragments
-    from ..dtypes import canonical
 
     name = canonical(dtype) if dtype is not None else "float32"
     return from_fragments([np.empty(shape, dtype=name)], Layout.single(shape, "cpu"))
@@ -488,9 +487,6 @@ def _irregular_copy(
     """Assemble on the host, then scatter over ``tiling`` even blocks (one process)."""
     import numpy as np
 
-    from ..construct import scatter
-    from ..registry import adapter_for
-    from ..testing import host_values
 
     me = _me()
     if any(entries[0][0] != me for entries in owners.values()):
@@ -516,8 +512,6 @@ def _irregular_copy(
 
 def _install() -> None:
     """``DistributedTensor.__partitioned__``, as a property (as Heat has it)."""
-    from ..tensor import DistributedTensor
-
     if not hasattr(DistributedTensor, "__partitioned__"):
         DistributedTensor.register_method("__partitioned__", property(partitioned))  # type: ignore[arg-type]
 

@@ -15,10 +15,11 @@ from .._shapes import c_strides
 from ..device import Device
 from ..errors import LayoutError
 from ._validate import mode_local_extent, mode_max_offset
-from .layout import Layout
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
+
+    from .layout import Layout
 
 __all__ = ["FragmentLayout"]
 
@@ -43,7 +44,7 @@ class FragmentLayout:
     index: int
 
     def __post_init__(self) -> None:
-        if not isinstance(self.layout, Layout):
+        if not (hasattr(self.layout, "coords_of") and hasattr(self.layout, "nfragments")):  # a Layout
             raise TypeError(f"FragmentLayout needs a Layout, got {type(self.layout).__name__}")
         index = operator.index(self.index)
         if not 0 <= index < self.layout.nfragments:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from .._hooks import Hook
 from .._shapes import c_strides
 from ..device import Device
 from ..errors import LayoutError
@@ -44,13 +45,18 @@ from ._validate import (
     context_of,
     per_mode,
 )
+from .fragment import FragmentLayout
+from ..dtypes import info
+from .render import render_text
+from .render import plot_layout
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from .fragment import FragmentLayout
-
 __all__ = ["Layout"]
+
+#: :meth:`Layout.to_sharding`'s answer, provided by :mod:`dlmg.interop.jax`.
+sharding_of_layout: Hook = Hook("a JAX sharding of a layout", "dlmg.interop.jax")
 
 #: Interned distribution keys (see ``Layout._distribution_key``); cleared when full,
 #: which costs only speed.
@@ -388,8 +394,6 @@ class Layout:
     @cached_property
     def fragments(self) -> tuple["FragmentLayout", ...]:
         """Every fragment, numbered like :attr:`devices`."""
-        from .fragment import FragmentLayout
-
         return tuple(FragmentLayout(self, i) for i in range(self.nfragments))
 
     @property
@@ -467,8 +471,6 @@ class Layout:
 
     def nbytes(self, dtype: Any) -> tuple[int, ...]:
         """Bytes of memory per fragment for elements of ``dtype`` (padding included)."""
-        from ..dtypes import info
-
         itemsize = info(dtype).itemsize
         return tuple(f.span * itemsize for f in self.fragments)
 
@@ -498,8 +500,6 @@ class Layout:
         return f"Layout({', '.join(parts)})"
 
     def __str__(self) -> str:
-        from .render import render_text
-
         return render_text(self)
 
     def plot(self, ax: Any = None) -> Any:
@@ -520,8 +520,6 @@ class Layout:
         ImportError
             When matplotlib is missing (``pip install 'dlmg[plot]'``).
         """
-        from .render import plot_layout
-
         return plot_layout(self, ax)
 
     # -- equivalence -------------------------------------------------------
@@ -566,9 +564,7 @@ class Layout:
         See :func:`dlmg.interop.jax.sharding_from_layout`; the framework is
         imported only when this is called.
         """
-        from ..interop.jax import sharding_from_layout
-
-        return sharding_from_layout(self, mesh)
+        return sharding_of_layout(self, mesh)
 
     # -- internals ---------------------------------------------------------
 

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..tensor import DistributedTensor
 from . import blockwise, dispatch, fft, like, shape, statistics, fused, linalg, pointwise, reductions
 from .blockwise import apply, map_fragments
-from .dispatch import synchronize, synchronize_tensor
+from .dispatch import is_distributed, synchronize, synchronize_tensor
 from .fused import FusedFunction, fuse
 from .linalg import cholesky, matmul
 from .pointwise import *  # noqa: F403  (the elementwise functions)
@@ -74,16 +75,12 @@ def _synchronize_method(self: Any) -> Any:
 
 
 def _matmul_method(self: Any, other: Any) -> Any:
-    from .dispatch import is_distributed
-
     if not is_distributed(other):
         return NotImplemented
     return matmul(self, other)
 
 
 def _rmatmul_method(self: Any, other: Any) -> Any:
-    from .dispatch import is_distributed
-
     if not is_distributed(other):
         return NotImplemented
     return matmul(other, self)
@@ -93,8 +90,6 @@ def install(cls: Any = None) -> None:  # type: ignore[no-redef]  # replaces poin
     """Attach operators, elementwise and reduction methods, ``@`` and
     ``synchronize`` to :class:`~dlmg.DistributedTensor` (or ``cls``)."""
     if cls is None:
-        from ..tensor import DistributedTensor
-
         cls = DistributedTensor
     pointwise.install(cls)
     reductions.install(cls)

@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from ..errors import LayoutError
+from ..layout import Layout
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
@@ -31,8 +32,6 @@ def suggest_whole(layout: "Layout", modes: tuple[int, ...]) -> "Layout":
     (if any) is cut into slabs over all of ``layout``'s replica-0 devices
     instead.
     """
-    from ..layout import Layout
-
     dropped = layout.drop_modes(modes) if modes else layout
     shape = layout.shape
     block = list(layout.block)
@@ -75,8 +74,6 @@ def require_whole(name: str, layout: "Layout", modes: Sequence[int], operand: st
 def with_modes(layout: "Layout", extents: tuple[tuple[int, int], ...], replicas: bool = True) -> "Layout":
     """``layout`` (dense) with the whole modes given as ``(mode, new extent)``
     pairs, optionally without its replicas."""
-    from ..layout import Layout
-
     shape = list(layout.shape)
     block = list(layout.block)
     for mode, extent in extents:

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..dtypes import info
 from ..errors import DtypeError
+from ..registry import get_adapter
 
 __all__ = [
     "BOOL",
@@ -143,8 +144,6 @@ def narrow_for(dtype: str, frameworks: Iterable[str]) -> str:
     """
     if dtype not in _NARROW:
         return dtype
-    from ..registry import get_adapter
-
     if all(get_adapter(name).holds_dtype(dtype) for name in set(frameworks)):
         return dtype
     return _NARROW[dtype]

@@ -9,10 +9,11 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from .._transfer import move
+from ..movement.transfer import move
 from ..device import Device
 from ..errors import DlmgError, FragmentError
 from ..registry import adapter_for, get_adapter
+from ..errors import DtypeError
 
 __all__ = ["Executor", "executor", "move_array", "fail"]
 
@@ -52,8 +53,6 @@ class Executor:
         if found is None:
             found = getattr(self.xp, name, None)  # the array-API namespace's dtype object
             if found is None:
-                from ..errors import DtypeError
-
                 raise DtypeError(f"{self.framework} has no element type {name!r}")
             self._dtypes[name] = found
         return found
@@ -77,7 +76,7 @@ def executor(framework: str, device: Device) -> Executor:
 
 def move_array(array: Any, target: Executor, source: Any = None) -> Any:
     """``array`` as an array of ``target``'s framework on ``target``'s device
-    (:func:`dlmg._transfer.move`; ``source`` is ``array``'s adapter when the
+    (:func:`dlmg.movement.transfer.move`; ``source`` is ``array``'s adapter when the
     caller knows it)."""
     return move(array, source if source is not None else adapter_for(array), target.adapter, target.device)
 

@@ -9,6 +9,7 @@ from typing import Any
 from ..errors import FrameworkError
 from ..registry import adapter_for, as_zero_d
 from ._executor import Executor, move_array
+from ..tensor import DistributedTensor
 
 __all__ = ["SCALAR_TYPES", "is_distributed", "classify_operand"]
 
@@ -17,8 +18,6 @@ SCALAR_TYPES = (bool, int, float, complex)
 
 
 def _tensor_class() -> type:
-    from ..tensor import DistributedTensor
-
     return DistributedTensor
 
 

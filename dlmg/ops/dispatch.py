@@ -30,13 +30,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._transfer import synchronize_arrays
+from ..movement.transfer import synchronize_arrays
 from ..dlpack.bounds import ranges_meet
 from ..errors import LayoutMismatchError
+from ..tensor import DistributedTensor
 from ..registry import DEFAULT_FRAMEWORK, adapter_for, adapter_names, get_adapter
 from ._executor import Executor, _fail, executor, move_array
 from ._operands import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed
 from ._writes import check_writable, partial_note
+from ..dtypes import canonical
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
@@ -83,15 +85,7 @@ def new_tensor(arrays: Sequence[Any], layout: "Layout", dtype: str | None = None
     tensor class's trusted, unvalidated constructor is used. ``dtype`` is
     the first local array's unless given.
     """
-    cls = _CLASS[0]
-    if cls is None:  # bound once: this runs for every operation
-        from ..tensor import DistributedTensor as cls
-
-        _CLASS[0] = cls
-    return cls._from_arrays(arrays, layout, dtype)
-
-
-_CLASS: list[Any] = [None]
+    return DistributedTensor._from_arrays(arrays, layout, dtype)
 
 
 def replace_fragment_arrays(tensor: "DistributedTensor", arrays: dict[int, Any]) -> None:
@@ -440,8 +434,6 @@ def _probe_dtype(fn: Callable[..., Any], operands: Sequence[Any]) -> str | None:
     """The dtype ``fn`` gives on empty NumPy arrays of the operands' dtypes: what a process
     holding no fragment records as its result's dtype (``None`` when that cannot be told)."""
     import numpy as np
-
-    from ..dtypes import canonical
 
     try:
         numpy = get_adapter(DEFAULT_FRAMEWORK)

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 from ..device import Placement
 from ..dtypes import canonical
 from .dispatch import is_distributed, map_fragments
+from .reductions import all as all_
+from .pointwise import round as round_  # type: ignore[attr-defined]  # made from a table
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..device import Device
@@ -78,16 +80,12 @@ def isclose(
 
 def allclose(a: Any, b: Any, /, *, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False) -> bool:
     """Whether every element is :func:`isclose` (a Python bool)."""
-    from .reductions import all as all_
-
     return bool(all_(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
 
 
 def _round(self: "DistributedTensor", ndigits: int | None = None) -> "DistributedTensor":
     """``round(x)`` and ``round(x, n)``: half to even, as NumPy's ``round``."""
     if ndigits is None or ndigits == 0:
-        from .pointwise import round as round_  # type: ignore[attr-defined]  # made from a table
-
         return round_(self)
     scale = 10.0 ** ndigits
 

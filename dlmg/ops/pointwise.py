@@ -35,6 +35,8 @@ from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed, ma
 from ._lists import LIST_NAMES, on_lists
 from .broadcast import align, result_shape as broadcast_shapes
 from .fused import FusedFunction, batches_operators
+from ..errors import FrameworkError
+from ..registry import adapter_for
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -418,8 +420,6 @@ def _reusable(tensor: "DistributedTensor") -> bool:
 
 def adapter_known(obj: Any) -> bool:
     """Whether a framework adapter recognises ``obj`` as one of its arrays."""
-    from ..errors import FrameworkError
-    from ..registry import adapter_for
 
     try:
         adapter_for(obj)

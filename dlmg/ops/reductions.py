@@ -34,6 +34,11 @@ from ..dtypes import canonical
 from ..errors import DtypeError, FragmentError
 from ._dtypes import float_dtype, index_dtype, kind_of, narrow_for, sum_dtype
 from .dispatch import Executor, _fail, executor, is_distributed, map_fragments, move_array, new_tensor
+from ..layout import Layout
+from ..distributed._state import current
+from .reduce_across import reduce as across
+from ..registry import DEFAULT_FRAMEWORK, get_adapter
+from ..dtypes import canonical
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
@@ -100,8 +105,6 @@ def _plan(layout: "Layout", axes: tuple[int, ...] | None, keepdims: bool) -> _Pl
     dropped = layout.drop_modes(axes) if axes else layout
     dropped = dropped.replace(element_strides=None, block_strides=None) if dropped.element_strides else dropped
     if keepdims and axes:
-        from ..layout import Layout
-
         shape = list(dropped.shape)
         block = list(dropped.block)
         grid = list(dropped.grid)
@@ -304,11 +307,7 @@ def _reduce(
         return _no_axes(x, name, dtype)
     plan = _plan(layout, axes, bool(keepdims))
     ctx = _Context(dtype, layout, x.dtype, reducer.name)
-    from ..distributed._state import current
-
     if current() is not None:  # across processes: local partials, then the engine's all-reduce
-        from ..distributed.reduce import reduce as across
-
         return across(x, name, axes, bool(keepdims), dtype, reducer, plan, ctx)
     local_axes = None if axes is None else plan.axes
     frags = x.fragments
@@ -491,8 +490,6 @@ def mean(x: "DistributedTensor", /, *, axis: Any = None, keepdims: bool = False,
     if is_distributed(total):
         out = map_fragments(lambda xp, s: s / count if count else s * float("nan"), (total,), name="dlmg.mean")
         return out
-    from ..registry import DEFAULT_FRAMEWORK, get_adapter
-
     frag = next((f for f in x.fragments if f.is_local), None)
     if frag is None:  # a process without fragments holds the result as a NumPy array
         return _array(get_adapter(DEFAULT_FRAMEWORK).namespace(), total / count if count else total * float("nan"))

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import LayoutError
 from .dispatch import is_distributed, new_tensor
+from ..layout import Layout
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
@@ -43,8 +44,6 @@ def _arrays_of(x: "DistributedTensor", name: str) -> list[Any]:
 
 def permuted_layout(layout: "Layout", axes: tuple[int, ...]) -> tuple["Layout", list[int]]:
     """The layout with its modes in the order ``axes``, and where each old fragment goes."""
-    from ..layout import Layout
-
     def pick(values: Sequence[int] | None) -> tuple[int, ...] | None:
         return None if values is None else tuple(values[a] for a in axes)
 
@@ -153,8 +152,6 @@ def _groups(old: tuple[int, ...], new: tuple[int, ...]) -> list[tuple[list[int],
 
 def reshaped_layout(layout: "Layout", shape: tuple[int, ...]) -> "Layout | str":
     """The layout of ``reshape`` when every fragment stays one piece, else why not."""
-    from ..layout import Layout
-
     if layout.element_strides is not None:
         return "the layout has explicit strides"
     if 0 in layout.shape:
@@ -231,8 +228,6 @@ def reshape(x: "DistributedTensor", /, shape: Sequence[int] | int, *, copy: bool
         raise ValueError(f"dlmg.reshape: cannot reshape a tensor of shape {x.shape} ({x.size} elements) into {shape}")
     layout = reshaped_layout(x.layout, shape)
     if isinstance(layout, str):
-        from ..layout import Layout
-
         target = Layout.slab(x.shape, 0, list(dict.fromkeys(x.layout.devices))) if x.ndim else x.layout
         raise LayoutError(
             f"dlmg.reshape {x.shape} -> {shape} would move elements between fragments ({layout}); "

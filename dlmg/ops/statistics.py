@@ -14,6 +14,7 @@ from ..dtypes import canonical
 from ..errors import FragmentError, LayoutError
 from . import reductions as _r
 from .dispatch import _fail, executor, is_distributed, map_fragments, move_array, new_tensor
+from ..layout import Layout
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -157,8 +158,6 @@ def cumsum(x: "DistributedTensor", /, *, axis: int | None = None, dtype: Any = N
     axis %= x.ndim
     lay = x.layout
     if lay.grid[axis] != 1 or lay.block[axis] != lay.shape[axis]:
-        from ..layout import Layout
-
         other = next((m for m in range(x.ndim) if m != axis and x.shape[m] > 1), None)
         devices = list(dict.fromkeys(lay.devices))
         hint = (

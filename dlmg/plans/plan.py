@@ -10,7 +10,7 @@ destination holding exactly what a source on its device holds is *reused*
 (no copy at all).
 
 The plan is data only: devices, fragment numbers, shapes, offsets and strides
-in elements. :mod:`dlmg.plans.execute` runs it on arrays.
+in elements. :mod:`dlmg.movement` runs it on arrays.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from ..device import Device
 from ..dtypes import info
 from .endpoints import Endpoint, layout_endpoints
 from .segments import Segment, decompose
+from ..dtypes import canonical
+from ..errors import LayoutMismatchError
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
@@ -342,7 +344,7 @@ def one_copy(
 
     ``places`` maps a source fragment to ``(buffer key, element offset)``: the
     fragment's first element lies that many elements into the buffer that
-    :func:`~dlmg.plans.api` keeps under that key (fragments dlmg carved out of
+    :mod:`~dlmg.movement.sources` keeps under that key (fragments dlmg carved out of
     one allocation). The copies must all have one shape, strides and pair of
     devices, read sources of one buffer, and their offsets in the two
     buffers, in the order of the destination's, must step regularly (see
@@ -637,8 +639,6 @@ def plan_redistribution(src_layout: "Layout", dst_layout: "Layout", dtype: Any =
     >>> dlmg.plan_redistribution(a, b, "float32").total_bytes
     256
     """
-    from ..dtypes import canonical
-    from ..errors import LayoutMismatchError
 
     if src_layout.shape != dst_layout.shape:
         raise LayoutMismatchError(

@@ -10,7 +10,7 @@ Sources on the same memory as the destination are taken into the copy
 framework through DLPack (zero-copy) and viewed there. Sources elsewhere are
 viewed in a framework on their own device, packed into a compact piece there
 when the view has gaps, and moved to the destination device
-(:func:`dlmg._transfer.move`), where the piece is assigned.
+(:func:`dlmg.movement.transfer.move`), where the piece is assigned.
 """
 
 from __future__ import annotations
@@ -21,16 +21,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
-from .._transfer import move, same_memory, synchronize_arrays
+from .transfer import move, same_memory, synchronize_arrays
 from ..device import Device
 from ..errors import CopyRequiredError, DLPackError, DtypeError, FragmentError, FrameworkError
 from ..registry import adapter_names, get_adapter
 from .._shapes import c_strides
-from .plan import concatenation, stacking
+from ..plans.plan import concatenation, stacking
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..adapters import Adapter
-    from .plan import Copy
+    from ..plans.plan import Copy
 
 __all__ = ["Buffer", "copy_framework", "import_zero_copy", "run_copies", "run_jobs", "stream_ordered", "synchronize"]
 

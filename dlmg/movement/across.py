@@ -3,8 +3,8 @@
 Each function follows the same steps on every process:
 
 1. local preparation -- check the arguments, allocate the destination memory,
-   plan the routes (:mod:`~dlmg.distributed.routes`, the same on every
-   process) and pack the outgoing pieces (:mod:`~dlmg.distributed.exchange`);
+   plan the routes (:mod:`~dlmg.plans.routes`, the same on every
+   process) and pack the outgoing pieces (:mod:`~dlmg.movement.exchange`);
 2. the agreement (:mod:`~dlmg.distributed.agree`): same operation and layouts
    everywhere, nobody failed;
 3. one all-to-all(v) of the packed messages, then the copies into the
@@ -27,18 +27,20 @@ from .._shapes import c_strides
 from ..device import Device
 from ..dtypes import canonical, info
 from ..errors import FragmentError, FrameworkError, LayoutMismatchError
-from ..plans import api
+from ..distributed._state import current
+from ..distributed.agree import describe, prepare, prepare_vote
+from ..layout import Layout
 from ..plans.endpoints import full_endpoint, layout_endpoints, same_memory
-from ..plans.execute import Buffer, copy_framework, synchronize
-from ._state import current
-from .agree import describe, prepare, prepare_vote
+from ..plans.routes import Routes, full_places, layout_places, plan_routes
+from ..registry import adapter_for, get_adapter
+from ..tensor import DistributedTensor, Fragment
+from .copies import Buffer, copy_framework, synchronize
+from .destinations import allocate, choose_framework, destination, finish_fragment, reuse
 from .exchange import deliver, pack
-from .routes import Routes, full_places, layout_places, plan_routes
+from .sources import source_buffers, source_endpoints, source_geometry
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..layout import Layout
-    from ..tensor import DistributedTensor
-    from .engine import Engine
+    from ..distributed.engine import Engine
 
 __all__ = ["gather", "scatter", "redistribute", "gather_routes", "redistribution_routes", "scatter_routes"]
 
@@ -142,7 +144,7 @@ def gather(dt: "DistributedTensor", framework: str | None, device: Any, out: Any
 
     def work() -> tuple[Any, bool]:
         if me in receivers:
-            buf, finish = api.destination(dt, framework, device, out)
+            buf, finish = destination(dt, framework, device, out)
         else:
             if out is not None:
                 raise ValueError(f"gather(root={root}): out= is for the root; rank {me} passes none")
@@ -151,15 +153,15 @@ def gather(dt: "DistributedTensor", framework: str | None, device: Any, out: Any
         if direct:
             return (buf, finish, None), True
         routes = gather_routes(dt.layout, receivers, dt.itemsize, engine)
-        geometry = tuple(api._source_geometry(f) for f in dt.fragments)
-        src_eps = {ep.index: ep for ep in api._source_endpoints(dt.layout, geometry) if dt.fragments[ep.index].is_local}
+        geometry = tuple(source_geometry(f) for f in dt.fragments)
+        src_eps = {ep.index: ep for ep in source_endpoints(dt.layout, geometry) if dt.fragments[ep.index].is_local}
         dst_eps, dsts = {}, {}
         if buf is not None:
             k = receivers.index(me)
             strides = tuple(int(s) for s in buf.adapter.strides_of(buf.base))
             dst_eps[k] = full_endpoint(dt.shape, strides, buf.device)
             dsts[k] = buf
-        packed = pack(engine, routes, src_eps, api._source_buffers(dt), dst_eps, dsts, dt.dtype, comm)
+        packed = pack(engine, routes, src_eps, source_buffers(dt), dst_eps, dsts, dt.dtype, comm)
         return (buf, finish, packed), False
 
     (buf, finish, packed), votes = prepare_vote(engine, description, work)
@@ -178,25 +180,21 @@ def gather(dt: "DistributedTensor", framework: str | None, device: Any, out: Any
 
 def _repack(dt: "DistributedTensor", buf: Buffer, receivers: tuple[int, ...], engine: "Engine", comm: Device) -> Any:
     routes = gather_routes(dt.layout, receivers, dt.itemsize, engine)
-    geometry = tuple(api._source_geometry(f) for f in dt.fragments)
-    src_eps = {ep.index: ep for ep in api._source_endpoints(dt.layout, geometry) if dt.fragments[ep.index].is_local}
+    geometry = tuple(source_geometry(f) for f in dt.fragments)
+    src_eps = {ep.index: ep for ep in source_endpoints(dt.layout, geometry) if dt.fragments[ep.index].is_local}
     k = receivers.index(engine.rank)
     strides = tuple(int(s) for s in buf.adapter.strides_of(buf.base))
     dst_eps = {k: full_endpoint(dt.shape, strides, buf.device)}
-    return pack(engine, routes, src_eps, api._source_buffers(dt), dst_eps, {k: buf}, dt.dtype, comm)
+    return pack(engine, routes, src_eps, source_buffers(dt), dst_eps, {k: buf}, dt.dtype, comm)
 
 
 # -- redistribute ------------------------------------------------------------------------
 def _remote(frag: Any, rank: int) -> Any:
-    from ..tensor import Fragment
-
     return Fragment.remote(frag, rank)
 
 
 def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | None) -> "DistributedTensor":
     """``dt`` in ``layout`` across processes (see :meth:`dlmg.DistributedTensor.redistribute`)."""
-    from ..tensor import DistributedTensor
-
     engine = _engine()
     me = engine.rank
     comm = _comm_device(layout, engine)
@@ -208,8 +206,8 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
                 f"cannot redistribute a tensor of shape {dt.shape} to a layout of shape {layout.shape}"
             )
         routes = redistribution_routes(dt.layout, layout, dt.itemsize, engine)
-        geometry = tuple(api._source_geometry(f) for f in dt.fragments)
-        src_eps = {ep.index: ep for ep in api._source_endpoints(dt.layout, geometry) if dt.fragments[ep.index].is_local}
+        geometry = tuple(source_geometry(f) for f in dt.fragments)
+        src_eps = {ep.index: ep for ep in source_endpoints(dt.layout, geometry) if dt.fragments[ep.index].is_local}
         dst_all = layout_endpoints(layout)
         prefer = tuple(dt.frameworks)
         reused: dict[int, int] = {}
@@ -222,10 +220,10 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
             if source is not None:
                 reused[frag.index] = source
             else:
-                written[frag.index] = (api._allocate(frag, target, dt.dtype, prefer)[0], target)
+                written[frag.index] = (allocate(frag, target, dt.dtype, prefer)[0], target)
         dsts = {i: buf for i, (buf, _) in written.items()}
         dst_eps = {i: dst_all[i] for i in dsts}
-        return pack(engine, routes, src_eps, api._source_buffers(dt), dst_eps, dsts, dt.dtype, comm), reused, written
+        return pack(engine, routes, src_eps, source_buffers(dt), dst_eps, dsts, dt.dtype, comm), reused, written
 
     packed, reused, written = prepare(engine, description, work)
     deliver(engine, packed)
@@ -234,9 +232,9 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
         i = frag.index
         if i in written:
             buf, target = written[i]
-            out.append(api._finish(frag, buf, target))
+            out.append(finish_fragment(frag, buf, target))
         elif i in reused:
-            out.append(api._reuse(dt.fragments[reused[i]], frag))
+            out.append(reuse(dt.fragments[reused[i]], frag))
         else:
             out.append(_remote(frag, layout.ranks[i]))
     return DistributedTensor._create(layout, out, dt.dtype)
@@ -246,7 +244,7 @@ def _target_framework(dt: "DistributedTensor", frag: Any, framework: str | None)
     """As in one process; where no framework of the tensor reaches the device here (JAX's
     devices of this process are other ones), a framework that can."""
     try:
-        return api._choose_framework(dt, frag, framework)
+        return choose_framework(dt, frag, framework)
     except FrameworkError:
         if framework is not None:
             raise
@@ -270,10 +268,6 @@ def _reusable(dt: "DistributedTensor", src_eps: dict[int, Any], d: Any, target: 
 # -- scatter --------------------------------------------------------------------------------
 def scatter(array: Any, layout: "Layout", framework: str | None, root: int) -> "DistributedTensor":
     """Spread process ``root``'s ``array`` over ``layout`` (others pass ``None``)."""
-    from ..layout import Layout
-    from ..registry import adapter_for
-    from ..tensor import DistributedTensor
-
     engine = _engine()
     me = engine.rank
     if not isinstance(layout, Layout):
@@ -297,7 +291,7 @@ def scatter(array: Any, layout: "Layout", framework: str | None, root: int) -> "
     comm = _comm_device(layout, engine)
 
     def work() -> Any:
-        target = api._get(framework or root_framework)
+        target = get_adapter(framework or root_framework)
         mine = [f for f in layout.fragments if layout.ranks[f.index] == me]
         missing = [str(f.device) for f in mine if not target.supports(f.device)]
         if missing:
@@ -309,14 +303,14 @@ def scatter(array: Any, layout: "Layout", framework: str | None, root: int) -> "
             src_eps[0] = full_endpoint(layout.shape, tuple(int(s) for s in a.strides_of(array)), dev)
             sources[0] = Buffer(array, a, dev)
         dst_all = layout_endpoints(layout)
-        written = {f.index: api._allocate(f, target, dtype, (target.name,))[0] for f in mine}
+        written = {f.index: allocate(f, target, dtype, (target.name,))[0] for f in mine}
         dst_eps = {i: dst_all[i] for i in written}
         return pack(engine, routes, src_eps, sources, dst_eps, written, dtype, comm), written, target
 
     packed, written, target = prepare(engine, describe("scatter (buffers)", layout=layout, root=root), work)
     deliver(engine, packed)
     out = [
-        api._finish(f, written[f.index], target) if f.index in written else _remote(f, layout.ranks[f.index])
+        finish_fragment(f, written[f.index], target) if f.index in written else _remote(f, layout.ranks[f.index])
         for f in layout.fragments
     ]
     return DistributedTensor._create(layout, out, dtype)

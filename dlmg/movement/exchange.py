@@ -3,7 +3,7 @@
 :func:`pack` runs on every process before the agreement (so a failure while
 packing ends the collective everywhere, see :mod:`~dlmg.distributed.agree`):
 it plans this process's side and copies every outgoing
-:class:`~dlmg.distributed.routes.Piece` into the send buffer, in message order,
+:class:`~dlmg.plans.routes.Piece` into the send buffer, in message order,
 with the strided copies of the copy engine. :func:`deliver` runs the engine's
 all-to-all(v) (skipped when no process sends anything) and the copies into the
 destinations: local pieces straight from the local source fragments, received
@@ -31,14 +31,14 @@ import numpy as np
 from .._shapes import c_strides
 from ..device import Device
 from ..plans.endpoints import same_memory
-from ..plans.execute import Buffer, run_jobs, synchronize
+from .copies import Buffer, run_jobs, synchronize
 from ..plans.plan import pair_copies
 from ..registry import get_adapter
-from .routes import Piece, Routes, box_endpoint
+from ..plans.routes import Piece, Routes, box_endpoint
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..plans.endpoints import Endpoint
-    from .engine import Engine
+    from ..distributed.engine import Engine
 
 __all__ = ["Packed", "pack", "deliver"]
 

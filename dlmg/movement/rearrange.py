@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from .._shapes import c_strides
 from ..device import Device, as_device
 from ..tensor import DistributedTensor, Fragment
-from .plan import Copy, RedistributionPlan, concatenation, contiguous
+from ..plans.plan import Copy, RedistributionPlan, concatenation, contiguous
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..adapters import Adapter

@@ -26,8 +26,8 @@ import numpy as np
 
 from .._shapes import c_strides
 from ..device import Device
-from ..plans.endpoints import Endpoint, fragment_modes
-from ..plans.segments import dense_mode
+from .endpoints import Endpoint, fragment_modes
+from .segments import dense_mode
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout

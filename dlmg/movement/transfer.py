@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .device import Device
-from .errors import DeviceError, DlmgError, DLPackError, DtypeError, FrameworkError
-from .registry import adapter_names, get_adapter
+from ..device import Device
+from ..errors import DeviceError, DlmgError, DLPackError, DtypeError, FrameworkError
+from ..registry import adapter_names, get_adapter
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .adapters import Adapter
+    from ..adapters import Adapter
 
 __all__ = ["move", "same_memory", "synchronize_arrays"]
 

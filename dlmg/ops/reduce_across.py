@@ -21,8 +21,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..device import Device
-from ._state import current
-from .agree import describe, prepare_vote
+from ..distributed._state import current
+from ..distributed.agree import describe, prepare_vote
+from ..dtypes import info
+from .dispatch import executor, move_array, new_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -57,7 +59,6 @@ def _identity(name: str, dtype: np.dtype) -> Any:
 
 def _host(part: Any, ex: Any) -> np.ndarray:
     """A partial as a NumPy array (narrow floats widened first, in their own framework)."""
-    from ..ops.dispatch import executor, move_array
 
     name = str(getattr(part, "dtype", ""))
     if any(n in name for n in _NARROW):
@@ -91,7 +92,6 @@ def _fold_arg(name: str, acc: np.ndarray, idx: np.ndarray, key: Any, part: Any, 
 def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keepdims: bool,
            dtype: str | None, reducer: Any, plan: Any, ctx: Any) -> Any:
     """Run reduction ``name`` of ``x`` across processes (arguments as in :mod:`dlmg.ops.reductions`)."""
-    from ..ops.dispatch import executor, move_array, new_tensor
 
     engine = current()
     assert engine is not None
@@ -178,7 +178,6 @@ def _narrow(array: Any, target: Any, dtype: str) -> Any:
 
 def _narrowest(dtypes: list[str | None]) -> str | None:
     """The dtype of fewest bytes among ``dtypes`` (``None`` entries ignored)."""
-    from ..dtypes import info
 
     named = [d for d in dtypes if d is not None]
     return min(named, key=lambda d: info(d).itemsize) if named else None

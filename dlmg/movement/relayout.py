@@ -1,0 +1,182 @@
+"""Redistribution: a tensor moved to another layout of the same shape, reusing
+fragments that stay as they are.
+
+In one process the plan (:mod:`~dlmg.plans.plan`) runs here; across
+processes (after :func:`dlmg.distributed.init`) :mod:`~dlmg.movement.across`
+takes over. A tensor with fragments of other processes and no engine is
+refused with :class:`~dlmg.errors.FragmentError`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache, partial
+from typing import TYPE_CHECKING, Any, Sequence
+
+from .._shapes import c_strides
+from ..device import Device
+from ..dtypes import info
+from ..errors import LayoutMismatchError
+from ..layout import Layout
+from ..plans.endpoints import Endpoint, layout_endpoints
+from ..plans.plan import RedistributionPlan, build_plan
+from ..tensor import DistributedTensor
+from . import across
+from .copies import Buffer, run_jobs
+from .destinations import Carving, allocate_all, choose_framework, copy_jobs, finish_fragment, reuse
+from .gathering import c_ordered_gather_plan
+from .rearrange import assembled, retiled, split
+from .scattering import scatter_plan
+from .sources import PLAN_CACHE_SIZE, all_local, engine_for, source_endpoints, source_geometry, source_places, \
+    source_views, tensor_memo
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..adapters import Adapter
+    from ..tensor import Fragment
+
+__all__ = ["redistribute", "tensor_plan"]
+
+
+def _plan_for(dt: "DistributedTensor", layout: "Layout", targets: Sequence[str]) -> RedistributionPlan:
+    if dt.layout.shape != layout.shape:
+        raise LayoutMismatchError(
+            f"cannot redistribute a tensor of shape {dt.shape} to a layout of shape {layout.shape} "
+            f"({layout!r})"
+        )
+    geometry = tuple(source_geometry(f) for f in dt.fragments)
+    frameworks = tuple(f.framework for f in dt.fragments)
+    return _redistribution_plan(dt.layout, geometry, frameworks, layout, tuple(targets), dt.dtype)
+
+
+@lru_cache(maxsize=PLAN_CACHE_SIZE)
+def _redistribution_plan(
+    src_layout: "Layout",
+    geometry: tuple[Any, ...],
+    frameworks: tuple[str | None, ...],
+    layout: "Layout",
+    targets: tuple[str, ...],
+    dtype: str,
+) -> RedistributionPlan:
+    def can_reuse(s: Endpoint, d: Endpoint) -> bool:
+        geo = geometry[s.index]
+        if geo is None or frameworks[s.index] != targets[d.index]:
+            return False
+        if geo == "padded":  # padded memory fits only the same padded geometry
+            return d.fixed_memory
+        return True
+
+    return build_plan(
+        source_endpoints(src_layout, geometry), layout_endpoints(layout), info(dtype).itemsize,
+        can_reuse=can_reuse, src_layout=src_layout, dst_layout=layout, dtype=dtype,
+    )
+
+
+def _targets(dt: "DistributedTensor", layout: "Layout", framework: str | None) -> list["Adapter"]:
+    # the choice depends on the destination's device only: made once per device
+    chosen: dict[Device, "Adapter"] = {}
+    out = []
+    for frag in layout.fragments:
+        adapter = chosen.get(frag.device)
+        if adapter is None:
+            adapter = chosen[frag.device] = choose_framework(dt, frag, framework)
+        out.append(adapter)
+    return out
+
+
+def _planned(
+    dt: "DistributedTensor", layout: "Layout", framework: str | None
+) -> tuple[list["Adapter"], RedistributionPlan, bool]:
+    """The target frameworks and the plan of redistributing ``dt`` to ``layout``, and
+    whether this process holds every fragment of ``dt``.
+
+    Remembered on the tensor per target layout object: a tensor's fragments
+    (their frameworks, devices and strides) never change while the fragments
+    tuple stays the same object, so a repeated redistribution finds its plan
+    with one dictionary lookup instead of describing every fragment again.
+    """
+    memo = tensor_memo(dt)
+    key = ("redistribute", id(layout), framework)
+    found = memo.get(key)
+    if found is not None and found[0] is layout:
+        return found[1], found[2], found[3]
+    targets = _targets(dt, layout, framework)
+    plan = _plan_for(dt, layout, [a.name for a in targets])
+    local = all_local(dt)
+    memo[key] = (layout, targets, plan, local)
+    return targets, plan, local
+
+
+def tensor_plan(dt: "DistributedTensor", layout: "Layout", framework: str | None = None) -> Any:
+    """The plan :func:`redistribute` runs for ``dt`` and ``layout``: a
+    :class:`RedistributionPlan` in one process, the per-process-pair
+    :class:`~dlmg.plans.routes.Routes` across processes."""
+    engine = engine_for(dt, "plan_redistribution")
+    if engine is not None:
+        return across.redistribution_routes(dt.layout, layout, dt.itemsize, engine)
+    return _planned(dt, layout, framework)[1]
+
+
+def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | None = None) -> "DistributedTensor":
+    """``dt`` in ``layout`` (see :meth:`dlmg.DistributedTensor.redistribute`)."""
+    if not isinstance(layout, Layout):
+        raise TypeError(f"redistribute needs a dlmg.Layout, got {type(layout).__name__}")
+    if engine_for(dt, "redistribute") is not None:
+        return across.redistribute(dt, layout, framework)
+    targets, plan, local = _planned(dt, layout, framework)
+    if not targets[0].can_view and not plan.reused:
+        made = _relaid(dt, layout, targets, plan)
+        if made is not None:
+            return made
+    sources, places = source_places(dt)
+    prefer = tuple(dt.frameworks)
+    written: dict[int, tuple[Buffer, "Adapter"]] = {}
+    carvings: list[Carving] = []
+    fresh = [(frag, target) for frag, target in zip(layout.fragments, targets) if frag.index not in plan.reused]
+    by_framework: dict[str, tuple["Adapter", list[Any]]] = {}
+    for frag, target in fresh:
+        by_framework.setdefault(target.name, (target, []))[1].append(frag)
+    for target, frags in by_framework.values():
+        bufs, carved = allocate_all(layout, frags, target, dt.dtype, prefer)
+        carvings.extend(carved)
+        for frag, buf in zip(frags, bufs):
+            written[frag.index] = (buf, target)
+    buffers = {i: buf for i, (buf, _) in written.items()}
+    run_jobs(copy_jobs(plan, sources, buffers, carvings, places, tensor_memo(dt)), dt.dtype, source_views(dt))
+    out: list["Fragment"] = []
+    for frag in layout.fragments:
+        if frag.index in written:
+            buf, target = written[frag.index]
+            out.append(finish_fragment(frag, buf, target))
+        else:
+            out.append(reuse(dt.fragments[plan.reused[frag.index]], frag))
+    return DistributedTensor._create(layout, out, dt.dtype)
+
+
+def _relaid(dt: "DistributedTensor", layout: "Layout", targets: list["Adapter"],
+            plan: RedistributionPlan) -> "DistributedTensor | None":
+    """The redistribution made by a framework without views itself, where every
+    fragment, before and after, is one of its arrays on one device: one pass
+    from the old fragments to the new (:func:`~dlmg.plans.rearrange.retiled`)
+    where each new one is a tiling of slices of the old, else its own gather
+    (:func:`~dlmg.plans.rearrange.assembled`) then its own scatter
+    (:func:`~dlmg.plans.rearrange.split`), two compiled calls instead of a staging
+    array of another framework and an import per fragment. ``None`` elsewhere."""
+    target = targets[0]
+    device = layout.devices[0]
+    if any(t is not target for t in targets) or any(d != device for d in layout.devices):
+        return None
+    made = retiled(dt, target, plan, layout, device)
+    if made is not None:
+        return made
+    memo = tensor_memo(dt)
+    key = ("relaid", id(layout))
+    declined = memo.get(key)
+    if declined is not None and declined[0] is layout:  # the scatter declined before: not gathered again
+        return None
+    whole = assembled(dt, target, device, memo, partial(c_ordered_gather_plan, dt))
+    if whole is None:
+        return None
+    made = split(whole, target, scatter_plan(dt.shape, c_strides(dt.shape), device, layout, dt.dtype), layout,
+                 device, dt.dtype)
+    if made is None:
+        memo[key] = (layout,)
+    return made

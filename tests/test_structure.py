@@ -1,0 +1,160 @@
+"""The package's structure: imports run one way.
+
+An AST scan of ``dlmg/``: no module imports another module of dlmg inside a
+function (imports inside functions are for optional frameworks only), and the
+modules' top-level imports, those of the adapters (``dlmg.adapters``, kept in
+``adapters/``) included, form no circle. Imports under ``if TYPE_CHECKING:``
+do not run and are left out.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent / "dlmg"
+ADAPTERS = ROOT.parent / "adapters"  # installed as dlmg.adapters
+
+
+def _module_name(path: pathlib.Path) -> str:
+    if path.is_relative_to(ADAPTERS):
+        parts = ["dlmg", "adapters", *path.relative_to(ADAPTERS).with_suffix("").parts]
+    else:
+        parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {_module_name(p): p for p in sorted([*ROOT.rglob("*.py"), *ADAPTERS.rglob("*.py")])}
+
+
+def _package(name: str) -> str:
+    return name if MODULES[name].name == "__init__.py" else name.rpartition(".")[0]
+
+
+def _targets(module: str, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The dlmg modules an import statement of ``module`` loads."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name.split(".")[0] == "dlmg"]
+    if node.level:
+        base = _package(module)
+        for _ in range(node.level - 1):
+            base = base.rpartition(".")[0]
+        base = f"{base}.{node.module}" if node.module else base
+    else:
+        base = node.module or ""
+    if base.split(".")[0] != "dlmg":
+        return []
+    found = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in MODULES]
+    if len(found) < len(node.names):
+        found.append(base)
+    return found
+
+
+def _is_type_checking(node: ast.stmt) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def _top_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """Imports that run when the module is imported (those in functions excluded)."""
+    out: list[ast.Import | ast.ImportFrom] = []
+    todo: list[ast.stmt] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.append(node)
+        elif isinstance(node, (ast.If, ast.Try, ast.With)) and not _is_type_checking(node):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                todo.extend(getattr(node, field, []))
+        elif isinstance(node, ast.ExceptHandler):
+            todo.extend(node.body)
+        elif isinstance(node, ast.ClassDef):
+            todo.extend(node.body)
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """dlmg module -> the dlmg modules its import statements load."""
+    graph: dict[str, set[str]] = {}
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(), str(path))
+        graph[name] = {t for node in _top_level_imports(tree) for t in _targets(name, node) if t != name}
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return circles
+
+
+def lazy_imports() -> list[str]:
+    """``path:line module`` for every import of a dlmg module inside a function."""
+    out = []
+    for name, path in MODULES.items():
+        if not path.is_relative_to(ROOT):
+            continue  # dlmg/ only: the adapters in adapters/ are checked for circles above
+        tree = ast.parse(path.read_text(), str(path))
+        for fn in ast.walk(tree):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                for node in ast.walk(fn):
+                    if isinstance(node, (ast.Import, ast.ImportFrom)) and _targets(name, node):
+                        out.append(f"{path.relative_to(ROOT.parent)}:{node.lineno} {', '.join(_targets(name, node))}")
+    return sorted(set(out))
+
+
+def test_the_scan_sees_imports():
+    graph = import_graph()
+    assert "dlmg.movement.relayout" in graph["dlmg.movement"]
+    assert "dlmg.errors" in graph["dlmg.movement.destinations"]
+    assert import_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_import_circle():
+    circles = import_circles(import_graph())
+    assert not circles, "import circles among dlmg modules:\n" + "\n".join(" -> ".join(c) for c in circles)
+
+
+def test_no_dlmg_import_inside_functions():
+    found = lazy_imports()
+    assert not found, f"{len(found)} imports of dlmg modules inside functions:\n" + "\n".join(found)
+
+
+if __name__ == "__main__":  # pragma: no cover - a listing for people restructuring the package
+    for circle in import_circles(import_graph()):
+        print("circle:", " ".join(circle))
+    for item in lazy_imports():
+        print("lazy:", item)
+    pytest.main([__file__, "-q"])
