@@ -236,16 +236,22 @@ def test_broadcasting_of_two_shapes_matches_numpy(data):
     assert [o.shape for o in outs] == [shape, shape]
 
 
-def test_operators_never_communicate_but_the_namespace_does():
+def test_broadcasting_moves_only_the_operand_that_must_move():
     with dlmg.default_layout("slab", devices=SLAB):
         m = xp.reshape(xp.arange(12.0), (4, 3))
-        row = xp.asarray([1.0, 2.0, 3.0])  # split over the devices along its only mode
-        with pytest.raises(LayoutMismatchError, match="never communicate"):
-            m + row
-        np.testing.assert_array_equal(_np(xp.add(m, row)), np.arange(12.0).reshape(4, 3) + [1, 2, 3])
+        host = np.arange(12.0).reshape(4, 3)
+        row = xp.asarray([1.0, 2.0, 3.0])  # split over the devices along its only mode: moved to m's
+        np.testing.assert_array_equal(_np(m + row), host + [1, 2, 3])
+        np.testing.assert_array_equal(_np(xp.add(m, row)), host + [1, 2, 3])
+        centred = m - xp.mean(m, axis=0)  # the mean lives with fragment 0: moved to every device
+        np.testing.assert_allclose(_np(centred), host - host.mean(axis=0))
         col = xp.reshape(xp.arange(4.0), (4, 1))  # whole along the broadcast mode: views, no copy
-        out = m * col
-        np.testing.assert_array_equal(_np(out), np.arange(12.0).reshape(4, 3) * np.arange(4.0)[:, None])
+        np.testing.assert_array_equal(_np(m * col), host * np.arange(4.0)[:, None])
+        m += row
+        np.testing.assert_array_equal(_np(m), host + [1, 2, 3])
+        other = xp.reshape(xp.arange(12.0), (4, 3)).redistribute(dlmg.Layout.slab((4, 3), 1, SLAB))
+        with pytest.raises(LayoutMismatchError, match="redistribute"):  # same shape, other layout: refused
+            m + other
 
 
 @pytest.mark.parametrize("kind", POLICIES)

@@ -31,7 +31,7 @@ _collected_permute = collected("permute_dims")
 def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Any:
     """``x`` converted to ``dtype`` fragment by fragment (then moved to ``device`` when given)."""
     out = _astype(x, dtype, copy=copy)
-    return out if device is None else out.to_device(device)
+    return out if device is None else out.to_device(device)  # type: ignore[attr-defined]
 
 
 def permute_dims(x: Any, /, axes: Sequence[int]) -> Any:

@@ -31,7 +31,7 @@ from .linalg import cholesky, matmul
 from .pointwise import *  # noqa: F403  (the elementwise functions)
 from .pointwise import __all__ as _pointwise_all
 from .reductions import all, any, argmax, max, mean, min, prod, sum  # noqa: A004
-from .like import allclose, empty_like, full_like, isclose, ones_like, zeros_like
+from .like import allclose, around, empty_like, full_like, isclose, ones_like, round, zeros_like  # noqa: A004
 from .shape import permute_dims, reshape, transpose
 from .statistics import argmin, cumsum, std, var
 
@@ -64,6 +64,7 @@ __all__ = [
     "full_like",
     "isclose",
     "allclose",
+    "around",
     "install",
 ] + [n for n in _pointwise_all if n not in ("OPERATORS", "install")]
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..device import Placement
 from ..dtypes import canonical
 from .dispatch import is_distributed, map_fragments
+from .pointwise import round as _round_half_even  # type: ignore[attr-defined]  # made from a table
 from .reductions import all as all_
 from .pointwise import round as round_  # type: ignore[attr-defined]  # made from a table
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..device import Device
     from ..tensor import DistributedTensor
 
-__all__ = ["empty_like", "zeros_like", "ones_like", "full_like", "isclose", "allclose", "install"]
+__all__ = ["empty_like", "zeros_like", "ones_like", "full_like", "isclose", "allclose", "round", "around", "install"]
 
 
 def _like(x: "DistributedTensor", name: str, fill: Any, dtype: Any) -> "DistributedTensor":
@@ -83,18 +84,38 @@ def allclose(a: Any, b: Any, /, *, rtol: float = 1e-5, atol: float = 1e-8, equal
     return bool(all_(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
 
 
-def _round(self: "DistributedTensor", ndigits: int | None = None) -> "DistributedTensor":
-    """``round(x)`` and ``round(x, n)``: half to even, as NumPy's ``round``."""
-    if ndigits is None or ndigits == 0:
-        return round_(self)
-    scale = 10.0 ** ndigits
+def round(x: Any, /, decimals: int = 0) -> "DistributedTensor":  # noqa: A001
+    """Round half to even, elementwise, to ``decimals`` decimal places (NumPy's
+    ``np.round(x, decimals)``; the array API's ``round`` is ``decimals=0``).
+
+    Parameters
+    ----------
+    x : DistributedTensor
+    decimals : int
+        Places after the point (negative: before it).
+
+    Returns
+    -------
+    DistributedTensor
+    """
+    if not decimals:
+        return _round_half_even(x)
+    scale = 10.0 ** decimals
 
     def per_fragment(xp: Any, a: Any) -> Any:
         return xp.round(a * scale) / scale
 
-    out = map_fragments(per_fragment, (self,), name="round")
+    out = map_fragments(per_fragment, (x,), name="round")
     assert out is not None
     return out
+
+
+around = round
+
+
+def _round(self: "DistributedTensor", ndigits: int | None = None) -> "DistributedTensor":
+    """``round(x)`` and ``round(x, n)``: half to even, as NumPy's ``round``."""
+    return round(self, ndigits or 0)
 
 
 def _device(self: "DistributedTensor") -> "Device | Placement":

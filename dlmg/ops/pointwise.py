@@ -41,14 +41,8 @@ from ..registry import adapter_for
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
 
-__all__ = [
-    # the array API's elementwise functions (and NumPy's aliases) are added below
-    "where",
-    "clip",
-    "astype",
-    "OPERATORS",
-    "install",
-]
+# the array API's elementwise functions (and NumPy's aliases) are added below
+__all__ = ["where", "clip", "astype", "OPERATORS", "install"]
 
 _SIGNED = frozenset("iufc")  # numeric but not bool
 _UINT_INT = frozenset("iu")
@@ -217,37 +211,6 @@ for _alias, _target in _ALIASES.items():
     __all__.append(_alias)
 del _public, _std, _nargs, _kinds, _doc, _alias, _target
 
-_round_half_even = globals()["round"]
-
-
-def round(x: Any, /, decimals: int = 0) -> "DistributedTensor":  # noqa: A001
-    """Round half to even, elementwise, to ``decimals`` decimal places (NumPy's
-    ``np.round(x, decimals)``; the array API's ``round`` is ``decimals=0``).
-
-    Parameters
-    ----------
-    x : DistributedTensor
-    decimals : int
-        Places after the point (negative: before it), as NumPy's ``round``.
-
-    Returns
-    -------
-    DistributedTensor
-    """
-    if decimals == 0:
-        return _round_half_even(x)
-    scale = 10.0 ** decimals
-
-    def per_fragment(xp: Any, a: Any) -> Any:
-        return xp.round(a * scale) / scale
-
-    out = map_fragments(per_fragment, _classify_all((x,)), name="round")
-    assert out is not None
-    return out
-
-
-__all__.append("around")
-around = round
 
 
 def _where_fragment(xp: Any, cond: Any, x1: Any, x2: Any) -> Any:
@@ -331,10 +294,8 @@ def astype(x: "DistributedTensor", dtype: Any, /, *, copy: bool = True) -> "Dist
         )
 
     def per_fragment(xp: Any, a: Any) -> Any:
-        target = getattr(xp, name, None)
-        if target is None:  # bfloat16 and float8 of NumPy fragments, through ml_dtypes
-            target = adapter_for(a).native_dtype(name)
-        return xp.astype(a, target)
+        # (NumPy fragments' bfloat16 and float8 types come from ml_dtypes, through the adapter)
+        return xp.astype(a, getattr(xp, name, None) or adapter_for(a).native_dtype(name))
 
     out = map_fragments(per_fragment, (x,), name=f"astype({name})")
     assert out is not None
@@ -454,8 +415,8 @@ def _binary_method(
                 return NotImplemented  # another type may know how to combine with us
         if kinds is not None:
             require(label, (self.dtype, _dtype_of(other)), kinds)
-        if is_distributed(other) and other.shape != self.shape:  # broadcasting, as views or refused
-            a, b = align((self, other), label, communicate=False)
+        if is_distributed(other) and other.shape != self.shape:  # broadcasting: views, or the smaller moves
+            a, b = align((self, other), label, communicate=True)
             return map_fragments(per_fragment, (a, b), name=label, new_arrays=True)
         if (
             refs == _TEMPORARY_REFS
@@ -528,10 +489,10 @@ def _inplace_method(symbol: str, iop: Callable[[Any, Any], Any], kinds: frozense
         dtype = _dtype_of(other)
         if kinds is not None:
             require(label, (self.dtype, dtype), kinds)
-        if is_distributed(other) and other.shape != self.shape:
+        if is_distributed(other) and other.shape != self.shape:  # only into self's shape, as views
             if broadcast_shapes(self.shape, other.shape) != self.shape:
                 raise ValueError(f"{label}: an operand of shape {other.shape} does not broadcast to {self.shape}")
-            other = align((self, other), label, communicate=False)[1]
+            other = align((self, other), label, communicate=True)[1]
         check_inplace("truediv" if symbol == "/=" else label, self.dtype, (dtype,))
         indices = _distinct_memory(self) if self.layout.is_replicated else None
         check_writable(self, indices if indices is not None else _local(self), label)
