@@ -1,10 +1,14 @@
 """Framework adapters of dlmg (installed as ``dlmg.adapters``).
 
-One small module per framework, each holding a single :class:`Adapter`
-subclass. A module here imports its framework only when one of its methods
-first needs it, never at import time.
+One small module (or package) per framework, each holding a single
+:class:`Adapter` subclass that names the capabilities it offers
+(:mod:`dlmg.adapters.capabilities`). Importing this package imports no
+framework module: the registry loads a framework's adapter when that
+framework is first used, and the adapter imports its framework only when one
+of its methods first needs it.
 """
 
-from ._base import Adapter
+from ._base import Adapter, ArrayInfo
+from . import capabilities
 
-__all__ = ["Adapter"]
+__all__ = ["Adapter", "ArrayInfo", "capabilities"]

@@ -1,15 +1,19 @@
-"""The interface every framework adapter implements: the whole contract.
+"""The interface every framework adapter implements: what every framework must answer.
 
 An adapter holds only what differs between frameworks: recognising arrays,
 devices, allocation, DLPack import and export quirks, strided views, streams.
 Math goes through the framework's array-API namespace (:meth:`Adapter.namespace`).
 
-Everything dlmg's core asks of a framework is declared here, once: methods
-that every framework must answer raise ``NotImplementedError``; the others
-have the default that is right for a simple, synchronous, host-or-device
-framework. The core never probes an adapter with ``getattr``/``hasattr`` and
-never tests a framework's name; :func:`dlmg.testing.check_adapter` checks an
-adapter against this contract.
+What dlmg's core asks of every framework is declared here, once: methods that
+every framework must answer raise ``NotImplementedError``; the others have the
+default that is right for a simple, synchronous, host-or-device framework. The
+optional fast paths (copies issued together, list operators, compilers,
+rearrangements for frameworks without views, quicker imports and exports) are
+capabilities an adapter declares among its bases
+(:mod:`dlmg.adapters.capabilities`). The core never probes an adapter with
+``getattr``/``hasattr`` and never tests a framework's name;
+:func:`dlmg.testing.check_adapter` checks an adapter against this contract and
+against every capability it declares.
 """
 
 from __future__ import annotations
@@ -18,9 +22,8 @@ import importlib
 import math
 import sys
 from collections.abc import Callable
-from functools import partial
 from contextlib import AbstractContextManager
-from typing import Any, ClassVar, NamedTuple, Sequence
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from dlmg.device import Device
 from dlmg.dlpack.bounds import ranges_meet, strided_extent
@@ -28,6 +31,8 @@ from dlmg.dtypes import canonical, info
 from dlmg.errors import DtypeError, FrameworkNotInstalledError
 
 __all__ = ["Adapter", "ArrayInfo"]
+
+_Capability = TypeVar("_Capability")
 
 
 class ArrayInfo(NamedTuple):
@@ -121,12 +126,15 @@ class Adapter:
         Whether arrays can have negative strides (``False`` where the
         framework has no such views, as JAX: importers then need not ask).
     tensor_protocols : dict of str to callable
-        Methods :class:`~dlmg.DistributedTensor` carries for this framework's
-        own protocols (NumPy's ``__array_ufunc__``, JAX's ``__jax_array__``...),
-        so that the framework's functions meet dlmg's answer -- run dlmg's
-        function, or refuse saying what to call -- instead of failing with a
-        message of their own. Installed when dlmg is imported (built-in
-        adapters) or registered.
+        The answers to this framework's own protocols (NumPy's
+        ``__array_ufunc__``, JAX's ``__jax_array__``...), so that the framework's
+        functions meet dlmg's answer -- run dlmg's function, or refuse saying what
+        to call -- instead of failing with a message of their own. Each takes the
+        tensor first (its class for ``__torch_function__``).
+        :class:`~dlmg.DistributedTensor` carries the methods of the protocols
+        :data:`dlmg.registry.BUILTIN_PROTOCOLS` names; each looks its answer up
+        when called (:func:`dlmg.registry.tensor_protocol`), so nothing is
+        attached to the class and importing dlmg loads no adapter.
     """
 
     name: ClassVar[str] = ""
@@ -145,6 +153,11 @@ class Adapter:
     tensor_protocols: ClassVar[dict[str, Any]] = {}
 
     # -- the framework itself -------------------------------------------------
+    def capability(self, kind: type[_Capability]) -> _Capability | None:
+        """This adapter as capability ``kind`` (a class of
+        :mod:`dlmg.adapters.capabilities`) where it declares it, else ``None``."""
+        return self if isinstance(self, kind) else None
+
     def available(self) -> bool:
         """Whether the framework can be imported."""
         try:
@@ -349,24 +362,6 @@ class Adapter:
         """
         raise NotImplementedError
 
-    def importer(
-        self, source: "Adapter", dtype: str, shape: tuple[int, ...]
-    ) -> Callable[[Any, Device], Any] | None:
-        """A quicker :meth:`from_dlpack` for many arrays known alike, or ``None``.
-
-        ``take_in(array, device)`` imports an array of ``source``, of ``dtype``,
-        no larger than ``shape`` along any axis and already on ``device`` (the
-        fragments of one tensor), as ``from_dlpack(array, device=device)``
-        would, sharing the array's memory (a framework whose arrays cannot be
-        written may copy where its own import does, as JAX does with unaligned
-        host buffers). What holds for all of them (the dtype, the size) is
-        checked here, once. Where it cannot take an array as it is, it returns ``None`` or
-        raises, and the caller asks :meth:`from_dlpack`, which copies or says
-        why not. By default ``None``: every array goes through
-        :meth:`from_dlpack`.
-        """
-        return None
-
     def to_device(self, array: Any, device: Device) -> Any:
         """``array`` on ``device`` (the same array when it already is there)."""
         raise NotImplementedError
@@ -384,95 +379,6 @@ class Adapter:
         """Write ``src`` (same framework, same shape) into the view ``dst``."""
         dst[...] = src
 
-    def copy_many(self, dsts: Sequence[Any], srcs: Sequence[Any]) -> None:
-        """Write each ``srcs[i]`` into the view ``dsts[i]`` (pairs as for :meth:`copy_into`;
-        the destinations do not overlap).
-
-        The default calls :meth:`copy_into` pair by pair. A framework may
-        issue the copies together instead (one batched launch, or its copy
-        engine directly), as long as they are queued in order on its current
-        stream with no host-side wait.
-        """
-        for dst, src in zip(dsts, srcs):
-            self.copy_into(dst, src)
-
-    def concatenate_into(self, dst: Any, srcs: Sequence[Any]) -> None:
-        """Write the arrays ``srcs`` one after another along their first axis into
-        ``dst``, a C-contiguous view of exactly their stacked shape: every piece
-        has ``dst``'s trailing extents, and any strides. A gather of slabs is
-        one (1-D pieces), and so are the bands of rows that row slabs give a
-        column slab (2-D strided pieces).
-
-        The default copies each into its view of ``dst`` through
-        :meth:`copy_many`; a framework with a concatenation into a given
-        output (``torch.cat(out=)``) does it as one call. Queued like
-        :meth:`copy_many`: in order on the current stream, no host-side wait.
-        """
-        views, offset = [], 0
-        strides = self.strides_of(dst)
-        for src in srcs:
-            shape = self.shape_of(src)
-            views.append(self.as_strided(dst, shape, strides, offset))
-            offset += math.prod(shape)
-        self.copy_many(views, srcs)
-
-    def assemble(self, pieces: Sequence[tuple[Any, int, int]], shape: tuple[int, ...], device: Device) -> Any:
-        """A new array of ``shape`` on ``device`` whose elements, in C order, are the
-        ranges ``(array, start, size)`` of ``pieces`` one after another (elements
-        ``start`` to ``start + size`` of each C-ordered array), made by the
-        framework itself; ``None`` where it does not (the default).
-
-        What a gather of slabs is, for a framework without views: dlmg otherwise
-        copies the ranges into a staging buffer of a framework with views and
-        hands that over. All arrays are this framework's, on ``device``.
-        """
-        return None
-
-    def split(self, array: Any, pieces: Sequence[tuple[int, int, tuple[int, ...]]]) -> list[Any] | None:
-        """New arrays, one per ``(start, size, shape)`` of ``pieces``: elements
-        ``start`` to ``start + size`` of the C-ordered ``array``, in ``shape``, on
-        ``array``'s device, made by the framework itself; ``None`` where it does
-        not (the default). What a scatter into slabs is (see :meth:`assemble`).
-        """
-        return None
-
-    def compose(self, arrays: Sequence[Any], stacked: tuple[int, ...], axes: tuple[int, ...],
-                shape: tuple[int, ...], device: Device) -> Any:
-        """A new array of ``shape`` on ``device``: ``arrays`` (of one shape) stacked,
-        reshaped to ``stacked``, their axes permuted by ``axes`` (as
-        ``transpose``) and reshaped to ``shape``; ``None`` where the framework
-        does not offer it (the default).
-
-        What a gather of a regular block-cyclic grid is, for a framework without
-        views (see :meth:`assemble`).
-        """
-        return None
-
-    def decompose(self, array: Any, shape: tuple[int, ...], axes: tuple[int, ...], count: int,
-                  part: tuple[int, ...]) -> list[Any] | None:
-        """New arrays, the inverse of :meth:`compose`: ``array`` reshaped to
-        ``shape``, its axes permuted by ``axes``, reshaped to ``(count, *part)``
-        and cut along the first axis; ``None`` where the framework does not offer
-        it (the default)."""
-        return None
-
-    def retile(self, arrays: Sequence[Any], targets: Sequence[tuple[tuple[int, ...], Any]],
-               device: Device) -> list[Any] | None:
-        """New arrays on ``device``, one per ``(shape, tiling)`` of ``targets``, made by
-        the framework itself from ``arrays`` (C-ordered, all on ``device``);
-        ``None`` where it does not (the default).
-
-        A tiling is ``("slice", i, dims, starts, extents, box)``: ``arrays[i]``'s
-        elements in C order reshaped to ``dims``, then ``starts[k]:starts[k] +
-        extents[k]`` along each axis ``k``, reshaped to ``box``; or ``("concat",
-        axis, children)``: the children's arrays concatenated along ``axis``. The
-        whole tiling has the target's ``shape``. What a redistribution between
-        layouts on one device is, for a framework without views: one pass over
-        the bytes, where a gather (:meth:`assemble`, :meth:`compose`) followed by
-        a scatter makes two.
-        """
-        return None
-
     def export(
         self,
         array: Any,
@@ -487,15 +393,6 @@ class Adapter:
         it (a device context, a check)."""
         given = {"stream": stream, "max_version": max_version, "dl_device": dl_device, "copy": copy}
         return array.__dlpack__(**{k: v for k, v in given.items() if v is not None})
-
-    def exporter(self, array: Any) -> Callable[..., Any]:
-        """The call exporting ``array`` (keywords as ``__dlpack__``), kept by a
-        fragment for its later exports: :meth:`export` bound to ``array`` (the
-        default), or the array's own ``__dlpack__`` where :meth:`export` adds
-        nothing for it. Checks that do not change over the array's life (its
-        dtype) may run here once; what may change (the current device) must
-        stay in the call."""
-        return partial(self.export, array)
 
     def producer(self, array: Any) -> Any:
         """An object whose ``__dlpack__`` is :meth:`export` of ``array``.
@@ -539,19 +436,6 @@ class Adapter:
             return False
         return ranges_meet(self.memory_range(a), self.memory_range(b))
 
-    def allocation_of(self, array: Any) -> tuple[Any, int] | None:
-        """The one-dimensional C-contiguous array of this framework whose memory
-        ``array`` views, and how many elements into it ``array``'s first element
-        lies; ``None`` where ``array`` is no such view (the default).
-
-        dlmg carves the dense fragments of one GPU out of one allocation;
-        reading several such fragments through the allocation lets one copy
-        move a whole redistribution. Answer only where the framework's own
-        record of the view says so (``None`` costs a copy per fragment,
-        a wrong answer reads the wrong memory).
-        """
-        return None
-
     def memory_range(self, array: Any) -> tuple[int, int] | None:
         """The bytes ``[start, end)`` that ``array``'s elements span, from its data
         pointer, shape and strides (``None`` when it has no elements)."""
@@ -562,75 +446,3 @@ class Adapter:
         start = self.data_ptr(array)
         low, high = strided_extent(shape, self.strides_of(array))
         return start + low * itemsize, start + (high + 1) * itemsize
-
-    # -- compiling --------------------------------------------------------------
-    #: Whether :meth:`compile_elementwise` can trace a function over a list of
-    #: arrays (one compiled call for all of a device's fragments), as ``jax.jit``
-    #: and ``torch.compile`` do; ``cupy.fuse`` takes arrays only.
-    batches_elementwise: bool = False
-    #: Whether single operators (``a * b`` on a tensor) may run as one compiled
-    #: call per device over all of its fragments, too: for frameworks whose
-    #: per-operation host cost exceeds one compiled call's and whose compiler
-    #: builds a call in milliseconds, once per shape (JAX). Needs
-    #: :attr:`batches_elementwise`.
-    batches_operators: bool = False
-
-    #: The arithmetic operators :meth:`list_operator` may be asked for.
-    LIST_OPERATORS = ("add", "subtract", "multiply", "divide", "pow", "floor_divide", "remainder")
-
-    def list_operator(self, name: str, in_place: bool = False) -> Callable[..., Any] | None:
-        """One call applying an arithmetic operator to lists of this framework's
-        arrays at once, or ``None`` where the framework has none (the default).
-
-        Parameters
-        ----------
-        name : str
-            One of :attr:`LIST_OPERATORS`.
-        in_place : bool
-            Write each result into the left array (the ``x += y`` form).
-
-        Returns
-        -------
-        callable or None
-            ``call(xs, ys)`` with two lists of arrays of equal shapes pair by
-            pair, or ``call(xs, scalar)`` with a Python scalar: the list of
-            ``xs[i] <op> ys[i]`` (in place: ``None``, ``xs`` written). The
-            results, their dtypes and the errors raised must be those of the
-            operator applied pair by pair; what it saves is the host work of
-            one call per array (torch's ``_foreach_*`` launch one kernel for
-            many arrays on a GPU). Callers fall back to the pair-by-pair
-            operator for arrays that record gradients, and use list
-            operations only where every fragment is of one framework. In
-            place, a failure may carry the position of the pair that failed
-            as the exception's ``list_position`` (the arrays before it are
-            written), which the error then names; without it, the first.
-        """
-        return None
-
-    def compile_elementwise(self, fn: Callable[..., Any], device: Device) -> tuple[Callable[..., Any], str]:
-        """A compiled form of an elementwise function for this framework's arrays on ``device``.
-
-        Parameters
-        ----------
-        fn : callable
-            ``fn(xp, *args)``: the work on one fragment, given an array-API
-            namespace ``xp`` and the fragment's arrays (and Python scalars).
-        device : Device
-            Where the arrays live.
-
-        Returns
-        -------
-        kernel : callable
-            ``kernel(*args)`` returns what ``fn(xp, *args)`` returns. A compiler
-            may trace ``fn`` once and specialise on the arguments' shapes and
-            dtypes; callers keep one kernel per (function, dtype, shape, device).
-        compiler : str
-            What compiles it (``"jax.jit"``, ``"cupy.fuse"``, ...); the default
-            runs ``fn`` as it is: ``"eager"``.
-        """
-        xp = self.namespace()
-
-        def eager(*args: Any) -> Any:
-            return fn(xp, *args)
-
-        return eager, "eager"

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from dlmg.device import Device
+from dlmg.dlpack import DLPackExporter
 from dlmg.dtypes import info
 from dlmg.errors import DeviceError, DLPackError, FrameworkError
 
@@ -130,10 +131,6 @@ class GenericAdapter(BaseAdapter):
 
     def as_strided(self, array: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int = 0) -> Any:
         """A :class:`dlmg.dlpack.DLPackExporter` over ``array``'s memory (keeping ``array`` alive)."""
-        try:
-            from dlmg.dlpack import DLPackExporter
-        except ImportError as exc:  # pragma: no cover - while dlmg.dlpack is being written
-            raise ViewNotSupportedError(f"strided views of foreign producers need dlmg.dlpack.DLPackExporter ({exc})") from exc
         d = self.describe(array)
         ptr = d.ptr + int(offset) * info(d.dtype).itemsize
         return DLPackExporter(

@@ -33,20 +33,14 @@ from ._common import (
     OPERATORS,
     pair_by_pair,
 )
+from .capabilities import ListOperators, QuickExport, QuickImport
 
 __all__ = ["NumpyAdapter"]
 
 
-#: NumPy dtypes of dlmg's dtype names, per package (a subclass may hold another NumPy-like one)
-_NATIVE_DTYPES: dict[tuple[str, str], Any] = {}
-
-#: ``numpy.ndarray``, found once (the copy engine makes two views per copy)
-_NDARRAY: list[Any] = []
 
 #: Host allocations start on this boundary (the strictest any framework asks for: JAX's).
 _ALIGNMENT = 64
-#: NumPy dtypes seen to travel through DLPack.
-_EXPORTABLE: set[Any] = set()
 #: ... from this size on.
 _ALIGN_FROM = 1 << 16
 
@@ -72,7 +66,26 @@ def _bf16_error(what: str, dtype: str) -> UnsupportedDtypeError:
     )
 
 
-class NumpyAdapter(BaseAdapter):
+@functools.lru_cache(maxsize=128)
+def _native_dtype_of(adapter: Any, dtype: str) -> Any:
+    """:meth:`NumpyAdapter.native_dtype` of a dtype name, per adapter (a subclass may hold
+    another NumPy-like package), asked for every allocation: FIGURE_NUMPY_DTYPE."""
+    return adapter._native_dtype(dtype)
+
+
+@functools.lru_cache(maxsize=1)
+def _ndarray(np: Any) -> Any:
+    """``numpy.ndarray``, found once (the copy engine makes two views per copy)."""
+    return np.ndarray
+
+
+@functools.lru_cache(maxsize=64)
+def _exportable(dtype: Any) -> bool:
+    """Whether NumPy dtype ``dtype`` travels through DLPack, asked per export: FIGURE_EXPORTABLE."""
+    return canonical(dtype) in NUMPY_DLPACK_DTYPES
+
+
+class NumpyAdapter(BaseAdapter, QuickImport, QuickExport, ListOperators):
     """Adapter for :mod:`numpy` arrays (host memory only)."""
 
     name = "numpy"
@@ -164,13 +177,9 @@ class NumpyAdapter(BaseAdapter):
         DtypeError
             When NumPy has no such type (ml_dtypes missing for bfloat16).
         """
-        key = (self.package, dtype)
-        found = _NATIVE_DTYPES.get(key) if type(dtype) is str else None
-        if found is None:
-            found = self._native_dtype(dtype)
-            if type(dtype) is str:  # asked for every allocation: remembered per name
-                _NATIVE_DTYPES[key] = found
-        return found
+        if type(dtype) is str:  # asked for every allocation: remembered per name
+            return _native_dtype_of(self, dtype)
+        return self._native_dtype(dtype)
 
     def _native_dtype(self, dtype: Any) -> Any:
         np = self._np()
@@ -303,9 +312,9 @@ class NumpyAdapter(BaseAdapter):
         """
         itemsize = array.itemsize
         if offset >= 0 and array.flags.c_contiguous:
-            make = _NDARRAY or self._bind_ndarray()
+            make = _ndarray(self._np())
             try:  # the fast way (0.65 us on the 2-core CPU), for views inside a contiguous array
-                return make[0](shape, array.dtype, array, offset * itemsize, [s * itemsize for s in strides])
+                return make(shape, array.dtype, array, offset * itemsize, [s * itemsize for s in strides])
             except (TypeError, ValueError):  # a view reaching outside the array's own extent
                 pass
         np = self._np()
@@ -322,10 +331,6 @@ class NumpyAdapter(BaseAdapter):
         if view.dtype != array.dtype:  # ml_dtypes types travel as opaque void bytes
             view = view.view(array.dtype)
         return view
-
-    def _bind_ndarray(self) -> list[Any]:
-        _NDARRAY.append(self._np().ndarray)
-        return _NDARRAY
 
     def ascontiguous(self, array: Any) -> Any:
         """``numpy.ascontiguousarray``."""
@@ -344,16 +349,13 @@ class NumpyAdapter(BaseAdapter):
         keyword of the protocol (2.1 and later): an export through a fragment is
         then one Python call more than NumPy's own, not three."""
         self.producer(array)
-        return array.__dlpack__ if _takes_every_keyword(self._np()) else super().exporter(array)
+        return array.__dlpack__ if _takes_every_keyword(self._np()) else functools.partial(self.export, array)
 
     def producer(self, array: Any) -> Any:
         """``array`` itself; raises a clear DtypeError first for bfloat16 and the
         other types NumPy cannot export (before another framework's import fails)."""
-        if array.dtype not in _EXPORTABLE:  # checked once per dtype object
-            name = self.dtype_of(array)
-            if name not in NUMPY_DLPACK_DTYPES:
-                raise _bf16_error("export", name)
-            _EXPORTABLE.add(array.dtype)
+        if not _exportable(array.dtype):
+            raise _bf16_error("export", self.dtype_of(array))
         return array
 
     def list_operator(self, name: str, in_place: bool = False) -> Any:
@@ -367,15 +369,7 @@ class NumpyAdapter(BaseAdapter):
         Results, dtypes, strides and errors are the operator's; 0-d results,
         which NumPy returns as scalars, are made 0-d arrays again. ``None`` for
         other names."""
-        found = _LIST_CALLS.get((name, in_place))
-        if found is None:
-            ops = OPERATORS.get(name)
-            if ops is None:
-                return None
-            found = _LIST_CALLS[(name, in_place)] = functools.partial(
-                _list_operation, self._np(), (*ops, _UFUNCS.get(name)), in_place
-            )
-        return found
+        return _list_call(self._np(), name, in_place)
 
     def copy_into(self, dst: Any, src: Any) -> None:
         """``dst[...] = src``; a large strided copy with its rows viewed as one element
@@ -395,8 +389,6 @@ class NumpyAdapter(BaseAdapter):
 _ROWS_FROM = 1 << 20
 _SHORT_ROWS_FROM = 1 << 16
 _SHORT_ROW = 64
-#: row bytes -> NumPy's dtype of one row
-_ROW_TYPES: dict[int, Any] = {}
 
 
 def _as_rows(np: Any, dst: Any, src: Any) -> tuple[Any, Any]:
@@ -411,9 +403,7 @@ def _as_rows(np: Any, dst: Any, src: Any) -> tuple[Any, Any]:
             or row == item or (row > _SHORT_ROW and dst.nbytes < _ROWS_FROM)
             or (dst.flags.c_contiguous and src.flags.c_contiguous)):
         return dst, src
-    rows = _ROW_TYPES.get(row)
-    if rows is None:
-        rows = _ROW_TYPES[row] = np.dtype((np.void, row))
+    rows = _row_type(np, row)
     try:
         return dst.view(rows), src.view(rows)
     except (TypeError, ValueError):  # a dtype NumPy will not view as bytes
@@ -424,8 +414,6 @@ def _as_rows(np: Any, dst: Any, src: Any) -> tuple[Any, Any]:
 #: operator takes shortcuts for some exponents (``x ** 0.5`` is ``sqrt``)
 _UFUNCS = {"add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "true_divide",
            "floor_divide": "floor_divide", "remainder": "remainder"}
-#: (name, in_place) -> the call list_operator hands out
-_LIST_CALLS: dict[tuple[str, bool], Any] = {}
 #: From this many bytes of results on, a list operation carves them from one allocation. Each
 #: array of a few MiB comes from the C heap in 4 KiB pages (glibc serves it from the heap once an
 #: array that size was freed), one large one is mapped afresh with the huge pages NumPy asks for
@@ -502,3 +490,19 @@ def _takes_every_keyword(np: Any) -> bool:
     except TypeError:
         return False
     return True
+
+
+@functools.lru_cache(maxsize=64)
+def _row_type(np: Any, row: int) -> Any:
+    """NumPy's dtype of one row of ``row`` bytes, asked per copy of rows: FIGURE_ROW_TYPE."""
+    return np.dtype((np.void, row))
+
+
+@functools.lru_cache(maxsize=32)
+def _list_call(np: Any, name: str, in_place: bool) -> Any:
+    """The call :meth:`NumpyAdapter.list_operator` hands out for ``name``, made once per
+    operator (a ``partial`` each call would cost as much as the lookup); ``None`` for other names."""
+    ops = OPERATORS.get(name)
+    if ops is None:
+        return None
+    return functools.partial(_list_operation, np, (*ops, _UFUNCS.get(name)), in_place)

@@ -34,6 +34,7 @@ from typing import Any, Callable, Sequence
 
 from .config import MODES, Context, KiB, MiB
 from .harness import describe_error
+from .page import load_record, update_docs
 from .record import Row
 
 __all__ = ["CPU_CASES", "main", "parse_args", "run_suite"]
@@ -209,8 +210,6 @@ def run_suite(args: argparse.Namespace) -> dict[str, Any]:
 
 def _from_records(records: Sequence[Path], page: Path) -> int:
     """Rewrite ``page``'s sections from recorded runs; 2 when a record cannot be read."""
-    from .page import load_record, update_docs
-
     try:
         runs = [(load_record(path), path) for path in records]
     except ValueError as exc:
@@ -240,7 +239,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"GPU: {name}", file=sys.stderr)
     run = run_suite(args)
     from .plots import write_plots
-    from .page import update_docs
     from .report import render_markdown, write_results
 
     write_plots(run, args.out)

@@ -36,7 +36,7 @@ float16 = _canonical("float16")
 
 _lookup.install(DistributedTensor)  # fragment_for, fragments_on, fragment_at
 _printing.install(DistributedTensor)  # repr and str show values beside the layout
-_protocols.install(DistributedTensor, sys.modules[__name__])  # NumPy, JAX and torch protocols: run dlmg's function or refuse clearly
+_protocols.install(sys.modules[__name__])  # NumPy's protocols run dlmg's public functions
 
 __version__ = "0.1.0"
 

@@ -4,9 +4,12 @@ A :class:`~dlmg.DistributedTensor` is never turned into one regular array
 behind the user's back, and a regular array is never scattered implicitly.
 Frameworks ask an unknown object through a protocol before they fail with a
 message of their own (NumPy's ``__array_ufunc__`` and ``__array_function__``,
-JAX's ``__jax_array__``, torch's ``__torch_function__``); each adapter declares
-the tensor's answers in ``Adapter.tensor_protocols``, built from the helpers
-here, and :func:`install` puts them on the class:
+JAX's ``__jax_array__``, torch's ``__torch_function__``). The tensor carries
+these methods itself (:class:`FrameworkProtocols`, a base of
+:class:`~dlmg.DistributedTensor`); each looks up, when called, the answer the
+framework's adapter declares in ``Adapter.tensor_protocols``
+(:func:`dlmg.registry.tensor_protocol`), built from the helpers here, so that
+importing dlmg loads no adapter module. The answers:
 
 * a function dlmg has under the same (or the array API's) name, called with
   arguments dlmg accepts, runs as dlmg's function (``np.sqrt(dt)``,
@@ -18,16 +21,14 @@ here, and :func:`install` puts them on the class:
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from typing import Any, Callable
 
 from ._hooks import Hook
-from .registry import BUILTIN_ADAPTERS, attach_protocols
-from .tensor import DistributedTensor
+from .registry import tensor_protocol
 
 __all__ = [
-    "install",
+    "FrameworkProtocols",
     "regular_array_message",
     "is_regular_array",
     "dlmg_function",
@@ -38,12 +39,39 @@ __all__ = [
 ]
 
 
+class FrameworkProtocols:
+    """The protocols of other frameworks a distributed tensor answers: each method
+    calls the answer the framework's adapter declares, found when it is first called
+    (:func:`dlmg.registry.tensor_protocol`)."""
+
+    __slots__ = ()
+    #: NumPy asks the operand of the highest priority to answer mixed operators first.
+    __array_priority__ = 1000
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """NEP 13: NumPy's ufuncs meeting the tensor (``np.sqrt(dt)``)."""
+        return tensor_protocol("__array_ufunc__")(self, ufunc, method, *inputs, **kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """NEP 18: NumPy's functions meeting the tensor (``np.sum(dt, axis=0)``)."""
+        return tensor_protocol("__array_function__")(self, func, types, args, kwargs)
+
+    def __jax_array__(self) -> Any:
+        """JAX asking for one ``jax.Array`` (``jnp.asarray(dt)``, ``jax_array + dt``)."""
+        return tensor_protocol("__jax_array__")(self)
+
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+        """torch's functions and tensor methods meeting the tensor (``torch.sum(dt)``)."""
+        return tensor_protocol("__torch_function__")(cls, func, types, args, kwargs)
+
+
 #: The ``dlmg`` namespace, whose public functions the protocols run (see :func:`install`).
 _public: Hook = Hook("dlmg's public functions", "dlmg")
 
 
 def _is_distributed(obj: Any) -> bool:
-    return isinstance(obj, DistributedTensor)
+    return isinstance(obj, FrameworkProtocols)
 
 
 def is_regular_array(obj: Any) -> bool:
@@ -156,20 +184,6 @@ def function_refused(framework: str, name: str, args: Any) -> TypeError:
     )
 
 
-def install(cls: Any, public: Any) -> None:
-    """Put the built-in adapters' ``tensor_protocols`` on ``cls`` (importing no framework), and
-    those of adapters registered later (:func:`dlmg.registry.register`); ``public`` is the
-    ``dlmg`` namespace, whose functions the protocols run."""
+def install(public: Any) -> None:
+    """Provide ``public``, the ``dlmg`` namespace, whose functions the protocols run."""
     _public.provide(public)
-    attach_protocols.provide(lambda protocols: _attach(cls, protocols))
-    for target in BUILTIN_ADAPTERS.values():
-        module, _, attr = target.partition(":")
-        adapter_class = getattr(importlib.import_module(module), attr)
-        _attach(cls, getattr(adapter_class, "tensor_protocols", {}))
-    cls.__array_priority__ = 1000  # type: ignore[attr-defined]
-
-
-def _attach(cls: Any, protocols: dict[str, Any]) -> None:
-    """The adapters' hook on the tensor class: their protocol methods (``__torch_function__``...)."""
-    for name, method in protocols.items():
-        cls.register_method(name, method)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .device import Device
+from .adapters.capabilities import exporter_of
 from .distributed._state import rank as _rank
 from .dlpack.capsule import mark_readonly
 from .registry import framework_of, get_adapter
@@ -337,7 +338,7 @@ class Fragment:
         if export is not None:  # every export after the first: the hot path, one call
             return export(**kwargs)
         if self._array is not None and not self._readonly:
-            export = self._export = (self._adapter or self.adapter).exporter(self._array)
+            export = self._export = exporter_of(self._adapter or self.adapter, self._array)
             return export(**kwargs)
         if not self.is_local:
             raise DLPackError(f"fragment {self.index} is held by process {self.rank}; it cannot be exported here")

@@ -15,7 +15,6 @@ from functools import lru_cache
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
-from ._hooks import Hook
 from .adapters import Adapter
 from .device import native_device
 from .errors import FrameworkError
@@ -35,6 +34,8 @@ __all__ = [
     "register",
     "unregister",
     "device_from_native",
+    "BUILTIN_PROTOCOLS",
+    "tensor_protocol",
 ]
 
 #: The built-in adapters: framework name -> ``"module:Class"``.
@@ -44,6 +45,16 @@ BUILTIN_ADAPTERS: dict[str, str] = {
     "jax": "dlmg.adapters.jax:JaxAdapter",
     "cupy": "dlmg.adapters.cupy:CupyAdapter",
     "dlpack": "dlmg.adapters.generic:GenericAdapter",
+}
+#: The protocols of other frameworks a :class:`~dlmg.DistributedTensor` answers, and the
+#: built-in framework whose adapter answers each (``Adapter.tensor_protocols``): the
+#: tensor's method looks the answer up when it is called, so importing dlmg loads no
+#: adapter module.
+BUILTIN_PROTOCOLS: dict[str, str] = {
+    "__array_ufunc__": "numpy",
+    "__array_function__": "numpy",
+    "__jax_array__": "jax",
+    "__torch_function__": "torch",
 }
 #: The framework of new arrays when none is named (host memory, always installed).
 DEFAULT_FRAMEWORK = "numpy"
@@ -74,12 +85,8 @@ def _clear_caches() -> None:
     _adapters.cache_clear()
     _instance.cache_clear()
     _adapter_for_type.cache_clear()
+    tensor_protocol.cache_clear()
     _OWNED.clear()
-
-
-#: Puts a registered adapter's ``tensor_protocols`` on the tensor class; provided
-#: by :mod:`dlmg._protocols` (the tensor lies above the registry).
-attach_protocols: Hook = Hook("attaching an adapter's tensor protocols", "dlmg._protocols")
 
 
 def register(adapter: "Adapter | type[Adapter]", *, replace: bool = False) -> "Adapter":
@@ -104,8 +111,9 @@ def register(adapter: "Adapter | type[Adapter]", *, replace: bool = False) -> "A
     Raises
     ------
     FrameworkError
-        When ``adapter`` is no :class:`dlmg.adapters.Adapter`, has no name, or
-        its name is taken and ``replace`` is false.
+        When ``adapter`` is no :class:`dlmg.adapters.Adapter`, has no name, its
+        name is taken and ``replace`` is false, or it answers a protocol the tensor
+        does not carry (the keys of :data:`BUILTIN_PROTOCOLS`).
     """
     if isinstance(adapter, type) and issubclass(adapter, Adapter):
         adapter = adapter()
@@ -116,10 +124,14 @@ def register(adapter: "Adapter | type[Adapter]", *, replace: bool = False) -> "A
         raise FrameworkError(f"adapter {adapter!r} has no name (set the class attribute 'name')")
     if name in _adapters() and not replace:
         raise FrameworkError(f"a framework named {name!r} is registered already; pass replace=True to replace it")
+    unknown = sorted(set(adapter.tensor_protocols) - BUILTIN_PROTOCOLS.keys())
+    if unknown:
+        raise FrameworkError(
+            f"adapter {name!r} answers protocols {unknown} that DistributedTensor does not carry; "
+            f"it carries {sorted(BUILTIN_PROTOCOLS)}"
+        )
     _REGISTERED[name] = adapter
     _clear_caches()
-    if adapter.tensor_protocols:  # the framework's own protocols meet dlmg's answers
-        attach_protocols(adapter.tensor_protocols)
     return adapter
 
 
@@ -255,6 +267,34 @@ def as_zero_d(obj: Any) -> Any:
 def framework_of(array: Any) -> str:
     """The framework name (``"numpy"``, ``"torch"``...) of ``array``."""
     return adapter_for(array).name
+
+
+@lru_cache(maxsize=16)
+def tensor_protocol(name: str) -> Any:
+    """The answer to protocol ``name`` (``"__torch_function__"``...) that
+    :class:`~dlmg.DistributedTensor`'s method of that name calls: from the
+    adapter registered last that declares it in ``tensor_protocols``, else from
+    the built-in adapter :data:`BUILTIN_PROTOCOLS` names, loaded now (the
+    framework asking is in use). A function taking the tensor (the tensor's class
+    for class-level protocols such as ``__torch_function__``) first.
+
+    Raises
+    ------
+    FrameworkError
+        For a protocol no adapter answers.
+    """
+    for adapter in reversed(list(_REGISTERED.values())):
+        if name in adapter.tensor_protocols:
+            return _unwrapped(adapter.tensor_protocols[name])
+    framework = BUILTIN_PROTOCOLS.get(name)
+    if framework is None:
+        raise FrameworkError(f"no framework adapter answers the protocol {name!r}")
+    return _unwrapped(get_adapter(framework).tensor_protocols[name])
+
+
+def _unwrapped(method: Any) -> Any:
+    """The function of a ``classmethod``/``staticmethod`` a protocol was declared as."""
+    return method.__func__ if isinstance(method, (classmethod, staticmethod)) else method
 
 
 native_device.provide(device_from_native)  # as_device of a framework's device object

@@ -34,6 +34,7 @@ from .device import Device
 from .dtypes import canonical, info
 from .errors import DLPackError
 from .fragment import Fragment, process_rank
+from ._protocols import FrameworkProtocols
 from .registry import adapter_for
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -51,7 +52,7 @@ _CREATE = object()  # guards the constructor
 moves: Hook = Hook("moving a tensor's data", "dlmg.movement")
 
 
-class DistributedTensor:
+class DistributedTensor(FrameworkProtocols):
     """One logical array spread over fragments on several devices.
 
     Made by :func:`dlmg.from_fragments`, :func:`dlmg.from_pointers`,

@@ -9,10 +9,13 @@ release that changes it shows up here.
 
 from __future__ import annotations
 
+import inspect
+
 import importlib.util
 
 import pytest
 
+import dlmg
 from dlmg import Device, get_adapter
 from dlmg.errors import CopyRequiredError, DeviceError, DLPackError, DtypeError, FragmentError, FrameworkError
 from dlmg.testing import CHECKS, DEFAULT_DTYPES, ContractContext, host_values
@@ -45,7 +48,10 @@ def test_contract(framework: str, device: str, dtypes: tuple[str, ...], check: s
     dev = Device.parse(device)
     if not adapter.supports(dev):
         pytest.skip(f"{framework} has no device {dev} here")
-    CHECKS[check](ContractContext(adapter=adapter, device=dev, dtypes=dtypes))
+    # torch.compile's first host kernel builds C++ for tens of seconds: its kernels are
+    # checked in test_ops_fused.py (test_torch_compile_builds_one_kernel_for_the_host)
+    run_compiled = not (framework == "torch" and dev.is_host)
+    CHECKS[check](ContractContext(adapter=adapter, device=dev, dtypes=dtypes, run_compiled=run_compiled))
 
 
 # -- helpers ---------------------------------------------------------------------
@@ -292,11 +298,11 @@ def test_jax_exporter_goes_through_jaxlib_for_what_the_array_gives_as_it_is(jnp)
     import jax
     import torch
 
-    from dlmg.adapters import jax as jax_adapter
+    from dlmg.adapters.jax import _jaxlib as jax_adapter
 
     x = jnp.arange(4.0)
     export = J.exporter(x)
-    if jax_adapter._buffer_export() is None:
+    if jax_adapter._ROUTE.find().exporter is None:
         assert export == x.__dlpack__
         return
     assert export != x.__dlpack__
@@ -314,8 +320,8 @@ def test_jax_exporter_goes_through_jaxlib_for_what_the_array_gives_as_it_is(jnp)
     shared = jax.sharding.NamedSharding(jax.sharding.Mesh(jax.devices("cpu")[:2], ("x",)),
                                         jax.sharding.PartitionSpec("x"))
     both = jax.device_put(x, shared)
-    assert jax_adapter._quick_exporter(both, both.__dlpack__) is None  # no single-device array
-    assert jax_adapter._BUFFER_EXPORT[0] is not None  # no call refused its arguments
+    assert jax_adapter.quick_exporter(both, both.__dlpack__) is None  # no single-device array
+    assert jax_adapter._ROUTE.exporter is not None  # no call refused its arguments
 
 
 def test_jax_exporter_goes_the_arrays_own_way_when_jaxlib_refuses_the_call(jnp):
@@ -323,11 +329,11 @@ def test_jax_exporter_goes_the_arrays_own_way_when_jaxlib_refuses_the_call(jnp):
     to the array's own ``__dlpack__`` from then on, with the same capsule."""
     import torch
 
-    from dlmg.adapters import jax as jax_adapter
+    from dlmg.adapters.jax import _jaxlib as jax_adapter
 
-    if jax_adapter._buffer_export() is None:
-        pytest.skip("needs jaxlib's buffer_to_dlpack_managed_tensor (jaxlib extension 467 or later)")
-    kept = jax_adapter._BUFFER_EXPORT[0]
+    if jax_adapter._ROUTE.find().exporter is None:
+        pytest.skip("needs jaxlib's buffer_to_dlpack_managed_tensor (jaxlib 0.10.2 or later)")
+    kept = jax_adapter._ROUTE.exporter
     calls = []
 
     def other_signature(*args, **keywords):
@@ -336,19 +342,50 @@ def test_jax_exporter_goes_the_arrays_own_way_when_jaxlib_refuses_the_call(jnp):
 
     x = jnp.arange(4.0)
     export = J.exporter(x)
-    jax_adapter._BUFFER_EXPORT[0] = other_signature
+    jax_adapter._ROUTE.exporter = other_signature
     try:
         for _ in range(2):
             assert torch.from_dlpack(export(stream=None)).data_ptr() == x.unsafe_buffer_pointer()
-        assert len(calls) == 1 and jax_adapter._BUFFER_EXPORT[0] is None
+        assert len(calls) == 1 and jax_adapter._ROUTE.exporter is None
     finally:
-        jax_adapter._BUFFER_EXPORT[0] = kept
+        jax_adapter._ROUTE.exporter = kept
+
+
+def test_jax_public_dlpack_api_takes_no_capsule(jnp):
+    """Why the JAX adapter's quick DLPack route calls jaxlib's extension module
+    (``dlmg.adapters.jax._jaxlib``) rather than public JAX API: ``jax.dlpack`` has
+    only ``from_dlpack`` of a producer, which runs its Python checks on every
+    import (35 against 6.4 us an array on the 2-core CPU), and no call taking a
+    capsule onto a given device. When JAX's public API gains one, this fails:
+    take the route through it instead."""
+    import jax
+
+    assert {n for n in dir(jax.dlpack) if not n.startswith("_")} == {"from_dlpack", "is_supported_dtype"}
+    with pytest.raises(TypeError, match="__dlpack__"):
+        jax.dlpack.from_dlpack(np.arange(4.0).__dlpack__())  # a capsule is no producer
+    assert list(inspect.signature(jax.dlpack.from_dlpack).parameters) == ["external_array", "device", "copy"]
+
+
+def test_jax_array_protocol_reads_no_frames(jnp):
+    """The tensor's ``__jax_array__`` answers through JAX's public protocols alone:
+    JAX's operators get an object that is no array (so Python goes on to the
+    tensor's reflected operator), JAX's conversions read it through ``__array__``,
+    which refuses saying what to call."""
+    dt = dlmg.scatter(np.arange(8.0, dtype=np.float32), dlmg.Layout.slab((8,), 0, ["cpu"] * 2))
+    answer = dt.__jax_array__()
+    assert not hasattr(answer, "shape")  # no array: JAX's operators return NotImplemented
+    with pytest.raises(TypeError, match=r"gather\(framework='jax'\)"):
+        np.asarray(answer)
+    np.testing.assert_array_equal(np.asarray((jnp.asarray(2.0, dtype=jnp.float32) * dt).gather()),
+                                  2 * np.arange(8.0))
+    with pytest.raises(TypeError, match=r"gather\(framework='jax'\)"):
+        jnp.asarray(dt)
 
 
 def test_jax_dlpack_signatures_are_read_from_the_class():
     """A producer class whose ``__dlpack__`` lacks the protocol's four keywords (an
     older JAX's) is read as such; its exports then go through the full export."""
-    from dlmg.adapters.jax import _takes_every_keyword
+    from dlmg.adapters.jax._jaxlib import takes_every_keyword as _takes_every_keyword
 
     class Older:  # the signature of a producer before the 2023 keywords
         def __dlpack__(self, stream=None):

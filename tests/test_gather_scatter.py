@@ -222,41 +222,41 @@ def test_jax_slabs_on_one_device_are_cut_and_joined_by_jax(shape, block, dtype):
         pytest.skip("needs 3 JAX CPU devices")
     import jax
 
-    from dlmg.adapters.jax import _REARRANGERS
+    from dlmg.adapters.jax._rearrange import compiled_kinds, forget_compiled
 
     x = (np.arange(np.prod(shape)).reshape(shape) % 7).astype(dtype)
     grid = tuple(-(-n // b) for n, b in zip(shape, block))
     layout = Layout(shape, block=block, grid=grid, devices=["cpu:2"] * int(np.prod(grid)))
-    _REARRANGERS.clear()
+    forget_compiled()
     dt = dlmg.scatter(jax.device_put(x, jax.devices("cpu")[2]), layout)
-    assert [k[0] for k in _REARRANGERS] == ["split"]
+    assert compiled_kinds() == ["split"]
     assert all(f.framework == "jax" and f.array.devices() == {jax.devices("cpu")[2]} for f in dt.fragments)
     check_fragments(dt, x)
     got = dt.gather()
-    assert [k[0] for k in _REARRANGERS] == ["split", "assemble"]
+    assert sorted(compiled_kinds()) == ["assemble", "split"]
     assert got.devices() == {jax.devices("cpu")[2]} and got.dtype == x.dtype
     np.testing.assert_array_equal(np.asarray(got), x)
     # elsewhere than the fragments, or into another framework: copies, as before
     np.testing.assert_array_equal(np.asarray(dt.gather(device="cpu:1")), x)
     np.testing.assert_array_equal(dt.gather(framework="numpy"), x)
-    assert [k[0] for k in _REARRANGERS] == ["split", "assemble"]
+    assert sorted(compiled_kinds()) == ["assemble", "split"]
 
 
 def test_jax_layouts_that_are_no_slabs_are_copied():
     need("jax")
     import jax
 
-    from dlmg.adapters.jax import _REARRANGERS
+    from dlmg.adapters.jax._rearrange import compiled_kinds, forget_compiled
 
     x = np.arange(24 * 6, dtype=np.float32).reshape(24, 6)
     source = jax.device_put(x, jax.devices("cpu")[0])
-    _REARRANGERS.clear()
+    forget_compiled()
     for layout in (Layout.slab(x.shape, 1, ["cpu:0"] * 3),  # columns: ranges of no one source
                    Layout(x.shape, block=(4, 6), grid=(2, 1), devices=["cpu:0"] * 2)):  # cyclic rows
         dt = dlmg.scatter(source, layout)
         check_fragments(dt, x)
         np.testing.assert_array_equal(np.asarray(dt.gather()), x)
-    assert not _REARRANGERS
+    assert not compiled_kinds()
 
 
 def test_scatter_errors():

@@ -327,7 +327,7 @@ def test_cupy_concatenation_is_one_kernel_of_the_widest_words(dtype, start):
     # an empty piece; 40 pieces, more than one launch takes; the ends stay untouched
     import cupy
 
-    from dlmg.adapters.cupy import _KERNELS
+    from dlmg.adapters.cupy._kernels import _concatenation_kernel
 
     sizes = [7, 0, 64, 1, 33] + [16] * 35
     rng = np.random.default_rng(21)
@@ -339,7 +339,8 @@ def test_cupy_concatenation_is_one_kernel_of_the_widest_words(dtype, start):
     got = cupy.asnumpy(out)
     np.testing.assert_array_equal(got[start:start + total], np.concatenate(pieces))
     assert (got[:start] == sentinel).all() and (got[start + total:] == sentinel).all()
-    assert _KERNELS and None not in _KERNELS.values()  # compiled, not the one-copy-per-piece fallback
+    # compiled, not the one-copy-per-piece fallback
+    assert _concatenation_kernel.cache_info().currsize and _concatenation_kernel(cupy, 32, 1) is not None
 
 
 def test_cupy_slab_gather_on_one_gpu_is_one_kernel():
@@ -369,11 +370,11 @@ def test_jax_grids_on_one_gpu_are_made_by_jax(block, grid):
     # concatenation of ranges and its inverse
     import jax
 
-    from dlmg.adapters.jax import _REARRANGERS
+    from dlmg.adapters.jax._rearrange import compiled_kinds, forget_compiled
 
     x = rand((64, 48), seed=23)
     layout = Layout(x.shape, block=block, grid=grid, devices=["cuda:0"] * (grid[0] * grid[1]))
-    _REARRANGERS.clear()
+    forget_compiled()
     dt = dlmg.scatter(jax.device_put(x, jax.devices("gpu")[0]), layout)
     reference = dlmg.scatter(x, layout.with_devices(["cpu"] * layout.nfragments))
     for frag, want in zip(dt.fragments, reference.fragments):
@@ -382,8 +383,8 @@ def test_jax_grids_on_one_gpu_are_made_by_jax(block, grid):
     got = dt.gather()
     assert got.devices() == {jax.devices("gpu")[0]}
     np.testing.assert_array_equal(host(got), x)
-    made = [k[0] for k in _REARRANGERS]
-    assert made == (["split", "assemble"] if 64 % block[0] else ["decompose", "compose"]), made
+    made = sorted(compiled_kinds())
+    assert made == (["assemble", "split"] if 64 % block[0] else ["compose", "decompose"]), made
 
 
 def test_jax_row_slabs_to_column_slabs_on_one_gpu_are_made_by_jax():
@@ -392,23 +393,23 @@ def test_jax_row_slabs_to_column_slabs_on_one_gpu_are_made_by_jax():
     # framework; the fragments stay on the GPU
     import jax
 
-    from dlmg.adapters.jax import _REARRANGERS
+    from dlmg.adapters.jax._rearrange import compiled_kinds, forget_compiled, retiler
 
     x = rand((96, 64), seed=29)
     gpu = jax.devices("gpu")[0]
     dt = dlmg.scatter(jax.device_put(x, gpu), Layout.slab(x.shape, 0, ["cuda:0"] * 4))
-    _REARRANGERS.clear()
+    forget_compiled()
     for _ in range(2):
         out = dt.redistribute(Layout.slab(x.shape, 1, ["cuda:0"] * 4))
         for k, frag in enumerate(out.fragments):
             assert frag.framework == "jax" and frag.array.devices() == {gpu}
             np.testing.assert_array_equal(host(frag.array), x[:, 16 * k:16 * (k + 1)])
-    assert [k[0] for k in _REARRANGERS] == ["retile"]
+    assert compiled_kinds() == ["retile"]
     back = out.redistribute(dt.layout)
     for k, frag in enumerate(back.fragments):
         assert frag.framework == "jax" and frag.array.devices() == {gpu}
         np.testing.assert_array_equal(host(frag.array), x[24 * k:24 * (k + 1)])
-    assert [k[0] for k in _REARRANGERS] == ["retile", "retile"]
+    assert compiled_kinds() == ["retile"] and retiler.cache_info().currsize == 2  # one call per geometry
 
 
 def _values(shape: tuple[int, ...], dtype: str, seed: int) -> np.ndarray:

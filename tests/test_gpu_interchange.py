@@ -316,7 +316,8 @@ def test_torch_cuda_export_makes_the_capsule_itself_only_on_torchs_stream():
 
     import torch
 
-    from dlmg.adapters.torch import _capsule_makers, _same_stream_export
+    from dlmg.adapters.torch._export import _same_stream_export
+    from dlmg.adapters.torch._export import capsule_makers as _capsule_makers
 
     if _capsule_makers(torch) is None:
         pytest.skip("needs torch's CUDA capsule makers (torch._C._to_dlpack_versioned)")
@@ -370,7 +371,7 @@ def test_torch_importer_names_torchs_current_stream():
     _need_all()
     import torch
 
-    from dlmg.adapters.torch import _consumer_stream
+    from dlmg.adapters.torch._export import consumer_stream as _consumer_stream
 
     torch.cuda.set_device(0)
     default = torch.cuda.current_stream(0).cuda_stream

@@ -57,6 +57,22 @@ def test_import_dlmg_loads_no_framework():
     assert not compat, f"framework namespaces of array-api-compat were imported: {compat}"
 
 
+def test_import_dlmg_loads_no_adapter_module():
+    """``import dlmg`` loads the adapter contract, not a framework's adapter: the
+    tensor's protocol methods find their answers when a framework calls them."""
+    script = (
+        "import sys, json\n"
+        "import dlmg\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('dlmg.adapters'))))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    loaded = json.loads(proc.stdout.strip().splitlines()[-1])
+    frameworks = [m for m in loaded if m.split(".")[2:3] in (["numpy"], ["torch"], ["jax"], ["cupy"], ["generic"])]
+    assert not frameworks, f"import dlmg loaded adapter modules {frameworks}"
+    assert "dlmg.adapters._base" in loaded  # the contract itself is part of the core's picture
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("framework", ["torch", "jax"])
 def test_using_one_framework_loads_only_that_one(framework):

@@ -130,15 +130,16 @@ def test_errors_name_the_fragment_and_non_elementwise_results_are_refused():
 
 def test_the_adapter_contract_defaults_to_eager():
     from dlmg.adapters import Adapter
+    from dlmg.adapters.capabilities import compiled
     from dlmg.device import Device
 
-    class Plain(Adapter):
+    class Plain(Adapter):  # declares no compiler
         name = "plain"
 
         def namespace(self):
             return np
 
-    kernel, compiler = Plain().compile_elementwise(lambda xp, v: xp.negative(v), Device("cpu", 0))
+    kernel, compiler = compiled(Plain(), lambda xp, v: xp.negative(v), Device("cpu", 0))
     assert compiler == "eager"
     np.testing.assert_array_equal(kernel(np.arange(3)), [0, -1, -2])
 
@@ -178,7 +179,7 @@ def test_torch_cuda_kernels_retry_a_failed_combo_build_without_it_once():
     # CUDA kernels are built with inductor's (experimental) combo kernels first; a
     # build that fails with them is made again without, and that one is kept
     need("torch")
-    from dlmg.adapters.torch import _CombinedFirst
+    from dlmg.adapters.torch._compile import _CombinedFirst
 
     builds = []
 

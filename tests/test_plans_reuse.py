@@ -84,14 +84,16 @@ def test_layout_hash_is_stable_and_equal_layouts_share_plans():
     assert dlmg.plan_redistribution(a, grid_layout(16, (2, 4))) is dlmg.plan_redistribution(b, grid_layout(16, (2, 4)))
 
 
-def test_copy_many_default_writes_every_pair():
+def test_copy_pairs_without_bulk_copies_writes_every_pair():
+    from dlmg.adapters.capabilities import BulkCopies, copy_pairs
     from dlmg.registry import get_adapter
 
     numpy_adapter = get_adapter("numpy")
     dst = np.zeros((4, 6), np.float32)
     srcs = [np.full((2, 3), v, np.float32) for v in (1, 2, 3, 4)]
     dsts = [dst[:2, :3], dst[:2, 3:], dst[2:, :3], dst[2:, 3:]]
-    numpy_adapter.copy_many(dsts, srcs)
+    assert not isinstance(numpy_adapter, BulkCopies)  # the general way: copy_into pair by pair
+    copy_pairs(numpy_adapter, dsts, srcs)
     np.testing.assert_array_equal(dst, [[1, 1, 1, 2, 2, 2]] * 2 + [[3, 3, 3, 4, 4, 4]] * 2)
 
 

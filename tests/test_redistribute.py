@@ -401,12 +401,13 @@ def test_row_slabs_give_column_slabs_stacked_bands_of_rows():
 
 
 def _made(sources, tiling):
-    """A new fragment made from slices of ``sources`` as ``Adapter.retile`` describes it, in NumPy."""
-    if tiling[0] == "slice":
-        _, i, dims, starts, extents, box = tiling
-        return sources[i].reshape(dims)[tuple(slice(s, s + e) for s, e in zip(starts, extents))].reshape(box)
-    _, axis, children = tiling
-    return np.concatenate([_made(sources, child) for child in children], axis=axis)
+    """A new fragment made from slices of ``sources`` as ``Rearranging.retile`` describes it, in NumPy."""
+    from dlmg.adapters.capabilities import Slice
+
+    if isinstance(tiling, Slice):
+        box = tuple(slice(s, s + e) for s, e in zip(tiling.starts, tiling.extents))
+        return sources[tiling.source].reshape(tiling.dims)[box].reshape(tiling.box)
+    return np.concatenate([_made(sources, child) for child in tiling.children], axis=tiling.axis)
 
 
 _TILED = [  # pairs whose new fragments are tilings of slices (random pairs rarely are)
@@ -743,18 +744,18 @@ def test_jax_slabs_on_one_device_are_redistributed_by_jax(dtype):
     need("jax")
     import jax
 
-    from dlmg.adapters.jax import _REARRANGERS
+    from dlmg.adapters.jax._rearrange import compiled_kinds, forget_compiled
 
     x = (np.arange(10 * 6).reshape(10, 6) % 11).astype(dtype)
     device = jax.devices("cpu")[0]
     fours = dlmg.scatter(jax.device_put(x, device), Layout.slab(x.shape, 0, ["cpu:0"] * 3))  # 4, 4, 2 rows
     threes = Layout.slab(x.shape, 0, ["cpu:0"] * 4)  # 3, 3, 3, 1 rows
-    _REARRANGERS.clear()
+    forget_compiled()
     for _ in range(2):
         out = fours.redistribute(threes)
         assert all(f.framework == "jax" and f.array.devices() == {device} for f in out.fragments)
         check_fragments(out, x)
-    assert [k[0] for k in _REARRANGERS] == ["retile"]  # one call, each new slab a tiling of slices of the old
+    assert compiled_kinds() == ["retile"]  # one call, each new slab a tiling of slices of the old
 
 
 @pytest.mark.parametrize(("shape", "axes"), [((12, 10), (0, 1)), ((12, 10), (0, 0)), ((6, 4, 10), (0, 2)),
@@ -765,17 +766,17 @@ def test_jax_redistributions_on_one_device_are_one_pass(shape, axes):
     need("jax")
     import jax
 
-    from dlmg.adapters.jax import _REARRANGERS
+    from dlmg.adapters.jax._rearrange import compiled_kinds, forget_compiled
 
     x = np.arange(math.prod(shape), dtype=np.float32).reshape(shape)
     device = jax.devices("cpu")[0]
     old = dlmg.scatter(jax.device_put(x, device), Layout.slab(shape, axes[0], ["cpu:0"] * 4))
     new = Layout.slab(shape, axes[1], ["cpu:0"] * 3)
-    _REARRANGERS.clear()
+    forget_compiled()
     out = old.redistribute(new)
     check_fragments(out, x)
     assert all(f.framework == "jax" and f.array.devices() == {device} for f in out.fragments)
-    assert [k[0] for k in _REARRANGERS] == ["retile"]
+    assert compiled_kinds() == ["retile"]
 
 
 @settings(max_examples=25, deadline=None)
@@ -806,7 +807,7 @@ def test_jax_redistributions_jax_cannot_cut_keep_the_copies(monkeypatch):
     need("jax")
     import jax
 
-    from dlmg.adapters.jax import _REARRANGERS
+    from dlmg.adapters.jax._rearrange import compiled_kinds, forget_compiled
 
     x = np.arange(12 * 6, dtype=np.float32).reshape(12, 6)
     rows = dlmg.scatter(jax.device_put(x, jax.devices("cpu")[0]), Layout.slab(x.shape, 0, ["cpu:0"] * 3))
@@ -815,10 +816,10 @@ def test_jax_redistributions_jax_cannot_cut_keep_the_copies(monkeypatch):
     calls = []
     assemble = jax_adapter.assemble
     monkeypatch.setattr(jax_adapter, "assemble", lambda *a, **k: calls.append(1) or assemble(*a, **k))
-    _REARRANGERS.clear()
+    forget_compiled()
     for _ in range(3):
         check_fragments(rows.redistribute(columns), x)
-    assert [k[0] for k in _REARRANGERS] == ["assemble"] and len(calls) == 1  # gathered on the first call only
+    assert compiled_kinds() == ["assemble"] and len(calls) == 1  # gathered on the first call only
     # fragments on several devices, or into another framework: the copies as before
     spread = Layout.slab(x.shape, 0, ["cpu:0", "cpu:1", "cpu:0"])
     check_fragments(rows.redistribute(spread), x)

@@ -225,9 +225,9 @@ def test_to_jax_lands_each_host_fragment_on_its_slot(src, jax):
     devices, sharing memory exactly where the buffer is 64-byte aligned (JAX
     copies the others), through jaxlib's DLPack import where this jaxlib has
     the signature dlmg knows."""
-    from jax._src.lib import jaxlib_extension_version
+    import jaxlib
 
-    from dlmg.adapters.jax import _buffer_import
+    from dlmg.adapters.jax._jaxlib import JAXLIB_WITH_ROUTE, _release, buffer_import
 
     need(src)
     layout = Layout.slab((8, 64), 0, [f"cpu:{i}" for i in range(8)])
@@ -240,36 +240,35 @@ def test_to_jax_lands_each_host_fragment_on_its_slot(src, jax):
         assert frag.array.devices() == {jax.devices("cpu")[frag.index]}
         assert (_ptr(frag.array) == _ptr(old.array)) == ok
     np.testing.assert_array_equal(np.asarray(moved.gather("numpy")), want)
-    if jaxlib_extension_version >= 467:
-        assert _buffer_import() is not None, "jaxlib's DLPack import was not found"
+    if _release(jaxlib.__version__) >= JAXLIB_WITH_ROUTE:
+        assert buffer_import() is not None, "jaxlib's DLPack import was not found"
 
 
 def test_to_jax_goes_the_public_way_when_jaxlib_refuses_the_call(jax):
     """A jaxlib whose DLPack import takes other arguments (TypeError) makes to()
     import through jax.dlpack.from_dlpack from then on, with the same result."""
-    from dlmg.adapters import jax as jax_adapter
+    from dlmg.adapters.jax import _jaxlib
 
-    jax_adapter._buffer_import()
-    kept = jax_adapter._BUFFER_IMPORT[0]
+    kept = _jaxlib._ROUTE.find().importer
     calls = []
 
     def other_signature(*args):
         calls.append(len(args))
         raise TypeError("dlpack_managed_tensor_to_buffer(): incompatible function arguments")
 
-    jax_adapter._BUFFER_IMPORT[0] = other_signature
+    _jaxlib._ROUTE.importer = other_signature
     try:
         layout = Layout.slab((2, 32), 0, ["cpu:1", "cpu:6"])
         want = np.arange(64, dtype=np.float32).reshape(2, 32)
         dt = dlmg.from_fragments(_host_rows("numpy", want, [True, True]), layout)
         moved = dt.to("jax")
         assert calls == [5]  # tried once, then never again
-        assert jax_adapter._BUFFER_IMPORT[0] is None
+        assert _jaxlib._ROUTE.importer is None
         assert [f.array.devices() for f in moved.fragments] == [{jax.devices("cpu")[1]}, {jax.devices("cpu")[6]}]
         assert all(_ptr(b.array) == _ptr(a.array) for a, b in zip(dt.fragments, moved.fragments))
         np.testing.assert_array_equal(np.asarray(moved.gather("numpy")), want)
     finally:
-        jax_adapter._BUFFER_IMPORT[0] = kept
+        _jaxlib._ROUTE.importer = kept
 
 
 @pytest.mark.parametrize("case", ["torch columns -> jax", "numpy flipped -> torch", "numpy read-only -> jax",

@@ -12,7 +12,7 @@ def test_torch_copies_that_tile_one_range_run_as_one_kernel(device):
     # gather-like (consecutive destinations), scatter-like (consecutive sources),
     # and pieces that do not tile one range in order (copied pair by pair)
     torch = pytest.importorskip("torch")
-    from adapters.torch import _one_kernel
+    from dlmg.adapters.torch._copies import _one_kernel
 
     big = torch.arange(4 * 6 * 5, dtype=torch.float32, device=device).reshape(4, 6, 5)
     parts = [big[i].clone() for i in range(4)]
@@ -82,7 +82,7 @@ def test_torch_strided_copies_view_both_sides_as_wider_words_where_they_can():
     # the CUDA copy paths call these on pieces of 1 MiB and more; the views are the
     # same on the CPU, so their choices are checked here and their use on the GPU
     torch = pytest.importorskip("torch")
-    from dlmg.adapters.torch import _as_words, _cat_as_words
+    from dlmg.adapters.torch._copies import _as_words, _cat_as_words
 
     big = torch.arange(64 * 40, dtype=torch.float32).reshape(64, 40)
     out = torch.zeros(32, 16)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from .transfer import move, same_memory, synchronize_arrays
+from ..adapters.capabilities import concatenate, copy_pairs
 from ..device import Device
 from ..errors import CopyRequiredError, DLPackError, DtypeError, FragmentError, FrameworkError
 from ..registry import adapter_names, get_adapter
@@ -131,12 +132,12 @@ def run_copies(
     the same: its plans' copies read the same views every time).
 
     The views are made first and the copies then issued together through the
-    copy framework's ``copy_many`` (one call: on a GPU the copies are queued
+    copy framework's bulk copies (:func:`~dlmg.adapters.capabilities.copy_pairs`, one call: on a GPU the copies are queued
     back to back on the current stream, with no host work between them).
     """
     if copies:
         targets, pieces = _pairs(copies, sources, dst, dtype, {} if imported is None else imported, views)
-        dst.adapter.copy_many(targets, pieces)
+        copy_pairs(dst.adapter, targets, pieces)
 
 
 def _pairs(
@@ -268,9 +269,9 @@ def _run_on_devices(
             batch[1].extend(targets)
             batch[2].extend(pieces)
     for adapter, target, pieces in joined:
-        adapter.concatenate_into(target, pieces)
+        concatenate(adapter, target, pieces)
     for adapter, targets, pieces in batches.values():
-        adapter.copy_many(targets, pieces)
+        copy_pairs(adapter, targets, pieces)
 
 
 #: Host copies of at least this many bytes in all are spread over threads.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..adapters.capabilities import QuickImport
 from ..device import Device
 from ..errors import CopyRequiredError, FragmentError, LayoutError
 from ..fragment import slot_dlpack_device
@@ -44,7 +45,8 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
         src = frag._adapter or frag.adapter
         device = frag.layout.device
         if src is not quick_source:
-            quick_source, quick = src, target.importer(src, dt.dtype, dt.shape)
+            quick_source = src
+            quick = target.importer(src, dt.dtype, dt.shape) if isinstance(target, QuickImport) else None
         new = None
         if quick is not None:
             try:

@@ -7,17 +7,17 @@ framework on one device, two shapes of gather are one call of that framework
 instead, and the matching scatters too:
 
 * slabs: the fragments' parts of the tensor follow one another in C order, so
-  the gather is a concatenation of ranges (:meth:`Adapter.assemble`) and the
-  scatter cuts ranges (:meth:`Adapter.split`); the slabs may be uneven;
+  the gather is a concatenation of ranges (:meth:`Rearranging.assemble`) and the
+  scatter cuts ranges (:meth:`Rearranging.split`); the slabs may be uneven;
 * a regular grid: every mode's extent is a whole number of blocks and every
   fragment holds the same number of them (block-cyclic, cyclic, blocks), so the
   gather stacks the fragments in grid order, permutes block axes and reshapes
-  (:meth:`Adapter.compose`); the scatter undoes it (:meth:`Adapter.decompose`).
+  (:meth:`Rearranging.compose`); the scatter undoes it (:meth:`Rearranging.decompose`).
 
 A redistribution between two layouts on that one device is one call too where
 every new fragment is a tiling of plain slices of the old fragments, cut axis
 by axis (slabs to slabs along any axes, and the blocks of regular grids):
-:meth:`Adapter.retile` writes every new fragment in one pass over the bytes,
+:meth:`Rearranging.retile` writes every new fragment in one pass over the bytes,
 where a gather followed by a scatter makes two.
 
 Where both apply (even slabs are a regular grid with one block per fragment),
@@ -26,7 +26,8 @@ cyclic or block-cyclic fragments of 256 MiB in all at 0.91-0.93 of the copy
 rate, where its concatenation of 8 slabs of the same size ran at 0.74 (and
 `jnp.concatenate` itself at 0.59). What was worked out is kept per tensor
 (gathers) or per plan and layout (scatters). Everything else keeps the copy
-plans.
+plans. All of it is asked of a framework that declares the capability
+:class:`~dlmg.adapters.capabilities.Rearranging`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import math
 from typing import TYPE_CHECKING, Any, Callable
 
 from .._shapes import c_strides
+from ..adapters.capabilities import Concat, Cut, Rearranging, Retiling, Slice, Span, Tiling
 from ..device import Device, as_device
 from ..tensor import DistributedTensor, Fragment
 from ..plans.plan import Copy, RedistributionPlan, concatenation, contiguous
@@ -88,7 +90,7 @@ def assembled(dt: DistributedTensor, target: "Adapter", device: Any, memo: dict[
     ``memo`` keeps what was worked out for ``dt``'s fragments; ``gather_plan(device)``
     is the copy plan of a gather into a C-ordered array on ``device``.
     """
-    if dt.size == 0 or not dt.fragments:
+    if dt.size == 0 or not dt.fragments or not isinstance(target, Rearranging):
         return None
     key = ("assembly", target.name, device)
     if key not in memo:
@@ -104,7 +106,7 @@ def assembled(dt: DistributedTensor, target: "Adapter", device: Any, memo: dict[
         if whole is not None:
             return whole
     if ranges is not None:
-        return target.assemble([(frags[i]._array, start, size) for i, start, size in ranges], dt.shape, dev)
+        return target.assemble([Span(frags[i]._array, start, size) for i, start, size in ranges], dt.shape, dev)
     return None
 
 
@@ -133,7 +135,7 @@ def split(array: Any, a: "Adapter", plan: RedistributionPlan, layout: "Layout", 
     """The scatter of ``array`` (an array of ``a``, a framework without views, on
     ``device``) over ``layout``, made by ``a`` itself where every fragment lies on
     ``device``; ``None`` otherwise. ``plan`` is the scatter's copy plan."""
-    if _only_device(layout) != device:
+    if not isinstance(a, Rearranging) or _only_device(layout) != device:
         return None
     arrays: list[Any] | None = None
     grid = grid_geometry(layout)
@@ -163,8 +165,8 @@ def _tensor(arrays: list[Any], a: "Adapter", layout: "Layout", device: Device, d
     return DistributedTensor._create(layout, out, dtype)
 
 
-def _decomposed(array: Any, a: "Adapter", layout: "Layout", grid: tuple[Any, ...]) -> list[Any] | None:
-    """The fragments of a regular grid cut from ``array`` by :meth:`Adapter.decompose`, in fragment order."""
+def _decomposed(array: Any, a: Rearranging, layout: "Layout", grid: tuple[Any, ...]) -> list[Any] | None:
+    """The fragments of a regular grid cut from ``array`` by :meth:`Rearranging.decompose`, in fragment order."""
     order = grid[0]
     memo = layout.__dict__
     if "_decomposition" not in memo:
@@ -181,8 +183,8 @@ def _decomposed(array: Any, a: "Adapter", layout: "Layout", grid: tuple[Any, ...
     return out
 
 
-def _split_pieces(plan: RedistributionPlan, layout: "Layout") -> list[tuple[int, int, tuple[int, ...]]] | None:
-    """``[(start, size, shape)]`` per fragment of a scatter into ranges of the source, or
+def _split_pieces(plan: RedistributionPlan, layout: "Layout") -> tuple[Cut, ...] | None:
+    """A :class:`Cut` per fragment of a scatter into ranges of the source, or
     ``None`` (worked out once per plan and layout)."""
     memo = plan.__dict__.setdefault("_split_pieces", {})
     if layout in memo:
@@ -191,24 +193,23 @@ def _split_pieces(plan: RedistributionPlan, layout: "Layout") -> list[tuple[int,
     return found
 
 
-def _ranges(plan: RedistributionPlan, layout: "Layout") -> list[tuple[int, int, tuple[int, ...]]] | None:
+def _ranges(plan: RedistributionPlan, layout: "Layout") -> tuple[Cut, ...] | None:
     pieces = []
     for frag in layout.fragments:
         copies = plan.copies_into(frag.index)
         c = copies[0] if len(copies) == 1 else None
         if c is None or c.dst_offset != 0 or c.size != frag.size or not contiguous(c):
             return None
-        pieces.append((c.src_offset, c.size, frag.shape))
-    return pieces
+        pieces.append(Cut(c.src_offset, c.size, frag.shape))
+    return tuple(pieces)
 
 
 # -- one pass between layouts ------------------------------------------------------------
 #: A piece: ``(source fragment, dims, starts, extents)``: the source's elements in C
 #: order reshaped to ``dims``, then ``starts[i]:starts[i] + extents[i]`` along each axis.
 Piece = tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]
-#: How a new fragment is made: ``("slice", source, dims, starts, extents, box)`` (a
-#: :data:`Piece` reshaped to ``box``) or ``("concat", axis, children)``.
-Tiling = tuple[Any, ...]
+# How a new fragment is made: a :class:`~dlmg.adapters.capabilities.Tiling`, a
+# :class:`Slice` (a :data:`Piece` reshaped to its box) or a :class:`Concat` of tilings.
 
 
 def slice_of(c: Copy, size: int) -> Piece | None:
@@ -293,7 +294,7 @@ def _tiling(items: list[tuple[tuple[int, ...], tuple[int, ...], Tiling]], shape:
     children = [_tiling(groups[span], shape, axis + 1) for span in spans]
     if any(child is None for child in children):
         return None
-    return children[0] if len(children) == 1 else ("concat", axis, tuple(children))
+    return children[0] if len(children) == 1 else Concat(axis, tuple(children))  # type: ignore[arg-type]
 
 
 #: The most slices of one redistribution made in one call: the call is compiled once
@@ -303,7 +304,7 @@ MOST_SLICES = 512
 
 
 def _tilings(plan: RedistributionPlan, source: "Layout",
-             layout: "Layout") -> tuple[tuple[tuple[int, ...], Tiling], ...] | None:
+             layout: "Layout") -> tuple[Retiling, ...] | None:
     """Per fragment of ``layout``, its shape and how to make it from slices of the
     fragments of ``source`` (:data:`Tiling`), or ``None`` where a fragment is no
     such tiling (worked out once per plan and layout)."""
@@ -314,7 +315,7 @@ def _tilings(plan: RedistributionPlan, source: "Layout",
 
 
 def _tilings_of(plan: RedistributionPlan, source: "Layout",
-                layout: "Layout") -> tuple[tuple[tuple[int, ...], Tiling], ...] | None:
+                layout: "Layout") -> tuple[Retiling, ...] | None:
     if layout.element_strides is not None or source.element_strides is not None:
         return None
     if len(plan.copies) > MOST_SLICES:
@@ -327,20 +328,22 @@ def _tilings_of(plan: RedistributionPlan, source: "Layout",
             piece, box = slice_of(c, sizes[c.src]), box_of(c, frag.shape)
             if piece is None or box is None:
                 return None
-            items.append((box[0], box[1], ("slice", *piece, box[1])))
+            items.append((box[0], box[1], Slice(*piece, box[1])))
         tiling = _tiling(items, frag.shape) if items else None
         if tiling is None:
             return None
-        out.append((frag.shape, tiling))
+        out.append(Retiling(frag.shape, tiling))
     return tuple(out)
 
 
 def retiled(dt: DistributedTensor, a: "Adapter", plan: RedistributionPlan, layout: "Layout",
             device: Device) -> DistributedTensor | None:
     """``dt`` in ``layout`` made by ``a`` (a framework without views) in one call
-    (:meth:`Adapter.retile`), where every fragment before and after is one of its
+    (:meth:`Rearranging.retile`), where every fragment before and after is one of its
     arrays on ``device`` and every new fragment a tiling of slices of the old
     ones; ``None`` otherwise. ``plan`` is the redistribution's copy plan."""
+    if not isinstance(a, Rearranging):
+        return None
     frags = dt.fragments
     for f in frags:
         if not f.is_local or f.is_padded or f.adapter is not a or f.device != device:

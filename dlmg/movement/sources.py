@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ..adapters.capabilities import Carving
 from ..distributed._state import current
 from ..errors import FragmentError
 from ..plans.endpoints import Endpoint, array_endpoint, layout_endpoints
@@ -131,7 +132,7 @@ def source_places(dt: "DistributedTensor") -> tuple[dict[int, Buffer], dict[int,
             if buf.device.is_host:
                 continue
             adapter = buf.adapter
-            found_whole = adapter.allocation_of(buf.base)
+            found_whole = adapter.allocation_of(buf.base) if isinstance(adapter, Carving) else None
             if found_whole is not None:
                 whole, offset = found_whole
                 key = (adapter.name, buf.device, adapter.data_ptr(whole), adapter.shape_of(whole))

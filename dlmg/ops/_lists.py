@@ -1,5 +1,5 @@
 """Arithmetic operators on all of a tensor's fragments at once, through a
-framework's list operations (:meth:`~dlmg.adapters.Adapter.list_operator`:
+framework's list operations (:meth:`~dlmg.adapters.capabilities.ListOperators.list_operator`:
 torch's ``_foreach_*``, one kernel for every fragment on a CUDA device instead
 of one launch per fragment). Internal to :mod:`dlmg.ops`; the per-fragment
 path of :func:`~dlmg.ops.dispatch.map_fragments` remains for everything these
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..adapters.capabilities import ListOperators
 from ._executor import _fail, executor
 from ._operands import is_distributed
 from ._writes import partial_note
@@ -19,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["LIST_NAMES", "on_lists"]
 
-#: Python operator symbol -> the name :meth:`~dlmg.adapters.Adapter.list_operator` takes.
+#: Python operator symbol -> the name :meth:`~dlmg.adapters.capabilities.ListOperators.list_operator` takes.
 LIST_NAMES = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "**": "pow", "//": "floor_divide",
               "%": "remainder"}
 _SCALARS = (int, float, bool, complex)
@@ -34,7 +35,8 @@ def _groups(placed: Any) -> tuple[tuple[Any, tuple[int, ...]], ...]:
     if (
         not placed.dense
         or len({adapter.name for adapter, _, _ in groups}) > 1
-        or any(adapter.list_operator("add") is None for adapter, _, _ in groups)
+        or any(not isinstance(adapter, ListOperators) or adapter.list_operator("add") is None
+               for adapter, _, _ in groups)
     ):
         return ()
     return tuple((adapter, indices) for adapter, _, indices in groups)

@@ -5,7 +5,7 @@ Eager ``a * b + c`` runs two kernels, each a full pass over memory. With
 by the framework that owns the fragment (``jax.jit`` for JAX, ``cupy.fuse`` for
 CuPy, ``torch.compile`` for torch where its compiler can build for the device;
 frameworks without a compiler, such as NumPy, run the function eagerly). The
-adapter method :meth:`~dlmg.adapters.Adapter.compile_elementwise` does the
+adapter method :meth:`~dlmg.adapters.capabilities.CompiledElementwise.compile_elementwise` does the
 compiling; this module keeps one kernel per (function, framework, device,
 argument shapes and dtypes) and reuses it, so a kernel is traced and compiled
 once however many fragments or calls share that signature.
@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..device import Device
+from ..adapters.capabilities import CompiledElementwise, compiled
 from ..errors import FragmentError
 from ..registry import adapter_for
 from ._operands import SCALAR_TYPES
@@ -65,7 +66,7 @@ def _device_groups(placed: Any, layout: Any) -> tuple[tuple[Any, Device, tuple[i
         kept = [
             (adapter, device, tuple(i for i in indices if placed.fragments[i]._array is not None))  # not padded
             for adapter, device, indices in local_groups(placed)
-            if adapter.batches_elementwise
+            if isinstance(adapter, CompiledElementwise) and adapter.batches_elementwise
         ]
         groups = placed.groups = tuple(
             (adapter, device, indices, tuple(layout.fragments[i].shape for i in indices))
@@ -78,7 +79,7 @@ def _device_groups(placed: Any, layout: Any) -> tuple[tuple[Any, Device, tuple[i
 def batches_operators(tensor: "DistributedTensor") -> bool:
     """Whether operators on ``tensor`` run as one compiled call per device: every
     local fragment in a device group of a framework that batches operators
-    (:attr:`~dlmg.adapters.Adapter.batches_operators`)."""
+    (:attr:`~dlmg.adapters.capabilities.CompiledElementwise.batches_operators`)."""
     placed = placement(tensor)
     found = placed.batched  # asked by every operator: kept on the placement, which results inherit
     if found is None:
@@ -86,7 +87,7 @@ def batches_operators(tensor: "DistributedTensor") -> bool:
         found = placed.batched = (
             bool(groups)
             and sum(len(g[2]) for g in groups) == len(placed.indices)
-            and all(g[0].batches_operators for g in groups)
+            and all(isinstance(g[0], CompiledElementwise) and g[0].batches_operators for g in groups)
         )
     return found
 
@@ -179,9 +180,7 @@ class FusedFunction:
                 # specialises per shape, dtype and device itself
                 built = self._compiled.get((adapter.name, device.kind))
                 if built is None:
-                    built = self._compiled[(adapter.name, device.kind)] = adapter.compile_elementwise(
-                        with_xp, device
-                    )
+                    built = self._compiled[(adapter.name, device.kind)] = compiled(adapter, with_xp, device)
                 call, compiler = built
             else:
                 call, compiler = eager, "eager (compile=False)"
@@ -226,14 +225,14 @@ class FusedFunction:
                 return [with_xp(xp_, *flat[k:k + width]) for k in range(0, len(flat), width)]
 
             batch.__name__ = self.__name__ if self.__name__.isidentifier() else "fused_batch"
-            call, compiler = adapter.compile_elementwise(batch, device)
+            call, compiler = compiled(adapter, batch, device)
             kernel = self._kernels[key] = _Kernel(call, compiler, lambda *flat: batch(xp, *flat))
         return kernel
 
     def _run_batched(self, operands: tuple[Any, ...]) -> tuple[int, dict[int, Any], bool, bool]:
         """Results of the lead's local fragments computed one compiled call per device.
 
-        Only where the owner's compiler traces lists (``Adapter.batches_elementwise``),
+        Only where the owner's compiler traces lists (``CompiledElementwise.batches_elementwise``),
         a device holds two or more of the lead's fragments, every distributed
         operand's fragment there is of the lead's framework, and the other operands
         are Python scalars: one compiled call then pays the compiler's per-call

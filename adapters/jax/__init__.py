@@ -37,26 +37,24 @@ Quirks handled here (each has a test in ``tests/test_adapters.py``):
 * ``jax.dlpack.from_dlpack`` and ``jax.Array.__dlpack__`` spend most of their
   time in Python around one jaxlib call each (35 against 4.2 us per import,
   2.4 against 0.46 us per export, on the 2-core CPU). Where jaxlib has the
-  signatures known here (extension version 467 and later), ``to("jax")``
-  hands capsules to ``dlpack_managed_tensor_to_buffer`` itself, after the
-  checks it makes once per tensor, and a fragment's export of what lies
-  where it is asked for calls ``buffer_to_dlpack_managed_tensor``; a call
-  refusing its arguments turns the route off for the process.
+  signatures known here, ``to("jax")`` hands capsules to
+  ``dlpack_managed_tensor_to_buffer`` itself, after the checks it makes once
+  per tensor, and a fragment's export of what lies where it is asked for calls
+  ``buffer_to_dlpack_managed_tensor``; a call refusing its arguments turns the
+  route off for the process (:mod:`dlmg.adapters.jax._jaxlib`).
 """
 
 from __future__ import annotations
 
-import inspect
-from functools import partial
-import operator
 from typing import Any
 
 from dlmg._protocols import conversion_refused
 from dlmg.device import Device
+from dlmg.dlpack import DLPackExporter
 from dlmg.dtypes import canonical
 from dlmg.errors import CopyRequiredError, DeviceError, DLPackError, DtypeError
 
-from ._common import (
+from .._common import (
     SIXTY_FOUR_BIT,
     BaseAdapter,
     DLPackShim,
@@ -71,178 +69,47 @@ from ._common import (
     is_compact,
     other_known_framework,
 )
+from ..capabilities import CompiledElementwise, ListOperators, QuickExport, QuickImport, Rearranging
+from . import _rearrange
+from ._devices import by_sharding, device_of_native, dlpack_of_sharding, native_device, to_device
+from ._jaxlib import buffer_import, host_slot, quick_exporter, ready_stream, takes_every_keyword, turn_off_import
 
 __all__ = ["JaxAdapter"]
 
 #: JAX copies host buffers whose address is not a multiple of this on import.
 JAX_HOST_ALIGNMENT = 64
-#: DLPack devices of JAX CPU devices, asked per host import (see _host_slot)
-_HOST_SLOTS: dict[Any, tuple[int, int]] = {}
-#: dlmg devices of JAX devices (JAX devices are hashable and live as long as the backend)
-_DEVICES: dict[Any, Device] = {}
-#: What ``__dlpack_device__`` reports, per single-device sharding: a sharding fixes the
-#: device and memory kind the answer follows from, and JAX works it out anew in every
-#: call (2.6 us on an H200 host; the lookup 0.8 us, against 1.0 us through
-#: ``devices()`` and the memory kind). Asked once per fragment.
-_DLPACK_OF_SHARDING: dict[Any, tuple[int, int]] = {}
-#: Shardings kept: a program's arrays share a few, a new one per mesh
-_SHARDINGS_KEPT = 1024
-#: JAX devices of dlmg devices, asked per import (found once: JAX's devices are fixed
-#: when its backend starts, and a backend starts before the first one is found)
-_NATIVE: dict[Device, Any] = {}
-#: Compiled assemble, split, compose and decompose functions per geometry (a few per layout)
-_REARRANGERS: dict[Any, Any] = {}
-_REARRANGERS_KEPT = 256
-#: Operators jax.jit compiles for list_operator (pow stays eager: a concrete integer
-#: exponent takes lax.integer_pow there, a traced one the general power).
-_LIST_FUNCTIONS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
-                   "divide": operator.truediv}
-_LIST_OPERATORS: dict[str, Any] = {}
-_PLATFORM_TO_KIND = {"cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "rocm": "rocm", "tpu": "ext_dev"}
-_KIND_TO_PLATFORMS = {"cpu": ("cpu",), "cuda": ("cuda", "gpu"), "rocm": ("rocm", "gpu")}
+
+
+class _NotConverted:
+    """What a distributed tensor gives JAX for ``__jax_array__``: no array.
+
+    JAX's operators (``jax_array + dt``) ask ``__jax_array__`` and return
+    ``NotImplemented`` for an answer that is no array, so that Python goes on to
+    the tensor's reflected operator (which takes 0-d arrays and refuses larger
+    ones, saying to scatter them). JAX's conversions (``jnp.asarray(dt)``) turn
+    the answer into an array through ``__array__``, which refuses here, saying
+    what to call. Both through JAX's public protocols: nothing asks who called.
+    """
+
+    __slots__ = ()
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        raise conversion_refused("jax", "; for a sharded jax.Array on the same buffers: dt.to_jax()")
+
+    def __repr__(self) -> str:
+        return "<a DistributedTensor, not converted to a jax.Array: dt.gather(framework='jax') or dt.to_jax()>"
+
+
+_NOT_CONVERTED = _NotConverted()
 
 
 def _jax_array(self: Any) -> Any:
-    """JAX asks for one ``jax.Array``; a distributed tensor is not converted implicitly.
-
-    JAX's operators (``jax_array + dt``) ask too, and return ``NotImplemented``
-    when the answer is not an array: there the tensor answers itself, so that
-    Python goes on to the tensor's reflected operator (which takes 0-d arrays
-    and refuses larger ones, saying to scatter them).
-    """
-    import sys
-
-    if sys._getframe(1).f_code.co_name.startswith("_operator_"):  # jax/_src/numpy/array_methods.py
-        return self
-    raise conversion_refused("jax", "; for a sharded jax.Array on the same buffers: dt.to_jax()")
+    """JAX asks for one ``jax.Array``; a distributed tensor is not converted implicitly
+    (see :class:`_NotConverted`)."""
+    return _NOT_CONVERTED
 
 
-def _host_slot(jdev: Any) -> tuple[int, int]:
-    """The DLPack device naming JAX CPU device ``jdev``: ``(1, ordinal in this process)``,
-    not its global id, which differs in multi-controller JAX (kept per device)."""
-    found = _HOST_SLOTS.get(jdev)
-    if found is None:
-        ordinal = getattr(jdev, "local_hardware_id", None)
-        found = _HOST_SLOTS[jdev] = (1, int(jdev.id if ordinal is None else ordinal))
-    return found
-
-
-def _find_jaxlib_call(name: str) -> Any:
-    """jaxlib's ``name`` where this jaxlib's calls have the signatures known here
-    (extension version 467 and later); ``None`` elsewhere, or without it."""
-    try:
-        from jax._src.lib import _jax, jaxlib_extension_version
-    except ImportError:
-        return None
-    found = getattr(_jax, name, None)
-    if not callable(found) or not isinstance(jaxlib_extension_version, int) or jaxlib_extension_version < 467:
-        return None
-    return found
-
-
-#: jaxlib's DLPack import, ``dlpack_managed_tensor_to_buffer(capsule, device, stream,
-#: copy, dlpack_device_type)``: the call ``jax.dlpack.from_dlpack`` ends in. Looked up
-#: on first use; set to ``None`` if a call ever refuses its arguments (a jaxlib with
-#: another signature): ``jax.dlpack.from_dlpack`` imports from then on.
-_BUFFER_IMPORT: list[Any] = []
-#: jaxlib's DLPack export, ``buffer_to_dlpack_managed_tensor(array, stream=...)``: the
-#: call ``jax.Array.__dlpack__`` ends in (kept as :data:`_BUFFER_IMPORT` is).
-_BUFFER_EXPORT: list[Any] = []
-
-
-def _kept_call(holder: list[Any], name: str) -> Any:
-    """jaxlib's ``name`` (:func:`_find_jaxlib_call`), looked up once into ``holder``."""
-    if not holder:
-        holder.append(_find_jaxlib_call(name))
-    return holder[0]
-
-
-def _buffer_import() -> Any:
-    """jaxlib's DLPack import (:data:`_BUFFER_IMPORT`; ``None``: none usable)."""
-    return _kept_call(_BUFFER_IMPORT, "dlpack_managed_tensor_to_buffer")
-
-
-def _buffer_export() -> Any:
-    """jaxlib's DLPack export (:data:`_BUFFER_EXPORT`; ``None``: none usable)."""
-    return _kept_call(_BUFFER_EXPORT, "buffer_to_dlpack_managed_tensor")
-
-
-#: The oldest DLPack a consumer may name in ``max_version`` for JAX's capsules
-_OLDEST_DLPACK = (0, 5)
-
-
-#: The keywords of ``__dlpack__`` (the array API's)
-_DLPACK_KEYWORDS = frozenset({"stream", "max_version", "dl_device", "copy"})
-
-
-def _jaxlib_export(array: Any, own: Any, **keywords: Any) -> Any:
-    """Export single-device array ``array`` through jaxlib's DLPack export, as
-    ``array.__dlpack__`` does after its checks, for what a consumer asks of an
-    array where it lies: a stream and a DLPack version JAX has (its capsules
-    are legacy ones). ``own(**keywords)``, the array's own export, takes the
-    rest: another device, a copy, another version, unknown keywords.
-
-    ``jax.Array.__dlpack__`` cost 2.4 us against 0.46 us for jaxlib's call on
-    the 2-core CPU, most of it finding the array's one device in Python."""
-    make = _BUFFER_EXPORT[0]
-    if (
-        make is not None and keywords.keys() <= _DLPACK_KEYWORDS
-        and keywords.get("dl_device") is None and not keywords.get("copy")
-    ):
-        version = keywords.get("max_version")
-        if version is None or tuple(version) >= _OLDEST_DLPACK:
-            try:
-                return make(array, stream=keywords.get("stream"))
-            except TypeError:  # another signature after all: the array's own export from now on
-                _BUFFER_EXPORT[0] = None
-    return own(**keywords)
-
-
-def _quick_exporter(array: Any, own: Any) -> Any:
-    """:func:`_jaxlib_export` bound to ``array`` and its own export ``own``; ``None``
-    where jaxlib's export is not usable or ``array`` is no single-device array."""
-    if _buffer_export() is None:
-        return None
-    try:
-        if len(array.sharding.device_set) != 1:
-            return None
-    except Exception:  # noqa: BLE001 - no jax.Array after all: its own export says what it is
-        return None
-    return partial(_jaxlib_export, array, own)
-
-
-def _ready_stream(jdev: Any) -> Any:
-    """The stream a producer makes its work ready on for JAX device ``jdev``, as
-    ``jax.dlpack.from_dlpack`` asks it (``None`` where the device has none)."""
-    try:
-        return jdev.get_stream_for_external_ready_events()
-    except RuntimeError as err:  # JaxRuntimeError
-        if "UNIMPLEMENTED" in str(err):
-            return None
-        raise
-
-
-def _takes_every_keyword(cls: Any) -> bool:
-    """Whether ``cls.__dlpack__`` takes ``stream``, ``max_version``, ``dl_device`` and
-    ``copy``, as recent JAX's does; read from its signature once per array type."""
-    found = _EVERY_KEYWORD.get(cls)
-    if found is None:
-        try:
-            parameters = inspect.signature(cls.__dlpack__).parameters
-        except (TypeError, ValueError):  # no signature to read: take the fallback
-            found = False
-        else:
-            found = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()) or (
-                {"stream", "max_version", "dl_device", "copy"} <= parameters.keys()
-            )
-        _EVERY_KEYWORD[cls] = found
-    return found
-
-
-_EVERY_KEYWORD: dict[Any, bool] = {}
-
-
-class JaxAdapter(BaseAdapter):
+class JaxAdapter(BaseAdapter, QuickImport, QuickExport, Rearranging, ListOperators, CompiledElementwise):
     """Adapter for single-device ``jax.Array`` (immutable)."""
 
     name = "jax"
@@ -311,44 +178,14 @@ class JaxAdapter(BaseAdapter):
         DeviceError
             When JAX has no such device.
         """
-        found = _NATIVE.get(device)
-        if found is not None:
-            return found
-        jax = self.module()
-        seen = []
-        for platform in _KIND_TO_PLATFORMS.get(device.kind, ()):
-            try:
-                devs = jax.local_devices(backend=platform)
-            except RuntimeError:
-                continue
-            for d in devs:
-                if self._index(d) == device.index:
-                    _NATIVE[device] = d
-                    return d
-                seen.append(d)
-        raise DeviceError(
-            f"JAX has no device {device}; its devices: {[str(self._to_device(d)) for d in seen] or 'none of that kind'}"
-        )
+        return native_device(device)
 
     def device_from_native(self, obj: Any) -> Device | None:
         """The dlmg device of a JAX device (``cpu:k`` keeps JAX's CPU device
         number; GPUs go by local hardware id); ``None`` for other objects."""
         if not isinstance(getattr(obj, "platform", None), str) or not hasattr(obj, "id"):
             return None
-        return self._to_device(obj)
-
-    @staticmethod
-    def _index(d: Any) -> int:
-        if d.platform == "cpu":
-            return int(d.id)
-        hw = getattr(d, "local_hardware_id", None)
-        return int(d.id if hw is None else hw)
-
-    def _to_device(self, d: Any) -> Device:
-        kind = _PLATFORM_TO_KIND.get(d.platform)
-        if kind is None:
-            raise DeviceError(f"JAX platform {d.platform!r} has no DLPack counterpart dlmg knows")
-        return Device(kind, self._index(d))
+        return to_device(obj)
 
     # -- describing -----------------------------------------------------------
     def device_of(self, array: Any) -> Device:
@@ -374,24 +211,11 @@ class JaxAdapter(BaseAdapter):
                 f"a JAX array on {len(devices)} devices is not one fragment; wrap its "
                 f"addressable_shards[i].data instead"
             )
-        d = next(iter(devices))
-        found = _DEVICES.get(d)
-        if found is None:
-            found = _DEVICES[d] = self._to_device(d)
-        return found
+        return device_of_native(next(iter(devices)))
 
     def dlpack_device(self, array: Any) -> tuple[int, int]:
-        """``array.__dlpack_device__()``, kept per single-device sharding (see
-        ``_DLPACK_OF_SHARDING``)."""
-        sharding = array.sharding
-        found = _DLPACK_OF_SHARDING.get(sharding)
-        if found is None:
-            found = super().dlpack_device(array)  # JAX's own refusal for several devices
-            if len(sharding.device_set) == 1:
-                if len(_DLPACK_OF_SHARDING) >= _SHARDINGS_KEPT:
-                    _DLPACK_OF_SHARDING.clear()
-                _DLPACK_OF_SHARDING[sharding] = found
-        return found
+        """``array.__dlpack_device__()``, kept per sharding (see :func:`~dlmg.adapters.jax._devices.dlpack_of_sharding`)."""
+        return dlpack_of_sharding(by_sharding(array))
 
     def strides_of(self, array: Any) -> tuple[int, ...]:
         """Element strides of the buffer, from its layout (``format.layout.major_to_minor``).
@@ -508,14 +332,12 @@ class JaxAdapter(BaseAdapter):
                     "asks for legacy DLPack capsules only, which cannot mark memory read-only, so a "
                     "read-only producer cannot hand its memory to JAX without a copy"
                 )
-            from dlmg.dlpack import DLPackExporter
-
             producer = DLPackExporter(src.ptr, src.shape, src.dtype, src.device, strides=src.strides, owner=obj)
             copy = True  # copied below: JAX never keeps the read-only memory
         if host and target is not None and target.kind == "cpu":
             # JAX places an import on the device the producer reports; all of its
             # CPU devices share the host memory, so this is zero-copy.
-            producer = DLPackShim(producer, device=_host_slot(jdev))
+            producer = DLPackShim(producer, device=host_slot(jdev))
         elif target is not None and target != src.device and copy is False:
             raise self._copy_required(f"cannot take in memory on {src.device} as an array on {target}")
         try:
@@ -544,7 +366,7 @@ class JaxAdapter(BaseAdapter):
         :meth:`from_dlpack`'s description of each (see :meth:`Adapter.importer`).
 
         Where this jaxlib's DLPack import has the signature known here
-        (:func:`_buffer_import`), the capsule goes to it directly, as
+        (:func:`~dlmg.adapters.jax._jaxlib.buffer_import`), the capsule goes to it directly, as
         ``jax.dlpack.from_dlpack`` does after its checks (which
         ``dt.to("jax")`` has made once per tensor): host memory is taken in
         onto the target CPU device, device memory with JAX's stream for
@@ -564,17 +386,17 @@ class JaxAdapter(BaseAdapter):
         except DtypeError:
             return None
         take, producer, place = self.module().dlpack.from_dlpack, source.producer, self.native_device
-        _buffer_import()  # looked up before the first import (take_in reads the kept answer)
+        buffer_import()  # looked up before the first import (take_in reads the kept answer)
 
         def through_jax(array: Any, device: Device, jdev: Any) -> Any:
             obj = producer(array)
             if device.kind == "cpu":
-                obj = DLPackShim(obj, device=_host_slot(jdev))
+                obj = DLPackShim(obj, device=host_slot(jdev))
             return take(obj, device=jdev, copy=None)
 
         def take_in(array: Any, device: Device) -> Any:
             jdev = place(device)
-            direct = _BUFFER_IMPORT[0]
+            direct = buffer_import()
             if direct is None:
                 out = through_jax(array, device, jdev)
             else:
@@ -582,12 +404,12 @@ class JaxAdapter(BaseAdapter):
                 if device.kind == "cpu":  # host memory lands on the slot's CPU device, zero-copy
                     kind, stream = 1, None
                 else:
-                    kind, stream = obj.__dlpack_device__()[0], _ready_stream(jdev)
+                    kind, stream = obj.__dlpack_device__()[0], ready_stream(jdev)
                 capsule = obj.__dlpack__(stream=stream)
                 try:
                     out = direct(capsule, jdev, stream, None, kind)
                 except TypeError:  # another signature after all: the public way from now on
-                    _BUFFER_IMPORT[0] = None
+                    turn_off_import()
                     out = through_jax(array, device, jdev)
             return out if out.dtype == want else None  # never a narrowed array
 
@@ -662,9 +484,10 @@ class JaxAdapter(BaseAdapter):
         nothing :meth:`export` adds applies. An older JAX, whose ``__dlpack__``
         lacks some of the protocol's keywords, gets :meth:`export` as the fallback.
         What a consumer asks of the array where it lies goes to jaxlib's export
-        directly, where this jaxlib has it (:func:`_quick_exporter`)."""
-        own = array.__dlpack__ if _takes_every_keyword(type(array)) else direct_exporter(array, self.export)
-        return _quick_exporter(array, own) or own
+        directly, where this jaxlib has it (:func:`~dlmg.adapters.jax._jaxlib.quick_exporter`)."""
+        kind: Any = type(array)
+        own = array.__dlpack__ if takes_every_keyword(kind) else direct_exporter(array, self.export)
+        return quick_exporter(array, own) or own
 
     # -- streams ----------------------------------------------------------------
     def synchronize(self, device: Device | None = None) -> None:
@@ -674,7 +497,7 @@ class JaxAdapter(BaseAdapter):
         """
         jax = self.module()
         for arr in jax.live_arrays():
-            if device is None or any(self._to_device(d) == device for d in arr.devices()):
+            if device is None or any(to_device(d) == device for d in arr.devices()):
                 arr.block_until_ready()
 
     def synchronize_array(self, array: Any) -> None:
@@ -686,34 +509,20 @@ class JaxAdapter(BaseAdapter):
     batches_operators = True  # an eager JAX operation costs tens of us of host work on a GPU
 
     def assemble(self, pieces: Any, shape: tuple[int, ...], device: Device) -> Any:
-        """One compiled concatenation of the ranges (``jax.jit``, kept per geometry):
+        """One compiled concatenation of the spans (``jax.jit``, kept per geometry):
         a single XLA copy on ``device``, where staging through another framework
         costs an import per piece, a host wait and an import of the result.
         ``None`` for arrays elsewhere or not C-ordered (transposed imports)."""
-        arrays = [a for a, _, _ in pieces]
-        if not self._plain_on(arrays, device):
+        if not self._plain_on([p.array for p in pieces], device):
             return None
-        spans = tuple((start, size) for _, start, size in pieces)
-        jnp = self.namespace()
-
-        def assembled(*parts: Any) -> Any:
-            flat = [p.reshape(-1)[start:start + size] for p, (start, size) in zip(parts, spans)]
-            return jnp.concatenate(flat).reshape(shape)
-
-        return self._jitted(("assemble", spans, tuple(shape)), assembled)(*arrays)
+        return _rearrange.assemble(pieces, shape)
 
     def split(self, array: Any, pieces: Any) -> Any:
         """One compiled call (``jax.jit``, kept per geometry) cutting ``array`` into
         the pieces on its device; ``None`` for a transposed (not C-ordered) array."""
         if not self._plain_on([array], self.device_of(array)):
             return None
-        cuts = tuple((start, size, tuple(shape)) for start, size, shape in pieces)
-
-        def split(whole: Any) -> tuple[Any, ...]:
-            flat = whole.reshape(-1)
-            return tuple(flat[start:start + size].reshape(shape) for start, size, shape in cuts)
-
-        return list(self._jitted(("split", cuts), split)(array))
+        return list(_rearrange.splitter(tuple(pieces))(array))
 
     def compose(self, arrays: Any, stacked: tuple[int, ...], axes: tuple[int, ...], shape: tuple[int, ...],
                 device: Device) -> Any:
@@ -725,12 +534,7 @@ class JaxAdapter(BaseAdapter):
         array: 1.68 against 0.68 ms on 2 cores)."""
         if device.kind == "cpu" or not self._plain_on(list(arrays), device):
             return None
-        jnp = self.namespace()
-
-        def composed(*parts: Any) -> Any:
-            return jnp.stack(parts).reshape(stacked).transpose(axes).reshape(shape)
-
-        return self._jitted(("compose", stacked, axes, tuple(shape)), composed)(*arrays)
+        return _rearrange.composer(tuple(stacked), tuple(axes), tuple(shape))(*arrays)
 
     def decompose(self, array: Any, shape: tuple[int, ...], axes: tuple[int, ...], count: int,
                   part: tuple[int, ...]) -> Any:
@@ -739,12 +543,7 @@ class JaxAdapter(BaseAdapter):
         device = self.device_of(array)
         if device.kind == "cpu" or not self._plain_on([array], device):
             return None
-
-        def decomposed(whole: Any) -> tuple[Any, ...]:
-            parts = whole.reshape(shape).transpose(axes).reshape((count, *part))
-            return tuple(parts[i] for i in range(count))
-
-        return list(self._jitted(("decompose", shape, axes, count, tuple(part)), decomposed)(array))
+        return list(_rearrange.decomposer(tuple(shape), tuple(axes), count, tuple(part))(array))
 
     def retile(self, arrays: Any, targets: Any, device: Device) -> list[Any] | None:
         """One compiled call (``jax.jit``, kept per geometry) making every target
@@ -756,29 +555,7 @@ class JaxAdapter(BaseAdapter):
         elsewhere or not C-ordered."""
         if not self._plain_on(list(arrays), device):
             return None
-        jnp = self.namespace()
-
-        def made(tiling: Any, sources: Any) -> Any:
-            if tiling[0] == "slice":
-                _, i, dims, starts, extents, box = tiling
-                return sources[i].reshape(dims)[tuple(slice(s, s + e) for s, e in zip(starts, extents))].reshape(box)
-            _, axis, children = tiling
-            return jnp.concatenate([made(child, sources) for child in children], axis=axis)
-
-        def retiled(*sources: Any) -> list[Any]:
-            return [made(tiling, sources).reshape(shape) for shape, tiling in targets]
-
-        return list(self._jitted(("retile", targets), retiled)(*arrays))
-
-    def _jitted(self, key: Any, fn: Any) -> Any:
-        """``jax.jit(fn)``, kept under ``key`` (the geometry ``fn`` closes over; jit itself
-        tells shapes and dtypes apart): the first one made for a key is reused."""
-        found = _REARRANGERS.get(key)
-        if found is None:
-            if len(_REARRANGERS) >= _REARRANGERS_KEPT:
-                _REARRANGERS.clear()
-            found = _REARRANGERS[key] = self.module().jit(fn)
-        return found
+        return list(_rearrange.retiler(tuple(targets))(*arrays))
 
     def _plain_on(self, arrays: list[Any], device: Device) -> bool:
         """Whether every array is C-ordered and on ``device`` alone."""
@@ -796,26 +573,7 @@ class JaxAdapter(BaseAdapter):
         compiled call's C++ dispatch costs less host time than the eager
         operator (on the CPU 4.7 against 6.8 us per array). ``None`` in place
         (JAX arrays are immutable) and for ``pow``."""
-        if in_place:
-            return None
-        found = _LIST_OPERATORS.get(name)
-        if found is None:
-            op = _LIST_FUNCTIONS.get(name)
-            if op is None:
-                return None
-            jax = self.module()
-            pair = jax.jit(op)
-            pairs = jax.jit(lambda xs, ys: [op(x, y) for x, y in zip(xs, ys)])
-            with_scalar = jax.jit(lambda xs, y: [op(x, y) for x in xs])
-
-            def found(xs: list[Any], ys: Any) -> list[Any]:
-                scalar = not isinstance(ys, list)
-                if len(xs) == 1:
-                    return [pair(xs[0], ys if scalar else ys[0])]
-                return (with_scalar if scalar else pairs)(xs, ys)  # type: ignore[no-any-return]
-
-            _LIST_OPERATORS[name] = found
-        return found
+        return None if in_place else _rearrange.list_operator(name)
 
     def compile_elementwise(self, fn: Any, device: Device) -> tuple[Any, str]:
         """``jax.jit`` of ``fn`` with ``jax.numpy`` as its namespace: one XLA
@@ -829,3 +587,4 @@ class JaxAdapter(BaseAdapter):
 
         kernel.__name__ = getattr(fn, "__name__", "kernel")
         return jax.jit(kernel), "jax.jit"
+

@@ -13,105 +13,42 @@ Quirks handled here:
 
 from __future__ import annotations
 
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any, Sequence
-
-import numpy
 
 from dlmg.device import Device
 from dlmg.errors import CopyRequiredError, DeviceError, DLPackError
+from dlmg.registry import get_adapter
 
-from ._common import (
-    ALREADY_CURRENT,
+from .._common import (
     BaseAdapter,
     DLPackShim,
     _source,
     check_copy,
-    copy_word,
     describe_producer,
     direct_exporter,
     element_strides,
     import_producer,
-    OPERATORS,
-    pair_by_pair,
     runs_backwards_by_byte_strides,
     other_known_framework,
 )
+from ..capabilities import (
+    BulkCopies, Carving, CompiledElementwise, ListOperators, QuickExport, QuickImport, concatenate_by_views,
+)
+from . import _kernels
+from ._copies import DEVICE_TO_DEVICE, WORDS_FROM, copy_engine, current, in_words
 
 __all__ = ["CupyAdapter"]
 
 
-#: cudaMemcpyDeviceToDevice
-_DEVICE_TO_DEVICE = 3
-#: dlmg's device of each CUDA ordinal.
-_CUDA_DEVICES: dict[int, Device] = {}
+@lru_cache(maxsize=64)
+def _cuda_device(index: int) -> Device:
+    """dlmg's device of CUDA ordinal ``index``, asked per fragment per copy: FIGURE_CUPY_DEVICE."""
+    return Device("cuda", int(index))
 
 
-def _rows(array: Any) -> tuple[int, int, int] | None:
-    """``(rows, row bytes, pitch)`` of an array that is rows of contiguous elements at a
-    pitch (a 2-D array whose last mode is contiguous) or one contiguous row; else None."""
-    item = array.itemsize
-    if array.ndim == 2 and array.strides[1] == item and array.strides[0] >= array.shape[1] * item:
-        return array.shape[0], array.shape[1] * item, array.strides[0]
-    if array.flags.c_contiguous:
-        return 1, array.nbytes, array.nbytes
-    return None
-
-
-#: The widest word strided copies move elements in, and its dtype per width: in one
-#: 64 MiB pitched copy of float32 rows on an H200 CuPy's assignment took 97 us, in
-#: 8-byte words 60 us, in 16-byte words 51 us; the 2-D memcpy 88 us (53 us for rows
-#: of 512 bytes), a contiguous memcpy 40 us.
-_COPY_WORD = 16
-_WORD_DTYPES = {8: numpy.dtype(numpy.int64), 16: numpy.dtype(numpy.complex128)}
-#: Copies from this size on take the words; smaller ones cost more on the host than on the device.
-_WORDS_FROM = 1 << 20
-#: (dtype, shape, byte strides of both sides, addresses modulo the word) -> the word's dtype,
-#: True for the elements' own, False for no assignment in words (asked per piece per call)
-_WORDS_OF: dict[tuple[Any, ...], Any] = {}
-
-
-def _in_words(dst: Any, src: Any) -> bool:
-    """Queue ``dst[...] = src`` (same dtype and shape, one device) as CuPy's assignment
-    in words of 8 or 16 bytes where both sides allow one (see
-    :func:`~dlmg.adapters._common.copy_word`); whether it did."""
-    dst_address, src_address = dst.data.ptr, src.data.ptr
-    key = (dst.dtype, dst.shape, dst.strides, src.strides, dst_address % _COPY_WORD, src_address % _COPY_WORD)
-    word = _WORDS_OF.get(key)
-    if word is None:
-        item = dst.itemsize
-        word = copy_word(dst.shape, item, _COPY_WORD, (dst_address, dst.strides), (src_address, src.strides))
-        word = False if word < 8 else True if word == item else _WORD_DTYPES[word]
-        if len(_WORDS_OF) > 4096:
-            _WORDS_OF.clear()
-        _WORDS_OF[key] = word
-    if word is False:
-        return False
-    if word is not True:
-        dst, src = dst.view(word), src.view(word)
-    dst[...] = src
-    return True
-
-
-def _copy_engine(cp: Any, dst: Any, src: Any, stream: int) -> bool:
-    """Queue ``dst[...] = src`` as one (2-D) memcpy when both sides allow it; whether it did."""
-    if dst.size == 0:
-        return True
-    if dst.dtype != src.dtype or dst.shape != src.shape or dst.device.id != src.device.id:
-        return False
-    d, s = _rows(dst), _rows(src)
-    if d is None or s is None:
-        return False
-    if d[0] == 1 and s[0] == 1:  # both contiguous
-        cp.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, dst.nbytes, _DEVICE_TO_DEVICE, stream)
-        return True
-    if d[1] != s[1] or d[0] != s[0]:
-        return False
-    cp.cuda.runtime.memcpy2DAsync(dst.data.ptr, d[2], src.data.ptr, s[2], d[1], d[0], _DEVICE_TO_DEVICE, stream)
-    return True
-
-
-class CupyAdapter(BaseAdapter):
+class CupyAdapter(BaseAdapter, BulkCopies, Carving, QuickImport, QuickExport, ListOperators,
+                  CompiledElementwise):
     """Adapter for :class:`cupy.ndarray` (CUDA device memory)."""
 
     name = "cupy"
@@ -134,8 +71,6 @@ class CupyAdapter(BaseAdapter):
     # -- conversions ----------------------------------------------------------
     def native_dtype(self, dtype: Any) -> Any:
         """The dtype CuPy uses for a dlmg dtype (NumPy's, bfloat16 through ml_dtypes)."""
-        from dlmg.registry import get_adapter
-
         return get_adapter("numpy").native_dtype(dtype)
 
     def device_from_native(self, obj: Any) -> Device | None:
@@ -149,7 +84,7 @@ class CupyAdapter(BaseAdapter):
         one); nothing to enter when that device is current already."""
         if device.kind != "cuda":
             return None
-        return partial(_current, self.module(), device.index)
+        return partial(current, self.module(), device.index)
 
     def _check_device(self, device: Device) -> int:
         if device.kind != "cuda":
@@ -162,10 +97,7 @@ class CupyAdapter(BaseAdapter):
     def device_of(self, array: Any) -> Device:
         """``cuda:i`` with ``i`` the device of the array's memory."""
         index = array.data.device_id  # without making a cupy.cuda.Device (0.12 against 0.28 us)
-        found = _CUDA_DEVICES.get(index)  # asked per fragment per copy: made once per GPU
-        if found is None:
-            found = _CUDA_DEVICES[index] = Device("cuda", int(index))
-        return found
+        return _cuda_device(index)
 
     runs_backwards = runs_backwards_by_byte_strides
 
@@ -250,8 +182,6 @@ class CupyAdapter(BaseAdapter):
         here = src.device if src is not None else known.device_of(inner)  # type: ignore[union-attr]
         if here.kind != "cuda":
             if copy is True and here.is_host:
-                from dlmg.registry import get_adapter
-
                 host = get_adapter("numpy").from_dlpack(obj)
                 idx = device.index if device is not None else cp.cuda.runtime.getDevice()
                 with cp.cuda.Device(idx):
@@ -293,7 +223,7 @@ class CupyAdapter(BaseAdapter):
         def take_in(array: Any, device: Device) -> Any:
             if device.kind != "cuda":
                 return None  # host memory: from_dlpack says how to move it
-            with _current(cp, device.index):
+            with current(cp, device.index):
                 return take(producer(array))
 
         return take_in
@@ -360,7 +290,7 @@ class CupyAdapter(BaseAdapter):
         that follow one another on both sides (destinations carved one after
         another from one buffer, read from consecutive parts of a source) are
         one memcpy. A large strided copy whose rows allow it is CuPy's
-        assignment in 16- or 8-byte words (see :data:`_COPY_WORD`: 0.79 of a
+        assignment in 16- or 8-byte words (see :data:`~dlmg.adapters.cupy._copies._COPY_WORD`: 0.79 of a
         memcpy's rate); other rows of contiguous elements at a pitch (2-D)
         take ``cudaMemcpy2DAsync`` (0.45 of it, above CuPy's assignment of
         4-byte elements). Anything else is CuPy's assignment.
@@ -380,25 +310,25 @@ class CupyAdapter(BaseAdapter):
                         run[2] += n  # one memcpy for consecutive pieces (a slab scatter or gather)
                         continue
                     if run is not None:
-                        memcpy(run[0], run[1], run[2], _DEVICE_TO_DEVICE, stream)
+                        memcpy(run[0], run[1], run[2], DEVICE_TO_DEVICE, stream)
                     run = [d, s, n]
                     continue
                 if run is not None:
-                    memcpy(run[0], run[1], run[2], _DEVICE_TO_DEVICE, stream)
+                    memcpy(run[0], run[1], run[2], DEVICE_TO_DEVICE, stream)
                     run = None
-                if dst.nbytes >= _WORDS_FROM and dst.dtype == src.dtype and dst.shape == src.shape and (
-                        dst.device.id == src.device.id) and _in_words(dst, src):
+                if dst.nbytes >= WORDS_FROM and dst.dtype == src.dtype and dst.shape == src.shape and (
+                        dst.device.id == src.device.id) and in_words(dst, src):
                     continue
-                if not _copy_engine(cp, dst, src, stream):
+                if not copy_engine(cp, dst, src, stream):
                     dst[...] = src
             if run is not None:
-                memcpy(run[0], run[1], run[2], _DEVICE_TO_DEVICE, stream)
+                memcpy(run[0], run[1], run[2], DEVICE_TO_DEVICE, stream)
 
     def concatenate_into(self, dst: Any, srcs: Sequence[Any]) -> None:
         """The pieces one after another in ``dst``, in one kernel where they are
         contiguous and of ``dst``'s dtype and device; the default otherwise.
 
-        The kernel (:func:`_concatenation_kernel`) copies every piece in one
+        The kernel (:func:`~dlmg.adapters.cupy._kernels._concatenation_kernel`) copies every piece in one
         launch, with the widest loads and stores (up to 16 bytes) that every
         address and size allows: one ``cudaMemcpyAsync`` per piece leaves a gap
         of a few microseconds between pieces (8 pieces of 32 MiB reach 0.83 of
@@ -408,7 +338,7 @@ class CupyAdapter(BaseAdapter):
         if not dst.flags.c_contiguous or not all(
             s.flags.c_contiguous and s.dtype == dst.dtype and s.device.id == dst.device.id for s in srcs
         ):
-            super().concatenate_into(dst, srcs)
+            concatenate_by_views(self, dst, srcs)
             return
         cp = self.module()
         with cp.cuda.Device(int(dst.device.id)):
@@ -419,16 +349,16 @@ class CupyAdapter(BaseAdapter):
                 if src.nbytes:
                     pieces.append((address, src.data.ptr, src.nbytes))
                 address += src.nbytes
-            if len(pieces) > 1 and _launch_concatenation(cp, pieces, stream):
+            if len(pieces) > 1 and _kernels.launch_concatenation(cp, pieces, stream):
                 return
             for to, source, nbytes in pieces:
-                cp.cuda.runtime.memcpyAsync(to, source, nbytes, _DEVICE_TO_DEVICE, stream.ptr)
+                cp.cuda.runtime.memcpyAsync(to, source, nbytes, DEVICE_TO_DEVICE, stream.ptr)
 
     # -- DLPack export -----------------------------------------------------------
     def export(self, array: Any, **kwargs: Any) -> Any:
         """``array.__dlpack__(**kwargs)`` with the array's device current (a consumer's
         stream belongs to that device): made current for the call when it is not."""
-        with _current(self.module(), array.device.id):
+        with current(self.module(), array.device.id):
             return super().export(array, **kwargs)
 
     def exporter(self, array: Any) -> Any:
@@ -468,7 +398,7 @@ class CupyAdapter(BaseAdapter):
 
     def list_operator(self, name: str, in_place: bool = False) -> Any:
         """``+``, ``-``, ``*`` and ``/`` over lists of arrays in one kernel launch per
-        32 arrays (:func:`_list_operation`), where every array is a C-contiguous
+        32 arrays (:func:`~dlmg.adapters.cupy._kernels._list_operation`), where every array is a C-contiguous
         ``float32`` or ``float64`` array of one device and the other operand is
         a list of such arrays of the same shapes or a Python number the dtype
         holds exactly. Anything else is CuPy's operator pair by pair, so results,
@@ -479,13 +409,7 @@ class CupyAdapter(BaseAdapter):
         An eager CuPy operator costs a launch and an allocation per array: on
         an H200 the loop over 8 small fragments took 14 us per array and operator.
         """
-        found = _LIST_CALLS.get((name, in_place))
-        if found is None:
-            op = _LIST_SYMBOLS.get(name)
-            if op is None:
-                return None
-            found = _LIST_CALLS[(name, in_place)] = partial(_list_operation, self.module(), op, in_place)
-        return found
+        return _kernels.list_operator(self.module(), name, in_place)
 
     # -- compiling --------------------------------------------------------------
     def compile_elementwise(self, fn: Any, device: Device) -> tuple[Any, str]:
@@ -504,233 +428,3 @@ class CupyAdapter(BaseAdapter):
         name = getattr(fn, "__name__", "")
         kernel.__name__ = name if name.isidentifier() else "fused_kernel"
         return cp.fuse(kernel), "cupy.fuse"
-
-
-# -- one kernel for many contiguous copies ------------------------------------------
-#: Pieces per launch: each is three kernel arguments.
-_PIECES_PER_LAUNCH = 32
-#: Load and store type per width in bytes.
-_WORDS = {16: "uint4", 8: "uint2", 4: "unsigned int", 2: "unsigned short", 1: "unsigned char"}
-#: (pieces, width) -> compiled kernel, or None where compiling failed (no CUDA compiler).
-_KERNELS: dict[tuple[int, int], Any] = {}
-# 512 threads, 32 blocks per SM and piece between them: 0.965 of a device copy's rate for
-# 8 pieces of 32 MiB on an H200, against 0.90 at 256 threads and 8 blocks (unrolling,
-# __restrict__ and other counts measured between the two)
-_THREADS = 512
-_BLOCKS_PER_SM = 32
-_SMS: dict[int, int] = {}
-
-
-def _multiprocessors(cp: Any) -> int:
-    """The current device's multiprocessor count (asked once per device)."""
-    device = cp.cuda.runtime.getDevice()
-    found = _SMS.get(device)
-    if found is None:
-        found = _SMS[device] = cp.cuda.runtime.getDeviceProperties(device)["multiProcessorCount"]
-    return found
-
-
-def _current(cp: Any, index: int) -> Any:
-    """A context making CUDA device ``index`` current: nothing to enter when it is already
-    (asking costs 0.14 us on an H200, entering and leaving the device's context 0.82)."""
-    return ALREADY_CURRENT if cp.cuda.runtime.getDevice() == index else cp.cuda.Device(index)
-
-
-def _concatenation_source(pieces: int, width: int) -> str:
-    """CUDA source of a kernel copying ``pieces`` contiguous ranges, one per ``blockIdx.y``,
-    in words of ``width`` bytes (arguments: destination, source, count, per piece)."""
-    word = _WORDS[width]
-    params = ", ".join(f"{word}* d{i}, const {word}* s{i}, unsigned long long n{i}" for i in range(pieces))
-    cases = " ".join(f"case {i}: dst = d{i}; src = s{i}; count = n{i}; break;" for i in range(pieces))
-    return f"""extern "C" __global__ void dlmg_concatenate({params}) {{
-    {word}* dst; const {word}* src; unsigned long long count;
-    switch (blockIdx.y) {{ {cases} default: return; }}
-    const unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;
-    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step)
-        dst[i] = src[i];
-}}
-"""
-
-
-def _concatenation_kernel(cp: Any, pieces: int, width: int) -> Any:
-    """The compiled kernel for ``pieces`` ranges in words of ``width`` bytes, or ``None``."""
-    key = (pieces, width)
-    if key not in _KERNELS:
-        try:
-            kernel = cp.RawKernel(_concatenation_source(pieces, width), "dlmg_concatenate")
-            kernel.compile()
-        except Exception:  # no NVRTC or no driver support: the memcpy path still works
-            kernel = None
-        _KERNELS[key] = kernel
-    return _KERNELS[key]
-
-
-def _launch_concatenation(cp: Any, pieces: list[tuple[int, int, int]], stream: Any) -> bool:
-    """Queue the copies ``(destination, source, bytes)`` on ``stream`` as kernels of
-    up to :data:`_PIECES_PER_LAUNCH` pieces; ``False`` (nothing queued) without a compiler."""
-    width = 16
-    for to, source, nbytes in pieces:
-        while (to | source | nbytes) % width:
-            width //= 2
-    sms = _multiprocessors(cp)
-    launches = [pieces[i:i + _PIECES_PER_LAUNCH] for i in range(0, len(pieces), _PIECES_PER_LAUNCH)]
-    kernels = [_concatenation_kernel(cp, len(group), width) for group in launches]
-    if any(k is None for k in kernels):
-        return False
-    uint64 = numpy.uint64  # kernel arguments by value: addresses and counts of 8 bytes
-    for kernel, group in zip(kernels, launches):
-        words = max(nbytes for _, _, nbytes in group) // width
-        blocks = min(-(-words // _THREADS), max(1, sms * _BLOCKS_PER_SM // len(group)))
-        args: list[Any] = []
-        for to, source, nbytes in group:
-            args += (uint64(to), uint64(source), uint64(nbytes // width))
-        kernel((blocks, len(group)), (_THREADS,), tuple(args), stream=stream)
-    return True
-
-
-
-# -- one kernel for an operator over many arrays ------------------------------------------
-#: list_operator name -> (C operator, the Python operator pair by pair, its in-place form)
-_LIST_SYMBOLS = {
-    name: (symbol, *OPERATORS[name])
-    for name, symbol in (("add", "+"), ("subtract", "-"), ("multiply", "*"), ("divide", "/"))
-}
-#: dtype name -> (C type, NumPy scalar type, the largest integer it holds exactly, its largest finite value)
-_LIST_TYPES = {
-    "float32": ("float", numpy.float32, 1 << 24, float(numpy.finfo(numpy.float32).max)),
-    "float64": ("double", numpy.float64, 1 << 53, float(numpy.finfo(numpy.float64).max)),
-}
-#: Arrays per launch: each is four kernel arguments.
-_ARRAYS_PER_LAUNCH = 32
-_LIST_THREADS = 256
-#: (name, in_place) -> the call list_operator hands out
-_LIST_CALLS: dict[tuple[str, bool], Any] = {}
-#: (C operator, C type, with a scalar, arrays) -> compiled kernel, or None where compiling failed
-_LIST_KERNELS: dict[tuple[str, str, bool, int], Any] = {}
-
-
-def _list_source(symbol: str, ctype: str, scalar: bool, count: int) -> str:
-    """CUDA source of ``o = x <symbol> y`` for ``count`` arrays, one per ``blockIdx.y``
-    (``y`` one scalar for all of them where ``scalar``)."""
-    if scalar:
-        params = ", ".join([f"const {ctype} y"] + [f"{ctype}* o{i}, const {ctype}* x{i}, unsigned long long n{i}"
-                                                   for i in range(count)])
-        cases = " ".join(f"case {i}: o = o{i}; x = x{i}; n = n{i}; break;" for i in range(count))
-        declare, operand = f"{ctype}* o; const {ctype}* x;", "y"
-    else:
-        params = ", ".join(f"{ctype}* o{i}, const {ctype}* x{i}, const {ctype}* y{i}, unsigned long long n{i}"
-                           for i in range(count))
-        cases = " ".join(f"case {i}: o = o{i}; x = x{i}; y = y{i}; n = n{i}; break;" for i in range(count))
-        declare, operand = f"{ctype}* o; const {ctype}* x; const {ctype}* y;", "y[i]"
-    return f"""extern "C" __global__ void dlmg_list_operation({params}) {{
-    {declare} unsigned long long n;
-    switch (blockIdx.y) {{ {cases} default: return; }}
-    const unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;
-    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step)
-        o[i] = x[i] {symbol} {operand};
-}}
-"""
-
-
-def _list_kernel(cp: Any, symbol: str, ctype: str, scalar: bool, count: int) -> Any:
-    key = (symbol, ctype, scalar, count)
-    if key not in _LIST_KERNELS:
-        try:
-            kernel = cp.RawKernel(_list_source(symbol, ctype, scalar, count), "dlmg_list_operation")
-            kernel.compile()
-        except Exception:  # no NVRTC or no driver support: the operators pair by pair still work
-            kernel = None
-        _LIST_KERNELS[key] = kernel
-    return _LIST_KERNELS[key]
-
-
-def _exact_scalar(value: Any, scalar_type: Any, limit: int, largest: float) -> Any:
-    """``value`` as the dtype's scalar when it holds it exactly (then computing in the
-    dtype equals computing in double and rounding once), else ``None``."""
-    kind = type(value)
-    if kind is bool or (kind is int and -limit <= value <= limit):
-        return scalar_type(value)
-    if kind is float:
-        if value != value:  # NaN stays NaN
-            return scalar_type(value)
-        if -largest <= value <= largest:
-            cast = scalar_type(value)
-            if float(cast) == value:
-                return cast
-    return None
-
-
-def _list_operation(cp: Any, op: tuple[str, Any, Any], in_place: bool, xs: list[Any], ys: Any) -> Any:
-    """``xs[i] <op> ys[i]`` (or ``<op> ys`` for a scalar) for every ``i``: one kernel
-    per :data:`_ARRAYS_PER_LAUNCH` arrays where they qualify (see
-    :meth:`CupyAdapter.list_operator`), CuPy's operator pair by pair otherwise.
-    In place: written into ``xs``, returns ``None``."""
-    symbol, pairwise, inplace = op
-    launch = _list_launch(cp, symbol, in_place, xs, ys)
-    if launch is not None:
-        return None if in_place else launch
-    return pair_by_pair(inplace if in_place else pairwise, in_place, xs, ys)
-
-
-def _list_launch(cp: Any, symbol: str, in_place: bool, xs: list[Any], ys: Any) -> list[Any] | None:
-    """The kernels of :func:`_list_operation` queued, with the results (``xs`` in
-    place); ``None`` (nothing queued) where the arrays do not qualify."""
-    if not xs:
-        return None
-    first = xs[0]
-    dtype = first.dtype
-    kind = _LIST_TYPES.get(dtype.name)
-    if kind is None:
-        return None
-    ctype, scalar_type, limit, largest = kind
-    scalar = not isinstance(ys, list)
-    value = None
-    if scalar:
-        value = _exact_scalar(ys, scalar_type, limit, largest)
-        if value is None:
-            return None
-    device = first.data.device_id
-    for x in xs:
-        if x.dtype != dtype or not x.flags.c_contiguous or x.data.device_id != device:
-            return None
-    if not scalar:
-        for x, y in zip(xs, ys):
-            if y.dtype != dtype or y.shape != x.shape or not y.flags.c_contiguous or y.data.device_id != device:
-                return None
-    work = [i for i, x in enumerate(xs) if x.size]
-    groups = [work[i:i + _ARRAYS_PER_LAUNCH] for i in range(0, len(work), _ARRAYS_PER_LAUNCH)]
-    kernels = [_list_kernel(cp, symbol, ctype, scalar, len(group)) for group in groups]
-    if any(k is None for k in kernels):
-        return None
-    with _current(cp, device):
-        if in_place:
-            outs = xs
-        else:  # the results carved from one allocation: one call to CuPy's pool instead of one per array
-            itemsize = dtype.itemsize
-            whole = cp.empty(sum(x.size for x in xs), dtype)
-            outs, at = [], whole.data
-            for x in xs:
-                outs.append(cp.ndarray(x.shape, dtype, at))
-                at = at + x.size * itemsize
-        _queue_lists(kernels, groups, xs, ys, outs, _multiprocessors(cp), value)
-    return outs
-
-
-def _queue_lists(kernels: list[Any], groups: list[list[int]], xs: list[Any], ys: Any, outs: list[Any], sms: int,
-                 value: Any) -> None:
-    """Launch ``kernels`` over ``groups`` of the arrays on the current device and stream
-    (``value``: the scalar operand, ``None`` for lists)."""
-    scalar = value is not None
-    for kernel, group in zip(kernels, groups):
-        most = max(xs[i].size for i in group)
-        blocks = min(-(-most // _LIST_THREADS), max(1, sms * _BLOCKS_PER_SM // len(group)))
-        # the arrays themselves and sizes as Python ints: CuPy takes those in a third of
-        # the time of NumPy scalars (8 arrays: 17 against 45 us a launch on an H200)
-        args: list[Any] = [value] if scalar else []
-        for i in group:
-            x = xs[i]
-            if scalar:
-                args += (outs[i], x, x.size)
-            else:
-                args += (outs[i], x, ys[i], x.size)
-        kernel((blocks, len(group)), (_LIST_THREADS,), tuple(args))

@@ -1,0 +1,335 @@
+"""The optional fast paths of an adapter, each a named capability it may declare.
+
+:class:`~dlmg.adapters.Adapter` holds what every framework must answer. What a
+framework may do better than the general path -- copies issued together, one
+call over a list of arrays, compiled elementwise work, whole-array
+rearrangements for frameworks without views, quicker DLPack imports and
+exports -- is a small class here, which an adapter names among its bases::
+
+    class TorchAdapter(BaseAdapter, BulkCopies, Carving, ListOperators):
+        ...
+
+dlmg's core asks for a capability (``isinstance(adapter, BulkCopies)``, or
+:meth:`Adapter.capability`) and takes the general path where an adapter does
+not declare it; it never probes an adapter with ``getattr``. The functions at
+the end of this module (:func:`copy_pairs`, :func:`concatenate`,
+:func:`exporter_of`, :func:`compiled`) are those questions with their general
+answers. :func:`dlmg.testing.check_adapter` checks every capability an adapter
+declares.
+
+What the calls exchange are typed records (:class:`Span`, :class:`Cut`,
+:class:`Slice`, :class:`Concat`, :class:`Retiling`), hashable where they
+describe a geometry, so that a framework can compile one call per geometry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any, NamedTuple, Union
+
+if TYPE_CHECKING:  # pragma: no cover
+    from dlmg.device import Device
+
+    from ._base import Adapter
+
+__all__ = [
+    "CAPABILITIES",
+    "LIST_OPERATORS",
+    "BulkCopies",
+    "Carving",
+    "CompiledElementwise",
+    "Concat",
+    "Cut",
+    "ListOperators",
+    "QuickExport",
+    "QuickImport",
+    "Rearranging",
+    "Retiling",
+    "Slice",
+    "Span",
+    "Tiling",
+    "compiled",
+    "concatenate",
+    "concatenate_by_views",
+    "copy_pairs",
+    "exporter_of",
+]
+
+
+# -- the records ------------------------------------------------------------------------
+class Span(NamedTuple):
+    """Elements ``start`` to ``start + size`` of a C-ordered ``array`` (:meth:`Rearranging.assemble`)."""
+
+    array: Any
+    start: int
+    size: int
+
+
+class Cut(NamedTuple):
+    """Elements ``start`` to ``start + size`` of a C-ordered array, as an array of
+    ``shape`` (:meth:`Rearranging.split`)."""
+
+    start: int
+    size: int
+    shape: tuple[int, ...]
+
+
+class Slice(NamedTuple):
+    """A basic slice of one source array (:meth:`Rearranging.retile`).
+
+    ``sources[source]``'s elements in C order reshaped to ``dims``, then
+    ``starts[k]:starts[k] + extents[k]`` along each axis ``k``, reshaped to ``box``.
+    """
+
+    source: int
+    dims: tuple[int, ...]
+    starts: tuple[int, ...]
+    extents: tuple[int, ...]
+    box: tuple[int, ...]
+
+
+class Concat(NamedTuple):
+    """The arrays the ``children`` tilings make, concatenated along ``axis``."""
+
+    axis: int
+    children: tuple["Tiling", ...]
+
+
+#: How a new array is made from slices of source arrays.
+Tiling = Union[Slice, Concat]
+
+
+class Retiling(NamedTuple):
+    """One new array of :meth:`Rearranging.retile`: the whole ``tiling``, of ``shape``."""
+
+    shape: tuple[int, ...]
+    tiling: Tiling
+
+
+#: The arithmetic operators :meth:`ListOperators.list_operator` may be asked for.
+LIST_OPERATORS = ("add", "subtract", "multiply", "divide", "pow", "floor_divide", "remainder")
+
+
+# -- the capabilities -------------------------------------------------------------------
+class BulkCopies:
+    """Many copies among one framework's arrays issued together.
+
+    Both calls queue their copies in order on the framework's current stream,
+    with no host-side wait.
+    """
+
+    def copy_many(self, dsts: Sequence[Any], srcs: Sequence[Any]) -> None:
+        """Write each ``srcs[i]`` into the view ``dsts[i]`` (pairs as for
+        :meth:`~dlmg.adapters.Adapter.copy_into`; the destinations do not overlap),
+        as few launches as the framework allows (one batched launch, or its copy
+        engine directly)."""
+        raise NotImplementedError
+
+    def concatenate_into(self, dst: Any, srcs: Sequence[Any]) -> None:
+        """Write the arrays ``srcs`` one after another along their first axis into
+        ``dst``, a C-contiguous view of exactly their stacked shape: every piece
+        has ``dst``'s trailing extents, and any strides. A gather of slabs is one
+        (1-D pieces), and so are the bands of rows that row slabs give a column
+        slab (2-D strided pieces). :func:`concatenate_by_views` is the general way."""
+        raise NotImplementedError
+
+
+class Carving:
+    """Views carved out of one allocation, recognised as such."""
+
+    def allocation_of(self, array: Any) -> tuple[Any, int] | None:
+        """The one-dimensional C-contiguous array whose memory ``array`` views, and
+        how many elements into it ``array``'s first element lies; ``None`` where
+        ``array`` is no such view.
+
+        dlmg carves the dense fragments of one GPU out of one allocation; reading
+        several such fragments through the allocation lets one copy move a whole
+        redistribution. Answer only where the framework's own record of the view
+        says so (``None`` costs a copy per fragment, a wrong answer reads the wrong
+        memory).
+        """
+        raise NotImplementedError
+
+
+class QuickImport:
+    """A quicker :meth:`~dlmg.adapters.Adapter.from_dlpack` for many arrays known alike."""
+
+    def importer(self, source: "Adapter", dtype: str,
+                 shape: tuple[int, ...]) -> Callable[[Any, "Device"], Any] | None:
+        """``take_in(array, device)`` importing an array of ``source``, of ``dtype``,
+        no larger than ``shape`` along any axis and already on ``device`` (the
+        fragments of one tensor), as ``from_dlpack(array, device=device)`` would,
+        sharing the array's memory (a framework whose arrays cannot be written may
+        copy where its own import does, as JAX does with unaligned host buffers);
+        ``None`` where there is none for these arrays.
+
+        What holds for all of them (the dtype, the size) is checked here, once.
+        Where ``take_in`` cannot take an array as it is, it returns ``None`` or
+        raises, and the caller asks ``from_dlpack``, which copies or says why not.
+        """
+        raise NotImplementedError
+
+
+class QuickExport:
+    """An export kept by a fragment that costs less than :meth:`~dlmg.adapters.Adapter.export`."""
+
+    def exporter(self, array: Any) -> Callable[..., Any]:
+        """The call exporting ``array`` (keywords as ``__dlpack__``), kept by a
+        fragment for its later exports (the array's own ``__dlpack__`` where
+        ``export`` adds nothing for it). Checks that do not change over the
+        array's life (its dtype) may run here once; what may change (the current
+        device) must stay in the call."""
+        raise NotImplementedError
+
+
+class ListOperators:
+    """One call applying an arithmetic operator to lists of arrays at once."""
+
+    def list_operator(self, name: str, in_place: bool = False) -> Callable[..., Any] | None:
+        """The list form of operator ``name`` (one of :data:`LIST_OPERATORS`), or
+        ``None`` where the framework has none for it.
+
+        ``call(xs, ys)`` with two lists of arrays of equal shapes pair by pair, or
+        ``call(xs, scalar)`` with a Python scalar: the list of ``xs[i] <op> ys[i]``
+        (``in_place``: each result written into ``xs[i]``, the ``x += y`` form; what
+        the call returns is then not used). The results, their dtypes and the errors raised must be those of the
+        operator applied pair by pair; what it saves is the host work of one call
+        per array (torch's ``_foreach_*`` launch one kernel for many arrays on a
+        GPU). Callers fall back to the pair-by-pair operator for arrays that
+        record gradients, and use list operations only where every fragment is of
+        one framework. In place, a failure may carry the position of the pair that
+        failed as the exception's ``list_position`` (the arrays before it are
+        written), which the error then names; without it, the first.
+        """
+        raise NotImplementedError
+
+
+class CompiledElementwise:
+    """A compiler for elementwise functions (``jax.jit``, ``torch.compile``, ``cupy.fuse``)."""
+
+    #: Whether :meth:`compile_elementwise` can trace a function over a list of
+    #: arrays (one compiled call for all of a device's fragments), as ``jax.jit``
+    #: and ``torch.compile`` do; ``cupy.fuse`` takes arrays only.
+    batches_elementwise: bool = False
+    #: Whether single operators (``a * b`` on a tensor) may run as one compiled
+    #: call per device over all of its fragments, too: for frameworks whose
+    #: per-operation host cost exceeds one compiled call's and whose compiler
+    #: builds a call in milliseconds, once per shape (JAX). Needs
+    #: :attr:`batches_elementwise`.
+    batches_operators: bool = False
+
+    def compile_elementwise(self, fn: Callable[..., Any], device: "Device") -> tuple[Callable[..., Any], str]:
+        """A compiled form of ``fn(xp, *args)`` (the work on one fragment, given an
+        array-API namespace ``xp`` and the fragment's arrays and Python scalars)
+        for this framework's arrays on ``device``.
+
+        Returns ``(kernel, compiler)``: ``kernel(*args)`` returns what
+        ``fn(xp, *args)`` returns (a compiler may trace ``fn`` once and specialise
+        on the arguments' shapes and dtypes; callers keep one kernel per function,
+        dtype, shape and device), ``compiler`` says what compiles it
+        (``"jax.jit"``, or ``"eager (why)"`` where it cannot here).
+        """
+        raise NotImplementedError
+
+
+class Rearranging:
+    """Whole-array rearrangements made by the framework itself, for a framework
+    without views (JAX): where dlmg would otherwise copy through a staging buffer
+    of a framework with views and hand the result over.
+
+    Every call returns ``None`` where the framework does not make that result
+    itself (the caller then takes the general path).
+    """
+
+    def assemble(self, pieces: Sequence[Span], shape: tuple[int, ...], device: "Device") -> Any:
+        """A new array of ``shape`` on ``device`` whose elements, in C order, are the
+        spans of ``pieces`` one after another (all arrays this framework's, on
+        ``device``): a gather of slabs."""
+        raise NotImplementedError
+
+    def split(self, array: Any, pieces: Sequence[Cut]) -> list[Any] | None:
+        """New arrays, one per cut of ``pieces``, on ``array``'s device: a scatter into slabs."""
+        raise NotImplementedError
+
+    def compose(self, arrays: Sequence[Any], stacked: tuple[int, ...], axes: tuple[int, ...],
+                shape: tuple[int, ...], device: "Device") -> Any:
+        """A new array of ``shape`` on ``device``: ``arrays`` (of one shape) stacked,
+        reshaped to ``stacked``, their axes permuted by ``axes`` (as ``transpose``)
+        and reshaped to ``shape``: a gather of a regular block-cyclic grid."""
+        raise NotImplementedError
+
+    def decompose(self, array: Any, shape: tuple[int, ...], axes: tuple[int, ...], count: int,
+                  part: tuple[int, ...]) -> list[Any] | None:
+        """New arrays, the inverse of :meth:`compose`: ``array`` reshaped to ``shape``,
+        its axes permuted by ``axes``, reshaped to ``(count, *part)`` and cut along
+        the first axis."""
+        raise NotImplementedError
+
+    def retile(self, arrays: Sequence[Any], targets: Sequence[Retiling], device: "Device") -> list[Any] | None:
+        """New arrays on ``device``, one per :class:`Retiling` of ``targets``, made from
+        ``arrays`` (C-ordered, all on ``device``): a redistribution between layouts
+        on one device in one pass over the bytes, where a gather followed by a
+        scatter makes two."""
+        raise NotImplementedError
+
+
+#: Every capability an adapter may declare.
+CAPABILITIES: tuple[type, ...] = (
+    BulkCopies, Carving, QuickImport, QuickExport, ListOperators, CompiledElementwise, Rearranging,
+)
+
+
+# -- asking, with the general answers ------------------------------------------------------
+def copy_pairs(adapter: "Adapter", dsts: Sequence[Any], srcs: Sequence[Any]) -> None:
+    """Write each ``srcs[i]`` into ``dsts[i]``: :meth:`BulkCopies.copy_many` where the
+    adapter declares it, else :meth:`~dlmg.adapters.Adapter.copy_into` pair by pair."""
+    if isinstance(adapter, BulkCopies):
+        adapter.copy_many(dsts, srcs)
+        return
+    for dst, src in zip(dsts, srcs):
+        adapter.copy_into(dst, src)
+
+
+def concatenate_by_views(adapter: "Adapter", dst: Any, srcs: Sequence[Any]) -> None:
+    """:meth:`BulkCopies.concatenate_into` the general way: each piece into its view of ``dst``."""
+    views, offset = [], 0
+    strides = adapter.strides_of(dst)
+    for src in srcs:
+        shape = adapter.shape_of(src)
+        views.append(adapter.as_strided(dst, shape, strides, offset))
+        size = 1
+        for n in shape:
+            size *= n
+        offset += size
+    copy_pairs(adapter, views, srcs)
+
+
+def concatenate(adapter: "Adapter", dst: Any, srcs: Sequence[Any]) -> None:
+    """:meth:`BulkCopies.concatenate_into` where the adapter declares it, else
+    :func:`concatenate_by_views`."""
+    if isinstance(adapter, BulkCopies):
+        adapter.concatenate_into(dst, srcs)
+    else:
+        concatenate_by_views(adapter, dst, srcs)
+
+
+def exporter_of(adapter: "Adapter", array: Any) -> Callable[..., Any]:
+    """The export a fragment keeps for ``array``: :meth:`QuickExport.exporter` where the
+    adapter declares it, else :meth:`~dlmg.adapters.Adapter.export` bound to ``array``."""
+    if isinstance(adapter, QuickExport):
+        return adapter.exporter(array)
+    return partial(adapter.export, array)
+
+
+def compiled(adapter: "Adapter", fn: Callable[..., Any], device: "Device") -> tuple[Callable[..., Any], str]:
+    """:meth:`CompiledElementwise.compile_elementwise` where the adapter declares it,
+    else ``fn`` run as it is with the adapter's namespace (``"eager"``)."""
+    if isinstance(adapter, CompiledElementwise):
+        return adapter.compile_elementwise(fn, device)
+    xp = adapter.namespace()
+
+    def eager(*args: Any) -> Any:
+        return fn(xp, *args)
+
+    return eager, "eager"
