@@ -532,3 +532,7 @@ def dies():
 
 
 SCENARIOS["dies"] = dies
+
+from tests._mp_array_api import SCENARIOS as _ARRAY_API  # noqa: E402  (the Array API namespace's scenarios)
+
+SCENARIOS.update(_ARRAY_API)

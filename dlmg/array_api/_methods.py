@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from ..distributed import _state
 from ..errors import DLPackError
 from ..ops.pointwise import astype as _astype
 from . import _indexing
@@ -36,10 +37,12 @@ def to_device(self: Any, device: Any, /, *, stream: Any = None) -> Any:
 def _one(self: Any, what: str) -> Any:
     if self.size != 1:
         raise TypeError(f"only a tensor of one element converts to {what}; this one has shape {self.shape}")
-    for frag in self.fragments:
-        if frag.is_local and frag.size == 1:
-            return frag.array.reshape(()) if frag.array.ndim else frag.array
-    return self.gather().reshape(())
+    holders = {rank for frag, rank in zip(self.layout.fragments, self.layout.ranks) if frag.size}
+    if holders >= set(range(_state.world_size())):  # (decided from the layout: the same on every process)
+        for frag in self.fragments:
+            if frag.is_local and frag.size == 1:
+                return frag.array.reshape(()) if frag.array.ndim else frag.array
+    return self.gather().reshape(())  # across processes: every process takes part
 
 
 def item(self: Any) -> Any:

@@ -19,9 +19,11 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from ..construct import scatter
 from ..errors import LayoutMismatchError
+from ..fragment import process_rank
 from ..layout import Layout
+from ..registry import adapter_for
+from ._executor import executor, move_array
 from ._operands import is_distributed
 from .dispatch import new_tensor
 
@@ -202,12 +204,36 @@ def align(operands: Sequence[Any], name: str, communicate: bool) -> list[Any]:
 
 
 def _moved(op: "DistributedTensor", target: Layout) -> "DistributedTensor":
-    """``op`` brought to ``target`` by communication: a redistribution, or a gather and scatter."""
+    """``op`` brought to ``target`` by communication: a redistribution (same shape), or an
+    all-gather of ``op`` from which every process cuts its own fragments of the broadcast."""
     framework = op.frameworks[0] if op.frameworks else None
     if op.shape == target.shape:
         return op.redistribute(target, framework=framework)
-    from array_api_compat import array_namespace  # (dlmg imports without array-api-compat)
+    whole = op.gather()  # every process receives it (the tensor being broadcast is the smaller one)
+    source = adapter_for(whole)
+    lead = target.ndim - whole.ndim
+    arrays: list[Any] = []
+    for frag, rank in zip(target.fragments, target.ranks):
+        if rank != process_rank():
+            arrays.append(None)
+            continue
+        ex = executor(framework or source.name, frag.device)
+        arrays.append(ex.run(_cut, move_array(whole, ex, source), frag, lead))
+    return new_tensor(arrays, target, op.dtype)
 
-    whole = op.gather()
-    xp = array_namespace(whole)
-    return scatter(xp.broadcast_to(whole, target.shape), target, framework=framework)
+
+def _cut(xp: Any, whole: Any, frag: Any, lead: int) -> Any:
+    """Fragment ``frag``'s elements of ``whole`` broadcast to ``frag``'s layout's shape (a new array)."""
+    a = xp.reshape(whole, (1,) * lead + tuple(whole.shape))
+    for m in range(frag.layout.ndim):
+        if a.shape[m] == 1:
+            continue
+        index = frag.owned_indices(m)
+        a = xp.take(a, xp.asarray(index, device=_device(a)), axis=m)
+    return xp.asarray(xp.broadcast_to(a, frag.shape), copy=True)
+
+
+def _device(a: Any) -> Any:
+    from array_api_compat import device  # (dlmg imports without array-api-compat)
+
+    return device(a)
