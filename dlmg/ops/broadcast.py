@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from ..distributed._state import world_size
 from ..errors import LayoutMismatchError
 from ..fragment import process_rank
 from ..layout import Layout
@@ -150,10 +151,10 @@ def _whole(layout: Layout, modes: tuple[int, ...]) -> Layout:
 
 
 def _zero_d_operand(t: "DistributedTensor") -> Any:
-    """A 0-d tensor as a regular 0-d array (dispatch moves it to every fragment's device)."""
-    for frag in t.fragments:
-        if frag.is_local:
-            return frag.array
+    """A 0-d tensor as a regular 0-d array (dispatch moves it to every fragment's device); an
+    all-gather where some process holds no copy (decided by the layout, the same everywhere)."""
+    if set(t.layout.ranks) >= set(range(world_size())):
+        return next(frag.array for frag in t.fragments if frag.is_local)
     return t.gather()
 
 
@@ -187,7 +188,7 @@ def align(operands: Sequence[Any], name: str, communicate: bool) -> list[Any]:
         if not is_distributed(op) or op is lead:
             out.append(op)
             continue
-        if op.ndim == 0 and shape != ():
+        if op.ndim == 0:  # one value: a 0-d array, which every fragment's device receives
             out.append(_zero_d_operand(op))
             continue
         local = broadcast_local(op, target)  # type: ignore[arg-type]

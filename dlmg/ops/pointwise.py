@@ -415,7 +415,7 @@ def _binary_method(
                 return NotImplemented  # another type may know how to combine with us
         if kinds is not None:
             require(label, (self.dtype, _dtype_of(other)), kinds)
-        if is_distributed(other) and other.shape != self.shape:  # broadcasting: views, or the smaller moves
+        if is_distributed(other) and (other.shape != self.shape or other.ndim == 0):  # broadcasting
             a, b = align((self, other), label, communicate=True)
             return map_fragments(per_fragment, (a, b), name=label, new_arrays=True)
         if (
