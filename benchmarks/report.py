@@ -21,6 +21,7 @@ _CASE_TITLES = {
     6: "GPU: interchange, pointwise, gather / scatter, redistribution on cuda:0",
     7: "Scaling: cost versus fragment count and layout complexity",
     8: "Across processes: all-gather and redistribution (torch.distributed, MPI)",
+    9: "Saving and loading: dlmg.save / dlmg.load against numpy.save / load, zarr-python and DCP",
 }
 
 

@@ -18,11 +18,12 @@ from .tensor import DistributedTensor, Fragment
 from .construct import empty, from_fragments, from_pointers, full, ones, scatter, zeros
 from .plans import RedistributionPlan, plan_redistribution
 from .interop import (
-    from_dtensor, from_jax, from_partitioned, layout_from_sharding, sharding_from_layout, to_dtensor, to_jax,
+    dcp_load, dcp_save, from_dtensor, from_jax, from_partitioned, layout_from_sharding, sharding_from_layout, to_dtensor, to_jax,
     to_sharding,
 )
 from .ops import *  # noqa: F403  (apply, elementwise functions, reductions, matmul, synchronize)
 from . import fft, linalg, ops as _ops
+from .io import load, save, saved_layout
 from . import _lookup, _printing, _protocols
 from . import array_api  # the Array API namespace; attaches indexing and the array object's methods
 from .array_api import default_layout, get_default_layout, set_default_layout
@@ -54,7 +55,9 @@ __all__ = [
     "get_adapter", "adapter_for", "framework_of",
     # other frameworks' distributed arrays
     "from_jax", "to_jax", "layout_from_sharding", "sharding_from_layout", "to_sharding",
-    "from_dtensor", "to_dtensor", "from_partitioned",
+    "from_dtensor", "to_dtensor", "from_partitioned", "dcp_save", "dcp_load",
+    # saving and loading
+    "save", "load", "saved_layout",
     # submodules
     "dtypes", "errors", "fft", "interop", "linalg", "registry",
     # the exception hierarchy

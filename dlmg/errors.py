@@ -24,6 +24,10 @@ __all__ = [
     "ViewNotSupportedError",
     "CollectiveError",
     "CollectiveMismatchError",
+    "CheckpointError",
+    "CheckpointExistsError",
+    "IncompleteCheckpointError",
+    "ChunkError",
 ]
 
 
@@ -109,3 +113,24 @@ class CollectiveError(DlmgError, RuntimeError):
 class CollectiveMismatchError(CollectiveError, ValueError):
     """Processes called different collectives, or the same one on different
     layouts, dtypes or arguments (SPMD broken); the message shows both sides."""
+
+
+class CheckpointError(DlmgError, ValueError):
+    """A path that holds no dlmg checkpoint, or a checkpoint that does not fit the
+    request (the message names the path, the field and the value)."""
+
+
+class CheckpointExistsError(CheckpointError, FileExistsError):
+    """:func:`dlmg.save` onto a path that already holds something, without
+    ``overwrite=True`` (or onto something that is no dlmg checkpoint, which is
+    never replaced)."""
+
+
+class IncompleteCheckpointError(CheckpointError):
+    """A checkpoint whose save did not finish: its commit marker is missing.
+    Nothing of it is read."""
+
+
+class ChunkError(CheckpointError):
+    """A chunk of a saved array is missing, truncated or fails its checksum; the
+    message names the chunk's key and file."""

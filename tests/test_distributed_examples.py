@@ -35,3 +35,19 @@ def test_mpi_example():
         pytest.skip("needs mpi4py and an MPI (pip install mpi4py mpich)")
     out = _run([mpiexec(), "-n", "2", sys.executable, "examples/distributed_mpi.py"])
     assert "all checks passed on 2 processes" in out
+
+
+def test_checkpoint_reshard_example(tmp_path):
+    """Saved by 2 processes as row slabs, loaded by 1 (block-cyclic) and by 4 (column slabs)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorstore")
+    path = str(tmp_path / "ckpt")
+
+    def torchrun(n, *args):
+        return _run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(n), "--master-addr",
+                     "127.0.0.1", "--master-port", str(free_port()), "examples/checkpoint_reshard.py", *args])
+
+    assert "from 2 processes" in torchrun(2, "save", path)
+    assert "on 1 process(es): 4 fragment(s) checked" in _run([sys.executable, "examples/checkpoint_reshard.py", "load", path])
+    out = torchrun(4, "load", path)
+    assert out.count("on 4 process(es): 1 fragment(s) checked") == 4

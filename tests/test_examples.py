@@ -12,8 +12,9 @@ import pytest
 pytestmark = pytest.mark.slow  # each test runs Python subprocesses
 
 # the distributed examples start several processes; tests/test_distributed_examples.py runs them
+MULTIPROCESS = ("checkpoint_reshard",)
 EXAMPLES = sorted(p for p in (Path(__file__).resolve().parent.parent / "examples").glob("*.py")
-                  if not p.stem.startswith("distributed_"))
+                  if not p.stem.startswith("distributed_") and p.stem not in MULTIPROCESS)
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[p.stem for p in EXAMPLES])

@@ -99,7 +99,7 @@ def test_packaging_metadata():
     extras = project["optional-dependencies"]
     assert extras["cuda12"] == [e for e in extras["cuda12"] if e.startswith("cupy-cuda12x")]
     assert extras["cuda13"] == [e for e in extras["cuda13"] if e.startswith("cupy-cuda13x")]
-    assert extras["all"] == ["dlmg[torch,jax,plot,test,docs]"]
+    assert extras["all"] == ["dlmg[torch,jax,plot,io,test,docs]"]
     assert {d.split(">")[0] for d in extras["docs"]} >= {"sphinx", "myst-parser"}
 
 

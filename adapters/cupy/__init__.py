@@ -43,7 +43,7 @@ __all__ = ["CupyAdapter"]
 
 @lru_cache(maxsize=64)
 def _cuda_device(index: int) -> Device:
-    """dlmg's device of CUDA ordinal ``index``, asked per fragment per copy: FIGURE_CUPY_DEVICE."""
+    """dlmg's device of CUDA ordinal ``index``, asked per fragment per copy: built anew 2.5 us, remembered 0.06 us (measured on the 2-core CPU: a dlmg Device, no GPU involved)."""
     return Device("cuda", int(index))
 
 

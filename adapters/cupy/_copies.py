@@ -41,7 +41,7 @@ def _word_of(dtype: Any, shape: tuple[int, ...], dst_strides: tuple[int, ...], s
     own, ``False`` for no assignment in words; from the dtype, shape, byte strides and
     the addresses modulo the word. Asked per piece per call: a plan's copies repeat the
     same geometry, and working it out costs more host time than the lookup
-    (FIGURE_CUPY_WORDS)."""
+    (the same copy_word question costs torch 10.6 us anew against 0.14 us remembered on the 2-core CPU; not measured for CuPy here)."""
     item = dtype.itemsize
     word = copy_word(shape, item, _COPY_WORD, (dst_address, dst_strides), (src_address, src_strides))
     return False if word < 8 else True if word == item else _WORD_DTYPES[word]

@@ -35,14 +35,14 @@ def _index(d: Any) -> int:
 @lru_cache(maxsize=64)
 def device_of_native(d: Any) -> Device:
     """The dlmg device of a JAX device (hashable, living as long as the backend), asked
-    per fragment: FIGURE_JAX_DEVICE."""
+    per fragment: worked out anew 3.3-4.0 us, remembered 0.06 us on the 2-core CPU."""
     return to_device(d)
 
 
 @lru_cache(maxsize=64)
 def native_device(device: Device) -> Any:
     """The JAX device of a dlmg device, asked per import: JAX's devices are fixed when its
-    backend starts (FIGURE_JAX_NATIVE). Raises :class:`DeviceError` where JAX has none."""
+    backend starts (found anew 4.2-4.8 us with 8 CPU devices, remembered 0.21 us on the 2-core CPU). Raises :class:`DeviceError` where JAX has none."""
     import jax
 
     seen = []
@@ -79,8 +79,8 @@ def by_sharding(array: Any) -> BySharding:
 def dlpack_of_sharding(key: BySharding) -> tuple[int, int]:
     """What ``__dlpack_device__`` reports for the arrays of one sharding: a sharding fixes
     the device and memory kind the answer follows from, and JAX works it out anew in
-    every call (2.6 us on an H200 host; the lookup 0.8 us, against 1.0 us through
-    ``devices()`` and the memory kind). Asked once per fragment; a program's arrays
+    every call (2.6 us on an H200 host; on the 2-core CPU 2.1-4.0 us, the remembered
+    answer 0.69 us, its key made and compared in C). Asked once per fragment; a program's arrays
     share a few shardings, a new one per mesh. JAX refuses arrays on several devices
     (``BufferError``), which is not kept."""
     array = key.array

@@ -17,9 +17,9 @@ from ..capabilities import Concat, Cut, Retiling, Slice, Span, Tiling
 __all__ = ["assembler", "composer", "compiled_kinds", "decomposer", "forget_compiled", "list_operator",
            "retiler", "splitter"]
 
-#: Compiled rearrangements kept per kind: a few geometries per layout; compiling one
-#: costs milliseconds (a 2048 x 2048 retiling of 8 slabs on the CPU: tens of ms),
-#: calling a kept one microseconds.
+#: Compiled rearrangements kept per kind: a few geometries per layout. Row slabs to
+#: column slabs of 2048 x 2048 float32 in 8 fragments on one CPU device took 2.3-2.5 s
+#: with the compiling, 2.8 ms through the kept call (the 2-core CPU, shared).
 _KEPT = 256
 
 

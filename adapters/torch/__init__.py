@@ -108,7 +108,7 @@ def _from_numpy() -> Any:
 @lru_cache(maxsize=64)
 def _device_of_native(dev: Any) -> Device:
     """The dlmg device of a ``torch.device`` (hashable), asked per fragment per copy:
-    FIGURE_DEVICE_OF."""
+    building the Device costs 4.3 us, the remembered one 0.08 us on the 2-core CPU."""
     kind = _TORCH_TO_KIND.get(dev.type)
     if kind is None:
         raise DeviceError(f"torch device {dev} has no DLPack counterpart dlmg knows")
@@ -117,7 +117,7 @@ def _device_of_native(dev: Any) -> Device:
 
 @lru_cache(maxsize=64)
 def _native_dtype(dtype: str) -> Any:
-    """The ``torch.dtype`` of a dtype name, asked for every allocation: FIGURE_NATIVE_DTYPE."""
+    """The ``torch.dtype`` of a dtype name, asked for every allocation: looked up anew 0.49 us, remembered 0.07 us on the 2-core CPU."""
     import torch
 
     name = canonical(dtype)
@@ -129,7 +129,7 @@ def _native_dtype(dtype: str) -> Any:
 
 @lru_cache(maxsize=64)
 def _native_device(device: Device) -> Any:
-    """The ``torch.device`` of a dlmg device, asked for every allocation: FIGURE_NATIVE_DEVICE."""
+    """The ``torch.device`` of a dlmg device, asked for every allocation: built anew 0.7-1.5 us, remembered 0.21 us on the 2-core CPU."""
     import torch
 
     if device.kind == "cpu":
@@ -143,7 +143,7 @@ def _native_device(device: Device) -> Any:
 @lru_cache(maxsize=64)
 def _has_cuda_device(index: int) -> bool:
     """Whether torch sees CUDA device ``index``, asked per import; torch's answer is fixed
-    once CUDA is set up (``torch.cuda.device_count`` costs FIGURE_SUPPORTED)."""
+    once CUDA is set up (``torch.cuda.device_count`` costs 1.2-2.8 us a question, the remembered answer 0.06 us on the 2-core CPU)."""
     import torch
 
     return bool(torch.cuda.is_available()) and index < torch.cuda.device_count()

@@ -1,0 +1,120 @@
+"""Case 9: dlmg.save / dlmg.load against numpy.save / numpy.load, zarr-python and PyTorch DCP.
+
+An ``n x n`` float32 matrix (64 MiB in the quick mode, 1 GiB in the full mode)
+in row slabs, one per process, 1 and 2 processes on this machine
+(torch.distributed on gloo). Rows, each the slowest process's time, median over
+the repeats (the work runs in :mod:`benchmarks.cases._mp_checkpoint`):
+
+* save: ``dlmg.save`` (TensorStore) against ``numpy.save`` of each process's own
+  slab (the same bytes, one ``.npy`` per process), with zarr-python writing the
+  same chunks and codecs and DCP saving the same tensor as a DTensor beside it;
+* load into the saved layout: ``dlmg.load`` against ``numpy.load``, zarr-python and
+  DCP;
+* load into column slabs: against dlmg's own load into the saved layout.
+
+Files go to a temporary folder on the local disk; the page cache is not
+dropped, so loads read from memory. Both TensorStore and DCP fsync what they
+write; ``numpy.save`` does not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..config import Context, GiB, MiB
+from ..harness import Timing, describe_error
+from ..record import Row, Target
+
+__all__ = ["run_checkpoint"]
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER = Path(__file__).resolve().parent / "_mp_checkpoint.py"
+CASE = 9
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _launch(nprocs: int, n: int, repeats: int, warmup: int) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="dlmg-bench-ckpt-"))
+    out = work / "result.json"
+    args = [str(WORKER), "--n", str(n), "--repeats", str(repeats), "--warmup", str(warmup),
+            "--dir", str(work), "--out", str(out)]
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
+    port = str(_free_port())
+    try:
+        procs = [
+            subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, env=dict(env, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(nprocs),
+                                                 MASTER_ADDR="127.0.0.1", MASTER_PORT=port))
+            for r in range(nprocs)
+        ]
+        logs = []
+        for p in procs:
+            try:
+                logs.append(p.communicate(timeout=900)[0])
+            except subprocess.TimeoutExpired:
+                p.kill()
+                logs.append(p.communicate()[0])
+        if any(p.returncode for p in procs) or not out.exists():
+            raise RuntimeError(f"the {nprocs} processes failed: {''.join(logs)[-1500:]}")
+        return json.loads(out.read_text())
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _timing(seconds: list[float]) -> Timing:
+    s = sorted(seconds)
+    return Timing(s[len(s) // 2], s[0], s[-1], len(s), 1)
+
+
+def run_checkpoint(ctx: Context) -> list[Row]:
+    """The rows of case 9 (see the module docstring)."""
+    name = ctx.mode.name
+    n = {"smoke": 256, "full": 16384}.get(name, 4096)
+    settings = ctx.settings
+    repeats = 1 if name == "smoke" else min(settings.repeats, 5)
+    rows: list[Row] = []
+    for nprocs in (1, 2):
+        nbytes = n * n * 4
+        size = f"{nbytes / GiB:g} GiB" if nbytes >= GiB else f"{nbytes / MiB:g} MiB"
+        params = {"processes": nprocs, "shape": [n, n], "bytes": nbytes, "size": size, "dtype": "float32",
+                  "page cache": "not dropped"}
+        try:
+            result = _launch(nprocs, n, repeats, settings.warmup)
+        except Exception as exc:  # noqa: BLE001 - recorded in the rows
+            error = describe_error(exc)
+            for op in ("save", "load", "load into column slabs"):
+                rows.append(Row(CASE, f"{op}, {nprocs} process(es)", params, "-",
+                                timings={"dlmg": error, "native": error}))
+            continue
+        t = {k: _timing(v) for k, v in result["times"].items()}
+        check = "ok (values equal after the load into column slabs)" if result["check"] else "mismatch"
+        for op, native in (("save", "numpy save"), ("load", "numpy load")):
+            row = Row(CASE, f"{op}, row slabs, {nprocs} process(es)", params, f"{native} of each process's slab",
+                      timings={"dlmg": t[f"dlmg {op}"], "native": t[native],
+                               "zarr-python": t[f"zarr {op}"], "DCP": t[f"dcp {op}"]},
+                      check=check)
+            mine = row.time("dlmg")
+            row.metrics["GB/s"] = nbytes / mine / 1e9 if mine else None
+            row.metrics["throughput vs numpy"] = row.time("native") / mine if mine else None
+            row.metrics["ratio vs zarr-python"] = mine / row.time("zarr-python") if mine else None
+            row.metrics["ratio vs DCP"] = mine / row.time("DCP") if mine else None
+            row.targets = [Target("throughput vs numpy", ">=", 0.8), Target("ratio vs DCP", "<=", 1.0)]
+            rows.append(row)
+        rows.append(Row(CASE, f"load into column slabs, {nprocs} process(es)", params,
+                        "dlmg.load into the saved row slabs",
+                        timings={"dlmg": t["dlmg load other layout"], "native": t["dlmg load"]},
+                        targets=[Target("ratio", "<=", 1.2)], check=check))
+    return rows

@@ -1,0 +1,149 @@
+"""PyTorch Distributed Checkpoint (``torch.distributed.checkpoint``, DCP) with dlmg tensors.
+
+DCP saves ``DTensor`` values of a state dict shard by shard and reshards them
+on load. dlmg tensors take part through the DTensor bridge
+(:mod:`.dtensor`), without a copy:
+
+* :func:`dcp_save` hands every dlmg tensor of a state dict to ``dcp.save``
+  as the DTensor over its fragments; a checkpoint written so is an ordinary
+  DCP checkpoint, which ``dcp.load`` reads into DTensors of any placement;
+* :func:`dcp_load` loads a DCP checkpoint (written by :func:`dcp_save` or by
+  DCP from DTensors) into dlmg tensors of any layout: DCP reshards into a
+  layout DTensor can express (the template's own where it is one, else one
+  row slab per process), then dlmg redistributes into the template's layout.
+
+Every process calls these functions (SPMD), as DCP requires. PyTorch is
+imported only inside the functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..construct import empty
+from ..layout import Layout
+from ..tensor import DistributedTensor
+from ._dtensor_layout import expressibility_problems
+from .dtensor import _dist, to_dtensor
+
+__all__ = ["dcp_state_dict", "dcp_save", "dcp_load"]
+
+
+def _checkpoint() -> Any:
+    import torch.distributed.checkpoint as dcp
+
+    return dcp
+
+
+def dcp_state_dict(state: Mapping[str, Any]) -> dict[str, Any]:
+    """``state`` with every dlmg tensor (also in nested dicts) replaced by its DTensor, no copy.
+
+    Raises
+    ------
+    LayoutError
+        For a layout DTensor cannot express (block-cyclic, several fragments in
+        one process); the message names the ``redistribute`` call that reaches
+        one it can.
+    """
+    out: dict[str, Any] = {}
+    for key, value in state.items():
+        if isinstance(value, DistributedTensor):
+            out[key] = to_dtensor(value)
+        elif isinstance(value, Mapping):
+            out[key] = dcp_state_dict(value)
+        else:
+            out[key] = value
+    return out
+
+
+def dcp_save(state: Mapping[str, Any], checkpoint_id: Any, **kwargs: Any) -> Any:
+    """``torch.distributed.checkpoint.save`` of a state dict holding dlmg tensors.
+
+    Parameters
+    ----------
+    state : dict
+        Values may be dlmg tensors (of layouts DTensor can express: one
+        fragment per process, slabs of ``torch.chunk`` sizes, replicas), torch
+        tensors, DTensors, nested dicts, anything DCP saves.
+    checkpoint_id : str or os.PathLike
+        The checkpoint directory.
+    **kwargs
+        Passed on to ``dcp.save`` (``storage_writer``, ``planner``...).
+
+    Returns
+    -------
+    Whatever ``dcp.save`` returns (its metadata).
+    """
+    return _checkpoint().save(dcp_state_dict(state), checkpoint_id=checkpoint_id, **kwargs)
+
+
+def _holder_layout(template: DistributedTensor, world: int) -> Layout:
+    """A layout DCP can load into for ``template``: its own where DTensor expresses it and
+    it has one fragment per process, else one row slab per process."""
+    layout = template.layout
+    ranks = sorted(f.rank for f in layout.fragments)
+    if not expressibility_problems(layout) and ranks == list(range(world)) and layout.is_dense:
+        return layout  # what to_dtensor takes as it is
+    devices = [layout.devices[0]] * world if layout.on_host else list(layout.devices[:world])
+    if layout.ndim == 0 or len(devices) < world:
+        return Layout.replicated(layout.shape, [layout.devices[0]] * world, ranks=list(range(world)))
+    return Layout.slab(layout.shape, 0, devices, ranks=list(range(world)))
+
+
+def dcp_load(templates: Mapping[str, Any], checkpoint_id: Any, **kwargs: Any) -> dict[str, Any]:
+    """Load a DCP checkpoint into dlmg tensors of any layout.
+
+    Parameters
+    ----------
+    templates : dict
+        A state dict whose dlmg tensors give the layout, element type and
+        framework wanted for their keys (their values are not used; make them
+        with :func:`dlmg.empty`). Other values (torch tensors, DTensors) are
+        loaded in place by DCP, as ``dcp.load`` does.
+    checkpoint_id : str or os.PathLike
+        The checkpoint directory (written by :func:`dcp_save` or by ``dcp.save``
+        from DTensors or tensors).
+    **kwargs
+        Passed on to ``dcp.load``.
+
+    Returns
+    -------
+    dict
+        ``templates`` with every dlmg tensor replaced by a new one holding the
+        checkpoint's values in the template's layout and framework.
+    """
+    dist = _dist()
+    world = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+    holders: dict[str, tuple[DistributedTensor, DistributedTensor]] = {}
+
+    def swap(state: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in state.items():
+            if isinstance(value, DistributedTensor):
+                holder = empty(_holder_layout(value, world), value.dtype, "torch")
+                holders[prefix + key] = (holder, value)
+                out[key] = to_dtensor(holder)
+            elif isinstance(value, Mapping):
+                out[key] = swap(value, prefix + key + ".")
+            else:
+                out[key] = value
+        return out
+
+    loaded = swap(templates, "")
+    _checkpoint().load(loaded, checkpoint_id=checkpoint_id, **kwargs)
+
+    def finish(state: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in state.items():
+            if isinstance(value, DistributedTensor):
+                holder, template = holders[prefix + key]
+                local = [f.framework for f in template.fragments if f.is_local]
+                out[key] = holder.redistribute(template.layout, framework=local[0] if local else None)
+            elif isinstance(value, Mapping):
+                out[key] = finish(value, prefix + key + ".")
+            else:
+                out[key] = value
+        return out
+
+    return finish(templates, "")

@@ -1,0 +1,246 @@
+"""Multi-process scenarios of dlmg.save / dlmg.load (run by :mod:`tests._mp_worker`).
+
+Checkpoints live under ``$DLMG_TEST_CKPT_DIR``, shared by the launches of one
+test module: one launch saves from some number of processes, later launches of
+other sizes load what is there. The data comes from fixed seeds, so every
+launch knows what every checkpoint must hold.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import numpy as np
+
+import dlmg
+import dlmg.distributed as dd
+from dlmg import Layout
+
+SHAPE = (37, 20)
+
+
+def _dir() -> str:
+    return os.environ["DLMG_TEST_CKPT_DIR"]
+
+
+def _world_layouts(shape, world):
+    """Column slabs, a block-cyclic 2-D grid and a replicated layout over the running processes."""
+    devices = list(dd.devices())
+    ranks = list(range(world))
+    rows, cols = (2, world // 2) if world % 2 == 0 else (1, world)
+    grid_devices = [devices[r] for r in ranks]
+    return {
+        "column slabs": Layout.slab(shape, 1, devices, ranks=ranks),
+        "block-cyclic": Layout(shape, block=(3, 4), grid=(rows, cols), devices=grid_devices, ranks=ranks),
+        "replicated": Layout.replicated(shape, devices, ranks=ranks),
+    }
+
+
+def _root(value):
+    """``value`` on process 0, ``None`` elsewhere (what scatter takes)."""
+    return value if dd.rank() == 0 else None
+
+
+def _data():
+    import torch
+
+    rng = np.random.default_rng(35)
+    w = rng.standard_normal(SHAPE).astype(np.float32)
+    i = rng.integers(-2**40, 2**40, size=(SHAPE[0],), dtype=np.int64)
+    bf = torch.arange(SHAPE[0] * 6, dtype=torch.float32).reshape(SHAPE[0], 6).to(torch.bfloat16)
+    return {"w": w, "i": i, "bf": bf}
+
+
+def _expected(name, value, layout, index):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        value = value.float().numpy()
+    owned = [layout.owned_indices(index, m) for m in range(layout.ndim)]
+    return value[np.ix_(*owned)]
+
+
+def _host(array):
+    mod = type(array).__module__.partition(".")[0]
+    if mod == "torch":
+        return array.float().numpy() if str(array.dtype) == "torch.bfloat16" else array.numpy()
+    array = np.asarray(array)
+    return array.astype(np.float32) if array.dtype.name == "bfloat16" else array
+
+
+def _check(tensor, name, value):
+    for frag in tensor.fragments:
+        if frag.is_local:
+            np.testing.assert_array_equal(_host(frag.array), _expected(name, value, tensor.layout, frag.index),
+                                          err_msg=f"{name}, fragment {frag.index} of {tensor.layout!r}")
+
+
+def ckpt_save():
+    """Save a dict (float32 row slabs, int64 slabs, bfloat16 block-cyclic) from every process."""
+    world = dd.world_size()
+    data = _data()
+    ranks = list(range(world))
+    devices = list(dd.devices())
+    tensors = {
+        "w": dlmg.scatter(_root(data["w"]), dd.slab(SHAPE, 0), root=0),
+        "i": dlmg.scatter(_root(data["i"]), dd.slab(SHAPE[:1], 0), root=0),
+        "bf": dlmg.scatter(_root(data["bf"]), Layout((SHAPE[0], 6), block=(4, 6), grid=(world, 1), devices=devices,
+                                                ranks=ranks), framework="torch", root=0),
+    }
+    dlmg.save(os.path.join(_dir(), f"saved-by-{world}"), tensors)
+    return world
+
+
+def ckpt_load():
+    """Load every checkpoint there is into column slabs, block-cyclic and replicated layouts of
+    the running processes (torch and NumPy fragments), and into the saved layout where it fits."""
+    world = dd.world_size()
+    data = _data()
+    loaded = []
+    for path in sorted(glob.glob(os.path.join(_dir(), "saved-by-*"))):
+        saved_by = int(path.rsplit("-", 1)[1])
+        ones = Layout.slab(SHAPE[:1], 0, list(dd.devices()), ranks=list(range(world)))
+        for kind, layout in _world_layouts(SHAPE, world).items():
+            bf_layout = _world_layouts((SHAPE[0], 6), world)[kind]
+            for framework in ("torch", "numpy"):
+                got = dlmg.load(path, {"w": layout, "i": ones, "bf": bf_layout}, framework=framework)
+                assert got["w"].layout == layout and set(got["w"].frameworks) <= {framework, None}
+                _check(got["w"], "w", data["w"])
+                _check(got["i"], "i", data["i"])
+                _check(got["bf"], "bf", data["bf"])
+            loaded.append([saved_by, kind])
+        if saved_by <= world:
+            got = dlmg.load(path)
+            _check(got["w"], "w", data["w"])
+            assert got["w"].layout.nprocesses == saved_by
+            loaded.append([saved_by, "saved layout"])
+        else:
+            try:
+                dlmg.load(path)
+            except dlmg.LayoutError as exc:
+                assert f"layout.nprocesses = {saved_by}" in str(exc), exc
+            else:
+                raise AssertionError("the saved layout of more processes was not refused")
+            loaded.append([saved_by, "refused saved layout"])
+    return loaded
+
+
+def _rchar() -> int:
+    with open("/proc/self/io") as f:
+        for line in f:
+            if line.startswith("rchar:"):
+                return int(line.split()[1])
+    raise AssertionError("no rchar in /proc/self/io")
+
+
+def ckpt_bytes_read():
+    """Saved as row slabs, loaded as column slabs: each process reads at most 1.1x its
+    fragment's bytes (counted by the kernel: rchar of /proc/self/io)."""
+    world = dd.world_size()
+    shape = (1024, 1024)
+    x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    path = os.path.join(_dir(), "bytes")
+    dlmg.save(path, dlmg.scatter(_root(x), dd.slab(shape, 0), root=0))
+    target = dd.slab(shape, 1)
+    dlmg.load(path, target)  # once before counting: imports and first-use setup read files too
+    before = _rchar()
+    got = dlmg.load(path, target)
+    read = _rchar() - before
+    _check(got, "x", x)
+    need = sum(f.size * 4 for f in got.fragments if f.is_local)
+    return [read, need]
+
+
+def ckpt_crash_save():
+    """A good checkpoint, then a save over it during which process 1 dies after its first
+    fragment: process 0 must see the failure and publish nothing."""
+    world = dd.world_size()
+    path = os.path.join(_dir(), "crash")
+    layout = Layout((16, 6), block=(2, 6), grid=(2 * world, 1), devices=list(dd.devices()) * 2,
+                    ranks=list(range(world)) * 2)  # two fragments per process
+    good = dlmg.scatter(_root(np.full((16, 6), 1.0, np.float32)), layout, root=0)
+    dlmg.save(path, good)
+    if dd.rank() == 1:
+        from dlmg.io import store
+
+        real = store.write
+        count = [0]
+
+        def write_then_die(*args, **kwargs):
+            future = real(*args, **kwargs)
+            future.result()
+            count[0] += 1
+            if count[0] == 1:
+                os._exit(17)
+            return future
+
+        store.write = write_then_die
+    try:
+        dlmg.save(path, good + 1, overwrite=True)
+    except dlmg.CollectiveError as exc:
+        return f"refused: {type(exc).__name__}"
+    raise AssertionError("the save went through although process 1 died")
+
+
+def ckpt_crash_check():
+    """After the crash: the old checkpoint loads whole, the partial one is refused as incomplete."""
+    path = os.path.join(_dir(), "crash")
+    got = dlmg.load(path, Layout.single((16, 6)))
+    np.testing.assert_array_equal(got.gather(), np.full((16, 6), 1.0, np.float32))
+    partial = glob.glob(os.path.join(_dir(), ".crash.dlmg-partial-*"))
+    assert len(partial) == 1, partial
+    assert glob.glob(os.path.join(partial[0], "c", "*", "*")), "no chunk was written before the crash"
+    try:
+        dlmg.load(partial[0], Layout.single((16, 6)))
+    except dlmg.IncompleteCheckpointError as exc:
+        return str(exc)
+    raise AssertionError("the partial save was loaded")
+
+
+def dcp_roundtrip():
+    """dlmg -> DCP -> dlmg (block-cyclic) and -> DTensor (DCP's resharding); DTensor -> DCP -> dlmg
+    of any layout; layouts DTensor cannot express are refused, naming redistribute."""
+    import torch
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard, distribute_tensor
+
+    world = dd.world_size()
+    shape = (10, 6)
+    x = np.arange(60, dtype=np.float32).reshape(shape)
+    devices, ranks = list(dd.devices()), list(range(world))
+    cyclic = Layout(shape, block=(1, 2), grid=(2 * world, 1), devices=devices * 2, ranks=ranks * 2)
+    first = os.path.join(_dir(), "dcp-from-dlmg")
+    dlmg.dcp_save({"w": dlmg.scatter(_root(x), dd.slab(shape, 0), root=0), "step": torch.tensor(7)}, first)
+    back = dlmg.dcp_load({"w": dlmg.empty(cyclic, "float32", "numpy"), "step": torch.tensor(0)}, first)
+    assert back["step"].item() == 7
+    assert back["w"].layout == cyclic and {f.framework for f in back["w"].fragments if f.is_local} == {"numpy"}
+    _check(back["w"], "w", x)
+    mesh = init_device_mesh("cpu", (world,))
+    columns = distribute_tensor(torch.zeros(shape), mesh, [Shard(1)])
+    dcp.load({"w": columns}, checkpoint_id=first)
+    assert torch.equal(columns.full_tensor(), torch.from_numpy(x))
+    try:
+        dlmg.dcp_save({"w": dlmg.scatter(_root(x), cyclic, root=0)}, os.path.join(_dir(), "dcp-refused"))
+    except dlmg.LayoutError as exc:
+        assert "redistribute" in str(exc), exc
+    else:
+        raise AssertionError("a block-cyclic layout went to DCP")
+    second = os.path.join(_dir(), "dcp-from-dtensor")
+    dcp.save({"w": distribute_tensor(torch.from_numpy(x), mesh, [Shard(1)])}, checkpoint_id=second)
+    for layout in (cyclic, Layout.single(shape, devices[0], ranks=0), dd.slab(shape, 1)):
+        got = dlmg.dcp_load({"w": dlmg.empty(layout, "float32", "torch")}, second)["w"]
+        assert got.layout == layout
+        _check(got, "w", x)
+    return world
+
+
+SCENARIOS = {
+    "dcp_roundtrip": dcp_roundtrip,
+    "ckpt_save": ckpt_save,
+    "ckpt_load": ckpt_load,
+    "ckpt_bytes_read": ckpt_bytes_read,
+    "ckpt_crash_save": ckpt_crash_save,
+    "ckpt_crash_check": ckpt_crash_check,
+}
