@@ -24,8 +24,8 @@ from .interop import (
 from .ops import *  # noqa: F403  (apply, elementwise functions, reductions, matmul, synchronize)
 from . import fft, linalg, ops as _ops
 from .io import load, save, saved_layout
-from . import _lookup, _printing, _protocols
-from . import array_api  # the Array API namespace; attaches indexing and the array object's methods
+from . import _printing, _protocols  # noqa: F401  (repr and str of tensors; the frameworks' protocols)
+from . import array_api  # the Array API namespace; provides the array object's methods
 from .array_api import default_layout, get_default_layout, set_default_layout
 from .array_api._data_types import (  # noqa: A004  (the dtype objects, as in every array namespace)
     bool, complex64, complex128, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
@@ -35,8 +35,6 @@ from .dtypes import canonical as _canonical
 bfloat16 = _canonical("bfloat16")
 float16 = _canonical("float16")
 
-_lookup.install(DistributedTensor)  # fragment_for, fragments_on, fragment_at
-_printing.install(DistributedTensor)  # repr and str show values beside the layout
 _protocols.install(sys.modules[__name__])  # NumPy's protocols run dlmg's public functions
 
 __version__ = "0.1.0"

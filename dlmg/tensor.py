@@ -18,8 +18,10 @@ Processes: the layout names the process (``rank``) holding every fragment;
 only this process's fragments carry arrays (:attr:`Fragment.is_local`).
 Without :func:`dlmg.distributed.init` dlmg runs in one process (rank 0).
 
-Operators and reductions are not defined here; :mod:`dlmg.ops` attaches
-them with :meth:`DistributedTensor.register_method`.
+Every method and property is visible from the class: defined here, or in the
+mixins of :mod:`dlmg._surface` it names, whose operators, reductions,
+conversions and ``repr`` run the functions that :mod:`dlmg.ops`,
+:mod:`dlmg.interop` and :mod:`dlmg._printing` provide.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ._element import read_element
 from ._hooks import Hook
+from ._lookup import fragment_at, fragment_for, fragments_on
+from ._surface import (
+    ArrayApiMethods, ConversionMethods, ElementMethods, Operators, PrintingMethods, ReductionMethods, ShapeMethods,
+)
 from .device import Device
 from .distributed._state import check_ranks
 from .dtypes import canonical, info
@@ -53,7 +59,8 @@ _CREATE = object()  # guards the constructor
 moves: Hook = Hook("moving a tensor's data", "dlmg.movement")
 
 
-class DistributedTensor(FrameworkProtocols):
+class DistributedTensor(FrameworkProtocols, Operators, ElementMethods, ReductionMethods, ShapeMethods,
+                        ConversionMethods, PrintingMethods, ArrayApiMethods):
     """One logical array spread over fragments on several devices.
 
     Made by :func:`dlmg.from_fragments`, :func:`dlmg.from_pointers`,
@@ -77,7 +84,16 @@ class DistributedTensor(FrameworkProtocols):
     into one array first.
     """
 
-    # the names :mod:`dlmg.ops` and friends may not replace through register_method
+    # What movement worked out about this tensor's current fragments (plans, source
+    # buffers and views): a dlmg.movement.sources.Remembered, made on the first move.
+    _remembered: Any = None
+
+    # finding fragments by device or by the part of the tensor they hold (dlmg._lookup)
+    fragment_for = fragment_for
+    fragments_on = fragments_on
+    fragment_at = fragment_at
+
+    # the names register_method may not replace
     _CORE = frozenset(
         {"layout", "dtype", "fragments", "shape", "ndim", "size", "nbytes", "gather", "redistribute",
          "to", "fragment", "frameworks", "__getitem__", "__dlpack__", "__dlpack_device__", "__repr__"}
@@ -140,9 +156,9 @@ class DistributedTensor(FrameworkProtocols):
     def register_method(cls, name: str, func: Callable[..., Any] | None = None, *, override: bool = False) -> Any:
         """Attach ``func`` as method ``name`` (usable as a decorator).
 
-        For modules adding operators and reductions (``__add__``, ``sum``...).
-        The core attributes (``gather``, ``layout``...) are refused unless
-        ``override``.
+        For packages outside dlmg adding methods of their own; dlmg's methods are
+        all declared in the class. The core attributes (``gather``,
+        ``layout``...) are refused unless ``override``.
 
         Examples
         --------
@@ -212,45 +228,13 @@ class DistributedTensor(FrameworkProtocols):
             raise TypeError("len() of a 0-d distributed tensor")
         return self.shape[0]
 
-    def __iter__(self) -> Iterator[Any]:
-        raise TypeError(
-            "a DistributedTensor is not iterable element by element; gather() it, or iterate over .fragments"
-        )
-
     def __array__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(
             "a DistributedTensor is not converted implicitly; call dt.gather(framework='numpy') for one array"
         )
 
-    # -- the DLPack protocol: not for distributed arrays ---------------------
-    def __dlpack__(self, **kwargs: Any) -> Any:
-        raise DLPackError(
-            f"a DistributedTensor ({self.layout.nfragments} fragments) cannot be exported as one DLPack "
-            "tensor (the array API leaves distributed arrays out of the protocol); gather() it into one "
-            "array, or export single fragments: any framework's from_dlpack(dt.fragments[i])"
-        )
-
-    def __dlpack_device__(self) -> tuple[int, int]:
-        raise DLPackError(
-            "a DistributedTensor has no single DLPack device; gather() it, or ask dt.fragments[i]"
-        )
-
-    # -- element access ------------------------------------------------------
-    def __getitem__(self, index: Any) -> Any:
-        """One element, read from a fragment holding it: ``dt[i, j]``.
-
-        Only tuples of ints (or an int for 1-D tensors) are accepted;
-        negative indices count from the end. Returns a Python scalar where the
-        framework gives one (``.item()``), else a 0-d array.
-
-        Raises
-        ------
-        IndexError
-            For an index out of bounds or of the wrong length.
-        TypeError
-            For slices and other keys (gather first).
-        """
-        return read_element(self, index)
+    # __iter__, __getitem__, __setitem__, __dlpack__ and __dlpack_device__ come from
+    # ArrayApiMethods (dlmg.array_api): the array API's indexing and its DLPack rule
 
     # -- moving data ---------------------------------------------------------
     def gather(self, framework: str | None = None, device: Any = None, out: Any = None, *,

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 
-from ..tensor import DistributedTensor
 from . import _data_types, _elementwise, _methods
 from ._collect import collect, settle
 from ._creation import (
@@ -54,7 +53,7 @@ del _name
 
 from . import fft, linalg  # noqa: E402  (they use the collected functions above)
 
-_methods.install(DistributedTensor)
+_methods.provide()
 
 __all__ = [
     "__array_api_version__", "__array_namespace_info__", "e", "inf", "nan", "pi", "newaxis",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from .._surface import array_api as array_api_hook, provide_methods
 from ..distributed import _state
 from ..errors import DLPackError
 from ..ops.pointwise import astype as _astype
@@ -18,7 +19,7 @@ from . import _indexing
 from ._creation import layout_of
 from ._manipulation import matrix_transpose, reshape
 
-__all__ = ["METHODS", "install"]
+__all__ = ["METHODS", "provide"]
 
 
 def __array_namespace__(self: Any, /, *, api_version: str | None = None) -> Any:
@@ -157,7 +158,6 @@ METHODS: dict[str, Any] = {
 }
 
 
-def install(cls: Any) -> None:
-    """Attach :data:`METHODS` to ``cls``."""
-    for name, method in METHODS.items():
-        cls.register_method(name, method, override=True)
+def provide() -> None:
+    """Provide :data:`METHODS` behind the tensor's :class:`~dlmg._surface.ArrayApiMethods`."""
+    provide_methods(array_api_hook, {name: (m.fget if isinstance(m, property) else m) for name, m in METHODS.items()})

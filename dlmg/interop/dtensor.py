@@ -32,7 +32,6 @@ from ._wrap import wrap_fragments
 from ..tensor import process_rank
 from ..device import as_device
 from ..registry import get_adapter
-from ..tensor import DistributedTensor
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -289,12 +288,3 @@ def _placements_on(layout: Any, ranks: list[int], mesh: Any) -> list[tuple]:
         f"no placements on the mesh of shape {mesh_shape} (ranks {flat}) put every fragment of "
         f"{layout!r} on its process; leave mesh=None for a mesh that fits"
     )
-
-
-def _install() -> None:
-    """``DistributedTensor.to_dtensor``."""
-    if not hasattr(DistributedTensor, "to_dtensor"):
-        DistributedTensor.register_method("to_dtensor", to_dtensor)
-
-
-_install()

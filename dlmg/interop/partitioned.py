@@ -49,7 +49,6 @@ from ..construct import from_fragments
 from ..dtypes import canonical
 from ..construct import scatter
 from ..testing import host_values
-from ..tensor import DistributedTensor
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -527,12 +526,3 @@ def _irregular_copy(
     nrep = len(next(iter(devices.values())))
     layout = Layout(shape, block=block, grid=grid, devices=_devices(grid, nrep, devices))
     return scatter(full, layout, framework=framework)
-
-
-def _install() -> None:
-    """``DistributedTensor.__partitioned__``, as a property (as Heat has it)."""
-    if not hasattr(DistributedTensor, "__partitioned__"):
-        DistributedTensor.register_method("__partitioned__", property(partitioned))  # type: ignore[arg-type]
-
-
-_install()

@@ -197,12 +197,15 @@ class _Placement:
         self.batched: bool | None = None  # whether operators run as one compiled call per device, when asked
 
 
-def placement(tensor: "DistributedTensor") -> _Placement:
+def placement(tensor: "DistributedTensor", check: bool = True) -> _Placement:
     """Where ``tensor``'s fragments run (kept on the tensor while its fragments stay).
 
-    Every call first checks that the fragments still fit the layout
-    (:func:`~dlmg.fragment.verify_fragments`): operations read them next."""
-    verify_fragments(tensor.fragments)
+    A call first checks that the fragments still fit the layout
+    (:func:`~dlmg.fragment.verify_fragments`): operations read them next.
+    ``check=False`` is for questions about the placement only, asked before
+    the call that runs the work (which checks)."""
+    if check:
+        verify_fragments(tensor.fragments, strides=False)
     found = tensor.__dict__.get("_placement")
     if found is None or found.fragments is not tensor.fragments:
         found = tensor.__dict__["_placement"] = _Placement(tensor)

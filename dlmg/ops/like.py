@@ -7,20 +7,19 @@ layout's distribution.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..device import Placement
 from ..dtypes import canonical
 from .dispatch import is_distributed, map_fragments
 from .pointwise import round as _round_half_even  # type: ignore[attr-defined]  # made from a table
 from .reductions import all as all_
-from .pointwise import round as round_  # type: ignore[attr-defined]  # made from a table
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..device import Device
     from ..tensor import DistributedTensor
 
-__all__ = ["empty_like", "zeros_like", "ones_like", "full_like", "isclose", "allclose", "round", "around", "install"]
+__all__ = ["empty_like", "zeros_like", "ones_like", "full_like", "isclose", "allclose", "round", "around", "METHODS"]
 
 
 def _like(x: "DistributedTensor", name: str, fill: Any, dtype: Any) -> "DistributedTensor":
@@ -133,7 +132,5 @@ def _device(self: "DistributedTensor") -> "Device | Placement":
     return Placement(tuple(d for d, _ in pairs), ranks if any(ranks) else ())
 
 
-def install(cls: Any) -> None:
-    """Attach ``device`` and ``__round__`` to ``cls``."""
-    cls.register_method("device", property(_device, doc=_device.__doc__))
-    cls.register_method("__round__", _round)
+#: The functions behind the tensor's ``device`` property and ``round()``.
+METHODS: dict[str, Callable[..., Any]] = {"device": _device, "__round__": _round}

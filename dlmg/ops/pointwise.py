@@ -26,6 +26,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._element import read_element
+from .._hooks import Hook
+from .._surface import delegate
 from ..dtypes import canonical
 from ..errors import DtypeError
 from ..registry import adapter_for
@@ -42,7 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
 
 # the array API's elementwise functions (and NumPy's aliases) are added below
-__all__ = ["where", "clip", "astype", "OPERATORS", "install"]
+__all__ = ["where", "clip", "astype", "OPERATORS"]
 
 _SIGNED = frozenset("iufc")  # numeric but not bool
 _UINT_INT = frozenset("iu")
@@ -323,8 +325,9 @@ def _operator_kernel(op: Callable[[Any, Any], Any], reflected: bool, label: str)
 
 
 def _temporary_refcount() -> int | None:
-    """The reference count ``self`` has inside a binary operator method when
-    the left operand is a temporary (the result of another operation), or
+    """The reference count ``self`` has inside a binary operator's function
+    (called by the tensor's method, :func:`dlmg._surface.delegate`) when the
+    left operand is a temporary (the result of another operation), or
     ``None`` when this interpreter does not tell temporaries from named
     values apart (then temporaries are never reused)."""
     getrefcount = getattr(sys, "getrefcount", None)
@@ -332,10 +335,11 @@ def _temporary_refcount() -> int | None:
         return None
 
     counter = getrefcount
+    probe: Hook = Hook("a probe of reference counts", __name__)
+    probe.provide({"__add__": lambda self, other: counter(self)})
 
-    class Probe:
-        def __add__(self, other: Any) -> int:
-            return counter(self)
+    class Probe:  # called as the tensor's operators are: through a delegating method
+        __add__ = delegate(probe, "__add__")
 
     temporary = Probe() + 0
     named = Probe()
@@ -577,19 +581,22 @@ def _operators() -> dict[str, Any]:
     for symbol, name, unary, kinds in _UNARY:
         methods[name] = _unary_method(symbol, unary, kinds)
     methods["__bool__"] = _bool
-    methods["__hash__"] = object.__hash__  # == is elementwise; identity hashing, as torch tensors
     methods["astype"] = astype
     methods["conj"] = globals()["conj"]
-    methods["real"] = property(globals()["real"], doc="The real part (a new tensor).")
-    methods["imag"] = property(globals()["imag"], doc="The imaginary part (a new tensor).")
+    methods["real"] = _part(globals()["real"], "The real part (a new tensor).")
+    methods["imag"] = _part(globals()["imag"], "The imaginary part (a new tensor).")
     return methods
 
 
-#: Every method :func:`install` attaches to :class:`~dlmg.DistributedTensor`.
+def _part(fn: Callable[..., Any], doc: str) -> Callable[..., Any]:
+    def part(x: Any) -> Any:
+        return fn(x)
+
+    part.__doc__ = doc
+    return part
+
+
+#: The functions behind the operators and elementwise methods of
+#: :class:`~dlmg.DistributedTensor` (declared in :mod:`dlmg._surface`; ``real``
+#: and ``imag``: the properties' getters).
 OPERATORS: dict[str, Any] = _operators()
-
-
-def install(cls: Any) -> None:
-    """Attach the operators and elementwise methods to ``cls``."""
-    for name, method in OPERATORS.items():
-        cls.register_method(name, method)
