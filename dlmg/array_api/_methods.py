@@ -160,4 +160,5 @@ METHODS: dict[str, Any] = {
 
 def provide() -> None:
     """Provide :data:`METHODS` behind the tensor's :class:`~dlmg._surface.ArrayApiMethods`."""
-    provide_methods(array_api_hook, {name: (m.fget if isinstance(m, property) else m) for name, m in METHODS.items()})
+    functions: dict[str, Any] = {name: (m.fget if isinstance(m, property) else m) for name, m in METHODS.items()}
+    provide_methods(array_api_hook, functions)
