@@ -89,6 +89,8 @@ class Device:
         object.__setattr__(self, "kind", kind)
         if isinstance(self.index, bool) or not isinstance(self.index, int) or self.index < 0:
             raise DeviceError(f"device index must be a non-negative int, got {self.index!r}")
+        if self.index >= 2**31:  # DLPack's device_id, and cuTENSORMg's, are int32
+            raise DeviceError(f"device index {self.index} does not fit a DLPack device id (int32, below 2**31)")
 
     @classmethod
     def parse(cls, text: str) -> "Device":

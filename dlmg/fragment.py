@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .adapters import Adapter
     from .layout import FragmentLayout
 
-__all__ = ["Fragment", "process_rank", "slot_dlpack_device"]
+__all__ = ["Fragment", "process_rank", "slot_dlpack_device", "verify_fragments"]
 
 
 def process_rank() -> int:
@@ -78,7 +78,7 @@ class Fragment:
 
     __slots__ = (
         "index", "layout", "framework", "rank", "_array", "_memory", "_adapter", "_dl_device", "_readonly",
-        "_export", "__weakref__",
+        "_export", "_strides", "__weakref__",
     )
 
     def __init__(
@@ -121,6 +121,7 @@ class Fragment:
         self._adapter: "Adapter | None" = adapter
         self._dl_device: tuple[int, int] | None = dl_device  # an array never changes device
         self._export: Any = None  # the adapter's exporter of the array, made on the first export
+        self._strides: tuple[int, ...] | None = None  # the array's strides when first checked (see verify)
 
     # -- constructors (for dlmg's own modules; users get fragments from tensors) ----
     @classmethod
@@ -170,6 +171,7 @@ class Fragment:
         self._adapter = adapter
         self._dl_device = dl_device
         self._export = None
+        self._strides = None
         return self
 
     @classmethod
@@ -324,6 +326,38 @@ class Fragment:
             out.append((glob, adapter.as_strided(self._memory, shape, es, offset)))
         return out
 
+    def verify(self) -> None:
+        """Check that the array still fits the layout before its memory is read.
+
+        A framework whose arrays can change in place (torch's ``resize_()`` and
+        ``set_()``, assigning NumPy's ``shape``) could otherwise make dlmg read
+        past the memory or read it with stale strides. The shape is compared with
+        the layout's, the strides with those the array had when first checked
+        (plans remember them); immutable arrays (JAX) are not asked.
+
+        Raises
+        ------
+        FragmentError
+            Naming the fragment, what it holds now and what its layout says.
+        """
+        array = self._array
+        if array is None:
+            return
+        adapter = self._adapter or self.adapter
+        if not adapter.mutable:
+            return
+        shape = adapter.shape_of(array)
+        strides = adapter.strides_of(array) if shape == self.layout.shape else None
+        if strides is not None and (self._strides is None or strides == self._strides):
+            self._strides = strides
+            return
+        now = f"shape {shape}" if strides is None else f"strides {strides} (were {self._strides})"
+        raise FragmentError(
+            f"fragment {self.index} ({self.framework}) changed under dlmg: its array has {now}, but the "
+            f"layout gives it shape {self.layout.shape}; an array wrapped in a distributed tensor must "
+            "keep its shape and strides (make a new tensor after resizing it)"
+        )
+
     # -- DLPack --------------------------------------------------------------
     def _check_local(self, what: str) -> None:
         if not self.is_local:
@@ -391,3 +425,11 @@ class Fragment:
             f"Fragment(index={self.index}, coords={self.coords}, replica={self.replica}, "
             f"device='{self.device}', shape={self.shape}, {where}{kind})"
         )
+
+
+def verify_fragments(fragments: "tuple[Fragment, ...]") -> None:
+    """:meth:`Fragment.verify` every local fragment (before an operation reads them)."""
+    me = process_rank()
+    for frag in fragments:
+        if frag.rank == me and frag._array is not None:
+            frag.verify()

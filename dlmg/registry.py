@@ -107,8 +107,8 @@ def register(adapter: "Adapter | type[Adapter]", *, replace: bool = False) -> "A
 
     Parameters
     ----------
-    adapter : Adapter or Adapter subclass
-        An instance (or a class, instantiated without arguments).
+    adapter : Adapter or type
+        An instance (or an ``Adapter`` subclass, instantiated without arguments).
     replace : bool
         Allow replacing an adapter of the same name (built-in or registered).
 

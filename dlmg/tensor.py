@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from ._element import read_element
 from ._hooks import Hook
 from .device import Device
+from .distributed._state import check_ranks
 from .dtypes import canonical, info
 from .errors import DLPackError
-from .fragment import Fragment, process_rank
+from .fragment import Fragment, process_rank, verify_fragments
 from ._protocols import FrameworkProtocols
 from .registry import adapter_for
 
@@ -93,9 +94,15 @@ class DistributedTensor(FrameworkProtocols):
         self.dtype: str = dtype
         self.fragments: tuple[Fragment, ...] = tuple(fragments)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What pickling and copying keep: the layout, the dtype and the fragments
+        (what operations remember about the tensor is found again on use)."""
+        return {"layout": self.layout, "dtype": self.dtype, "fragments": self.fragments}
+
     # -- construction helpers (trusted, unvalidated) -------------------------
     @classmethod
     def _create(cls, layout: "Layout", fragments: Sequence[Fragment], dtype: str) -> "DistributedTensor":
+        check_ranks(layout, "a distributed tensor")  # (a rank no process holds would read as missing rows)
         return cls(layout, fragments, dtype, token=_CREATE)
 
     @classmethod
@@ -281,6 +288,7 @@ class DistributedTensor(FrameworkProtocols):
         is an all-gather: every process receives the whole tensor, unless
         ``root`` names the one process that does (the others get ``None``).
         """
+        verify_fragments(self.fragments)
         return moves.get().gather(self, framework=framework, device=device, out=out, root=root)
 
     def redistribute(self, layout: "Layout", framework: str | None = None) -> "DistributedTensor":
@@ -298,6 +306,7 @@ class DistributedTensor(FrameworkProtocols):
             The frameworks of the new fragments; by default a fragment keeps the
             framework of a source fragment on its device, else the tensor's.
         """
+        verify_fragments(self.fragments)
         return moves.get().redistribute(self, layout, framework=framework)
 
     def plan_redistribution(self, layout: "Layout") -> "RedistributionPlan":

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "_ext"))
@@ -25,8 +27,11 @@ version = release
 extensions = [
     "myst_parser",
     "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
     "sphinx.ext.napoleon",
+    "sphinx.ext.intersphinx",
     "layout_pictures",
+    "public_names",
 ]
 source_suffix = {".md": "markdown"}
 root_doc = "index"
@@ -42,12 +47,106 @@ napoleon_google_docstring = False
 napoleon_numpy_docstring = True
 napoleon_use_rtype = False
 
-html_theme = "alabaster"
+# JAX's theme: one navigation (the table of contents on the left, the page's own sections
+# on the right), no header menu.
+html_theme = "sphinx_book_theme"
 html_title = f"dlmg {release}"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["dlmg.css"]
+html_theme_options = {
+    "home_page_in_toc": True,
+    "show_toc_level": 2,
+    "use_download_button": False,
+    "use_fullscreen_button": False,
+    "footer_start": ["copyright"],
+    "footer_end": [],
+}
+html_show_sourcelink = False
 
 # Attribute sections become :ivar: fields, so dataclass fields are not described twice.
 napoleon_use_ivar = True
 # "dtype" in a parameter's type means any spelling of a data type, not one of dlmg's attributes.
 napoleon_preprocess_types = True
-napoleon_type_aliases = {"dtype": "data type", "dtype-like": "data type"}
+napoleon_type_aliases = {
+    "dtype": "data type", "dtype-like": "data type",
+    # numpydoc's spellings of Python's abstract types link to Python's glossary.
+    "sequence": ":term:`sequence <python:sequence>`", "iterable": ":term:`iterable <python:iterable>`",
+    "mapping": ":term:`mapping <python:mapping>`", "callable": ":term:`callable <python:callable>`",
+    "np.ndarray": "numpy.ndarray",
+}
+
+# Every reference must resolve (a misspelt or undocumented dlmg name fails the build) ...
+autosummary_generate = False
+
+nitpicky = True
+# ... except the words docstrings use for kinds of values rather than for a class.
+nitpick_ignore = [("py:class", word) for word in (
+    "data type", "array", "arrays", "scalar", "0-d array", "buffer", "numpy integer",
+    "any framework's dtype", "a framework's device object", "a registered engine name",
+)]
+
+# Links into Python's, NumPy's, PyTorch's and JAX's own references. Their inventories are
+# fetched from the web at build time; a project whose site cannot be reached (a machine with
+# no network) is left out of the mapping instead of failing the build, and its names are then
+# shown unlinked. DLMG_DOCS_INVENTORIES names a folder of local inventories (python.inv,
+# numpy.inv, torch.inv, jax.inv) to use first, e.g. copies kept for building offline.
+EXTERNAL = {
+    "python": "https://docs.python.org/3/",
+    "numpy": "https://numpy.org/doc/stable/",
+    "torch": "https://docs.pytorch.org/docs/stable/",
+    "jax": "https://docs.jax.dev/en/latest/",
+}
+#: Module prefixes of those projects (and of others dlmg's signatures name, which have no
+#: inventory here): an unresolved reference to them is not an error, only an unlinked name.
+EXTERNAL_MODULES = (
+    "numpy", "np", "torch", "jax", "jaxlib", "collections", "contextlib", "ctypes", "typing",
+    "types", "matplotlib", "mpi4py", "cupy", "DTensor", "False", "True", "None",
+)
+# Python's standard library (os.PathLike, collections.abc.Sequence...) is external too.
+EXTERNAL_MODULES += tuple(sorted(sys.stdlib_module_names))
+nitpick_ignore_regex = [
+    (r"py:.*", rf"({'|'.join(EXTERNAL_MODULES)})(\..*)?"),
+    (r"std:term", r"python:.*"),
+    (r"py:data", r"CUTENSOR_.*"),  # the cuTENSORMg library's own constants
+]
+intersphinx_timeout = 10
+
+
+def _reachable(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    try:
+        with socket.create_connection((host, 443), timeout=3):
+            return True
+    except OSError:
+        return False
+
+
+def _inventories() -> dict[str, tuple[str, object]]:
+    local = os.environ.get("DLMG_DOCS_INVENTORIES")
+    mapping: dict[str, tuple[str, object]] = {}
+    for name, url in EXTERNAL.items():
+        copy = Path(local, f"{name}.inv") if local else None
+        if copy is not None and copy.is_file():
+            mapping[name] = (url, str(copy))
+        elif _reachable(url):
+            mapping[name] = (url, None)
+    return mapping
+
+
+intersphinx_mapping = _inventories()
+
+
+def _attribute_summaries_are_prose(app, what, name, obj, options, lines):
+    """Keep a colon in the first line of an attribute's docstring as text.
+
+    Napoleon reads ``Address of the first element: ...`` as an inline
+    ``type: description`` pair; dlmg's attributes and properties take their
+    types from annotations, so their first line is always prose.
+    """
+    if what in {"attribute", "data", "property"} and lines and ":" in lines[0]:
+        lines[0] = ": " + lines[0]
+
+
+def setup(app):
+    # Before napoleon's own handler (priority 500) turns the docstring into fields.
+    app.connect("autodoc-process-docstring", _attribute_summaries_are_prose, priority=400)

@@ -534,3 +534,7 @@ def dies():
 
 
 SCENARIOS["dies"] = dies
+
+from tests._mp_faults import SCENARIOS as _FAULTS  # noqa: E402  (the reliability scenarios)
+
+SCENARIOS.update(_FAULTS)

@@ -480,10 +480,6 @@ def test_torch_negative_strides_do_not_crash(producer, torch):
 
     a = np.arange(12, dtype=np.float32).reshape(3, 4)[::-1]
     src = a if producer == "numpy" else DLPackShim(a)
-    if producer == "dlpack-shim":
-        pytest.importorskip("dlmg.dlpack", reason="dlmg.dlpack.inspect has not landed")
-        if not hasattr(importlib.import_module("dlmg.dlpack"), "inspect"):
-            pytest.skip("dlmg.dlpack.inspect has not landed yet")
     with pytest.raises(CopyRequiredError, match="negative strides"):
         T.from_dlpack(src, copy=False)
     y = T.from_dlpack(src)
@@ -556,17 +552,9 @@ def test_copy_argument_is_validated(torch):
 
 
 # -- generic ---------------------------------------------------------------------
-def _need_inspect():
-    dl = importlib.import_module("dlmg.dlpack")
-    if not hasattr(dl, "inspect"):
-        pytest.skip("dlmg.dlpack.inspect has not landed yet")
-    return dl
-
-
 def test_generic_adapter_holds_a_foreign_producer(torch):
     """Any __dlpack__ producer is held as is, described through dlmg.dlpack.inspect,
     and refuses math with a clear error."""
-    _need_inspect()
     from dlmg.adapters._common import DLPackShim
     from dlmg.registry import adapter_for
 

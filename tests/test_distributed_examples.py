@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
 
-def _run(cmd: list[str]) -> None:
-    env = dict(os.environ, OMP_NUM_THREADS="1", JAX_PLATFORMS="cpu")
+def _run(cmd: list[str], **extra_env: str) -> str:
+    env = dict(os.environ, OMP_NUM_THREADS="1", JAX_PLATFORMS="cpu", **extra_env)
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env, cwd=ROOT)
     assert done.returncode == 0, f"{' '.join(cmd)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
     return done.stdout
@@ -27,7 +27,19 @@ def test_torchrun_example():
     pytest.importorskip("torch")
     out = _run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr",
                 "127.0.0.1", "--master-port", str(free_port()), "examples/distributed_torchrun.py"])
-    assert "rank 0 -> rank 1" in out
+    assert "rank 0 -> rank 1" in out and "Routes:" in out  # the plan printed by plan_redistribution()
+
+
+def test_jax_multicontroller_example():
+    pytest.importorskip("torch")
+    pytest.importorskip("jax")
+    out = _run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr",
+                "127.0.0.1", "--master-port", str(free_port()), "examples/distributed_jax.py"],
+               JAX_COORDINATOR_ADDRESS=f"127.0.0.1:{free_port()}",
+               XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    assert "rank 0: 2 shards to torch and back, no copy" in out
+    assert "rank 1: 2 shards to torch and back, no copy" in out
+    assert "1:cpu:2048" in out  # the first JAX CPU device of process 1, in the printed layout
 
 
 def test_mpi_example():

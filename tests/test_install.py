@@ -5,17 +5,20 @@ configuration is reset to what a new user has -- no configuration file, no
 local wheel folder, no extra index -- so the answer is the one the standard
 package index (and, for the CPU build of PyTorch, PyTorch's own index) gives.
 Packaging metadata (licence, authors, extras) is checked from the built
-metadata.
+metadata, and the source distribution and wheel from a build of each.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
+import tarfile
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -90,9 +93,17 @@ def test_readme_names_the_cpu_index_and_every_extra():
 
 
 def test_packaging_metadata():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    project = pyproject["project"]
     licence = (ROOT / "LICENSE").read_text()
-    assert project["license"] == {"text": "Apache-2.0"}
+    # An SPDX expression (PEP 639), which setuptools reads from version 77 on; no licence classifier
+    assert project["license"] == "Apache-2.0" and project["license-files"] == ["LICENSE"]
+    assert not [c for c in project["classifiers"] if c.startswith("License ::")]
+    assert "setuptools>=77" in pyproject["build-system"]["requires"]
+    lowest = int(project["requires-python"].removeprefix(">=3."))
+    versions = [c.rsplit(" ", 1)[1] for c in project["classifiers"] if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)]
+    assert versions and versions[0] == f"3.{lowest}", versions
+    assert f"{sys.version_info.major}.{sys.version_info.minor}" in versions
     assert "Apache License" in licence and "Version 2.0, January 2004" in licence
     assert "END OF TERMS AND CONDITIONS" in licence
     assert project["authors"]
@@ -111,3 +122,45 @@ def test_installed_metadata_carries_the_licence_file():
     meta = dist.metadata
     assert meta["License"] == "Apache-2.0" or meta.get("License-Expression") == "Apache-2.0"
     assert any(f.endswith("LICENSE") for f in files) or "LICENSE" in (meta.get_all("License-File") or [])
+
+
+def _build(kind: str, out: Path) -> tuple[Path, str]:
+    """Build the sdist or wheel with the installed setuptools (no download), as ``python -m build`` does."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    code = f"from setuptools import build_meta as b; print(b.build_{kind}({str(out)!r}))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return out / done.stdout.strip().splitlines()[-1], done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_sdist_carries_what_its_tests_read(tmp_path):
+    sdist, log = _build("sdist", tmp_path)
+    assert not re.search(r"(?i)warning", log), log[-4000:]
+    with tarfile.open(sdist) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    assert {"README.md", "CHANGELOG.md", "LICENSE", "constraints.txt", ".ci/run", "pyproject.toml",
+            "dlmg/py.typed", "docs/conf.py", "docs/index.md", "docs/_static/dlmg.css",
+            "docs/_ext/layout_pictures.py", "examples/quickstart.py", "benchmarks/run.py",
+            "tests/conftest.py", "tests/test_install.py"} <= names
+    # every file the tests and the pages they build read from the tree
+    for folder in ("tests", "examples", "docs"):
+        tracked = {str(p.relative_to(ROOT)) for p in (ROOT / folder).rglob("*")
+                   if p.is_file() and p.suffix in {".py", ".md", ".css", ".png"}
+                   and not {"_build", "_generated", "__pycache__"} & set(p.parts)}
+        assert tracked <= names, sorted(tracked - names)
+    assert not [n for n in names if "__pycache__" in n or n.startswith(("docs/_build", "benchmarks/results"))]
+
+
+@pytest.mark.slow
+def test_wheel_ships_the_type_marker_and_the_licence(tmp_path):
+    wheel, log = _build("wheel", tmp_path)
+    assert not re.search(r"(?i)warning", log), log[-4000:]
+    with zipfile.ZipFile(wheel) as whl:
+        names = set(whl.namelist())
+        metadata = whl.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "dlmg/py.typed" in names
+    assert "dlmg/adapters/numpy.py" in names or "dlmg/adapters/numpy/__init__.py" in names
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    assert "License-Expression: Apache-2.0" in metadata
+    assert "Classifier: Typing :: Typed" in metadata

@@ -224,3 +224,22 @@ def test_a_given_two_dimensional_mesh(mesh2d):
     t = dlmg.scatter(np.arange(4.0), Layout.single((4,), "cpu"))
     other = DeviceMesh("cpu", torch.tensor([[0]]))
     assert dlmg.to_dtensor(t, mesh=other).placements == (Replicate(), Replicate())
+
+
+# -- read-only memory and the advice of errors ------------------------------------------------
+def test_to_dtensor_of_read_only_numpy_never_hands_torch_a_writable_view(world):
+    if world != 1:
+        pytest.skip("these checks run in a one-process group")
+    source = np.arange(6.0).reshape(2, 3)
+    source.flags.writeable = False
+    t = dlmg.from_fragments([source], Layout((2, 3), devices=["cpu"]))
+    local = t.to_dtensor().to_local()
+    local.add_(1)
+    np.testing.assert_array_equal(source, np.arange(6.0).reshape(2, 3))
+
+
+def test_the_layout_to_dtensor_suggests_keeps_the_ranks():
+    from dlmg.interop._dtensor_layout import nearest_expressible
+
+    layout = Layout((7, 4), block=(2, 4), grid=(2, 1), devices=["cpu"] * 2, ranks=(1, 0))
+    assert nearest_expressible(layout).ranks == (1, 0)

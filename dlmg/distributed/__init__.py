@@ -22,11 +22,13 @@ Under ``python -m torch.distributed.run --nproc-per-node 2 prog.py``::
 from __future__ import annotations
 
 import atexit
-from typing import Any
+import inspect
+from typing import Any, Callable
 
 from ..device import Device
 from ..errors import CollectiveError
-from ._state import current, rank, set_current, world_size
+from ..layout import Layout
+from ._state import check_ranks, current, rank, set_current, world_size
 from .engine import REDUCE_OPS, Engine
 from .registry import engine_factory, engine_names
 from ..layout import Layout
@@ -42,7 +44,7 @@ DEFAULT_TIMEOUT = 300.0
 _devices: list[tuple[Device, ...]] = []
 
 
-def init(backend: str = "torch", *, group: Any = None, comm: Any = None, timeout: float = DEFAULT_TIMEOUT) -> Engine:
+def init(backend: str = "torch", *, timeout: float = DEFAULT_TIMEOUT, **options: Any) -> Engine:
     """Make dlmg work across the processes of a torch.distributed group or MPI communicator.
 
     Parameters
@@ -51,13 +53,15 @@ def init(backend: str = "torch", *, group: Any = None, comm: Any = None, timeout
         ``"torch"``: the default process group when it is initialised,
         otherwise one initialised from torchrun's environment (gloo, plus NCCL
         where CUDA is present). ``"mpi"``: ``mpi4py.MPI.COMM_WORLD``.
-    group : torch.distributed.ProcessGroup, optional
-        The group to use instead of the default one (``backend="torch"``).
-    comm : mpi4py.MPI.Comm, optional
-        The communicator to use instead of ``COMM_WORLD`` (``backend="mpi"``).
     timeout : float
         Seconds any collective waits for the other processes before it raises
         :class:`~dlmg.errors.CollectiveError`.
+    **options
+        Passed to the engine's factory unchanged; each engine names its own.
+        The built-in ones take ``group=`` (``backend="torch"``: a
+        ``torch.distributed.ProcessGroup`` instead of the default one) and
+        ``comm=`` (``backend="mpi"``: an ``mpi4py`` communicator instead of
+        ``COMM_WORLD``).
 
     Returns
     -------
@@ -68,16 +72,37 @@ def init(backend: str = "torch", *, group: Any = None, comm: Any = None, timeout
     ------
     CollectiveError
         When dlmg is already initialised, or the group cannot be set up.
+    TypeError
+        For an option the engine does not take (the message lists the ones it does).
     """
     if current() is not None:
         raise CollectiveError(f"dlmg.distributed is already initialised ({current()!r}); call finalize() first")
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    engine = engine_factory(backend)(group=group, comm=comm, timeout=float(timeout))
+    factory = engine_factory(backend)
+    _check_options(backend, factory, options)
+    engine = factory(timeout=float(timeout), **options)
     everyone = engine.allgather_object(engine.local_device())
     set_current(engine)
     _devices[:] = [tuple(everyone)]
     return engine
+
+
+def _check_options(backend: str, factory: Callable[..., Any], options: dict[str, Any]) -> None:
+    """Refuse options ``factory`` does not name (unless it takes ``**kwargs``)."""
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # a builtin without a signature: let it answer
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    known = [n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY and n != "timeout"]
+    unknown = [k for k in options if k not in params or k == "timeout"]
+    if unknown:
+        accepted = ", ".join(f"{n}=" for n in known) or "none"
+        raise TypeError(
+            f"backend={backend!r} takes no option {', '.join(repr(k) for k in unknown)}; its options: {accepted}"
+        )
 
 
 def finalize() -> None:

@@ -14,19 +14,33 @@ timeout. Then, on every process alike:
 
 So one failing process ends the collective everywhere instead of leaving the
 others waiting, and the group stays usable afterwards.
+
+After the agreement comes the exchange and the local work around it (copies
+into the destinations, conversions of the result). :func:`conclude` runs that
+part and then a second, smaller agreement: a process whose local work failed
+after the data moved reports it there, so every process raises and none
+returns a value. A failure of the engine itself (a timeout, a peer that died)
+is not followed by a second round: the communicator is then in an unknown
+state and every process gets its own :class:`~dlmg.errors.CollectiveError`
+from its own bounded wait.
+
+:func:`exclusive` keeps one collective at a time per engine and process: a
+second thread waits for the first one's collective, at most the engine's
+timeout, then raises.
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 from ..errors import CollectiveError, CollectiveMismatchError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .engine import Engine
 
-__all__ = ["agree", "prepare", "prepare_vote", "describe"]
+__all__ = ["agree", "prepare", "prepare_vote", "describe", "conclude", "exclusive"]
 
 T = TypeVar("T")
 
@@ -48,7 +62,8 @@ def _cut(text: str) -> str:
     return text if len(text) <= _SHOWN else text[:_SHOWN] + " ..."
 
 
-def agree(engine: "Engine", description: str, error: BaseException | None = None, vote: Any = None) -> list[Any]:
+def agree(engine: "Engine", description: str, error: BaseException | None = None, vote: Any = None,
+          when: str = "while preparing it") -> list[Any]:
     """Compare ``description`` and failures across every process (see the module docstring).
 
     Returns
@@ -72,7 +87,7 @@ def agree(engine: "Engine", description: str, error: BaseException | None = None
         ranks = ", ".join(str(r) for r, _ in failed)
         first_rank, first_report = failed[0]
         raise CollectiveError(
-            f"{_cut(description)} did not run: rank(s) {ranks} failed while preparing it; "
+            f"{_cut(description)} did not complete: rank(s) {ranks} failed {when}; "
             f"rank {first_rank}: {first_report}"
         )
     mine = _digest(description)
@@ -105,3 +120,47 @@ def prepare_vote(engine: "Engine", description: str, work: Callable[[], tuple[T,
         agree(engine, description, exc)
         raise  # pragma: no cover - agree re-raises exc
     return result, agree(engine, description, vote=vote)
+
+
+def conclude(engine: "Engine", description: str, run: Callable[[], T]) -> T:
+    """Run the part of a collective after its agreement (``run``: the exchange and the
+    local work around it), then agree that it succeeded everywhere.
+
+    Raises
+    ------
+    CollectiveError
+        On every process when any process's ``run`` failed (the failing process
+        re-raises its own error), or when the engine itself failed.
+    """
+    try:
+        result = run()
+    except CollectiveError:
+        raise  # the engine failed: every process meets its own bounded wait
+    except Exception as exc:
+        agree(engine, f"{description} (completion)", exc, when="after the agreement")
+        raise  # pragma: no cover - agree re-raises exc
+    agree(engine, f"{description} (completion)", when="after the agreement")
+    return result
+
+
+@contextmanager
+def exclusive(engine: "Engine", what: str) -> Iterator[None]:
+    """Hold ``engine``'s lock for one whole collective (see the module docstring).
+
+    Raises
+    ------
+    CollectiveError
+        When another thread of this process holds it longer than the engine's timeout.
+    """
+    engine.check_usable(what)
+    lock = engine.lock
+    if not lock.acquire(timeout=engine.timeout):
+        raise CollectiveError(
+            f"{what}: rank {engine.rank} waited {engine.timeout:g} s for another thread's collective; "
+            "dlmg runs one collective at a time per process, and every process must call them in "
+            "the same order"
+        )
+    try:
+        yield
+    finally:
+        lock.release()

@@ -10,6 +10,14 @@ Buffers of any framework enter c10d as torch tensors through
 through all-gather and all-to-all; all-reduce takes the element type.
 Every collective runs asynchronously and is waited for with the engine's
 timeout.
+
+The agreements (small pickled objects) travel in a gloo group of their own
+when the engine runs on the default group, apart from the data: a process
+that fails between the two never has its next agreement matched with its
+peers' pending exchange. (A group given to :func:`create` carries both unless
+it cannot move host memory: a side group would have to be created by every
+process of the default group.) A failed or timed-out wait marks the engine
+:attr:`~dlmg.distributed.engine.Engine.broken`.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from typing import Any, Sequence
 
 from ..device import Device
 from ..errors import CollectiveError, DeviceError
+from ..registry import get_adapter
 from .engine import Engine
 from ..registry import get_adapter
 
@@ -36,18 +45,14 @@ def _torch() -> Any:
     return torch, dist
 
 
-def create(*, group: Any = None, comm: Any = None, timeout: float = 300.0) -> "C10dEngine":
+def create(*, group: Any = None, timeout: float = 300.0) -> "C10dEngine":
     """The engine over ``group`` (the default process group by default).
 
     Raises
     ------
-    TypeError
-        When ``comm`` (an MPI communicator) is given.
     CollectiveError
         When no process group exists and torchrun's environment is missing.
     """
-    if comm is not None:
-        raise TypeError("backend='torch' takes group= (a torch.distributed ProcessGroup), not comm=")
     torch, dist = _torch()
     if not dist.is_available():
         raise CollectiveError("torch.distributed is not available in this torch build")
@@ -86,8 +91,10 @@ class C10dEngine(Engine):
         backend = str(dist.get_backend(group))
         self._nccl = "nccl" in backend
         self._host_ok = "gloo" in backend or "mpi" in backend
-        # an NCCL-only group cannot move host memory: objects travel through a gloo side group
-        self._objects = group if self._host_ok else dist.new_group(backend="gloo")
+        # the agreements apart from the data (see the module docstring); an NCCL-only
+        # group cannot move host memory, so its objects need a gloo side group anyway
+        apart = group is dist.group.WORLD or not self._host_ok
+        self._objects = dist.new_group(backend="gloo") if apart else group
         # the all-gather into one flat tensor (renamed all_gather_single in newer torch)
         self._all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 
@@ -128,13 +135,16 @@ class C10dEngine(Engine):
         except CollectiveError:
             raise
         except Exception as exc:  # c10d raises RuntimeError subclasses (DistBackendError...)
-            raise CollectiveError(f"{what} failed on rank {self.rank} of {self.world_size}: {exc}") from exc
+            raise self.fail(CollectiveError(
+                f"{what} failed on rank {self.rank} of {self.world_size}: {exc}")) from exc
 
     def _run(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> None:
+        self.check_usable(what)
         try:
             work = fn(*args, async_op=True, **kwargs)
         except Exception as exc:
-            raise CollectiveError(f"{what} failed on rank {self.rank} of {self.world_size}: {exc}") from exc
+            raise self.fail(CollectiveError(
+                f"{what} failed on rank {self.rank} of {self.world_size}: {exc}")) from exc
         self._wait(work, what)
 
     def settle(self, device: Device) -> None:
@@ -155,7 +165,13 @@ class C10dEngine(Engine):
         recv = torch.empty(longest * self.world_size, dtype=torch.uint8)
         self._run("allgather_object", self._all_gather, recv, send, group=self._objects)
         raw = recv.numpy().tobytes()
-        return [pickle.loads(raw[r * longest: r * longest + int(sizes[r])]) for r in range(self.world_size)]
+        try:
+            return [pickle.loads(raw[r * longest: r * longest + int(sizes[r])]) for r in range(self.world_size)]
+        except Exception as exc:  # bytes of another operation: the ranks' sequences differ
+            raise self.fail(CollectiveError(
+                f"allgather_object on rank {self.rank} received bytes no process sent for it "
+                f"({type(exc).__name__}: {exc}); the processes run different sequences of collectives"
+            )) from None
 
     def all_gather(self, send: Any, recv: Any) -> None:
         self._run("all_gather", self._all_gather, self._bytes(recv), self._bytes(send),
@@ -172,6 +188,7 @@ class C10dEngine(Engine):
 
     def start_alltoallv(self, send: Any, send_counts: Sequence[int], recv: Any,
                         recv_counts: Sequence[int]) -> Any:
+        self.check_usable("alltoallv")
         s, r = self._tensor(send), self._tensor(recv)
         item = s.element_size()
         try:
@@ -180,7 +197,8 @@ class C10dEngine(Engine):
                 input_split_sizes=[int(c) * item for c in send_counts], group=self.group, async_op=True,
             )
         except Exception as exc:
-            raise CollectiveError(f"alltoallv failed on rank {self.rank} of {self.world_size}: {exc}") from exc
+            raise self.fail(CollectiveError(
+                f"alltoallv failed on rank {self.rank} of {self.world_size}: {exc}")) from exc
         return lambda: self._wait(work, "alltoallv")
 
     def broadcast(self, buf: Any, root: int) -> None:
@@ -188,11 +206,42 @@ class C10dEngine(Engine):
         self._run("broadcast", self._dist.broadcast, self._bytes(buf), src, group=self.group)
 
     def allreduce(self, buf: Any, op: str) -> None:
+        t = self._tensor(buf)
+        if not self._reduces(t, op):
+            self._allreduce_gathered(t, op)
+            return
         ops = self._dist.ReduceOp
         table = {"sum": ops.SUM, "prod": ops.PRODUCT, "min": ops.MIN, "max": ops.MAX}
-        self._run(f"allreduce ({op})", self._dist.all_reduce, self._tensor(buf), op=table[op], group=self.group)
+        self._run(f"allreduce ({op})", self._dist.all_reduce, t, op=table[op], group=self.group)
+
+    def _reduces(self, t: Any, op: str) -> bool:
+        """Whether c10d reduces ``t``'s dtype with ``op`` itself: gloo has no unsigned
+        type but uint8, no int16 minimum or maximum and no complex product."""
+        torch = self._torch
+        if t.dtype in (torch.uint16, torch.uint32, torch.uint64):
+            return False
+        if t.dtype == torch.int16 and op in ("min", "max"):
+            return False
+        return not (t.is_complex() and op != "sum")
+
+    def _allreduce_gathered(self, t: Any, op: str) -> None:
+        """``op`` of every process's ``t`` as an all-gather and a reduction on the host,
+        in NumPy (which reduces every integer and complex type; the buffers of a
+        reduction are the size of its result, not of its input)."""
+        import numpy as np
+
+        gathered = self._torch.empty(self.world_size * t.numel(), dtype=t.dtype, device=t.device)
+        self.all_gather(t.contiguous(), gathered)
+        rows = gathered.cpu().numpy().reshape(self.world_size, -1)
+        fold = {"sum": np.sum, "prod": np.prod, "min": np.min, "max": np.max}[op]
+        result = fold(rows, axis=0).astype(rows.dtype, copy=False)  # sums wrap as the dtype does
+        t.copy_(self._torch.from_numpy(np.ascontiguousarray(result)).reshape(t.shape))
 
     def finalize(self) -> None:
-        if self._owned and self._dist.is_initialized():
+        if not self._dist.is_initialized():
+            return
+        if self._owned:
             self._dist.destroy_process_group()
             self._owned = False
+        elif self._objects is not self.group and self.broken is None:
+            self._dist.destroy_process_group(self._objects)  # the side group this engine made

@@ -18,10 +18,12 @@ engine's module; dlmg's collectives speak only this interface.
 from __future__ import annotations
 
 import abc
+import threading
 from collections.abc import Sequence
 from typing import Any, Callable
 
 from ..device import Device
+from ..errors import CollectiveError
 
 __all__ = ["Engine", "REDUCE_OPS"]
 
@@ -42,6 +44,13 @@ class Engine(abc.ABC):
         The number of processes.
     timeout : float
         Seconds any collective may wait before it raises.
+    lock : threading.RLock
+        Held for the whole of each of dlmg's collectives
+        (:func:`~dlmg.distributed.agree.exclusive`): one at a time per process.
+    broken : str or None
+        Why the engine refuses further collectives: set when a wait ran out or a
+        peer failed inside the transport, after which the communicator's state is
+        unknown (messages of the failed collective may still be in flight).
     """
 
     name: str = ""
@@ -50,6 +59,22 @@ class Engine(abc.ABC):
         self.rank = int(rank)
         self.world_size = int(world_size)
         self.timeout = float(timeout)
+        self.lock = threading.RLock()
+        self.broken: str | None = None
+
+    def check_usable(self, what: str) -> None:
+        """Raise :class:`~dlmg.errors.CollectiveError` when the engine is ``broken``."""
+        if self.broken is not None:
+            raise CollectiveError(
+                f"{what}: rank {self.rank} cannot run collectives any more: an earlier one failed in the "
+                f"transport ({self.broken}); call dlmg.distributed.finalize() and init() again"
+            )
+
+    def fail(self, error: CollectiveError) -> CollectiveError:
+        """Mark the engine ``broken`` by ``error`` (a transport failure) and return it."""
+        if self.broken is None:
+            self.broken = str(error)[:300]
+        return error
 
     # -- where this process computes --------------------------------------
     @abc.abstractmethod
@@ -68,9 +93,9 @@ class Engine(abc.ABC):
 
         Returns
         -------
-        (array, framework)
-            The array and the name of its framework (a viewable one: the copy
-            engine writes into it and reads from it).
+        tuple
+            ``(array, framework)``: the array and the name of its framework (a
+            viewable one: the copy engine writes into it and reads from it).
         """
 
     def accepts(self, array: Any, framework: str) -> bool:

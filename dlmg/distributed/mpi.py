@@ -6,25 +6,38 @@ collective is started non-blocking (``Iallgather``, ``Ialltoallv``...) and
 polled until it completes or the engine's timeout passes, so no wait is
 unbounded.
 
+The engine talks on two duplicates of the communicator it is given: one for
+the agreements (small pickled objects), one for the data. A process that fails
+between the two therefore never has its next agreement matched with its peers'
+pending exchange (MPI matches collectives by order on a communicator). A
+request still pending when its wait runs out is freed, the engine refuses
+further collectives (:attr:`~dlmg.distributed.engine.Engine.broken`), and
+:meth:`MpiEngine.finalize` frees both duplicates, so ``MPI.Finalize`` finds no
+pending reference on the communicators it owns.
+
 CUDA memory goes to MPI directly only when the library says it is CUDA-aware
 (the MPI 4.1 info key ``mpi_memory_alloc_kinds`` lists ``cuda``); otherwise
-messages of CUDA tensors are staged through pinned host memory, and
-:meth:`MpiEngine.transport` says so.
+each message of CUDA memory is staged through host memory by the framework
+that owns it, through the adapter contract (CuPy memory through CuPy, torch
+memory through torch), and :meth:`MpiEngine.transport` says so. Host memory of
+any framework travels as it is: MPI reads and writes its bytes in place.
 """
 
 from __future__ import annotations
 
+import ctypes
+import os
 import pickle
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ..device import Device
-from ..errors import CollectiveError
+from ..dtypes import info
+from ..errors import CollectiveError, DeviceError, FrameworkNotInstalledError
+from ..registry import adapter_for, adapter_names, get_adapter
 from ._timing import wait_until
 from .engine import Engine
-from ..errors import FrameworkNotInstalledError
-from ..registry import get_adapter
 
 __all__ = ["MpiEngine", "create"]
 
@@ -39,10 +52,8 @@ def _mpi() -> Any:
     return MPI
 
 
-def create(*, group: Any = None, comm: Any = None, timeout: float = 300.0) -> "MpiEngine":
+def create(*, comm: Any = None, timeout: float = 300.0) -> "MpiEngine":
     """The engine over ``comm`` (``MPI.COMM_WORLD`` by default)."""
-    if group is not None:
-        raise TypeError("backend='mpi' takes comm= (an mpi4py communicator), not group=")
     MPI = _mpi()
     return MpiEngine(MPI.COMM_WORLD if comm is None else comm, timeout)
 
@@ -66,12 +77,16 @@ class MpiEngine(Engine):
     def __init__(self, comm: Any, timeout: float) -> None:
         super().__init__(comm.Get_rank(), comm.Get_size(), timeout)
         self.comm = comm
+        self._data = comm.Dup()  # the exchanges
+        self._objects = comm.Dup()  # the agreements
         self._MPI = _mpi()
         self.cuda_aware = cuda_aware(comm)
         self._gpu = _local_gpu()
 
     # -- devices ---------------------------------------------------------------
     def local_device(self) -> Device:
+        if self._gpu is None:  # a framework imported after init may bring the GPU
+            self._gpu = _local_gpu()
         return self._gpu if self._gpu is not None else Device("cpu", 0)
 
     def transport(self, device: Device) -> str:
@@ -81,52 +96,82 @@ class MpiEngine(Engine):
 
     # -- buffers -----------------------------------------------------------------
     def empty(self, n: int, dtype: str, device: Device) -> tuple[Any, str]:
-        if device.is_host:
-            name = "numpy" if _numpy_carries(dtype) else "torch"
-            return get_adapter(name).empty((int(n),), dtype, device), name
-        if self.cuda_aware:
-            return get_adapter("torch").empty((int(n),), dtype, device), "torch"
-        import torch
-
-        return torch.empty(int(n), dtype=_torch_dtype(dtype), pin_memory=True), "torch"  # staging
+        adapter = _holder(device, dtype)
+        return adapter.empty((int(n),), dtype, device), adapter.name
 
     def accepts(self, array: Any, framework: str) -> bool:
         if framework == "numpy":
             return True
-        if framework == "torch":
-            return array.device.type == "cpu" or self.cuda_aware
-        return False
+        try:
+            device = get_adapter(framework).device_of(array)
+        except Exception:  # a framework dlmg cannot ask: let the copy engine stage it
+            return False
+        return device.is_host or self.cuda_aware
 
-    def _buffer(self, buf: Any) -> Any:
-        """A byte buffer object MPI takes, over ``buf``'s memory."""
+    def _buffer(self, buf: Any) -> tuple[Any, Callable[[], None]]:
+        """``(what MPI takes, what to run once the operation completed)`` for ``buf``.
+
+        Host memory is viewed as bytes in place; CUDA memory goes as it is to a
+        CUDA-aware MPI, otherwise through a host copy made (and, for a buffer
+        that receives, written back) by the buffer's own framework.
+        """
         if isinstance(buf, np.ndarray):
-            return buf.reshape(-1).view(np.uint8)
-        module = type(buf).__module__.partition(".")[0]
-        if module == "torch":
-            import torch
+            return buf.reshape(-1).view(np.uint8), _nothing
+        adapter = adapter_for(buf)
+        device = adapter.device_of(buf)
+        if device.is_host:
+            return _host_bytes(adapter, buf), _nothing
+        if self.cuda_aware:
+            return buf, _nothing
+        host, host_adapter = _to_host(adapter, buf)
 
-            t = buf.reshape(-1).view(torch.uint8)
-            return t.numpy() if t.device.type == "cpu" else t
-        return np.from_dlpack(buf).reshape(-1).view(np.uint8)
+        def back() -> None:
+            adapter.copy_into(buf, adapter.to_device(host, device))
+            adapter.synchronize(device)
+
+        return _host_bytes(host_adapter, host), back
 
     def _wait(self, request: Any, what: str) -> None:
-        wait_until(request.Test, self.timeout, f"MPI {what}", self.rank)
+        def release() -> None:
+            try:
+                request.Free()
+            except Exception:  # an MPI that refuses to free it: the engine is broken either way
+                pass
+
+        try:
+            wait_until(request.Test, self.timeout, f"MPI {what}", self.rank, release)
+        except CollectiveError as exc:
+            raise self.fail(exc) from None
+
+    def _start(self, what: str) -> Any:
+        """The data communicator, after checking the engine is still usable."""
+        self.check_usable(f"MPI {what}")
+        return self._data
 
     # -- collectives ------------------------------------------------------------
     def allgather_object(self, obj: Any) -> list[Any]:
         MPI = self._MPI
+        self.check_usable("MPI allgather of objects")
         data = np.frombuffer(pickle.dumps(obj), dtype=np.uint8)
         sizes = np.empty(self.world_size, dtype=np.int64)
-        self._wait(self.comm.Iallgather([np.array([data.size], dtype=np.int64), MPI.INT64_T],
+        self._wait(self._objects.Iallgather([np.array([data.size], dtype=np.int64), MPI.INT64_T],
                                         [sizes, MPI.INT64_T]), "allgather (sizes)")
         displs = np.concatenate(([0], np.cumsum(sizes)[:-1]))
         recv = np.empty(int(sizes.sum()), dtype=np.uint8)
-        self._wait(self.comm.Iallgatherv([data, MPI.BYTE], [recv, (sizes, displs), MPI.BYTE]), "allgatherv")
-        return [pickle.loads(recv[d: d + n].tobytes()) for d, n in zip(displs, sizes)]
+        self._wait(self._objects.Iallgatherv([data, MPI.BYTE], [recv, (sizes, displs), MPI.BYTE]), "allgatherv")
+        try:
+            return [pickle.loads(recv[d: d + n].tobytes()) for d, n in zip(displs, sizes)]
+        except Exception as exc:  # bytes of another operation: the ranks' sequences differ
+            raise self.fail(CollectiveError(
+                f"MPI allgather of objects on rank {self.rank} received bytes no process sent for it "
+                f"({type(exc).__name__}: {exc}); the processes run different sequences of collectives"
+            )) from None
 
     def all_gather(self, send: Any, recv: Any) -> None:
         MPI = self._MPI
-        self._wait(self.comm.Iallgather([self._buffer(send), MPI.BYTE], [self._buffer(recv), MPI.BYTE]), "allgather")
+        (s, _), (r, back) = self._buffer(send), self._buffer(recv)
+        self._wait(self._start("allgather").Iallgather([s, MPI.BYTE], [r, MPI.BYTE]), "allgather")
+        back()
 
     def alltoallv(self, send: Any, send_counts: Sequence[int], recv: Any, recv_counts: Sequence[int]) -> None:
         self.start_alltoallv(send, send_counts, recv, recv_counts)()
@@ -134,17 +179,24 @@ class MpiEngine(Engine):
     def start_alltoallv(self, send: Any, send_counts: Sequence[int], recv: Any,
                         recv_counts: Sequence[int]) -> Any:
         MPI = self._MPI
-        s, r = self._buffer(send), self._buffer(recv)
+        (s, _), (r, back) = self._buffer(send), self._buffer(recv)
         item = _itemsize(send)
         sc = np.asarray(send_counts, dtype=np.int64) * item
         rc = np.asarray(recv_counts, dtype=np.int64) * item
         sd = np.concatenate(([0], np.cumsum(sc)[:-1]))
         rd = np.concatenate(([0], np.cumsum(rc)[:-1]))
-        request = self.comm.Ialltoallv([s, (sc, sd), MPI.BYTE], [r, (rc, rd), MPI.BYTE])
-        return lambda: self._wait(request, "alltoallv")
+        request = self._start("alltoallv").Ialltoallv([s, (sc, sd), MPI.BYTE], [r, (rc, rd), MPI.BYTE])
+
+        def wait() -> None:
+            self._wait(request, "alltoallv")
+            back()
+
+        return wait
 
     def broadcast(self, buf: Any, root: int) -> None:
-        self._wait(self.comm.Ibcast([self._buffer(buf), self._MPI.BYTE], root=root), "bcast")
+        b, back = self._buffer(buf)
+        self._wait(self._start("bcast").Ibcast([b, self._MPI.BYTE], root=root), "bcast")
+        back()
 
     def allreduce(self, buf: Any, op: str) -> None:
         MPI = self._MPI
@@ -152,34 +204,82 @@ class MpiEngine(Engine):
         arr = buf if isinstance(buf, np.ndarray) else np.from_dlpack(buf)
         if not arr.flags.writeable:
             raise CollectiveError("allreduce needs a writable buffer")
-        self._wait(self.comm.Iallreduce(MPI.IN_PLACE, [arr.reshape(-1), MPI._typedict[arr.dtype.char]], table[op]),
+        self._wait(self._start("allreduce").Iallreduce(MPI.IN_PLACE, [arr.reshape(-1), MPI._typedict[arr.dtype.char]], table[op]),
                    f"allreduce ({op})")
+
+    def finalize(self) -> None:
+        if self._MPI.Is_finalized():
+            return
+        for comm in (self._data, self._objects):
+            try:
+                comm.Free()
+            except Exception:  # finalized already, or MPI refuses: nothing left to release
+                pass
+
+
+def _nothing() -> None:
+    pass
 
 
 def _itemsize(buf: Any) -> int:
     if isinstance(buf, np.ndarray):
         return buf.itemsize
-    size = getattr(buf, "element_size", None)
-    return int(size()) if callable(size) else int(buf.itemsize)
+    return info(adapter_for(buf).dtype_of(buf)).itemsize
 
 
-def _numpy_carries(dtype: str) -> bool:
-    return dtype not in ("bfloat16",) and not dtype.startswith("float8")
+def _holder(device: Device, dtype: str) -> Any:
+    """The adapter that allocates message buffers of ``dtype`` on ``device``: NumPy on the
+    host where it carries the dtype, else the first framework in use that reaches the
+    device and carries it (a CuPy-only program gets CuPy buffers, never torch ones)."""
+    if device.is_host and get_adapter("numpy").carries(dtype):
+        return get_adapter("numpy")
+    for name in adapter_names():
+        try:
+            adapter = get_adapter(name)
+        except Exception:  # a broken third-party adapter: not a candidate
+            continue
+        if adapter.in_use() and adapter.supports(device) and adapter.carries(dtype):
+            return adapter
+    raise DeviceError(f"the MPI engine found no framework in use that holds {dtype} on {device}")
 
 
-def _torch_dtype(dtype: str) -> Any:
-    import torch
+def _host_bytes(adapter: Any, buf: Any) -> np.ndarray:
+    """The bytes of a contiguous host array of any framework, viewed in place."""
+    n = int(np.prod(adapter.shape_of(buf), dtype=np.int64)) * info(adapter.dtype_of(buf)).itemsize
+    if n == 0:
+        return np.empty(0, dtype=np.uint8)
+    return np.frombuffer((ctypes.c_uint8 * n).from_address(adapter.data_ptr(buf)), dtype=np.uint8)
 
-    return getattr(torch, dtype)
+
+def _to_host(adapter: Any, buf: Any) -> tuple[Any, Any]:
+    """A host copy of CUDA ``buf`` made by its own framework, and that copy's adapter:
+    the framework's own host array, or a NumPy one for a framework without host
+    arrays (whose ``to_device`` takes NumPy arrays back)."""
+    host = Device("cpu", 0)
+    if adapter.supports(host):
+        moved = adapter.to_device(buf, host)
+        adapter.synchronize(adapter.device_of(buf))
+        return moved, adapter
+    return np.from_dlpack(buf, device="cpu", copy=True), get_adapter("numpy")
+
+
+#: A CUDA ordinal no machine has.
+_NO_SUCH_GPU = 1 << 20
 
 
 def _local_gpu() -> Device | None:
-    """``cuda:LOCAL_RANK`` where torch sees a GPU, else ``None`` (torch is asked only if imported)."""
-    import os
-    import sys
-
-    torch = sys.modules.get("torch")
-    if torch is None or not torch.cuda.is_available():
-        return None
+    """``cuda:LOCAL_RANK`` where a framework in use sees a GPU, else ``None`` (nothing is imported)."""
     local = os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK") or os.environ.get("MPI_LOCALRANKID") or "0"
-    return Device("cuda", int(local) % torch.cuda.device_count())
+    for name in adapter_names():
+        try:
+            adapter = get_adapter(name)
+        except Exception:  # a broken third-party adapter
+            continue
+        if not adapter.in_use() or adapter.supports(Device("cuda", _NO_SUCH_GPU)):
+            continue  # (an adapter that takes any device, such as the DLPack one, counts no GPU)
+        count = 0
+        while adapter.supports(Device("cuda", count)):
+            count += 1
+        if count:
+            return Device("cuda", int(local) % count)
+    return None

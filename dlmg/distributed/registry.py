@@ -1,9 +1,12 @@
 """Communication engines by name: the entry-point group ``dlmg.engines``, then
 the built-in table.
 
-An engine module exposes ``create(*, group=None, comm=None, timeout=...)``
-returning an :class:`~dlmg.distributed.engine.Engine`. Adding an engine is one
-new module and one entry point.
+An engine module exposes a factory ``create(*, timeout, **its_options)``
+returning an :class:`~dlmg.distributed.engine.Engine`;
+:func:`dlmg.distributed.init` passes its keyword options through to it
+(``group=`` for torch, ``comm=`` for MPI), so the core knows no engine's
+arguments. Adding an engine is one new module and one entry point (or
+:func:`register_engine`).
 """
 
 from __future__ import annotations

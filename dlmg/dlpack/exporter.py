@@ -228,8 +228,9 @@ class DLPackExporter:
         Extents, each >= 0 (at most 64 modes).
     dtype : str or dtype
         Element type in any form :func:`dlmg.dtypes.canonical` accepts.
-    device : Device, str or (device_type, device_id)
-        Where the memory lives (``"cpu"``, ``"cuda:1"``...).
+    device : Device, str or tuple of int
+        Where the memory lives (``"cpu"``, ``"cuda:1"``, or a DLPack
+        ``(device_type, device_id)`` pair).
     strides : sequence of int, optional
         Strides in elements (any sign); C-contiguous when omitted.
     owner : object, optional

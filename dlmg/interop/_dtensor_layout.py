@@ -166,7 +166,7 @@ def nearest_expressible(layout: Layout) -> Layout:
         max(_ceil_div(n, g), 1) if g > 1 else max(n, 1)
         for n, g in zip(layout.shape, layout.grid)
     ]
-    return Layout(layout.shape, block=block, grid=layout.grid, devices=layout.devices)
+    return Layout(layout.shape, block=block, grid=layout.grid, devices=layout.devices, ranks=layout.ranks)
 
 
 def placements_for_layout(

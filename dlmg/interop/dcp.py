@@ -73,7 +73,8 @@ def dcp_save(state: Mapping[str, Any], checkpoint_id: Any, **kwargs: Any) -> Any
 
     Returns
     -------
-    Whatever ``dcp.save`` returns (its metadata).
+    object
+        Whatever ``dcp.save`` returns (its metadata).
     """
     return _checkpoint().save(dcp_state_dict(state), checkpoint_id=checkpoint_id, **kwargs)
 

@@ -180,7 +180,10 @@ def _local_torch(tensor: "DistributedTensor", me: int) -> tuple[Any, Any]:
 
 
 def to_dtensor(tensor: "DistributedTensor", mesh: Any = None) -> Any:
-    """A torch ``DTensor`` over the fragments of ``tensor``, without a copy.
+    """A torch ``DTensor`` over the fragments of ``tensor``, without a copy
+    (except of fragments whose producer marked them read-only, a read-only NumPy
+    array for one: torch tensors cannot be marked read-only, so those are copied
+    rather than handed over writable).
 
     Also available as ``tensor.to_dtensor(mesh=None)``.
 
@@ -241,7 +244,12 @@ def to_dtensor(tensor: "DistributedTensor", mesh: Any = None) -> Any:
             f"(ranks 0..{world - 1}), but the fragments are on ranks {sorted(ranks)}; pass mesh= "
             f"(a DeviceMesh of those ranks) or redistribute over every process"
         )
-    local, _ = _local_torch(tensor, me)
+    local, frag = _local_torch(tensor, me)
+    if frag.readonly and frag.adapter.mutable:
+        # memory its producer marked read-only (a read-only NumPy array, a READ_ONLY DLPack
+        # tensor): torch cannot mark it, so it gets a copy, never a writable view. (JAX
+        # buffers, immutable by their framework's model, are handed over as they are.)
+        local = local.clone()
     to_torch = {"shard": lambda p: Shard(p[1]), "replicate": lambda p: Replicate()}
     if mesh is None:
         flat, shape, placements = placements_for_layout(layout, ranks)

@@ -246,8 +246,9 @@ def from_partitioned(obj: Any, *, copy: bool = False) -> "DistributedTensor":
 
     Parameters
     ----------
-    obj : object with ``__partitioned__``, or the dictionary itself
-        An SPMD producer: locations are process ranks or ``(rank, (DLPack
+    obj : object or dict
+        An object with ``__partitioned__``, or that dictionary itself. An
+        SPMD producer: locations are process ranks or ``(rank, (DLPack
         device type, id))`` pairs, partitions held elsewhere have ``data``
         ``None``. Partition arrays may be of any framework dlmg knows.
     copy : bool, default False
@@ -278,6 +279,12 @@ def from_partitioned(obj: Any, *, copy: bool = False) -> "DistributedTensor":
             raise LayoutError(f"__partitioned__ has no {key!r} (keys: {sorted(map(str, d))})")
     shape = _tuple(d["shape"], "shape")
     tiling = _tuple(d["partition_tiling"], "partition_tiling", len(shape))
+    bad = [m for m, (n, t) in enumerate(zip(shape, tiling)) if t < 0 or (t == 0 and n != 0)]
+    if bad:  # (no partition at all would wrap memory nobody wrote)
+        raise LayoutError(
+            f"__partitioned__: partition_tiling={tiling} must cut every mode into at least one partition; "
+            f"mode {bad[0]} of extent {shape[bad[0]]} has {tiling[bad[0]]} (shape={shape})"
+        )
     raw = d["partitions"]
     if not isinstance(raw, Mapping):
         raise LayoutError(f"__partitioned__: partitions must be a dict, got {type(raw).__name__}")
@@ -370,8 +377,14 @@ def _replica_arrays(part: Mapping[str, Any], entries: list, me: int, get: Any, p
     for (rank, _), handle in zip(entries, given):
         if handle is None or rank != me:
             out.append(None)  # held elsewhere
-        else:
-            out.append(get(handle) if callable(get) else handle)
+            continue
+        array = get(handle) if callable(get) else handle
+        if array is None:  # this process's own partition, and no data for it
+            raise LayoutError(
+                f"__partitioned__: partitions[{pos}] is on this process (rank {me}) but "
+                f"{'get(' + repr(handle)[:60] + ')' if callable(get) else 'its data'} gave None instead of an array"
+            )
+        out.append(array)
     return out
 
 
@@ -502,6 +515,12 @@ def _irregular_copy(
         if full is None:
             full = np.empty(shape, dtype=values.dtype)
         key = tuple(slice(spans[m][k][0], spans[m][k][0] + spans[m][k][1]) for m, k in enumerate(pos))
+        want = tuple(spans[m][k][1] for m, k in enumerate(pos))
+        if values.shape != want or values.dtype != full.dtype:  # as the regular path: no broadcast, no cast
+            raise LayoutError(
+                f"__partitioned__: partitions[{pos}] holds {values.dtype}{list(values.shape)}, but its "
+                f"place in shape={shape} takes {full.dtype}{list(want)}"
+            )
         full[key] = values
     block = tuple(max(-(-n // t), 1) for n, t in zip(shape, tiling))
     grid = tuple(len(range(0, n, b)) or 1 for n, b in zip(shape, block))

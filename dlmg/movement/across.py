@@ -8,7 +8,14 @@ Each function follows the same steps on every process:
 2. the agreement (:mod:`~dlmg.distributed.agree`): same operation and layouts
    everywhere, nobody failed;
 3. one all-to-all(v) of the packed messages, then the copies into the
-   destinations.
+   destinations;
+4. a second agreement (:func:`~dlmg.distributed.agree.conclude`): a process
+   whose copies failed after the data moved makes every process raise, so
+   no process returns a value the others did not also get.
+
+The whole of each runs under the engine's lock
+(:func:`~dlmg.distributed.agree.exclusive`): one collective at a time per
+process, whatever threads call them.
 
 ``gather()`` with every process receiving is an all-gather. When each process
 holds one equal slab of leading rows and every process's destination is a
@@ -27,14 +34,15 @@ from .._shapes import c_strides
 from ..device import Device
 from ..dtypes import canonical, info
 from ..errors import FragmentError, FrameworkError, LayoutMismatchError
-from ..distributed._state import current
-from ..distributed.agree import describe, prepare, prepare_vote
+from ..distributed._state import check_ranks, current
+from ..distributed.agree import conclude, describe, exclusive, prepare, prepare_vote
 from ..layout import Layout
 from ..plans.endpoints import full_endpoint, layout_endpoints, same_memory
 from ..plans.routes import Routes, full_places, layout_places, plan_routes
 from ..registry import adapter_for, get_adapter
 from ..tensor import DistributedTensor, Fragment
-from .copies import Buffer, copy_framework, synchronize
+from . import exchange
+from .copies import Buffer, copy_framework
 from .destinations import allocate, choose_framework, destination, finish_fragment, reuse
 from .exchange import deliver, pack
 from .sources import source_buffers, source_endpoints, source_geometry
@@ -137,12 +145,19 @@ def _direct_vote(dt: "DistributedTensor", buf: Buffer | None, engine: "Engine", 
 def gather(dt: "DistributedTensor", framework: str | None, device: Any, out: Any, root: int | None) -> Any:
     """All-gather (``root=None``) or gather to ``root`` of ``dt``; ``None`` on non-roots."""
     engine = _engine()
+    with exclusive(engine, "gather"):
+        return _gather(engine, dt, framework, device, out, root)
+
+
+def _gather(engine: "Engine", dt: "DistributedTensor", framework: str | None, device: Any, out: Any,
+            root: int | None) -> Any:
     me = engine.rank
     receivers = tuple(range(engine.world_size)) if root is None else (_root(root, engine, "gather"),)
     comm = _comm_device(dt.layout, engine)
     description = describe("gather", layout=dt.layout, dtype=dt.dtype, root=root)
 
     def work() -> tuple[Any, bool]:
+        check_ranks(dt.layout, "gather")
         if me in receivers:
             buf, finish = destination(dt, framework, device, out)
         else:
@@ -166,16 +181,31 @@ def gather(dt: "DistributedTensor", framework: str | None, device: Any, out: Any
 
     (buf, finish, packed), votes = prepare_vote(engine, description, work)
     if all(votes):
-        frag = dt.fragments[me]
-        synchronize([Buffer(frag.array, frag.adapter, frag.device), buf])
-        if dt.size:
-            engine.all_gather(frag.array, buf.base)
-            engine.settle(comm)
+
+        def direct() -> Any:
+            frag = dt.fragments[me]
+            failed = None
+            try:
+                exchange.ready([Buffer(frag.array, frag.adapter, frag.device), buf])
+            except Exception as exc:  # this process still takes its part: its peers wait for it
+                failed = exc
+            if dt.size:
+                engine.all_gather(frag.array, buf.base)
+                engine.settle(comm)
+            if failed is not None:
+                raise failed
+            return finish()
+
+        return conclude(engine, description, direct)
+
+    def general() -> Any:
+        nonlocal packed
+        if packed is None:  # this process could go direct but another could not: the general way
+            packed = _repack(dt, buf, receivers, engine, comm)
+        deliver(engine, packed)
         return finish()
-    if packed is None:  # this process could go direct but another could not: the general way
-        packed = _repack(dt, buf, receivers, engine, comm)
-    deliver(engine, packed)
-    return finish()
+
+    return conclude(engine, description, general)
 
 
 def _repack(dt: "DistributedTensor", buf: Buffer, receivers: tuple[int, ...], engine: "Engine", comm: Device) -> Any:
@@ -196,11 +226,18 @@ def _remote(frag: Any, rank: int) -> Any:
 def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | None) -> "DistributedTensor":
     """``dt`` in ``layout`` across processes (see :meth:`dlmg.DistributedTensor.redistribute`)."""
     engine = _engine()
+    with exclusive(engine, "redistribute"):
+        return _redistribute(engine, dt, layout, framework)
+
+
+def _redistribute(engine: "Engine", dt: "DistributedTensor", layout: "Layout", framework: str | None) -> Any:
     me = engine.rank
     comm = _comm_device(layout, engine)
     description = describe("redistribute", source=dt.layout, target=layout, dtype=dt.dtype)
 
     def work() -> Any:
+        check_ranks(dt.layout, "redistribute (source)")
+        check_ranks(layout, "redistribute (target)")
         if dt.layout.shape != layout.shape:
             raise LayoutMismatchError(
                 f"cannot redistribute a tensor of shape {dt.shape} to a layout of shape {layout.shape}"
@@ -226,18 +263,22 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
         return pack(engine, routes, src_eps, source_buffers(dt), dst_eps, dsts, dt.dtype, comm), reused, written
 
     packed, reused, written = prepare(engine, description, work)
-    deliver(engine, packed)
-    out = []
-    for frag in layout.fragments:
-        i = frag.index
-        if i in written:
-            buf, target = written[i]
-            out.append(finish_fragment(frag, buf, target))
-        elif i in reused:
-            out.append(reuse(dt.fragments[reused[i]], frag))
-        else:
-            out.append(_remote(frag, layout.ranks[i]))
-    return DistributedTensor._create(layout, out, dt.dtype)
+
+    def run() -> "DistributedTensor":
+        deliver(engine, packed)
+        out = []
+        for frag in layout.fragments:
+            i = frag.index
+            if i in written:
+                buf, target = written[i]
+                out.append(finish_fragment(frag, buf, target))
+            elif i in reused:
+                out.append(reuse(dt.fragments[reused[i]], frag))
+            else:
+                out.append(_remote(frag, layout.ranks[i]))
+        return DistributedTensor._create(layout, out, dt.dtype)
+
+    return conclude(engine, description, run)
 
 
 def _target_framework(dt: "DistributedTensor", frag: Any, framework: str | None) -> Any:
@@ -269,13 +310,19 @@ def _reusable(dt: "DistributedTensor", src_eps: dict[int, Any], d: Any, target: 
 def scatter(array: Any, layout: "Layout", framework: str | None, root: int) -> "DistributedTensor":
     """Spread process ``root``'s ``array`` over ``layout`` (others pass ``None``)."""
     engine = _engine()
-    me = engine.rank
     if not isinstance(layout, Layout):
         raise TypeError(f"scatter needs a dlmg.Layout, got {type(layout).__name__}")
+    with exclusive(engine, "scatter"):
+        return _scatter(engine, array, layout, framework, root)
+
+
+def _scatter(engine: "Engine", array: Any, layout: "Layout", framework: str | None, root: int) -> Any:
+    me = engine.rank
     root = _root(root, engine, "scatter")
     description = describe("scatter", layout=layout, root=root)
 
     def inspect() -> tuple[Any, Any]:
+        check_ranks(layout, "scatter")
         if me != root:
             if array is not None:
                 raise ValueError(f"scatter(root={root}): rank {me} passes None, only the root passes the array")
@@ -308,9 +355,13 @@ def scatter(array: Any, layout: "Layout", framework: str | None, root: int) -> "
         return pack(engine, routes, src_eps, sources, dst_eps, written, dtype, comm), written, target
 
     packed, written, target = prepare(engine, describe("scatter (buffers)", layout=layout, root=root), work)
-    deliver(engine, packed)
-    out = [
-        finish_fragment(f, written[f.index], target) if f.index in written else _remote(f, layout.ranks[f.index])
-        for f in layout.fragments
-    ]
-    return DistributedTensor._create(layout, out, dtype)
+
+    def run() -> "DistributedTensor":
+        deliver(engine, packed)
+        out = [
+            finish_fragment(f, written[f.index], target) if f.index in written else _remote(f, layout.ranks[f.index])
+            for f in layout.fragments
+        ]
+        return DistributedTensor._create(layout, out, dtype)
+
+    return conclude(engine, description, run)

@@ -1,11 +1,12 @@
 """Moving pieces between processes: pack, one all-to-all(v), unpack.
 
-:func:`pack` runs on every process before the agreement (so a failure while
+:func:`pack` (which also allocates the receive buffer) runs on every process before the agreement (so a failure while
 packing ends the collective everywhere, see :mod:`~dlmg.distributed.agree`):
 it plans this process's side and copies every outgoing
 :class:`~dlmg.plans.routes.Piece` into the send buffer, in message order,
 with the strided copies of the copy engine. :func:`deliver` runs the engine's
-all-to-all(v) (skipped when no process sends anything) and the copies into the
+all-to-all(v) (skipped when no process sends anything; a process whose
+preparation of it failed still takes its part, then raises) and the copies into the
 destinations: local pieces straight from the local source fragments, received
 pieces from the receive buffer.
 
@@ -40,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..plans.endpoints import Endpoint
     from ..distributed.engine import Engine
 
-__all__ = ["Packed", "pack", "deliver"]
+__all__ = ["Packed", "pack", "deliver", "ready"]
 
 
 @dataclass
@@ -62,6 +63,8 @@ class Packed:
     dtype: str
     device: Device
     cache: dict = field(default_factory=dict)
+    scratch: Any = None  # the receive buffer otherwise, allocated while packing
+    scratch_adapter: Any = None
 
 
 def _displacements(counts: Sequence[int]) -> list[int]:
@@ -172,6 +175,9 @@ def pack(
     adapter = get_adapter(name) if isinstance(name, str) else name
     packed = Packed(routes, send, Buffer(send, adapter, device), send_counts, recv, recv_counts, incoming,
                     local, src_eps, sources, dst_eps, dsts, dtype, device)
+    if recv is None:  # allocated now, before the agreement: a failure here ends the collective everywhere
+        packed.scratch, scratch_name = engine.empty(sum(recv_counts), dtype, device)
+        packed.scratch_adapter = get_adapter(scratch_name)
     if name is not None and isinstance(name, str):  # a fresh buffer: copy the pieces in
         jobs = []
         for q, start in enumerate(_displacements(send_counts)):
@@ -204,6 +210,12 @@ def _send_buffer(engine: "Engine", outgoing: list[list[Piece]], src_eps: dict, s
     return engine.empty(total, dtype, device)
 
 
+def ready(buffers: list[Buffer]) -> None:
+    """The local work between the agreement and the exchange: wait until the queued
+    work writing ``buffers`` is done."""
+    synchronize(buffers)
+
+
 def deliver(engine: "Engine", packed: Packed) -> None:
     """Exchange the messages and write every destination of this process.
 
@@ -212,21 +224,27 @@ def deliver(engine: "Engine", packed: Packed) -> None:
     """
     routes = packed.routes
     recv = packed.recv
-    adapter = None if recv is None else packed.dsts[next(iter(packed.dsts))].adapter
     if recv is None:
-        recv, name = engine.empty(sum(packed.recv_counts), packed.dtype, packed.device)
-        adapter = get_adapter(name)
+        recv, adapter = packed.scratch, packed.scratch_adapter
+    else:
+        adapter = packed.dsts[next(iter(packed.dsts))].adapter
     wait = None
+    failed: BaseException | None = None
     if routes.total_bytes:  # the same on every process
-        if not packed.device.is_host:
-            synchronize([packed.send_buffer])
+        try:
+            ready([packed.send_buffer])
+        except Exception as exc:  # this process still takes its part: its peers wait for it
+            failed = exc
         wait = engine.start_alltoallv(packed.send, packed.send_counts, recv, packed.recv_counts)
     try:
-        _copy_local(packed)
+        if failed is None:
+            _copy_local(packed)
     finally:
         if wait is not None:
             wait()
             engine.settle(packed.device)
+    if failed is not None:
+        raise failed
     if packed.recv is not None:  # received straight into the destination
         return
     sources = dict(packed.sources)

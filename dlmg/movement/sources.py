@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from ..adapters.capabilities import Carving
 from ..distributed._state import current
 from ..errors import FragmentError
+from ..fragment import verify_fragments
 from ..plans.endpoints import Endpoint, array_endpoint, layout_endpoints
 from ..tensor import process_rank
 from .copies import Buffer
@@ -105,6 +106,9 @@ def source_views(dt: "DistributedTensor") -> dict[Any, Any]:
 
 
 def source_buffers(dt: "DistributedTensor") -> dict[int, Buffer]:
+    """``dt``'s local fragments as buffers to copy from (checked against the layout first:
+    :func:`~dlmg.fragment.verify_fragments`)."""
+    verify_fragments(dt.fragments)
     memo = tensor_memo(dt)
     out = memo.get("sources")
     if out is None:

@@ -33,8 +33,10 @@ from typing import TYPE_CHECKING, Any
 from ..movement.transfer import synchronize_arrays
 from ..dlpack.bounds import ranges_meet
 from ..errors import LayoutMismatchError
+from ..fragment import verify_fragments
 from ..tensor import DistributedTensor
 from ..registry import DEFAULT_FRAMEWORK, adapter_for, adapter_names, get_adapter
+from ._dtypes import check_inplace
 from ._executor import Executor, _fail, executor, move_array
 from ._operands import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed
 from ._writes import check_writable, partial_note
@@ -196,7 +198,11 @@ class _Placement:
 
 
 def placement(tensor: "DistributedTensor") -> _Placement:
-    """Where ``tensor``'s fragments run (kept on the tensor while its fragments stay)."""
+    """Where ``tensor``'s fragments run (kept on the tensor while its fragments stay).
+
+    Every call first checks that the fragments still fit the layout
+    (:func:`~dlmg.fragment.verify_fragments`): operations read them next."""
+    verify_fragments(tensor.fragments)
     found = tensor.__dict__.get("_placement")
     if found is None or found.fragments is not tensor.fragments:
         found = tensor.__dict__["_placement"] = _Placement(tensor)
@@ -472,9 +478,17 @@ def _unify_dtypes(results: list[Any], indices: Sequence[int], frags: Sequence[An
 
 
 def _write_into(out: "DistributedTensor", results: list[Any], indices: Sequence[int], name: str) -> None:
-    """Copy per-fragment results into ``out``'s fragments (JAX ones are replaced)."""
+    """Copy per-fragment results into ``out``'s fragments (JAX ones are replaced).
+
+    The casting rule is that of in-place operators (NumPy's ``same_kind``),
+    checked for every fragment before any is written: ``int8`` ``out=`` of a
+    float result is refused with :class:`~dlmg.errors.DtypeError`.
+    """
     frags = out.fragments
     replaced: dict[int, Any] = {}
+    for i in indices:
+        r = results[i]
+        check_inplace(f"{name} (out=)", out.dtype, [adapter_for(r).dtype_of(r)])
     for i in indices:
         frag = frags[i]
         ex = executor(frag.framework, frag.device)

@@ -26,6 +26,8 @@ from ..device import Device
 from ..adapters.capabilities import CompiledElementwise, compiled
 from ..errors import FragmentError
 from ..registry import adapter_for
+from ._captured import UNCOMPARABLE, captured
+from ._executor import executor, fail
 from ._operands import SCALAR_TYPES
 from .dispatch import (
     _fresh,
@@ -152,6 +154,7 @@ class FusedFunction:
         self._name = f"fuse({self.__name__})"
         self._kernels: dict[tuple[Any, ...], _Kernel] = {}
         self._compiled: dict[tuple[str, str], tuple[Callable[..., Any], str]] = {}
+        self._captured = captured(fn)  # the closure and global values the kernels were traced with
         if namespace:
             self._with_xp = fn
         else:
@@ -291,11 +294,16 @@ class FusedFunction:
             flat = [col[i] if type(col) is list else col for i in indices for col in columns]
             kernel = self._batched_kernel(adapter, device, (shapes, key_dtypes), width)
             context = adapter.device_context(device)
-            if context is None:
-                results = kernel(*flat)
-            else:
-                with context():
+            try:
+                if context is None:
                     results = kernel(*flat)
+                else:
+                    with context():
+                        results = kernel(*flat)
+            except FragmentError:
+                raise
+            except Exception as exc:  # as one fragment at a time says it: the fragment, device, framework
+                raise fail(self._name, indices[0], executor(adapter.name, device), exc) from exc
             if not kernel.checked or kernel.aliases:
                 arrays_at = [k for k, op in enumerate(operands) if is_distributed(op)]
                 results = self._checked(kernel, results, indices, flat, width, arrays_at, placed, lead.layout)
@@ -374,6 +382,8 @@ class FusedFunction:
             if lead is None:
                 raise TypeError(f"{self._name} needs at least one distributed tensor operand")
             check_same_layout(self._name, lead, out)
+        if self.compile:
+            self._follow_captured()
         lead_at, done, whole, compiled = self._run_batched(operands)
         if whole and out is None:
             lead = operands[lead_at]
@@ -392,6 +402,18 @@ class FusedFunction:
         result = map_fragments(run, operands, name=self._name, out=out, new_arrays=True)
         assert result is not None
         return result
+
+    def _follow_captured(self) -> None:
+        """Trace again when a value the function reads from its closure or globals changed,
+        and stop compiling when it reads one that cannot be compared (see
+        :mod:`dlmg.ops._captured`): every framework then sees the same values."""
+        now = captured(self.fn)
+        if now is UNCOMPARABLE:
+            self.compile = False
+            self.clear_cache()
+        elif now != self._captured:
+            self.clear_cache()
+            self._captured = now
 
     def _check_shape(self, result: Any, index: int, want: tuple[int, ...]) -> None:
         """Refuse a result that is not of its fragment's shape (no elementwise function)."""

@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..device import Device
-from ..distributed._state import current
-from ..distributed.agree import describe, prepare_vote
+from ..distributed._state import check_ranks, current
+from ..distributed.agree import conclude, describe, exclusive, prepare_vote
 from ..dtypes import info
+from ..errors import CollectiveError
+from ._executor import fail
 from .dispatch import executor, move_array, new_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -92,16 +94,34 @@ def _fold_arg(name: str, acc: np.ndarray, idx: np.ndarray, key: Any, part: Any, 
 def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keepdims: bool,
            dtype: str | None, reducer: Any, plan: Any, ctx: Any) -> Any:
     """Run reduction ``name`` of ``x`` across processes (arguments as in :mod:`dlmg.ops.reductions`)."""
-
     engine = current()
     assert engine is not None
+    with exclusive(engine, f"dlmg.{name}"):
+        return _reduce(engine, x, name, axes, keepdims, dtype, reducer, plan, ctx)
+
+
+def _kind(dtype: str | None) -> str | None:
+    """The kind of result a ``dtype`` argument asks for (integers of either sign alike: a
+    framework may accumulate unsigned sums in a signed type)."""
+    if dtype is None:
+        return None
+    kind = np.dtype(_np_dtype(dtype)).kind
+    return "integer" if kind in "iu" else kind
+
+
+def _reduce(engine: Any, x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keepdims: bool,
+            dtype: str | None, reducer: Any, plan: Any, ctx: Any) -> Any:
     layout = x.layout
     reduced = tuple(range(x.ndim)) if axes is None else axes
     kept = [m for m in range(x.ndim) if m not in reduced]
     rshape = tuple(layout.shape[m] for m in kept)
-    description = describe(f"reduce {name}", layout=layout, dtype=x.dtype, axes=axes, keepdims=keepdims)
+    # every argument that changes the result: the asked dtype's kind too (its width may
+    # narrow where a framework cannot hold it, see below)
+    description = describe(f"reduce {name}", layout=layout, dtype=x.dtype, axes=axes, keepdims=keepdims,
+                           result_kind=_kind(dtype))
 
     def work() -> tuple[tuple[np.ndarray, np.ndarray | None], str | None]:
+        check_ranks(layout, f"dlmg.{name}")
         # only argmax and argmin track indices: ``idx`` is set exactly for them
         idx: np.ndarray | None = None
         if name in _ARG:
@@ -118,14 +138,18 @@ def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keep
                 continue
             ex = executor(frag.framework, frag.device)
             ctx.fragment = frag.index
-            part = ex.run(reducer.local, frag.array, local_axes, ctx)
+            ctx.adapter = ex.adapter  # (its accumulation dtype: torch sums unsigned types in int64)
+            try:
+                part = ex.run(reducer.local, frag.array, local_axes, ctx)
+            except Exception as exc:  # as in one process: the fragment, its device and framework
+                raise fail(f"dlmg.{name}", frag.index, ex, exc) from exc
             key = np.ix_(*[frag.layout.layout.owned_indices(frag.index, m) for m in kept]) if kept else ()
             if idx is not None:
                 _fold_arg(name, acc, idx, key, part, ex)
             else:
                 value = _host(part, ex).reshape(acc[key].shape)
-                if adt == np.uint8:
-                    value = value.astype(np.uint8)
+                if value.dtype != acc.dtype:  # bools as 0/1; unsigned sums torch ran in int64 (wrapping alike)
+                    value = value.astype(acc.dtype)
                 _combine(name, acc, key, value)
         return (acc, idx), dtype
 
@@ -133,6 +157,49 @@ def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keep
     # narrows to 32 bits): every process takes the narrowest one any process needs.
     (acc, idx), votes = prepare_vote(engine, description, work)
     dtype = _narrowest(votes)
+    return conclude(engine, description, lambda: _complete(engine, x, name, reduced, keepdims, dtype, plan, acc, idx))
+
+
+class _InStep:
+    """The engine's all-reduce for the steps of one reduction: a local failure in one of
+    them is kept and raised after the last, so this process takes part in every
+    all-reduce its peers run (a failure of the transport itself is raised at once)."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        self.error: Exception | None = None
+
+    def allreduce(self, buf: Any, op: str) -> None:
+        try:
+            self.engine.allreduce(buf, op)
+        except CollectiveError:
+            raise
+        except Exception as exc:
+            if self.error is None:
+                self.error = exc
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+
+def _complete(engine: Any, x: "DistributedTensor", name: str, reduced: tuple[int, ...], keepdims: bool,
+              dtype: str | None, plan: Any, acc: np.ndarray, idx: np.ndarray | None) -> Any:
+    """The all-reduce of the partials and the result in this process's frameworks."""
+    steps = _InStep(engine)
+    try:
+        result = _exchange(steps, name, dtype, acc, idx, x.dtype)
+    except CollectiveError:
+        raise
+    except Exception as exc:  # local arithmetic between the steps: the remaining ones were skipped
+        raise CollectiveError(f"dlmg.{name} on rank {engine.rank} failed between its all-reduces: {exc!r}") from exc
+    steps.check()
+    return _result(x, name, reduced, keepdims, dtype, plan, result)
+
+
+def _exchange(engine: Any, name: str, dtype: str | None, acc: np.ndarray, idx: np.ndarray | None,
+              xdtype: str) -> np.ndarray:
+    """The reduction's all-reduces of every process's partials: the whole result."""
     if name not in _ARG and dtype is not None and acc.dtype != np.uint8 and acc.dtype != _np_dtype(dtype):
         acc = acc.astype(_np_dtype(dtype))
     if idx is not None:
@@ -142,8 +209,14 @@ def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keep
         engine.allreduce(acc.reshape(-1), _ENGINE_OP[name])
         if nan is not None:  # NaN propagates whatever order the engine combines in
             acc[nan] = np.nan
-        final = "bool" if name in ("all", "any") else (dtype or x.dtype)
+        final = "bool" if name in ("all", "any") else (dtype or xdtype)
         result = acc.astype(np.dtype("float32") if final in _NARROW else final)
+    return result
+
+
+def _result(x: "DistributedTensor", name: str, reduced: tuple[int, ...], keepdims: bool, dtype: str | None,
+            plan: Any, result: np.ndarray) -> Any:
+    """The whole result as this process's part of the output, in its fragments' frameworks."""
     if keepdims:
         result = np.expand_dims(result, reduced)
     if plan.out_layout is None:

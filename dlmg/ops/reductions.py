@@ -31,6 +31,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DtypeError, FragmentError
+from ..fragment import verify_fragments
 from ._dtypes import float_dtype, index_dtype, kind_of, narrow_for, sum_dtype
 from .dispatch import Executor, _fail, executor, is_distributed, map_fragments, move_array, new_tensor
 from ..layout import Layout
@@ -299,8 +300,16 @@ def _reduce(
         return _no_axes(x, name, dtype)
     plan = _plan(layout, axes, bool(keepdims))
     ctx = _Context(dtype, layout, x.dtype, reducer.name)
+    verify_fragments(x.fragments)
     if current() is not None:  # across processes: local partials, then the engine's all-reduce
         return across(x, name, axes, bool(keepdims), dtype, reducer, plan, ctx)
+    remote = [f.index for f in x.fragments if not f.is_local]
+    if remote:  # (as gather says: a reduction in one process of a tensor spread over several)
+        raise FragmentError(
+            f"dlmg.{name}: fragments {remote} are held by other processes (ranks "
+            f"{sorted({x.fragments[i].rank for i in remote})}); call dlmg.distributed.init() in every "
+            "process first"
+        )
     local_axes = None if axes is None else plan.axes
     frags = x.fragments
     out_layout = plan.out_layout

@@ -8,8 +8,13 @@ says which ``redistribute`` makes it possible.
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from ..device import Device
+from ..distributed._state import current
 from ..dtypes import canonical
 from ..errors import FragmentError, LayoutError
 from . import reductions as _r
@@ -51,6 +56,9 @@ def _squared_deviations(x: "DistributedTensor", axes: tuple[int, ...] | None) ->
     means = _r.mean(x, axis=axes, keepdims=True)
     plan = _r._plan(x.layout, axes, True)
     home = {i: j for j, members in plan.groups for i in members}
+    # across processes a group's mean may sit with another process: every process
+    # takes all of them (the reduced shape, small) and slices its fragments' rows
+    everywhere = None if current() is None else np.asarray(means.gather(framework="numpy"))
     out: list[Any] = [None] * x.layout.nfragments
     for frag in x.fragments:
         if not frag.is_local:
@@ -58,9 +66,13 @@ def _squared_deviations(x: "DistributedTensor", axes: tuple[int, ...] | None) ->
         ex = executor(frag.framework, frag.device)
         mean_frag = means.fragments[home[frag.index]]
         try:
-            m = mean_frag.array
-            if mean_frag.adapter is not ex.adapter or mean_frag.device != frag.device:
-                m = move_array(m, ex, mean_frag.adapter)
+            if everywhere is not None:
+                rows = [np.arange(1) if m in axes else x.layout.owned_indices(frag.index, m) for m in range(x.ndim)]
+                m = move_array(np.ascontiguousarray(everywhere[np.ix_(*rows)]), ex)
+            else:
+                m = mean_frag.array
+                if mean_frag.adapter is not ex.adapter or mean_frag.device != frag.device:
+                    m = move_array(m, ex, mean_frag.adapter)
             out[frag.index] = ex.run(lambda xp, a, mm: xp.abs(a - mm) ** 2, frag.array, m)
         except FragmentError:
             raise
@@ -93,8 +105,6 @@ def var(x: "DistributedTensor", /, *, axis: Any = None, correction: float = 0.0,
     count = x.size if axes is None else _prod(x.shape[a] for a in axes)
     denominator = count - correction
     if denominator <= 0 or count == 0:
-        import warnings
-
         warnings.warn(f"dlmg.var: {count} elements and correction={correction} leave no degrees of freedom",
                       RuntimeWarning, stacklevel=2)
     if axes == ():
@@ -104,8 +114,7 @@ def var(x: "DistributedTensor", /, *, axis: Any = None, correction: float = 0.0,
     scale = 1.0 / denominator if denominator > 0 else float("nan")
     if is_distributed(total):
         return map_fragments(lambda xp, s: s * scale, (total,), name="dlmg.var")
-    frag = x.fragments[0]
-    return executor(frag.framework, frag.device).run(lambda xp, s: s * scale, total)
+    return _home(x).run(lambda xp, s: s * scale, total)
 
 
 def std(x: "DistributedTensor", /, *, axis: Any = None, correction: float = 0.0, keepdims: bool = False) -> Any:
@@ -113,8 +122,15 @@ def std(x: "DistributedTensor", /, *, axis: Any = None, correction: float = 0.0,
     v = var(x, axis=axis, correction=correction, keepdims=keepdims)
     if is_distributed(v):
         return map_fragments(lambda xp, a: xp.sqrt(a), (v,), name="dlmg.std")
-    frag = x.fragments[0]
-    return executor(frag.framework, frag.device).run(lambda xp, a: xp.sqrt(a), v)
+    return _home(x).run(lambda xp, a: xp.sqrt(a), v)
+
+
+def _home(x: "DistributedTensor") -> Any:
+    """Where a whole (0-d or regular) result of ``x`` lives on this process: the
+    framework and device of its first local fragment, as the reductions choose
+    (the host in NumPy for a process holding none)."""
+    frag = next((f for f in x.fragments if f.is_local), None)
+    return executor("numpy", Device("cpu", 0)) if frag is None else executor(frag.framework, frag.device)
 
 
 def _prod(values: Any) -> int:

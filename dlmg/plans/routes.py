@@ -99,10 +99,10 @@ class Routes:
     ----------
     world_size : int
     itemsize : int
-    messages : dict of (int, int) to tuple of Piece
-        ``(sender, receiver) -> pieces`` for every pair of different processes
-        exchanging data, in message order.
-    local : dict of int to tuple of (int, int, tuple)
+    messages : dict
+        ``(sender, receiver) -> pieces`` (a tuple of :class:`Piece`) for every
+        pair of different processes exchanging data, in message order.
+    local : dict
         ``rank -> (source, destination, box)`` copied within that process (the
         box: the global indices both hold, per mode).
     transport : str

@@ -1,0 +1,74 @@
+"""Reliability across 2 and 3 processes on each engine (torch.distributed on gloo, MPI):
+a collective gives the one-process answer or raises on every rank.
+
+Each (engine, process count) pair launches its processes once for the module
+and runs the scenarios of :mod:`tests._mp_faults` in them; the tests below
+read the per-process results.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from _multiproc import check, have_mpi, launch
+
+SCENARIOS = ["missing_rank", "small_int_reductions", "var_std", "different_arguments", "allocation_fails",
+             "two_threads", "after_finalize"]
+SETUPS = [("torch", 2), ("torch", 3), ("mpi", 2), ("mpi", 3)]
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module", params=SETUPS, ids=[f"{e}-{n}" for e, n in SETUPS])
+def run(request):
+    engine, nprocs = request.param
+    pytest.importorskip("torch")
+    if engine == "mpi" and not have_mpi():
+        pytest.skip("needs mpi4py and an MPI (pip install mpi4py mpich)")
+    return launch(engine, nprocs, SCENARIOS, timeout=240.0, collective_timeout=30.0)
+
+
+def test_a_layout_naming_a_missing_process_is_refused_on_every_rank(run):
+    for value in check(run, "missing_rank"):
+        assert value.startswith("LayoutError") and "engine has" in value
+
+
+def test_unsigned_small_and_complex_reductions_across_processes(run):
+    values = check(run, "small_int_reductions")
+    assert values[0] == values[-1]
+    done = {(d, op) for d, op, _, how in values[0] if how == "equal"}
+    for dtype in ("uint8", "uint16", "uint32", "uint64", "int8", "int16"):
+        assert {(dtype, "sum"), (dtype, "prod")} <= done
+    assert {("int16", "max"), ("int16", "min"), ("int16", "argmax"), ("complex64", "prod")} <= done
+
+
+def test_var_and_std_across_processes(run):
+    assert all(v == 32 for v in check(run, "var_std"))
+
+
+def test_after_finalize_every_rank_raises_the_same_error(run):
+    for value in check(run, "after_finalize"):
+        assert value.startswith("FragmentError") and "init" in value
+
+
+def test_ranks_asking_for_different_results_are_stopped(run):
+    for value in check(run, "different_arguments"):
+        assert value.startswith("CollectiveMismatchError") and "result_kind" in value
+
+
+def test_an_allocation_failure_after_planning_raises_on_every_rank(run):
+    values = check(run, "allocation_fails")
+    assert values[1].startswith("MemoryError")
+    assert all(v.startswith("CollectiveError") for i, v in enumerate(values) if i != 1)
+
+
+def test_two_threads_running_collectives_never_crash_or_give_wrong_values(run):
+    for value in check(run, "two_threads"):
+        assert value["right"] + value["refused"] == 20
+    assert run["returncodes"] == [0] * len(run["returncodes"]) or run["returncodes"] == [0]
+
+
+def test_the_run_ends_cleanly(run):
+    """Every process exits 0, and MPI finalizes with no pending request on a communicator."""
+    assert all(code == 0 for code in run["returncodes"])
+    assert "pending" not in run["output"]
