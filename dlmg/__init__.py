@@ -24,10 +24,8 @@ from .interop import (
 from .ops import *  # noqa: F403  (apply, elementwise functions, reductions, matmul, synchronize)
 from . import fft, linalg, ops as _ops
 from .io import load, save, saved_layout
-from . import _lookup, _printing, _protocols
+from . import _printing, _protocols  # noqa: F401  (repr and str of tensors; the frameworks' protocols)
 
-_lookup.install(DistributedTensor)  # fragment_for, fragments_on, fragment_at
-_printing.install(DistributedTensor)  # repr and str show values beside the layout
 _protocols.install(sys.modules[__name__])  # NumPy's protocols run dlmg's public functions
 
 __version__ = "0.1.0"

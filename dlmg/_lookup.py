@@ -16,7 +16,7 @@ from .device import as_device
 if TYPE_CHECKING:  # pragma: no cover
     from .tensor import DistributedTensor, Fragment
 
-__all__ = ["fragment_for", "fragments_on", "fragment_at", "install"]
+__all__ = ["fragment_for", "fragments_on", "fragment_at"]
 
 
 def fragments_on(self: "DistributedTensor", device: Any) -> tuple["Fragment", ...]:
@@ -118,9 +118,3 @@ def fragment_at(self: "DistributedTensor", index: Any, replica: int = 0) -> "Fra
         f"no fragment of replica {replica} covers exactly {index!r} of shape {self.shape}; "
         "fragments of block-cyclic layouts hold several ranges per mode (see frag.layout.ranges)"
     )
-
-
-def install(cls: Any) -> None:
-    """Attach :func:`fragment_for`, :func:`fragments_on` and :func:`fragment_at` to ``cls``."""
-    for fn in (fragment_for, fragments_on, fragment_at):
-        cls.register_method(fn.__name__, fn)

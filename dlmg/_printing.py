@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._surface import printing, provide_methods
 from .construct import from_fragments
 from .layout import Layout
 from .registry import DEFAULT_FRAMEWORK
@@ -18,7 +19,7 @@ from .tensor import process_rank
 if TYPE_CHECKING:  # pragma: no cover
     from .tensor import DistributedTensor
 
-__all__ = ["format_repr", "format_str", "summary", "shown_values", "install"]
+__all__ = ["format_repr", "format_str", "summary", "shown_values"]
 
 
 def summary(dt: "DistributedTensor") -> str:
@@ -29,6 +30,8 @@ def summary(dt: "DistributedTensor") -> str:
         parts.append(f"block={lay.block}, grid={lay.grid}")
     if lay.nreplicas > 1:
         parts.append(f"replicas={lay.nreplicas}")
+    if lay.partial is not None:  # the values shown are the resolved ones
+        parts.append(f"pending {lay.partial} of the replicas (shown resolved)")
     devices = tuple(dict.fromkeys(str(d) for d in lay.devices))
     parts.append(f"fragments={lay.nfragments} on {', '.join(devices)}")
     parts.append(f"frameworks={', '.join(dt.frameworks) or '-'}")
@@ -194,7 +197,5 @@ def format_str(dt: "DistributedTensor") -> str:
     return f"{body}\n({summary(dt)})"
 
 
-def install(cls: Any) -> None:
-    """Make ``repr`` and ``str`` of ``cls`` show values and layout."""
-    cls.register_method("__repr__", format_repr, override=True)
-    cls.register_method("__str__", format_str)
+# repr() and str() of a tensor (declared in dlmg._surface) run these functions.
+provide_methods(printing, {"__repr__": format_repr, "__str__": format_str})

@@ -326,14 +326,16 @@ class Fragment:
             out.append((glob, adapter.as_strided(self._memory, shape, es, offset)))
         return out
 
-    def verify(self) -> None:
+    def verify(self, strides: bool = True) -> None:
         """Check that the array still fits the layout before its memory is read.
 
         A framework whose arrays can change in place (torch's ``resize_()`` and
         ``set_()``, assigning NumPy's ``shape``) could otherwise make dlmg read
         past the memory or read it with stale strides. The shape is compared with
-        the layout's, the strides with those the array had when first checked
-        (plans remember them); immutable arrays (JAX) are not asked.
+        the layout's and, with ``strides`` (for the copy engine, whose plans
+        remember them), the strides with those the array had when first checked;
+        operations, which hand the array to its own framework, need the shape
+        only. Immutable arrays (JAX) are not asked.
 
         Raises
         ------
@@ -347,13 +349,18 @@ class Fragment:
         if not adapter.mutable:
             return
         shape = adapter.shape_of(array)
-        strides = adapter.strides_of(array) if shape == self.layout.shape else None
-        if strides is not None and (self._strides is None or strides == self._strides):
-            self._strides = strides
-            return
-        now = f"shape {shape}" if strides is None else f"strides {strides} (were {self._strides})"
+        if shape == self.layout.shape:
+            if not strides:
+                return
+            now = adapter.strides_of(array)
+            if self._strides is None or now == self._strides:
+                self._strides = now
+                return
+            what = f"strides {now} (were {self._strides})"
+        else:
+            what = f"shape {shape}"
         raise FragmentError(
-            f"fragment {self.index} ({self.framework}) changed under dlmg: its array has {now}, but the "
+            f"fragment {self.index} ({self.framework}) changed under dlmg: its array has {what}, but the "
             f"layout gives it shape {self.layout.shape}; an array wrapped in a distributed tensor must "
             "keep its shape and strides (make a new tensor after resizing it)"
         )
@@ -427,9 +434,15 @@ class Fragment:
         )
 
 
-def verify_fragments(fragments: "tuple[Fragment, ...]") -> None:
-    """:meth:`Fragment.verify` every local fragment (before an operation reads them)."""
+def verify_fragments(fragments: "tuple[Fragment, ...]", strides: bool = True) -> None:
+    """:meth:`Fragment.verify` every local fragment (before dlmg reads them)."""
     me = process_rank()
     for frag in fragments:
-        if frag.rank == me and frag._array is not None:
-            frag.verify()
+        array = frag._array
+        if array is None or frag.rank != me:
+            continue
+        # the common case without a method call: an operation runs this on every operand
+        # (``shape`` is the array API's attribute; a torch.Size equals the tuple)
+        if not strides and getattr(array, "shape", None) == frag.layout.shape:
+            continue
+        frag.verify(strides)

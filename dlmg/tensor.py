@@ -18,8 +18,10 @@ Processes: the layout names the process (``rank``) holding every fragment;
 only this process's fragments carry arrays (:attr:`Fragment.is_local`).
 Without :func:`dlmg.distributed.init` dlmg runs in one process (rank 0).
 
-Operators and reductions are not defined here; :mod:`dlmg.ops` attaches
-them with :meth:`DistributedTensor.register_method`.
+Every method and property is visible from the class: defined here, or in the
+mixins of :mod:`dlmg._surface` it names, whose operators, reductions,
+conversions and ``repr`` run the functions that :mod:`dlmg.ops`,
+:mod:`dlmg.interop` and :mod:`dlmg._printing` provide.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ._element import read_element
 from ._hooks import Hook
+from ._lookup import fragment_at, fragment_for, fragments_on
+from ._surface import (
+    ConversionMethods, ElementMethods, Operators, PrintingMethods, ReductionMethods, ShapeMethods,
+)
 from .device import Device
 from .distributed._state import check_ranks
 from .dtypes import canonical, info
@@ -52,8 +58,13 @@ _CREATE = object()  # guards the constructor
 #: lies above the tensor, provides itself here when it is imported.
 moves: Hook = Hook("moving a tensor's data", "dlmg.movement")
 
+#: Resolving a pending sum (``layout.partial``) into a layout (``None``: its own split), as
+#: ``(tensor, layout, framework) -> tensor``: :mod:`dlmg.ops.contract` provides it.
+resolve_pending: Hook = Hook("resolving a pending sum", "dlmg.ops.contract")
 
-class DistributedTensor(FrameworkProtocols):
+
+class DistributedTensor(FrameworkProtocols, Operators, ElementMethods, ReductionMethods, ShapeMethods,
+                        ConversionMethods, PrintingMethods):
     """One logical array spread over fragments on several devices.
 
     Made by :func:`dlmg.from_fragments`, :func:`dlmg.from_pointers`,
@@ -77,7 +88,16 @@ class DistributedTensor(FrameworkProtocols):
     into one array first.
     """
 
-    # the names :mod:`dlmg.ops` and friends may not replace through register_method
+    # What movement worked out about this tensor's current fragments (plans, source
+    # buffers and views): a dlmg.movement.sources.Remembered, made on the first move.
+    _remembered: Any = None
+
+    # finding fragments by device or by the part of the tensor they hold (dlmg._lookup)
+    fragment_for = fragment_for
+    fragments_on = fragments_on
+    fragment_at = fragment_at
+
+    # the names register_method may not replace
     _CORE = frozenset(
         {"layout", "dtype", "fragments", "shape", "ndim", "size", "nbytes", "gather", "redistribute",
          "to", "fragment", "frameworks", "__getitem__", "__dlpack__", "__dlpack_device__", "__repr__"}
@@ -140,9 +160,9 @@ class DistributedTensor(FrameworkProtocols):
     def register_method(cls, name: str, func: Callable[..., Any] | None = None, *, override: bool = False) -> Any:
         """Attach ``func`` as method ``name`` (usable as a decorator).
 
-        For modules adding operators and reductions (``__add__``, ``sum``...).
-        The core attributes (``gather``, ``layout``...) are refused unless
-        ``override``.
+        For packages outside dlmg adding methods of their own; dlmg's methods are
+        all declared in the class. The core attributes (``gather``,
+        ``layout``...) are refused unless ``override``.
 
         Examples
         --------
@@ -289,6 +309,8 @@ class DistributedTensor(FrameworkProtocols):
         ``root`` names the one process that does (the others get ``None``).
         """
         verify_fragments(self.fragments)
+        if self.layout.partial is not None:  # a pending sum: its value first
+            return resolve_pending(self, None, None).gather(framework, device, out, root=root)
         return moves.get().gather(self, framework=framework, device=device, out=out, root=root)
 
     def redistribute(self, layout: "Layout", framework: str | None = None) -> "DistributedTensor":
@@ -307,6 +329,8 @@ class DistributedTensor(FrameworkProtocols):
             framework of a source fragment on its device, else the tensor's.
         """
         verify_fragments(self.fragments)
+        if self.layout.partial is not None:  # resolving a pending sum is a redistribution
+            return resolve_pending(self, layout, framework)
         return moves.get().redistribute(self, layout, framework=framework)
 
     def plan_redistribution(self, layout: "Layout") -> "RedistributionPlan":

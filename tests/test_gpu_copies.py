@@ -232,9 +232,9 @@ def test_redistribution_between_carved_tensors_on_one_gpu_is_one_copy(framework,
         out = dt.redistribute(dst)
         np.testing.assert_array_equal(host(out), x)
         plan = dt.plan_redistribution(dst)
-        sources, places = sources.source_places(dt)
+        buffers, places = sources.source_places(dt)
         written, carvings = destinations.allocate_all(dst, dst.fragments, get_adapter(framework), "float32", (framework,))
-        jobs = destinations.copy_jobs(plan, sources, dict(enumerate(written)), carvings, places, sources.tensor_memo(dt))
+        jobs = destinations.copy_jobs(plan, buffers, dict(enumerate(written)), carvings, places, {})
         assert [len(copies) for copies, _, _ in jobs] == [1] and jobs[0][0][0].src < 0
     for f in dt.fragments:
         f.array[...] = 0
@@ -280,7 +280,7 @@ def test_gather_of_a_carved_tensor_on_one_gpu_is_one_copy(framework, kind):
         np.testing.assert_array_equal(host(dt.gather()), x)
         dt.gather(out=out)
         np.testing.assert_array_equal(host(out), x)
-    merged = [v[1] for k, v in sources.tensor_memo(dt).items() if isinstance(k, tuple) and k[0] == "one copy"]
+    merged = [found[1] for found in sources.remembered(dt).gathers.values()]
     assert merged and all(m is None if kind == "uneven" else len(m) == 1 for m in merged), merged
     if framework == "torch" and kind != "uneven":
         _, kernels = _cuda_kernels(lambda: dt.gather(out=out))

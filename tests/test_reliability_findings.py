@@ -52,6 +52,9 @@ def test_a_torch_fragment_that_changes_under_dlmg_is_refused(change, use):
         "sum": lambda: dlmg.sum(t), "sum_axis": lambda: dlmg.sum(t, axis=0), "gather": t.gather,
         "add": lambda: t + 1, "redistribute": lambda: t.redistribute(COLS), "max": lambda: dlmg.max(t),
     }[use]
+    if change == "set_other_strides" and use not in ("gather", "redistribute"):
+        run()  # operations hand the array to torch, which reads its strides itself
+        return
     with pytest.raises(FragmentError, match="changed under dlmg"):
         run()
 

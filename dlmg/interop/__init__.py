@@ -11,7 +11,7 @@ function is called.
 
 from __future__ import annotations
 
-from ..tensor import DistributedTensor
+from .._surface import conversions, provide_methods
 from .cutensor import cutensormg, cutensormp, layout_from_cutensormg
 from .dtensor import from_dtensor, to_dtensor
 from .dcp import dcp_load, dcp_save, dcp_state_dict
@@ -47,10 +47,5 @@ __all__ = [
 ]
 
 
-def _register_methods() -> None:
-    """``DistributedTensor.to_jax``, through the tensor's extension point."""
-    if not hasattr(DistributedTensor, "to_jax"):
-        DistributedTensor.register_method("to_jax", to_jax)
-
-
-_register_methods()
+# The tensor's conversions (declared in dlmg._surface) run these functions.
+provide_methods(conversions, {"to_jax": to_jax, "to_dtensor": to_dtensor, "__partitioned__": partitioned})

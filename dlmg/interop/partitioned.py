@@ -49,7 +49,6 @@ from ..construct import from_fragments
 from ..dtypes import canonical
 from ..construct import scatter
 from ..testing import host_values
-from ..tensor import DistributedTensor
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -86,8 +85,19 @@ def partitioned(tensor: "DistributedTensor") -> dict[str, Any]:
     dict
         ``shape``, ``partition_tiling``, ``partitions``, ``locals``, ``get``
         and dlmg's ``dtype``; see the module docstring.
+
+    Raises
+    ------
+    LayoutError
+        For a pending sum (``layout.partial``): the protocol has no word for
+        parts of a value; ``redistribute`` resolves it first.
     """
     lay = tensor.layout
+    if lay.partial is not None:
+        raise LayoutError(
+            f"__partitioned__: the tensor holds a pending {lay.partial} over {lay.nreplicas} replicas, which the "
+            f"protocol cannot describe; resolve it first: tensor.redistribute(<a layout without partial>)"
+        )
     views: dict[tuple[int, tuple[int, ...]], Any] = {}
     for frag in tensor.fragments:
         if not frag.is_local:
@@ -527,12 +537,3 @@ def _irregular_copy(
     nrep = len(next(iter(devices.values())))
     layout = Layout(shape, block=block, grid=grid, devices=_devices(grid, nrep, devices))
     return scatter(full, layout, framework=framework)
-
-
-def _install() -> None:
-    """``DistributedTensor.__partitioned__``, as a property (as Heat has it)."""
-    if not hasattr(DistributedTensor, "__partitioned__"):
-        DistributedTensor.register_method("__partitioned__", property(partitioned))  # type: ignore[arg-type]
-
-
-_install()

@@ -10,6 +10,7 @@ writes. The one-process and the cross-process moves use the same functions.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 from .._shapes import c_strides
@@ -70,14 +71,13 @@ class _Group(NamedTuple):
     sizes: tuple[int, ...]
 
 
-def _carve_groups(layout: "Layout", frags: Sequence["FragmentLayout"], itemsize: int) -> tuple[_Group, ...]:
-    """How :func:`allocate_all` carves ``frags`` (fragments of ``layout``) of
-    ``itemsize``-byte elements: worked out once per layout, fragments and itemsize."""
-    memo = layout.__dict__.setdefault("_carve_groups", {})
-    key = (itemsize, tuple(frag.index for frag in frags))
-    found = memo.get(key)
-    if found is not None:
-        return found
+# Carvings worked out for this many (layout, fragments, itemsize): a redistribution
+# between the same layouts asks again on every call, and the answer walks every fragment.
+@lru_cache(maxsize=256)
+def _carve_groups(layout: "Layout", indices: tuple[int, ...], itemsize: int) -> tuple[_Group, ...]:
+    """How :func:`allocate_all` carves fragments ``indices`` of ``layout`` of
+    ``itemsize``-byte elements."""
+    frags = [layout.fragments[i] for i in indices]
     by_device: dict[Device, list[int]] = {}
     if _CARVE_ALIGN % itemsize == 0:
         for k, frag in enumerate(frags):
@@ -95,8 +95,7 @@ def _carve_groups(layout: "Layout", frags: Sequence["FragmentLayout"], itemsize:
         shapes = tuple(tuple(frags[k].shape) for k in positions)
         groups.append(_Group(device, tuple(positions), tuple(offsets), total, shapes, tuple(map(c_strides, shapes)),
                              tuple(frags[k].index for k in positions), tuple(frags[k].size for k in positions)))
-    memo[key] = found = tuple(groups)
-    return found
+    return tuple(groups)
 
 
 class Carving(NamedTuple):
@@ -124,7 +123,7 @@ def allocate_all(
     itemsize = info(dtype).itemsize
     out: list[Buffer | None] = [None] * len(frags)
     carvings: list[Carving] = []
-    groups = _carve_groups(layout, frags, itemsize) if framework.can_view and isinstance(itemsize, int) else ()
+    groups = _carve_groups(layout, tuple(f.index for f in frags), itemsize) if framework.can_view and isinstance(itemsize, int) else ()
     for group in groups:
         whole = framework.empty((group.total,), dtype, group.device)
         where = framework.device_of(whole)
@@ -139,7 +138,7 @@ def allocate_all(
 
 def copy_jobs(
     plan: RedistributionPlan, sources: dict[int, Buffer], written: dict[int, Buffer], carvings: Sequence[Carving],
-    places: dict[int, tuple[int, int]] | None = None, memo: dict[Any, Any] | None = None,
+    places: dict[int, tuple[int, int]] | None = None, one_copies: dict[Any, Any] | None = None,
 ) -> list[tuple[Sequence[Any], dict[int, Buffer], Buffer]]:
     """The copy jobs filling destinations ``written`` (fragment number -> buffer):
     one per destination, except that the destinations of a carving that
@@ -151,20 +150,19 @@ def copy_jobs(
     :meth:`~dlmg.plans.plan.RedistributionPlan.stacked`). Where the sources too
     were carved out of one allocation (``places``, see :func:`source_places`)
     and the pieces step regularly through both, every copy into a carving is
-    one copy (:func:`~dlmg.plans.plan.one_copy`, remembered in ``memo``, the
-    source tensor's): one launch for a whole redistribution on one GPU."""
+    one copy (:func:`~dlmg.plans.plan.one_copy`, remembered per carving in
+    ``one_copies``, kept with ``plan`` by the source tensor): one launch for a
+    whole redistribution on one GPU."""
     jobs: list[tuple[Sequence[Any], dict[int, Buffer], Buffer]] = []
     joined: set[int] = set()
     for whole, group in carvings:
         copy = plan.joined(group.members, group.offsets, group.sizes)
         copies: tuple[Any, ...] | None = (copy,) if copy is not None else None
-        if copies is None and places and memo is not None:
-            key = ("one copy", id(plan), group)
-            found = memo.get(key)
-            if found is None or found[0] is not plan:
+        if copies is None and places and one_copies is not None:
+            if group not in one_copies:
                 made = one_copy(group.members, group.offsets, places, plan.copies_into)
-                found = memo[key] = (plan, None if made is None else (made,))  # the plan kept: its id stays unique
-            copies = found[1]
+                one_copies[group] = None if made is None else (made,)
+            copies = one_copies[group]
         if copies is None:
             copies = plan.stacked(group.members, group.offsets, group.sizes)
         if copies is not None:

@@ -17,14 +17,16 @@ from . import across
 from .copies import Buffer, run_jobs
 from .destinations import destination
 from .rearrange import assembled
-from .sources import PLAN_CACHE_SIZE, engine_for, source_endpoints, source_geometry, source_places, source_views, \
-    tensor_memo
+from .sources import KEPT, PLAN_CACHE_SIZE, engine_for, remembered, source_endpoints, source_geometry, \
+    source_places, source_views
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
     from ..tensor import DistributedTensor
 
 __all__ = ["gather", "c_ordered_gather_plan"]
+
+_UNSET = object()  # a gather's one copy not worked out yet
 
 
 def gather(dt: "DistributedTensor", framework: str | None = None, device: Any = None, out: Any = None,
@@ -37,7 +39,7 @@ def gather(dt: "DistributedTensor", framework: str | None = None, device: Any = 
     if out is None:
         target = get_adapter(framework if framework is not None else dt.frameworks[0] if dt.frameworks else DEFAULT_FRAMEWORK)
         if not target.can_view:  # a framework with views writes one buffer of its own as well
-            whole = assembled(dt, target, device, tensor_memo(dt), partial(c_ordered_gather_plan, dt))
+            whole = assembled(dt, target, device, remembered(dt).assemblies, partial(c_ordered_gather_plan, dt))
             if whole is not None:
                 return whole
     buf, finish = destination(dt, framework, device, out)
@@ -52,19 +54,20 @@ def _fill(dt: "DistributedTensor", buf: Buffer, strides: Sequence[int] | None = 
     if strides is None:
         strides = buf.adapter.strides_of(buf.base)
     strides = tuple(int(s) for s in strides)
-    memo = tensor_memo(dt)
-    plan = memo.get(("gather", strides, buf.device))
-    if plan is None:
+    gathers = remembered(dt).gathers
+    found = gathers.get((strides, buf.device))
+    if found is None:
+        if len(gathers) >= KEPT:
+            gathers.clear()
         geometry = tuple(source_geometry(f) for f in dt.fragments)
-        plan = memo[("gather", strides, buf.device)] = _gather_plan(dt.layout, geometry, strides, buf.device, dt.dtype)
+        found = gathers[(strides, buf.device)] = [_gather_plan(dt.layout, geometry, strides, buf.device, dt.dtype), _UNSET]
+    plan = found[0]
     sources, places = source_places(dt)
     copies = plan.copies_into(0)
     if places and not buf.device.is_host:  # fragments carved out of one allocation: one copy where they step regularly
-        key = ("one copy", id(plan))
-        found = memo.get(key)
-        if found is None or found[0] is not plan:
+        if found[1] is _UNSET:
             made = one_copy((0,), (0,), places, plan.copies_into)
-            found = memo[key] = (plan, None if made is None or made.src_device != made.dst_device else (made,))
+            found[1] = None if made is None or made.src_device != made.dst_device else (made,)
         if found[1] is not None:
             copies = found[1]
     run_jobs([(copies, sources, buf)], dt.dtype, source_views(dt))

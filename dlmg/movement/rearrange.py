@@ -33,6 +33,7 @@ plans. All of it is asked of a framework that declares the capability
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable
 
 from .._shapes import c_strides
@@ -58,14 +59,14 @@ def grid_geometry(layout: "Layout") -> tuple[tuple[int, ...], tuple[int, ...], t
     apart, and permuting by ``axes`` to (block count, grid, block extent) per
     mode makes the tensor's C order. Regular: no replicas, no padding, no
     strides of the layout's own, and along every mode a whole number of blocks
-    that the grid shares out evenly. Worked out once per layout.
+    that the grid shares out evenly.
     """
-    memo = layout.__dict__
-    if "_grid_geometry" not in memo:
-        memo["_grid_geometry"] = _grid_geometry(layout)
-    return memo["_grid_geometry"]  # type: ignore[no-any-return]
+    return _grid_geometry(layout)
 
 
+# Geometries of this many layouts: every gather, scatter and redistribution by a
+# framework without views asks, and the answer sorts the fragments by grid position.
+@lru_cache(maxsize=256)
 def _grid_geometry(layout: "Layout") -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None:
     if layout.nreplicas != 1 or layout.element_strides is not None or layout.block_strides is not None:
         return None
@@ -148,12 +149,9 @@ def split(array: Any, a: "Adapter", plan: RedistributionPlan, layout: "Layout", 
 
 
 def _only_device(layout: "Layout") -> Device | None:
-    """The one device holding every fragment of ``layout``, or ``None`` (found once per layout)."""
-    memo = layout.__dict__
-    if "_only_device" not in memo:
-        devices = set(layout.devices)
-        memo["_only_device"] = next(iter(devices)) if len(devices) == 1 else None
-    return memo["_only_device"]  # type: ignore[no-any-return]
+    """The one device holding every fragment of ``layout``, or ``None``."""
+    devices = set(layout.devices)
+    return next(iter(devices)) if len(devices) == 1 else None
 
 
 def _tensor(arrays: list[Any], a: "Adapter", layout: "Layout", device: Device, dtype: str) -> DistributedTensor:
@@ -168,19 +166,23 @@ def _tensor(arrays: list[Any], a: "Adapter", layout: "Layout", device: Device, d
 def _decomposed(array: Any, a: Rearranging, layout: "Layout", grid: tuple[Any, ...]) -> list[Any] | None:
     """The fragments of a regular grid cut from ``array`` by :meth:`Rearranging.decompose`, in fragment order."""
     order = grid[0]
-    memo = layout.__dict__
-    if "_decomposition" not in memo:
-        _, stacked, axes = grid
-        permuted = tuple(stacked[p] for p in axes)
-        back = tuple(sorted(range(len(axes)), key=lambda p: axes[p]))  # the inverse permutation
-        memo["_decomposition"] = (permuted, back, math.prod(layout.grid), layout.fragments[0].shape)
-    parts = a.decompose(array, *memo["_decomposition"])
+    parts = a.decompose(array, *_decomposition(layout))
     if parts is None:
         return None
     out: list[Any] = [None] * len(order)
     for position, index in enumerate(order):
         out[index] = parts[position]
     return out
+
+
+# Cheap to work out (a permutation of the grid's axes); kept with the grid geometry it reads.
+@lru_cache(maxsize=256)
+def _decomposition(layout: "Layout") -> tuple[tuple[int, ...], tuple[int, ...], int, tuple[int, ...]]:
+    """What :meth:`Rearranging.decompose` needs to cut a regular grid of ``layout`` from one array."""
+    _, stacked, axes = _grid_geometry(layout)  # type: ignore[misc]  # only asked of regular grids
+    permuted = tuple(stacked[p] for p in axes)
+    back = tuple(sorted(range(len(axes)), key=lambda p: axes[p]))  # the inverse permutation
+    return permuted, back, math.prod(layout.grid), tuple(layout.fragments[0].shape)
 
 
 def _split_pieces(plan: RedistributionPlan, layout: "Layout") -> tuple[Cut, ...] | None:

@@ -26,14 +26,28 @@ from .destinations import Carving, allocate_all, choose_framework, copy_jobs, fi
 from .gathering import c_ordered_gather_plan
 from .rearrange import assembled, retiled, split
 from .scattering import scatter_plan
-from .sources import PLAN_CACHE_SIZE, all_local, engine_for, source_endpoints, source_geometry, source_places, \
-    source_views, tensor_memo
+from .sources import KEPT, PLAN_CACHE_SIZE, all_local, engine_for, remembered, source_endpoints, source_geometry, \
+    source_places, source_views
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..adapters import Adapter
     from ..tensor import Fragment
 
 __all__ = ["redistribute", "tensor_plan"]
+
+
+class _Move:
+    """What a tensor remembers of its redistribution to one layout (see
+    :class:`~dlmg.movement.sources.Remembered`)."""
+
+    __slots__ = ("targets", "plan", "local", "one_copies", "declined")
+
+    def __init__(self, targets: list["Adapter"], plan: RedistributionPlan, local: bool) -> None:
+        self.targets = targets
+        self.plan = plan
+        self.local = local
+        self.one_copies: dict[Any, Any] = {}  # carving -> its one copy, or None (see copy_jobs)
+        self.declined = False  # a framework without views could not split the gathered whole
 
 
 def _plan_for(dt: "DistributedTensor", layout: "Layout", targets: Sequence[str]) -> RedistributionPlan:
@@ -82,27 +96,25 @@ def _targets(dt: "DistributedTensor", layout: "Layout", framework: str | None) -
     return out
 
 
-def _planned(
-    dt: "DistributedTensor", layout: "Layout", framework: str | None
-) -> tuple[list["Adapter"], RedistributionPlan, bool]:
+def _planned(dt: "DistributedTensor", layout: "Layout", framework: str | None) -> "_Move":
     """The target frameworks and the plan of redistributing ``dt`` to ``layout``, and
     whether this process holds every fragment of ``dt``.
 
-    Remembered on the tensor per target layout object: a tensor's fragments
+    Remembered on the tensor per target layout and framework: a tensor's fragments
     (their frameworks, devices and strides) never change while the fragments
     tuple stays the same object, so a repeated redistribution finds its plan
     with one dictionary lookup instead of describing every fragment again.
     """
-    memo = tensor_memo(dt)
-    key = ("redistribute", id(layout), framework)
-    found = memo.get(key)
-    if found is not None and found[0] is layout:
-        return found[1], found[2], found[3]
+    moves = remembered(dt).moves
+    found = moves.get((layout, framework))
+    if found is not None:
+        return found  # type: ignore[no-any-return]
     targets = _targets(dt, layout, framework)
     plan = _plan_for(dt, layout, [a.name for a in targets])
-    local = all_local(dt)
-    memo[key] = (layout, targets, plan, local)
-    return targets, plan, local
+    if len(moves) >= KEPT:
+        moves.clear()
+    found = moves[(layout, framework)] = _Move(targets, plan, all_local(dt))
+    return found
 
 
 def tensor_plan(dt: "DistributedTensor", layout: "Layout", framework: str | None = None) -> Any:
@@ -112,7 +124,7 @@ def tensor_plan(dt: "DistributedTensor", layout: "Layout", framework: str | None
     engine = engine_for(dt, "plan_redistribution")
     if engine is not None:
         return across.redistribution_routes(dt.layout, layout, dt.itemsize, engine)
-    return _planned(dt, layout, framework)[1]
+    return _planned(dt, layout, framework).plan
 
 
 def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | None = None) -> "DistributedTensor":
@@ -121,9 +133,10 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
         raise TypeError(f"redistribute needs a dlmg.Layout, got {type(layout).__name__}")
     if engine_for(dt, "redistribute") is not None:
         return across.redistribute(dt, layout, framework)
-    targets, plan, local = _planned(dt, layout, framework)
+    move = _planned(dt, layout, framework)
+    targets, plan = move.targets, move.plan
     if not targets[0].can_view and not plan.reused:
-        made = _relaid(dt, layout, targets, plan)
+        made = _relaid(dt, layout, move)
         if made is not None:
             return made
     sources, places = source_places(dt)
@@ -140,7 +153,7 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
         for frag, buf in zip(frags, bufs):
             written[frag.index] = (buf, target)
     buffers = {i: buf for i, (buf, _) in written.items()}
-    run_jobs(copy_jobs(plan, sources, buffers, carvings, places, tensor_memo(dt)), dt.dtype, source_views(dt))
+    run_jobs(copy_jobs(plan, sources, buffers, carvings, places, move.one_copies), dt.dtype, source_views(dt))
     out: list["Fragment"] = []
     for frag in layout.fragments:
         if frag.index in written:
@@ -151,8 +164,7 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
     return DistributedTensor._create(layout, out, dt.dtype)
 
 
-def _relaid(dt: "DistributedTensor", layout: "Layout", targets: list["Adapter"],
-            plan: RedistributionPlan) -> "DistributedTensor | None":
+def _relaid(dt: "DistributedTensor", layout: "Layout", move: "_Move") -> "DistributedTensor | None":
     """The redistribution made by a framework without views itself, where every
     fragment, before and after, is one of its arrays on one device: one pass
     from the old fragments to the new (:func:`~dlmg.plans.rearrange.retiled`)
@@ -160,6 +172,7 @@ def _relaid(dt: "DistributedTensor", layout: "Layout", targets: list["Adapter"],
     (:func:`~dlmg.plans.rearrange.assembled`) then its own scatter
     (:func:`~dlmg.plans.rearrange.split`), two compiled calls instead of a staging
     array of another framework and an import per fragment. ``None`` elsewhere."""
+    targets, plan = move.targets, move.plan
     target = targets[0]
     device = layout.devices[0]
     if any(t is not target for t in targets) or any(d != device for d in layout.devices):
@@ -167,16 +180,13 @@ def _relaid(dt: "DistributedTensor", layout: "Layout", targets: list["Adapter"],
     made = retiled(dt, target, plan, layout, device)
     if made is not None:
         return made
-    memo = tensor_memo(dt)
-    key = ("relaid", id(layout))
-    declined = memo.get(key)
-    if declined is not None and declined[0] is layout:  # the scatter declined before: not gathered again
+    if move.declined:  # the scatter declined before: not gathered again
         return None
-    whole = assembled(dt, target, device, memo, partial(c_ordered_gather_plan, dt))
+    whole = assembled(dt, target, device, remembered(dt).assemblies, partial(c_ordered_gather_plan, dt))
     if whole is None:
         return None
     made = split(whole, target, scatter_plan(dt.shape, c_strides(dt.shape), device, layout, dt.dtype), layout,
                  device, dt.dtype)
     if made is None:
-        memo[key] = (layout,)
+        move.declined = True
     return made

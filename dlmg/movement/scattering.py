@@ -76,14 +76,17 @@ def scatter(array: Any, layout: "Layout", framework: str | None = None, root: in
     return DistributedTensor._create(layout, out, dtype)
 
 
-def _unsupported(adapter: "Adapter", layout: "Layout") -> list[Device]:
-    """The devices of ``layout`` that ``adapter``'s framework cannot hold arrays on,
-    found once per layout and framework (the answer does not change while a process runs)."""
-    memo = layout.__dict__.setdefault("_unsupported", {})
-    found = memo.get(adapter.name)
-    if found is None:
-        found = memo[adapter.name] = [d for d in dict.fromkeys(layout.devices) if not adapter.supports(d)]
-    return found
+def _unsupported(adapter: "Adapter", layout: "Layout") -> tuple[Device, ...]:
+    """The devices of ``layout`` that ``adapter``'s framework cannot hold arrays on."""
+    return _unsupported_devices(adapter.name, layout.devices)
+
+
+# Answers for this many (framework, device list): a scatter asks on every call, and the
+# answer (one supports() per device) does not change while a process runs.
+@lru_cache(maxsize=256)
+def _unsupported_devices(framework: str, devices: tuple[Device, ...]) -> tuple[Device, ...]:
+    adapter = get_adapter(framework)
+    return tuple(d for d in dict.fromkeys(devices) if not adapter.supports(d))
 
 
 @lru_cache(maxsize=PLAN_CACHE_SIZE)

@@ -24,7 +24,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor, Fragment
 
 __all__ = [
-    "PLAN_CACHE_SIZE", "engine_for", "all_local", "source_geometry", "source_endpoints", "tensor_memo",
+    "PLAN_CACHE_SIZE", "KEPT", "Remembered", "remembered", "engine_for", "all_local", "source_geometry",
+    "source_endpoints",
     "source_views", "source_buffers", "source_places",
 ]
 
@@ -54,10 +55,10 @@ def engine_for(dt: "DistributedTensor", what: str) -> Any:
 
 def all_local(dt: "DistributedTensor") -> bool:
     """Whether this process holds every fragment of ``dt`` (asked once per fragments tuple)."""
-    memo = tensor_memo(dt)
-    local = memo.get("all local")
+    memory = remembered(dt)
+    local = memory.all_local
     if local is None:
-        local = memo["all local"] = all(f.is_local for f in dt.fragments)
+        local = memory.all_local = all(f.is_local for f in dt.fragments)
     return local
 
 
@@ -83,41 +84,81 @@ def source_endpoints(layout: "Layout", geometry: Sequence[Any]) -> list[Endpoint
     return out
 
 
-def tensor_memo(dt: "DistributedTensor") -> dict[Any, Any]:
-    """What dlmg remembers about ``dt``'s current fragments (plans, source buffers).
+#: Moves, gathers and assemblies a tensor remembers of each kind; more start afresh
+#: (which costs only speed).
+KEPT = 32
 
-    Fragments never change geometry, framework or device while the tensor's
-    fragments tuple stays the same object; a new tuple (in-place updates of
-    JAX fragments) starts a new memo.
+
+class Remembered:
+    """What dlmg worked out about one tensor's current fragments.
+
+    Kept in the tensor's one declared slot (``DistributedTensor._remembered``)
+    while its fragments tuple stays the same object: fragments never change
+    geometry, framework or device, and a new tuple (in-place updates of JAX
+    fragments) starts afresh. A repeated redistribution or gather of a tensor
+    then finds its plan, source buffers and source views with one lookup
+    instead of describing every fragment again.
+
+    Attributes
+    ----------
+    fragments : tuple of Fragment
+        The fragments this describes.
+    all_local : bool or None
+        Whether this process holds every fragment (``None``: not asked yet).
+    sources, places
+        :func:`source_buffers` and :func:`source_places` (``None``: not asked yet).
+    views : dict
+        The source views of the tensor's copies (see :func:`~dlmg.movement.copies.run_copies`).
+    moves : dict
+        (target layout, framework) -> what :mod:`~dlmg.movement.relayout` worked out.
+    gathers : dict
+        (destination strides, device) -> what :mod:`~dlmg.movement.gathering` worked out.
+    assemblies : dict
+        (framework, device) -> what :func:`~dlmg.movement.rearrange.assembled` worked out.
     """
-    memo = dt.__dict__.get("_plan_memo")
-    if memo is None or memo.get("fragments") is not dt.fragments or len(memo) > 32:
-        memo = dt.__dict__["_plan_memo"] = {"fragments": dt.fragments}
-    return memo
+
+    __slots__ = ("fragments", "all_local", "sources", "places", "views", "moves", "gathers", "assemblies")
+
+    def __init__(self, fragments: tuple[Any, ...]) -> None:
+        self.fragments = fragments
+        self.all_local: bool | None = None
+        self.sources: dict[int, Buffer] | None = None
+        self.places: tuple[dict[int, Buffer], dict[int, tuple[int, int]]] | None = None
+        self.views: dict[Any, Any] = {}
+        self.moves: dict[Any, Any] = {}
+        self.gathers: dict[Any, Any] = {}
+        self.assemblies: dict[Any, Any] = {}
+
+
+def remembered(dt: "DistributedTensor") -> Remembered:
+    """What dlmg remembers about ``dt``'s current fragments (see :class:`Remembered`)."""
+    memory = dt._remembered
+    if memory is None or memory.fragments is not dt.fragments:
+        memory = dt._remembered = Remembered(dt.fragments)
+    return memory  # type: ignore[no-any-return]
 
 
 def source_views(dt: "DistributedTensor") -> dict[Any, Any]:
     """The source views of ``dt``'s copies, kept across calls (see :func:`run_copies`)."""
-    memo = tensor_memo(dt)
-    views = memo.get("views")
-    if views is None or len(views) > 4096:
-        views = memo["views"] = {}
-    return views
+    memory = remembered(dt)
+    if len(memory.views) > 4096:
+        memory.views = {}
+    return memory.views
 
 
 def source_buffers(dt: "DistributedTensor") -> dict[int, Buffer]:
     """``dt``'s local fragments as buffers to copy from (checked against the layout first:
     :func:`~dlmg.fragment.verify_fragments`)."""
     verify_fragments(dt.fragments)
-    memo = tensor_memo(dt)
-    out = memo.get("sources")
+    memory = remembered(dt)
+    out = memory.sources
     if out is None:
         out = {}
         for frag in dt.fragments:
             if frag.is_local:
                 base = frag.base
                 out[frag.index] = Buffer(base, frag.adapter, frag.adapter.device_of(base))
-        memo["sources"] = out
+        memory.sources = out
     return out
 
 
@@ -127,8 +168,8 @@ def source_places(dt: "DistributedTensor") -> tuple[dict[int, Buffer], dict[int,
     on a GPU, see :func:`allocate_all`), and where each such fragment lies:
     fragment -> ``(key, element offset)``. A copy plan can then read all of
     them as one array (:func:`~dlmg.plans.plan.one_copy`)."""
-    memo = tensor_memo(dt)
-    found = memo.get("places")
+    memory = remembered(dt)
+    found = memory.places
     if found is None:
         sources = source_buffers(dt)
         shared: dict[Any, tuple[Buffer, list[tuple[int, int]]]] = {}  # allocation -> (buffer, fragments)
@@ -148,5 +189,5 @@ def source_places(dt: "DistributedTensor") -> tuple[dict[int, Buffer], dict[int,
                 number = -1 - len(extended) + len(sources)
                 extended[number] = buf
                 places.update((index, (number, offset)) for index, offset in members)
-        found = memo["places"] = (extended, places) if places else (sources, places)
+        found = memory.places = (extended, places) if places else (sources, places)
     return found

@@ -12,22 +12,26 @@
 * :mod:`.reductions` -- ``sum``, ``prod``, ``min``, ``max``, ``mean``,
   ``all``, ``any``, ``argmax``;
 * :mod:`.linalg` and :mod:`.fft` -- batch-local ``matmul``, ``cholesky``
-  and FFTs.
+  and FFTs;
+* :mod:`.contract` -- ``einsum``, ``matmul``, ``tensordot`` over any layouts,
+  and pending sums.
 
-Importing this package attaches the operators and reduction methods to
-:class:`~dlmg.DistributedTensor` (:func:`install`); it imports no framework.
+Importing this package provides the functions behind the operators and methods
+that :class:`~dlmg.DistributedTensor` declares (:mod:`dlmg._surface`); it
+imports no framework.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..tensor import DistributedTensor
+from .._surface import operations, provide_methods
 from . import blockwise, dispatch, fft, like, shape, statistics, fused, linalg, pointwise, reductions
 from .blockwise import apply, map_fragments
 from .dispatch import is_distributed, synchronize, synchronize_tensor
 from .fused import FusedFunction, fuse
-from .linalg import cholesky, matmul
+from .linalg import cholesky
+from .contract import EinsumPlan, dot, einsum, einsum_plan, inner, matmul, outer, tensordot, vecdot
 from .pointwise import *  # noqa: F403  (the elementwise functions)
 from .pointwise import __all__ as _pointwise_all
 from .reductions import all, any, argmax, max, mean, min, prod, sum  # noqa: A004
@@ -42,6 +46,14 @@ __all__ = [
     "FusedFunction",
     "synchronize",
     "matmul",
+    "einsum",
+    "einsum_plan",
+    "EinsumPlan",
+    "tensordot",
+    "vecdot",
+    "dot",
+    "inner",
+    "outer",
     "cholesky",
     "sum",
     "prod",
@@ -64,8 +76,7 @@ __all__ = [
     "full_like",
     "isclose",
     "allclose",
-    "install",
-] + [n for n in _pointwise_all if n not in ("OPERATORS", "install")]
+] + [n for n in _pointwise_all if n != "OPERATORS"]
 
 
 def _synchronize_method(self: Any) -> Any:
@@ -86,19 +97,8 @@ def _rmatmul_method(self: Any, other: Any) -> Any:
     return matmul(other, self)
 
 
-def install(cls: Any = None) -> None:  # type: ignore[no-redef]  # replaces pointwise.install
-    """Attach operators, elementwise and reduction methods, ``@`` and
-    ``synchronize`` to :class:`~dlmg.DistributedTensor` (or ``cls``)."""
-    if cls is None:
-        cls = DistributedTensor
-    pointwise.install(cls)
-    reductions.install(cls)
-    statistics.install(cls)
-    shape.install(cls)
-    like.install(cls)
-    cls.register_method("__matmul__", _matmul_method)
-    cls.register_method("__rmatmul__", _rmatmul_method)
-    cls.register_method("synchronize", _synchronize_method)
-
-
-install()  # type: ignore[call-arg]
+# The tensor's operators and methods (declared in dlmg._surface) run these functions.
+provide_methods(operations, {
+    **pointwise.OPERATORS, **reductions.METHODS, **statistics.METHODS, **shape.METHODS, **like.METHODS,
+    "__matmul__": _matmul_method, "__rmatmul__": _rmatmul_method, "synchronize": _synchronize_method,
+})

@@ -17,18 +17,9 @@ __all__ = ["SCALAR_TYPES", "is_distributed", "classify_operand"]
 SCALAR_TYPES = (bool, int, float, complex)
 
 
-def _tensor_class() -> type:
-    return DistributedTensor
-
-
-_TENSOR_CLASS: list[type] = []
-
-
 def is_distributed(obj: Any) -> bool:
     """Whether ``obj`` is a :class:`~dlmg.DistributedTensor`."""
-    if not _TENSOR_CLASS:
-        _TENSOR_CLASS.append(_tensor_class())
-    return isinstance(obj, _TENSOR_CLASS[0])
+    return isinstance(obj, DistributedTensor)
 
 
 class _ZeroD:

@@ -38,6 +38,7 @@ from ..tensor import DistributedTensor
 from ..registry import DEFAULT_FRAMEWORK, adapter_for, adapter_names, get_adapter
 from ._dtypes import check_inplace
 from ._executor import Executor, _fail, executor, move_array
+from ._pending import check_pending
 from ._operands import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed
 from ._writes import check_writable, partial_note
 from ..dtypes import canonical
@@ -197,12 +198,15 @@ class _Placement:
         self.batched: bool | None = None  # whether operators run as one compiled call per device, when asked
 
 
-def placement(tensor: "DistributedTensor") -> _Placement:
+def placement(tensor: "DistributedTensor", check: bool = True) -> _Placement:
     """Where ``tensor``'s fragments run (kept on the tensor while its fragments stay).
 
-    Every call first checks that the fragments still fit the layout
-    (:func:`~dlmg.fragment.verify_fragments`): operations read them next."""
-    verify_fragments(tensor.fragments)
+    A call first checks that the fragments still fit the layout
+    (:func:`~dlmg.fragment.verify_fragments`): operations read them next.
+    ``check=False`` is for questions about the placement only, asked before
+    the call that runs the work (which checks)."""
+    if check:
+        verify_fragments(tensor.fragments, strides=False)
     found = tensor.__dict__.get("_placement")
     if found is None or found.fragments is not tensor.fragments:
         found = tensor.__dict__["_placement"] = _Placement(tensor)
@@ -364,6 +368,7 @@ def map_fragments(
     in_place: bool = False,
     check: bool = True,
     new_arrays: bool = False,
+    pending: bool = False,
 ) -> "DistributedTensor | None":
     """Run ``fn(xp, *fragment_arrays)`` on every local fragment.
 
@@ -404,6 +409,10 @@ def map_fragments(
         (``x * 1`` in a framework that returns ``x``), not for sharing its
         memory. By default every result is checked: new tensors never share
         memory with their inputs.
+    pending : bool
+        The caller checked (:func:`~dlmg.ops._pending.check_pending`) that ``fn``
+        keeps the pending sums of its operands; otherwise a pending operand
+        (``layout.partial``) is refused with a :class:`~dlmg.errors.LayoutError`.
 
     Returns
     -------
@@ -417,6 +426,8 @@ def map_fragments(
     FragmentError
         When ``fn`` fails on a fragment (chained to the original error).
     """
+    if not pending:
+        check_pending(name, operands, reflected=True)  # only what is linear either way passes here
     ops = _collect(operands, name, check)
     layout = out_layout if out_layout is not None else ops.lead.layout.dense
     placed = placement(ops.lead)

@@ -82,7 +82,7 @@ def batches_operators(tensor: "DistributedTensor") -> bool:
     """Whether operators on ``tensor`` run as one compiled call per device: every
     local fragment in a device group of a framework that batches operators
     (:attr:`~dlmg.adapters.capabilities.CompiledElementwise.batches_operators`)."""
-    placed = placement(tensor)
+    placed = placement(tensor, check=False)  # (the operator asking runs its work through a checked one)
     found = placed.batched  # asked by every operator: kept on the placement, which results inherit
     if found is None:
         groups = _device_groups(placed, tensor.layout)

@@ -7,7 +7,7 @@ layout's distribution.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..dtypes import canonical
 from .dispatch import is_distributed, map_fragments
@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..device import Device
     from ..tensor import DistributedTensor
 
-__all__ = ["empty_like", "zeros_like", "ones_like", "full_like", "isclose", "allclose", "install"]
+__all__ = ["empty_like", "zeros_like", "ones_like", "full_like", "isclose", "allclose", "METHODS"]
 
 
 def _like(x: "DistributedTensor", name: str, fill: Any, dtype: Any) -> "DistributedTensor":
@@ -113,7 +113,5 @@ def _device(self: "DistributedTensor") -> "Device":
     return devices[0]
 
 
-def install(cls: Any) -> None:
-    """Attach ``device`` and ``__round__`` to ``cls``."""
-    cls.register_method("device", property(_device, doc=_device.__doc__))
-    cls.register_method("__round__", _round)
+#: The functions behind the tensor's ``device`` property and ``round()``.
+METHODS: dict[str, Callable[..., Any]] = {"device": _device, "__round__": _round}

@@ -25,12 +25,15 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .._hooks import Hook
+from .._surface import delegate
 from ..dtypes import canonical
 from ..errors import DtypeError
 from ._dtypes import INEXACT, INT, NUMERIC, REAL, check_inplace, kind_of, narrow_for, require
 from ._writes import check_writable
 from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed, map_fragments, placement
 from ._lists import LIST_NAMES, on_lists
+from ._pending import check_pending
 from .fused import FusedFunction, batches_operators
 from ..errors import FrameworkError
 from ..registry import adapter_for
@@ -44,7 +47,6 @@ __all__ = [
     "clip",
     "astype",
     "OPERATORS",
-    "install",
 ]
 
 _SIGNED = frozenset("iufc")  # numeric but not bool
@@ -88,10 +90,11 @@ def _make_function(public: str, std: str, nargs: int, kinds: frozenset[str] | No
         def function(x: Any, /) -> "DistributedTensor":
             ops = _classify_all((x,))
             _check(public, ops, kinds)
+            check_pending(public, ops)
             fn: Callable[..., Any] = per_fragment
             if public == "imag" and is_distributed(x) and kind_of(x.dtype) != "c":
                 fn = _zeros_like  # torch has no imag of real tensors; NumPy gives zeros
-            out = map_fragments(fn, ops, name=public)
+            out = map_fragments(fn, ops, name=public, pending=True)
             assert out is not None
             return out
 
@@ -100,7 +103,8 @@ def _make_function(public: str, std: str, nargs: int, kinds: frozenset[str] | No
         def function(x1: Any, x2: Any, /) -> "DistributedTensor":  # type: ignore[misc]
             ops = _classify_all((x1, x2))
             _check(public, ops, kinds)
-            out = map_fragments(per_fragment, ops, name=public)
+            check_pending(public, ops)
+            out = map_fragments(per_fragment, ops, name=public, pending=True)
             assert out is not None
             return out
 
@@ -324,8 +328,9 @@ def _operator_kernel(op: Callable[[Any, Any], Any], reflected: bool, label: str)
 
 
 def _temporary_refcount() -> int | None:
-    """The reference count ``self`` has inside a binary operator method when
-    the left operand is a temporary (the result of another operation), or
+    """The reference count ``self`` has inside a binary operator's function
+    (called by the tensor's method, :func:`dlmg._surface.delegate`) when the
+    left operand is a temporary (the result of another operation), or
     ``None`` when this interpreter does not tell temporaries from named
     values apart (then temporaries are never reused)."""
     getrefcount = getattr(sys, "getrefcount", None)
@@ -333,10 +338,11 @@ def _temporary_refcount() -> int | None:
         return None
 
     counter = getrefcount
+    probe: Hook = Hook("a probe of reference counts", __name__)
+    probe.provide({"__add__": lambda self, other: counter(self)})
 
-    class Probe:
-        def __add__(self, other: Any) -> int:
-            return counter(self)
+    class Probe:  # called as the tensor's operators are: through a delegating method
+        __add__ = delegate(probe, "__add__")
 
     temporary = Probe() + 0
     named = Probe()
@@ -416,6 +422,7 @@ def _binary_method(
                 return NotImplemented  # another type may know how to combine with us
         if kinds is not None:
             require(label, (self.dtype, _dtype_of(other)), kinds)
+        check_pending(label, (self, other), reflected)
         if (
             refs == _TEMPORARY_REFS
             and reuse is not None
@@ -425,7 +432,7 @@ def _binary_method(
             # ``self`` is a temporary (``a * b`` in ``a * b + c``): write into its
             # memory instead of allocating, as NumPy does for its own temporaries.
             if list_name is None or on_lists(list_name, self, other, True, label) is None:
-                map_fragments(reuse, (self, other), name=label, in_place=True)
+                map_fragments(reuse, (self, other), name=label, in_place=True, pending=True)
             ELIDED[0] += 1
             return self
         out: Any = None
@@ -438,7 +445,7 @@ def _binary_method(
             elif list_name is not None:
                 out = on_lists(list_name, self, other, False, label)  # torch: one kernel per device
         if out is None:
-            out = map_fragments(per_fragment, (self, other), name=label, new_arrays=True)
+            out = map_fragments(per_fragment, (self, other), name=label, new_arrays=True, pending=True)
         if reuse is not None and out is not None:
             out._fresh = True
         return out
@@ -455,7 +462,8 @@ def _unary_method(symbol: str, op: Callable[[Any], Any], kinds: frozenset[str] |
     def method(self: "DistributedTensor") -> "DistributedTensor":
         if kinds is not None:
             require(label, (self.dtype,), kinds)
-        out = map_fragments(per_fragment, (self,), name=label)
+        check_pending(label, (self,))
+        out = map_fragments(per_fragment, (self,), name=label, pending=True)
         assert out is not None
         return out
 
@@ -488,9 +496,10 @@ def _inplace_method(symbol: str, iop: Callable[[Any, Any], Any], kinds: frozense
         if kinds is not None:
             require(label, (self.dtype, dtype), kinds)
         check_inplace("truediv" if symbol == "/=" else label, self.dtype, (dtype,))
+        check_pending(label, (self, other))
         indices = _distinct_memory(self) if self.layout.is_replicated else None
         check_writable(self, indices if indices is not None else _local(self), label)
-        map_fragments(per_fragment, (self, other), name=label, in_place=True, indices=indices)
+        map_fragments(per_fragment, (self, other), name=label, in_place=True, indices=indices, pending=True)
         return self
 
     return method
@@ -571,19 +580,22 @@ def _operators() -> dict[str, Any]:
     for symbol, name, unary, kinds in _UNARY:
         methods[name] = _unary_method(symbol, unary, kinds)
     methods["__bool__"] = _bool
-    methods["__hash__"] = object.__hash__  # == is elementwise; identity hashing, as torch tensors
     methods["astype"] = astype
     methods["conj"] = globals()["conj"]
-    methods["real"] = property(globals()["real"], doc="The real part (a new tensor).")
-    methods["imag"] = property(globals()["imag"], doc="The imaginary part (a new tensor).")
+    methods["real"] = _part(globals()["real"], "The real part (a new tensor).")
+    methods["imag"] = _part(globals()["imag"], "The imaginary part (a new tensor).")
     return methods
 
 
-#: Every method :func:`install` attaches to :class:`~dlmg.DistributedTensor`.
+def _part(fn: Callable[..., Any], doc: str) -> Callable[..., Any]:
+    def part(x: Any) -> Any:
+        return fn(x)
+
+    part.__doc__ = doc
+    return part
+
+
+#: The functions behind the operators and elementwise methods of
+#: :class:`~dlmg.DistributedTensor` (declared in :mod:`dlmg._surface`; ``real``
+#: and ``imag``: the properties' getters).
 OPERATORS: dict[str, Any] = _operators()
-
-
-def install(cls: Any) -> None:
-    """Attach the operators and elementwise methods to ``cls``."""
-    for name, method in OPERATORS.items():
-        cls.register_method(name, method)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import DtypeError, FragmentError
 from ..fragment import verify_fragments
 from ._dtypes import float_dtype, index_dtype, kind_of, narrow_for, sum_dtype
+from .contract.pending import reduce_pending, resolve
 from .dispatch import Executor, _fail, executor, is_distributed, map_fragments, move_array, new_tensor
 from ..layout import Layout
 from ..distributed._state import current
@@ -44,7 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
     from ..tensor import DistributedTensor
 
-__all__ = ["sum", "prod", "min", "max", "mean", "all", "any", "argmax", "install", "METHODS"]
+__all__ = ["sum", "prod", "min", "max", "mean", "all", "any", "argmax", "METHODS"]
 
 Axis = "int | Sequence[int] | None"
 
@@ -288,6 +289,11 @@ def _reduce(
         raise TypeError(f"dlmg.{name} takes a DistributedTensor, got {type(x).__name__}")
     reducer = reducer or _REDUCERS[name]
     axes = _normalize_axes(axis, x.ndim, f"dlmg.{name}")
+    if x.layout.partial is not None:  # a pending sum: kept by a sum over modes, resolved for a whole value
+        kept = reduce_pending(x, name, axes, keepdims, dtype)
+        if kept is not None:
+            return kept
+        x = resolve(x)
     layout = x.layout
     if reducer.needs_elements:
         reduced = range(x.ndim) if axes is None else axes
@@ -300,7 +306,7 @@ def _reduce(
         return _no_axes(x, name, dtype)
     plan = _plan(layout, axes, bool(keepdims))
     ctx = _Context(dtype, layout, x.dtype, reducer.name)
-    verify_fragments(x.fragments)
+    verify_fragments(x.fragments, strides=False)
     if current() is not None:  # across processes: local partials, then the engine's all-reduce
         return across(x, name, axes, bool(keepdims), dtype, reducer, plan, ctx)
     remote = [f.index for f in x.fragments if not f.is_local]
@@ -565,10 +571,3 @@ def _method(fn: Callable[..., Any]) -> Callable[..., Any]:
 METHODS: dict[str, Callable[..., Any]] = {
     f.__name__: _method(f) for f in (sum, prod, min, max, mean, all, any, argmax)
 }
-
-
-def install(cls: Any) -> None:
-    """Attach ``sum``, ``prod``, ``min``, ``max``, ``mean``, ``all``, ``any``,
-    ``argmax`` as methods of ``cls``."""
-    for name, method in METHODS.items():
-        cls.register_method(name, method)

@@ -11,7 +11,7 @@ modes after it, adding or dropping unit modes); otherwise it says which
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..errors import LayoutError
 from .dispatch import is_distributed, new_tensor
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
     from ..tensor import DistributedTensor
 
-__all__ = ["permute_dims", "transpose", "reshape", "install"]
+__all__ = ["permute_dims", "transpose", "reshape", "METHODS"]
 
 
 def _tensor(x: Any, name: str) -> None:
@@ -258,9 +258,6 @@ def _transpose_method(self: "DistributedTensor", *axes: Any) -> "DistributedTens
     return transpose(self, axes or None)
 
 
-def install(cls: Any) -> None:
-    """Attach ``T``, ``permute_dims``, ``transpose`` and ``reshape`` to ``cls``."""
-    cls.register_method("T", property(_matrix_transpose, doc=_matrix_transpose.__doc__))
-    cls.register_method("permute_dims", permute_dims)
-    cls.register_method("transpose", _transpose_method)
-    cls.register_method("reshape", _reshape_method)
+#: The functions behind the tensor's shape methods (``T``: the property's getter).
+METHODS: dict[str, Callable[..., Any]] = {"T": _matrix_transpose, "permute_dims": permute_dims, "transpose": _transpose_method,
+           "reshape": _reshape_method}

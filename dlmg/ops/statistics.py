@@ -24,7 +24,7 @@ from ..layout import Layout
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
 
-__all__ = ["argmin", "var", "std", "cumsum", "install", "METHODS"]
+__all__ = ["argmin", "var", "std", "cumsum", "METHODS"]
 
 
 def argmin(x: "DistributedTensor", /, *, axis: int | None = None, keepdims: bool = False) -> Any:
@@ -202,9 +202,3 @@ def _method(fn: Any) -> Any:
 
 #: The methods :func:`install` attaches.
 METHODS = {f.__name__: _method(f) for f in (argmin, var, std, cumsum)}
-
-
-def install(cls: Any) -> None:
-    """Attach ``argmin``, ``var``, ``std`` and ``cumsum`` as methods of ``cls``."""
-    for name, method in METHODS.items():
-        cls.register_method(name, method)
