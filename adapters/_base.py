@@ -203,6 +203,17 @@ class Adapter:
         """The framework's array-API namespace (through array-api-compat where needed)."""
         raise NotImplementedError
 
+    def einsum(self, subscripts: str, *arrays: Any) -> Any:
+        """``einsum(subscripts, *arrays)`` in this framework, on the arrays' device.
+
+        ``subscripts`` is explicit (``"ij,jk->ik"``, letters ``a-zA-Z`` only)
+        and the arrays share one dtype. By default the ``einsum`` that the
+        framework's :meth:`namespace` carries (NumPy, torch, ``jax.numpy`` and
+        CuPy all have one, though the array API standard names none); a
+        framework without one overrides this.
+        """
+        return self.namespace().einsum(subscripts, *arrays)
+
     # -- dtypes and devices in the framework's own terms ---------------------
     def native_dtype(self, dtype: Any) -> Any:
         """The framework's dtype object for a dlmg dtype.

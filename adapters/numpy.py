@@ -117,6 +117,11 @@ class NumpyAdapter(BaseAdapter, QuickImport, QuickExport, ListOperators):
         """``array_api_compat.numpy``."""
         return self._import("array_api_compat.numpy")
 
+    def einsum(self, subscripts: str, *arrays: Any) -> Any:
+        """NumPy's ``einsum`` with ``optimize=True``: products go to BLAS (through ``tensordot``)
+        instead of NumPy's own loops, several times faster for a matrix product."""
+        return self._np().einsum(subscripts, *arrays, optimize=True)
+
     # -- describing -----------------------------------------------------------
     def device_of(self, array: Any) -> Device:
         """Always ``cpu:0``: NumPy arrays live in host memory."""

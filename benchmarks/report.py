@@ -22,6 +22,7 @@ _CASE_TITLES = {
     7: "Scaling: cost versus fragment count and layout complexity",
     8: "Across processes: all-gather and redistribution (torch.distributed, MPI)",
     9: "Saving and loading: dlmg.save / dlmg.load against numpy.save / load, zarr-python and DCP",
+    10: "Contractions: A @ B and einsum against one native product",
 }
 
 

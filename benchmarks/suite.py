@@ -5,7 +5,7 @@ Usage::
     python benchmarks/run.py [--full | --smoke] [--gpu] [--cases 1,3] [--out DIR] [--update-docs | --docs PATH]
     python benchmarks/run.py --from-record benchmarks/recorded/cpu-quick.json [...] [--docs PATH]
 
-The CPU run (the default) runs cases 1-5, 7 (scaling), 8 (across processes) and 9 (save / load); ``--gpu`` runs only case 6 (its
+The CPU run (the default) runs cases 1-5, 7 (scaling), 8 (across processes), 9 (save / load) and 10 (contractions); ``--gpu`` runs only case 6 (its
 parts selected with ``--cases`` by the number of the CPU case they mirror:
 1 interchange, 2 ``to()``, 3 pointwise, 4 gather / scatter, 5 redistribution)
 and exits with status 2 when there is no CUDA GPU. A case whose dlmg side
@@ -66,6 +66,7 @@ CPU_CASES: dict[int, Callable[[Context], list[Row]]] = {
     7: _case("scaling.run_scaling", case=7),
     8: _case("multiprocess.run_multiprocess"),
     9: _case("checkpoint.run_checkpoint"),
+    10: _case("contractions.run_contractions"),
 }
 
 
@@ -132,6 +133,7 @@ def _sizes(ctx: Context) -> dict[str, str]:
         "scaling": f"{m.scaling_n}x{m.scaling_n} float32 (1-512 NumPy fragments)",
         "across processes": "256x256 float32, 2 processes" if m.name == "smoke"
         else "4096x4096 float32 (64 MiB), 2 and 4 processes",
+        "contractions": {"smoke": "256x256", "full": "2048x2048"}.get(m.name, "1024x1024") + " float32 A @ B",
     }
 
 

@@ -30,6 +30,8 @@ def summary(dt: "DistributedTensor") -> str:
         parts.append(f"block={lay.block}, grid={lay.grid}")
     if lay.nreplicas > 1:
         parts.append(f"replicas={lay.nreplicas}")
+    if lay.partial is not None:  # the values shown are the resolved ones
+        parts.append(f"pending {lay.partial} of the replicas (shown resolved)")
     if len(set(lay.ranks)) > 1:  # name the process of each device: cpu:0 of rank 0 and of rank 1 differ
         places = tuple(dict.fromkeys(f"rank {r} {d}" for d, r in zip(lay.devices, lay.ranks)))
     else:

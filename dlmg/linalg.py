@@ -1,12 +1,13 @@
 """Batch-local linear algebra on distributed tensors (``dlmg.linalg.cholesky``, ``dlmg.linalg.matmul``).
 
-See :mod:`dlmg.ops.linalg` for the rules: the matrix modes must be whole in
-every fragment, batch modes may be distributed, each fragment's framework
-does its own matrices.
+``cholesky`` (see :mod:`dlmg.ops.linalg`) needs the matrix modes whole in
+every fragment; ``matmul``, ``tensordot`` and ``vecdot`` take any layouts
+(see :mod:`dlmg.ops.contract`).
 """
 
 from __future__ import annotations
 
-from .ops.linalg import cholesky, matmul
+from .ops.contract import matmul, tensordot, vecdot
+from .ops.linalg import cholesky
 
-__all__ = ["cholesky", "matmul"]
+__all__ = ["cholesky", "matmul", "tensordot", "vecdot"]

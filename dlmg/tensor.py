@@ -58,6 +58,10 @@ _CREATE = object()  # guards the constructor
 #: lies above the tensor, provides itself here when it is imported.
 moves: Hook = Hook("moving a tensor's data", "dlmg.movement")
 
+#: Resolving a pending sum (``layout.partial``) into a layout (``None``: its own split), as
+#: ``(tensor, layout, framework) -> tensor``: :mod:`dlmg.ops.contract` provides it.
+resolve_pending: Hook = Hook("resolving a pending sum", "dlmg.ops.contract")
+
 
 class DistributedTensor(FrameworkProtocols, Operators, ElementMethods, ReductionMethods, ShapeMethods,
                         ConversionMethods, PrintingMethods, ArrayApiMethods):
@@ -273,6 +277,8 @@ class DistributedTensor(FrameworkProtocols, Operators, ElementMethods, Reduction
         ``root`` names the one process that does (the others get ``None``).
         """
         verify_fragments(self.fragments)
+        if self.layout.partial is not None:  # a pending sum: its value first
+            return resolve_pending(self, None, None).gather(framework, device, out, root=root)
         return moves.get().gather(self, framework=framework, device=device, out=out, root=root)
 
     def redistribute(self, layout: "Layout", framework: str | None = None) -> "DistributedTensor":
@@ -291,6 +297,8 @@ class DistributedTensor(FrameworkProtocols, Operators, ElementMethods, Reduction
             framework of a source fragment on its device, else the tensor's.
         """
         verify_fragments(self.fragments)
+        if self.layout.partial is not None:  # resolving a pending sum is a redistribution
+            return resolve_pending(self, layout, framework)
         return moves.get().redistribute(self, layout, framework=framework)
 
     def plan_redistribution(self, layout: "Layout") -> "RedistributionPlan":

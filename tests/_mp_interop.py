@@ -67,15 +67,17 @@ def dtensor_partial():
     torch, init_device_mesh, DTensor, Partial, _, Shard, _ = _torch()
     world = dd.world_size()
     mesh = init_device_mesh("cpu", (world,))
-    x = DTensor.from_local(torch.full((3, 2), float(dd.rank() + 1)), mesh, [Partial()])
-    try:
-        dlmg.from_dtensor(x)
-    except dlmg.LayoutError as exc:
-        assert "reduce=True" in str(exc)
-    else:
-        raise AssertionError("Partial was not refused")
-    t = dlmg.from_dtensor(x, reduce=True)
+    local = torch.full((3, 2), float(dd.rank() + 1))
+    x = DTensor.from_local(local, mesh, [Partial()])
     want = sum(range(1, world + 1))
+    t = dlmg.from_dtensor(x)  # a pending sum: each shard one addend, nothing reduced
+    assert t.layout.partial == "sum" and t.layout.nreplicas == world
+    assert next(f for f in t.fragments if f.is_local).array.data_ptr() == local.data_ptr()
+    back = t.to_dtensor()
+    assert back.placements[0].is_partial() and back.to_local().data_ptr() == local.data_ptr()
+    np.testing.assert_array_equal(back.full_tensor().numpy(), np.full((3, 2), want))
+    np.testing.assert_array_equal(np.asarray(t.gather(framework="numpy")), np.full((3, 2), want))
+    t = dlmg.from_dtensor(x, reduce=True)
     np.testing.assert_array_equal(np.asarray(t.gather(framework="numpy")), np.full((3, 2), want))
     return want
 

@@ -432,6 +432,9 @@ SCENARIOS["jax_multicontroller"] = jax_multicontroller
 from tests._mp_interop import SCENARIOS as _INTEROP  # noqa: E402  (the interop bridges' scenarios)
 
 SCENARIOS.update(_INTEROP)
+from tests._mp_contract import SCENARIOS as _CONTRACT  # noqa: E402  (contractions' scenarios)
+
+SCENARIOS.update(_CONTRACT)
 from tests._mp_checkpoint import SCENARIOS as _CHECKPOINT  # noqa: E402  (save and load across process counts)
 SCENARIOS.update(_CHECKPOINT)
 

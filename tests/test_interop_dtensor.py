@@ -161,13 +161,20 @@ def test_two_mesh_dimensions(mesh2d):
         torch.testing.assert_close(back.full_tensor(), x)
 
 
-def test_partial_is_reduced_on_request_or_refused(mesh):
+def test_partial_is_a_pending_sum_or_reduced_on_request(mesh):
     x = torch.ones(3, 2)
     dt = DTensor.from_local(x, mesh, [Partial()])
-    with pytest.raises(LayoutError, match=r"Partial \(sum\).*reduce=True"):
-        dlmg.from_dtensor(dt)
-    t = dlmg.from_dtensor(dt, reduce=True)
+    t = dlmg.from_dtensor(dt)  # no reduction: the shard is one addend
+    assert t.layout.partial == "sum"
+    assert t.fragments[0].array.data_ptr() == x.data_ptr()
+    back = dlmg.to_dtensor(t)
+    assert back.placements[0].is_partial() and back.to_local().data_ptr() == x.data_ptr()
     torch.testing.assert_close(t.gather(), x)
+    t = dlmg.from_dtensor(dt, reduce=True)
+    assert t.layout.partial is None
+    torch.testing.assert_close(t.gather(), x)
+    with pytest.raises(LayoutError, match=r"Partial \(avg\).*reduce=True"):
+        dlmg.from_dtensor(DTensor.from_local(x, mesh, [Partial("avg")]))
 
 
 def test_block_cyclic_is_refused_with_the_redistribute_call(world):

@@ -71,6 +71,10 @@ def _check_processes(dist: Any) -> int:
     return rank
 
 
+#: DTensor ``Partial`` reductions a pending layout holds as they are.
+_PENDING = ("sum", "max", "min")
+
+
 def _placement(p: Any, i: int) -> tuple:
     from torch.distributed.tensor import Partial, Replicate, Shard
 
@@ -105,10 +109,13 @@ def from_dtensor(x: Any, *, reduce: bool = False, devices: Any = None) -> "Distr
     ----------
     x : torch.distributed.tensor.DTensor
     reduce : bool, default False
-        ``Partial`` placements hold unreduced values. ``True`` reduces them
-        first (``x.redistribute`` to ``Replicate`` on those mesh dimensions:
-        an all-reduce through torch.distributed on each one's group, a new
-        local tensor); ``False`` refuses them.
+        ``Partial`` placements hold unreduced values. By default they become a
+        pending layout (``partial="sum"``, ``"max"``, ``"min"``: the replicas
+        are the parts, nothing is reduced or copied; ``redistribute`` resolves
+        it). ``True`` reduces them first (``x.redistribute`` to ``Replicate``
+        on those mesh dimensions: an all-reduce through torch.distributed, a
+        new local tensor); it is needed for other reductions (``avg``...) and
+        for ``Partial`` beside ``Replicate`` on another mesh dimension.
 
     Returns
     -------
@@ -122,7 +129,7 @@ def from_dtensor(x: Any, *, reduce: bool = False, devices: Any = None) -> "Distr
     Raises
     ------
     LayoutError
-        For ``Partial`` without ``reduce=True``, strided shards (an internal
+        For ``Partial`` that no pending layout holds without ``reduce=True``, strided shards (an internal
         FSDP placement) and nested uneven shards that leave unequal pieces
         inside a dimension.
     FrameworkError
@@ -134,17 +141,25 @@ def from_dtensor(x: Any, *, reduce: bool = False, devices: Any = None) -> "Distr
     me = _check_processes(dist)
     placements = [_placement(p, i) for i, p in enumerate(x.placements)]
     partial = [i for i, p in enumerate(placements) if p[0] == "partial"]
+    pending = None  # the pending reduction the layout keeps (no reduction now)
     if partial:
-        if not reduce:
-            ops = sorted({placements[i][1] for i in partial})
+        ops = sorted({placements[i][1] for i in partial})
+        mixed = [i for i, p in enumerate(placements) if p[0] == "replicate"]
+        if not reduce and len(ops) == 1 and ops[0] in _PENDING and not mixed:
+            pending = ops[0]
+        elif not reduce:
+            why = (f"Replicate on mesh dimensions {mixed} beside them" if mixed
+                   else f"dlmg's pending layouts hold only {', '.join(_PENDING)}")
             raise LayoutError(
-                f"placements {tuple(x.placements)} are Partial ({', '.join(ops)}) on mesh dimensions {partial}: "
-                "the local shards hold unreduced values; from_dtensor(x, reduce=True) reduces them first"
+                f"placements {tuple(x.placements)} are Partial ({', '.join(ops)}) on mesh dimensions {partial}, "
+                f"with {why}: the local shards hold unreduced values; from_dtensor(x, reduce=True) reduces them first"
             )
-        from torch.distributed.tensor import Replicate
+        else:
+            from torch.distributed.tensor import Replicate
 
-        x = x.redistribute(x.device_mesh, [Replicate() if i in partial else p for i, p in enumerate(x.placements)])
-        placements = [_placement(p, i) for i, p in enumerate(x.placements)]
+            x = x.redistribute(x.device_mesh,
+                               [Replicate() if i in partial else p for i, p in enumerate(x.placements)])
+            placements = [_placement(p, i) for i, p in enumerate(x.placements)]
     mesh = x.device_mesh
     local = x.to_local()
     ranks_flat = [int(r) for r in mesh.mesh.flatten().tolist()]
@@ -152,6 +167,8 @@ def from_dtensor(x: Any, *, reduce: bool = False, devices: Any = None) -> "Distr
         tuple(x.shape), ranks_flat, tuple(mesh.mesh.shape), placements,
         lambda r: _mesh_device(mesh, r, me, local),
     )
+    if pending is not None:
+        layout = layout.replace(partial=pending)
     if devices is not None:
         devices = list(devices)
         if len(devices) != layout.nfragments:
@@ -249,7 +266,11 @@ def to_dtensor(tensor: "DistributedTensor", mesh: Any = None) -> Any:
         # tensor): torch cannot mark it, so it gets a copy, never a writable view. (JAX
         # buffers, immutable by their framework's model, are handed over as they are.)
         local = local.clone()
-    to_torch = {"shard": lambda p: Shard(p[1]), "replicate": lambda p: Replicate()}
+    from torch.distributed.tensor import Partial
+
+    # a pending layout's replicas are the parts of a Partial placement (no reduction either way)
+    replica = (lambda p: Partial(layout.partial)) if layout.partial is not None else (lambda p: Replicate())
+    to_torch = {"shard": lambda p: Shard(p[1]), "replicate": replica}
     if mesh is None:
         flat, shape, placements = placements_for_layout(layout, ranks)
         kind = "cpu" if layout.on_host else local.device.type

@@ -85,8 +85,19 @@ def partitioned(tensor: "DistributedTensor") -> dict[str, Any]:
     dict
         ``shape``, ``partition_tiling``, ``partitions``, ``locals``, ``get``
         and dlmg's ``dtype``; see the module docstring.
+
+    Raises
+    ------
+    LayoutError
+        For a pending sum (``layout.partial``): the protocol has no word for
+        parts of a value; ``redistribute`` resolves it first.
     """
     lay = tensor.layout
+    if lay.partial is not None:
+        raise LayoutError(
+            f"__partitioned__: the tensor holds a pending {lay.partial} over {lay.nreplicas} replicas, which the "
+            f"protocol cannot describe; resolve it first: tensor.redistribute(<a layout without partial>)"
+        )
     views: dict[tuple[int, tuple[int, ...]], Any] = {}
     for frag in tensor.fragments:
         if not frag.is_local:

@@ -232,3 +232,16 @@ def as_ranks(ranks: Any, count: int, context: str) -> tuple[int, ...]:
             raise LayoutError(f"ranks[{i}] = {r} must be a non-negative process rank ({context})")
         out.append(r)
     return tuple(out)
+
+
+#: The pending reductions a layout may declare (see ``Layout(partial=...)``).
+PARTIAL_KINDS = ("sum", "max", "min")
+
+
+def as_partial(partial: Any, context: str) -> str | None:
+    """``None`` or one of :data:`PARTIAL_KINDS` (the replicas hold the parts)."""
+    if partial is None:
+        return None
+    if partial not in PARTIAL_KINDS:
+        raise LayoutError(f"partial = {partial!r} is not one of {PARTIAL_KINDS} or None ({context})")
+    return str(partial)

@@ -13,12 +13,8 @@ The model, per mode ``m``:
   last block may be partial), ``nblocks[m] = ceil(shape[m] / block[m])``;
 * block ``j`` goes to grid coordinate ``j % grid[m]`` (round robin);
 * a fragment exists for every grid coordinate and replica; along every mode it
-  holds the elements of its blocks in increasing global order.
-
-Fragment ``f`` has grid coordinates ``c`` and replica ``r`` with
-``f = c[0] + grid[0] * (c[1] + grid[1] * (...)) + prod(grid) * r``, the
-column-major order of cuTENSORMg's ``devices`` parameter; ``devices[f]`` holds
-it.
+  holds the elements of its blocks in increasing global order (fragment
+  numbering: the class's Notes).
 """
 
 from __future__ import annotations
@@ -37,6 +33,7 @@ from ..errors import LayoutError
 from ._validate import (
     as_devices,
     as_int,
+    as_partial,
     as_ranks,
     as_shape,
     ceil_div,
@@ -104,6 +101,10 @@ class Layout:
         (replica mode included), as cuTENSORMp's descriptor gives a rank per
         grid cell. An int puts every fragment on that process. All 0 by
         default (one process). Devices name each process's own devices.
+    partial : {"sum", "max", "min"}, optional
+        A pending reduction: the replicas hold addends (or candidates) of the
+        true value, which is their sum (max, min), as DTensor's ``Partial``
+        and JAX's unreduced arrays. ``redistribute`` resolves it.
 
     Raises
     ------
@@ -135,6 +136,7 @@ class Layout:
     element_strides: tuple[int, ...] | None = None
     block_strides: tuple[int, ...] | None = None
     ranks: tuple[int, ...] = ()
+    partial: str | None = None
 
     def __init__(
         self,
@@ -146,6 +148,7 @@ class Layout:
         element_strides: Sequence[int] | None = None,
         block_strides: Sequence[int] | None = None,
         ranks: Sequence[int] | int | None = None,
+        partial: str | None = None,
     ) -> None:
         shape_t = as_shape(shape)
         ndim = len(shape_t)
@@ -191,6 +194,7 @@ class Layout:
         object.__setattr__(self, "element_strides", es_t)
         object.__setattr__(self, "block_strides", bs_t)
         object.__setattr__(self, "ranks", as_ranks(ranks, len(devices_t), context))
+        object.__setattr__(self, "partial", as_partial(partial, context))
         if es_t is not None and bs_t is not None:
             check_span(shape_t, block_t, grid_t, es_t, bs_t, context)
             check_no_overlap(shape_t, block_t, grid_t, es_t, bs_t, context)
@@ -213,10 +217,12 @@ class Layout:
             "element_strides": self.element_strides,
             "block_strides": self.block_strides,
             "ranks": self.ranks,
+            "partial": self.partial,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         state.setdefault("ranks", (0,) * len(state["devices"]))
+        state.setdefault("partial", None)
         for name, value in state.items():
             object.__setattr__(self, name, value)
 
@@ -234,14 +240,8 @@ class Layout:
         ``n = 5, p = 4``: 2, 2, 1, 0) -- that is what a block-cyclic
         descriptor can express.
 
-        Parameters
-        ----------
-        shape : sequence of int
-        axis : int
-            The mode to split; negative values count from the end.
-        devices : sequence of Device or str
-        ranks : sequence of int or int, optional
-            The process of each piece (see :class:`Layout`).
+        ``axis`` may count from the end; ``ranks`` gives the process of each
+        piece (see :class:`Layout`).
         """
         shape_t = as_shape(shape)
         ndim = len(shape_t)
@@ -497,6 +497,8 @@ class Layout:
             parts.append(f"block_strides={self.block_strides!r}")
         if any(self.ranks):
             parts.append(f"ranks={self.ranks!r}")
+        if self.partial is not None:
+            parts.append(f"partial={self.partial!r}")
         return f"Layout({', '.join(parts)})"
 
     def __str__(self) -> str:
@@ -527,7 +529,7 @@ class Layout:
     @cached_property
     def _distribution_key(self) -> tuple:
         blocks = tuple(None if g == 1 else min(b, max(n, 1)) for n, b, g in zip(self.shape, self.block, self.grid))
-        key = (self.shape, blocks, self.grid, self.devices, self.ranks)
+        key = (self.shape, blocks, self.grid, self.devices, self.ranks, self.partial)
         # interned, so that layouts built apart with one distribution compare by identity
         # (every elementwise operation compares its operands' layouts)
         if len(_KEYS) >= _KEYS_KEPT:

@@ -172,7 +172,8 @@ def render_text(layout: "Layout") -> str:
     """``str(layout)``: a header line, the block table and the fragment summary."""
     head = (
         f"Layout shape={layout.shape} block={layout.block} grid={layout.grid} "
-        f"replicas={layout.nreplicas} ({layout.nfragments} fragment{'' if layout.nfragments == 1 else 's'} on "
+        f"replicas={layout.nreplicas}{'' if layout.partial is None else f' (pending {layout.partial} of them)'} "
+        f"({layout.nfragments} fragment{'' if layout.nfragments == 1 else 's'} on "
         f"{'the host' if layout.on_host else 'devices'}, "
         f"{'dense' if layout.is_dense else f'element_strides={layout.element_strides} block_strides={layout.block_strides}'})"
     )

@@ -12,7 +12,9 @@
 * :mod:`.reductions` -- ``sum``, ``prod``, ``min``, ``max``, ``mean``,
   ``all``, ``any``, ``argmax``;
 * :mod:`.linalg` and :mod:`.fft` -- batch-local ``matmul``, ``cholesky``
-  and FFTs.
+  and FFTs;
+* :mod:`.contract` -- ``einsum``, ``matmul``, ``tensordot`` over any layouts,
+  and pending sums.
 
 Importing this package provides the functions behind the operators and methods
 that :class:`~dlmg.DistributedTensor` declares (:mod:`dlmg._surface`); it
@@ -28,7 +30,8 @@ from . import blockwise, dispatch, fft, like, shape, statistics, fused, linalg, 
 from .blockwise import apply, map_fragments
 from .dispatch import is_distributed, synchronize, synchronize_tensor
 from .fused import FusedFunction, fuse
-from .linalg import cholesky, matmul
+from .linalg import cholesky
+from .contract import EinsumPlan, dot, einsum, einsum_plan, inner, matmul, outer, tensordot, vecdot
 from .pointwise import *  # noqa: F403  (the elementwise functions)
 from .pointwise import __all__ as _pointwise_all
 from .reductions import all, any, argmax, max, mean, min, prod, sum  # noqa: A004
@@ -43,6 +46,14 @@ __all__ = [
     "FusedFunction",
     "synchronize",
     "matmul",
+    "einsum",
+    "einsum_plan",
+    "EinsumPlan",
+    "tensordot",
+    "vecdot",
+    "dot",
+    "inner",
+    "outer",
     "cholesky",
     "sum",
     "prod",

@@ -38,6 +38,7 @@ from ..tensor import DistributedTensor
 from ..registry import DEFAULT_FRAMEWORK, adapter_for, adapter_names, get_adapter
 from ._dtypes import check_inplace
 from ._executor import Executor, _fail, executor, move_array
+from ._pending import check_pending
 from ._operands import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed
 from ._writes import check_writable, partial_note
 from ..dtypes import canonical
@@ -367,6 +368,7 @@ def map_fragments(
     in_place: bool = False,
     check: bool = True,
     new_arrays: bool = False,
+    pending: bool = False,
 ) -> "DistributedTensor | None":
     """Run ``fn(xp, *fragment_arrays)`` on every local fragment.
 
@@ -407,6 +409,10 @@ def map_fragments(
         (``x * 1`` in a framework that returns ``x``), not for sharing its
         memory. By default every result is checked: new tensors never share
         memory with their inputs.
+    pending : bool
+        The caller checked (:func:`~dlmg.ops._pending.check_pending`) that ``fn``
+        keeps the pending sums of its operands; otherwise a pending operand
+        (``layout.partial``) is refused with a :class:`~dlmg.errors.LayoutError`.
 
     Returns
     -------
@@ -420,6 +426,8 @@ def map_fragments(
     FragmentError
         When ``fn`` fails on a fragment (chained to the original error).
     """
+    if not pending:
+        check_pending(name, operands, reflected=True)  # only what is linear either way passes here
     ops = _collect(operands, name, check)
     layout = out_layout if out_layout is not None else ops.lead.layout.dense
     placed = placement(ops.lead)

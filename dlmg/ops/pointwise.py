@@ -35,6 +35,7 @@ from ._dtypes import INEXACT, INT, NUMERIC, REAL, check_inplace, kind_of, narrow
 from ._writes import check_writable
 from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed, map_fragments, placement
 from ._lists import LIST_NAMES, on_lists
+from ._pending import check_pending
 from .broadcast import align, result_shape as broadcast_shapes
 from .fused import FusedFunction, batches_operators
 from ..errors import FrameworkError
@@ -87,10 +88,11 @@ def _make_function(public: str, std: str, nargs: int, kinds: frozenset[str] | No
         def function(x: Any, /) -> "DistributedTensor":
             ops = _classify_all((x,))
             _check(public, ops, kinds)
+            check_pending(public, ops)
             fn: Callable[..., Any] = per_fragment
             if public == "imag" and is_distributed(x) and kind_of(x.dtype) != "c":
                 fn = _zeros_like  # torch has no imag of real tensors; NumPy gives zeros
-            out = map_fragments(fn, ops, name=public)
+            out = map_fragments(fn, ops, name=public, pending=True)
             assert out is not None
             return out
 
@@ -99,7 +101,8 @@ def _make_function(public: str, std: str, nargs: int, kinds: frozenset[str] | No
         def function(x1: Any, x2: Any, /) -> "DistributedTensor":  # type: ignore[misc]
             ops = _classify_all((x1, x2))
             _check(public, ops, kinds)
-            out = map_fragments(per_fragment, ops, name=public)
+            check_pending(public, ops)
+            out = map_fragments(per_fragment, ops, name=public, pending=True)
             assert out is not None
             return out
 
@@ -419,6 +422,7 @@ def _binary_method(
                 return NotImplemented  # another type may know how to combine with us
         if kinds is not None:
             require(label, (self.dtype, _dtype_of(other)), kinds)
+        check_pending(label, (self, other), reflected)
         if is_distributed(other) and (other.shape != self.shape or other.ndim == 0):  # broadcasting
             a, b = align((self, other), label, communicate=True)
             return map_fragments(per_fragment, (a, b), name=label, new_arrays=True)
@@ -431,7 +435,7 @@ def _binary_method(
             # ``self`` is a temporary (``a * b`` in ``a * b + c``): write into its
             # memory instead of allocating, as NumPy does for its own temporaries.
             if list_name is None or on_lists(list_name, self, other, True, label) is None:
-                map_fragments(reuse, (self, other), name=label, in_place=True)
+                map_fragments(reuse, (self, other), name=label, in_place=True, pending=True)
             ELIDED[0] += 1
             return self
         out: Any = None
@@ -444,7 +448,7 @@ def _binary_method(
             elif list_name is not None:
                 out = on_lists(list_name, self, other, False, label)  # torch: one kernel per device
         if out is None:
-            out = map_fragments(per_fragment, (self, other), name=label, new_arrays=True)
+            out = map_fragments(per_fragment, (self, other), name=label, new_arrays=True, pending=True)
         if reuse is not None and out is not None:
             out._fresh = True
         return out
@@ -461,7 +465,8 @@ def _unary_method(symbol: str, op: Callable[[Any], Any], kinds: frozenset[str] |
     def method(self: "DistributedTensor") -> "DistributedTensor":
         if kinds is not None:
             require(label, (self.dtype,), kinds)
-        out = map_fragments(per_fragment, (self,), name=label)
+        check_pending(label, (self,))
+        out = map_fragments(per_fragment, (self,), name=label, pending=True)
         assert out is not None
         return out
 
@@ -498,9 +503,10 @@ def _inplace_method(symbol: str, iop: Callable[[Any, Any], Any], kinds: frozense
                 raise ValueError(f"{label}: an operand of shape {other.shape} does not broadcast to {self.shape}")
             other = align((self, other), label, communicate=True)[1]
         check_inplace("truediv" if symbol == "/=" else label, self.dtype, (dtype,))
+        check_pending(label, (self, other))
         indices = _distinct_memory(self) if self.layout.is_replicated else None
         check_writable(self, indices if indices is not None else _local(self), label)
-        map_fragments(per_fragment, (self, other), name=label, in_place=True, indices=indices)
+        map_fragments(per_fragment, (self, other), name=label, in_place=True, indices=indices, pending=True)
         return self
 
     return method

@@ -34,6 +34,7 @@ from ..dtypes import canonical
 from ..errors import DtypeError, FragmentError
 from ..fragment import verify_fragments
 from ._dtypes import float_dtype, index_dtype, kind_of, narrow_for, sum_dtype
+from .contract.pending import reduce_pending, resolve
 from .dispatch import Executor, _fail, executor, is_distributed, map_fragments, move_array, new_tensor
 from ..layout import Layout
 from ..distributed._state import current
@@ -296,6 +297,11 @@ def _reduce(
         raise TypeError(f"dlmg.{name} takes a DistributedTensor, got {type(x).__name__}")
     reducer = reducer or _REDUCERS[name]
     axes = _normalize_axes(axis, x.ndim, f"dlmg.{name}")
+    if x.layout.partial is not None:  # a pending sum: kept by a sum over modes, resolved for a whole value
+        kept = reduce_pending(x, name, axes, keepdims, dtype)
+        if kept is not None:
+            return kept
+        x = resolve(x)
     layout = x.layout
     if reducer.needs_elements:
         reduced = range(x.ndim) if axes is None else axes

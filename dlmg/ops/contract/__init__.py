@@ -1,0 +1,24 @@
+"""Contractions over distributed operands: ``einsum``, ``matmul``, ``tensordot``... and pending sums.
+
+* :mod:`.equation` -- reading the equation, the pairwise order (opt_einsum);
+* :mod:`.layouts` -- which fragments meet, the aligned layout of a move;
+* :mod:`.cost` -- bytes, messages and flops; the model that chooses;
+* :mod:`.phases` -- a pending sum's resolution as layouts;
+* :mod:`.plan` -- the plan, printable before anything runs;
+* :mod:`.summa` -- the 2-D block-cyclic matrix product;
+* :mod:`.run` and :mod:`.pending` -- running a plan, resolving a pending sum;
+* :mod:`.api` -- the public functions.
+"""
+
+from __future__ import annotations
+
+from .api import dot, einsum, einsum_plan, inner, matmul, outer, tensordot, vecdot
+from .pending import resolve
+from .plan import EinsumPlan
+
+__all__ = ["einsum", "einsum_plan", "EinsumPlan", "matmul", "tensordot", "vecdot", "dot", "inner", "outer",
+           "resolve"]
+
+from ...tensor import resolve_pending
+
+resolve_pending.provide(resolve)  # redistribute and gather resolve pending sums through it

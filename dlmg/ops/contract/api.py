@@ -1,0 +1,249 @@
+"""``einsum``, ``einsum_plan`` and the products built on them (``matmul``, ``tensordot``...).
+
+Every function here reads its operands' layouts, plans (:mod:`.plan`: the
+strategy per pairwise contraction, chosen by the cost model) and runs the plan
+(:mod:`.run`). The result of a contraction over a split mode that both
+operands split alike is a *pending sum* (``layout.partial == "sum"``): its
+replicas are addends, resolved by ``redistribute`` (or by asking for a
+``layout=`` here).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...distributed._state import current
+from ...distributed.agree import describe, prepare
+from ...errors import DtypeError
+from ...layout import Layout
+from .._batch import batch_key
+from ..dispatch import is_distributed, map_fragments
+from ..linalg import matmul as local_matmul
+from .equation import parse
+from .plan import EinsumPlan, plan_equation
+from .run import run_plan
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...tensor import DistributedTensor
+
+__all__ = ["einsum", "einsum_plan", "matmul", "tensordot", "vecdot", "dot", "inner", "outer"]
+
+
+def _result_dtype(name: str, dtypes: Sequence[str]) -> str:
+    first = dtypes[0]
+    if all(d == first for d in dtypes):
+        out = first
+    else:
+        try:
+            out = str(np.result_type(*(np.dtype(d) for d in dtypes)))
+        except TypeError as exc:
+            raise DtypeError(f"{name}: operands of dtypes {list(dtypes)} have no common type; cast with astype "
+                             "first") from exc
+    if out == "bool":
+        raise DtypeError(f"{name}: bool operands; cast with astype first")
+    return out
+
+
+def _check(name: str, operands: Sequence[Any]) -> list["DistributedTensor"]:
+    out = []
+    for i, x in enumerate(operands):
+        if not is_distributed(x):
+            raise TypeError(f"{name}: operand {i} must be a DistributedTensor, got {type(x).__name__}")
+        out.append(x)
+    return out
+
+
+def _plan(name: str, subscripts: str, operands: Sequence[Any], layout: Layout | None) -> tuple[EinsumPlan, str, list]:
+    tensors = _check(name, operands)
+    engine = current()
+    if engine is not None and any(t.layout.nprocesses > 1 for t in tensors):
+        # every process plans alone from the layouts: agree first, so that a process that
+        # fails or sees other layouts makes every process raise instead of computing apart
+        description = describe(name, subscripts=subscripts, layouts=[t.layout for t in tensors],
+                               dtypes=[t.dtype for t in tensors], layout=layout)
+        return prepare(engine, description, lambda: _plan_here(name, subscripts, tensors, layout))
+    return _plan_here(name, subscripts, tensors, layout)
+
+
+def _plan_here(name: str, subscripts: str, tensors: list, layout: Layout | None) -> tuple[EinsumPlan, str, list]:
+    eq = parse(subscripts, tuple(t.shape for t in tensors))
+    dtype = _result_dtype(name, [t.dtype for t in tensors])
+    if layout is not None:
+        if not isinstance(layout, Layout):
+            raise TypeError(f"{name}: layout must be a dlmg.Layout, got {type(layout).__name__}")
+        shape = tuple(eq.extent(c) for c in eq.output)
+        if layout.shape != shape:
+            raise ValueError(f"{name}: layout has shape {layout.shape}; the result has shape {shape}")
+    itemsize = int(np.dtype(dtype).itemsize) if dtype != "bfloat16" else 2
+    plan = plan_equation(eq, tuple(t.layout for t in tensors), itemsize, layout)
+    return plan, dtype, tensors
+
+
+def einsum_plan(subscripts: str, *operands: "DistributedTensor", layout: Layout | None = None) -> EinsumPlan:
+    """What :func:`einsum` would do, step by step, without running it.
+
+    Returns
+    -------
+    EinsumPlan
+        Printing it shows the strategy of each contraction, every move with
+        its bytes (per process), and the local einsum calls and flops per
+        device. ``plan.out`` is the result's layout; ``plan.moved`` all
+        traffic together.
+
+    Examples
+    --------
+    >>> print(dlmg.einsum_plan("ik,kj->ij", a, b))   # doctest: +SKIP
+    """
+    plan, _, _ = _plan("dlmg.einsum_plan", subscripts, operands, layout)
+    return plan
+
+
+def einsum(subscripts: str, *operands: "DistributedTensor", out: "DistributedTensor | None" = None,
+           layout: Layout | None = None) -> "DistributedTensor":
+    """Einstein summation over distributed operands, in any layouts.
+
+    Parameters
+    ----------
+    subscripts : str
+        Any equation NumPy's ``einsum`` accepts: explicit (``"ik,kj->ij"``) or
+        implicit output, repeated letters in one operand (traces, diagonals),
+        ``...`` broadcasting.
+    *operands : DistributedTensor
+        Any layouts, frameworks and devices; several operands are contracted
+        pairwise in the order ``opt_einsum.contract_path`` gives.
+    out : DistributedTensor, optional
+        Write the result into this tensor (its layout decides the result's).
+    layout : Layout, optional
+        The result's layout; by default the one the cheapest strategy leaves,
+        which is a pending sum (``partial="sum"``) when a split contracted
+        mode ends the computation.
+
+    Returns
+    -------
+    DistributedTensor
+        The result (``out`` when given). Its fragments belong to the
+        frameworks of the fragments that led each product.
+
+    Raises
+    ------
+    ValueError
+        For a malformed equation or extents that do not agree.
+    DtypeError
+        For bool operands or dtypes with no common type.
+    FragmentError
+        When a fragment's framework fails on its local product.
+
+    See Also
+    --------
+    einsum_plan : the plan, printed before anything runs.
+    """
+    target = layout if out is None else out.layout
+    if out is not None and not is_distributed(out):
+        raise TypeError(f"dlmg.einsum: out must be a DistributedTensor, got {type(out).__name__}")
+    plan, dtype, tensors = _plan("dlmg.einsum", subscripts, operands, target)
+    result = run_plan(plan, tensors, dtype)
+    if out is None:
+        return result
+    if out.dtype != result.dtype:
+        raise DtypeError(f"dlmg.einsum: out has dtype {out.dtype}; the result has {result.dtype}")
+    done = map_fragments(lambda xp, o, r: r, (out, result), name="dlmg.einsum (out=)", out=out)
+    assert done is not None
+    return done
+
+
+def batch_local(x1: "DistributedTensor", x2: "DistributedTensor") -> bool:
+    """Whether :func:`dlmg.ops.linalg.matmul` (whole matrices in every fragment, batch modes
+    split alike) applies as it is."""
+    nd = x1.ndim
+    if nd < 2 or nd != x2.ndim or x1.shape[:-2] != x2.shape[:-2] or x1.shape[-1] != x2.shape[-2]:
+        return False
+    if x1.layout.partial is not None or x2.layout.partial is not None:
+        return False
+    if any(x.layout.grid[m] != 1 for x in (x1, x2) for m in (nd - 2, nd - 1)):
+        return False
+    return bool(batch_key(x1.layout, nd - 2) == batch_key(x2.layout, nd - 2))
+
+
+def matmul(x1: "DistributedTensor", x2: "DistributedTensor", /) -> "DistributedTensor":
+    """The matrix product ``x1 @ x2`` with NumPy's rules (1-D operands, broadcast batch modes),
+    over any layouts (see :func:`einsum`)."""
+    _check("dlmg.matmul", (x1, x2))
+    if batch_local(x1, x2):  # every fragment holds whole matrices: the batch-local product
+        return local_matmul(x1, x2)
+    if x1.ndim == 0 or x2.ndim == 0:
+        raise ValueError("dlmg.matmul: operands must have at least one mode (use * for scalars)")
+    left = "...ij" if x1.ndim > 1 else "j"
+    right = "...jk" if x2.ndim > 1 else "j"
+    result = ("..." if max(x1.ndim, x2.ndim) > 2 or (x1.ndim > 1 and x2.ndim > 1) else "")
+    result += ("i" if x1.ndim > 1 else "") + ("k" if x2.ndim > 1 else "")
+    if x1.ndim > 1 and x2.ndim > 1 and x1.shape[-1] != x2.shape[-2]:
+        raise ValueError(f"dlmg.matmul: inner extents differ: {x1.shape} @ {x2.shape}")
+    if "..." in result and "..." not in left + right:
+        result = result.replace("...", "")
+    return einsum(f"{left},{right}->{result}", x1, x2)
+
+
+def tensordot(x1: "DistributedTensor", x2: "DistributedTensor", /, *, axes: int | tuple = 2) -> "DistributedTensor":
+    """Contract ``axes`` of ``x1`` with ``axes`` of ``x2`` (the array API's ``tensordot``)."""
+    _check("dlmg.tensordot", (x1, x2))
+    if isinstance(axes, int) or (hasattr(axes, "__index__") and not isinstance(axes, tuple)):
+        n = operator.index(axes)
+        if n < 0 or n > min(x1.ndim, x2.ndim):
+            raise ValueError(f"dlmg.tensordot: axes = {n} is out of range for shapes {x1.shape} and {x2.shape}")
+        a1, a2 = list(range(x1.ndim - n, x1.ndim)), list(range(n))
+    else:
+        try:
+            a1 = [operator.index(a) % x1.ndim for a in axes[0]]
+            a2 = [operator.index(a) % x2.ndim for a in axes[1]]
+        except (TypeError, IndexError, ZeroDivisionError) as exc:
+            raise ValueError(f"dlmg.tensordot: axes must be an int or two sequences of modes, got {axes!r}") from exc
+        if len(a1) != len(a2):
+            raise ValueError(f"dlmg.tensordot: axes {axes!r} name {len(a1)} and {len(a2)} modes")
+    letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    l1 = [next(letters) for _ in range(x1.ndim)]
+    l2 = [next(letters) for _ in range(x2.ndim)]
+    for i, j in zip(a1, a2):
+        l2[j] = l1[i]
+    out = [c for m, c in enumerate(l1) if m not in a1] + [c for m, c in enumerate(l2) if m not in a2]
+    return einsum("".join(l1) + "," + "".join(l2) + "->" + "".join(out), x1, x2)
+
+
+def vecdot(x1: "DistributedTensor", x2: "DistributedTensor", /, *, axis: int = -1) -> "DistributedTensor":
+    """``sum(conj(x1) * x2, axis)`` with broadcast batch modes (the array API's ``vecdot``)."""
+    _check("dlmg.vecdot", (x1, x2))
+    if x1.shape[axis] != x2.shape[axis]:
+        raise ValueError(f"dlmg.vecdot: extents along axis {axis} differ: {x1.shape} and {x2.shape}")
+    if axis % x1.ndim != x1.ndim - 1 or axis % x2.ndim != x2.ndim - 1:
+        raise ValueError(f"dlmg.vecdot: axis = {axis} is not the last mode of both operands; only the last "
+                         "mode is contracted here (move it there with permute_dims)")
+    if x1.dtype.startswith("complex"):
+        conj = map_fragments(lambda xp, a: xp.conj(a), (x1,), name="dlmg.vecdot (conj)")
+        assert conj is not None
+        x1 = conj
+    return einsum("...z,...z->...", x1, x2)
+
+
+def dot(a: "DistributedTensor", b: "DistributedTensor", /) -> "DistributedTensor":
+    """NumPy's ``dot``: the sum over the last mode of ``a`` and the second-to-last of ``b``."""
+    _check("dlmg.dot", (a, b))
+    if a.ndim <= 2 and b.ndim <= 2:
+        return matmul(a, b)
+    return tensordot(a, b, axes=([-1], [max(b.ndim - 2, 0)]))
+
+
+def inner(a: "DistributedTensor", b: "DistributedTensor", /) -> "DistributedTensor":
+    """NumPy's ``inner``: the sum over the last modes of ``a`` and ``b``."""
+    _check("dlmg.inner", (a, b))
+    return tensordot(a, b, axes=([-1], [-1]))
+
+
+def outer(a: "DistributedTensor", b: "DistributedTensor", /) -> "DistributedTensor":
+    """NumPy's ``outer`` of two vectors (higher ranks are flattened by NumPy; here they must be 1-D)."""
+    _check("dlmg.outer", (a, b))
+    if a.ndim != 1 or b.ndim != 1:
+        raise ValueError(f"dlmg.outer takes vectors (1-D), got shapes {a.shape} and {b.shape}")
+    return einsum("i,j->ij", a, b)

@@ -1,0 +1,128 @@
+"""Pending sums: resolving them (a redistribution) and the operations that keep them.
+
+A tensor whose layout says ``partial="sum"`` (``"max"``, ``"min"``) holds in
+its replicas the addends (candidates) of its value. :func:`resolve` turns it
+into any ordinary layout: the replica mode becomes a leading mode of the
+stacked tensor (a view of each fragment), the stacked tensor is redistributed
+so that every target fragment receives all addends of its elements (the
+phases of :mod:`.phases`), and each fragment reduces over that mode in its own
+framework. Everything moves through :meth:`~dlmg.DistributedTensor.redistribute`,
+in one process or across processes alike.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...errors import LayoutError
+from ...layout import Layout
+from ..dispatch import executor, new_tensor
+from .._executor import fail
+from .api import einsum
+from .equation import LETTERS
+from .phases import resolve_phases, resolved_layout, stacked_layout, stacked_target
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...tensor import DistributedTensor
+
+__all__ = ["resolve", "relabel", "refuse_pending", "reduce_pending"]
+
+
+def relabel(x: "DistributedTensor", layout: Layout) -> "DistributedTensor":
+    """``x``'s fragments under ``layout`` (same fragments, in order; no copy)."""
+    return new_tensor([f.array if f.is_local else None for f in x.fragments], layout, x.dtype)
+
+
+def _each_local(x: "DistributedTensor", layout: Layout, order: list[int], fn: Any, what: str) -> "DistributedTensor":
+    """A tensor of ``layout`` whose fragment ``i`` is ``fn(xp, array)`` of ``x``'s fragment ``order[i]``."""
+    arrays: list[Any] = [None] * layout.nfragments
+    for i, f in enumerate(order):
+        frag = x.fragments[f]
+        if not frag.is_local:
+            continue
+        ex = executor(frag.framework, frag.device)
+        try:
+            result = ex.run(fn, frag.array)
+            arrays[i] = result if hasattr(result, "__dlpack__") else ex.xp.asarray(result)  # NumPy's 0-d scalars
+        except Exception as exc:
+            raise fail(what, f, ex, exc) from exc
+    return new_tensor(arrays, layout, x.dtype)
+
+
+_REDUCE = {
+    "sum": lambda xp, a: xp.sum(a, axis=0),
+    "max": lambda xp, a: xp.max(a, axis=0),
+    "min": lambda xp, a: xp.min(a, axis=0),
+}
+
+
+def _one_phase(x: "DistributedTensor", target: Layout, framework: str | None) -> "DistributedTensor":
+    src = x.layout
+    k, cells = src.nreplicas, src.ngrid
+    order = [c + cells * r for c in range(cells) for r in range(k)]
+    stacked = _each_local(x, stacked_layout(src), order, lambda xp, a: xp.expand_dims(a, axis=0),
+                          "resolving a pending sum (stacking its addends)")
+    gathered = stacked.redistribute(stacked_target(k, target.dense), framework=framework)
+    reduce = _REDUCE[src.partial or "sum"]
+    out = _each_local(gathered, target.dense, list(range(target.nfragments)), reduce,
+                      f"resolving a pending {src.partial}")
+    return out if target.element_strides is None else out.redistribute(target)
+
+
+def resolve(x: "DistributedTensor", target: Layout | None = None, framework: str | None = None) -> "DistributedTensor":
+    """The value of a pending tensor ``x`` in ``target`` (default: its own split, one copy).
+
+    Parameters
+    ----------
+    x : DistributedTensor
+        A tensor whose layout has ``partial`` set.
+    target : Layout, optional
+        Any layout of ``x``'s shape without ``partial`` (or ``x``'s own layout:
+        nothing to do).
+    framework : str, optional
+        The frameworks of the new fragments (as :meth:`redistribute`).
+    """
+    src = x.layout
+    if target is None:
+        target = resolved_layout(src)
+    if target.partial is not None:
+        if target.same_distribution(src):
+            return x if framework is None else x.to(framework)
+        raise LayoutError(
+            f"cannot redistribute a pending {src.partial} into another pending layout {target!r}; "
+            f"resolve it first, e.g. x.redistribute({resolved_layout(src)!r})"
+        )
+    if target.shape != src.shape:
+        raise LayoutError(f"redistribute: the target layout has shape {target.shape}, the tensor {src.shape}")
+    if src.nreplicas == 1:
+        return relabel(x, resolved_layout(src)).redistribute(target, framework=framework)
+    phases = resolve_phases(src, target)
+    out = _one_phase(x, phases[0], framework)
+    for phase in phases[1:]:
+        out = out.redistribute(phase, framework=framework)
+    return out
+
+
+def refuse_pending(name: str, x: "DistributedTensor") -> None:
+    """Raise :class:`LayoutError` naming ``redistribute`` when ``x`` holds a pending reduction."""
+    if x.layout.partial is None:
+        return
+    raise LayoutError(
+        f"{name}: the tensor holds a pending {x.layout.partial} (its {x.layout.nreplicas} replicas are "
+        f"parts of its value); resolve it first, e.g. x = x.redistribute({resolved_layout(x.layout)!r})"
+    )
+
+
+def reduce_pending(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keepdims: bool,
+                   dtype: str | None) -> "DistributedTensor | None":
+    """A reduction of a pending ``x``: a sum over some modes keeps the pending sum (an einsum
+    that each replica runs on its own); over every mode it resolves first (``None``: the caller
+    goes on with :meth:`redistribute`'s result, see :func:`resolve`). Others refuse."""
+    if x.layout.partial == "sum" and name == "sum" and axes is not None and not keepdims and dtype in (None, x.dtype):
+        letters = LETTERS[: x.ndim]
+        kept = "".join(c for m, c in enumerate(letters) if m not in axes)
+        return einsum(f"{letters}->{kept}", x)
+    if axes is None:
+        return None
+    refuse_pending(f"dlmg.{name} (axis={axes}, keepdims={keepdims})", x)
+    return None  # pragma: no cover - refuse_pending raised

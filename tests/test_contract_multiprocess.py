@@ -1,0 +1,33 @@
+"""Contractions across 2 and 4 processes on both engines (torch.distributed gloo and MPI).
+
+Each setup launches its processes once for the module and runs the scenarios of
+:mod:`tests._mp_contract` in them; the tests read the per-process results.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from _multiproc import check, launch
+
+SCENARIOS = ["contract_property", "contract_pending", "contract_moves", "contract_summa", "contract_mismatch"]
+SETUPS = [("torch", 2), ("torch", 4), ("mpi", 2), ("mpi", 4)]
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module", params=SETUPS, ids=[f"{e}-{n}" for e, n in SETUPS])
+def run(request):
+    engine, nprocs = request.param
+    pytest.importorskip("torch")
+    if engine == "mpi":
+        pytest.importorskip("mpi4py")
+    return nprocs, launch(engine, nprocs, SCENARIOS, timeout=400)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_scenario(run, scenario):
+    nprocs, result = run
+    values = check(result, scenario)
+    assert len(values) == nprocs
+    assert all(v == values[0] for v in values)
