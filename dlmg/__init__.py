@@ -25,6 +25,15 @@ from .ops import *  # noqa: F403  (apply, elementwise functions, reductions, mat
 from . import fft, linalg, ops as _ops
 from .io import load, save, saved_layout
 from . import _printing, _protocols  # noqa: F401  (repr and str of tensors; the frameworks' protocols)
+from . import array_api  # the Array API namespace; provides the array object's methods
+from .array_api import default_layout, get_default_layout, set_default_layout
+from .array_api._data_types import (  # noqa: A004  (the dtype objects, as in every array namespace)
+    bool, complex64, complex128, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+)
+from .dtypes import canonical as _canonical
+
+bfloat16 = _canonical("bfloat16")
+float16 = _canonical("float16")
 
 _protocols.install(sys.modules[__name__])  # NumPy's protocols run dlmg's public functions
 
@@ -53,4 +62,9 @@ __all__ = [
     *errors.__all__,
     # operations (elementwise, reductions, matmul, apply, synchronize...)
     *(name for name in _ops.__all__ if name != "install"),
+    # the Array API namespace and the layout of new tensors
+    "array_api", "default_layout", "get_default_layout", "set_default_layout",
+    # dtype objects ("bool" is left out of star-imports: it would hide the builtin)
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32",
+    "float64", "complex64", "complex128",
 ]

@@ -32,8 +32,11 @@ def summary(dt: "DistributedTensor") -> str:
         parts.append(f"replicas={lay.nreplicas}")
     if lay.partial is not None:  # the values shown are the resolved ones
         parts.append(f"pending {lay.partial} of the replicas (shown resolved)")
-    devices = tuple(dict.fromkeys(str(d) for d in lay.devices))
-    parts.append(f"fragments={lay.nfragments} on {', '.join(devices)}")
+    if len(set(lay.ranks)) > 1:  # name the process of each device: cpu:0 of rank 0 and of rank 1 differ
+        places = tuple(dict.fromkeys(f"rank {r} {d}" for d, r in zip(lay.devices, lay.ranks)))
+    else:
+        places = tuple(dict.fromkeys(str(d) for d in lay.devices))
+    parts.append(f"fragments={lay.nfragments} on {', '.join(places)}")
     parts.append(f"frameworks={', '.join(dt.frameworks) or '-'}")
     if lay.element_strides is not None:
         parts.append(f"element_strides={lay.element_strides}, block_strides={lay.block_strides}")

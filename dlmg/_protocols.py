@@ -76,8 +76,8 @@ def _is_distributed(obj: Any) -> bool:
 
 def is_regular_array(obj: Any) -> bool:
     """A framework's array of rank > 0 (what must be scattered before it meets a tensor)."""
-    if _is_distributed(obj) or isinstance(obj, (bool, int, float, complex)) or obj is None:
-        return False
+    if _is_distributed(obj) or isinstance(obj, (bool, int, float, complex, type)) or obj is None:
+        return False  # (a type such as np.float32 has shape and ndim descriptors)
     return bool(getattr(obj, "ndim", 0)) and hasattr(obj, "shape")
 
 

@@ -26,12 +26,16 @@ from ._hooks import Hook
 __all__ = [
     "operations", "conversions", "printing", "provide_methods", "delegate", "MIXINS",
     "Operators", "ElementMethods", "ReductionMethods", "ShapeMethods", "ConversionMethods", "PrintingMethods",
+    "ArrayApiMethods", "array_api",
 ]
 
 #: name -> function of the tensor (properties: their getter), provided by :mod:`dlmg.ops`.
 operations: Hook[Mapping[str, Callable[..., Any]]] = Hook("the tensor's operators and methods", "dlmg.ops")
 #: The conversions to other distributed arrays, provided by :mod:`dlmg.interop`.
 conversions: Hook[Mapping[str, Callable[..., Any]]] = Hook("the tensor's conversions", "dlmg.interop")
+#: The array object's side of the Array API standard and NumPy's conversions, provided by
+#: :mod:`dlmg.array_api`.
+array_api: Hook[Mapping[str, Callable[..., Any]]] = Hook("the tensor's array API methods", "dlmg.array_api")
 #: ``__repr__`` and ``__str__``, provided by :mod:`dlmg._printing`.
 printing: Hook[Mapping[str, Callable[..., Any]]] = Hook("the tensor's repr and str", "dlmg._printing")
 
@@ -193,5 +197,30 @@ class PrintingMethods:
     __str__ = delegate(printing, '__str__')
 
 
+class ArrayApiMethods:
+    """Indexing, the namespace, conversions, copies and DLPack (:mod:`dlmg.array_api`)."""
+
+    __slots__ = ()
+    __array_namespace__ = delegate(array_api, '__array_namespace__')
+    __getitem__ = delegate(array_api, '__getitem__')
+    __setitem__ = delegate(array_api, '__setitem__')
+    __iter__ = delegate(array_api, '__iter__')
+    to_device = delegate(array_api, 'to_device')
+    mT = _property(array_api, 'mT')
+    item = delegate(array_api, 'item')
+    __int__ = delegate(array_api, '__int__')
+    __float__ = delegate(array_api, '__float__')
+    __complex__ = delegate(array_api, '__complex__')
+    __index__ = delegate(array_api, '__index__')
+    tolist = delegate(array_api, 'tolist')
+    copy = delegate(array_api, 'copy')
+    flatten = delegate(array_api, 'flatten')
+    ravel = delegate(array_api, 'ravel')
+    __deepcopy__ = delegate(array_api, '__deepcopy__')
+    __dlpack__ = delegate(array_api, '__dlpack__')
+    __dlpack_device__ = delegate(array_api, '__dlpack_device__')
+
+
 #: The mixins :class:`~dlmg.DistributedTensor` names, in its bases' order.
-MIXINS = (Operators, ElementMethods, ReductionMethods, ShapeMethods, ConversionMethods, PrintingMethods)
+MIXINS = (Operators, ElementMethods, ReductionMethods, ShapeMethods, ConversionMethods, PrintingMethods,
+          ArrayApiMethods)

@@ -158,7 +158,7 @@ def from_fragments(
     rank_of = _ranks(layout)
     slots = _slots(layout, arrays, rank_of, "from_fragments")
     me = process_rank()
-    want = None if dtype is None else canonical(dtype)
+    want: str | None = None if dtype is None else canonical(dtype)
     first = None
     frags: list[Fragment] = []
     last_type: type | None = None

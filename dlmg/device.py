@@ -16,7 +16,7 @@ from typing import Any
 from ._hooks import Hook
 from .errors import DeviceError
 
-__all__ = ["Device", "DL_DEVICE_TYPES", "as_device", "unreachable_hint"]
+__all__ = ["Device", "DL_DEVICE_TYPES", "Placement", "as_device", "unreachable_hint"]
 
 #: DLPack device type codes (``DLDeviceType``) and dlmg's kind names.
 DL_DEVICE_TYPES: dict[int, str] = {
@@ -184,3 +184,26 @@ def unreachable_hint(devices: Any) -> str:
             "a CUDA GPU name host devices 'cpu' or 'cpu:k' instead"
         )
     return ""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The devices of a tensor spread over several of them: its array API ``device``.
+
+    Array code passes ``x.device`` on to creation functions
+    (``xp.zeros(n, device=x.device)``): a placement there lays the new tensor
+    out as one piece per device along mode 0 (see :mod:`dlmg.array_api`).
+
+    Attributes
+    ----------
+    devices : tuple of Device
+        The distinct devices, in the order the layout lists them.
+    ranks : tuple of int
+        The process of each device (empty in one process).
+    """
+
+    devices: tuple[Device, ...]
+    ranks: tuple[int, ...] = ()
+
+    def __str__(self) -> str:
+        return "[" + ", ".join(str(d) for d in self.devices) + "]"

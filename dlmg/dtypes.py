@@ -14,6 +14,7 @@ from typing import Any
 from .errors import DtypeError
 
 __all__ = [
+    "DataType",
     "DType",
     "DLPACK_CODES",
     "canonical",
@@ -88,7 +89,52 @@ def _table() -> dict[str, DType]:
     return {d.name: d for d in entries}
 
 
+class DataType(str):
+    """An element type as the array API sees it: ``dlmg.float32``, ``dt.dtype``...
+
+    A ``str`` holding the dlmg name (so ``dt.dtype == "float32"`` and
+    ``getattr(np, dt.dtype)`` keep working) that also compares equal to every
+    framework's spelling of the same type: ``dlmg.float32 == np.float32``,
+    ``== np.dtype("f4")``, ``== torch.float32``, ``== jnp.float32``.
+    """
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            return str.__eq__(self, _ALIASES.get(other, other))
+        try:
+            return str.__eq__(self, _canonical_uncached(other))
+        except DtypeError:
+            return False
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = str.__hash__
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return (canonical, (str(self),))
+
+    @property
+    def name(self) -> str:
+        """The plain name (``"float32"``)."""
+        return str(self)
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+        return _BY_NAME[self].itemsize
+
+    @property
+    def kind(self) -> str:
+        """``"b"``, ``"i"``, ``"u"``, ``"f"`` or ``"c"``, as NumPy's ``dtype.kind``."""
+        return _BY_NAME[self].kind
+
+
 _BY_NAME: dict[str, DType] = _table()
+#: The one :class:`DataType` object of every name (what :func:`canonical` returns).
+_OBJECTS: dict[str, DataType] = {name: DataType(name) for name in _BY_NAME}
 _BY_CODE: dict[tuple[int, int, int], DType] = {d.dlpack: d for d in _BY_NAME.values()}
 #: Every element type name dlmg knows.
 NAMES: tuple[str, ...] = tuple(_BY_NAME)
@@ -106,10 +152,10 @@ _ALIASES = {
 # canonical() runs on every fragment of every operation: remember its answers
 # per (type, value) so that objects of different types that compare equal
 # (np.dtype("f8") == "float") never share an entry.
-_CANONICAL_CACHE: dict[tuple[type, Any], str] = {}
+_CANONICAL_CACHE: dict[tuple[type, Any], DataType] = {}
 
 
-def canonical(dtype: Any) -> str:
+def canonical(dtype: Any) -> DataType:
     """The dlmg name of an element type given in any common form.
 
     Parameters
@@ -120,8 +166,9 @@ def canonical(dtype: Any) -> str:
 
     Returns
     -------
-    str
-        The NumPy-style name, such as ``"float32"`` or ``"bfloat16"``.
+    DataType
+        The NumPy-style name, such as ``"float32"`` or ``"bfloat16"`` (a
+        ``str`` that also compares equal to the frameworks' dtype objects).
 
     Raises
     ------
@@ -129,10 +176,10 @@ def canonical(dtype: Any) -> str:
         When the type is not one dlmg knows.
     """
     try:
-        return _CANONICAL_CACHE[(type(dtype), dtype)]
+        return _CANONICAL_CACHE[(type(dtype), dtype)]  # type: ignore[return-value]
     except (KeyError, TypeError):  # TypeError: an unhashable object
         pass
-    name = _canonical_uncached(dtype)
+    name = _OBJECTS[_canonical_uncached(dtype)]
     if len(_CANONICAL_CACHE) < 1024:
         try:
             _CANONICAL_CACHE[(type(dtype), dtype)] = name
@@ -144,7 +191,7 @@ def canonical(dtype: Any) -> str:
 def _canonical_uncached(dtype: Any) -> str:
     if isinstance(dtype, DType):
         return dtype.name
-    if isinstance(dtype, str):
+    if isinstance(dtype, str):  # also a DataType
         text = dtype
     else:
         # numpy dtypes and scalar types (also JAX's and CuPy's, which are NumPy's)

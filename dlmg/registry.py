@@ -35,6 +35,7 @@ __all__ = [
     "unregister",
     "device_from_native",
     "BUILTIN_PROTOCOLS",
+    "BUILTIN_MODULES",
     "tensor_protocol",
 ]
 
@@ -45,6 +46,14 @@ BUILTIN_ADAPTERS: dict[str, str] = {
     "jax": "dlmg.adapters.jax:JaxAdapter",
     "cupy": "dlmg.adapters.cupy:CupyAdapter",
     "dlpack": "dlmg.adapters.generic:GenericAdapter",
+}
+#: The top-level modules whose array types each built-in adapter owns (its ``modules``):
+#: finding an array's adapter loads no built-in adapter that cannot own it.
+BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
+    "numpy": ("numpy",),
+    "torch": ("torch",),
+    "jax": ("jaxlib", "jax"),
+    "cupy": ("cupy", "cupy_backends"),
 }
 #: The protocols of other frameworks a :class:`~dlmg.DistributedTensor` answers, and the
 #: built-in framework whose adapter answers each (``Adapter.tensor_protocols``): the
@@ -198,7 +207,7 @@ _OWNED: dict[type, "Adapter"] = {}
 def _adapter_for_type(cls: type) -> "Adapter | None":
     top = cls.__module__.partition(".")[0]
     for name in _adapters():
-        if name == "dlpack":
+        if name == "dlpack" or _cannot_own(name, top):
             continue
         try:
             adapter = _instance(name)
@@ -210,6 +219,14 @@ def _adapter_for_type(cls: type) -> "Adapter | None":
     if hasattr(cls, "__dlpack__"):
         return _instance("dlpack")
     return None
+
+
+def _cannot_own(name: str, top: str) -> bool:
+    """Whether the built-in adapter ``name``, as built in, owns no type of module ``top``
+    (told by :data:`BUILTIN_MODULES`, without loading the adapter)."""
+    known = BUILTIN_MODULES.get(name)
+    return (known is not None and top not in known and name not in _REGISTERED
+            and _adapters()[name] == BUILTIN_ADAPTERS[name])
 
 
 def adapter_for(array: Any) -> "Adapter":

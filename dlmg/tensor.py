@@ -34,7 +34,7 @@ from ._element import read_element
 from ._hooks import Hook
 from ._lookup import fragment_at, fragment_for, fragments_on
 from ._surface import (
-    ConversionMethods, ElementMethods, Operators, PrintingMethods, ReductionMethods, ShapeMethods,
+    ArrayApiMethods, ConversionMethods, ElementMethods, Operators, PrintingMethods, ReductionMethods, ShapeMethods,
 )
 from .device import Device
 from .distributed._state import check_ranks
@@ -64,7 +64,7 @@ resolve_pending: Hook = Hook("resolving a pending sum", "dlmg.ops.contract")
 
 
 class DistributedTensor(FrameworkProtocols, Operators, ElementMethods, ReductionMethods, ShapeMethods,
-                        ConversionMethods, PrintingMethods):
+                        ConversionMethods, PrintingMethods, ArrayApiMethods):
     """One logical array spread over fragments on several devices.
 
     Made by :func:`dlmg.from_fragments`, :func:`dlmg.from_pointers`,
@@ -232,45 +232,13 @@ class DistributedTensor(FrameworkProtocols, Operators, ElementMethods, Reduction
             raise TypeError("len() of a 0-d distributed tensor")
         return self.shape[0]
 
-    def __iter__(self) -> Iterator[Any]:
-        raise TypeError(
-            "a DistributedTensor is not iterable element by element; gather() it, or iterate over .fragments"
-        )
-
     def __array__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(
             "a DistributedTensor is not converted implicitly; call dt.gather(framework='numpy') for one array"
         )
 
-    # -- the DLPack protocol: not for distributed arrays ---------------------
-    def __dlpack__(self, **kwargs: Any) -> Any:
-        raise DLPackError(
-            f"a DistributedTensor ({self.layout.nfragments} fragments) cannot be exported as one DLPack "
-            "tensor (the array API leaves distributed arrays out of the protocol); gather() it into one "
-            "array, or export single fragments: any framework's from_dlpack(dt.fragments[i])"
-        )
-
-    def __dlpack_device__(self) -> tuple[int, int]:
-        raise DLPackError(
-            "a DistributedTensor has no single DLPack device; gather() it, or ask dt.fragments[i]"
-        )
-
-    # -- element access ------------------------------------------------------
-    def __getitem__(self, index: Any) -> Any:
-        """One element, read from a fragment holding it: ``dt[i, j]``.
-
-        Only tuples of ints (or an int for 1-D tensors) are accepted;
-        negative indices count from the end. Returns a Python scalar where the
-        framework gives one (``.item()``), else a 0-d array.
-
-        Raises
-        ------
-        IndexError
-            For an index out of bounds or of the wrong length.
-        TypeError
-            For slices and other keys (gather first).
-        """
-        return read_element(self, index)
+    # __iter__, __getitem__, __setitem__, __dlpack__ and __dlpack_device__ come from
+    # ArrayApiMethods (dlmg.array_api): the array API's indexing and its DLPack rule
 
     # -- moving data ---------------------------------------------------------
     def gather(self, framework: str | None = None, device: Any = None, out: Any = None, *,

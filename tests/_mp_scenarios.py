@@ -541,3 +541,7 @@ SCENARIOS["dies"] = dies
 from tests._mp_faults import SCENARIOS as _FAULTS  # noqa: E402  (the reliability scenarios)
 
 SCENARIOS.update(_FAULTS)
+
+from tests._mp_array_api import SCENARIOS as _ARRAY_API  # noqa: E402  (the Array API namespace's scenarios)
+
+SCENARIOS.update(_ARRAY_API)

@@ -74,6 +74,26 @@ def test_import_dlmg_loads_no_adapter_module():
 
 
 @pytest.mark.slow
+def test_finding_an_arrays_adapter_loads_no_other_adapter():
+    """The adapter of a JAX array is found without loading the torch or CuPy adapter
+    modules (the registry knows each built-in adapter's type modules)."""
+    pytest.importorskip("jax")
+    script = (
+        "import sys, json\n"
+        "import jax.numpy as jnp\n"
+        "from dlmg import adapter_for\n"
+        "assert adapter_for(jnp.ones(3)).name == 'jax'\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('dlmg.adapters'))))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 0, proc.stderr
+    loaded = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "dlmg.adapters.jax" in loaded
+    others = [m for m in loaded if m.split(".")[2:3] in (["torch"], ["cupy"], ["numpy"], ["generic"])]
+    assert not others, f"finding a JAX array's adapter loaded {others}"
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", ["torch", "jax"])
 def test_using_one_framework_loads_only_that_one(framework):
     pytest.importorskip(framework)

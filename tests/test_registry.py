@@ -106,6 +106,19 @@ def test_builtin_names_and_aliases(fresh_registry):
     assert get_adapter(a) is a  # an adapter passes through
 
 
+def test_builtin_type_modules_are_the_adapters_own():
+    """The registry's table of type modules (what lets it skip an adapter without loading
+    it) says what each built-in adapter's ``modules`` says."""
+    import importlib
+
+    from dlmg.registry import BUILTIN_ADAPTERS, BUILTIN_MODULES
+
+    assert set(BUILTIN_MODULES) == set(BUILTIN_ADAPTERS) - {"dlpack"}
+    for name, modules in BUILTIN_MODULES.items():
+        module, _, cls = BUILTIN_ADAPTERS[name].partition(":")
+        assert getattr(importlib.import_module(module), cls).modules == modules, name
+
+
 def test_detection_by_type_module_is_cached(fresh_registry):
     x = np.ones(3)
     assert framework_of(x) == "numpy"

@@ -25,7 +25,9 @@ from __future__ import annotations
 import os
 import pickle
 from datetime import timedelta
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
+
+import numpy as np
 
 from ..device import Device
 from ..errors import CollectiveError, DeviceError
@@ -228,12 +230,11 @@ class C10dEngine(Engine):
         """``op`` of every process's ``t`` as an all-gather and a reduction on the host,
         in NumPy (which reduces every integer and complex type; the buffers of a
         reduction are the size of its result, not of its input)."""
-        import numpy as np
-
         gathered = self._torch.empty(self.world_size * t.numel(), dtype=t.dtype, device=t.device)
         self.all_gather(t.contiguous(), gathered)
         rows = gathered.cpu().numpy().reshape(self.world_size, -1)
-        fold = {"sum": np.sum, "prod": np.prod, "min": np.min, "max": np.max}[op]
+        folds: dict[str, Callable[..., Any]] = {"sum": np.sum, "prod": np.prod, "min": np.min, "max": np.max}
+        fold = folds[op]
         result = fold(rows, axis=0).astype(rows.dtype, copy=False)  # sums wrap as the dtype does
         t.copy_(self._torch.from_numpy(np.ascontiguousarray(result)).reshape(t.shape))
 

@@ -248,7 +248,7 @@ def _host_bytes(adapter: Any, buf: Any) -> np.ndarray:
     n = int(np.prod(adapter.shape_of(buf), dtype=np.int64)) * info(adapter.dtype_of(buf)).itemsize
     if n == 0:
         return np.empty(0, dtype=np.uint8)
-    return np.frombuffer((ctypes.c_uint8 * n).from_address(adapter.data_ptr(buf)), dtype=np.uint8)
+    return np.frombuffer(memoryview((ctypes.c_uint8 * n).from_address(adapter.data_ptr(buf))), dtype=np.uint8)
 
 
 def _to_host(adapter: Any, buf: Any) -> tuple[Any, Any]:

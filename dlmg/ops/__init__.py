@@ -35,7 +35,7 @@ from .contract import EinsumPlan, dot, einsum, einsum_plan, inner, matmul, outer
 from .pointwise import *  # noqa: F403  (the elementwise functions)
 from .pointwise import __all__ as _pointwise_all
 from .reductions import all, any, argmax, max, mean, min, prod, sum  # noqa: A004
-from .like import allclose, empty_like, full_like, isclose, ones_like, zeros_like
+from .like import allclose, around, empty_like, full_like, isclose, ones_like, round, zeros_like  # noqa: A004
 from .shape import permute_dims, reshape, transpose
 from .statistics import argmin, cumsum, std, var
 
@@ -76,6 +76,7 @@ __all__ = [
     "full_like",
     "isclose",
     "allclose",
+    "around",
 ] + [n for n in _pointwise_all if n != "OPERATORS"]
 
 

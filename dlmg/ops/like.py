@@ -9,16 +9,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..device import Placement
 from ..dtypes import canonical
 from .dispatch import is_distributed, map_fragments
+from .pointwise import round as _round_half_even  # type: ignore[attr-defined]  # made from a table
 from .reductions import all as all_
-from .pointwise import round as round_  # type: ignore[attr-defined]  # made from a table
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..device import Device
     from ..tensor import DistributedTensor
 
-__all__ = ["empty_like", "zeros_like", "ones_like", "full_like", "isclose", "allclose", "METHODS"]
+__all__ = ["empty_like", "zeros_like", "ones_like", "full_like", "isclose", "allclose", "round", "around", "METHODS"]
 
 
 def _like(x: "DistributedTensor", name: str, fill: Any, dtype: Any) -> "DistributedTensor":
@@ -82,35 +83,53 @@ def allclose(a: Any, b: Any, /, *, rtol: float = 1e-5, atol: float = 1e-8, equal
     return bool(all_(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
 
 
-def _round(self: "DistributedTensor", ndigits: int | None = None) -> "DistributedTensor":
-    """``round(x)`` and ``round(x, n)``: half to even, as NumPy's ``round``."""
-    if ndigits is None or ndigits == 0:
-        return round_(self)
-    scale = 10.0 ** ndigits
+def round(x: Any, /, decimals: int = 0) -> "DistributedTensor":  # noqa: A001
+    """Round half to even, elementwise, to ``decimals`` decimal places (NumPy's
+    ``np.round(x, decimals)``; the array API's ``round`` is ``decimals=0``).
+
+    Parameters
+    ----------
+    x : DistributedTensor
+    decimals : int
+        Places after the point (negative: before it).
+
+    Returns
+    -------
+    DistributedTensor
+    """
+    if not decimals:
+        return _round_half_even(x)
+    scale = 10.0 ** decimals
 
     def per_fragment(xp: Any, a: Any) -> Any:
         return xp.round(a * scale) / scale
 
-    out = map_fragments(per_fragment, (self,), name="round")
+    out = map_fragments(per_fragment, (x,), name="round")
     assert out is not None
     return out
 
 
-def _device(self: "DistributedTensor") -> "Device":
-    """The one device every fragment is on (array API ``device``); see ``.devices`` otherwise.
+around = round
 
-    Raises
-    ------
-    ValueError
-        When the fragments are on several devices.
+
+def _round(self: "DistributedTensor", ndigits: int | None = None) -> "DistributedTensor":
+    """``round(x)`` and ``round(x, n)``: half to even, as NumPy's ``round``."""
+    return round(self, ndigits or 0)
+
+
+def _device(self: "DistributedTensor") -> "Device | Placement":
+    """The array API ``device``: the one device every fragment is on, or, for a tensor
+    on several devices (or processes), their :class:`~dlmg.device.Placement`.
+
+    Creation functions take either back (``xp.zeros(n, device=x.device)``); see
+    ``.devices`` for the device of every fragment.
     """
-    devices = tuple(dict.fromkeys(self.layout.devices))
-    if len(devices) != 1:
-        raise ValueError(
-            f"the fragments are on {len(devices)} devices ({', '.join(map(str, devices))}); "
-            "a distributed tensor has no single device: see .devices, or .fragments[i].device"
-        )
-    return devices[0]
+    layout = self.layout
+    pairs = tuple(dict.fromkeys(zip(layout.devices, layout.ranks)))
+    if len(pairs) == 1:
+        return pairs[0][0]
+    ranks = tuple(r for _, r in pairs)
+    return Placement(tuple(d for d, _ in pairs), ranks if any(ranks) else ())
 
 
 #: The functions behind the tensor's ``device`` property and ``round()``.

@@ -25,15 +25,18 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .._element import read_element
 from .._hooks import Hook
 from .._surface import delegate
 from ..dtypes import canonical
 from ..errors import DtypeError
+from ..registry import adapter_for
 from ._dtypes import INEXACT, INT, NUMERIC, REAL, check_inplace, kind_of, narrow_for, require
 from ._writes import check_writable
 from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed, map_fragments, placement
 from ._lists import LIST_NAMES, on_lists
 from ._pending import check_pending
+from .broadcast import align, result_shape as broadcast_shapes
 from .fused import FusedFunction, batches_operators
 from ..errors import FrameworkError
 from ..registry import adapter_for
@@ -41,13 +44,8 @@ from ..registry import adapter_for
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
 
-__all__ = [
-    # the array API's elementwise functions (and NumPy's aliases) are added below
-    "where",
-    "clip",
-    "astype",
-    "OPERATORS",
-]
+# the array API's elementwise functions (and NumPy's aliases) are added below
+__all__ = ["where", "clip", "astype", "OPERATORS"]
 
 _SIGNED = frozenset("iufc")  # numeric but not bool
 _UINT_INT = frozenset("iu")
@@ -219,6 +217,7 @@ for _alias, _target in _ALIASES.items():
 del _public, _std, _nargs, _kinds, _doc, _alias, _target
 
 
+
 def _where_fragment(xp: Any, cond: Any, x1: Any, x2: Any) -> Any:
     return xp.where(cond, x1, x2)
 
@@ -300,7 +299,8 @@ def astype(x: "DistributedTensor", dtype: Any, /, *, copy: bool = True) -> "Dist
         )
 
     def per_fragment(xp: Any, a: Any) -> Any:
-        return xp.astype(a, getattr(xp, name))
+        # (NumPy fragments' bfloat16 and float8 types come from ml_dtypes, through the adapter)
+        return xp.astype(a, getattr(xp, name, None) or adapter_for(a).native_dtype(name))
 
     out = map_fragments(per_fragment, (x,), name=f"astype({name})")
     assert out is not None
@@ -423,6 +423,9 @@ def _binary_method(
         if kinds is not None:
             require(label, (self.dtype, _dtype_of(other)), kinds)
         check_pending(label, (self, other), reflected)
+        if is_distributed(other) and (other.shape != self.shape or other.ndim == 0):  # broadcasting
+            a, b = align((self, other), label, communicate=True)
+            return map_fragments(per_fragment, (a, b), name=label, new_arrays=True)
         if (
             refs == _TEMPORARY_REFS
             and reuse is not None
@@ -495,6 +498,10 @@ def _inplace_method(symbol: str, iop: Callable[[Any, Any], Any], kinds: frozense
         dtype = _dtype_of(other)
         if kinds is not None:
             require(label, (self.dtype, dtype), kinds)
+        if is_distributed(other) and other.shape != self.shape:  # only into self's shape, as views
+            if broadcast_shapes(self.shape, other.shape) != self.shape:
+                raise ValueError(f"{label}: an operand of shape {other.shape} does not broadcast to {self.shape}")
+            other = align((self, other), label, communicate=True)[1]
         check_inplace("truediv" if symbol == "/=" else label, self.dtype, (dtype,))
         check_pending(label, (self, other))
         indices = _distinct_memory(self) if self.layout.is_replicated else None
@@ -566,7 +573,7 @@ def _bool(self: "DistributedTensor") -> bool:
             f"the truth value of a distributed tensor of {self.size} elements is ambiguous; "
             "use dlmg.any(x) or dlmg.all(x)"
         )
-    return bool(self[(0,) * self.ndim])
+    return bool(read_element(self, (0,) * self.ndim))
 
 
 def _operators() -> dict[str, Any]:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from ..dtypes import canonical
 from ..errors import DtypeError, FragmentError
 from ..fragment import verify_fragments
 from ._dtypes import float_dtype, index_dtype, kind_of, narrow_for, sum_dtype
@@ -195,8 +196,15 @@ class _Context:
             return None
         got = self._by_xp.get(id(xp))
         if got is None:
-            got = self._by_xp[id(xp)] = getattr(xp, self.dtype)
+            got = self._by_xp[id(xp)] = self._native(xp, self.dtype)
         return got
+
+    def _native(self, xp: Any, name: str) -> Any:
+        """``xp``'s dtype object of ``name``; NumPy's bfloat16 and float8 come from its adapter."""
+        found = getattr(xp, name, None)
+        if found is None and self.adapter is not None:
+            found = self.adapter.native_dtype(name)
+        return found
 
     def accumulate_for(self, xp: Any) -> Any:
         """The dtype ``xp``'s framework accumulates in (its adapter's
@@ -206,7 +214,7 @@ class _Context:
         got = self._acc_by_xp.get(id(xp))
         if got is None:
             name = self.dtype if self.adapter is None else self.adapter.accumulate_dtype(self.dtype, self.op)
-            got = self._acc_by_xp[id(xp)] = getattr(xp, name)
+            got = self._acc_by_xp[id(xp)] = self._native(xp, name)
         return got
 
 
@@ -474,15 +482,16 @@ def max(x: "DistributedTensor", /, *, axis: Any = None, keepdims: bool = False) 
     return _reduce(x, "max", axis, keepdims, None)
 
 
-def mean(x: "DistributedTensor", /, *, axis: Any = None, keepdims: bool = False) -> Any:
+def mean(x: "DistributedTensor", /, *, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Any:
     """Arithmetic mean over ``axis``: the :func:`sum` divided by the count.
 
     Floating and complex tensors average in their own type; bool and integer
     tensors in float64 (float32 where a JAX fragment takes part without
-    ``jax_enable_x64``), as NumPy does.
+    ``jax_enable_x64``), as NumPy does. ``dtype`` (NumPy's argument) chooses
+    the accumulation and result type instead.
     """
     _tensor(x, "mean")
-    target = narrow_for(float_dtype(x.dtype), _frameworks(x))
+    target = narrow_for(float_dtype(x.dtype), _frameworks(x)) if dtype is None else canonical(dtype)
     axes = _normalize_axes(axis, x.ndim, "dlmg.mean")
     count = math.prod(x.shape) if axes is None else math.prod(x.shape[a] for a in axes)
     if count == 0 and (axes is None or axes):

@@ -53,11 +53,13 @@ def permuted_layout(layout: "Layout", axes: tuple[int, ...]) -> tuple["Layout", 
     draft = Layout(order(layout.shape), block=order(layout.block), grid=order(layout.grid), devices=layout.devices)
     where = [draft.fragment_index(order(f.coords), f.replica) for f in layout.fragments]
     devices: list[Any] = [None] * layout.nfragments
+    ranks: list[int] = [0] * layout.nfragments  # each fragment stays with its process
     for f, new in zip(layout.fragments, where):
         devices[new] = f.device
+        ranks[new] = layout.ranks[f.index]
     if layout.element_strides is None:
-        return draft.replace(devices=devices), where
-    return draft.replace(devices=devices, element_strides=pick(layout.element_strides),
+        return draft.replace(devices=devices, ranks=ranks), where
+    return draft.replace(devices=devices, ranks=ranks, element_strides=pick(layout.element_strides),
                          block_strides=pick(layout.block_strides)), where
 
 
@@ -187,10 +189,10 @@ def reshaped_layout(layout: "Layout", shape: tuple[int, ...]) -> "Layout | str":
         grid[news[0]] = layout.grid[first]
         for m in news[1:]:
             block[m] = shape[m]
-    return Layout(shape, block=block, grid=grid, devices=layout.devices)
+    return Layout(shape, block=block, grid=grid, devices=layout.devices, ranks=layout.ranks)
 
 
-def reshape(x: "DistributedTensor", /, shape: Sequence[int], *, copy: bool | None = None) -> "DistributedTensor":
+def reshape(x: "DistributedTensor", /, shape: Sequence[int] | int, *, copy: bool | None = None) -> "DistributedTensor":
     """``x`` with another shape of the same size, where the layout allows it (array API ``reshape``).
 
     Works when every fragment stays one piece of the new shape: modes whole in
@@ -216,7 +218,7 @@ def reshape(x: "DistributedTensor", /, shape: Sequence[int], *, copy: bool | Non
         the ``redistribute`` call that makes it possible.
     """
     _tensor(x, "reshape")
-    shape = tuple(int(n) for n in shape)
+    shape = (int(shape),) if isinstance(shape, int) else tuple(int(n) for n in shape)  # np.reshape(dt, 24)
     if shape.count(-1) > 1:
         raise ValueError(f"dlmg.reshape: shape {shape} has more than one -1")
     if -1 in shape:

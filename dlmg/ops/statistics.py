@@ -81,7 +81,8 @@ def _squared_deviations(x: "DistributedTensor", axes: tuple[int, ...] | None) ->
     return new_tensor(out, x.layout.dense)
 
 
-def var(x: "DistributedTensor", /, *, axis: Any = None, correction: float = 0.0, keepdims: bool = False) -> Any:
+def var(x: "DistributedTensor", /, *, axis: Any = None, correction: float = 0.0, keepdims: bool = False,
+        ddof: float | None = None) -> Any:
     """Variance over ``axis`` (array API ``var``): the mean of ``|x - mean(x)|**2``.
 
     Parameters
@@ -94,6 +95,8 @@ def var(x: "DistributedTensor", /, *, axis: Any = None, correction: float = 0.0,
         Degrees of freedom removed from the count: 0 for the population
         variance, 1 for the sample variance (NumPy's ``ddof``).
     keepdims : bool
+    ddof : float, optional
+        NumPy's name for ``correction`` (it wins when given).
 
     Returns
     -------
@@ -101,6 +104,8 @@ def var(x: "DistributedTensor", /, *, axis: Any = None, correction: float = 0.0,
         As :func:`dlmg.sum` returns for the same ``axis``.
     """
     _r._tensor(x, "var")
+    if ddof is not None:
+        correction = ddof
     axes = _r._normalize_axes(axis, x.ndim, "dlmg.var")
     count = x.size if axes is None else _prod(x.shape[a] for a in axes)
     denominator = count - correction
@@ -114,15 +119,18 @@ def var(x: "DistributedTensor", /, *, axis: Any = None, correction: float = 0.0,
     scale = 1.0 / denominator if denominator > 0 else float("nan")
     if is_distributed(total):
         return map_fragments(lambda xp, s: s * scale, (total,), name="dlmg.var")
-    return _home(x).run(lambda xp, s: s * scale, total)
+    # a 0-d array, as sum gives (NumPy would give a NumPy scalar)
+    return _home(x).run(lambda xp, s: _r._array(xp, s * scale), total)
 
 
-def std(x: "DistributedTensor", /, *, axis: Any = None, correction: float = 0.0, keepdims: bool = False) -> Any:
-    """Standard deviation over ``axis`` (array API ``std``): the square root of :func:`var`."""
-    v = var(x, axis=axis, correction=correction, keepdims=keepdims)
+def std(x: "DistributedTensor", /, *, axis: Any = None, correction: float = 0.0, keepdims: bool = False,
+        ddof: float | None = None) -> Any:
+    """Standard deviation over ``axis`` (array API ``std``): the square root of :func:`var`
+    (``ddof`` is NumPy's name for ``correction``)."""
+    v = var(x, axis=axis, correction=correction, keepdims=keepdims, ddof=ddof)
     if is_distributed(v):
         return map_fragments(lambda xp, a: xp.sqrt(a), (v,), name="dlmg.std")
-    return _home(x).run(lambda xp, a: xp.sqrt(a), v)
+    return _home(x).run(lambda xp, a: _r._array(xp, xp.sqrt(a)), v)
 
 
 def _home(x: "DistributedTensor") -> Any:

@@ -1,0 +1,69 @@
+"""The Python Array API standard (2024.12) for distributed tensors.
+
+``dt.__array_namespace__()`` returns this module, so code written against the
+standard (``xp = array_namespace(x)``; ``xp.sum(x ** 2)``) runs on dlmg
+tensors. How each group of functions runs:
+
+* elementwise functions and reductions run fragment by fragment in each
+  fragment's framework (:mod:`dlmg.ops`), with the standard's broadcasting;
+* creation functions lay new tensors out by the default layout policy
+  (:func:`dlmg.default_layout`);
+* indexing, ``permute_dims``, ``reshape`` and ``broadcast_to`` give views where
+  the fragments allow;
+* the functions whose results depend on the whole tensor (sorting, sets,
+  ``concat``, ``take``, the ``linalg`` and ``fft`` extensions...) collect
+  their operands onto one fragment first (:mod:`dlmg.array_api._collect`).
+
+``docs/array-api.md`` lists which functions take which path, the
+conformance-suite command and result, and what is left out.
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import _data_types, _elementwise, _methods
+from ._collect import collect, settle
+from ._creation import (
+    arange, asarray, empty, empty_like, eye, from_dlpack, full, full_like, linspace, meshgrid, ones, ones_like,
+    tril, triu, zeros, zeros_like,
+)
+from ._data_types import (
+    bool, can_cast, complex64, complex128, finfo, float32, float64, iinfo, int8, int16, int32, int64, isdtype,
+    result_type, uint8, uint16, uint32, uint64,
+)
+from ._elementwise import *  # noqa: F403  (the elementwise functions)
+from ._gathered import COLLECTED, collected
+from ._info import __array_namespace_info__
+from ._manipulation import astype, broadcast_arrays, broadcast_to, matmul, matrix_transpose, permute_dims, reshape
+from ._policy import LayoutPolicy, default_layout, get_default_layout, layout_for, set_default_layout
+from ._statistics import all, any, argmax, argmin, count_nonzero, max, mean, min, prod, std, sum, var
+
+__array_api_version__ = "2024.12"
+
+e = math.e
+inf = math.inf
+nan = math.nan
+pi = math.pi
+newaxis = None
+
+for _name in COLLECTED[""]:
+    globals()[_name] = collected(_name)
+del _name
+
+from . import fft, linalg  # noqa: E402  (they use the collected functions above)
+
+_methods.provide()
+
+__all__ = [
+    "__array_api_version__", "__array_namespace_info__", "e", "inf", "nan", "pi", "newaxis",
+    "default_layout", "set_default_layout", "get_default_layout", "layout_for", "LayoutPolicy",
+    "astype", "broadcast_arrays", "broadcast_to", "matmul", "matrix_transpose", "permute_dims", "reshape",
+    "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like", "linspace", "meshgrid",
+    "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
+    "complex64", "complex128", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
+    "all", "any", "argmax", "argmin", "count_nonzero", "max", "mean", "min", "prod", "std", "sum", "var",
+    "fft", "linalg",
+    *_elementwise.__all__, *COLLECTED[""],
+]

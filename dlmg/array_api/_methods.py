@@ -1,0 +1,164 @@
+"""The array object's side of the standard, and NumPy's habits, on :class:`~dlmg.DistributedTensor`.
+
+``__array_namespace__``, indexing and assignment, ``to_device``, ``mT``,
+conversions of one-element tensors (``int()``, ``float()``, ``item()``),
+``tolist``, ``copy``/``flatten``/``ravel``, ``copy.deepcopy``, and
+``__dlpack__`` where one buffer holds the whole tensor.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from .._surface import array_api as array_api_hook, provide_methods
+from ..distributed import _state
+from ..errors import DLPackError
+from ..ops.pointwise import astype as _astype
+from . import _indexing
+from ._creation import layout_of
+from ._manipulation import matrix_transpose, reshape
+
+__all__ = ["METHODS", "provide"]
+
+
+def __array_namespace__(self: Any, /, *, api_version: str | None = None) -> Any:
+    """The array API namespace of distributed tensors, :mod:`dlmg.array_api`."""
+    if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12", "2024.12"):
+        raise ValueError(f"api_version {api_version!r} is not one dlmg.array_api implements (2024.12 and earlier)")
+    return sys.modules["dlmg.array_api"]
+
+
+def to_device(self: Any, device: Any, /, *, stream: Any = None) -> Any:
+    """The tensor laid out on ``device`` (one fragment there, or a placement's slab)."""
+    layout = layout_of(self.shape, device)
+    return self if layout.same_distribution(self.layout) else self.redistribute(layout)
+
+
+def _one(self: Any, what: str) -> Any:
+    if self.size != 1:
+        raise TypeError(f"only a tensor of one element converts to {what}; this one has shape {self.shape}")
+    holders = {rank for frag, rank in zip(self.layout.fragments, self.layout.ranks) if frag.size}
+    if holders >= set(range(_state.world_size())):  # (decided from the layout: the same on every process)
+        for frag in self.fragments:
+            if frag.is_local and frag.size == 1:
+                return frag.array.reshape(()) if frag.array.ndim else frag.array
+    return self.gather().reshape(())  # across processes: every process takes part
+
+
+def item(self: Any) -> Any:
+    """The one element as a Python scalar (``int``, ``float``, ``complex`` or ``bool``)."""
+    value = _one(self, "a Python scalar")
+    got = value.item() if hasattr(value, "item") else value
+    return got
+
+
+def __int__(self: Any) -> int:
+    return int(item(self))
+
+
+def __float__(self: Any) -> float:
+    return float(item(self))
+
+
+def __complex__(self: Any) -> complex:
+    return complex(item(self))
+
+
+def __index__(self: Any) -> int:
+    if self.dtype.kind not in "iu":
+        raise TypeError(f"only integer tensors convert to an index; this one is {self.dtype}")
+    return int(item(self))
+
+
+def tolist(self: Any) -> Any:
+    """The elements as nested Python lists (gathered; across processes every process gets them)."""
+    return self.gather(framework="numpy").tolist()
+
+
+def copy(self: Any) -> Any:
+    """A copy: same layout, frameworks and devices, new memory."""
+    return _astype(self, self.dtype, copy=True)
+
+
+def flatten(self: Any) -> Any:
+    """The elements as a new 1-D tensor in row-major order (always a copy, as NumPy's)."""
+    flat = reshape(self, (self.size,))
+    return copy(flat) if _shares(flat, self) else flat
+
+
+def _shares(a: Any, b: Any) -> bool:
+    for fa, fb in zip(a.fragments, b.fragments):
+        if fa.is_local and fb.is_local and fa.size and fa.adapter.mutable:
+            if fa.adapter.data_ptr(fa.array) == fb.adapter.data_ptr(fb.array):
+                return True
+    return False
+
+
+def ravel(self: Any) -> Any:
+    """The elements as a 1-D tensor in row-major order (a view where the layout allows)."""
+    return reshape(self, (self.size,))
+
+
+def __iter__(self: Any) -> Any:
+    """The sub-tensors along mode 0, ``x[0]``, ``x[1]``... (views where the layout allows), as NumPy iterates."""
+    if self.ndim == 0:
+        raise TypeError("iteration over a 0-d distributed tensor")
+    for i in range(self.shape[0]):
+        yield self[i]
+
+
+def __deepcopy__(self: Any, memo: dict[int, Any]) -> Any:
+    return copy(self)
+
+
+def __dlpack__(self: Any, /, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+               copy: bool | None = None) -> Any:
+    """The one buffer of a tensor held by one fragment; refused (``BufferError``) otherwise."""
+    frag = _single(self)
+    kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version), ("dl_device", dl_device),
+                                ("copy", copy)) if v is not None}
+    return frag.__dlpack__(**kwargs)
+
+
+def __dlpack_device__(self: Any) -> tuple[int, int]:
+    return _single(self).__dlpack_device__()
+
+
+def _single(self: Any) -> Any:
+    if self.layout.nfragments == 1 and self.fragments[0].is_local and not self.fragments[0].is_padded:
+        return self.fragments[0]
+    raise DLPackError(
+        f"a DistributedTensor of {self.layout.nfragments} fragments cannot be exported as one DLPack tensor "
+        "(no single buffer holds it; the array API leaves distributed arrays out of the protocol); gather() "
+        "it into one array, or export single fragments: any framework's from_dlpack(dt.fragments[i])"
+    )
+
+
+#: What :func:`install` attaches (``__getitem__`` and ``__dlpack__`` replace the core's versions).
+METHODS: dict[str, Any] = {
+    "__array_namespace__": __array_namespace__,
+    "__getitem__": _indexing.getitem,
+    "__setitem__": _indexing.setitem,
+    "to_device": to_device,
+    "mT": property(matrix_transpose, doc="The last two modes swapped (array API ``mT``)."),
+    "item": item,
+    "__int__": __int__,
+    "__float__": __float__,
+    "__complex__": __complex__,
+    "__index__": __index__,
+    "tolist": tolist,
+    "copy": copy,
+    "flatten": flatten,
+    "ravel": ravel,
+    "__deepcopy__": __deepcopy__,
+    "__iter__": __iter__,
+    "__dlpack__": __dlpack__,
+    "__dlpack_device__": __dlpack_device__,
+}
+
+
+def provide() -> None:
+    """Provide :data:`METHODS` behind the tensor's :class:`~dlmg._surface.ArrayApiMethods`."""
+    functions: dict[str, Any] = {name: (m.fget if isinstance(m, property) else m) for name, m in METHODS.items()}
+    provide_methods(array_api_hook, functions)
