@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..ops import pointwise as _pointwise
+from ..ops import pointwise as _pointwise, selection as _selection
 from ..ops._operands import is_distributed
 from ..ops.broadcast import align
 
@@ -49,7 +49,7 @@ del _name
 def where(condition: Any, x1: Any, x2: Any, /) -> Any:
     """``x1`` where ``condition`` is true, else ``x2`` (broadcast together)."""
     c, a, b = align((condition, x1, x2), "where", communicate=True)
-    return _pointwise.where(c, a, b)
+    return _selection.where(c, a, b)
 
 
 def clip(x: Any, /, min: Any = None, max: Any = None) -> Any:  # noqa: A002
@@ -60,7 +60,7 @@ def clip(x: Any, /, min: Any = None, max: Any = None) -> Any:  # noqa: A002
     if x.dtype.kind in "iu":
         lo = _int_bound(lo, x, max_=False)
         hi = _int_bound(hi, x, max_=True)
-    return _pointwise.clip(a, lo, hi)
+    return _selection.clip(a, lo, hi)
 
 
 def _int_bound(bound: Any, x: Any, max_: bool) -> Any:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._surface import operations, provide_methods
-from . import blockwise, dispatch, fft, like, shape, statistics, fused, linalg, pointwise, reductions
+from . import blockwise, dispatch, fft, like, shape, statistics, fused, linalg, pointwise, reductions, selection
 from .blockwise import apply, map_fragments
 from .dispatch import is_distributed, synchronize, synchronize_tensor
 from .fused import FusedFunction, fuse
@@ -34,6 +34,7 @@ from .linalg import cholesky
 from .contract import EinsumPlan, dot, einsum, einsum_plan, inner, matmul, outer, tensordot, vecdot
 from .pointwise import *  # noqa: F403  (the elementwise functions)
 from .pointwise import __all__ as _pointwise_all
+from .selection import clip, where
 from .reductions import all, any, argmax, max, mean, min, prod, sum  # noqa: A004
 from .like import allclose, around, empty_like, full_like, isclose, ones_like, round, zeros_like  # noqa: A004
 from .shape import permute_dims, reshape, transpose
@@ -77,7 +78,7 @@ __all__ = [
     "isclose",
     "allclose",
     "around",
-] + [n for n in _pointwise_all if n != "OPERATORS"]
+] + ["where", "clip"] + [n for n in _pointwise_all if n != "OPERATORS"]
 
 
 def _synchronize_method(self: Any) -> Any:

@@ -29,7 +29,7 @@ from .._element import read_element
 from .._hooks import Hook
 from .._surface import delegate
 from ..dtypes import canonical
-from ..errors import DtypeError
+from ..errors import DtypeError, FrameworkError
 from ..registry import adapter_for
 from ._dtypes import INEXACT, INT, NUMERIC, REAL, check_inplace, kind_of, narrow_for, require
 from ._writes import check_writable
@@ -38,14 +38,12 @@ from ._lists import LIST_NAMES, on_lists
 from ._pending import check_pending
 from .broadcast import align, result_shape as broadcast_shapes
 from .fused import FusedFunction, batches_operators
-from ..errors import FrameworkError
-from ..registry import adapter_for
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
 
 # the array API's elementwise functions (and NumPy's aliases) are added below
-__all__ = ["where", "clip", "astype", "OPERATORS"]
+__all__ = ["astype", "OPERATORS"]
 
 _SIGNED = frozenset("iufc")  # numeric but not bool
 _UINT_INT = frozenset("iu")
@@ -216,56 +214,6 @@ for _alias, _target in _ALIASES.items():
     __all__.append(_alias)
 del _public, _std, _nargs, _kinds, _doc, _alias, _target
 
-
-
-def _where_fragment(xp: Any, cond: Any, x1: Any, x2: Any) -> Any:
-    return xp.where(cond, x1, x2)
-
-
-def where(condition: Any, x1: Any, x2: Any, /) -> "DistributedTensor":
-    """``x1`` where ``condition`` is true, else ``x2``, elementwise.
-
-    Parameters
-    ----------
-    condition : DistributedTensor, bool or 0-d array
-    x1, x2 : DistributedTensor, scalar or 0-d array
-        At least one of the three operands is distributed; all distributed
-        ones share one layout. The first distributed operand decides each
-        fragment's framework.
-
-    Returns
-    -------
-    DistributedTensor
-    """
-    ops = _classify_all((condition, x1, x2))
-    out = map_fragments(_where_fragment, ops, name="where")
-    assert out is not None
-    return out
-
-
-def _clip_fragment(xp: Any, x: Any, lo: Any, hi: Any) -> Any:
-    return xp.clip(x, min=lo, max=hi)
-
-
-def clip(x: Any, /, min: Any = None, max: Any = None) -> "DistributedTensor":  # noqa: A002
-    """``x`` limited to ``[min, max]`` elementwise.
-
-    Parameters
-    ----------
-    x : DistributedTensor
-    min, max : scalar, 0-d array, DistributedTensor or None
-        Bounds (``None``: unbounded on that side); distributed bounds share
-        ``x``'s layout.
-
-    Returns
-    -------
-    DistributedTensor
-    """
-    ops = _classify_all((x, min, max))
-    _check("clip", ops, REAL)
-    out = map_fragments(_clip_fragment, ops, name="clip")
-    assert out is not None
-    return out
 
 
 def astype(x: "DistributedTensor", dtype: Any, /, *, copy: bool = True) -> "DistributedTensor":
