@@ -10,6 +10,8 @@ tensors. How each group of functions runs:
   (:func:`dlmg.default_layout`);
 * indexing, ``permute_dims``, ``reshape`` and ``broadcast_to`` give views where
   the fragments allow;
+* ``matmul``, ``tensordot``, ``vecdot`` and ``linalg.outer`` are dlmg's
+  contractions (:mod:`dlmg.ops.contract`), over any layouts;
 * the functions whose results depend on the whole tensor (sorting, sets,
   ``concat``, ``take``, the ``linalg`` and ``fft`` extensions...) collect
   their operands onto one fragment first (:mod:`dlmg.array_api._collect`).
@@ -35,7 +37,8 @@ from ._data_types import (
 from ._elementwise import *  # noqa: F403  (the elementwise functions)
 from ._gathered import COLLECTED, collected
 from ._info import __array_namespace_info__
-from ._manipulation import astype, broadcast_arrays, broadcast_to, matmul, matrix_transpose, permute_dims, reshape
+from ._manipulation import astype, broadcast_arrays, broadcast_to, matrix_transpose, permute_dims, reshape
+from ._products import matmul, tensordot, vecdot
 from ._policy import LayoutPolicy, default_layout, get_default_layout, layout_for, set_default_layout
 from ._statistics import all, any, argmax, argmin, count_nonzero, max, mean, min, prod, std, sum, var
 
@@ -59,6 +62,7 @@ __all__ = [
     "__array_api_version__", "__array_namespace_info__", "e", "inf", "nan", "pi", "newaxis",
     "default_layout", "set_default_layout", "get_default_layout", "layout_for", "LayoutPolicy",
     "astype", "broadcast_arrays", "broadcast_to", "matmul", "matrix_transpose", "permute_dims", "reshape",
+    "tensordot", "vecdot",
     "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like", "linspace", "meshgrid",
     "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",

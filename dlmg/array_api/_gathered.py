@@ -110,12 +110,11 @@ COLLECTED: dict[str, tuple[str, ...]] = {
         "concat", "stack", "unstack", "roll", "flip", "repeat", "tile", "squeeze", "expand_dims", "moveaxis",
         "take", "take_along_axis", "nonzero", "searchsorted", "unique_all",
         "unique_counts", "unique_inverse", "unique_values", "diff", "cumulative_sum", "cumulative_prod",
-        "tensordot", "vecdot", "sort", "argsort",
+        "sort", "argsort",
     ),
     "linalg": (
         "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matrix_norm", "matrix_power",
-        "matrix_rank", "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "trace", "vector_norm",
-        "tensordot", "vecdot", "matmul", "matrix_transpose",
+        "matrix_rank", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm",
     ),
     "fft": (
         "fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft", "fftshift",

@@ -2,7 +2,7 @@
 
 ``permute_dims``, ``matrix_transpose`` and ``reshape`` (where the layout
 allows) move no data (:mod:`dlmg.ops.shape`); ``broadcast_to`` gives views
-where the fragments allow; ``matmul`` is dlmg's. Where dlmg's own function
+where the fragments allow. Where dlmg's own function
 refuses because data would have to move, the namespace collects instead
 (:mod:`._gathered`), as the standard has no notion of layouts.
 """
@@ -16,15 +16,13 @@ from ..construct import empty as _empty, full as _full
 from ..errors import LayoutError, LayoutMismatchError
 from ..ops import shape as _shape
 from ..ops.broadcast import align, broadcast_layout, result_shape
-from ..ops.linalg import matmul as _matmul
 from ..ops.pointwise import astype as _astype
 from ._gathered import collected
 from ._policy import layout_for
 
-__all__ = ["astype", "permute_dims", "matrix_transpose", "reshape", "broadcast_to", "broadcast_arrays", "matmul"]
+__all__ = ["astype", "permute_dims", "matrix_transpose", "reshape", "broadcast_to", "broadcast_arrays"]
 
 _collected_reshape = collected("reshape")
-_collected_matmul = collected("matmul")
 _collected_permute = collected("permute_dims")
 
 
@@ -81,11 +79,3 @@ def broadcast_arrays(*arrays: Any) -> list[Any]:
 def _target_layout(x: Any, shape: tuple[int, ...]) -> Any:
     found = broadcast_layout(x.layout, shape)
     return found if found is not None else layout_for(shape)
-
-
-def matmul(x1: Any, x2: Any, /) -> Any:
-    """The matrix product (dlmg's where the operands' layouts allow, else collected)."""
-    try:
-        return _matmul(x1, x2)
-    except (LayoutError, LayoutMismatchError, ValueError):
-        return _collected_matmul(x1, x2)
