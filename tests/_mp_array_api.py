@@ -2,8 +2,10 @@
 
 Under :func:`dlmg.distributed.init` the default layout policy puts one piece
 of every new tensor on each process; the standard's elementwise functions,
-reductions, views and creation functions work there, and the functions that
-collect a tensor onto one device refuse with a clear error.
+reductions, views and creation functions work there; the functions that
+collect a tensor (sorting, sets, ``concat``, ``linalg``) all-gather it, compute
+on every process and spread rank 0's result; the products are dlmg's
+contractions across processes.
 """
 
 from __future__ import annotations
@@ -28,13 +30,21 @@ def array_api_processes():
     assert total == float((host * 2 + [1, 2, 3]).sum())
     np.testing.assert_allclose(xp.mean(x, axis=0).gather(), host.mean(axis=0))
     np.testing.assert_array_equal(x[:, 1].gather(), host[:, 1])  # a view of every piece
-    try:
-        xp.sort(x, axis=0)
-    except NotImplementedError as exc:
-        refused = "across processes" in str(exc)
-    else:
-        refused = False
-    assert refused
+    # collected functions: all-gathered, computed everywhere, spread by the policy
+    rng = np.random.default_rng(7)
+    data = rng.integers(0, 5, size=(2 * world, 3)).astype(np.float64)  # the same on every process
+    d = xp.asarray(data)
+    ordered = xp.sort(d, axis=0)
+    assert ordered.layout.ranks == tuple(range(world)), repr(ordered.layout)
+    np.testing.assert_array_equal(ordered.gather(), np.sort(data, axis=0))
+    uniq = xp.unique_values(d)  # a shape that depends on the data, known to every process
+    np.testing.assert_array_equal(uniq.gather(), np.unique(data))
+    np.testing.assert_array_equal(xp.concat([d, x[:2]], axis=0).gather(), np.concatenate([data, host[:2]]))
+    square = data[:3, :3] + 4 * np.eye(3)
+    np.testing.assert_allclose(xp.linalg.inv(xp.asarray(square)).gather(), np.linalg.inv(square))
+    # products: dlmg's contractions, the contracted mode split over the processes
+    np.testing.assert_allclose(xp.matmul(xp.matrix_transpose(x), x).gather(), host.T @ host)
+    np.testing.assert_allclose(xp.vecdot(x, x).gather(), (host * host).sum(axis=1))
     return total
 
 

@@ -13,9 +13,20 @@ them as three explicit steps:
 3. :func:`settle`: the result is laid out by the default layout policy
    (:func:`dlmg.default_layout`) -- again a no-op under the default policy.
 
-``docs/array-api.md`` lists which functions take this path. Across processes
-these functions refuse (their result shapes would be known to one process
-only).
+``docs/array-api.md`` lists which functions take this path. Both moves are
+dlmg's movement API (``redistribute``; across processes ``gather`` and
+``scatter``), nothing of their own.
+
+Across processes (under :func:`dlmg.distributed.init`, every process calling
+the function, as for any collective) step 1 is an all-gather: every process
+receives the whole of each operand on its own device
+(:func:`dlmg.distributed.local_device`), in the framework of the first
+operand's first fragment; step 2 runs on every process on the same data, so
+every process computes the same result, shapes that depend on the data
+included; step 3 spreads rank 0's result into the policy's layout (one piece
+per process by default). It costs an all-gather of the operands and a scatter
+of the result: fine for the sizes these functions meet, not a distributed
+sort or a distributed factorisation.
 """
 
 from __future__ import annotations
@@ -24,12 +35,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import distributed as _distributed
 from ..construct import from_fragments
 from ..distributed import _state
 from ..layout import Layout
 from ..ops._executor import Executor, executor
 from ..ops._operands import is_distributed
-from ._policy import layout_for
+from ._creation import _spread
+from ._policy import get_default_layout, layout_for
 
 __all__ = ["Collected", "collect", "settle", "run_collected"]
 
@@ -40,6 +53,7 @@ class Collected:
 
     arrays: list[Any]
     executor: Executor
+    across: bool = False  # every process holds the whole operands (all-gathered)
 
     @property
     def xp(self) -> Any:
@@ -47,19 +61,22 @@ class Collected:
         return self.executor.xp
 
 
-def _refuse_across(name: str) -> None:
-    if _state.current() is not None and _state.world_size() > 1:
-        raise NotImplementedError(
-            f"dlmg.array_api.{name} collects the tensor onto one device, which is not available across "
-            "processes yet: gather() the tensor and use its framework's function"
-        )
+def _across() -> bool:
+    return _state.current() is not None and _state.world_size() > 1
 
 
 def collect(name: str, *operands: Any) -> Collected:
-    """The distributed operands as single arrays on the first one's first device (see the module)."""
-    _refuse_across(name)
+    """The distributed operands as single arrays on the first one's first device, or across
+    processes the whole of each on every process's own device, in the framework of the first
+    operand's first fragment held there (see the module)."""
     lead = next(op for op in operands if is_distributed(op))
     home = lead.fragments[0]
+    if _across():
+        mine = [f.framework for f in lead.fragments if f.is_local]
+        framework = mine[0] if mine else get_default_layout().framework
+        device = _distributed.local_device()
+        whole = [op.gather(framework=framework, device=device) if is_distributed(op) else op for op in operands]
+        return Collected(whole, executor(framework, device), across=True)
     framework, device = home.framework, home.layout.device
     ex = executor(framework, device)
     arrays = []
@@ -81,6 +98,8 @@ def settle(array: Any, like: Collected) -> Any:
         array = xp.asarray(array)
     device = like.executor.device
     shape = tuple(int(n) for n in array.shape)
+    if like.across:  # every process computed the same result: rank 0's is spread
+        return _spread(array, layout_for(shape), like.executor.framework)
     here = Layout.single(shape, device)
     out = from_fragments([array], here)
     wanted = layout_for(shape)
