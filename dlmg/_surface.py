@@ -18,6 +18,7 @@ the adapters provide their answers (``Adapter.tensor_protocols``).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -80,6 +81,10 @@ def provide_methods(hook: Hook, functions: Mapping[str, Callable[..., Any]]) -> 
         )
     for name, fn in functions.items():
         declared[name].__doc__ = getattr(fn, "__doc__", None)
+        try:  # the function's parameters, for inspect.signature and editors (the array API checks them)
+            declared[name].__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+        except (TypeError, ValueError):  # a callable without a signature keeps (*args, **kwargs)
+            pass
     hook.provide(dict(functions))
 
 
