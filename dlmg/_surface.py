@@ -82,7 +82,7 @@ def provide_methods(hook: Hook, functions: Mapping[str, Callable[..., Any]]) -> 
     for name, fn in functions.items():
         declared[name].__doc__ = getattr(fn, "__doc__", None)
         try:  # the function's parameters, for inspect.signature and editors (the array API checks them)
-            declared[name].__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+            setattr(declared[name], "__signature__", inspect.signature(fn))
         except (TypeError, ValueError):  # a callable without a signature keeps (*args, **kwargs)
             pass
     hook.provide(dict(functions))
