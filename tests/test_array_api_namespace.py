@@ -507,3 +507,16 @@ def test_every_public_name_of_the_namespace_is_tested_here():
     for module, prefix in ((xp.linalg, "xp.linalg."), (xp.fft, "xp.fft.")):
         missing = [n for n in module.__all__ if f"{prefix}{n}" not in text and f'"{n}"' not in text]
         assert not missing, (module.__name__, missing)
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch", "jax"])
+def test_searchsorted_and_argsort_give_the_default_index_dtype(framework):
+    jax = pytest.importorskip("jax") if framework == "jax" else None
+    pytest.importorskip(framework)
+    with (jax.enable_x64(True) if jax is not None else dlmg.default_layout()):  # JAX alone gives int32 here
+        with dlmg.default_layout(framework=framework):
+            x = xp.asarray([1, 3, 5], dtype=xp.uint8)
+            wanted = xp.__array_namespace_info__().default_dtypes()["indexing"]
+            found = xp.searchsorted(x, xp.asarray([2, 6], dtype=xp.uint8))
+            assert found.dtype == wanted == xp.int64 and found.tolist() == [1, 3]
+            assert xp.argsort(x).dtype == wanted

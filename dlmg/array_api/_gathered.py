@@ -17,6 +17,7 @@ from typing import Any
 
 from ..ops._operands import is_distributed
 from ._collect import Collected, collect, settle
+from ._creation import default_int
 
 __all__ = ["collected", "CollectedFunction", "settle_result", "COLLECTED"]
 
@@ -82,10 +83,25 @@ class CollectedFunction:
                 fn = getattr(fn, part)
             return fn(*call_args, **call_kwargs)
 
-        return settle_result(got.executor.run(run), got)
+        result = got.executor.run(run)
+        if self._target in INDEX_RESULTS:
+            result = _as_default_index(result, got)
+        return settle_result(result, got)
 
     def __repr__(self) -> str:
         return f"<dlmg.array_api function {self._target}>"
+
+
+#: functions whose result holds indices, in the default index dtype by the standard
+#: (JAX's searchsorted gives int32 even with 64-bit types on)
+INDEX_RESULTS = frozenset({"searchsorted", "argsort"})
+
+
+def _as_default_index(result: Any, got: Collected) -> Any:
+    """``result`` (an integer array) in the namespace's default index dtype."""
+    ex = got.executor
+    wanted = ex.dtype(default_int(ex.framework))
+    return result if result.dtype == wanted else ex.xp.astype(result, wanted)
 
 
 # one entry per function of the namespace (about 60)
