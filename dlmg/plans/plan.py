@@ -56,6 +56,17 @@ class Copy:
     src_device: Device
     dst_device: Device
     nbytes: int
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        # Kept once worked out: copies tuples are cache keys in dlmg.movement.copies,
+        # and hashing the ten fields anew costs about 1 us a copy.
+        found = self._hash
+        if not found:
+            found = hash((self.src, self.dst, self.shape, self.src_offset, self.src_strides, self.dst_offset,
+                          self.dst_strides, self.src_device, self.dst_device)) or 1
+            object.__setattr__(self, "_hash", found)
+        return found
 
     @property
     def size(self) -> int:
@@ -90,7 +101,10 @@ class RedistributionPlan:
     sources: dict[int, tuple[int, ...]]
     dtype: str | None = None
     _by_dst: dict[int, tuple[Copy, ...]] = field(default_factory=dict, repr=False)
-    _joined: dict[tuple[Any, ...], Copy | tuple[Copy, ...] | None] = field(default_factory=dict, repr=False)
+    # What callers asked of this plan, per question and value key (see remembered):
+    # plans are kept per layout pair (build.plan_redistribution) and by the tensors
+    # that move, so an answer is worked out once per plan.
+    _answers: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         groups: dict[int, list[Copy]] = defaultdict(list)
@@ -116,7 +130,7 @@ class RedistributionPlan:
         ``sum(sizes)`` elements into the buffer at ``offsets[0]``; its ``dst``
         is ``dsts[0]``. Answers are remembered per argument triple.
         """
-        return self._remembered("joined", dsts, offsets, sizes, self._join)
+        return self.remembered(("joined", tuple(dsts), tuple(offsets), tuple(sizes)), self._join)
 
     def stacked(self, dsts: Sequence[int], offsets: Sequence[int], sizes: Sequence[int]) -> tuple[Copy, ...] | None:
         """The copies into destinations ``dsts`` as one strided copy per source with
@@ -136,17 +150,23 @@ class RedistributionPlan:
         ``dsts[0]``, their destination offsets count from the buffer's start.
         Answers are remembered per argument triple.
         """
-        return self._remembered("stacked", dsts, offsets, sizes, self._stack)
+        return self.remembered(("stacked", tuple(dsts), tuple(offsets), tuple(sizes)), self._stack)
 
-    def _remembered(self, kind: str, dsts: Sequence[int], offsets: Sequence[int], sizes: Sequence[int],
-                    find: Callable[[tuple[int, ...], tuple[int, ...], tuple[int, ...]], Any]) -> Any:
-        key = (kind, tuple(dsts), tuple(offsets), tuple(sizes))
-        if key in self._joined:
-            return self._joined[key]
-        found = find(*key[1:])
-        if len(self._joined) >= 64:  # a plan meets few carvings; bound it anyway
-            self._joined.clear()
-        self._joined[key] = found
+    #: The most answers a plan keeps: a plan meets few carvings and layouts.
+    MOST_ANSWERS = 64
+
+    def remembered(self, question: tuple[Any, ...], find: Callable[..., Any]) -> Any:
+        """``find(*question[1:])``, worked out once per plan: ``question`` is a name
+        and hashable values (the one place where what is learnt about a plan's
+        copies is kept, so that movement asks the plan rather than keeping tables
+        of its own; at most :attr:`MOST_ANSWERS`, cleared when full)."""
+        answers = self._answers
+        if question in answers:
+            return answers[question]
+        found = find(*question[1:])
+        if len(answers) >= self.MOST_ANSWERS:
+            answers.clear()
+        answers[question] = found
         return found
 
     def _stack(self, dsts: tuple[int, ...], offsets: tuple[int, ...], sizes: tuple[int, ...]) -> tuple[Copy, ...] | None:
