@@ -520,3 +520,14 @@ def test_searchsorted_and_argsort_give_the_default_index_dtype(framework):
             found = xp.searchsorted(x, xp.asarray([2, 6], dtype=xp.uint8))
             assert found.dtype == wanted == xp.int64 and found.tolist() == [1, 3]
             assert xp.argsort(x).dtype == wanted
+
+
+def test_asarray_of_a_tensor_honours_device_with_copy_and_its_own_placement_without():
+    with _policy("slab"):
+        x = xp.matrix_transpose(xp.zeros((3, 1)))         # split along mode 1: not the policy's layout
+        assert xp.asarray(x, device=x.device, copy=False) is x
+        assert xp.from_dlpack(x, device=x.device, copy=False) is x
+        moved = xp.asarray(xp.zeros((0,)), device=dlmg.as_device("cpu:0"), copy=True)
+        assert moved.device == dlmg.as_device("cpu:0")
+        y = xp.asarray(x, device=dlmg.as_device("cpu:1"), copy=True)
+        assert y.device == dlmg.as_device("cpu:1") and y.shape == x.shape

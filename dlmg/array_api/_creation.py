@@ -121,12 +121,12 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
             if copy is False:
                 raise CopyRequiredError(f"asarray: converting {obj.dtype} to {want} needs a copy (copy=False)")
             return _astype(obj, want)
-        if copy:
-            return _astype(obj, obj.dtype, copy=True)
-        if device is not None and layout_of(obj.shape, device) != obj.layout.dense:
+        if device is not None and obj.device != device and layout_of(obj.shape, device) != obj.layout.dense:
             if copy is False:
                 raise CopyRequiredError("asarray: moving the tensor to another device needs a copy (copy=False)")
-            return obj.redistribute(layout_of(obj.shape, device))
+            out = obj.redistribute(layout_of(obj.shape, device))  # may keep a fragment already in place
+        if copy:
+            return _astype(out, out.dtype, copy=True)
         return out
     if hasattr(obj, "__dlpack__") and hasattr(obj, "shape"):
         return _from_array(obj, want, device, copy)
