@@ -5,6 +5,8 @@
 * :mod:`~dlmg.plans.endpoints` -- fragments as index sets plus memory geometry;
 * :mod:`~dlmg.plans.plan` -- the inspectable :class:`RedistributionPlan`
   (strided copies, bytes per device pair, reused fragments);
+* :mod:`~dlmg.plans.delegated` -- the plan of a move a framework makes whole
+  (:class:`DelegatedPlan`);
 * :mod:`~dlmg.plans.routes` -- the pieces each process sends to each other
   process in a cross-process move.
 
@@ -14,9 +16,11 @@ Plans are data over layouts and build no tensor; :mod:`dlmg.movement` runs them.
 from __future__ import annotations
 
 from .plan import Copy, RedistributionPlan, plan_redistribution
+from .delegated import DelegatedPlan
 
 __all__ = [
     "Copy",
+    "DelegatedPlan",
     "RedistributionPlan",
     "plan_redistribution",
 ]
