@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 if TYPE_CHECKING:  # pragma: no cover
     from dlmg.device import Device
+    from dlmg.layout import Layout
 
     from ._base import Adapter
 
@@ -46,6 +47,7 @@ __all__ = [
     "QuickImport",
     "Rearranging",
     "Retiling",
+    "ShardedEinsum",
     "Slice",
     "Span",
     "Tiling",
@@ -274,9 +276,37 @@ class Rearranging:
         raise NotImplementedError
 
 
+class ShardedEinsum:
+    """A whole contraction handed to the framework's own compiler for sharded arrays
+    (``jax.jit`` of ``jnp.einsum`` with in and out shardings), where every operand's
+    fragments are this framework's and their layouts are ones it expresses.
+
+    One compiled program for every device replaces one call per fragment: on
+    8 JAX CPU devices, a 1024 x 1024 float32 product of row slabs by a
+    replicated matrix takes about 1.1 times ``jax.jit(jnp.einsum)``'s time
+    this way against about 1.7 times fragment by fragment (a loaded 2-core
+    machine, one run).
+    """
+
+    def sharded_einsum_call(self, layouts: tuple["Layout", ...], out: "Layout") -> str | None:
+        """What :meth:`sharded_einsum` would run for operands in ``layouts`` and a result
+        in ``out`` (shown in the plan), or ``None`` where the framework cannot express
+        one of the layouts (the caller takes its general path)."""
+        raise NotImplementedError
+
+    def sharded_einsum(self, subscripts: str, operands: Sequence[tuple["Layout", Sequence[Any]]],
+                       out: "Layout") -> list[Any] | None:
+        """The fragments of ``einsum(subscripts, ...)`` in ``out`` (in its fragment
+        order), from ``operands``: each a layout and its fragments' arrays (in that
+        layout's order, of one dtype, the result's). ``None`` where
+        :meth:`sharded_einsum_call` says ``None``."""
+        raise NotImplementedError
+
+
 #: Every capability an adapter may declare.
 CAPABILITIES: tuple[type, ...] = (
     BulkCopies, Carving, QuickImport, QuickExport, ListOperators, CompiledElementwise, Rearranging,
+    ShardedEinsum,
 )
 
 

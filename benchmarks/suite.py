@@ -133,7 +133,9 @@ def _sizes(ctx: Context) -> dict[str, str]:
         "scaling": f"{m.scaling_n}x{m.scaling_n} float32 (1-512 NumPy fragments)",
         "across processes": "256x256 float32, 2 processes" if m.name == "smoke"
         else "4096x4096 float32 (64 MiB), 2 and 4 processes",
-        "contractions": {"smoke": "256x256", "full": "2048x2048"}.get(m.name, "1024x1024") + " float32 A @ B",
+        "contractions": {"smoke": "256x256 float32 A @ B (2 processes: 256x256)",
+                         "full": "4096x4096 float32 A @ B (2 and 4 processes: 4096x4096)"}.get(
+            m.name, "1024x1024 float32 A @ B (2 and 4 processes: 2048x2048)"),
     }
 
 
