@@ -108,7 +108,9 @@ def run_local(step: Local, lead: "DistributedTensor", follower: "DistributedTens
 
 def _whole_framework(tensors: Sequence["DistributedTensor"]) -> ShardedEinsum | None:
     """The adapter of every fragment of ``tensors`` when it is one and compiles sharded einsums."""
-    adapter = tensors[0].fragments[0].adapter if tensors and tensors[0].fragments else None
+    if not tensors or any(t.layout.nprocesses > 1 or not t.fragments for t in tensors):
+        return None  # one controller only: other processes' fragments are not here
+    adapter = tensors[0].fragments[0].adapter
     if not isinstance(adapter, ShardedEinsum):
         return None
     if any(f.adapter is not adapter for t in tensors for f in t.fragments):
