@@ -108,8 +108,8 @@ def run_local(step: Local, lead: "DistributedTensor", follower: "DistributedTens
 
 def _whole_framework(tensors: Sequence["DistributedTensor"]) -> ShardedEinsum | None:
     """The adapter of every fragment of ``tensors`` when it is one and compiles sharded einsums."""
-    if not tensors or any(t.layout.nprocesses > 1 or not t.fragments for t in tensors):
-        return None  # one controller only: other processes' fragments are not here
+    if not tensors or any(not t.fragments or not all(f.is_local for f in t.fragments) for t in tensors):
+        return None  # one controller only: every fragment here (another process's are not)
     adapter = tensors[0].fragments[0].adapter
     if not isinstance(adapter, ShardedEinsum):
         return None
