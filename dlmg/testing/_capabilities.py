@@ -11,9 +11,10 @@ from typing import Any
 
 from dlmg.adapters.capabilities import (
     CAPABILITIES, LIST_OPERATORS, Carving, CompiledElementwise, Concat, Cut, ListOperators, QuickExport, QuickImport,
-    Rearranging, Retiling, Slice, Span, concatenate, copy_pairs,
+    Rearranging, Retiling, ShardedEinsum, Slice, Span, concatenate, copy_pairs,
 )
 from dlmg.device import Device
+from dlmg.layout import Layout
 from dlmg.registry import get_adapter
 
 from ._context import NUMPY_DLPACK, ContractContext, expected, host_values, is_capsule
@@ -288,6 +289,27 @@ def check_compiled_elementwise(ctx: ContractContext) -> None:
 
 
 #: The checks of the capabilities, by name, in the order they run.
+def check_sharded_einsum(ctx: ContractContext) -> None:
+    """ShardedEinsum: for one fragment per operand on the context's device, the call is
+    named or ``None`` (a pending layout: ``None``), and where named the product is right."""
+    import numpy as np
+
+    a = ctx.adapter
+    if not isinstance(a, ShardedEinsum):
+        return
+    la, lb, lc = (Layout.single(shape, ctx.device) for shape in ((2, 3), (3, 4), (2, 4)))
+    pending = Layout((2, 4), devices=(ctx.device, ctx.device), partial="sum")
+    assert a.sharded_einsum_call((la, lb), pending) is None, "a pending result must not be handed over"
+    call = a.sharded_einsum_call((la, lb), lc)
+    assert call is None or (isinstance(call, str) and call), f"sharded_einsum_call gave {call!r}"
+    if call is None:
+        return
+    got = a.sharded_einsum("ab,bc->ac", [(la, [ctx.array((2, 3))]), (lb, [ctx.array((3, 4))])], lc)
+    assert got is not None and len(got) == 1, f"sharded_einsum gave {got!r} for one fragment"
+    want = expected((2, 3), "float32").astype(np.float64) @ expected((3, 4), "float32").astype(np.float64)
+    assert np.allclose(ctx.values(got[0]), want), f"sharded_einsum gave\n{ctx.values(got[0])}"
+
+
 CAPABILITY_CHECKS: dict[str, Any] = {
     "declared": check_declared,
     "copy_many": check_bulk_copies,
@@ -297,4 +319,5 @@ CAPABILITY_CHECKS: dict[str, Any] = {
     "carving": check_carving,
     "list_operators": check_list_operators,
     "compiled_elementwise": check_compiled_elementwise,
+    "sharded_einsum": check_sharded_einsum,
 }
