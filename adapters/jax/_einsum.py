@@ -1,73 +1,75 @@
 """A whole contraction as one ``jax.jit`` of ``jnp.einsum`` over sharded arrays
-(:class:`~dlmg.adapters.capabilities.ShardedEinsum` for the JAX adapter).
+(the einsum side of :class:`~dlmg.adapters.capabilities.Delegating` for JAX).
 
 The fragments of each operand are joined, without a copy, into one
 ``jax.Array`` under the ``NamedSharding`` its layout names
 (:meth:`dlmg.Layout.to_sharding`), the einsum runs as one XLA program over
 every device with the result's sharding as ``out_shardings``, and the
-result's shards are the fragments of the result's layout.
+result's shards are the result's fragments.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import lru_cache, partial
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 from dlmg.errors import DeviceError, LayoutError
-from dlmg.layout import Layout
 
-from ..capabilities import ShardedEinsum
-from ._devices import native_device
+from ..capabilities import Delegation
+from ._devices import device_of_native
 
-__all__ = ["JaxShardedEinsum"]
+if TYPE_CHECKING:  # pragma: no cover
+    from dlmg.layout import Layout
 
+__all__ = ["CALL", "einsum_program"]
+
+#: What the plan says runs.
 CALL = "jax.jit(jnp.einsum) over NamedShardings"
 
 
-# A sharding per layout: building the mesh and checking it takes milliseconds (about 5 ms for
-# 8 CPU devices), as long as a 1024 x 1024 float32 product of row slabs on 8 CPU devices; a
-# program's operands and result are a handful of layouts, so 64 covers many programs.
-@lru_cache(maxsize=64)
-def _sharding(layout: Layout) -> Any:
-    try:
-        return layout.to_sharding()
-    except (LayoutError, DeviceError):
-        return None
+class _Program(NamedTuple):
+    function: Any  # the jitted einsum
+    shardings: tuple[Any, ...]  # one per operand
+    shapes: tuple[tuple[int, ...], ...]
+    counts: tuple[int, ...]  # fragments per operand
+    order: tuple[Any, ...]  # the JAX device of each result fragment
 
 
-# One jitted function per equation and result sharding (jax.jit then keeps one executable per
-# operand shapes and shardings); 64 equations in use at once are plenty.
+def _run(program: _Program, arrays: Sequence[Any]) -> list[Any]:
+    import jax
+
+    joined, start = [], 0
+    for sharding, shape, count in zip(program.shardings, program.shapes, program.counts):
+        joined.append(jax.make_array_from_single_device_arrays(shape, sharding, list(arrays[start:start + count])))
+        start += count
+    result = program.function(*joined)
+    shards = {s.device: s.data for s in result.addressable_shards}
+    return [shards[d] for d in program.order]
+
+
+# Kept per equation and layouts: building a sharding makes a mesh and checks it (about 5 ms for
+# 8 CPU devices, as long as a 1024 x 1024 float32 product of row slabs there); the jitted
+# function then keeps one executable per operand shapes. A program meets few such triples.
 @lru_cache(maxsize=64)
-def _program(subscripts: str, out: Any) -> Any:
+def einsum_program(subscripts: str, operands: tuple["Layout", ...], out: "Layout") -> Delegation | None:
+    """How JAX runs the contraction as one program, or ``None`` where a layout is no sharding."""
     import jax
     import jax.numpy as jnp
 
-    return jax.jit(partial(jnp.einsum, subscripts), out_shardings=out)
-
-
-class JaxShardedEinsum(ShardedEinsum):
-    """The JAX adapter's :class:`ShardedEinsum`: one process, layouts JAX expresses as
-    ``NamedSharding`` s over one set of devices, no pending sums."""
-
-    def sharded_einsum_call(self, layouts: tuple[Layout, ...], out: Layout) -> str | None:
-        """:data:`CALL` when every layout is a sharding over the same devices, else ``None``."""
-        every = (*layouts, out)
-        if any(lay.partial is not None or lay.nprocesses > 1 for lay in every):
+    every = (*operands, out)
+    for layout in every:
+        if any(layout.ranks) or layout.partial is not None:
+            return None  # another process's devices, or a pending sum dlmg keeps
+        if layout.element_strides is not None or layout.block_strides is not None:
             return None
-        if len({frozenset(lay.devices) for lay in every}) != 1:
-            return None  # one program runs on one set of devices
-        return CALL if all(_sharding(lay) is not None for lay in every) else None
-
-    def sharded_einsum(self, subscripts: str, operands: Sequence[tuple[Layout, Sequence[Any]]],
-                       out: Layout) -> list[Any] | None:
-        """Join, run one program, hand back the result's shards in ``out``'s order."""
-        import jax
-
-        if self.sharded_einsum_call(tuple(lay for lay, _ in operands), out) is None:
-            return None
-        arrays = [jax.make_array_from_single_device_arrays(lay.shape, _sharding(lay), list(frags))
-                  for lay, frags in operands]
-        result = _program(subscripts, _sharding(out))(*arrays)
-        by_device = {shard.device: shard.data for shard in result.addressable_shards}
-        return [by_device[native_device(d)] for d in out.devices]
+    if len({frozenset(layout.devices) for layout in every}) != 1:
+        return None  # one program runs on one set of devices
+    try:
+        shardings = tuple(layout.to_sharding() for layout in every)
+    except (LayoutError, DeviceError):
+        return None
+    by_device = {device_of_native(d): d for d in shardings[-1].device_set}
+    program = _Program(jax.jit(partial(jnp.einsum, subscripts), out_shardings=shardings[-1]), shardings[:-1],
+                       tuple(tuple(lay.shape) for lay in operands), tuple(lay.nfragments for lay in operands),
+                       tuple(by_device[d] for d in out.devices))
+    return Delegation(CALL, partial(_run, program))

@@ -10,8 +10,8 @@ import math
 from typing import Any
 
 from dlmg.adapters.capabilities import (
-    CAPABILITIES, LIST_OPERATORS, Carving, CompiledElementwise, Concat, Cut, ListOperators, QuickExport, QuickImport,
-    Rearranging, Retiling, ShardedEinsum, Slice, Span, concatenate, copy_pairs,
+    CAPABILITIES, LIST_OPERATORS, Carving, CompiledElementwise, Concat, Cut, Delegating, Delegation, ListOperators,
+    QuickExport, QuickImport, Rearranging, Retiling, Slice, Span, concatenate, copy_pairs,
 )
 from dlmg.device import Device
 from dlmg.layout import Layout
@@ -288,26 +288,76 @@ def check_compiled_elementwise(ctx: ContractContext) -> None:
         assert np.array_equal(got, expected((2, 3), "float32") * 2 + 1), f"the compiled kernel gave\n{got}"
 
 
-#: The checks of the capabilities, by name, in the order they run.
-def check_sharded_einsum(ctx: ContractContext) -> None:
-    """ShardedEinsum: for one fragment per operand on the context's device, the call is
-    named or ``None`` (a pending layout: ``None``), and where named the product is right."""
+def check_delegating(ctx: ContractContext) -> None:
+    """Delegating: where the adapter takes a whole redistribution, it answers a
+    :class:`Delegation` naming what runs, and ``run`` gives one array per target
+    fragment, of its shape and device, with the values dlmg's plan would give; a
+    move to the layout the arrays already have copies nothing (the same memory)."""
     import numpy as np
 
     a = ctx.adapter
-    if not isinstance(a, ShardedEinsum):
+    if not isinstance(a, Delegating):
         return
-    la, lb, lc = (Layout.single(shape, ctx.device) for shape in ((2, 3), (3, 4), (2, 4)))
-    pending = Layout((2, 4), devices=(ctx.device, ctx.device), partial="sum")
-    assert a.sharded_einsum_call((la, lb), pending) is None, "a pending result must not be handed over"
-    call = a.sharded_einsum_call((la, lb), lc)
-    assert call is None or (isinstance(call, str) and call), f"sharded_einsum_call gave {call!r}"
-    if call is None:
+    d = ctx.device
+    whole = expected((4, 6), "float32")
+    cases = [  # (source, target, the source fragments' values)
+        (Layout.single((4, 6), d), Layout.single((4, 6), d), [whole]),
+        (Layout.slab((4, 6), 0, [d, d]), Layout.slab((4, 6), 1, [d, d]), [whole[:2], whole[2:]]),
+    ]
+    answered = 0
+    for source, target, parts in cases:
+        found = a.delegated_redistribution(source, target, "float32")
+        if found is None:
+            continue
+        answered += 1
+        assert isinstance(found, Delegation) and isinstance(found.call, str) and found.call, (
+            f"delegated_redistribution gives {found!r}, not a Delegation naming what runs"
+        )
+        arrays = [a.from_dlpack(np.ascontiguousarray(p), device=d) for p in parts]
+        made = found.run(arrays)
+        if made is None:
+            continue
+        made = list(made)
+        assert len(made) == target.nfragments, f"{found.call} gave {len(made)} arrays for {target.nfragments} fragments"
+        for frag, array in zip(target.fragments, made):
+            assert a.shape_of(array) == frag.shape and a.device_of(array) == frag.device, (
+                f"{found.call}: fragment {frag.index} is {a.shape_of(array)} on {a.device_of(array)}, "
+                f"not {frag.shape} on {frag.device}"
+            )
+            box = tuple(slice(r[0][0], r[-1][1]) for r in frag.ranges)
+            assert np.array_equal(ctx.values(array), whole[box]), f"{found.call} gave other values for fragment {frag.index}"
+        if source == target:
+            assert a.data_ptr(made[0]) == a.data_ptr(arrays[0]), f"{found.call} copied a fragment that stays where it is"
+    if not answered:
+        ctx.notes.append(f"delegated_redistribution took none of the moves on {d}")
+
+
+#: The checks of the capabilities, by name, in the order they run.
+def check_delegated_einsum(ctx: ContractContext) -> None:
+    """Delegating, einsum side: a pending result is never taken; where one fragment per
+    operand on the context's device is taken, ``run`` gives the product's one fragment."""
+    import numpy as np
+
+    a = ctx.adapter
+    if not isinstance(a, Delegating):
         return
-    got = a.sharded_einsum("ab,bc->ac", [(la, [ctx.array((2, 3))]), (lb, [ctx.array((3, 4))])], lc)
-    assert got is not None and len(got) == 1, f"sharded_einsum gave {got!r} for one fragment"
+    d = ctx.device
+    la, lb, lc = (Layout.single(shape, d) for shape in ((2, 3), (3, 4), (2, 4)))
+    pending = Layout((2, 4), devices=(d, d), partial="sum")
+    assert a.delegated_einsum("ab,bc->ac", (la, lb), pending, "float32") is None, "a pending result was taken"
+    found = a.delegated_einsum("ab,bc->ac", (la, lb), lc, "float32")
+    if found is None:
+        return
+    assert isinstance(found, Delegation) and isinstance(found.call, str) and found.call, (
+        f"delegated_einsum gives {found!r}, not a Delegation naming what runs"
+    )
+    made = found.run([ctx.array((2, 3)), ctx.array((3, 4))])
+    if made is None:
+        return
+    made = list(made)
+    assert len(made) == 1, f"{found.call} gave {len(made)} arrays for one fragment"
     want = expected((2, 3), "float32").astype(np.float64) @ expected((3, 4), "float32").astype(np.float64)
-    assert np.allclose(ctx.values(got[0]), want), f"sharded_einsum gave\n{ctx.values(got[0])}"
+    assert np.allclose(ctx.values(made[0]), want), f"{found.call} gave\n{ctx.values(made[0])}"
 
 
 CAPABILITY_CHECKS: dict[str, Any] = {
@@ -319,5 +369,6 @@ CAPABILITY_CHECKS: dict[str, Any] = {
     "carving": check_carving,
     "list_operators": check_list_operators,
     "compiled_elementwise": check_compiled_elementwise,
-    "sharded_einsum": check_sharded_einsum,
+    "delegating": check_delegating,
+    "delegated_einsum": check_delegated_einsum,
 }

@@ -26,7 +26,7 @@ from ..dispatch import is_distributed, map_fragments
 from ..linalg import matmul as local_matmul
 from .equation import parse
 from .plan import EinsumPlan, plan_equation
-from .run import delegated_call, run_delegated, run_plan
+from .run import delegation, run_delegated, run_plan
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...tensor import DistributedTensor
@@ -81,9 +81,9 @@ def _plan_here(name: str, subscripts: str, tensors: list, layout: Layout | None)
             raise ValueError(f"{name}: layout has shape {layout.shape}; the result has shape {shape}")
     itemsize = int(np.dtype(dtype).itemsize) if dtype != "bfloat16" else 2
     plan = plan_equation(eq, tuple(t.layout for t in tensors), itemsize, layout)
-    call = delegated_call(tensors, dtype, plan.out)
-    if call is not None:
-        plan = replace(plan, delegated=call)
+    found = delegation(tensors, plan.equation, dtype, plan.out)
+    if found is not None:
+        plan = replace(plan, delegated=found.call)
     return plan, dtype, tensors
 
 

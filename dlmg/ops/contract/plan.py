@@ -96,7 +96,7 @@ class EinsumPlan:
         The one framework call that runs the whole contraction instead of the
         steps, where every operand's fragments belong to a framework that
         compiles sharded programs and expresses every layout
-        (:class:`~dlmg.adapters.capabilities.ShardedEinsum`); ``None`` when
+        (:meth:`~dlmg.adapters.capabilities.Delegating.delegated_einsum`); ``None`` when
         the steps run.
     """
 

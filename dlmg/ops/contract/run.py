@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...adapters.capabilities import ShardedEinsum
+from ...adapters.capabilities import Delegating, Delegation
 from ...layout import Layout
 from ..dispatch import executor, move_array, new_tensor
 from .._executor import fail
@@ -25,7 +25,7 @@ from .summa import Summa, run_summa
 if TYPE_CHECKING:  # pragma: no cover
     from ...tensor import DistributedTensor
 
-__all__ = ["delegated_call", "run_delegated", "run_plan", "run_local"]
+__all__ = ["delegation", "run_delegated", "run_plan", "run_local"]
 
 
 def _compact(subscripts: str) -> str:
@@ -106,36 +106,37 @@ def run_local(step: Local, lead: "DistributedTensor", follower: "DistributedTens
     return new_tensor(arrays, step.pairing.out, dtype)
 
 
-def _whole_framework(tensors: Sequence["DistributedTensor"]) -> ShardedEinsum | None:
-    """The adapter of every fragment of ``tensors`` when it is one and compiles sharded einsums."""
+def _whole_framework(tensors: Sequence["DistributedTensor"]) -> Delegating | None:
+    """The adapter of every fragment of ``tensors`` when it is one and takes whole operations."""
     if not tensors or any(not t.fragments or not all(f.is_local for f in t.fragments) for t in tensors):
         return None  # one controller only: every fragment here (another process's are not)
     adapter = tensors[0].fragments[0].adapter
-    if not isinstance(adapter, ShardedEinsum):
+    if not isinstance(adapter, Delegating):
         return None
     if any(f.adapter is not adapter for t in tensors for f in t.fragments):
         return None
     return adapter
 
 
-def delegated_call(tensors: Sequence["DistributedTensor"], dtype: str, out: Layout) -> str | None:
-    """The one framework call that would run the whole contraction of ``tensors`` into ``out``
-    (:class:`~dlmg.adapters.capabilities.ShardedEinsum`), or ``None``: operands of mixed
-    frameworks or dtypes, pending sums, several processes, layouts the framework cannot express."""
+def delegation(tensors: Sequence["DistributedTensor"], equation: str, dtype: str, out: Layout) -> Delegation | None:
+    """The one framework operation that would run the whole contraction of ``tensors`` into
+    ``out`` (:meth:`~dlmg.adapters.capabilities.Delegating.delegated_einsum`), or ``None``:
+    operands of mixed frameworks or dtypes, pending sums, several processes, layouts the
+    framework cannot express."""
     adapter = _whole_framework(tensors)
-    if adapter is None or any(t.dtype != dtype for t in tensors):
+    if adapter is None or any(t.dtype != dtype or t.layout.partial is not None for t in tensors) \
+            or out.partial is not None:
         return None
-    return adapter.sharded_einsum_call(tuple(t.layout for t in tensors), out)
+    return adapter.delegated_einsum(_compact(equation), tuple(t.layout for t in tensors), out, dtype)
 
 
 def run_delegated(plan: EinsumPlan, tensors: Sequence["DistributedTensor"], dtype: str) -> "DistributedTensor | None":
-    """``plan`` run as its one delegated call; ``None`` where the framework declines."""
-    adapter = _whole_framework(tensors)
-    if adapter is None:
+    """``plan`` run as its one delegated operation; ``None`` where the framework declines."""
+    found = delegation(tensors, plan.equation, dtype, plan.out)
+    if found is None:
         return None
-    operands = [(t.layout, [f.array for f in t.fragments]) for t in tensors]
-    arrays = adapter.sharded_einsum(_compact(plan.equation), operands, plan.out)
-    return None if arrays is None else new_tensor(arrays, plan.out, dtype)
+    arrays = found.run([f.array for t in tensors for f in t.fragments])
+    return None if arrays is None else new_tensor(list(arrays), plan.out, dtype)
 
 
 def run_plan(plan: EinsumPlan, operands: list["DistributedTensor"], dtype: str) -> "DistributedTensor":
