@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from .device import Device
 from .adapters.capabilities import exporter_of
-from .distributed._state import rank as _rank
+from .distributed._state import current as _engine, rank as _rank
 from .dlpack.capsule import mark_readonly
 from .registry import framework_of, get_adapter
-from .errors import DLPackError, FragmentError
+from .errors import DeviceError, DLPackError, FragmentError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .adapters import Adapter
@@ -401,6 +401,30 @@ class Fragment:
         state["_export"] = None
         return None, state
 
+    def __setstate__(self, state: tuple[None, dict[str, Any]]) -> None:
+        """Restore the slots, with the array on the device its layout names (a JAX
+        array unpickles on JAX's default device, whatever device it was on).
+
+        Raises
+        ------
+        DeviceError
+            When this process's framework has no such device.
+        """
+        for name, value in state[1].items():
+            object.__setattr__(self, name, value)
+        array = self._array
+        if array is None:
+            return
+        device = self.layout.device
+        adapter = self._adapter or self.adapter
+        try:
+            self._array = adapter.to_device(array, device)
+        except Exception as exc:
+            raise DeviceError(
+                f"unpickling fragment {self.index}: its layout places it on device '{device}', which "
+                f"{adapter.name} does not have in this process ({type(exc).__name__}: {exc})"
+            ) from exc
+
     def __dlpack_device__(self) -> tuple[int, int]:
         """The DLPack ``(device_type, device_id)`` of the fragment's array.
 
@@ -439,10 +463,26 @@ def verify_fragments(fragments: "tuple[Fragment, ...]", strides: bool = True) ->
     me = process_rank()
     for frag in fragments:
         array = frag._array
-        if array is None or frag.rank != me:
+        if array is None:
+            continue
+        if frag.rank != me:
+            if _engine() is not None:  # (without an engine, readers say to call init)
+                _foreign(frag, me)
             continue
         # the common case without a method call: an operation runs this on every operand
         # (``shape`` is the array API's attribute; a torch.Size equals the tuple)
         if not strides and getattr(array, "shape", None) == frag.layout.shape:
             continue
         frag.verify(strides)
+
+
+def _foreign(frag: Fragment, me: int) -> None:
+    """Refuse a fragment holding an array that its layout gives to another process: a
+    tensor pickled in one process and unpickled in another (only the process holding a
+    fragment has its array; read here, its rows would be missing from every collective)."""
+    raise FragmentError(
+        f"fragment {frag.index} holds an array, but its layout gives it to process {frag.rank} and this "
+        f"is process {me}: the tensor was made, or pickled, in process {frag.rank}. A distributed tensor "
+        "is unpickled in the process that pickled it; to move data between processes, use its "
+        "collectives (gather, redistribute, dlmg.scatter)"
+    )

@@ -353,7 +353,46 @@ def two_threads():
     return outcomes
 
 
-SCENARIOS.update({f.__name__: f for f in (different_arguments, allocation_fails, two_threads)})
+def unpickled_elsewhere():
+    """A tensor pickled by rank 0 and unpickled by every rank: where it came from, it works;
+    elsewhere its collectives raise on every rank (FragmentError naming both processes on
+    the others, CollectiveError naming them on rank 0), and the group stays usable."""
+    import pickle
+
+    world = dd.world_size()
+    full = _global((2 * world, 3), seed=14)
+    t = wrap(full, dd.slab(full.shape, 0))
+    data = dd.current_engine().allgather_object(pickle.dumps(t))[0]
+    back = pickle.loads(data)
+    seen = {}
+    for name, run in (("gather", lambda x: x.gather(framework="numpy")), ("sum", dlmg.sum),
+                      ("sum_axis", lambda x: dlmg.sum(x, axis=0)),
+                      ("redistribute", lambda x: x.redistribute(dd.slab(full.shape, 1)))):
+        want = FragmentError if dd.rank() != 0 else CollectiveError
+        seen[name] = _expect(want, run, back)
+    np.testing.assert_array_equal(_np(t.gather(framework="numpy")), full)  # still in step
+    if dd.rank() != 0:
+        seen["add"] = _expect(FragmentError, lambda: back + 1)  # a local operation refuses too
+    return seen
+
+
+def changed_fragment():
+    """Rank 1's torch fragment is resized under dlmg: every collective raises on every rank
+    (FragmentError on rank 1, CollectiveError naming it elsewhere), none reads the memory."""
+    world = dd.world_size()
+    full = _global((2 * world, 3), seed=15)
+    t = wrap(full, dd.slab(full.shape, 0), ("torch",))
+    if dd.rank() == 1:
+        t.local_fragments[0].array.resize_(1, 3)
+    seen = {}
+    for name, run in (("gather", lambda x: x.gather(framework="numpy")), ("sum", dlmg.sum),
+                      ("redistribute", lambda x: x.redistribute(dd.slab(full.shape, 1)))):
+        seen[name] = _expect(FragmentError if dd.rank() == 1 else CollectiveError, run, t)
+    return seen
+
+
+SCENARIOS.update({f.__name__: f for f in (different_arguments, allocation_fails, two_threads,
+                                          unpickled_elsewhere, changed_fragment)})
 
 
 def mpi_cupy_only():

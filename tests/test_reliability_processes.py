@@ -13,7 +13,7 @@ import pytest
 from _multiproc import check, have_mpi, launch
 
 SCENARIOS = ["missing_rank", "small_int_reductions", "var_std", "different_arguments", "allocation_fails",
-             "two_threads", "after_finalize"]
+             "two_threads", "unpickled_elsewhere", "changed_fragment", "after_finalize"]
 SETUPS = [("torch", 2), ("torch", 3), ("mpi", 2), ("mpi", 3)]
 
 pytestmark = pytest.mark.slow
@@ -66,6 +66,24 @@ def test_two_threads_running_collectives_never_crash_or_give_wrong_values(run):
     for value in check(run, "two_threads"):
         assert value["right"] + value["refused"] == 20
     assert run["returncodes"] == [0] * len(run["returncodes"]) or run["returncodes"] == [0]
+
+
+def test_a_tensor_unpickled_in_another_process_is_refused_on_every_rank(run):
+    values = check(run, "unpickled_elsewhere")
+    assert set(values[0]) == {"gather", "sum", "sum_axis", "redistribute"}
+    for outcome in values[0].values():  # where it was pickled: the others' refusal, naming them
+        assert outcome.startswith("CollectiveError") and "pickled, in process 0" in outcome
+    for rank, seen in enumerate(values[1:], start=1):
+        assert set(seen) == {"gather", "sum", "sum_axis", "redistribute", "add"}
+        for outcome in seen.values():
+            assert outcome.startswith("FragmentError") and f"this is process {rank}" in outcome
+
+
+def test_a_fragment_changed_on_one_rank_is_refused_on_every_rank(run):
+    for rank, seen in enumerate(check(run, "changed_fragment")):
+        for outcome in seen.values():
+            assert outcome.startswith("FragmentError" if rank == 1 else "CollectiveError"), (rank, outcome)
+            assert "changed under dlmg" in outcome
 
 
 def test_the_run_ends_cleanly(run):

@@ -25,6 +25,7 @@ from ..distributed._state import check_ranks, current
 from ..distributed.agree import conclude, describe, exclusive, prepare_vote
 from ..dtypes import info
 from ..errors import CollectiveError
+from ..fragment import verify_fragments
 from ._executor import fail
 from .dispatch import executor, move_array, new_tensor
 
@@ -122,6 +123,7 @@ def _reduce(engine: Any, x: "DistributedTensor", name: str, axes: tuple[int, ...
 
     def work() -> tuple[tuple[np.ndarray, np.ndarray | None], str | None]:
         check_ranks(layout, f"dlmg.{name}")
+        verify_fragments(x.fragments, strides=False)  # here, so a refusal reaches every process
         # only argmax and argmin track indices: ``idx`` is set exactly for them
         idx: np.ndarray | None = None
         if name in _ARG:
