@@ -121,7 +121,8 @@ class Fragment:
         self._adapter: "Adapter | None" = adapter
         self._dl_device: tuple[int, int] | None = dl_device  # an array never changes device
         self._export: Any = None  # the adapter's exporter of the array, made on the first export
-        self._strides: tuple[int, ...] | None = None  # the array's strides when first checked (see verify)
+        # the array's strides and data address when first checked (see verify)
+        self._strides: tuple[tuple[int, ...], int] | None = None
 
     # -- constructors (for dlmg's own modules; users get fragments from tensors) ----
     @classmethod
@@ -333,7 +334,9 @@ class Fragment:
         ``set_()``, assigning NumPy's ``shape``) could otherwise make dlmg read
         past the memory or read it with stale strides. The shape is compared with
         the layout's and, with ``strides`` (for the copy engine, whose plans
-        remember them), the strides with those the array had when first checked;
+        and views remember them), the strides and the data address with those
+        the array had when first checked (a ``set_()`` onto other memory of the
+        same shape would otherwise be read through views of the old memory);
         operations, which hand the array to its own framework, need the shape
         only. Immutable arrays (JAX) are not asked.
 
@@ -352,17 +355,21 @@ class Fragment:
         if shape == self.layout.shape:
             if not strides:
                 return
-            now = adapter.strides_of(array)
-            if self._strides is None or now == self._strides:
+            now = (adapter.strides_of(array), adapter.data_ptr(array))
+            was = self._strides
+            if was is None or now == was:
                 self._strides = now
                 return
-            what = f"strides {now} (were {self._strides})"
+            if now[0] != was[0]:
+                what = f"strides {now[0]} (were {was[0]})"
+            else:  # same shape and strides over other memory (torch's set_() onto another storage)
+                what = f"its data at address {now[1]:#x} (it was at {was[1]:#x}: set onto other memory)"
         else:
             what = f"shape {shape}"
         raise FragmentError(
-            f"fragment {self.index} ({self.framework}) changed under dlmg: its array has {what}, but the "
+            f"fragment {self.index} ({self.framework}) changed under dlmg: its array has {what}, and the "
             f"layout gives it shape {self.layout.shape}; an array wrapped in a distributed tensor must "
-            "keep its shape and strides (make a new tensor after resizing it)"
+            "keep its shape, strides and memory (make a new tensor after resizing it or setting it anew)"
         )
 
     # -- DLPack --------------------------------------------------------------
@@ -399,6 +406,7 @@ class Fragment:
         state = {name: getattr(self, name) for name in self.__slots__
                  if name not in ("_export", "__weakref__") and hasattr(self, name)}
         state["_export"] = None
+        state["_strides"] = None  # (the copy's address is its own)
         return None, state
 
     def __setstate__(self, state: tuple[None, dict[str, Any]]) -> None:
