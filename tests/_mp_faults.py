@@ -239,6 +239,44 @@ def fault_mid():
     return _run_fault("mid")
 
 
+def fault_between():
+    """Rank 1's arithmetic fails between two all-reduces of a reduction (after the NaN
+    flag of min, max, argmax, argmin): it still takes part in the rest, so every rank
+    raises at once (no timeout) and the group stays usable."""
+    import time
+
+    import dlmg.ops.reduce_across as reduce_across
+
+    world = dd.world_size()
+    full = _global((4 * world, 4 * world), seed=16)
+    real = reduce_across._any_nan
+    outcomes = {}
+    for name in ("min", "max", "argmax", "argmin"):
+        for axis in (None, 0):
+            t = wrap(full, dd.slab(full.shape, 0))
+
+            def failing(engine, acc):
+                real(engine, acc)
+                raise Injected("injected between all-reduces")
+
+            if dd.rank() == 1:
+                reduce_across._any_nan = failing
+            start = time.monotonic()
+            try:
+                getattr(dlmg, name)(t, axis=axis)
+            except Injected as exc:
+                outcome = f"Injected: {exc}"
+            except CollectiveError as exc:
+                outcome = f"CollectiveError{' naming rank 1' if 'rank(s) 1' in str(exc) else ''}: {str(exc)[-120:]}"
+            else:
+                outcome = "returned a value"
+            finally:
+                reduce_across._any_nan = real
+            outcomes[f"{name}_{axis}"] = [outcome, time.monotonic() - start]
+            np.testing.assert_array_equal(_np(wrap(full, dd.slab(full.shape, 1)).gather(framework="numpy")), full)
+    return outcomes
+
+
 def fault_late():
     """Rank 1 arrives after the timeout: every rank raises CollectiveError, then refuses
     further collectives with a message saying what to do. Breaks the engine: runs last."""
@@ -276,7 +314,8 @@ def fault_dies():
     return _expect(CollectiveError, t.redistribute, dd.slab(full.shape, 1))
 
 
-SCENARIOS.update({f.__name__: f for f in (fault_before, fault_after, fault_mid, fault_late, fault_dies)})
+SCENARIOS.update({f.__name__: f for f in (fault_before, fault_after, fault_mid, fault_between, fault_late,
+                                          fault_dies)})
 
 
 def different_arguments():
@@ -287,6 +326,13 @@ def different_arguments():
     dtype = "float64" if dd.rank() == 0 else "int8"
     msg = _expect(CollectiveMismatchError, dlmg.sum, t, dtype=dtype)
     np.testing.assert_array_equal(_np(dlmg.sum(t, dtype="int64")), full.sum())  # still in step
+    # one width against another of the same kind, with and without an axis, torch and NumPy
+    width = "float64" if dd.rank() == 0 else "float32"
+    floats = wrap(full.astype("float64"), dd.slab(full.shape, 0), ("torch",))
+    widths = [_expect(CollectiveMismatchError, dlmg.sum, floats, dtype=width),
+              _expect(CollectiveMismatchError, dlmg.mean, t, axis=0, dtype=width),
+              _expect(CollectiveMismatchError, dlmg.prod, t, dtype="int32" if dd.rank() else "int64")]
+    assert all("result_dtype" in w for w in widths), widths
     return msg
 
 

@@ -53,7 +53,7 @@ def test_after_finalize_every_rank_raises_the_same_error(run):
 
 def test_ranks_asking_for_different_results_are_stopped(run):
     for value in check(run, "different_arguments"):
-        assert value.startswith("CollectiveMismatchError") and "result_kind" in value
+        assert value.startswith("CollectiveMismatchError") and "result_dtype" in value
 
 
 def test_an_allocation_failure_after_planning_raises_on_every_rank(run):
