@@ -441,6 +441,48 @@ SCENARIOS.update({f.__name__: f for f in (different_arguments, allocation_fails,
                                           unpickled_elsewhere, changed_fragment)})
 
 
+def user_group():
+    """An engine over a torch group the user made (ranks 0 and 1; in a larger run the
+    others stay out): its agreements travel in a side group of their own, made by those
+    ranks alone, and a failure after the agreement still raises on both. Torch only."""
+    import torch.distributed as dist
+
+    import dlmg.movement.exchange as exchange
+    from dlmg.distributed import _state
+
+    group = dist.new_group(ranks=[0, 1], backend="gloo")  # (made by every process, as torch asks)
+    if dd.rank() > 1:
+        return "outside"
+    old, devices = dd.current_engine(), list(dd._devices)
+    _state.set_current(None)
+    try:
+        eng = dd.init("torch", group=group, timeout=20.0)
+        assert eng._objects is not eng.group
+        assert dist.get_process_group_ranks(eng._objects) == [0, 1]
+        full = _global((4, 4), seed=17)
+        t = wrap(full, dd.slab(full.shape, 0))
+        np.testing.assert_array_equal(_np(t.gather(framework="numpy")), full)
+        real = exchange.ready
+        if dd.rank() == 1:
+            def boom(*args, **kwargs):
+                raise Injected("injected after the agreement")
+
+            exchange.ready = boom
+        try:
+            seen = _expect((Injected, CollectiveError), t.redistribute, dd.slab(full.shape, 1))
+        finally:
+            exchange.ready = real
+        np.testing.assert_array_equal(_np(t.redistribute(dd.slab(full.shape, 1)).gather(framework="numpy")), full)
+        dd.finalize()
+    finally:
+        _state.set_current(old)
+        dd._devices[:] = devices
+    return seen
+
+
+SCENARIOS["user_group"] = user_group
+
+
 def mpi_cupy_only():
     """CuPy fragments on the GPU through an MPI that is not CUDA-aware: the engine stages
     them through CuPy, and torch is never imported. Runs alone in its launch."""

@@ -25,7 +25,8 @@ def run(request):
     pytest.importorskip("torch")
     if engine == "mpi" and not have_mpi():
         pytest.skip("needs mpi4py and an MPI (pip install mpi4py mpich)")
-    return launch(engine, nprocs, SCENARIOS, timeout=240.0, collective_timeout=30.0)
+    scenarios = [*SCENARIOS[:-1], "user_group", SCENARIOS[-1]] if engine == "torch" else SCENARIOS
+    return launch(engine, nprocs, scenarios, timeout=240.0, collective_timeout=30.0)
 
 
 def test_a_layout_naming_a_missing_process_is_refused_on_every_rank(run):
@@ -84,6 +85,15 @@ def test_a_fragment_changed_on_one_rank_is_refused_on_every_rank(run):
         for outcome in seen.values():
             assert outcome.startswith("FragmentError" if rank == 1 else "CollectiveError"), (rank, outcome)
             assert "changed under dlmg" in outcome
+
+
+def test_a_user_group_gets_agreements_of_its_own(run):
+    if "user_group" not in run["ranks"][0]:
+        pytest.skip("a torch.distributed group: the torch engine only")
+    values = check(run, "user_group")
+    assert values[1].startswith("Injected")
+    assert values[0].startswith("CollectiveError") and "rank(s) 1" in values[0]
+    assert all(v == "outside" for v in values[2:])
 
 
 def test_the_run_ends_cleanly(run):
