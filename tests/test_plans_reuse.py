@@ -9,7 +9,7 @@ import pytest
 
 import dlmg
 from dlmg.plans.endpoints import layout_endpoints
-from dlmg.plans.plan import build_plan
+from dlmg.plans.build import build_plan
 
 
 def grid_layout(n: int, grid: tuple[int, int]) -> dlmg.Layout:

@@ -204,6 +204,73 @@ def test_the_surface_methods_carry_the_docs_of_their_functions():
     assert dlmg.DistributedTensor.__hash__ is object.__hash__  # == is elementwise; identity hashing
 
 
+_MUTABLE_CALLS = {"dict", "list", "set", "WeakKeyDictionary", "WeakValueDictionary", "OrderedDict", "defaultdict"}
+
+#: Every module-level mutable container of dlmg, and what it is. A cache keeps answers
+#: keyed on values, bounded, with the figure that justifies it in a comment beside it;
+#: the rest hold state that is no cache (registries, the active engine, the copy
+#: threads). docs/architecture.md ("How remembering works") lists them too.
+MODULE_STATE = {
+    "dlmg/construct.py _DTYPE_NAMES": "cache",
+    "dlmg/dtypes.py _CANONICAL_CACHE": "cache",
+    "dlmg/layout/layout.py _KEYS": "cache",
+    "dlmg/registry.py _OWNED": "cache",
+    "dlmg/registry.py _REGISTERED": "registry",
+    "dlmg/dlpack/exporter.py _LIVE": "registry",
+    "dlmg/dlpack/exporter.py _PENDING": "registry",
+    "dlmg/distributed/__init__.py _devices": "state",
+    "dlmg/distributed/_state.py _current": "state",
+    "dlmg/movement/copies.py _POOL": "state",
+}
+
+
+def module_state() -> dict[str, int]:
+    """``path name`` -> line of every module-level assignment of an empty or made
+    mutable container (a dict, list or set; ``__all__`` left out) in dlmg/ and adapters/."""
+    out = {}
+    for path in MODULES.values():
+        tree = ast.parse(path.read_text(), str(path))
+        for node in tree.body:
+            if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+                continue
+            value, target = node.value, (node.targets[0] if isinstance(node, ast.Assign) else node.target)
+            func = value.func if isinstance(value, ast.Call) else None
+            called = getattr(func, "id", None) or getattr(func, "attr", None)
+            empty = isinstance(value, (ast.Dict, ast.List, ast.Set)) and not (
+                getattr(value, "elts", None) or getattr(value, "keys", None))
+            if (empty or called in _MUTABLE_CALLS) and isinstance(target, ast.Name) and target.id != "__all__":
+                out[f"{path.relative_to(ROOT.parent).as_posix()} {target.id}"] = node.lineno
+    return out
+
+
+def test_module_state_is_each_named_with_its_reason():
+    """No new module-level dict, list or set: a question's answers are kept with the
+    question (an lru_cache over values, or the plan's own answers), and each one here
+    says beside it why it exists (a cache its figure)."""
+    found = module_state()
+    assert set(found) == set(MODULE_STATE), (sorted(set(found) - set(MODULE_STATE)), sorted(set(MODULE_STATE) - set(found)))
+    for entry, line in found.items():
+        path, _, name = entry.partition(" ")
+        before = " ".join((ROOT.parent / path).read_text().splitlines()[max(0, line - 8):line - 1])
+        kind = MODULE_STATE[entry]
+        assert kind.lower() in before.lower(), f"{entry}: no comment above it says it is a {kind}"
+        if kind == "cache":
+            assert " us" in before, f"{entry}: a cache's comment gives the figure that justifies it"
+
+
+def test_no_module_over_600_lines():
+    long = {name: n for name, path in MODULES.items() if (n := len(path.read_text().splitlines())) > 600}
+    assert not long, long
+
+
+def test_no_identity_keyed_tables_in_movement():
+    """Tables that movement keeps across calls are keyed on values (copies, layouts),
+    never on ``id()``: an id is reused once its object is gone."""
+    for path in (ROOT / "movement").glob("*.py"):
+        text = path.read_text()
+        assert "id(copies)" not in text and "(id(c)," not in text, path
+
+
 if __name__ == "__main__":  # pragma: no cover - a listing for people restructuring the package
     for circle in import_circles(import_graph()):
         print("circle:", " ".join(circle))

@@ -61,7 +61,7 @@ def _layout(n: int, grid: tuple[int, int], block: tuple[int, int] | None = None)
 def _planner(src: Any, dst: Any) -> Callable[[], Any]:
     """Build the copy plan from ``src`` to ``dst`` from scratch (the plan cache bypassed)."""
     from dlmg.plans.endpoints import layout_endpoints
-    from dlmg.plans.plan import build_plan
+    from dlmg.plans.build import build_plan
 
     return lambda: build_plan(layout_endpoints(src), layout_endpoints(dst), 4, src_layout=src, dst_layout=dst,
                               dtype="float32")

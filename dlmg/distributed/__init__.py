@@ -41,6 +41,7 @@ __all__ = [
 #: Seconds a collective may wait for the other processes by default.
 DEFAULT_TIMEOUT = 300.0
 
+#: State (not a cache): the devices of the processes, learnt once at ``init``.
 _devices: list[tuple[Device, ...]] = []
 
 

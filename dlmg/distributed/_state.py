@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["current", "set_current", "rank", "world_size", "check_ranks"]
 
+#: State (not a cache): the active engine, set by ``init`` and ``finalize``.
 _current: "list[Engine]" = []
 
 

@@ -56,9 +56,10 @@ _MAX_ADDRESS = 2 ** (8 * _PTR_SIZE) - 1
 _FRESH = (CAPSULE_NAME, CAPSULE_NAME_VERSIONED)
 _HOST_ALIASES = frozenset({"cuda_host", "rocm_host"})  # pinned host memory the CPU reads in place
 
-#: managed-tensor address (= manager_ctx) -> (managed struct, owner)
+#: Registry (not a cache): what keeps exported memory alive until its consumer calls
+#: the deleter: managed-tensor address (= manager_ctx) -> (managed struct, owner)
 _LIVE: dict[int, tuple[Any, Any]] = {}
-#: managed-tensor address -> capsule not yet seen consumed
+#: Registry: managed-tensor address -> capsule not yet seen consumed
 _PENDING: dict[int, Any] = {}
 _SWEEP = {"at": 32, "gc_hooked": False}
 

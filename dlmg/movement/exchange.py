@@ -33,7 +33,7 @@ from .._shapes import c_strides
 from ..device import Device
 from ..plans.endpoints import same_memory
 from .copies import Buffer, run_jobs, synchronize
-from ..plans.plan import pair_copies
+from ..plans.build import pair_copies
 from ..registry import get_adapter
 from ..plans.routes import Piece, Routes, box_endpoint
 

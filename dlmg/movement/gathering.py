@@ -11,7 +11,8 @@ from .._shapes import c_strides
 from ..device import Device
 from ..dtypes import info
 from ..plans.endpoints import full_endpoint
-from ..plans.plan import RedistributionPlan, build_plan, one_copy
+from ..plans.build import build_plan
+from ..plans.plan import RedistributionPlan, one_copy
 from ..registry import DEFAULT_FRAMEWORK, get_adapter
 from . import across
 from .copies import Buffer, run_jobs

@@ -188,14 +188,12 @@ def _decomposition(layout: "Layout") -> tuple[tuple[int, ...], tuple[int, ...], 
 def _split_pieces(plan: RedistributionPlan, layout: "Layout") -> tuple[Cut, ...] | None:
     """A :class:`Cut` per fragment of a scatter into ranges of the source, or
     ``None`` (worked out once per plan and layout)."""
-    memo = plan.__dict__.setdefault("_split_pieces", {})
-    if layout in memo:
-        return memo[layout]  # type: ignore[no-any-return]
-    memo[layout] = found = None if layout.element_strides is not None else _ranges(plan, layout)
-    return found
+    return plan.remembered(("split pieces", layout), lambda lay: _ranges(plan, lay))  # type: ignore[no-any-return]
 
 
 def _ranges(plan: RedistributionPlan, layout: "Layout") -> tuple[Cut, ...] | None:
+    if layout.element_strides is not None:
+        return None
     pieces = []
     for frag in layout.fragments:
         copies = plan.copies_into(frag.index)
@@ -310,10 +308,7 @@ def _tilings(plan: RedistributionPlan, source: "Layout",
     """Per fragment of ``layout``, its shape and how to make it from slices of the
     fragments of ``source`` (:data:`Tiling`), or ``None`` where a fragment is no
     such tiling (worked out once per plan and layout)."""
-    memo = plan.__dict__.setdefault("_tilings", {})
-    if layout not in memo:
-        memo[layout] = _tilings_of(plan, source, layout)
-    return memo[layout]  # type: ignore[no-any-return]
+    return plan.remembered(("tilings", source, layout), lambda src, lay: _tilings_of(plan, src, lay))  # type: ignore[no-any-return]
 
 
 def _tilings_of(plan: RedistributionPlan, source: "Layout",

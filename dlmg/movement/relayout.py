@@ -18,7 +18,8 @@ from ..dtypes import info
 from ..errors import LayoutMismatchError
 from ..layout import Layout
 from ..plans.endpoints import Endpoint, layout_endpoints
-from ..plans.plan import RedistributionPlan, build_plan
+from ..plans.build import build_plan
+from ..plans.plan import RedistributionPlan
 from ..tensor import DistributedTensor
 from . import across
 from .copies import Buffer, run_jobs

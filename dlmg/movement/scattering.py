@@ -12,7 +12,8 @@ from ..dtypes import canonical, info
 from ..errors import DeviceError, FragmentError, FrameworkError, LayoutMismatchError
 from ..layout import Layout
 from ..plans.endpoints import full_endpoint, layout_endpoints
-from ..plans.plan import RedistributionPlan, build_plan
+from ..plans.build import build_plan
+from ..plans.plan import RedistributionPlan
 from ..registry import adapter_for, get_adapter
 from ..tensor import DistributedTensor, process_rank
 from . import across

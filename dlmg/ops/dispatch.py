@@ -207,10 +207,10 @@ def placement(tensor: "DistributedTensor", check: bool = True) -> _Placement:
     the call that runs the work (which checks)."""
     if check:
         verify_fragments(tensor.fragments, strides=False)
-    found = tensor.__dict__.get("_placement")
+    found = tensor._placement
     if found is None or found.fragments is not tensor.fragments:
-        found = tensor.__dict__["_placement"] = _Placement(tensor)
-    return found
+        found = tensor._placement = _Placement(tensor)
+    return found  # type: ignore[no-any-return]
 
 
 def local_groups(placed: _Placement) -> tuple[tuple[Any, Any, tuple[int, ...]], ...]:
@@ -240,7 +240,7 @@ def _inherit(result: "DistributedTensor", lead: _Placement, same_frameworks: boo
         placed.by_device, placed.lists, placed.batched = lead.by_device, lead.lists, lead.batched
         placed.mutable = lead.mutable
         placed.dense = True  # results are arrays
-        result.__dict__["_placement"] = placed
+        result._placement = placed
 
 
 def _run(

@@ -4,7 +4,10 @@
   few strided segments;
 * :mod:`~dlmg.plans.endpoints` -- fragments as index sets plus memory geometry;
 * :mod:`~dlmg.plans.plan` -- the inspectable :class:`RedistributionPlan`
-  (strided copies, bytes per device pair, reused fragments);
+  (strided copies, bytes per device pair, reused fragments) and which of its
+  copies are one larger copy;
+* :mod:`~dlmg.plans.build` -- planning: pairing source and destination
+  endpoints into copies;
 * :mod:`~dlmg.plans.routes` -- the pieces each process sends to each other
   process in a cross-process move.
 
@@ -13,7 +16,8 @@ Plans are data over layouts and build no tensor; :mod:`dlmg.movement` runs them.
 
 from __future__ import annotations
 
-from .plan import Copy, RedistributionPlan, plan_redistribution
+from .build import plan_redistribution
+from .plan import Copy, RedistributionPlan
 
 __all__ = [
     "Copy",
