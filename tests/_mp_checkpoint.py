@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import glob
 import os
+import shutil
 
 import numpy as np
 
@@ -154,7 +155,7 @@ def ckpt_bytes_read():
 
 def ckpt_crash_save():
     """A good checkpoint, then a save over it during which process 1 dies after its first
-    fragment: process 0 must see the failure and publish nothing."""
+    fragment: process 0 must see the failure, publish nothing and remove the staging directory."""
     world = dd.world_size()
     path = os.path.join(_dir(), "crash")
     layout = Layout((16, 6), block=(2, 6), grid=(2 * world, 1), devices=list(dd.devices()) * 2,
@@ -179,20 +180,25 @@ def ckpt_crash_save():
     try:
         dlmg.save(path, good + 1, overwrite=True)
     except dlmg.CollectiveError as exc:
+        left = glob.glob(os.path.join(_dir(), ".crash.dlmg-partial-*"))
+        assert left == [], f"the failed save left {left}"
         return f"refused: {type(exc).__name__}"
     raise AssertionError("the save went through although process 1 died")
 
 
 def ckpt_crash_check():
-    """After the crash: the old checkpoint loads whole, the partial one is refused as incomplete."""
+    """After the crash: the old checkpoint loads whole and nothing of the failed save is left;
+    a copy of its staging directory, as a save killed with every process would leave it,
+    is refused as incomplete."""
     path = os.path.join(_dir(), "crash")
     got = dlmg.load(path, Layout.single((16, 6)))
     np.testing.assert_array_equal(got.gather(), np.full((16, 6), 1.0, np.float32))
-    partial = glob.glob(os.path.join(_dir(), ".crash.dlmg-partial-*"))
-    assert len(partial) == 1, partial
-    assert glob.glob(os.path.join(partial[0], "c", "*", "*")), "no chunk was written before the crash"
+    assert glob.glob(os.path.join(_dir(), ".crash.dlmg-partial-*")) == []
+    partial = os.path.join(_dir(), "crash-unfinished")
+    shutil.copytree(path, partial)
+    os.remove(os.path.join(partial, "dlmg-commit.json"))
     try:
-        dlmg.load(partial[0], Layout.single((16, 6)))
+        dlmg.load(partial, Layout.single((16, 6)))
     except dlmg.IncompleteCheckpointError as exc:
         return str(exc)
     raise AssertionError("the partial save was loaded")

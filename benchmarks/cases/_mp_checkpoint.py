@@ -7,7 +7,11 @@ time between two barriers, median over the repeats:
 * dlmg.save (TensorStore), dlmg.load into the saved layout, dlmg.load into
   column slabs;
 * numpy.save / numpy.load of each process's own slab (the same bytes, one file
-  per process);
+  per process), and numpy.save followed by an fsync of the file (what a save
+  that survives a power cut costs);
+* TensorStore alone on dlmg's files: writing the slab without fsync (the
+  flush's share of a save) and reading it into a NumPy array (the library's
+  share of a load; the rest is dlmg's own);
 * zarr-python writing and reading the same chunks with the same codecs;
 * torch.distributed.checkpoint saving and loading the same tensor as a DTensor.
 
@@ -75,6 +79,14 @@ def main() -> int:
     times["dlmg load"] = timed(lambda: dlmg.load(ckpt))
     times["dlmg load other layout"] = timed(lambda: dlmg.load(ckpt, cols))
     times["numpy save"] = timed(lambda: np.save(npy, mine))
+
+    def numpy_save_fsync() -> None:
+        with open(npy, "wb") as f:
+            np.save(f, mine)
+            f.flush()
+            os.fsync(f.fileno())
+
+    times["numpy save fsync"] = timed(numpy_save_fsync)
     times["numpy load"] = timed(lambda: np.load(npy))
 
     meta = json.loads((ckpt / "zarr.json").read_text())
@@ -96,6 +108,29 @@ def main() -> int:
 
     times["zarr save"] = timed(zarr_save)
     times["zarr load"] = timed(zarr_load)
+
+    import tensorstore as ts
+
+    tpath = base / "ts"
+    unsynced = ts.Context({"cache_pool": {"total_bytes_limit": 0}, "file_io_sync": False})
+    spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(tpath)}}
+
+    def ts_save_nosync() -> None:
+        if rank == 0:
+            shutil.rmtree(tpath, ignore_errors=True)
+            ts.open(dict(spec, metadata=meta, create=True), context=unsynced).result()
+        dist.barrier()
+        ts.open(dict(spec, open=True), context=unsynced).result()[start:stop].write(mine).result()
+
+    reader = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": str(ckpt)}, "open": True},
+                     context=ts.Context({"cache_pool": {"total_bytes_limit": 0}})).result()
+
+    def ts_load() -> None:
+        out = np.empty((stop - start, n), np.float32)
+        ts.array(out, copy=False, write=True).write(reader[start:stop]).result()
+
+    times["tensorstore save nosync"] = timed(ts_save_nosync)
+    times["tensorstore load"] = timed(ts_load)
 
     mesh = init_device_mesh("cpu", (world,))
     dt = distribute_tensor(torch.from_numpy(full) if rank == 0 else torch.empty(shape), mesh, [Shard(0)], src_data_rank=0)

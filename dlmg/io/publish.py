@@ -8,7 +8,9 @@ renames it onto the target path: with ``renameat2(RENAME_EXCHANGE)`` where
 Linux offers it, the old and new checkpoints swap in one step; elsewhere the
 old one is first renamed aside. A save that dies part way leaves the earlier
 checkpoint at the path untouched and its own staging directory without a
-marker, which :func:`check_complete` refuses.
+marker, which :func:`check_complete` refuses; the next save to that path
+removes it (:func:`remove_stale`), and a save that fails on a process while
+the others live removes its own at once.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from typing import Any
 from ..errors import CheckpointError, CheckpointExistsError, IncompleteCheckpointError
 from .format import COMMIT_MARKER, FORMAT
 
-__all__ = ["staging_path", "check_target", "is_checkpoint", "write_marker", "check_complete", "publish"]
+__all__ = ["staging_path", "check_target", "is_checkpoint", "write_marker", "check_complete", "publish",
+           "stale_staging", "remove_stale", "discard"]
 
 _PARTIAL = ".dlmg-partial-"
 
@@ -33,6 +36,49 @@ def staging_path(path: str, token: str) -> str:
     """The staging directory of a save to ``path`` (beside it, so a rename publishes it)."""
     parent, name = os.path.split(os.path.abspath(path))
     return os.path.join(parent, f".{name}{_PARTIAL}{token}")
+
+
+def stale_staging(path: str) -> list[str]:
+    """The staging directories of earlier saves to ``path`` still beside it (sorted)."""
+    parent, name = os.path.split(os.path.abspath(path))
+    prefix = f".{name}{_PARTIAL}"
+    try:
+        entries = os.listdir(parent)
+    except OSError:
+        return []
+    return sorted(os.path.join(parent, e) for e in entries if e.startswith(prefix))
+
+
+def _has_marker(path: str) -> bool:
+    try:
+        check_complete(path)
+    except IncompleteCheckpointError:
+        return False
+    return True
+
+
+def remove_stale(path: str) -> list[str]:
+    """Remove what failed saves to ``path`` left beside it; returns what was removed.
+
+    A staging directory without a commit marker is a save that never
+    finished: removed. One with a marker (a save that died while publishing,
+    or a replaced checkpoint set aside) is removed only when ``path`` itself
+    holds a finished checkpoint, so the one whole copy is never lost. Only
+    one save to a path may run at a time: this would remove the staging
+    directory of another save running now.
+    """
+    settled = is_checkpoint(path) and _has_marker(path)
+    removed = []
+    for stale in stale_staging(path):
+        if os.path.isdir(stale) and not os.path.islink(stale) and (settled or not _has_marker(stale)):
+            shutil.rmtree(stale, ignore_errors=True)
+            removed.append(stale)
+    return removed
+
+
+def discard(staging: str) -> None:
+    """Remove the staging directory of a save that failed (nothing else writes to it any more)."""
+    shutil.rmtree(staging, ignore_errors=True)
 
 
 def is_checkpoint(path: str) -> bool:

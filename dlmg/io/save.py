@@ -15,7 +15,7 @@ from . import store
 from .format import array_metadata, storage_dtype, FORMAT, VERSION
 from .geometry import fragment_index
 from .host import host_view, on_host
-from .publish import check_target, publish, staging_path, write_marker
+from .publish import check_target, discard, publish, remove_stale, staging_path, write_marker
 from .steps import rank, step, world_size
 
 __all__ = ["save"]
@@ -122,6 +122,7 @@ def save(path: str | os.PathLike[str], tensor: Any, *, overwrite: bool = False) 
         token = None
         if me == 0:
             check_target(path, overwrite)
+            remove_stale(path)  # what earlier saves that died left beside it
             token = uuid.uuid4().hex[:12]
         return storages, (token, {name: _local_frameworks(t) for name, t in items.items()})
 
@@ -141,18 +142,27 @@ def save(path: str | os.PathLike[str], tensor: Any, *, overwrite: bool = False) 
                 store.create_array(os.path.join(staging, name), array_metadata(t.layout, t.dtype, frameworks))
         return None, None
 
-    step(what + ".create", create)
+    try:
+        step(what + ".create", create)
 
-    def write() -> tuple[None, int]:
-        return None, sum(_write_fragments(os.path.join(staging, name), hosted[name], storages[name]) for name in items)
+        def write() -> tuple[None, int]:
+            return None, sum(_write_fragments(os.path.join(staging, name), hosted[name], storages[name])
+                             for name in items)
 
-    _, written = step(what + ".write", write)
+        _, written = step(what + ".write", write)
 
-    def commit() -> tuple[None, None]:
+        def commit() -> tuple[None, None]:
+            if me == 0:
+                write_marker(staging, {"processes": world_size(), "fragments_written": sum(written),
+                                       "arrays": list(items) if is_group else None})
+                publish(staging, path)
+                remove_stale(path)  # copies kept aside while the path held no finished checkpoint
+            return None, None
+
+        step(what + ".commit", commit)
+    except Exception:
+        # Every process that still runs has finished its part of the failed step (each step
+        # ends in an agreement), so nothing writes into the staging directory any more.
         if me == 0:
-            write_marker(staging, {"processes": world_size(), "fragments_written": sum(written),
-                                   "arrays": list(items) if is_group else None})
-            publish(staging, path)
-        return None, None
-
-    step(what + ".commit", commit)
+            discard(staging)
+        raise
