@@ -54,6 +54,7 @@ __all__ = [
     "concatenate_by_views",
     "copy_pairs",
     "exporter_of",
+    "exports_itself",
 ]
 
 
@@ -181,6 +182,15 @@ class QuickExport:
         array's life (its dtype) may run here once; what may change (the current
         device) must stay in the call."""
         raise NotImplementedError
+
+    def exports_itself(self, dtype: Any) -> bool:
+        """Whether arrays whose native dtype object is ``dtype`` are exported by
+        their own ``__dlpack__`` with nothing added (every keyword of the protocol
+        taken, no check of dlmg's needed). A fragment wrapped by
+        :func:`dlmg.from_fragments` then keeps ``array.__dlpack__`` from the start,
+        its dtype having been asked once per run of fragments instead of once per
+        first export. ``False`` unless an adapter says otherwise."""
+        return False
 
 
 class ListOperators:
@@ -320,6 +330,11 @@ def exporter_of(adapter: "Adapter", array: Any) -> Callable[..., Any]:
     if isinstance(adapter, QuickExport):
         return adapter.exporter(array)
     return partial(adapter.export, array)
+
+
+def exports_itself(adapter: "Adapter", dtype: Any) -> bool:
+    """:meth:`QuickExport.exports_itself` where the adapter declares it, else ``False``."""
+    return isinstance(adapter, QuickExport) and adapter.exports_itself(dtype)
 
 
 def compiled(adapter: "Adapter", fn: Callable[..., Any], device: "Device") -> tuple[Callable[..., Any], str]:

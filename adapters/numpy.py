@@ -350,6 +350,14 @@ class NumpyAdapter(BaseAdapter, QuickImport, QuickExport, ListOperators):
         self.producer(array)
         return array.__dlpack__ if _takes_every_keyword(self._np()) else functools.partial(self.export, array)
 
+    def exports_itself(self, dtype: Any) -> bool:
+        """``True`` for the dtypes NumPy exports (not bfloat16 and the other ml_dtypes)
+        where NumPy takes every keyword of the protocol (2.1 and later)."""
+        try:
+            return _exportable(dtype) and _takes_every_keyword(self._np())
+        except (TypeError, DtypeError):  # an unhashable or unknown dtype object: the checked export
+            return False
+
     def producer(self, array: Any) -> Any:
         """``array`` itself; raises a clear DtypeError first for bfloat16 and the
         other types NumPy cannot export (before another framework's import fails)."""

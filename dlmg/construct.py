@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from .device import Device, unreachable_hint
 from ._scalars import check_scalar
+from .adapters.capabilities import exports_itself
 from .dlpack.bounds import ADDRESS_LIMIT
 from .dtypes import canonical, info
 from .errors import DeviceError, FragmentError, LayoutError
@@ -54,6 +55,8 @@ def _slots(layout: "Layout", items: Any, ranks: tuple[int, ...], what: str) -> l
     """``items`` (a sequence in fragment order, or a mapping by fragment index) as one
     entry per fragment (``None`` where nothing was given)."""
     n = layout.nfragments
+    if type(items) in (list, tuple) and len(items) == n:  # the common call, before the slower checks
+        return items  # type: ignore[no-any-return]
     if isinstance(items, Mapping):
         slots: list[Any] = [None] * n
         for key, value in items.items():
@@ -171,6 +174,9 @@ def from_fragments(
     explicit_strides = layout.element_strides is not None
     # what the fragment before had, checked already: most fragments repeat it
     seen_raw = seen_adapter = seen_got = seen_have = seen_slot = seen_host = seen_dl = _UNSEEN
+    opaque = False  # an adapter that may hand another adapter the next array of the same type
+    direct = False  # whether the arrays' own __dlpack__ is the whole export (asked per dtype, not per export)
+    wrap, keep = Fragment.of_result, frags.append  # looked up once: this loop runs per fragment of every wrap
     for frag, array, rank in zip(layout.fragments, slots, rank_of):
         i = frag.index
         if rank != me:
@@ -185,7 +191,8 @@ def from_fragments(
         cls = type(array)
         if cls is not last_type:  # fragments of one tensor are mostly of one type
             adapter, last_type = adapter_for(array), cls
-        elif adapter.name == "dlpack":
+            opaque = adapter.name == "dlpack"
+        elif opaque:
             adapter = adapter_for(array)
         shape = getattr(array, "shape", None)
         if shape != frag.shape:  # the framework's own shape first: a tuple (or torch.Size) of ints
@@ -206,11 +213,12 @@ def from_fragments(
                     except TypeError:  # an unhashable dtype object
                         pass
             seen_raw, seen_adapter, seen_got = raw, adapter, got
+            direct = raw is not None and exports_itself(adapter, raw)
         else:  # the dtype object of the fragment before (frameworks share one per dtype)
             got = seen_got
         if want is None:
             want, first = got, i
-        elif got != want:
+        elif got is not want and got != want:  # canonical names are shared objects: mostly the same one
             origin = f"fragment {first}" if first is not None else "dtype="
             raise FragmentError(f"fragment {i} has dtype {got}, but {origin} has {want}: one dtype per tensor")
         try:
@@ -232,7 +240,7 @@ def from_fragments(
             seen_dl = slot_dlpack_device(adapter, slot) if have.kind == slot.kind else None
         if explicit_strides:
             _check_strides(frag, adapter, array)
-        frags.append(Fragment.of_result(frag, array, adapter.name, adapter, False, seen_dl))  # rank: the layout's
+        keep(wrap(frag, array, adapter.name, adapter, False, seen_dl, array.__dlpack__ if direct else None))
     if want is None:
         raise FragmentError("from_fragments: this process holds no fragment; pass dtype= to name the element type")
     return DistributedTensor._create(layout, frags, want)

@@ -153,11 +153,13 @@ class Fragment:
         adapter: "Adapter",
         readonly: bool = False,
         dl_device: tuple[int, int] | None = None,
+        export: Any = None,
     ) -> "Fragment":
         """A fragment held as ``array``, known to fit ``layout`` (an operation's
         output, a hand-over to another framework, an array ``from_fragments``
         checked), on the layout's rank (``readonly``: memory handed on from a
-        read-only source; ``dl_device``: its DLPack device where known)."""
+        read-only source; ``dl_device``: its DLPack device where known;
+        ``export``: the call its exports make, where already known)."""
         # what _set does, written out and called positionally: every operation and
         # every to() makes one per fragment
         self = object.__new__(cls)
@@ -170,7 +172,7 @@ class Fragment:
         self._memory = None
         self._adapter = adapter
         self._dl_device = dl_device
-        self._export = None
+        self._export = export
         self._strides = None
         return self
 

@@ -31,6 +31,29 @@ def test_numpy_fragments_export_through_numpy_itself_after_the_first_time():
         assert frag._export == array.__dlpack__  # one call past the fragment's own
 
 
+def test_wrapped_numpy_fragments_keep_numpy_export_from_the_start():
+    """from_fragments asks once per dtype whether NumPy's own export is the whole
+    export, so even the first export of a fragment is NumPy's, zero-copy."""
+    arrays = [np.arange(4, dtype=np.int16) + 4 * k for k in range(2)]
+    dt = _tensor(arrays)
+    for frag, array in zip(dt.fragments, arrays):
+        assert frag._export == array.__dlpack__
+        assert torch.from_dlpack(frag).data_ptr() == array.ctypes.data
+
+
+def test_wrapped_numpy_bfloat16_fragments_still_refuse_to_export():
+    ml_dtypes = pytest.importorskip("ml_dtypes", reason="NumPy holds bfloat16 through ml_dtypes")
+    from dlmg.errors import DtypeError
+
+    arrays = [np.ones(4, dtype=ml_dtypes.bfloat16) for _ in range(2)]
+    dt = _tensor(arrays)
+    assert dt.dtype == "bfloat16"
+    for frag in dt.fragments:
+        assert frag._export is None  # the checked export, at first use
+        with pytest.raises(DtypeError, match="bfloat16"):
+            torch.from_dlpack(frag)
+
+
 def test_read_only_sources_stay_read_only_on_every_export():
     array = np.arange(8, dtype=np.float64)
     array.flags.writeable = False

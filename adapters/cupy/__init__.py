@@ -361,6 +361,11 @@ class CupyAdapter(BaseAdapter, BulkCopies, Carving, QuickImport, QuickExport, Li
         with current(self.module(), array.device.id):
             return super().export(array, **kwargs)
 
+    def exports_itself(self, dtype: Any) -> bool:
+        """``False``: CuPy's export depends on the current device and stream at the
+        export, not on the array's dtype alone."""
+        return False
+
     def exporter(self, array: Any) -> Any:
         """The array's own ``__dlpack__`` while its device is the current one (asked
         in every call); :meth:`export`, which makes it current, otherwise."""

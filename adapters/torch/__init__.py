@@ -474,6 +474,12 @@ class TorchAdapter(BaseAdapter, BulkCopies, Carving, QuickImport, QuickExport, L
                 return super().export(array, **kwargs)
         return super().export(array, **kwargs)
 
+    def exports_itself(self, dtype: Any) -> bool:
+        """``False``: whether torch's own ``__dlpack__`` will do depends on the tensor's
+        state at the export (grad, the lazy conjugate bit, the current CUDA device),
+        not on its dtype."""
+        return False
+
     def exporter(self, array: Any) -> Any:
         """The tensor's own ``__dlpack__`` while it works as is (no grad, no lazy
         conjugate bit and, for a CUDA tensor, its device current: asked in every
