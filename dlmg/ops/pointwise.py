@@ -323,7 +323,7 @@ def _keeps_dtype(symbol: str, dtype: str, other: Any) -> bool:
 def _reusable(tensor: "DistributedTensor") -> bool:
     """Whether ``tensor``'s fragments are fresh operator results nobody else
     sees (and no autograd graph records)."""
-    if not getattr(tensor, "_fresh", False) or tensor.ndim == 0:
+    if not tensor._fresh or tensor.ndim == 0:
         return False
     placed = placement(tensor, check=False)  # (the operator asking collected it, checking its fragments)
     if not placed.mutable:  # JAX: a new array either way, and replacing costs more
