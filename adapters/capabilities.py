@@ -4,7 +4,8 @@
 framework may do better than the general path -- copies issued together, one
 call over a list of arrays, compiled elementwise work, whole-array
 rearrangements for frameworks without views, quicker DLPack imports and
-exports -- is a small class here, which an adapter names among its bases::
+exports, a whole operation handed to the framework that owns every fragment --
+is a small class here, which an adapter names among its bases::
 
     class TorchAdapter(BaseAdapter, BulkCopies, Carving, ListOperators):
         ...
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 if TYPE_CHECKING:  # pragma: no cover
     from dlmg.device import Device
+    from dlmg.layout import Layout
 
     from ._base import Adapter
 
@@ -41,6 +43,8 @@ __all__ = [
     "CompiledElementwise",
     "Concat",
     "Cut",
+    "Delegating",
+    "Delegation",
     "ListOperators",
     "QuickExport",
     "QuickImport",
@@ -106,6 +110,20 @@ class Retiling(NamedTuple):
 
     shape: tuple[int, ...]
     tiling: Tiling
+
+
+class Delegation(NamedTuple):
+    """A whole operation a framework runs itself (:class:`Delegating`).
+
+    ``call`` names what runs, as plans show it (``"jax.device_put"``);
+    ``run(arrays)`` takes the source fragments' arrays in fragment order and
+    returns the result's fragments' arrays in the target layout's fragment
+    order, or ``None`` where it cannot take these arrays as they are (then
+    dlmg's own plan runs).
+    """
+
+    call: str
+    run: Callable[[Sequence[Any]], Sequence[Any] | None]
 
 
 #: The arithmetic operators :meth:`ListOperators.list_operator` may be asked for.
@@ -284,9 +302,33 @@ class Rearranging:
         raise NotImplementedError
 
 
+class Delegating:
+    """Whole operations handed to the framework that owns every fragment.
+
+    Where each fragment of a tensor is an array of one framework that can do
+    the whole operation itself (JAX's ``device_put`` of a sharded array), dlmg
+    hands it the operation instead of running its own copy plan: the
+    framework's own path, with no copies of dlmg's.
+    """
+
+    def delegated_redistribution(self, source: "Layout", target: "Layout", dtype: str) -> Delegation | None:
+        """How this framework moves a tensor of ``dtype`` from ``source`` to ``target``
+        in one operation of its own, or ``None`` where it cannot express the move
+        (then dlmg's plan runs).
+
+        Asked only where every fragment of ``source`` is this process's, unpadded,
+        and one array of this framework on its fragment's device, of the
+        fragment's shape; the arrays :meth:`Delegation.run` returns become the
+        new fragments as they are, so they must be the framework's arrays of
+        ``target``'s fragment shapes, on its fragments' devices. The answer
+        depends on the layouts and the dtype only: keep it per triple.
+        """
+        raise NotImplementedError
+
+
 #: Every capability an adapter may declare.
 CAPABILITIES: tuple[type, ...] = (
-    BulkCopies, Carving, QuickImport, QuickExport, ListOperators, CompiledElementwise, Rearranging,
+    BulkCopies, Carving, QuickImport, QuickExport, ListOperators, CompiledElementwise, Rearranging, Delegating,
 )
 
 

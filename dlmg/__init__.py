@@ -17,6 +17,7 @@ from .registry import adapter_for, framework_of, get_adapter
 from .tensor import DistributedTensor, Fragment
 from .construct import empty, from_fragments, from_pointers, full, ones, scatter, zeros
 from .plans import RedistributionPlan, plan_redistribution
+from .movement import delegation, delegation_enabled
 from .interop import (
     dcp_load, dcp_save, from_dtensor, from_jax, from_partitioned, layout_from_sharding, sharding_from_layout, to_dtensor, to_jax,
     to_sharding,
@@ -48,7 +49,7 @@ __all__ = [
     # making tensors
     "from_fragments", "from_pointers", "empty", "zeros", "ones", "full", "scatter",
     # moving data
-    "RedistributionPlan", "plan_redistribution",
+    "RedistributionPlan", "plan_redistribution", "delegation", "delegation_enabled",
     # frameworks
     "get_adapter", "adapter_for", "framework_of",
     # other frameworks' distributed arrays

@@ -71,6 +71,7 @@ from .._common import (
 )
 from ..capabilities import CompiledElementwise, ListOperators, QuickExport, QuickImport, Rearranging
 from . import _rearrange
+from ._delegate import JaxDelegation
 from ._devices import by_sharding, device_of_native, dlpack_of_sharding, native_device, to_device
 from ._jaxlib import buffer_import, host_slot, quick_exporter, ready_stream, takes_every_keyword, turn_off_import
 
@@ -109,7 +110,8 @@ def _jax_array(self: Any) -> Any:
     return _NOT_CONVERTED
 
 
-class JaxAdapter(BaseAdapter, QuickImport, QuickExport, Rearranging, ListOperators, CompiledElementwise):
+class JaxAdapter(BaseAdapter, QuickImport, QuickExport, Rearranging, ListOperators, CompiledElementwise,
+                 JaxDelegation):
     """Adapter for single-device ``jax.Array`` (immutable)."""
 
     name = "jax"

@@ -5,7 +5,9 @@ devices is moved to column slabs:
 
 * dlmg with JAX fragments: ``dlmg.from_jax(x).redistribute(column slabs)``,
   blocked until ready, against ``jax.device_put`` of ``x`` to the column
-  sharding;
+  sharding; both layouts are shardings, so dlmg hands the whole move to
+  ``jax.device_put`` (the row's ``path`` says what ran, from the plan), and
+  dlmg's own copy plan (``dlmg.delegation(False)``) is timed beside it;
 * dlmg with NumPy fragments: ``dt.redistribute(column slabs)`` against the same
   ``device_put`` and against the NumPy loop that builds each column slab
   (``np.concatenate`` of the row slabs' column ranges);
@@ -99,14 +101,27 @@ def _slabs_jax(ctx: Context, base: np.ndarray) -> list[Row]:
     def dlmg_fn() -> Any:
         return dlmg.from_jax(x).redistribute(target)
 
-    row = Row(5, "row slabs -> column slabs, JAX fragments (from_jax + redistribute)",
-              _params(n, "jax", "slab axis 0", "slab axis 1", FRAGMENTS, "cpu:0-7"),
+    def own_plan() -> Any:
+        with dlmg.delegation(False):
+            return dlmg.from_jax(x).redistribute(target)
+
+    params = _params(n, "jax", "slab axis 0", "slab axis 1", FRAGMENTS, "cpu:0-7")
+    params["path"] = _path(dlmg.from_jax(x).plan_redistribution(target))
+    row = Row(5, "row slabs -> column slabs, JAX fragments (from_jax + redistribute)", params,
               _DEVICE_PUT, targets=[Target("ratio", "<=", 1.0)])
-    run_row(row, ctx, {"dlmg": dlmg_fn, **_device_puts(x, rows_sharding, cols_sharding)})
+    run_row(row, ctx, {"dlmg": dlmg_fn, **_device_puts(x, rows_sharding, cols_sharding), "dlmg own plan": own_plan})
     _cached_ratio(row)
+    t_own, t_native = row.time("dlmg own plan"), row.time("native")
+    row.metrics["ratio of dlmg's own plan (delegation off)"] = t_own / t_native if t_own and t_native else None
     if ok(row, "dlmg"):
         row.check = check_result(_matches(dlmg_fn, base))
     return [row]
+
+
+def _path(plan: Any) -> str:
+    """What a redistribution runs, from its plan: the framework call it is handed to, or dlmg's copies."""
+    call = getattr(plan, "delegated_to", None)
+    return f"delegated to {call}" if call else f"dlmg plan: {plan.ncopies} strided copies"
 
 
 def _slabs_numpy(ctx: Context, base: np.ndarray) -> list[Row]:

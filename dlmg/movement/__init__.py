@@ -14,6 +14,8 @@ moves the bytes and makes the tensors. Its parts, from the bottom:
 * :mod:`~dlmg.movement.exchange` -- packing, exchanging and unpacking the
   messages of a cross-process move;
 * :mod:`~dlmg.movement.rearrange` -- moves a framework without views makes itself;
+* :mod:`~dlmg.movement.delegated` -- whole moves handed to the framework owning
+  every fragment (:func:`delegation` turns them off);
 * :mod:`~dlmg.movement.across` -- gather, scatter and redistribution across
   processes;
 * :mod:`~dlmg.movement.gathering`, :mod:`~dlmg.movement.scattering`,
@@ -38,6 +40,7 @@ import sys
 
 from ..tensor import moves
 from .copies import Buffer, copy_framework, run_copies, run_jobs, synchronize
+from .delegated import delegation, delegation_enabled
 from .destinations import allocate, allocate_all, choose_framework, copy_jobs, destination, finish_fragment, reuse
 from .exchange import deliver, pack
 from .sources import engine_for, source_buffers, source_endpoints, source_geometry, source_places
@@ -58,4 +61,5 @@ __all__ = [
     "move", "same_memory", "synchronize_arrays",
     "gather_routes", "redistribution_routes", "scatter_routes",
     "gather", "scatter", "redistribute", "tensor_plan", "to_framework",
+    "delegation", "delegation_enabled",
 ]

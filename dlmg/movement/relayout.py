@@ -19,10 +19,12 @@ from ..errors import LayoutMismatchError
 from ..layout import Layout
 from ..plans.endpoints import Endpoint, layout_endpoints
 from ..plans.build import build_plan
+from ..plans.delegated import DelegatedPlan
 from ..plans.plan import RedistributionPlan
 from ..tensor import DistributedTensor
 from . import across
 from .copies import Buffer, run_jobs
+from .delegated import delegated, delegation_of
 from .destinations import Carving, allocate_all, choose_framework, copy_jobs, finish_fragment, reuse
 from .gathering import c_ordered_gather_plan
 from .rearrange import assembled, retiled, split
@@ -120,12 +122,15 @@ def _planned(dt: "DistributedTensor", layout: "Layout", framework: str | None) -
 
 def tensor_plan(dt: "DistributedTensor", layout: "Layout", framework: str | None = None) -> Any:
     """The plan :func:`redistribute` runs for ``dt`` and ``layout``: a
-    :class:`RedistributionPlan` in one process, the per-process-pair
+    :class:`RedistributionPlan` in one process (a :class:`DelegatedPlan` where the
+    framework owning every fragment moves it all), the per-process-pair
     :class:`~dlmg.plans.routes.Routes` across processes."""
     engine = engine_for(dt, "plan_redistribution")
     if engine is not None:
         return across.redistribution_routes(dt.layout, layout, dt.itemsize, engine)
-    return _planned(dt, layout, framework).plan
+    plan = _planned(dt, layout, framework).plan
+    found = delegation_of(dt, layout, framework)
+    return plan if found is None else DelegatedPlan.of(plan, found[1].call)
 
 
 def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | None = None) -> "DistributedTensor":
@@ -134,6 +139,9 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
         raise TypeError(f"redistribute needs a dlmg.Layout, got {type(layout).__name__}")
     if engine_for(dt, "redistribute") is not None:
         return across.redistribute(dt, layout, framework)
+    handed = delegated(dt, layout, framework)  # the whole move by the framework owning every fragment
+    if handed is not None:
+        return handed
     move = _planned(dt, layout, framework)
     targets, plan = move.targets, move.plan
     if not targets[0].can_view and not plan.reused:

@@ -8,6 +8,8 @@
   copies are one larger copy;
 * :mod:`~dlmg.plans.build` -- planning: pairing source and destination
   endpoints into copies;
+* :mod:`~dlmg.plans.delegated` -- the plan of a move a framework makes whole
+  (:class:`DelegatedPlan`);
 * :mod:`~dlmg.plans.routes` -- the pieces each process sends to each other
   process in a cross-process move.
 
@@ -18,9 +20,11 @@ from __future__ import annotations
 
 from .build import plan_redistribution
 from .plan import Copy, RedistributionPlan
+from .delegated import DelegatedPlan
 
 __all__ = [
     "Copy",
+    "DelegatedPlan",
     "RedistributionPlan",
     "plan_redistribution",
 ]

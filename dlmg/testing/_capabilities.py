@@ -10,10 +10,11 @@ import math
 from typing import Any
 
 from dlmg.adapters.capabilities import (
-    CAPABILITIES, LIST_OPERATORS, Carving, CompiledElementwise, Concat, Cut, ListOperators, QuickExport, QuickImport,
-    Rearranging, Retiling, Slice, Span, concatenate, copy_pairs,
+    CAPABILITIES, LIST_OPERATORS, Carving, CompiledElementwise, Concat, Cut, Delegating, Delegation, ListOperators,
+    QuickExport, QuickImport, Rearranging, Retiling, Slice, Span, concatenate, copy_pairs,
 )
 from dlmg.device import Device
+from dlmg.layout import Layout
 from dlmg.registry import get_adapter
 
 from ._context import NUMPY_DLPACK, ContractContext, expected, host_values, is_capsule
@@ -287,6 +288,50 @@ def check_compiled_elementwise(ctx: ContractContext) -> None:
         assert np.array_equal(got, expected((2, 3), "float32") * 2 + 1), f"the compiled kernel gave\n{got}"
 
 
+def check_delegating(ctx: ContractContext) -> None:
+    """Delegating: where the adapter takes a whole redistribution, it answers a
+    :class:`Delegation` naming what runs, and ``run`` gives one array per target
+    fragment, of its shape and device, with the values dlmg's plan would give; a
+    move to the layout the arrays already have copies nothing (the same memory)."""
+    import numpy as np
+
+    a = ctx.adapter
+    if not isinstance(a, Delegating):
+        return
+    d = ctx.device
+    whole = expected((4, 6), "float32")
+    cases = [  # (source, target, the source fragments' values)
+        (Layout.single((4, 6), d), Layout.single((4, 6), d), [whole]),
+        (Layout.slab((4, 6), 0, [d, d]), Layout.slab((4, 6), 1, [d, d]), [whole[:2], whole[2:]]),
+    ]
+    answered = 0
+    for source, target, parts in cases:
+        found = a.delegated_redistribution(source, target, "float32")
+        if found is None:
+            continue
+        answered += 1
+        assert isinstance(found, Delegation) and isinstance(found.call, str) and found.call, (
+            f"delegated_redistribution gives {found!r}, not a Delegation naming what runs"
+        )
+        arrays = [a.from_dlpack(np.ascontiguousarray(p), device=d) for p in parts]
+        made = found.run(arrays)
+        if made is None:
+            continue
+        made = list(made)
+        assert len(made) == target.nfragments, f"{found.call} gave {len(made)} arrays for {target.nfragments} fragments"
+        for frag, array in zip(target.fragments, made):
+            assert a.shape_of(array) == frag.shape and a.device_of(array) == frag.device, (
+                f"{found.call}: fragment {frag.index} is {a.shape_of(array)} on {a.device_of(array)}, "
+                f"not {frag.shape} on {frag.device}"
+            )
+            box = tuple(slice(r[0][0], r[-1][1]) for r in frag.ranges)
+            assert np.array_equal(ctx.values(array), whole[box]), f"{found.call} gave other values for fragment {frag.index}"
+        if source == target:
+            assert a.data_ptr(made[0]) == a.data_ptr(arrays[0]), f"{found.call} copied a fragment that stays where it is"
+    if not answered:
+        ctx.notes.append(f"delegated_redistribution took none of the moves on {d}")
+
+
 #: The checks of the capabilities, by name, in the order they run.
 CAPABILITY_CHECKS: dict[str, Any] = {
     "declared": check_declared,
@@ -297,4 +342,5 @@ CAPABILITY_CHECKS: dict[str, Any] = {
     "carving": check_carving,
     "list_operators": check_list_operators,
     "compiled_elementwise": check_compiled_elementwise,
+    "delegating": check_delegating,
 }
