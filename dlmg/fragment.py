@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from .device import Device
 from .adapters.capabilities import exporter_of
-from .distributed._state import rank as _rank
+from .distributed._state import current as _engine, rank as _rank
 from .dlpack.capsule import mark_readonly
 from .registry import framework_of, get_adapter
-from .errors import DLPackError, FragmentError
+from .errors import DeviceError, DLPackError, FragmentError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .adapters import Adapter
@@ -121,7 +121,8 @@ class Fragment:
         self._adapter: "Adapter | None" = adapter
         self._dl_device: tuple[int, int] | None = dl_device  # an array never changes device
         self._export: Any = None  # the adapter's exporter of the array, made on the first export
-        self._strides: tuple[int, ...] | None = None  # the array's strides when first checked (see verify)
+        # the array's strides and data address when first checked (see verify)
+        self._strides: tuple[tuple[int, ...], int] | None = None
 
     # -- constructors (for dlmg's own modules; users get fragments from tensors) ----
     @classmethod
@@ -335,7 +336,9 @@ class Fragment:
         ``set_()``, assigning NumPy's ``shape``) could otherwise make dlmg read
         past the memory or read it with stale strides. The shape is compared with
         the layout's and, with ``strides`` (for the copy engine, whose plans
-        remember them), the strides with those the array had when first checked;
+        and views remember them), the strides and the data address with those
+        the array had when first checked (a ``set_()`` onto other memory of the
+        same shape would otherwise be read through views of the old memory);
         operations, which hand the array to its own framework, need the shape
         only. Immutable arrays (JAX) are not asked.
 
@@ -354,17 +357,21 @@ class Fragment:
         if shape == self.layout.shape:
             if not strides:
                 return
-            now = adapter.strides_of(array)
-            if self._strides is None or now == self._strides:
+            now = (adapter.strides_of(array), adapter.data_ptr(array))
+            was = self._strides
+            if was is None or now == was:
                 self._strides = now
                 return
-            what = f"strides {now} (were {self._strides})"
+            if now[0] != was[0]:
+                what = f"strides {now[0]} (were {was[0]})"
+            else:  # same shape and strides over other memory (torch's set_() onto another storage)
+                what = f"its data at address {now[1]:#x} (it was at {was[1]:#x}: set onto other memory)"
         else:
             what = f"shape {shape}"
         raise FragmentError(
-            f"fragment {self.index} ({self.framework}) changed under dlmg: its array has {what}, but the "
+            f"fragment {self.index} ({self.framework}) changed under dlmg: its array has {what}, and the "
             f"layout gives it shape {self.layout.shape}; an array wrapped in a distributed tensor must "
-            "keep its shape and strides (make a new tensor after resizing it)"
+            "keep its shape, strides and memory (make a new tensor after resizing it or setting it anew)"
         )
 
     # -- DLPack --------------------------------------------------------------
@@ -401,7 +408,32 @@ class Fragment:
         state = {name: getattr(self, name) for name in self.__slots__
                  if name not in ("_export", "__weakref__") and hasattr(self, name)}
         state["_export"] = None
+        state["_strides"] = None  # (the copy's address is its own)
         return None, state
+
+    def __setstate__(self, state: tuple[None, dict[str, Any]]) -> None:
+        """Restore the slots, with the array on the device its layout names (a JAX
+        array unpickles on JAX's default device, whatever device it was on).
+
+        Raises
+        ------
+        DeviceError
+            When this process's framework has no such device.
+        """
+        for name, value in state[1].items():
+            object.__setattr__(self, name, value)
+        array = self._array
+        if array is None:
+            return
+        device = self.layout.device
+        adapter = self._adapter or self.adapter
+        try:
+            self._array = adapter.to_device(array, device)
+        except Exception as exc:
+            raise DeviceError(
+                f"unpickling fragment {self.index}: its layout places it on device '{device}', which "
+                f"{adapter.name} does not have in this process ({type(exc).__name__}: {exc})"
+            ) from exc
 
     def __dlpack_device__(self) -> tuple[int, int]:
         """The DLPack ``(device_type, device_id)`` of the fragment's array.
@@ -441,10 +473,26 @@ def verify_fragments(fragments: "tuple[Fragment, ...]", strides: bool = True) ->
     me = process_rank()
     for frag in fragments:
         array = frag._array
-        if array is None or frag.rank != me:
+        if array is None:
+            continue
+        if frag.rank != me:
+            if _engine() is not None:  # (without an engine, readers say to call init)
+                _foreign(frag, me)
             continue
         # the common case without a method call: an operation runs this on every operand
         # (``shape`` is the array API's attribute; a torch.Size equals the tuple)
         if not strides and getattr(array, "shape", None) == frag.layout.shape:
             continue
         frag.verify(strides)
+
+
+def _foreign(frag: Fragment, me: int) -> None:
+    """Refuse a fragment holding an array that its layout gives to another process: a
+    tensor pickled in one process and unpickled in another (only the process holding a
+    fragment has its array; read here, its rows would be missing from every collective)."""
+    raise FragmentError(
+        f"fragment {frag.index} holds an array, but its layout gives it to process {frag.rank} and this "
+        f"is process {me}: the tensor was made, or pickled, in process {frag.rank}. A distributed tensor "
+        "is unpickled in the process that pickled it; to move data between processes, use its "
+        "collectives (gather, redistribute, dlmg.scatter)"
+    )

@@ -37,7 +37,7 @@ from ._surface import (
     ArrayApiMethods, ConversionMethods, ElementMethods, Operators, PrintingMethods, ReductionMethods, ShapeMethods,
 )
 from .device import Device
-from .distributed._state import check_ranks
+from .distributed._state import check_ranks, current
 from .dtypes import canonical, info
 from .errors import DLPackError
 from .fragment import Fragment, process_rank, verify_fragments
@@ -284,7 +284,8 @@ class DistributedTensor(FrameworkProtocols, Operators, ElementMethods, Reduction
         is an all-gather: every process receives the whole tensor, unless
         ``root`` names the one process that does (the others get ``None``).
         """
-        verify_fragments(self.fragments)
+        if current() is None:  # (across processes the collective checks, inside its agreement)
+            verify_fragments(self.fragments)
         if self.layout.partial is not None:  # a pending sum: its value first
             return resolve_pending(self, None, None).gather(framework, device, out, root=root)
         return moves.get().gather(self, framework=framework, device=device, out=out, root=root)
@@ -304,7 +305,8 @@ class DistributedTensor(FrameworkProtocols, Operators, ElementMethods, Reduction
             The frameworks of the new fragments; by default a fragment keeps the
             framework of a source fragment on its device, else the tensor's.
         """
-        verify_fragments(self.fragments)
+        if current() is None:  # (across processes the collective checks, inside its agreement)
+            verify_fragments(self.fragments)
         if self.layout.partial is not None:  # resolving a pending sum is a redistribution
             return resolve_pending(self, layout, framework)
         return moves.get().redistribute(self, layout, framework=framework)

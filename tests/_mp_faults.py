@@ -239,6 +239,44 @@ def fault_mid():
     return _run_fault("mid")
 
 
+def fault_between():
+    """Rank 1's arithmetic fails between two all-reduces of a reduction (after the NaN
+    flag of min, max, argmax, argmin): it still takes part in the rest, so every rank
+    raises at once (no timeout) and the group stays usable."""
+    import time
+
+    import dlmg.ops.reduce_across as reduce_across
+
+    world = dd.world_size()
+    full = _global((4 * world, 4 * world), seed=16)
+    real = reduce_across._any_nan
+    outcomes = {}
+    for name in ("min", "max", "argmax", "argmin"):
+        for axis in (None, 0):
+            t = wrap(full, dd.slab(full.shape, 0))
+
+            def failing(engine, acc):
+                real(engine, acc)
+                raise Injected("injected between all-reduces")
+
+            if dd.rank() == 1:
+                reduce_across._any_nan = failing
+            start = time.monotonic()
+            try:
+                getattr(dlmg, name)(t, axis=axis)
+            except Injected as exc:
+                outcome = f"Injected: {exc}"
+            except CollectiveError as exc:
+                outcome = f"CollectiveError{' naming rank 1' if 'rank(s) 1' in str(exc) else ''}: {str(exc)[-120:]}"
+            else:
+                outcome = "returned a value"
+            finally:
+                reduce_across._any_nan = real
+            outcomes[f"{name}_{axis}"] = [outcome, time.monotonic() - start]
+            np.testing.assert_array_equal(_np(wrap(full, dd.slab(full.shape, 1)).gather(framework="numpy")), full)
+    return outcomes
+
+
 def fault_late():
     """Rank 1 arrives after the timeout: every rank raises CollectiveError, then refuses
     further collectives with a message saying what to do. Breaks the engine: runs last."""
@@ -276,7 +314,8 @@ def fault_dies():
     return _expect(CollectiveError, t.redistribute, dd.slab(full.shape, 1))
 
 
-SCENARIOS.update({f.__name__: f for f in (fault_before, fault_after, fault_mid, fault_late, fault_dies)})
+SCENARIOS.update({f.__name__: f for f in (fault_before, fault_after, fault_mid, fault_between, fault_late,
+                                          fault_dies)})
 
 
 def different_arguments():
@@ -287,6 +326,13 @@ def different_arguments():
     dtype = "float64" if dd.rank() == 0 else "int8"
     msg = _expect(CollectiveMismatchError, dlmg.sum, t, dtype=dtype)
     np.testing.assert_array_equal(_np(dlmg.sum(t, dtype="int64")), full.sum())  # still in step
+    # one width against another of the same kind, with and without an axis, torch and NumPy
+    width = "float64" if dd.rank() == 0 else "float32"
+    floats = wrap(full.astype("float64"), dd.slab(full.shape, 0), ("torch",))
+    widths = [_expect(CollectiveMismatchError, dlmg.sum, floats, dtype=width),
+              _expect(CollectiveMismatchError, dlmg.mean, t, axis=0, dtype=width),
+              _expect(CollectiveMismatchError, dlmg.prod, t, dtype="int32" if dd.rank() else "int64")]
+    assert all("result_dtype" in w for w in widths), widths
     return msg
 
 
@@ -353,7 +399,88 @@ def two_threads():
     return outcomes
 
 
-SCENARIOS.update({f.__name__: f for f in (different_arguments, allocation_fails, two_threads)})
+def unpickled_elsewhere():
+    """A tensor pickled by rank 0 and unpickled by every rank: where it came from, it works;
+    elsewhere its collectives raise on every rank (FragmentError naming both processes on
+    the others, CollectiveError naming them on rank 0), and the group stays usable."""
+    import pickle
+
+    world = dd.world_size()
+    full = _global((2 * world, 3), seed=14)
+    t = wrap(full, dd.slab(full.shape, 0))
+    data = dd.current_engine().allgather_object(pickle.dumps(t))[0]
+    back = pickle.loads(data)
+    seen = {}
+    for name, run in (("gather", lambda x: x.gather(framework="numpy")), ("sum", dlmg.sum),
+                      ("sum_axis", lambda x: dlmg.sum(x, axis=0)),
+                      ("redistribute", lambda x: x.redistribute(dd.slab(full.shape, 1)))):
+        want = FragmentError if dd.rank() != 0 else CollectiveError
+        seen[name] = _expect(want, run, back)
+    np.testing.assert_array_equal(_np(t.gather(framework="numpy")), full)  # still in step
+    if dd.rank() != 0:
+        seen["add"] = _expect(FragmentError, lambda: back + 1)  # a local operation refuses too
+    return seen
+
+
+def changed_fragment():
+    """Rank 1's torch fragment is resized under dlmg: every collective raises on every rank
+    (FragmentError on rank 1, CollectiveError naming it elsewhere), none reads the memory."""
+    world = dd.world_size()
+    full = _global((2 * world, 3), seed=15)
+    t = wrap(full, dd.slab(full.shape, 0), ("torch",))
+    if dd.rank() == 1:
+        t.local_fragments[0].array.resize_(1, 3)
+    seen = {}
+    for name, run in (("gather", lambda x: x.gather(framework="numpy")), ("sum", dlmg.sum),
+                      ("redistribute", lambda x: x.redistribute(dd.slab(full.shape, 1)))):
+        seen[name] = _expect(FragmentError if dd.rank() == 1 else CollectiveError, run, t)
+    return seen
+
+
+SCENARIOS.update({f.__name__: f for f in (different_arguments, allocation_fails, two_threads,
+                                          unpickled_elsewhere, changed_fragment)})
+
+
+def user_group():
+    """An engine over a torch group the user made (ranks 0 and 1; in a larger run the
+    others stay out): its agreements travel in a side group of their own, made by those
+    ranks alone, and a failure after the agreement still raises on both. Torch only."""
+    import torch.distributed as dist
+
+    import dlmg.movement.exchange as exchange
+    from dlmg.distributed import _state
+
+    group = dist.new_group(ranks=[0, 1], backend="gloo")  # (made by every process, as torch asks)
+    if dd.rank() > 1:
+        return "outside"
+    old, devices = dd.current_engine(), list(dd._devices)
+    _state.set_current(None)
+    try:
+        eng = dd.init("torch", group=group, timeout=20.0)
+        assert eng._objects is not eng.group
+        assert dist.get_process_group_ranks(eng._objects) == [0, 1]
+        full = _global((4, 4), seed=17)
+        t = wrap(full, dd.slab(full.shape, 0))
+        np.testing.assert_array_equal(_np(t.gather(framework="numpy")), full)
+        real = exchange.ready
+        if dd.rank() == 1:
+            def boom(*args, **kwargs):
+                raise Injected("injected after the agreement")
+
+            exchange.ready = boom
+        try:
+            seen = _expect((Injected, CollectiveError), t.redistribute, dd.slab(full.shape, 1))
+        finally:
+            exchange.ready = real
+        np.testing.assert_array_equal(_np(t.redistribute(dd.slab(full.shape, 1)).gather(framework="numpy")), full)
+        dd.finalize()
+    finally:
+        _state.set_current(old)
+        dd._devices[:] = devices
+    return seen
+
+
+SCENARIOS["user_group"] = user_group
 
 
 def mpi_cupy_only():

@@ -22,7 +22,7 @@ STAGES = ["fault_before", "fault_after", "fault_mid"]
 pytestmark = pytest.mark.slow
 
 
-run = launched_per_setup(SETUPS, [*STAGES, "fault_late"], timeout=180.0, collective_timeout=20.0)
+run = launched_per_setup(SETUPS, [*STAGES, "fault_between", "fault_late"], timeout=180.0, collective_timeout=20.0)
 
 
 @pytest.mark.parametrize("stage", STAGES)
@@ -35,6 +35,16 @@ def test_a_failing_rank_makes_every_rank_raise(run, stage):
             assert outcome.startswith(want), (rank, collective, outcome)
             if rank != 1:
                 assert outcome.startswith("CollectiveError naming rank 1"), (collective, outcome)
+
+
+def test_a_failure_between_a_reductions_all_reduces_makes_every_rank_raise_at_once(run):
+    values = check(run, "fault_between")
+    for rank, outcomes in enumerate(values):
+        assert len(outcomes) == 8
+        for collective, (outcome, seconds) in outcomes.items():
+            want = "Injected" if rank == 1 else "CollectiveError naming rank 1"
+            assert outcome.startswith(want), (rank, collective, outcome)
+            assert seconds < 10.0, (rank, collective, seconds)  # at once, not at the 20 s timeout
 
 
 def test_a_late_rank_makes_every_rank_raise_then_refuse(run):

@@ -844,3 +844,16 @@ def test_leading_modes_enumerate_every_offset_pair(src, dst, modes):
     from dlmg.plans.plan import _leading_modes
 
     assert _leading_modes(src, dst) == modes
+
+
+def test_exchange_copies_use_threads_only_with_two_cores_per_process():
+    import os
+    from types import SimpleNamespace
+
+    from dlmg.movement.exchange import copy_threads
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    assert not copy_threads(SimpleNamespace(world_size=cores))  # one core per process or less: never
+    assert not copy_threads(SimpleNamespace(world_size=cores + 1))
+    assert copy_threads(SimpleNamespace(world_size=1)) is (cores >= 2)
+    assert copy_threads(SimpleNamespace(world_size=max(1, cores // 2))) is (cores >= 2 * max(1, cores // 2))

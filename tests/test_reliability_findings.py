@@ -296,3 +296,34 @@ def test_partitioned_get_returning_none_says_so():
            "partitions": {(0,): {"start": (0,), "shape": (2,), "location": [0], "data": 7}}}
     with pytest.raises(LayoutError, match="gave None instead of an array"):
         dlmg.from_partitioned(obj)
+
+
+# -- the all-reduces of a reduction, known in advance --------------------------------------
+class _Recorder:
+    """Stands for an engine in one process: records each all-reduce's dtype and operation."""
+
+    def __init__(self):
+        self.calls = []
+
+    def allreduce(self, buf, op):
+        self.calls.append((buf.dtype, op))
+
+
+_CASES = [(name, acc_dtype, dtype)
+          for name in ("sum", "prod", "min", "max", "all", "any", "argmax", "argmin")
+          for acc_dtype, dtype in (("float64", None), ("int64", None), ("uint8", None),
+                                   ("float32", "float64"), ("int64", "float32"))
+          if dtype is None or name in ("sum", "prod", "min", "max")]  # (the others take no dtype)
+
+
+@pytest.mark.parametrize("name, acc_dtype, dtype", _CASES)
+def test_a_reduction_knows_its_all_reduces_in_advance(name, acc_dtype, dtype):
+    """A process whose arithmetic fails between all-reduces runs the rest from this list,
+    so it must be the list the exchange runs."""
+    from dlmg.ops import reduce_across
+
+    acc = np.zeros((3,), dtype=np.dtype("uint8") if name in ("all", "any") else acc_dtype)
+    idx = np.zeros((3,), dtype=np.int64) if name in ("argmax", "argmin") else None
+    recorder = _Recorder()
+    reduce_across._exchange(recorder, name, dtype, acc, idx, acc_dtype)
+    assert recorder.calls == reduce_across._steps(name, dtype, acc)

@@ -13,7 +13,7 @@ import pytest
 from _multiproc import check, have_mpi, launch
 
 SCENARIOS = ["missing_rank", "small_int_reductions", "var_std", "different_arguments", "allocation_fails",
-             "two_threads", "after_finalize"]
+             "two_threads", "unpickled_elsewhere", "changed_fragment", "after_finalize"]
 SETUPS = [("torch", 2), ("torch", 3), ("mpi", 2), ("mpi", 3)]
 
 pytestmark = pytest.mark.slow
@@ -25,7 +25,8 @@ def run(request):
     pytest.importorskip("torch")
     if engine == "mpi" and not have_mpi():
         pytest.skip("needs mpi4py and an MPI (pip install mpi4py mpich)")
-    return launch(engine, nprocs, SCENARIOS, timeout=240.0, collective_timeout=30.0)
+    scenarios = [*SCENARIOS[:-1], "user_group", SCENARIOS[-1]] if engine == "torch" else SCENARIOS
+    return launch(engine, nprocs, scenarios, timeout=240.0, collective_timeout=30.0)
 
 
 def test_a_layout_naming_a_missing_process_is_refused_on_every_rank(run):
@@ -53,7 +54,7 @@ def test_after_finalize_every_rank_raises_the_same_error(run):
 
 def test_ranks_asking_for_different_results_are_stopped(run):
     for value in check(run, "different_arguments"):
-        assert value.startswith("CollectiveMismatchError") and "result_kind" in value
+        assert value.startswith("CollectiveMismatchError") and "result_dtype" in value
 
 
 def test_an_allocation_failure_after_planning_raises_on_every_rank(run):
@@ -66,6 +67,33 @@ def test_two_threads_running_collectives_never_crash_or_give_wrong_values(run):
     for value in check(run, "two_threads"):
         assert value["right"] + value["refused"] == 20
     assert run["returncodes"] == [0] * len(run["returncodes"]) or run["returncodes"] == [0]
+
+
+def test_a_tensor_unpickled_in_another_process_is_refused_on_every_rank(run):
+    values = check(run, "unpickled_elsewhere")
+    assert set(values[0]) == {"gather", "sum", "sum_axis", "redistribute"}
+    for outcome in values[0].values():  # where it was pickled: the others' refusal, naming them
+        assert outcome.startswith("CollectiveError") and "pickled, in process 0" in outcome
+    for rank, seen in enumerate(values[1:], start=1):
+        assert set(seen) == {"gather", "sum", "sum_axis", "redistribute", "add"}
+        for outcome in seen.values():
+            assert outcome.startswith("FragmentError") and f"this is process {rank}" in outcome
+
+
+def test_a_fragment_changed_on_one_rank_is_refused_on_every_rank(run):
+    for rank, seen in enumerate(check(run, "changed_fragment")):
+        for outcome in seen.values():
+            assert outcome.startswith("FragmentError" if rank == 1 else "CollectiveError"), (rank, outcome)
+            assert "must keep its shape" in outcome
+
+
+def test_a_user_group_gets_agreements_of_its_own(run):
+    if "user_group" not in run["ranks"][0]:
+        pytest.skip("a torch.distributed group: the torch engine only")
+    values = check(run, "user_group")
+    assert values[1].startswith("Injected")
+    assert values[0].startswith("CollectiveError") and "rank(s) 1" in values[0]
+    assert all(v == "outside" for v in values[2:])
 
 
 def test_the_run_ends_cleanly(run):

@@ -11,12 +11,12 @@ through all-gather and all-to-all; all-reduce takes the element type.
 Every collective runs asynchronously and is waited for with the engine's
 timeout.
 
-The agreements (small pickled objects) travel in a gloo group of their own
-when the engine runs on the default group, apart from the data: a process
-that fails between the two never has its next agreement matched with its
-peers' pending exchange. (A group given to :func:`create` carries both unless
-it cannot move host memory: a side group would have to be created by every
-process of the default group.) A failed or timed-out wait marks the engine
+The agreements (small pickled objects) travel in a gloo group of their own,
+over the same ranks, apart from the data: a process that fails between the
+two never has its next agreement matched with its peers' pending exchange.
+For a group given to :func:`create` the side group is made by that group's
+processes alone (``use_local_synchronization``), when the engine is created,
+so processes outside it need not take part. A failed or timed-out wait marks the engine
 :attr:`~dlmg.distributed.engine.Engine.broken`.
 """
 
@@ -33,7 +33,6 @@ from ..device import Device
 from ..errors import CollectiveError, DeviceError
 from ..registry import get_adapter
 from .engine import Engine
-from ..registry import get_adapter
 
 __all__ = ["C10dEngine", "create"]
 
@@ -93,10 +92,12 @@ class C10dEngine(Engine):
         backend = str(dist.get_backend(group))
         self._nccl = "nccl" in backend
         self._host_ok = "gloo" in backend or "mpi" in backend
-        # the agreements apart from the data (see the module docstring); an NCCL-only
-        # group cannot move host memory, so its objects need a gloo side group anyway
-        apart = group is dist.group.WORLD or not self._host_ok
-        self._objects = dist.new_group(backend="gloo") if apart else group
+        # the agreements apart from the data, over the same ranks (see the module docstring)
+        if group is dist.group.WORLD:
+            self._objects = dist.new_group(backend="gloo")
+        else:
+            self._objects = dist.new_group(ranks=dist.get_process_group_ranks(group), backend="gloo",
+                                           use_local_synchronization=True)
         # the all-gather into one flat tensor (renamed all_gather_single in newer torch)
         self._all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 

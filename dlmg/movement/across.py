@@ -34,6 +34,7 @@ from .._shapes import c_strides
 from ..device import Device
 from ..dtypes import canonical, info
 from ..errors import FragmentError, FrameworkError, LayoutMismatchError
+from ..fragment import verify_fragments
 from ..distributed._state import check_ranks, current
 from ..distributed.agree import conclude, describe, exclusive, prepare, prepare_vote
 from ..layout import Layout
@@ -158,6 +159,7 @@ def _gather(engine: "Engine", dt: "DistributedTensor", framework: str | None, de
 
     def work() -> tuple[Any, bool]:
         check_ranks(dt.layout, "gather")
+        verify_fragments(dt.fragments)  # here, so a refusal reaches every process
         if me in receivers:
             buf, finish = destination(dt, framework, device, out)
         else:
@@ -238,6 +240,7 @@ def _redistribute(engine: "Engine", dt: "DistributedTensor", layout: "Layout", f
     def work() -> Any:
         check_ranks(dt.layout, "redistribute (source)")
         check_ranks(layout, "redistribute (target)")
+        verify_fragments(dt.fragments)
         if dt.layout.shape != layout.shape:
             raise LayoutMismatchError(
                 f"cannot redistribute a tensor of shape {dt.shape} to a layout of shape {layout.shape}"

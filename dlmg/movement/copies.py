@@ -288,6 +288,7 @@ def run_jobs(
     jobs: Sequence[tuple[Sequence["Copy"], dict[int, Buffer], Buffer]],
     dtype: str,
     views: dict[tuple[Any, str], Any] | None = None,
+    threads: bool = True,
 ) -> None:
     """Run several destinations' copies: ``jobs`` lists ``(copies, sources, dst)``.
 
@@ -300,6 +301,8 @@ def run_jobs(
     Sources are waited for before and destinations after, unless every buffer
     belongs to one framework that orders its own work on its streams (torch,
     CuPy): then the copies stay asynchronous, like that framework's own.
+    ``threads=False`` keeps host copies on the calling thread (processes that
+    already share the cores between them).
     """
     tables = {id(srcs): srcs for _, srcs, _ in jobs}  # jobs usually share one table of sources
     sources = {id(b): b for srcs in tables.values() for b in srcs.values()}
@@ -307,7 +310,7 @@ def run_jobs(
     ordered = stream_ordered([*sources.values(), *targets])
     if not ordered:
         synchronize(sources.values())
-    _run_tasks(jobs, dtype, views)
+    _run_tasks(jobs, dtype, views, threads)
     if not ordered:
         synchronize(targets)
 
@@ -327,6 +330,7 @@ def _run_tasks(
     jobs: Sequence[tuple[Sequence["Copy"], dict[int, Buffer], Buffer]],
     dtype: str,
     views: dict[tuple[Any, str], Any] | None = None,
+    threads: bool = True,
 ) -> None:
     imported: dict[tuple[int, str], Any] = {}
     if not all(dst.device.is_host for _, _, dst in jobs):
@@ -356,7 +360,7 @@ def _run_tasks(
     # to 93 ms for 256 MiB on 2 cores), which outweighs the parallel copy.
     by_source = nbytes >= PARALLEL_MIN_BYTES and nbytes >= ntasks * PARALLEL_MIN_TASK_BYTES
     big = by_source or (nbytes >= PARALLEL_MIN_BYTES and nbytes >= len(jobs) * PARALLEL_MIN_TASK_BYTES)
-    pool = _pool() if big and len(jobs) > 1 else None
+    pool = _pool() if threads and big and len(jobs) > 1 else None
     if pool is None:  # one call per destination: its copies go to the framework together
         for copies, sources, dst in jobs:
             run_copies(copies, sources, dst, dtype, imported, views)

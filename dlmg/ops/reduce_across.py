@@ -25,7 +25,9 @@ from ..distributed._state import check_ranks, current
 from ..distributed.agree import conclude, describe, exclusive, prepare_vote
 from ..dtypes import info
 from ..errors import CollectiveError
+from ..fragment import verify_fragments
 from ._executor import fail
+from ._dtypes import narrow_for
 from .dispatch import executor, move_array, new_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -100,13 +102,18 @@ def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keep
         return _reduce(engine, x, name, axes, keepdims, dtype, reducer, plan, ctx)
 
 
-def _kind(dtype: str | None) -> str | None:
-    """The kind of result a ``dtype`` argument asks for (integers of either sign alike: a
-    framework may accumulate unsigned sums in a signed type)."""
-    if dtype is None:
-        return None
-    kind = np.dtype(_np_dtype(dtype)).kind
-    return "integer" if kind in "iu" else kind
+_NARROWED = {"int32": "int64", "uint32": "uint64", "float32": "float64", "complex64": "complex128"}
+
+
+def _asked(dtype: str | None, frameworks: tuple[str, ...]) -> str | None:
+    """The result dtype every process must agree on: ``dtype`` itself, except that the
+    32-bit type this process's frameworks narrow a 64-bit one to (JAX without x64)
+    stands for the 64-bit one; another process keeps 64 bits, and the votes then
+    settle every process on 32 (see :func:`_narrowest`)."""
+    wide = _NARROWED.get(dtype or "")
+    if wide is not None and narrow_for(wide, frameworks) == dtype:
+        return wide
+    return dtype
 
 
 def _reduce(engine: Any, x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keepdims: bool,
@@ -115,13 +122,14 @@ def _reduce(engine: Any, x: "DistributedTensor", name: str, axes: tuple[int, ...
     reduced = tuple(range(x.ndim)) if axes is None else axes
     kept = [m for m in range(x.ndim) if m not in reduced]
     rshape = tuple(layout.shape[m] for m in kept)
-    # every argument that changes the result: the asked dtype's kind too (its width may
-    # narrow where a framework cannot hold it, see below)
+    # every argument that changes the result, the asked result dtype too (float32 on one
+    # process and float64 on another is a mismatch; a width JAX narrows is settled below)
     description = describe(f"reduce {name}", layout=layout, dtype=x.dtype, axes=axes, keepdims=keepdims,
-                           result_kind=_kind(dtype))
+                           result_dtype=_asked(dtype, x.frameworks))
 
     def work() -> tuple[tuple[np.ndarray, np.ndarray | None], str | None]:
         check_ranks(layout, f"dlmg.{name}")
+        verify_fragments(x.fragments, strides=False)  # here, so a refusal reaches every process
         # only argmax and argmin track indices: ``idx`` is set exactly for them
         idx: np.ndarray | None = None
         if name in _ARG:
@@ -163,13 +171,26 @@ def _reduce(engine: Any, x: "DistributedTensor", name: str, axes: tuple[int, ...
 class _InStep:
     """The engine's all-reduce for the steps of one reduction: a local failure in one of
     them is kept and raised after the last, so this process takes part in every
-    all-reduce its peers run (a failure of the transport itself is raised at once)."""
+    all-reduce its peers run (a failure of the transport itself is raised at once).
+    A failure of the arithmetic between them is kept too: :meth:`finish` runs the
+    steps left with stand-in buffers."""
 
     def __init__(self, engine: Any) -> None:
         self.engine = engine
         self.error: Exception | None = None
+        self.done = 0
+
+    def finish(self, steps: list[tuple[np.dtype, str]], size: int, error: Exception) -> None:
+        """After ``error`` in this process's arithmetic: take part in the all-reduces of
+        ``steps`` not run yet (their values are never used: the completion agreement
+        then makes every process raise)."""
+        if self.error is None:
+            self.error = error
+        for dtype, op in steps[self.done:]:
+            self.allreduce(np.zeros(size, dtype=dtype), op)
 
     def allreduce(self, buf: Any, op: str) -> None:
+        self.done += 1
         try:
             self.engine.allreduce(buf, op)
         except CollectiveError:
@@ -191,10 +212,25 @@ def _complete(engine: Any, x: "DistributedTensor", name: str, reduced: tuple[int
         result = _exchange(steps, name, dtype, acc, idx, x.dtype)
     except CollectiveError:
         raise
-    except Exception as exc:  # local arithmetic between the steps: the remaining ones were skipped
-        raise CollectiveError(f"dlmg.{name} on rank {engine.rank} failed between its all-reduces: {exc!r}") from exc
+    except Exception as exc:  # local arithmetic between the steps: run the ones it skipped
+        steps.finish(_steps(name, dtype, acc), acc.size, exc)
+        raise steps.error or exc from None
     steps.check()
     return _result(x, name, reduced, keepdims, dtype, plan, result)
+
+
+def _steps(name: str, dtype: str | None, acc: np.ndarray) -> list[tuple[np.dtype, str]]:
+    """The all-reduces :func:`_exchange` runs for reduction ``name``, in order, as
+    ``(dtype, op)``: a NaN flag for floats where NaN must win, then the value (and,
+    for argmax and argmin, the index)."""
+    if name in _ARG:
+        value = acc.dtype
+        ops = [(value, _ARG[name]), (np.dtype(np.int64), "min")]
+    else:
+        value = acc.dtype if dtype is None or acc.dtype == np.uint8 else np.dtype(_np_dtype(dtype))
+        ops = [(value, _ENGINE_OP[name])]
+    flag = name in ("min", "max", *_ARG) and value.kind in "fc"
+    return [(np.dtype(np.uint8), "max")] * flag + ops
 
 
 def _exchange(engine: Any, name: str, dtype: str | None, acc: np.ndarray, idx: np.ndarray | None,

@@ -314,9 +314,9 @@ def _reduce(
         return _no_axes(x, name, dtype)
     plan = _plan(layout, axes, bool(keepdims))
     ctx = _Context(dtype, layout, x.dtype, reducer.name)
-    verify_fragments(x.fragments, strides=False)
     if current() is not None:  # across processes: local partials, then the engine's all-reduce
-        return across(x, name, axes, bool(keepdims), dtype, reducer, plan, ctx)
+        return across(x, name, axes, bool(keepdims), dtype, reducer, plan, ctx)  # (checks inside its agreement)
+    verify_fragments(x.fragments, strides=False)
     remote = [f.index for f in x.fragments if not f.is_local]
     if remote:  # (as gather says: a reduction in one process of a tensor spread over several)
         raise FragmentError(

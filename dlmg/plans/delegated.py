@@ -23,7 +23,9 @@ class DelegatedPlan(RedistributionPlan):
     delegated_to : str
         What runs the move (``"jax.device_put"``). ``copies``, ``bytes_by_devices``
         and ``total_bytes`` are those of dlmg's own plan: what the move carries,
-        not copies dlmg makes.
+        not copies dlmg makes. Where the framework declines the arrays when the
+        move runs (JAX: a buffer not in C order, from a transposed import),
+        dlmg's plan runs after all.
     """
 
     delegated_to: str = ""
