@@ -325,6 +325,21 @@ class Delegating:
         """
         raise NotImplementedError
 
+    def delegated_einsum(self, subscripts: str, operands: tuple["Layout", ...], out: "Layout",
+                         dtype: str) -> Delegation | None:
+        """How this framework runs ``einsum(subscripts, ...)`` over operands laid out
+        as ``operands`` (all of ``dtype``) into ``out`` as one operation of its own
+        (``jax.jit`` of ``jnp.einsum`` with in and out shardings), or ``None`` where
+        it cannot express a layout (then dlmg's contraction plan runs).
+
+        Asked only where every fragment of every operand is this process's and
+        one array of this framework, and nothing is a pending sum. ``run`` takes
+        the operands' fragments' arrays, operand after operand, each in fragment
+        order, and returns ``out``'s fragments' arrays in fragment order. The
+        answer depends on the arguments only: keep it per value.
+        """
+        raise NotImplementedError
+
 
 #: Every capability an adapter may declare.
 CAPABILITIES: tuple[type, ...] = (

@@ -21,7 +21,7 @@ from typing import Any
 
 from .report import case_title, machine_lines
 
-__all__ = ["KINDS", "load_record", "render_section", "update_docs"]
+__all__ = ["KINDS", "load_record", "merge_runs", "render_section", "update_docs"]
 
 #: The kinds of run, in the order of their sections on the page.
 KINDS = ("cpu", "gpu")
@@ -132,6 +132,45 @@ def _row(row: dict[str, Any], name: str) -> str:
     return "| " + " | ".join(_cell(c) for c in cells) + " |"
 
 
+def _provenance(run: dict[str, Any]) -> dict[str, Any]:
+    """Where a run's cases come from: its command, start, commit and load."""
+    m = run.get("machine", {})
+    return {"command": run["command"], "started": run["started"], "git_commit": m.get("git_commit"),
+            "load_average": m.get("load_average"), "load_average_end": m.get("load_average_end")}
+
+
+def merge_runs(base: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+    """``base`` (a recorded run of the same kind and mode) with ``run``'s cases in place of its own.
+
+    A run of some cases (``--cases 10 --update-docs``) updates the record of
+    the whole suite this way instead of replacing it: every other case keeps
+    its figures, and each case records where it comes from (``"run"``: the
+    command, start, commit and load of its run), which the page shows where
+    it differs from the record's own. The sizes and notes of both are kept,
+    ``run``'s winning; the machine and settings stay ``base``'s.
+
+    Raises
+    ------
+    ValueError
+        When the two differ in kind or mode.
+    """
+    for key in ("kind", "mode"):
+        if base[key] != run[key]:
+            raise ValueError(f"cannot merge a {run[key]!r} run into a {base[key]!r} record ({key} differs)")
+    merged = json.loads(json.dumps(base))
+    own = _provenance(base)
+    cases = {c["case"]: {**c, "run": c.get("run", own)} for c in merged["cases"]}
+    fresh = _provenance(run)
+    for case in run["cases"]:
+        cases[case["case"]] = {**json.loads(json.dumps(case)), "run": fresh}
+    merged["cases"] = [cases[k] for k in sorted(cases)]
+    merged["sizes"] = {**base.get("sizes", {}), **run.get("sizes", {})}
+    numbers = ", ".join(str(c["case"]) for c in run["cases"])
+    merged["notes"] = [n for n in base.get("notes", []) if not n.startswith(f"case(s) {numbers}: ")]
+    merged["notes"] += [f"case(s) {numbers}: {note}" for note in run.get("notes", [])]
+    return merged
+
+
 def _parts(case: dict[str, Any]) -> list[tuple[str | None, list[tuple[str, dict[str, Any]]]]]:
     """The case's rows as ``(part, [(name, row)])``, one part (None) unless the case is parted."""
     if case["case"] not in PARTED_CASES:
@@ -181,6 +220,11 @@ def render_section(run: dict[str, Any]) -> str:
         lines.append(f"| {case['case']}. {case['title']} | {len(case['rows'])} | {passed} | {missed} | {other} |")
     for case in run["cases"]:
         lines += ["", f"### {case['case']}. {case.get('title') or case_title(case['case'])}"]
+        origin = case.get("run")
+        if origin and (origin["command"], origin["started"]) != (run["command"], run["started"]):
+            lines += ["", f"Recorded separately at commit `{origin.get('git_commit')}` on {str(origin['started'])[:10]}"
+                          f" with `{origin['command']}`; load average {origin.get('load_average')} at the start,"
+                          f" {origin.get('load_average_end')} at the end."]
         if case["status"] != "ok":
             lines += ["", f"Case status: {_cell(case['status'])}"]
         for part, rows in _parts(case):

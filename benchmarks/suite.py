@@ -15,7 +15,9 @@ the case's status; the run goes on either way.
 Results go to ``benchmarks/results/`` (ignored by git) unless ``--out`` says
 otherwise; the checkout stays clean. ``--update-docs`` rewrites
 ``docs/performance.md``'s section of the run's kind (CPU or GPU) and keeps the
-run's JSON and Markdown in ``benchmarks/recorded/``; ``--docs PATH`` rewrites
+run's JSON and Markdown in ``benchmarks/recorded/`` (with ``--cases``, the
+run's cases replace theirs in the record already there, the others stay:
+:func:`benchmarks.page.merge_runs`); ``--docs PATH`` rewrites
 another page. ``--from-record`` runs nothing: it rewrites the page's sections
 from recorded runs (after a change to how the page shows them).
 """
@@ -34,7 +36,7 @@ from typing import Any, Callable, Sequence
 
 from .config import MODES, Context, KiB, MiB
 from .harness import describe_error
-from .page import load_record, update_docs
+from .page import load_record, merge_runs, update_docs
 from .record import Row
 
 __all__ = ["CPU_CASES", "main", "parse_args", "run_suite"]
@@ -133,7 +135,9 @@ def _sizes(ctx: Context) -> dict[str, str]:
         "scaling": f"{m.scaling_n}x{m.scaling_n} float32 (1-512 NumPy fragments)",
         "across processes": "256x256 float32, 2 processes" if m.name == "smoke"
         else "4096x4096 float32 (64 MiB), 2 and 4 processes",
-        "contractions": {"smoke": "256x256", "full": "2048x2048"}.get(m.name, "1024x1024") + " float32 A @ B",
+        "contractions": {"smoke": "256x256 float32 A @ B (2 processes: 256x256)",
+                         "full": "4096x4096 float32 A @ B (2 and 4 processes: 4096x4096)"}.get(
+            m.name, "1024x1024 float32 A @ B (2 and 4 processes: 2048x2048)"),
     }
 
 
@@ -248,11 +252,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     json_path, md_path = write_results(run, args.out)
     print(render_markdown(run))
     print(f"\nwrote {json_path} and {md_path}", file=sys.stderr)
+    if args.recorded is not None and args.selected is not None:
+        # some cases only: they take their place in the suite's record, the others stay
+        kept_path = args.recorded / f"{run['kind']}-{run['mode']}.json"
+        if kept_path.exists():
+            run = merge_runs(load_record(kept_path), run)
     if args.recorded is not None:
         write_plots(run, args.recorded)
         kept = write_results(run, args.recorded)
         print(f"kept {kept[0]} and {kept[1]}", file=sys.stderr)
     if args.docs is not None and not args.no_docs:
-        print(f"updated {update_docs(run, args.docs, plots_from=args.out)}", file=sys.stderr)
+        plots = args.recorded if args.recorded is not None else args.out
+        print(f"updated {update_docs(run, args.docs, plots_from=plots)}", file=sys.stderr)
     print(f"suite runtime {run['runtime_s']:.0f} s", file=sys.stderr)
     return 0

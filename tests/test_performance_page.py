@@ -149,3 +149,34 @@ def test_from_record_refuses_what_is_not_a_record(tmp_path):
     clash = subprocess.run([sys.executable, str(RUN), "--from-record", str(RECORDS[0]), "--gpu"],
                            cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert clash.returncode == 2 and "cannot be combined with --gpu" in clash.stderr
+
+
+def test_a_run_of_some_cases_takes_their_place_in_the_record():
+    from benchmarks.page import merge_runs
+
+    base = copy.deepcopy(load_record(RECORDS[0]))
+    first = base["cases"][0]
+    run = copy.deepcopy(base)
+    run["command"], run["started"] = "python benchmarks/run.py --cases 99 --update-docs", "2030-01-02T03:04:05+00:00"
+    run["machine"]["git_commit"] = "abc1234"
+    run["sizes"] = {"contractions": "a size"}
+    run["notes"] = ["busy"]
+    run["cases"] = [{**copy.deepcopy(first), "case": 99, "title": "A new case"},
+                    {**copy.deepcopy(first), "title": "The first case again", "rows": []}]
+    merged = merge_runs(base, run)
+    numbers = [c["case"] for c in merged["cases"]]
+    assert numbers == sorted(numbers) and numbers[-1] == 99 and len(numbers) == len(base["cases"]) + 1
+    assert [c["title"] for c in merged["cases"] if c["case"] == first["case"]] == ["The first case again"]
+    assert merged["command"] == base["command"] and merged["sizes"]["contractions"] == "a size"
+    assert merged["notes"][-1] == f"case(s) 99, {first['case']}: busy"
+    assert base["cases"][0]["title"] == first["title"]  # the base is left as it was
+    text = render_section(merged)
+    own = text.split("### ")[2]  # the base's second case: no line of provenance of its own
+    assert "Recorded separately" not in own
+    new = text.split(f"### 99.")[1]
+    assert "Recorded separately at commit `abc1234` on 2030-01-02 with " \
+           "`python benchmarks/run.py --cases 99 --update-docs`" in new
+    other = copy.deepcopy(run)
+    other["mode"] = "full"
+    with pytest.raises(ValueError, match="mode differs"):
+        merge_runs(base, other)

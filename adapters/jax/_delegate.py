@@ -21,6 +21,7 @@ from dlmg.errors import DeviceError, LayoutError
 from .._common import is_c_contiguous
 from ..capabilities import Delegating, Delegation
 from ._devices import device_of_native
+from ._einsum import einsum_program
 
 if TYPE_CHECKING:  # pragma: no cover
     from dlmg.layout import Layout
@@ -51,6 +52,13 @@ class JaxDelegation(Delegating):
         buffers are not C-ordered (transposed imports)."""
         found = reshard(source, target)
         return None if found is None else Delegation(DEVICE_PUT, partial(self._reshard, found))
+
+    def delegated_einsum(self, subscripts: str, operands: tuple["Layout", ...], out: "Layout",
+                         dtype: str) -> Delegation | None:
+        """One ``jax.jit`` of ``jnp.einsum`` over the operands assembled as sharded
+        arrays (no copy), with ``out``'s sharding as ``out_shardings``, where every
+        layout is a ``NamedSharding`` over one set of this process's JAX devices."""
+        return einsum_program(subscripts, operands, out)
 
     def _reshard(self, how: Reshard, arrays: Sequence[Any]) -> list[Any] | None:
         import jax

@@ -31,7 +31,7 @@ from typing import Any
 from ..config import Context, GiB, MiB
 from ..harness import describe_error
 from ..record import Row, Target
-from .multiprocess import run_workers, timing_of
+from .multiprocess import run_workers, timing
 
 __all__ = ["run_checkpoint"]
 
@@ -80,7 +80,7 @@ def _rows(n: int, repeats: int, warmup: int) -> list[Row]:
                 rows.append(Row(CASE, f"{op}, {nprocs} process(es)", params, "-",
                                 timings={"dlmg": error, "native": error}))
             continue
-        t = {k: timing_of(v) for k, v in result["times"].items()}
+        t = {k: timing(v) for k, v in result["times"].items()}
         check = "ok (values equal after the load into column slabs)" if result["check"] else "mismatch"
         for op, native in (("save", "numpy save"), ("load", "numpy load")):
             row = Row(CASE, f"{op}, row slabs, {nprocs} process(es)", params, f"{native} of each process's slab",

@@ -12,24 +12,41 @@
   ``B`` held as ``jax.Array`` shards, against ``jax.jit(jnp.einsum)`` on
   the same data with the equivalent ``NamedSharding`` s (target: ratio <= 1.0).
 
-The sizes: n = 256 (smoke), 1024 (quick), 2048 (full). Results are compared
-with NumPy's product.
+* 2 and 4 processes (torch.distributed on gloo, one CPU mesh of every
+  process): ``A @ B`` on DTensor-expressible placements (``Shard(0) @
+  Replicate``: local; ``Shard(1) @ Shard(0)``: a pending sum, ``Partial`` for
+  DTensor, left unreduced by both; ``Shard(0) @ Shard(1)``: one operand
+  moves), dlmg on :func:`dlmg.from_dtensor` of the very DTensors against
+  DTensor's ``torch.matmul`` (target: ratio <= 1.0). The work runs in
+  :mod:`benchmarks.cases._mp_contractions`, launched by case 8's launcher;
+  each figure is the median over repeats of the slowest process's time.
+
+The sizes: n = 256 (smoke), 1024 (quick), 4096 (full) in one process;
+across processes 256 (smoke, 2 processes only), 2048 (quick: 4096 takes
+minutes per row on a 2-core machine) and 4096 (full). Results are compared
+with NumPy's product (across processes, in every process).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
 from ..config import Context
 from ..frameworks import block
+from ..harness import describe_error
 from ..record import Row, Target, check_result, prepared
 from .common import FRAGMENTS, guarded, ok, run_row
+from .multiprocess import launch, timing
+
+WORKER = Path(__file__).resolve().parent / "_mp_contractions.py"
 
 __all__ = ["run_contractions"]
 
-_SIZES = {"smoke": 256, "quick": 1024, "full": 2048}
+_SIZES = {"smoke": 256, "quick": 1024, "full": 4096}
+_MP_SIZES = {"smoke": 256, "quick": 2048, "full": 4096}
 
 
 def _n(ctx: Context) -> int:
@@ -128,10 +145,43 @@ def _jax(ctx: Context) -> list[Row]:
     return [row]
 
 
+_PAIRS = {"local": "A Shard(0) @ B Replicate (local)",
+          "pending": "A Shard(1) @ B Shard(0) (pending sum, left unreduced)",
+          "move": "A Shard(0) @ B Shard(1) (one operand moves)"}
+
+
+def _processes(ctx: Context) -> list[Row]:
+    name = ctx.mode.name
+    n = _MP_SIZES.get(name, 2048)
+    settings = ctx.settings
+    repeats = 1 if name == "smoke" else min(settings.repeats, 5)
+    rows: list[Row] = []
+    for nprocs in (2,) if name == "smoke" else (2, 4):
+        params = {"engine": "torch", "processes": nprocs, "size": f"{n}x{n} float32", "device": "cpu"}
+        try:
+            result = launch("torch", nprocs, n, repeats, settings.warmup, worker=WORKER)
+        except Exception as exc:  # noqa: BLE001 - recorded in the rows
+            error = describe_error(exc)
+            rows += [Row(10, f"{title}, {nprocs} processes", params, "DTensor torch.matmul",
+                         timings={"dlmg": error, "native": error}) for title in _PAIRS.values()]
+            continue
+        for key, title in _PAIRS.items():
+            times = result["times"][key]
+            rows.append(Row(
+                10, f"{title}, torch ({result['transport']}), {nprocs} processes",
+                {**params, "strategy": result["strategies"][key]},
+                "DTensor torch.matmul on the same placements",
+                timings={"dlmg": timing(times["dlmg"]), "native": timing(times["native"])},
+                targets=[Target("ratio", "<=", 1.0)], check="ok (checked in every process)",
+            ))
+    return rows
+
+
 def run_contractions(ctx: Context) -> list[Row]:
     """Case 10: contractions against one native product."""
     out: list[Row] = []
     out += guarded(10, "A @ B, row slabs @ replicated (local), numpy", "numpy", lambda: _local(ctx))
     out += guarded(10, "A @ B, k split in both (pending sum), numpy", "numpy", lambda: _pending(ctx))
     out += guarded(10, "einsum, 8 JAX CPU devices", "jax", lambda: _jax(ctx))
+    out += _processes(ctx)
     return out

@@ -28,6 +28,10 @@ GPU_PAIRS = (("torch", "cupy"), ("cupy", "jax"), ("jax", "torch"))
 
 RATIO_TARGET = Target("ratio", "<=", 1.2)
 GROWTH_TARGET = Target("large/small", "<=", 1.2)
+# Wrapping builds one tensor and one fragment record per array: a fixed few
+# microseconds that the other pairs' bare loops absorb, while NumPy -> torch's bare
+# loop is about 2 us per array, so its wrap + export row has a wider target.
+WRAP_NUMPY_TARGET = Target("ratio", "<=", 1.5)
 
 
 def _size(nbytes: int) -> str:
@@ -91,8 +95,9 @@ def _rows_for(ctx: Context, case: int, src: str, dst: str) -> list[Row]:
 
                 return wrap_export
 
+            wrap_target = WRAP_NUMPY_TARGET if src == "numpy" else RATIO_TARGET
             row = Row(1, f"{src} -> {dst}: from_fragments + from_dlpack(dt.fragments[i])", dict(params),
-                      f"{dst} from_dlpack on each {src} array", targets=[RATIO_TARGET])
+                      f"{dst} from_dlpack on each {src} array", targets=[wrap_target])
             _run_sized(row, ctx, {"dlmg": prepared(build_wrap), "native": native}, small)
             if ok(row, "dlmg"):
                 row.check = check_result(_zero_copy_check(build_wrap(), native, arrays))

@@ -34,7 +34,7 @@ from ..config import Context, MiB
 from ..harness import Timing, describe_error
 from ..record import Row, Target
 
-__all__ = ["run_multiprocess", "run_workers", "timing_of"]
+__all__ = ["launch", "run_multiprocess", "run_workers", "timing"]
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).resolve().parent / "_mp_collectives.py"
@@ -87,17 +87,21 @@ def run_workers(worker: Path, args: list[str], nprocs: int, out: Path, engine: s
     return json.loads(out.read_text())  # type: ignore[no-any-return]
 
 
-def _launch(engine: str, nprocs: int, n: int, repeats: int, warmup: int) -> dict[str, Any]:
+def launch(engine: str, nprocs: int, n: int, repeats: int, warmup: int, worker: Path = WORKER) -> dict[str, Any]:
+    """Run ``worker`` in ``nprocs`` processes of ``engine`` and return what rank 0 wrote.
+
+    The worker takes ``--engine --n --repeats --warmup --out`` (case 10's
+    multi-process rows use this launcher too)."""
     out = Path(tempfile.mkdtemp(prefix="dlmg-bench-")) / "result.json"
     try:
-        return run_workers(WORKER, ["--engine", engine, "--n", str(n), "--repeats", str(repeats),
+        return run_workers(worker, ["--engine", engine, "--n", str(n), "--repeats", str(repeats),
                                     "--warmup", str(warmup), "--out", str(out)], nprocs, out, engine)
     finally:
         shutil.rmtree(out.parent, ignore_errors=True)
 
 
-def timing_of(seconds: list[float]) -> Timing:
-    """The :class:`Timing` of per-repeat ``seconds`` (median, best, worst)."""
+def timing(seconds: list[float]) -> Timing:
+    """The median, minimum and maximum of per-repeat ``seconds`` (each the slowest process's)."""
     s = sorted(seconds)
     return Timing(s[len(s) // 2], s[0], s[-1], len(s), 1)
 
@@ -114,7 +118,7 @@ def run_multiprocess(ctx: Context) -> list[Row]:
             params = {"engine": engine, "processes": nprocs, "shape": [n, n], "bytes": n * n * 4,
                       "size": f"{n * n * 4 / MiB:g} MiB", "dtype": "float32"}
             try:
-                result = _launch(engine, nprocs, n, settings.repeats, settings.warmup)
+                result = launch(engine, nprocs, n, settings.repeats, settings.warmup)
             except Exception as exc:  # noqa: BLE001 - recorded in the rows
                 error = describe_error(exc)
                 for op in ("all-gather", "row slabs -> column slabs"):
@@ -129,11 +133,11 @@ def run_multiprocess(ctx: Context) -> list[Row]:
                 row = Row(
                     CASE, f"{title}, {engine} ({result['transport']}), {nprocs} processes", {**params, **extra},
                     result["native"][op] + " into a fresh output",
-                    timings={"dlmg": timing_of(times["dlmg"]), "native": timing_of(times["native"])},
+                    timings={"dlmg": timing(times["dlmg"]), "native": timing(times["native"])},
                     targets=[Target("ratio", "<=", 1.1)], check="ok (checked in every process)",
                 )
                 if "packed" in times:  # the same result written with the engine: pack, then all-to-all
-                    row.timings["pack + all-to-all"] = timing_of(times["packed"])
+                    row.timings["pack + all-to-all"] = timing(times["packed"])
                     t, t_packed = row.time("dlmg"), row.time("pack + all-to-all")
                     row.metrics["ratio vs pack + all-to-all"] = t / t_packed if t and t_packed else None
                     row.targets.append(Target("ratio vs pack + all-to-all", "<=", 1.1))

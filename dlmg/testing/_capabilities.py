@@ -333,6 +333,33 @@ def check_delegating(ctx: ContractContext) -> None:
 
 
 #: The checks of the capabilities, by name, in the order they run.
+def check_delegated_einsum(ctx: ContractContext) -> None:
+    """Delegating, einsum side: a pending result is never taken; where one fragment per
+    operand on the context's device is taken, ``run`` gives the product's one fragment."""
+    import numpy as np
+
+    a = ctx.adapter
+    if not isinstance(a, Delegating):
+        return
+    d = ctx.device
+    la, lb, lc = (Layout.single(shape, d) for shape in ((2, 3), (3, 4), (2, 4)))
+    pending = Layout((2, 4), devices=(d, d), partial="sum")
+    assert a.delegated_einsum("ab,bc->ac", (la, lb), pending, "float32") is None, "a pending result was taken"
+    found = a.delegated_einsum("ab,bc->ac", (la, lb), lc, "float32")
+    if found is None:
+        return
+    assert isinstance(found, Delegation) and isinstance(found.call, str) and found.call, (
+        f"delegated_einsum gives {found!r}, not a Delegation naming what runs"
+    )
+    made = found.run([ctx.array((2, 3)), ctx.array((3, 4))])
+    if made is None:
+        return
+    made = list(made)
+    assert len(made) == 1, f"{found.call} gave {len(made)} arrays for one fragment"
+    want = expected((2, 3), "float32").astype(np.float64) @ expected((3, 4), "float32").astype(np.float64)
+    assert np.allclose(ctx.values(made[0]), want), f"{found.call} gave\n{ctx.values(made[0])}"
+
+
 CAPABILITY_CHECKS: dict[str, Any] = {
     "declared": check_declared,
     "copy_many": check_bulk_copies,
@@ -343,4 +370,5 @@ CAPABILITY_CHECKS: dict[str, Any] = {
     "list_operators": check_list_operators,
     "compiled_elementwise": check_compiled_elementwise,
     "delegating": check_delegating,
+    "delegated_einsum": check_delegated_einsum,
 }

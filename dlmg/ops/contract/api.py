@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,7 +26,7 @@ from ..dispatch import is_distributed, map_fragments
 from ..linalg import matmul as local_matmul
 from .equation import parse
 from .plan import EinsumPlan, plan_equation
-from .run import run_plan
+from .run import delegation, run_delegated, run_plan
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...tensor import DistributedTensor
@@ -80,6 +81,9 @@ def _plan_here(name: str, subscripts: str, tensors: list, layout: Layout | None)
             raise ValueError(f"{name}: layout has shape {layout.shape}; the result has shape {shape}")
     itemsize = int(np.dtype(dtype).itemsize) if dtype != "bfloat16" else 2
     plan = plan_equation(eq, tuple(t.layout for t in tensors), itemsize, layout)
+    found = delegation(tensors, plan.equation, dtype, plan.out)
+    if found is not None:
+        plan = replace(plan, delegated=found.call)
     return plan, dtype, tensors
 
 
@@ -145,7 +149,9 @@ def einsum(subscripts: str, *operands: "DistributedTensor", out: "DistributedTen
     if out is not None and not is_distributed(out):
         raise TypeError(f"dlmg.einsum: out must be a DistributedTensor, got {type(out).__name__}")
     plan, dtype, tensors = _plan("dlmg.einsum", subscripts, operands, target)
-    result = run_plan(plan, tensors, dtype)
+    result = run_delegated(plan, tensors, dtype) if plan.delegated else None
+    if result is None:
+        result = run_plan(plan, tensors, dtype)
     if out is None:
         return result
     if out.dtype != result.dtype:

@@ -92,6 +92,12 @@ class EinsumPlan:
         The result's layout (``partial="sum"``: a pending sum, resolved by ``redistribute``).
     itemsize : int
         Bytes per element of the computation's dtype.
+    delegated : str or None
+        The one framework call that runs the whole contraction instead of the
+        steps, where every operand's fragments belong to a framework that
+        compiles sharded programs and expresses every layout
+        (:meth:`~dlmg.adapters.capabilities.Delegating.delegated_einsum`); ``None`` when
+        the steps run.
     """
 
     equation: str
@@ -99,6 +105,7 @@ class EinsumPlan:
     out: Layout
     itemsize: int
     strategies: tuple[str, ...] = field(default=())
+    delegated: str | None = None
 
     @property
     def strategy(self) -> str:
@@ -116,6 +123,9 @@ class EinsumPlan:
 
     def __str__(self) -> str:
         lines = [f"einsum {self.equation}: {self.strategy}"]
+        if self.delegated is not None:
+            lines.append(f"  runs as one call: {self.delegated} (its compiler chooses the collectives; "
+                         "the steps below are what dlmg would run)")
         for i, s in enumerate(self.steps):
             body = s.describe(self.itemsize)
             lines.append(f"  {i + 1}. {body[0]}")
