@@ -19,7 +19,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from .report import case_title
+from .report import case_title, machine_lines
 
 __all__ = ["KINDS", "load_record", "merge_runs", "render_section", "update_docs"]
 
@@ -201,13 +201,8 @@ def render_section(run: dict[str, Any]) -> str:
         f" ({run.get('runtime_s', 0):.0f} s). The full record, with every metric of every row, is"
         f" `benchmarks/recorded/{stem}.md` (and `.json`).",
         "",
-        f"- CPU: {m['cpu']}, {m['cores']} cores ({m.get('usable_cores')} usable), {m['memory_gib']} GiB;"
-        f" load average (1, 5, 15 min) {m.get('load_average')} at the start, {m.get('load_average_end')} at the end",
+        *machine_lines(m),
     ]
-    if m.get("gpu"):
-        g = m["gpu"]
-        lines.append(f"- GPU: {g['name']} ({g['memory_gib']} GiB, {g['count']} visible, CUDA {g['torch_cuda']})")
-    lines.append("- Versions: " + ", ".join(f"{k} {v}" for k, v in m["versions"].items()))
     if run.get("sizes"):
         lines.append("- Sizes: " + "; ".join(f"{k} {v}" for k, v in run["sizes"].items()))
     s = run["settings"]

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["case_title", "render_markdown", "write_results"]
+__all__ = ["case_title", "machine_lines", "render_markdown", "write_results"]
 
 _CASE_TITLES = {
     1: "Interchange: wrap 8 fragments and export each through DLPack",
@@ -29,6 +29,19 @@ _CASE_TITLES = {
 def case_title(case: int) -> str:
     """The heading of a case."""
     return _CASE_TITLES.get(case, f"Case {case}")
+
+
+def machine_lines(m: dict[str, Any]) -> list[str]:
+    """The machine a run was recorded on, as list items: CPU and load, GPU, versions."""
+    lines = [
+        f"- CPU: {m['cpu']}, {m['cores']} cores ({m.get('usable_cores')} usable), {m['memory_gib']} GiB;"
+        f" load average (1, 5, 15 min) {m.get('load_average')} at the start, {m.get('load_average_end')} at the end",
+    ]
+    if m.get("gpu"):
+        g = m["gpu"]
+        lines.append(f"- GPU: {g['name']} ({g['memory_gib']} GiB, {g['count']} visible, CUDA {g['torch_cuda']})")
+    lines.append("- Versions: " + ", ".join(f"{k} {v}" for k, v in m["versions"].items()))
+    return lines
 
 
 def write_results(run: dict[str, Any], out: Path) -> tuple[Path, Path]:
@@ -123,14 +136,8 @@ def render_markdown(run: dict[str, Any], level: int = 2) -> str:
     lines += [
         f"- Command: `{run['command']}`",
         f"- Date: {run['started']}; suite runtime {run['runtime_s']:.0f} s; dlmg commit {m.get('git_commit')}",
-        f"- CPU: {m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable), {m['memory_gib']} GiB;"
-        f" load average (1, 5, 15 min) {m.get('load_average')} at the start,"
-        f" {m.get('load_average_end')} at the end",
+        *machine_lines(m),
     ]
-    if m.get("gpu"):
-        g = m["gpu"]
-        lines.append(f"- GPU: {g['name']} ({g['memory_gib']} GiB, {g['count']} visible, CUDA {g['torch_cuda']})")
-    lines.append("- Versions: " + ", ".join(f"{k} {v}" for k, v in m["versions"].items()))
     sizes = run.get("sizes", {})
     if sizes:
         lines.append("- Sizes: " + ", ".join(f"{k} {v}" for k, v in sizes.items()))

@@ -96,6 +96,9 @@ class DistributedTensor(FrameworkProtocols, Operators, ElementMethods, Reduction
     # Worth keeping: making it for 8 NumPy + 8 torch fragments costs 37 us, finding it
     # 0.1 us, against an operator's 100-150 us (a 2-core CPU machine).
     _placement: Any = None
+    # Whether the tensor is a fresh operator result whose memory a following operator
+    # may reuse when nothing else holds it (``a * b`` in ``a * b + c``; dlmg.ops.pointwise).
+    _fresh: bool = False
 
     # finding fragments by device or by the part of the tensor they hold (dlmg._lookup)
     fragment_for = fragment_for

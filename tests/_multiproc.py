@@ -27,6 +27,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = Path(__file__).resolve().parent / "_mp_worker.py"
 
@@ -50,6 +52,29 @@ def have_mpi() -> bool:
     except ImportError:
         return False
     return mpiexec() is not None
+
+
+def skip_without(engine: str, *frameworks: str) -> None:
+    """Skip the test unless torch, ``frameworks`` and, for ``engine="mpi"``, an MPI are here."""
+    for name in ("torch", *frameworks):
+        pytest.importorskip(name)
+    if engine == "mpi" and not have_mpi():
+        pytest.skip("needs mpi4py and an MPI (pip install mpi4py mpich)")
+
+
+def launched_per_setup(setups: list[tuple[str, int]], scenarios: list[str], *, needs: tuple[str, ...] = (),
+                       **options: Any) -> Any:
+    """A module-scoped fixture that runs ``scenarios`` in one launch per ``(engine,
+    process count)`` of ``setups`` (``options`` go to :func:`launch`; ``needs``: the
+    frameworks besides torch that the scenarios use)."""
+
+    @pytest.fixture(scope="module", params=setups, ids=[f"{e}-{n}" for e, n in setups])
+    def run(request: Any) -> dict[str, Any]:
+        engine, nprocs = request.param
+        skip_without(engine, *needs)
+        return launch(engine, nprocs, scenarios, **options)
+
+    return run
 
 
 def _env(extra: dict[str, str | None] | None = None) -> dict[str, str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import sys
 import types
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
+sys.path.insert(0, str(DOCS / "_ext"))
+from dotted_names import MISSING, lookup  # noqa: E402  (the reference's own walk of dotted names)
 PUBLIC_MODULES = ("dlmg", "dlmg.registry", "dlmg.adapters", "dlmg.testing", "dlmg.distributed", "dlmg.interop")
 
 DIRECTIVE = re.compile(
@@ -33,16 +36,10 @@ DIRECTIVE = re.compile(
 
 
 def _resolve(dotted: str) -> Any:
-    parts = dotted.split(".")
-    for cut in range(len(parts), 0, -1):
-        try:
-            obj: Any = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        for attr in parts[cut:]:
-            obj = getattr(obj, attr)
-        return obj
-    raise ImportError(dotted)
+    obj = lookup(dotted)
+    if obj is MISSING:
+        raise AttributeError(dotted)
+    return obj
 
 
 def documented_names(text: str) -> set[str]:

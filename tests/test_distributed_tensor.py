@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from _multiproc import check, have_mpi, launch
+from _multiproc import check, launch, launched_per_setup, skip_without
 
 SCENARIOS = [
     "allgather", "gather_out", "root_gather", "scatter", "redistribute_pairs", "reductions", "nan_reductions",
@@ -21,18 +21,7 @@ SETUPS = [("torch", 2), ("torch", 4), ("mpi", 2), ("mpi", 4)]
 pytestmark = pytest.mark.slow
 
 
-def _skip(engine: str) -> None:
-    pytest.importorskip("torch")
-    pytest.importorskip("jax")
-    if engine == "mpi" and not have_mpi():
-        pytest.skip("needs mpi4py and an MPI (pip install mpi4py mpich)")
-
-
-@pytest.fixture(scope="module", params=SETUPS, ids=[f"{e}-{n}" for e, n in SETUPS])
-def run(request):
-    engine, nprocs = request.param
-    _skip(engine)
-    return launch(engine, nprocs, SCENARIOS)
+run = launched_per_setup(SETUPS, SCENARIOS, needs=("jax",))
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -45,7 +34,7 @@ def test_scenario(run, scenario):
 @pytest.mark.parametrize("engine", ["torch", "mpi"])
 def test_a_process_that_does_not_arrive_ends_the_collective(engine):
     """Rank 1 skips a gather: the others raise CollectiveError instead of waiting forever."""
-    _skip(engine)
+    skip_without(engine, "jax")
     result = launch(engine, 2, ["timeout"], collective_timeout=3.0)
     values = check(result, "timeout")
     assert values[1] == "skipped"
@@ -54,7 +43,7 @@ def test_a_process_that_does_not_arrive_ends_the_collective(engine):
 
 def test_a_process_that_dies_ends_the_collective():
     """Rank 1 exits in the middle of a redistribution: the others raise CollectiveError."""
-    _skip("torch")
+    skip_without("torch", "jax")
     result = launch("torch", 2, ["dies"], collective_timeout=10.0)
     assert result["returncodes"][1] == 3 and result["ranks"][1] is None
     (value,) = check(result, "dies", ranks=[0])

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from _multiproc import check, have_mpi, launch
+from _multiproc import check, launch, launched_per_setup, skip_without
 
 SETUPS = [("torch", 2), ("torch", 3), ("mpi", 2), ("mpi", 3)]
 STAGES = ["fault_before", "fault_after", "fault_mid"]
@@ -22,17 +22,7 @@ STAGES = ["fault_before", "fault_after", "fault_mid"]
 pytestmark = pytest.mark.slow
 
 
-def _skip(engine: str) -> None:
-    pytest.importorskip("torch")
-    if engine == "mpi" and not have_mpi():
-        pytest.skip("needs mpi4py and an MPI (pip install mpi4py mpich)")
-
-
-@pytest.fixture(scope="module", params=SETUPS, ids=[f"{e}-{n}" for e, n in SETUPS])
-def run(request):
-    engine, nprocs = request.param
-    _skip(engine)
-    return launch(engine, nprocs, [*STAGES, "fault_between", "fault_late"], timeout=180.0, collective_timeout=20.0)
+run = launched_per_setup(SETUPS, [*STAGES, "fault_between", "fault_late"], timeout=180.0, collective_timeout=20.0)
 
 
 @pytest.mark.parametrize("stage", STAGES)
@@ -65,7 +55,7 @@ def test_a_late_rank_makes_every_rank_raise_then_refuse(run):
 
 @pytest.mark.parametrize("engine", ["torch", "mpi"])
 def test_a_rank_that_dies_ends_the_collective_everywhere(engine):
-    _skip(engine)
+    skip_without(engine)
     result = launch(engine, 2, ["fault_dies"], timeout=90.0, collective_timeout=5.0)
     assert result["ranks"][1] is None  # it died before writing anything
     if engine == "torch":

@@ -23,65 +23,31 @@ dlmg adds to the library it reads with).
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import socket
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from ..config import Context, GiB, MiB
-from ..harness import Timing, describe_error
+from ..harness import describe_error
 from ..record import Row, Target
+from .multiprocess import run_workers, timing
 
 __all__ = ["run_checkpoint"]
 
-ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).resolve().parent / "_mp_checkpoint.py"
 CASE = 9
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _launch(nprocs: int, n: int, repeats: int, warmup: int) -> dict[str, Any]:
-    timeout = 900 if n <= 4096 else 2400
     work = Path(tempfile.mkdtemp(prefix="dlmg-bench-ckpt-"))
     out = work / "result.json"
-    args = [str(WORKER), "--n", str(n), "--repeats", str(repeats), "--warmup", str(warmup),
-            "--dir", str(work), "--out", str(out)]
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
-    port = str(_free_port())
     try:
-        procs = [
-            subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True, env=dict(env, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(nprocs),
-                                                 MASTER_ADDR="127.0.0.1", MASTER_PORT=port))
-            for r in range(nprocs)
-        ]
-        logs = []
-        for p in procs:
-            try:
-                logs.append(p.communicate(timeout=timeout)[0])
-            except subprocess.TimeoutExpired:
-                p.kill()
-                logs.append(p.communicate()[0])
-        if any(p.returncode for p in procs) or not out.exists():
-            raise RuntimeError(f"the {nprocs} processes failed: {''.join(logs)[-1500:]}")
-        return json.loads(out.read_text())
+        return run_workers(WORKER, ["--n", str(n), "--repeats", str(repeats), "--warmup", str(warmup),
+                                    "--dir", str(work), "--out", str(out)], nprocs, out,
+                           timeout=900 if n <= 4096 else 2400)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-
-def _timing(seconds: list[float]) -> Timing:
-    s = sorted(seconds)
-    return Timing(s[len(s) // 2], s[0], s[-1], len(s), 1)
 
 
 def run_checkpoint(ctx: Context) -> list[Row]:
@@ -114,7 +80,7 @@ def _rows(n: int, repeats: int, warmup: int) -> list[Row]:
                 rows.append(Row(CASE, f"{op}, {nprocs} process(es)", params, "-",
                                 timings={"dlmg": error, "native": error}))
             continue
-        t = {k: _timing(v) for k, v in result["times"].items()}
+        t = {k: timing(v) for k, v in result["times"].items()}
         check = "ok (values equal after the load into column slabs)" if result["check"] else "mismatch"
         for op, native in (("save", "numpy save"), ("load", "numpy load")):
             row = Row(CASE, f"{op}, row slabs, {nprocs} process(es)", params, f"{native} of each process's slab",

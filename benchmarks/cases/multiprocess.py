@@ -34,7 +34,7 @@ from ..config import Context, MiB
 from ..harness import Timing, describe_error
 from ..record import Row, Target
 
-__all__ = ["launch", "run_multiprocess", "timing"]
+__all__ = ["launch", "run_multiprocess", "run_workers", "timing"]
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).resolve().parent / "_mp_collectives.py"
@@ -52,41 +52,50 @@ def _mpiexec() -> str | None:
     return str(here) if here.exists() else shutil.which("mpiexec")
 
 
+def run_workers(worker: Path, args: list[str], nprocs: int, out: Path, engine: str = "torch",
+                timeout: float = 900) -> dict[str, Any]:
+    """Run ``worker`` with ``args`` in ``nprocs`` processes on this machine (one
+    torch.distributed group on gloo, or ``mpiexec`` for ``engine="mpi"``) and read
+    the results it wrote to ``out``; raises with the processes' output when one fails
+    or one outlives ``timeout`` seconds."""
+    args = [str(worker), *args]
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
+    if engine == "mpi":
+        mpiexec = _mpiexec()
+        if mpiexec is None:
+            raise RuntimeError("no mpiexec (pip install mpi4py mpich)")
+        procs = [subprocess.Popen([mpiexec, "-n", str(nprocs), sys.executable, *args], env=env, cwd=ROOT,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)]
+    else:
+        port = str(_free_port())
+        procs = [
+            subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True,
+                             env=dict(env, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(nprocs),
+                                      MASTER_ADDR="127.0.0.1", MASTER_PORT=port))
+            for r in range(nprocs)
+        ]
+    logs = []
+    for p in procs:
+        try:
+            logs.append(p.communicate(timeout=timeout)[0])
+        except subprocess.TimeoutExpired:
+            p.kill()
+            logs.append(p.communicate()[0])
+    if any(p.returncode for p in procs) or not out.exists():
+        raise RuntimeError(f"the {nprocs} {engine} processes failed: {''.join(logs)[-1500:]}")
+    return json.loads(out.read_text())  # type: ignore[no-any-return]
+
+
 def launch(engine: str, nprocs: int, n: int, repeats: int, warmup: int, worker: Path = WORKER) -> dict[str, Any]:
     """Run ``worker`` in ``nprocs`` processes of ``engine`` and return what rank 0 wrote.
 
     The worker takes ``--engine --n --repeats --warmup --out`` (case 10's
     multi-process rows use this launcher too)."""
     out = Path(tempfile.mkdtemp(prefix="dlmg-bench-")) / "result.json"
-    args = [str(worker), "--engine", engine, "--n", str(n), "--repeats", str(repeats),
-            "--warmup", str(warmup), "--out", str(out)]
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
     try:
-        if engine == "mpi":
-            mpiexec = _mpiexec()
-            if mpiexec is None:
-                raise RuntimeError("no mpiexec (pip install mpi4py mpich)")
-            procs = [subprocess.Popen([mpiexec, "-n", str(nprocs), sys.executable, *args], env=env, cwd=ROOT,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)]
-        else:
-            port = str(_free_port())
-            procs = [
-                subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, text=True,
-                                 env=dict(env, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(nprocs),
-                                          MASTER_ADDR="127.0.0.1", MASTER_PORT=port))
-                for r in range(nprocs)
-            ]
-        logs = []
-        for p in procs:
-            try:
-                logs.append(p.communicate(timeout=900)[0])
-            except subprocess.TimeoutExpired:
-                p.kill()
-                logs.append(p.communicate()[0])
-        if any(p.returncode for p in procs) or not out.exists():
-            raise RuntimeError(f"the {nprocs} {engine} processes failed: {''.join(logs)[-1500:]}")
-        return json.loads(out.read_text())
+        return run_workers(worker, ["--engine", engine, "--n", str(n), "--repeats", str(repeats),
+                                    "--warmup", str(warmup), "--out", str(out)], nprocs, out, engine)
     finally:
         shutil.rmtree(out.parent, ignore_errors=True)
 

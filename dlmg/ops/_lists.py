@@ -49,7 +49,8 @@ def _lists(placed: Any) -> tuple[tuple[Any, tuple[int, ...]], ...]:
     return groups
 
 
-def on_lists(name: str, lead: "DistributedTensor", other: Any, in_place: bool, label: str) -> Any:
+def on_lists(name: str, lead: "DistributedTensor", other: Any, in_place: bool, label: str,
+             checked: bool = False) -> Any:
     """``lead <op> other`` as one list operation per framework and device.
 
     ``other`` is a Python scalar or a tensor of ``lead``'s distribution. Returns
@@ -57,9 +58,10 @@ def on_lists(name: str, lead: "DistributedTensor", other: Any, in_place: bool, l
     operations do not apply: a framework without them, padded fragments,
     operands of different layouts or frameworks, other scalars, arrays recording
     gradients, or (not in place) a refusal by the framework, which the caller's
-    per-fragment path then reports with the fragment it concerns.
+    per-fragment path then reports with the fragment it concerns. ``checked``: the
+    caller's :func:`~dlmg.ops.dispatch.collect` checked the operands' fragments.
     """
-    placed = placement(lead)
+    placed = placement(lead, check=not checked)
     groups = _lists(placed)
     if not groups:
         return None
@@ -67,7 +69,7 @@ def on_lists(name: str, lead: "DistributedTensor", other: Any, in_place: bool, l
     if is_distributed(other):
         if not lead.layout.same_distribution(other.layout):
             return None  # the per-fragment path says the layouts differ
-        other_placed = placement(other)
+        other_placed = placement(other, check=not checked)
         if other_placed.frameworks != placed.frameworks or not _lists(other_placed):
             return None
         other_frags = other.fragments

@@ -51,6 +51,7 @@ __all__ = [
     "Executor",
     "executor",
     "map_fragments",
+    "collect",
     "is_distributed",
     "check_same_layout",
     "synchronize",
@@ -101,37 +102,60 @@ def replace_fragment_arrays(tensor: "DistributedTensor", arrays: dict[int, Any])
 
 
 class _Operands:
-    """The operands of one call, sorted by kind (see :func:`_collect`)."""
+    """The operands of one call, sorted by kind and checked (see :func:`collect`)."""
 
-    __slots__ = ("lead", "args", "tensors", "zero_d", "others")
+    __slots__ = ("lead", "args", "tensors", "zero_d", "others", "broadcast")
 
     def __init__(self, lead: Any, args: list[Any], tensors: list[tuple[int, Any]], zero_d: list[int],
-                 others: list[Any]) -> None:
+                 others: list[Any], broadcast: bool) -> None:
         self.lead = lead
         self.others = others  # the distributed operands after the lead
         self.args = args  # scalars, None and _ZeroD in place; None where a tensor goes
         self.tensors = tensors  # (position in args, fragments)
         self.zero_d = zero_d  # positions of 0-d arrays
+        self.broadcast = broadcast  # a distributed operand of another shape than the lead's, or 0-d
 
 
-def _collect(operands: Sequence[Any], name: str, check: bool) -> _Operands:
-    """Classify the operands, find the lead and check the layouts agree."""
+def collect(
+    operands: Sequence[Any], name: str, *, check: bool = True, pending: bool = False, reflected: bool = False,
+    broadcasting: bool = False,
+) -> _Operands:
+    """The operands of one elementwise call, sorted by kind and checked once.
+
+    Every operation's three checks run here, one pass each, before any
+    fragment is read: the pending sums (:func:`~dlmg.ops._pending.check_pending`,
+    unless ``pending`` says the caller's function keeps them; ``reflected``: the
+    tensor stands on the right), every distributed operand's fragments against
+    its layout (:func:`~dlmg.fragment.verify_fragments`, which also finds its
+    placement), and the layouts: with ``check``, every distributed operand
+    must have the lead's distribution (:class:`~dlmg.errors.LayoutMismatchError`),
+    except, with ``broadcasting``, one of another shape or 0-d, which marks the
+    call as ``broadcast`` for the caller to align first. What follows (list
+    operations, :func:`map_fragments` with ``collected=``) reads the result
+    without checking again.
+    """
+    if not pending:
+        check_pending(name, operands, reflected=reflected)
     lead = None
     args: list[Any] = []
     tensors: list[tuple[int, Any]] = []
     zero_d: list[int] = []
     others: list[Any] = []
+    broadcast = False
     for position, op in enumerate(operands):
         distributed = is_distributed(op)  # the common operand, recognised first
         if not distributed and op is not None and not isinstance(op, (SCALAR_TYPES, _ZeroD)):
             op = classify_operand(op)
             distributed = is_distributed(op)
         if distributed:
+            placement(op)  # its fragments checked against its layout, once per call
             if lead is None:
                 lead = op
             else:
                 others.append(op)
-                if check:
+                if broadcasting and (op.shape != lead.shape or op.ndim == 0):
+                    broadcast = True
+                elif check:
                     check_same_layout(name, lead, op)
             args.append(None)
             tensors.append((position, op.fragments))
@@ -142,7 +166,7 @@ def _collect(operands: Sequence[Any], name: str, check: bool) -> _Operands:
             args.append(op)
     if lead is None:
         raise TypeError(f"{name} needs at least one distributed tensor operand")
-    return _Operands(lead, args, tensors, zero_d, others)
+    return _Operands(lead, args, tensors, zero_d, others, broadcast)
 
 
 def _fresh(result: Any, call: Sequence[Any], positions: Sequence[int], adapter: Any, xp: Any) -> Any:
@@ -260,7 +284,7 @@ def _run(
     ``new_arrays``, only a result that is an operand itself). With
     ``in_place``, a failure says which fragments ``fn`` had already written."""
     lead_frags = ops.lead.fragments
-    placed = placement(ops.lead)
+    placed = placement(ops.lead, check=False)  # (checked by collect)
     executors = placed.executors
     args, tensors, zero_d = ops.args, ops.tensors, ops.zero_d
     # Fragments of the other operands whose framework differs from the lead's.
@@ -268,11 +292,12 @@ def _run(
     foreign = [
         (position, frags)
         for (position, frags), other in zip(tensors[1:], ops.others)
-        if placement(other).frameworks != lead_fw and any(frags[i].framework != lead_fw[i] for i in indices)
+        if placement(other, check=False).frameworks != lead_fw
+        and any(frags[i].framework != lead_fw[i] for i in indices)
     ]
     results: list[Any] = [None] * nfragments
     positions = [position for position, _ in tensors]
-    dense = placed.dense and all(placement(other).dense for other in ops.others)
+    dense = placed.dense and all(placement(other, check=False).dense for other in ops.others)
     active: Executor | None = None  # the executor whose device context is entered
     manager: Any = None
     try:
@@ -369,6 +394,7 @@ def map_fragments(
     check: bool = True,
     new_arrays: bool = False,
     pending: bool = False,
+    collected: _Operands | None = None,
 ) -> "DistributedTensor | None":
     """Run ``fn(xp, *fragment_arrays)`` on every local fragment.
 
@@ -413,6 +439,9 @@ def map_fragments(
         The caller checked (:func:`~dlmg.ops._pending.check_pending`) that ``fn``
         keeps the pending sums of its operands; otherwise a pending operand
         (``layout.partial``) is refused with a :class:`~dlmg.errors.LayoutError`.
+    collected : _Operands, optional
+        ``operands`` as :func:`collect` sorted and checked them already (an
+        operator that chose its path first): not checked again.
 
     Returns
     -------
@@ -426,11 +455,11 @@ def map_fragments(
     FragmentError
         When ``fn`` fails on a fragment (chained to the original error).
     """
-    if not pending:
-        check_pending(name, operands, reflected=True)  # only what is linear either way passes here
-    ops = _collect(operands, name, check)
+    # (reflected: only what is linear either way passes here)
+    ops = collected if collected is not None else collect(operands, name, check=check, pending=pending,
+                                                           reflected=True)
     layout = out_layout if out_layout is not None else ops.lead.layout.dense
-    placed = placement(ops.lead)
+    placed = placement(ops.lead, check=False)  # (checked by collect)
     if indices is None:
         indices = placed.indices
     if out is not None:

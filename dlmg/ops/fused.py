@@ -152,6 +152,7 @@ class FusedFunction:
         self.__name__ = getattr(fn, "__name__", "fused")
         self.__doc__ = getattr(fn, "__doc__", None)
         self._name = f"fuse({self.__name__})"
+        self._operands_checked = False  # True: its callers check the operands' fragments (operators, see collect)
         self._kernels: dict[tuple[Any, ...], _Kernel] = {}
         self._compiled: dict[tuple[str, str], tuple[Callable[..., Any], str]] = {}
         self._captured = captured(fn)  # the closure and global values the kernels were traced with
@@ -258,7 +259,7 @@ class FusedFunction:
         if not batchable:
             return lead_at, {}, False, False
         lead = operands[lead_at]
-        placed = placement(lead)
+        placed = placement(lead, check=not self._operands_checked)
         groups = placed.groups
         if groups is None:
             groups = _device_groups(placed, lead.layout)
@@ -275,7 +276,7 @@ class FusedFunction:
                 continue
             if op is not lead:
                 check_same_layout(self._name, lead, op)
-                other = placement(op)
+                other = placement(op, check=not self._operands_checked)
                 mixed = mixed or (other.groups is not groups and other.frameworks != placed.frameworks)
             tensors.append(op)
             columns.append([f._array for f in op.fragments])
@@ -388,7 +389,7 @@ class FusedFunction:
         if whole and out is None:
             lead = operands[lead_at]
             built = new_tensor([done.get(i) for i in range(lead.layout.nfragments)], lead.layout.dense)
-            _inherit(built, placement(lead), same_frameworks=compiled)
+            _inherit(built, placement(lead, check=False), same_frameworks=compiled)  # (checked in _run_batched)
             return built
         lead_frags = operands[lead_at].fragments
         by_array = {id(lead_frags[i].array): r for i, r in done.items()}

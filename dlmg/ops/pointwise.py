@@ -33,7 +33,7 @@ from ..errors import DtypeError, FrameworkError
 from ..registry import adapter_for
 from ._dtypes import INEXACT, INT, NUMERIC, REAL, check_inplace, kind_of, narrow_for, require
 from ._writes import check_writable
-from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed, map_fragments, placement
+from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, collect, is_distributed, map_fragments, placement
 from ._lists import LIST_NAMES, on_lists
 from ._pending import check_pending
 from .broadcast import align, result_shape as broadcast_shapes
@@ -272,6 +272,7 @@ def _operator_kernel(op: Callable[[Any, Any], Any], reflected: bool, label: str)
     batch operators, see :func:`~dlmg.ops.fused.batches_operators`)."""
     fused = FusedFunction((lambda a, b: op(b, a)) if reflected else op)
     fused._name = label  # errors name the operator
+    fused._operands_checked = True  # the operator collected (checked) its operands first
     return fused
 
 
@@ -322,9 +323,9 @@ def _keeps_dtype(symbol: str, dtype: str, other: Any) -> bool:
 def _reusable(tensor: "DistributedTensor") -> bool:
     """Whether ``tensor``'s fragments are fresh operator results nobody else
     sees (and no autograd graph records)."""
-    if not getattr(tensor, "_fresh", False) or tensor.ndim == 0:
+    if not tensor._fresh or tensor.ndim == 0:
         return False
-    placed = placement(tensor)
+    placed = placement(tensor, check=False)  # (the operator asking collected it, checking its fragments)
     if not placed.mutable:  # JAX: a new array either way, and replacing costs more
         return False
     frags, executors = tensor.fragments, placed.executors
@@ -370,8 +371,9 @@ def _binary_method(
                 return NotImplemented  # another type may know how to combine with us
         if kinds is not None:
             require(label, (self.dtype, _dtype_of(other)), kinds)
-        check_pending(label, (self, other), reflected)
-        if is_distributed(other) and (other.shape != self.shape or other.ndim == 0):  # broadcasting
+        # pending sums, fragments and layouts, checked once for every path below
+        ops = collect((self, other), label, reflected=reflected, broadcasting=True)
+        if ops.broadcast:
             a, b = align((self, other), label, communicate=True)
             return map_fragments(per_fragment, (a, b), name=label, new_arrays=True)
         if (
@@ -382,8 +384,8 @@ def _binary_method(
         ):
             # ``self`` is a temporary (``a * b`` in ``a * b + c``): write into its
             # memory instead of allocating, as NumPy does for its own temporaries.
-            if list_name is None or on_lists(list_name, self, other, True, label) is None:
-                map_fragments(reuse, (self, other), name=label, in_place=True, pending=True)
+            if list_name is None or on_lists(list_name, self, other, True, label, checked=True) is None:
+                map_fragments(reuse, (self, other), name=label, in_place=True, pending=True, collected=ops)
             ELIDED[0] += 1
             return self
         out: Any = None
@@ -394,9 +396,9 @@ def _binary_method(
                 # general power)
                 out = batched(self, other)  # one compiled call per device (JAX): a new tensor
             elif list_name is not None:
-                out = on_lists(list_name, self, other, False, label)  # torch: one kernel per device
+                out = on_lists(list_name, self, other, False, label, checked=True)  # torch: one kernel per device
         if out is None:
-            out = map_fragments(per_fragment, (self, other), name=label, new_arrays=True, pending=True)
+            out = map_fragments(per_fragment, (self, other), name=label, new_arrays=True, collected=ops)
         if reuse is not None and out is not None:
             out._fresh = True
         return out

@@ -18,7 +18,6 @@ the other projects' inventories under their full names (``numpy.ndarray``).
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from docutils import nodes
@@ -28,30 +27,12 @@ from sphinx.ext import intersphinx
 from sphinx.environment import BuildEnvironment
 from sphinx.util.nodes import make_refnode
 
-
-_MISSING = object()
-
-
-def _lookup(dotted: str) -> Any:
-    """The object ``dotted`` names (a module, or an attribute path below one), else ``_MISSING``."""
-    parts = dotted.split(".")
-    for cut in range(len(parts), 0, -1):
-        try:
-            obj: Any = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        try:
-            for attr in parts[cut:]:
-                obj = getattr(obj, attr)
-        except AttributeError:
-            return _MISSING
-        return obj
-    return _MISSING
+from dotted_names import MISSING, lookup
 
 
 def _identity(dotted: str) -> tuple[str, str] | None:
     """(defining module, qualified name) of the object ``dotted`` names, if it imports."""
-    obj = _lookup(dotted)
+    obj = lookup(dotted)
     module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
     if isinstance(module, str) and isinstance(qualname, str):
         return module, qualname
@@ -63,12 +44,12 @@ def _exists_in_dlmg(node: pending_xref, target: str) -> bool:
     module, cls = node.get("py:module") or "", node.get("py:class") or ""
     scopes = [f"{module}.{cls}" if cls else "", module, ""]
     # A docstring's names are read where its code is written: the defining module of the class.
-    defining = getattr(_lookup(f"{module}.{cls}"), "__module__", None) if module and cls else None
+    defining = getattr(lookup(f"{module}.{cls}"), "__module__", None) if module and cls else None
     if isinstance(defining, str):
         scopes.insert(1, defining)
     for scope in scopes:
         dotted = f"{scope}.{target}" if scope else target
-        if dotted.startswith("dlmg.") and _lookup(dotted) is not _MISSING:
+        if dotted.startswith("dlmg.") and lookup(dotted) is not MISSING:
             return True
     return False
 
