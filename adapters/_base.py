@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
@@ -345,6 +345,15 @@ class Adapter:
         """Whether an autograd graph records ``array`` (so it must not be
         overwritten behind the framework's back)."""
         return False
+
+    def tracks_any_gradients(self, arrays: Sequence[Any]) -> bool:
+        """Whether an autograd graph records any of ``arrays`` (:meth:`tracks_gradients`
+        of each): one call for all of an operand's fragments. A framework that does not
+        override :meth:`tracks_gradients` has no autograd and answers without a call per array."""
+        if type(self).tracks_gradients is Adapter.tracks_gradients:
+            return False
+        tracks = self.tracks_gradients
+        return any(tracks(a) for a in arrays)
 
     def landing_device(self, device: Device) -> Device:
         """Where a whole array gathered from fragments on ``device`` goes when no device is asked for.

@@ -31,15 +31,15 @@ def _tensor(kind: str, value: float) -> tuple[list, dlmg.DistributedTensor]:
 
 @pytest.fixture
 def checks(monkeypatch):
-    """The fragment tuples that dispatch checks, in order."""
+    """The fragment tuples that dispatch checks against their layouts, in order."""
     seen: list = []
-    verify = dispatch.verify_fragments
+    verify = dispatch.check_fragments
 
-    def counting(fragments, strides=True):
+    def counting(fragments, kept):
         seen.append(fragments)
-        return verify(fragments, strides)
+        return verify(fragments, kept)
 
-    monkeypatch.setattr(dispatch, "verify_fragments", counting)
+    monkeypatch.setattr(dispatch, "check_fragments", counting)
     return seen
 
 

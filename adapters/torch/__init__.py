@@ -243,6 +243,10 @@ class TorchAdapter(BaseAdapter, BulkCopies, Carving, QuickImport, QuickExport, L
         """``array.requires_grad``."""
         return bool(getattr(array, "requires_grad", False))
 
+    def tracks_any_gradients(self, arrays: Sequence[Any]) -> bool:
+        """Whether any of ``arrays`` has ``requires_grad``."""
+        return any(getattr(a, "requires_grad", False) for a in arrays)
+
     # -- describing -----------------------------------------------------------
     def device_of(self, array: Any) -> Device:
         """``cpu:0`` for CPU tensors, ``cuda:i`` for CUDA tensors."""

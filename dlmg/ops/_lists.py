@@ -84,8 +84,7 @@ def on_lists(name: str, lead: "DistributedTensor", other: Any, in_place: bool, l
             return None
         xs = [frags[i]._array for i in indices]
         ys = other if other_frags is None else [other_frags[i]._array for i in indices]
-        tracks = adapter.tracks_gradients
-        if any(tracks(x) for x in xs) or (other_frags is not None and any(tracks(y) for y in ys)):
+        if adapter.tracks_any_gradients(xs) or (other_frags is not None and adapter.tracks_any_gradients(ys)):
             return None  # autograd records the per-fragment operators
         calls.append((call, xs, ys, indices))
     results: list[Any] = [None] * len(frags)

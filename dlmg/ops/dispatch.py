@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ..movement.transfer import synchronize_arrays
 from ..dlpack.bounds import ranges_meet
 from ..errors import LayoutMismatchError
-from ..fragment import verify_fragments
+from ..fragment import process_rank, verify_fragments
 from ..tensor import DistributedTensor
 from ..registry import DEFAULT_FRAMEWORK, adapter_for, adapter_names, get_adapter
 from ._dtypes import check_inplace
@@ -135,7 +135,10 @@ def collect(
     without checking again.
     """
     if not pending:
-        check_pending(name, operands, reflected=reflected)
+        for op in operands:  # the full check only where an operand holds a pending reduction
+            if isinstance(op, DistributedTensor) and op.layout.partial is not None:
+                check_pending(name, operands, reflected=reflected)
+                break
     lead = None
     args: list[Any] = []
     tensors: list[tuple[int, Any]] = []
@@ -143,10 +146,10 @@ def collect(
     others: list[Any] = []
     broadcast = False
     for position, op in enumerate(operands):
-        distributed = is_distributed(op)  # the common operand, recognised first
+        distributed = isinstance(op, DistributedTensor)  # the common operand, recognised first
         if not distributed and op is not None and not isinstance(op, (SCALAR_TYPES, _ZeroD)):
             op = classify_operand(op)
-            distributed = is_distributed(op)
+            distributed = isinstance(op, DistributedTensor)
         if distributed:
             placement(op)  # its fragments checked against its layout, once per call
             if lead is None:
@@ -202,7 +205,7 @@ class _Placement:
     kept on the tensor (results of an operation inherit their lead's)."""
 
     __slots__ = ("fragments", "indices", "executors", "frameworks", "by_device", "groups", "lists", "batched",
-                 "mutable", "dense")
+                 "mutable", "dense", "rank", "arrays", "shapes", "foreign")
 
     def __init__(self, tensor: "DistributedTensor") -> None:
         frags = tensor.fragments
@@ -220,6 +223,12 @@ class _Placement:
         self.groups: Any = None  # what dlmg.fuse runs as one call per device, found when first asked
         self.lists: Any = None  # what operators run as list operations on, found when first asked
         self.batched: bool | None = None  # whether operators run as one compiled call per device, when asked
+        # what verify_fragments compares, gathered once: an array's shape can change (``resize_``)
+        me = self.rank = process_rank()
+        checked = [f for f in frags if f._array is not None and f.rank == me]
+        self.arrays = [f._array for f in checked]
+        self.shapes = [f.layout.shape for f in checked]
+        self.foreign = any(f._array is not None and f.rank != me for f in frags)
 
 
 def placement(tensor: "DistributedTensor", check: bool = True) -> _Placement:
@@ -229,12 +238,21 @@ def placement(tensor: "DistributedTensor", check: bool = True) -> _Placement:
     (:func:`~dlmg.fragment.verify_fragments`): operations read them next.
     ``check=False`` is for questions about the placement only, asked before
     the call that runs the work (which checks)."""
-    if check:
-        verify_fragments(tensor.fragments, strides=False)
     found = tensor._placement
-    if found is None or found.fragments is not tensor.fragments:
+    kept = found is not None and found.fragments is tensor.fragments
+    if check:
+        check_fragments(tensor.fragments, found if kept else None)
+    if not kept:
         found = tensor._placement = _Placement(tensor)
     return found  # type: ignore[no-any-return]
+
+
+def check_fragments(fragments: Any, kept: "_Placement | None") -> None:
+    """:func:`~dlmg.fragment.verify_fragments` (no strides), unless ``kept``, the placement found
+    for ``fragments``, tells that all fit: one list comparison of shapes (torch.Size equals tuple)."""
+    if (kept is None or kept.foreign or kept.rank != process_rank()
+            or [getattr(a, "shape", None) for a in kept.arrays] != kept.shapes):
+        verify_fragments(fragments, strides=False)  # raises, naming the fragment and the field
 
 
 def local_groups(placed: _Placement) -> tuple[tuple[Any, Any, tuple[int, ...]], ...]:
@@ -264,6 +282,11 @@ def _inherit(result: "DistributedTensor", lead: _Placement, same_frameworks: boo
         placed.by_device, placed.lists, placed.batched = lead.by_device, lead.lists, lead.batched
         placed.mutable = lead.mutable
         placed.dense = True  # results are arrays
+        me, placed.foreign = lead.rank, False  # (results exist for the lead's local fragments only)
+        placed.rank = me
+        local = lead.indices if lead.dense else [f.index for f in frags if f._array is not None and f.rank == me]
+        placed.arrays = [frags[i]._array for i in local]  # (dense: the lead's shapes, same layout)
+        placed.shapes = lead.shapes if lead.dense else [frags[i].layout.shape for i in local]
         result._placement = placed
 
 

@@ -33,7 +33,9 @@ from ..errors import DtypeError, FrameworkError
 from ..registry import adapter_for
 from ._dtypes import INEXACT, INT, NUMERIC, REAL, check_inplace, kind_of, narrow_for, require
 from ._writes import check_writable
-from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, collect, is_distributed, map_fragments, placement
+from .dispatch import (
+    SCALAR_TYPES, _ZeroD, classify_operand, collect, is_distributed, local_groups, map_fragments, placement,
+)
 from ._lists import LIST_NAMES, on_lists
 from ._pending import check_pending
 from .broadcast import align, result_shape as broadcast_shapes
@@ -328,9 +330,9 @@ def _reusable(tensor: "DistributedTensor") -> bool:
     placed = placement(tensor, check=False)  # (the operator asking collected it, checking its fragments)
     if not placed.mutable:  # JAX: a new array either way, and replacing costs more
         return False
-    frags, executors = tensor.fragments, placed.executors
-    for i in placed.indices:
-        if executors[i].adapter.tracks_gradients(frags[i]._array):  # type: ignore[union-attr]
+    frags = tensor.fragments
+    for adapter, _, indices in local_groups(placed):  # one call per framework and device
+        if adapter.tracks_any_gradients([frags[i]._array for i in indices]):
             return False
     return True
 
