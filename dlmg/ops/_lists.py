@@ -77,15 +77,19 @@ def on_lists(name: str, lead: "DistributedTensor", other: Any, in_place: bool, l
         return None
     else:
         other_frags = None
+    # one framework (see _groups), and every local fragment an array, kept on the placement
+    adapter = groups[0][0]
+    call = adapter.list_operator(name, in_place)
+    if call is None:
+        return None
+    if adapter.tracks_any_gradients(placed.arrays) or (
+        other_frags is not None and adapter.tracks_any_gradients(other_placed.arrays)
+    ):
+        return None  # autograd records the per-fragment operators
     calls = []
-    for adapter, indices in groups:
-        call = adapter.list_operator(name, in_place)
-        if call is None:
-            return None
+    for _, indices in groups:
         xs = [frags[i]._array for i in indices]
         ys = other if other_frags is None else [other_frags[i]._array for i in indices]
-        if adapter.tracks_any_gradients(xs) or (other_frags is not None and adapter.tracks_any_gradients(ys)):
-            return None  # autograd records the per-fragment operators
         calls.append((call, xs, ys, indices))
     results: list[Any] = [None] * len(frags)
     for call, xs, ys, indices in calls:
