@@ -245,7 +245,7 @@ class TorchAdapter(BaseAdapter, BulkCopies, Carving, QuickImport, QuickExport, L
 
     def tracks_any_gradients(self, arrays: Sequence[Any]) -> bool:
         """Whether any of ``arrays`` has ``requires_grad``."""
-        return any(getattr(a, "requires_grad", False) for a in arrays)
+        return any([getattr(a, "requires_grad", False) for a in arrays])  # (a list: no generator frames)
 
     # -- describing -----------------------------------------------------------
     def device_of(self, array: Any) -> Device:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ..movement.transfer import synchronize_arrays
 from ..dlpack.bounds import ranges_meet
 from ..errors import LayoutMismatchError
-from ..fragment import process_rank, verify_fragments
+from ..fragment import process_rank, shapes_fit, verify_fragments
 from ..tensor import DistributedTensor
 from ..registry import DEFAULT_FRAMEWORK, adapter_for, adapter_names, get_adapter
 from ._dtypes import check_inplace
@@ -249,9 +249,8 @@ def placement(tensor: "DistributedTensor", check: bool = True) -> _Placement:
 
 def check_fragments(fragments: Any, kept: "_Placement | None") -> None:
     """:func:`~dlmg.fragment.verify_fragments` (no strides), unless ``kept``, the placement found
-    for ``fragments``, tells that all fit: one list comparison of shapes (torch.Size equals tuple)."""
-    if (kept is None or kept.foreign or kept.rank != process_rank()
-            or [getattr(a, "shape", None) for a in kept.arrays] != kept.shapes):
+    for ``fragments``, tells that all fit (:func:`~dlmg.fragment.shapes_fit`)."""
+    if kept is None or kept.foreign or kept.rank != process_rank() or not shapes_fit(kept.arrays, kept.shapes):
         verify_fragments(fragments, strides=False)  # raises, naming the fragment and the field
 
 
