@@ -302,7 +302,8 @@ def test_repeated_redistribution_of_pieces_batched_over_destinations_on_one_gpu(
     assert sources.source_places(dt)[1] == {}
     for _ in range(3):
         np.testing.assert_array_equal(host(dt.redistribute(dst)), x)
-    remembered = [v for k, v in sources.source_views(dt).items() if isinstance(v[1], tuple)]
+    # a batch is remembered under (its copies, framework) as the tuple of its pieces
+    remembered = [(key[0], pieces) for key, pieces in sources.source_views(dt).items() if isinstance(key[0], tuple)]
     assert remembered and all(len(pieces) == len(copies) for copies, pieces in remembered)
 
 

@@ -133,7 +133,8 @@ def test_from_record_rewrites_a_page_and_runs_nothing(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     text = page.read_text()
-    assert text.startswith("# P\n\nhand-written\n") and "Recorded at commit `4e309ad`" in text
+    commit = load_record(RECORDS[0])["machine"]["git_commit"]
+    assert text.startswith("# P\n\nhand-written\n") and f"Recorded at commit `{commit}`" in text
     assert "case 1:" not in done.stderr and "suite runtime" not in done.stderr  # no case ran
     assert (tmp_path / "scaling-cpu-quick.png").exists()
 
