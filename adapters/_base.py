@@ -307,6 +307,14 @@ class Adapter:
         """The address of ``array``'s first element."""
         raise NotImplementedError
 
+    def memory_signature(self, array: Any) -> Any:
+        """``array``'s shape, strides and data address as one value, cheap to make
+        and compare: equal signatures of one array at two moments mean that views
+        made of it in between still show its memory. Only compared, never read
+        (a framework may give strides in its own units). The default asks
+        :meth:`shape_of`, :meth:`strides_of` and :meth:`data_ptr`."""
+        return (self.shape_of(array), self.strides_of(array), self.data_ptr(array))
+
     def supports(self, device: Device) -> bool:
         """Whether this framework can hold arrays on ``device``."""
         raise NotImplementedError

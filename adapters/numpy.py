@@ -9,9 +9,10 @@ rather than failing deep inside NumPy.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import sys
-from typing import Any
+from typing import Any, Callable
 
 from dlmg.device import Device
 from dlmg.dtypes import canonical
@@ -37,6 +38,33 @@ from .capabilities import ListOperators, QuickExport, QuickImport
 
 __all__ = ["NumpyAdapter"]
 
+
+def _interface_address(array: Any) -> int:
+    return int(array.__array_interface__["data"][0])
+
+
+# Worth keeping (a 2-core CPU machine): choosing the reader probes four arrays, about
+# 13 us, against 0.05 us looked up, asked for every fragment before each copy; one answer.
+@functools.lru_cache(maxsize=1)
+def _address_reader() -> Callable[[Any], int]:
+    """How to read an ndarray's data address: from its struct on CPython when that
+    agrees with ``__array_interface__`` for probe arrays (a view, an owner, a
+    zero-size one), else through ``__array_interface__``."""
+    reader: Callable[[Any], int] = _interface_address
+    if sys.implementation.name == "cpython":  # there id() is the object's address
+        import numpy as np
+
+        header = object.__basicsize__  # PyObject_HEAD; the data pointer follows it
+        field = ctypes.c_void_p.from_address
+
+        def struct_address(array: Any) -> int:
+            return field(id(array) + header).value or 0
+
+        whole = np.arange(12.0).reshape(3, 4)
+        probes = (whole, whole[1:, 2:], np.empty(0, np.int8), np.ones(5, np.float32)[::-2])
+        if all(struct_address(a) == _interface_address(a) for a in probes):
+            reader = struct_address
+    return reader
 
 
 #: Host allocations start on this boundary (the strictest any framework asks for: JAX's).
@@ -143,6 +171,18 @@ class NumpyAdapter(BaseAdapter, QuickImport, QuickExport, ListOperators):
         """Address of the first element (``__array_interface__['data'][0]``)."""
         return int(array.__array_interface__["data"][0])
 
+    def memory_signature(self, array: Any) -> Any:
+        """Shape, byte strides and data address (see :meth:`Adapter.memory_signature`).
+
+        The address is read from the array object's ``data`` field, the first
+        after the object header in NumPy's public ``PyArrayObject`` struct (the
+        same in NumPy 1 and 2), where CPython is checked to put it
+        (:func:`_address_reader`); elsewhere from ``__array_interface__``. Measured
+        on a 2-core CPU machine: 0.16 us against 1.5 us, which the copy engine's
+        check of every fragment before each gather or redistribution pays (512
+        fragments: 0.8 ms a call)."""
+        return (array.shape, array.strides, _address_reader()(array))
+
     def is_readonly(self, array: Any) -> bool:
         """Whether the array is not writeable."""
         return not array.flags.writeable
@@ -176,7 +216,7 @@ class NumpyAdapter(BaseAdapter, QuickImport, QuickExport, ListOperators):
         DtypeError
             When NumPy has no such type (ml_dtypes missing for bfloat16).
         """
-        if type(dtype) is str:  # asked for every allocation: remembered per name
+        if isinstance(dtype, str):  # asked for every allocation (a tensor's DataType too): remembered per name
             return _native_dtype_of(self, dtype)
         return self._native_dtype(dtype)
 

@@ -123,8 +123,8 @@ class Fragment:
         self._adapter: "Adapter | None" = adapter
         self._dl_device: tuple[int, int] | None = dl_device  # an array never changes device
         self._export: Any = None  # the adapter's exporter of the array, made on the first export
-        # the array's strides and data address when first checked (see verify)
-        self._strides: tuple[tuple[int, ...], int] | None = None
+        # the array's memory signature, strides and data address when first checked (see verify)
+        self._strides: tuple[Any, tuple[int, ...], int] | None = None
 
     # -- constructors (for dlmg's own modules; users get fragments from tensors) ----
     @classmethod
@@ -355,19 +355,23 @@ class Fragment:
         adapter = self._adapter or self.adapter
         if not adapter.mutable:
             return
+        was = self._strides
+        if strides and was is not None:  # every check after the first: one signature compared
+            signature = adapter.memory_signature(array)
+            if signature == was[0]:
+                return
         shape = adapter.shape_of(array)
         if shape == self.layout.shape:
             if not strides:
                 return
-            now = (adapter.strides_of(array), adapter.data_ptr(array))
-            was = self._strides
-            if was is None or now == was:
+            now = (adapter.memory_signature(array), adapter.strides_of(array), adapter.data_ptr(array))
+            if was is None or now[1:] == was[1:]:
                 self._strides = now
                 return
-            if now[0] != was[0]:
-                what = f"strides {now[0]} (were {was[0]})"
+            if now[1] != was[1]:
+                what = f"strides {now[1]} (were {was[1]})"
             else:  # same shape and strides over other memory (torch's set_() onto another storage)
-                what = f"its data at address {now[1]:#x} (it was at {was[1]:#x}: set onto other memory)"
+                what = f"its data at address {now[2]:#x} (it was at {was[2]:#x}: set onto other memory)"
         else:
             what = f"shape {shape}"
         raise FragmentError(
@@ -483,8 +487,13 @@ def verify_fragments(fragments: "tuple[Fragment, ...]", strides: bool = True) ->
             continue
         # the common case without a method call: an operation runs this on every operand
         # (``shape`` is the array API's attribute; a torch.Size equals the tuple)
-        if not strides and getattr(array, "shape", None) == frag.layout.shape:
-            continue
+        if not strides:
+            if getattr(array, "shape", None) == frag.layout.shape:
+                continue
+        else:  # a copy reads it: checked before, with the same signature now (set only for mutable arrays)
+            was = frag._strides
+            if was is not None and frag._adapter is not None and frag._adapter.memory_signature(array) == was[0]:
+                continue
         frag.verify(strides)
 
 

@@ -158,6 +158,36 @@ def test_a_torch_fragment_set_onto_other_memory_is_refused(use):
         run()
 
 
+@pytest.mark.parametrize("use", ["gather", "redistribute"])
+def test_a_numpy_fragment_moved_to_other_memory_is_refused(use):
+    layout = dlmg.Layout.slab((6, 4), 0, ["cpu:0", "cpu:1"])
+    frags = [np.arange(12.0).reshape(3, 4).copy(), np.arange(12.0, 24.0).reshape(3, 4).copy()]  # owners
+    t = dlmg.from_fragments(frags, layout)
+    run = {"gather": lambda: t.gather(out=np.empty((6, 4))),
+           "redistribute": lambda: t.redistribute(dlmg.Layout.slab((6, 4), 1, ["cpu:0", "cpu:1"]))}[use]
+    run()
+    run()  # the second check compares the fragments' memory signatures
+    was = frags[1].__array_interface__["data"][0]
+    frags[1].resize((4096, 4096), refcheck=False)  # reallocated: back to the same shape elsewhere
+    frags[1].resize((3, 4), refcheck=False)
+    assert frags[1].__array_interface__["data"][0] != was
+    with pytest.raises(FragmentError, match="other memory"):
+        run()
+
+
+@pytest.mark.parametrize("make", [
+    lambda np_: np_.arange(24.0).reshape(4, 6),
+    lambda np_: np_.arange(24.0).reshape(4, 6)[1:, ::-2],
+    lambda np_: np_.arange(24, dtype=np_.int8).reshape(4, 6).T,
+    lambda np_: np_.empty((0, 3), np_.float32),
+])
+def test_numpys_memory_signature_holds_the_data_address(make):
+    numpy_adapter = dlmg.get_adapter("numpy")
+    a = make(np)
+    shape, strides, address = numpy_adapter.memory_signature(a)
+    assert (shape, strides, address) == (a.shape, a.strides, numpy_adapter.data_ptr(a))
+
+
 def test_writing_values_or_pickling_keeps_the_memory_check_quiet():
     torch = pytest.importorskip("torch")
     layout = dlmg.Layout.slab((6, 4), 0, ["cpu:0", "cpu:1"])

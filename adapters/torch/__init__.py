@@ -264,6 +264,11 @@ class TorchAdapter(BaseAdapter, BulkCopies, Carving, QuickImport, QuickExport, L
         """``array.data_ptr()`` (includes the storage offset)."""
         return int(array.data_ptr())
 
+    def memory_signature(self, array: Any) -> Any:
+        """``(shape, stride(), data_ptr())`` as torch gives them (see
+        :meth:`Adapter.memory_signature`): no conversion to tuples of ints."""
+        return (array.shape, array.stride(), array.data_ptr())
+
     def is_readonly(self, array: Any) -> bool:
         """False: torch has no read-only tensors (and imports read-only buffers writable)."""
         return False

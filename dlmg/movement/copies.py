@@ -317,13 +317,24 @@ def run_jobs(
 
 def _by_source(copies: Sequence["Copy"]) -> tuple[list[list["Copy"]], int]:
     """``copies`` grouped by source fragment, and their bytes (not remembered: 1.5 us
-    for 8 copies, 15 us for 64, against whole host copies of megabytes)."""
+    for 8 copies, 15 us for 64, against whole host copies of megabytes; asked only
+    where the copies may go to threads)."""
     by_source: dict[int, list["Copy"]] = {}
     size = 0
     for c in copies:
         by_source.setdefault(c.src, []).append(c)
         size += c.nbytes
     return list(by_source.values()), size
+
+
+# Worth keeping (a 2-core CPU machine): a redistribution between two grids of 512
+# fragments asks this of 512 destinations' copies every call, 1 to 2 us each worked
+# out against 0.2 us looked up (a Copy keeps its hash); keyed on the copies tuple a
+# plan hands out for a destination, as many as eight such plans' destinations.
+@lru_cache(maxsize=4096)
+def _source_figures(copies: tuple["Copy", ...]) -> tuple[int, int]:
+    """How many source fragments ``copies`` read, and their bytes."""
+    return len({c.src for c in copies}), sum(c.nbytes for c in copies)
 
 
 def _run_tasks(
@@ -336,21 +347,22 @@ def _run_tasks(
     if not all(dst.device.is_host for _, _, dst in jobs):
         _run_on_devices(jobs, dtype, imported, views)  # device copies: no thread pool, no tasks
         return
-    nbytes = ntasks = 0
-    host = True
     on_host: dict[int, bool] = {}  # per table of sources: whether every source is in host memory
-    for copies, sources, dst in jobs:  # every destination is in host memory: are the sources?
-        groups, size = _by_source(copies)
-        nbytes += size
-        ntasks += len(groups)
-        if host:
-            found = on_host.get(id(sources))
-            if found is None:
-                found = on_host[id(sources)] = all(buf.device.is_host for buf in sources.values())
-            host = found
-    if not host:
-        _run_on_devices(jobs, dtype, imported, views)
-        return
+    for _, sources, _ in jobs:  # every destination is in host memory: are the sources?
+        found = on_host.get(id(sources))
+        if found is None:
+            found = on_host[id(sources)] = all(buf.device.is_host for buf in sources.values())
+        if not found:
+            _run_on_devices(jobs, dtype, imported, views)
+            return
+    pool = _pool() if threads and len(jobs) > 1 else None
+    nbytes = ntasks = 0
+    if pool is not None:  # the figures deciding whether threads pay
+        for copies, _, _ in jobs:
+            groups, size = _source_figures(copies) if isinstance(copies, tuple) else \
+                _source_figures.__wrapped__(tuple(copies))
+            nbytes += size
+            ntasks += groups
     # Threads pay only when each task (a destination's copies from one source)
     # copies enough to outweigh the Python work around it (views, imports),
     # which holds the GIL; pieces too small to be tasks of their own (a
@@ -360,8 +372,7 @@ def _run_tasks(
     # to 93 ms for 256 MiB on 2 cores), which outweighs the parallel copy.
     by_source = nbytes >= PARALLEL_MIN_BYTES and nbytes >= ntasks * PARALLEL_MIN_TASK_BYTES
     big = by_source or (nbytes >= PARALLEL_MIN_BYTES and nbytes >= len(jobs) * PARALLEL_MIN_TASK_BYTES)
-    pool = _pool() if threads and big and len(jobs) > 1 else None
-    if pool is None:  # one call per destination: its copies go to the framework together
+    if pool is None or not big:  # one call per destination: its copies go to the framework together
         for copies, sources, dst in jobs:
             run_copies(copies, sources, dst, dtype, imported, views)
         return
