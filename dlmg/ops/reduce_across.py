@@ -27,7 +27,6 @@ from ..dtypes import info
 from ..errors import CollectiveError
 from ..fragment import verify_fragments
 from ._executor import fail
-from ._dtypes import narrow_for
 from .dispatch import executor, move_array, new_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -94,30 +93,18 @@ def _fold_arg(name: str, acc: np.ndarray, idx: np.ndarray, key: Any, part: Any, 
 
 
 def reduce(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keepdims: bool,
-           dtype: str | None, reducer: Any, plan: Any, ctx: Any) -> Any:
-    """Run reduction ``name`` of ``x`` across processes (arguments as in :mod:`dlmg.ops.reductions`)."""
+           dtype: str | None, reducer: Any, plan: Any, ctx: Any, asked: str | None) -> Any:
+    """Run reduction ``name`` of ``x`` across processes (arguments as in :mod:`dlmg.ops.reductions`;
+    ``asked`` is the result dtype before this process's frameworks narrowed it, the one
+    every process must agree on)."""
     engine = current()
     assert engine is not None
     with exclusive(engine, f"dlmg.{name}"):
-        return _reduce(engine, x, name, axes, keepdims, dtype, reducer, plan, ctx)
-
-
-_NARROWED = {"int32": "int64", "uint32": "uint64", "float32": "float64", "complex64": "complex128"}
-
-
-def _asked(dtype: str | None, frameworks: tuple[str, ...]) -> str | None:
-    """The result dtype every process must agree on: ``dtype`` itself, except that the
-    32-bit type this process's frameworks narrow a 64-bit one to (JAX without x64)
-    stands for the 64-bit one; another process keeps 64 bits, and the votes then
-    settle every process on 32 (see :func:`_narrowest`)."""
-    wide = _NARROWED.get(dtype or "")
-    if wide is not None and narrow_for(wide, frameworks) == dtype:
-        return wide
-    return dtype
+        return _reduce(engine, x, name, axes, keepdims, dtype, reducer, plan, ctx, asked)
 
 
 def _reduce(engine: Any, x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keepdims: bool,
-            dtype: str | None, reducer: Any, plan: Any, ctx: Any) -> Any:
+            dtype: str | None, reducer: Any, plan: Any, ctx: Any, asked: str | None) -> Any:
     layout = x.layout
     reduced = tuple(range(x.ndim)) if axes is None else axes
     kept = [m for m in range(x.ndim) if m not in reduced]
@@ -125,7 +112,7 @@ def _reduce(engine: Any, x: "DistributedTensor", name: str, axes: tuple[int, ...
     # every argument that changes the result, the asked result dtype too (float32 on one
     # process and float64 on another is a mismatch; a width JAX narrows is settled below)
     description = describe(f"reduce {name}", layout=layout, dtype=x.dtype, axes=axes, keepdims=keepdims,
-                           result_dtype=_asked(dtype, x.frameworks))
+                           result_dtype=asked)
 
     def work() -> tuple[tuple[np.ndarray, np.ndarray | None], str | None]:
         check_ranks(layout, f"dlmg.{name}")

@@ -291,8 +291,11 @@ def _reduce(
     keepdims: bool,
     dtype: str | None,
     reducer: _Reducer | None = None,
+    asked: str | None = None,
 ) -> Any:
-    """Run one reduction (see the module docstring)."""
+    """Run one reduction (see the module docstring). ``asked`` is the result dtype
+    before a framework narrowed it (``dtype`` when nothing did): every process asks
+    for the same one, whichever frameworks its own fragments belong to."""
     if not is_distributed(x):
         raise TypeError(f"dlmg.{name} takes a DistributedTensor, got {type(x).__name__}")
     reducer = reducer or _REDUCERS[name]
@@ -315,7 +318,8 @@ def _reduce(
     plan = _plan(layout, axes, bool(keepdims))
     ctx = _Context(dtype, layout, x.dtype, reducer.name)
     if current() is not None:  # across processes: local partials, then the engine's all-reduce
-        return across(x, name, axes, bool(keepdims), dtype, reducer, plan, ctx)  # (checks inside its agreement)
+        return across(x, name, axes, bool(keepdims), dtype, reducer, plan, ctx,
+                      dtype if asked is None else asked)  # (checks inside its agreement)
     verify_fragments(x.fragments, strides=False)
     remote = [f.index for f in x.fragments if not f.is_local]
     if remote:  # (as gather says: a reduction in one process of a tensor spread over several)
@@ -454,12 +458,12 @@ def sum(x: "DistributedTensor", /, *, axis: Any = None, dtype: Any = None, keepd
     NumPy's pairwise summation by rounding only (relative error about
     ``n * eps`` of the sum of absolute values).
     """
-    return _reduce(x, "sum", axis, keepdims, _accum(x, dtype))
+    return _reduce(x, "sum", axis, keepdims, _accum(x, dtype), asked=_wide_accum(x, dtype))
 
 
 def prod(x: "DistributedTensor", /, *, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:
     """Product of the elements over ``axis`` (dtype rules as :func:`sum`)."""
-    return _reduce(x, "prod", axis, keepdims, _accum(x, dtype))
+    return _reduce(x, "prod", axis, keepdims, _accum(x, dtype), asked=_wide_accum(x, dtype))
 
 
 def min(x: "DistributedTensor", /, *, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
@@ -499,7 +503,8 @@ def mean(x: "DistributedTensor", /, *, axis: Any = None, keepdims: bool = False,
 
         warnings.warn(f"dlmg.mean: mean of an empty selection (shape {x.shape}, axis={axis!r}) is NaN",
                       RuntimeWarning, stacklevel=2)
-    total = _reduce(x, "sum", axis, keepdims, target)
+    total = _reduce(x, "sum", axis, keepdims, target,
+                    asked=float_dtype(x.dtype) if dtype is None else canonical(dtype))
     if axes == ():
         return total
     if is_distributed(total):
@@ -546,7 +551,12 @@ def _arg_reduce(x: "DistributedTensor", name: str, axis: int | None, keepdims: b
     if axis is not None and not isinstance(axis, int):
         raise TypeError(f"dlmg.{name}: axis must be an int or None, got {axis!r}")
     _real(x, name)
-    return _reduce(x, name, axis, keepdims, narrow_for(index_dtype(), _frameworks(x)))
+    return _reduce(x, name, axis, keepdims, narrow_for(index_dtype(), _frameworks(x)), asked=index_dtype())
+
+
+def _wide_accum(x: "DistributedTensor", dtype: Any) -> str:
+    """The accumulation dtype before any framework narrows it (see :func:`_accum`)."""
+    return canonical(dtype) if dtype is not None else sum_dtype(x.dtype)
 
 
 def _accum(x: "DistributedTensor", dtype: Any) -> str:
