@@ -24,6 +24,28 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
+
+
+def time_contenders(engine: Any, contenders: dict[str, dict[str, Any]], warmup: int,
+                    repeats: int) -> dict[str, dict[str, list[float]]]:
+    """Each contender's times after ``warmup`` calls: every call starts after a
+    barrier and counts as long as the slowest process took."""
+    import numpy as np
+
+    slowest = np.zeros(1)
+    times: dict[str, dict[str, list[float]]] = {k: {who: [] for who in pair} for k, pair in contenders.items()}
+    for key, pair in contenders.items():
+        for i in range(warmup + repeats):
+            for who, fn in pair.items():
+                engine.barrier()
+                t0 = time.perf_counter()
+                fn()
+                slowest[0] = time.perf_counter() - t0
+                engine.allreduce(slowest, "max")
+                if i >= warmup:
+                    times[key][who].append(float(slowest[0]))
+    return times
 
 
 def main() -> int:
@@ -111,18 +133,7 @@ def main() -> int:
         "allgather": {"dlmg": lambda: x.gather(), "native": raw_allgather},
         "redistribute": {"dlmg": lambda: x.redistribute(cols), "native": raw_alltoall, "packed": packed_alltoall},
     }
-    slowest = np.zeros(1)
-    times: dict[str, dict[str, list[float]]] = {k: {who: [] for who in pair} for k, pair in contenders.items()}
-    for op, pair in contenders.items():
-        for i in range(args.warmup + args.repeats):
-            for who, fn in pair.items():
-                engine.barrier()
-                t0 = time.perf_counter()
-                fn()
-                slowest[0] = time.perf_counter() - t0
-                engine.allreduce(slowest, "max")
-                if i >= args.warmup:
-                    times[op][who].append(float(slowest[0]))
+    times = time_contenders(engine, contenders, args.warmup, args.repeats)
     routes = dlmg.movement.redistribution_routes(rows, cols, 4, engine)
     if rank == 0:
         Path(args.out).write_text(json.dumps({

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 PAIRS = {
@@ -52,6 +51,7 @@ def main() -> int:
 
     import dlmg
     import dlmg.distributed as dd
+    from benchmarks.cases._mp_collectives import time_contenders
 
     engine = dd.init("torch", timeout=600)
     rank, world = dd.rank(), dd.world_size()
@@ -90,18 +90,7 @@ def main() -> int:
 
         contenders[key] = {"dlmg": run_dlmg, "native": run_dtensor}
 
-    slowest = np.zeros(1)
-    times: dict[str, dict[str, list[float]]] = {k: {who: [] for who in pair} for k, pair in contenders.items()}
-    for key, pair in contenders.items():
-        for i in range(args.warmup + args.repeats):
-            for who, fn in pair.items():
-                engine.barrier()
-                t0 = time.perf_counter()
-                fn()
-                slowest[0] = time.perf_counter() - t0
-                engine.allreduce(slowest, "max")
-                if i >= args.warmup:
-                    times[key][who].append(float(slowest[0]))
+    times = time_contenders(engine, contenders, args.warmup, args.repeats)
     if rank == 0:
         Path(args.out).write_text(json.dumps({
             "times": times, "strategies": strategies,

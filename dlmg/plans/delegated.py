@@ -43,13 +43,7 @@ class DelegatedPlan(RedistributionPlan):
             f" ({self.cross_device_bytes} across devices); dlmg copies nothing"
             f" (its own plan: {self.ncopies} strided copies, {len(self.reused)} fragments reused)"
         ]
-        if self.src_layout is not None:
-            lines.append(f"  from {self.src_layout!r}")
-        if self.dst_layout is not None:
-            lines.append(f"  to   {self.dst_layout!r}")
-        for (a, b), n in self.bytes_by_devices.items():
-            lines.append(f"  {a} -> {b}: {n} bytes")
-        return "\n".join(lines)
+        return "\n".join(lines + self._move_lines())
 
     def __repr__(self) -> str:
         return (

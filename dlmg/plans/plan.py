@@ -251,18 +251,23 @@ class RedistributionPlan:
         return len(self.copies)
 
     # -- rendering -----------------------------------------------------------
+    def _move_lines(self) -> list[str]:
+        """The layouts moved between and the bytes per device pair, one line each."""
+        lines = []
+        if self.src_layout is not None:
+            lines.append(f"  from {self.src_layout!r}")
+        if self.dst_layout is not None:
+            lines.append(f"  to   {self.dst_layout!r}")
+        lines += [f"  {a} -> {b}: {n} bytes" for (a, b), n in self.bytes_by_devices.items()]
+        return lines
+
     def summary(self) -> str:
         """A few lines: copies, bytes per device pair, reused fragments."""
         lines = [
             f"RedistributionPlan: {self.ncopies} strided copies, {self.total_bytes} bytes"
             f" ({self.cross_device_bytes} across devices), {len(self.reused)} fragments reused"
         ]
-        if self.src_layout is not None:
-            lines.append(f"  from {self.src_layout!r}")
-        if self.dst_layout is not None:
-            lines.append(f"  to   {self.dst_layout!r}")
-        for (a, b), n in self.bytes_by_devices.items():
-            lines.append(f"  {a} -> {b}: {n} bytes")
+        lines += self._move_lines()
         if self.reused:
             pairs = ", ".join(f"{d}<-{s}" for d, s in sorted(self.reused.items()))
             lines.append(f"  reused (dst<-src): {pairs}")
