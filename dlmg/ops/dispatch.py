@@ -170,7 +170,9 @@ def collect(
                 lead = op
             else:
                 others.append(op)
-                if broadcasting and (op.shape != lead.shape or op.ndim == 0):
+                if op.layout.same_distribution(lead.layout):  # (then of one shape too)
+                    broadcast = broadcast or (broadcasting and op.layout.ndim == 0)
+                elif broadcasting and (op.shape != lead.shape or op.ndim == 0):
                     broadcast = True
                 elif check:
                     check_same_layout(name, lead, op)

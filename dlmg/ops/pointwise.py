@@ -312,7 +312,7 @@ def _keeps_dtype(symbol: str, dtype: str, other: Any) -> bool:
     if symbol == "/" and kind not in "fc":
         return False
     if is_distributed(other):
-        return other.dtype == dtype
+        return str.__eq__(other.dtype, dtype)  # (both dlmg names: no other spelling to allow for)
     if isinstance(other, bool) or not isinstance(other, (int, float, complex)):
         return False
     if isinstance(other, int):
