@@ -88,22 +88,37 @@ def on_lists(name: str, ops: Any, in_place: bool, label: str, lead_untracked: bo
         other_frags is not None and adapter.tracks_any_gradients(other_placed.arrays)
     ):
         return None  # autograd records the per-fragment operators
-    results: list[Any] = [None] * len(frags)
+    if len(groups) == 1:  # one device: the placements' arrays are the lists (their order, every local fragment)
+        xs = list(placed.arrays)
+        ys = other if other_frags is None else list(other_placed.arrays)
+        try:
+            outs = call(xs, ys)
+        except Exception as exc:
+            if in_place:
+                _refused(exc, groups, frags, label)
+            return None
+        return lead if in_place else result_tensor(outs, lead.layout.dense, placed, adapter)
+    found: dict[int, Any] = {}
     for _, indices in groups:
         xs = [frags[i]._array for i in indices]
         ys = other if other_frags is None else [other_frags[i]._array for i in indices]
         try:
             out = call(xs, ys)
         except Exception as exc:
-            if in_place:  # nothing to fall back on: some fragments may be written
-                failed = indices[getattr(exc, "list_position", 0)]
-                order = [i for _, group in groups for i in group]
-                ex = executor(frags[failed].framework, frags[failed].device)
-                raise _fail(label + partial_note(order, failed), failed, ex, exc) from exc
+            if in_place:
+                _refused(exc, groups, frags, label, indices)
             return None
         if not in_place:
-            for i, r in zip(indices, out):
-                results[i] = r
+            found.update(zip(indices, out))
     if in_place:
         return lead
-    return result_tensor(results, lead.layout.dense, placed, adapter)
+    return result_tensor([found[i] for i in placed.indices], lead.layout.dense, placed, adapter)
+
+
+def _refused(exc: Exception, groups: Any, frags: Any, label: str, indices: Any = None) -> None:
+    """Raise the failure of an in place list operation (nothing to fall back on: some
+    fragments may be written), naming the fragment it concerns and those written."""
+    failed = (indices if indices is not None else groups[0][1])[getattr(exc, "list_position", 0)]
+    order = [i for _, group in groups for i in group]
+    ex = executor(frags[failed].framework, frags[failed].device)
+    raise _fail(label + partial_note(order, failed), failed, ex, exc) from exc

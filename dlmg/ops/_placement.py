@@ -133,21 +133,23 @@ def _inherited(result: "DistributedTensor", lead: Placement, arrays: list[Any], 
     result._placement = placed
 
 
-def result_tensor(results: Sequence[Any], layout: "Layout", lead: Placement, adapter: Any) -> "DistributedTensor":
+def result_tensor(outs: Sequence[Any], layout: "Layout", lead: Placement, adapter: Any) -> "DistributedTensor":
     """A new tensor of ``layout`` (the lead's distribution, without explicit strides)
-    whose fragment ``i`` is ``results[i]`` for each local fragment of the ``lead``
-    placement (dense), every one an array of ``adapter``'s framework made for the
-    lead fragment's device (a list operation's results): the tensor and its placement
-    in one pass, trusted, as :meth:`~dlmg.DistributedTensor._from_arrays` is."""
+    whose local fragments are ``outs``, one for each local fragment of the ``lead``
+    placement (dense) in the order of its indices, every one an array of
+    ``adapter``'s framework (the lead's) made for that fragment's device (a list
+    operation's results): the tensor and its placement in one pass, trusted, as
+    :meth:`~dlmg.DistributedTensor._from_arrays` is."""
     name = adapter.name
-    of_result, remote = Fragment.of_result, Fragment.remote
-    local = set(lead.indices) if len(lead.indices) != len(results) else None
-    frags = [
-        of_result(slot, results[slot.index], name, adapter) if local is None or slot.index in local else remote(slot)
-        for slot in layout.fragments
-    ]
-    arrays = [results[i] for i in lead.indices]
-    dtype = canonical(adapter.dtype_of(arrays[0])) if arrays else "float32"
+    of_result = Fragment.of_result
+    slots = layout.fragments
+    if len(outs) == len(slots):  # every fragment held here (in order, then)
+        frags = [of_result(slot, out, name, adapter) for slot, out in zip(slots, outs)]
+    else:
+        held = dict(zip(lead.indices, outs))
+        frags = [of_result(slot, held[slot.index], name, adapter) if slot.index in held else Fragment.remote(slot)
+                 for slot in slots]
+    dtype = canonical(adapter.dtype_of(outs[0])) if outs else canonical("float32")
     result = DistributedTensor._create(layout, frags, dtype)
-    _inherited(result, lead, arrays, lead.shapes)
+    _inherited(result, lead, outs if type(outs) is list else list(outs), lead.shapes)
     return result
