@@ -60,12 +60,12 @@ def start_local_processes(
     engine : {"torch", "mpi"}
         ``"torch"``: ``nprocs`` plain processes with torchrun's environment on a
         free port; ``"mpi"``: one ``mpiexec -n nprocs`` process.
-    env : mapping
+    env : dict
         The environment every process starts from.
-    cwd : path, optional
+    cwd : str, optional
         The processes' working directory.
-    output : sequence of files, optional
-        Where process ``r`` writes its stdout and stderr (under ``"mpi"`` all
+    output : sequence, optional
+        Open files: where process ``r`` writes its stdout and stderr (under ``"mpi"`` all
         processes write to the first); ``None``: a text pipe per started process.
     new_session : bool
         Start each process in a session of its own, so that the caller can end it
@@ -79,7 +79,7 @@ def start_local_processes(
     Raises
     ------
     ValueError
-        For an ``engine`` other than those of :data:`ENGINES`, or ``output`` with
+        For an ``engine`` other than ``"torch"`` and ``"mpi"``, or ``output`` with
         fewer files than processes.
     FrameworkNotInstalledError
         For ``engine="mpi"`` when no ``mpiexec`` is found.
