@@ -15,6 +15,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+import dlmg
 import dlmg.distributed as dd
 from dlmg.distributed.agree import agree, conclude, describe, prepare
 from dlmg.errors import CollectiveError, CollectiveMismatchError
@@ -121,6 +122,19 @@ def agreement_rounds() -> dict[str, Any]:
         moved = t.redistribute(dd.slab(full.shape, 1))
     rounds["redistribute"] = len(counts)
     np.testing.assert_array_equal(_np(moved.gather(framework="numpy")), full)  # the group stays usable
+
+    # products that need no exchange: the plan's agreement is the only one
+    k = _global((6, 6), seed=22)
+    whole = wrap(k, dlmg.Layout.replicated(k.shape, ["cpu"] * world, ranks=list(range(world))))
+    rows, cols = wrap(full, dd.slab(full.shape, 0)), wrap(full.T.copy(), dd.slab(full.T.shape, 1))
+    with _counted() as counts:
+        local = rows @ whole
+    rounds["rows @ replicated"] = len(counts)
+    with _counted() as counts:
+        pending = cols @ rows
+    rounds["columns @ rows"] = len(counts)
+    np.testing.assert_allclose(_np(local.gather(framework="numpy")), full @ k, rtol=1e-5)
+    np.testing.assert_allclose(_np(pending.gather(framework="numpy")), full.T @ full, rtol=1e-5)
     assert eng.broken is None
     return rounds
 

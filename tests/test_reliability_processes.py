@@ -98,11 +98,12 @@ def test_a_user_group_gets_agreements_of_its_own(run):
 
 
 def test_an_agreement_is_one_all_gather_unless_something_needs_the_texts(run):
-    """One fixed-size all-gather when every process agrees; a second one for a vote too
-    long for the record, for a failure and for differing descriptions, on every rank alike."""
+    """One fixed-size all-gather when every process agrees (a product that needs no exchange
+    runs one agreement in all); a second one for a vote too long for the record, for a
+    failure and for differing descriptions, on every rank alike."""
     for rounds in check(run, "agreement_rounds"):
         assert rounds == {"agreed": 1, "long vote": 2, "failed": 2, "differ": 2, "failed after": 2,
-                          "redistribute": 2}, rounds
+                          "redistribute": 2, "rows @ replicated": 1, "columns @ rows": 1}, rounds
 
 
 def test_objects_of_any_size_are_gathered_whole(run):
