@@ -20,30 +20,18 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
+from dlmg.testing import find_mpiexec as mpiexec
+from dlmg.testing import free_port, start_local_processes
+
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = Path(__file__).resolve().parent / "_mp_worker.py"
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def mpiexec() -> str | None:
-    """The ``mpiexec`` beside the interpreter (the mpich wheel), else the PATH's."""
-    here = Path(sys.executable).parent / "mpiexec"
-    return str(here) if here.exists() else shutil.which("mpiexec")
 
 
 def have_mpi() -> bool:
@@ -62,17 +50,18 @@ def skip_without(engine: str, *frameworks: str) -> None:
         pytest.skip("needs mpi4py and an MPI (pip install mpi4py mpich)")
 
 
-def launched_per_setup(setups: list[tuple[str, int]], scenarios: list[str], *, needs: tuple[str, ...] = (),
-                       **options: Any) -> Any:
+def launched_per_setup(setups: list[tuple[str, int]], scenarios: list[str] | Callable[[str], list[str]], *,
+                       needs: tuple[str, ...] = (), **options: Any) -> Any:
     """A module-scoped fixture that runs ``scenarios`` in one launch per ``(engine,
     process count)`` of ``setups`` (``options`` go to :func:`launch`; ``needs``: the
-    frameworks besides torch that the scenarios use)."""
+    frameworks besides torch that the scenarios use). ``scenarios`` may be a function
+    of the engine's name, for scenarios only one engine can run."""
 
     @pytest.fixture(scope="module", params=setups, ids=[f"{e}-{n}" for e, n in setups])
     def run(request: Any) -> dict[str, Any]:
         engine, nprocs = request.param
         skip_without(engine, *needs)
-        return launch(engine, nprocs, scenarios, **options)
+        return launch(engine, nprocs, scenarios(engine) if callable(scenarios) else scenarios, **options)
 
     return run
 
@@ -112,18 +101,9 @@ def launch(engine: str, nprocs: int, scenarios: list[str], *, timeout: float = 2
     procs: list[subprocess.Popen] = []
     logs = [open(out / f"log{r}.txt", "w+") for r in range(nprocs)]
     try:
-        if engine == "mpi":
-            cmd = [mpiexec(), "-n", str(nprocs), sys.executable, str(WORKER), *args]
-            procs.append(subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=logs[0], stderr=subprocess.STDOUT,
-                                          start_new_session=True))
-        else:
-            port, jax_port = free_port(), free_port()
-            for r in range(nprocs):
-                penv = dict(env, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(nprocs),
-                            LOCAL_WORLD_SIZE=str(nprocs), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                            DLMG_TEST_JAX_PORT=str(jax_port))
-                procs.append(subprocess.Popen([sys.executable, str(WORKER), *args], env=penv, cwd=ROOT,
-                                              stdout=logs[r], stderr=subprocess.STDOUT, start_new_session=True))
+        env["DLMG_TEST_JAX_PORT"] = str(free_port())  # the JAX engine's multi-controller runtime
+        procs = start_local_processes([str(WORKER), *args], nprocs, engine, env=env, cwd=ROOT,
+                                      output=logs, new_session=True)
         codes = []
         for p in procs:
             try:

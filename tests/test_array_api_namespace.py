@@ -12,26 +12,17 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import dlmg
 import dlmg.array_api as xp
+from _array_api_support import SLAB, gathered, layout_policy, policy  # noqa: F401 (a fixture)
 from dlmg.errors import LayoutMismatchError
 from dlmg.ops.pointwise import _FUNCTIONS
 
-SLAB = ["cpu:0", "cpu:1", "cpu:2"]
-FAST = settings(max_examples=15, deadline=None)
-POLICIES = ["single", "slab"]
-
-
-def _policy(kind):
-    return dlmg.default_layout(kind, devices=SLAB) if kind == "slab" else dlmg.default_layout()
-
-
-def _np(t):
-    return t.gather(framework="numpy")
-
+# The policy fixture is entered once for all of a test's examples, which is what the tests want.
+FAST = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 shapes = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5)
 floats = st.floats(-100, 100, allow_nan=False, width=64)
@@ -141,29 +132,27 @@ def test_policy_framework_decides_the_fragments():
 
 # -- creation -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind", POLICIES)
-def test_creation_functions_match_numpy(kind):
-    with _policy(kind):
-        np.testing.assert_array_equal(_np(xp.arange(2, 11, 3)), np.arange(2, 11, 3))
-        np.testing.assert_array_equal(_np(xp.arange(1.0, 2.0, 0.25)), np.arange(1.0, 2.0, 0.25))
-        np.testing.assert_allclose(_np(xp.linspace(0, 1, 7)), np.linspace(0, 1, 7))
-        np.testing.assert_array_equal(_np(xp.eye(4, 5, k=1)), np.eye(4, 5, k=1))
-        np.testing.assert_array_equal(_np(xp.full((3, 2), 7)), np.full((3, 2), 7))
-        assert xp.full(3, True).dtype == xp.bool and xp.full(3, 1.5).dtype == xp.float64
-        np.testing.assert_array_equal(_np(xp.zeros((3, 2), dtype=xp.int8)), np.zeros((3, 2), np.int8))
-        assert xp.empty((2, 2)).shape == (2, 2)
-        base = xp.asarray([[1, 2], [3, 4], [5, 6]])
-        for fn, fill in ((xp.zeros_like, 0), (xp.ones_like, 1)):
-            np.testing.assert_array_equal(_np(fn(base)), np.full((3, 2), fill))
-        np.testing.assert_array_equal(_np(xp.full_like(base, 9, dtype=xp.float32)), np.full((3, 2), 9.0))
-        assert xp.empty_like(base).shape == (3, 2)
-        a, b = xp.meshgrid(xp.arange(3), xp.arange(2))
-        na, nb = np.meshgrid(np.arange(3), np.arange(2))
-        np.testing.assert_array_equal(_np(a), na), np.testing.assert_array_equal(_np(b), nb)
-        m = xp.reshape(xp.arange(1, 13), (3, 4))
-        for k in (-1, 0, 2):
-            np.testing.assert_array_equal(_np(xp.tril(m, k=k)), np.tril(np.arange(1, 13).reshape(3, 4), k))
-            np.testing.assert_array_equal(_np(xp.triu(m, k=k)), np.triu(np.arange(1, 13).reshape(3, 4), k))
+def test_creation_functions_match_numpy(layout_policy):
+    np.testing.assert_array_equal(gathered(xp.arange(2, 11, 3)), np.arange(2, 11, 3))
+    np.testing.assert_array_equal(gathered(xp.arange(1.0, 2.0, 0.25)), np.arange(1.0, 2.0, 0.25))
+    np.testing.assert_allclose(gathered(xp.linspace(0, 1, 7)), np.linspace(0, 1, 7))
+    np.testing.assert_array_equal(gathered(xp.eye(4, 5, k=1)), np.eye(4, 5, k=1))
+    np.testing.assert_array_equal(gathered(xp.full((3, 2), 7)), np.full((3, 2), 7))
+    assert xp.full(3, True).dtype == xp.bool and xp.full(3, 1.5).dtype == xp.float64
+    np.testing.assert_array_equal(gathered(xp.zeros((3, 2), dtype=xp.int8)), np.zeros((3, 2), np.int8))
+    assert xp.empty((2, 2)).shape == (2, 2)
+    base = xp.asarray([[1, 2], [3, 4], [5, 6]])
+    for fn, fill in ((xp.zeros_like, 0), (xp.ones_like, 1)):
+        np.testing.assert_array_equal(gathered(fn(base)), np.full((3, 2), fill))
+    np.testing.assert_array_equal(gathered(xp.full_like(base, 9, dtype=xp.float32)), np.full((3, 2), 9.0))
+    assert xp.empty_like(base).shape == (3, 2)
+    a, b = xp.meshgrid(xp.arange(3), xp.arange(2))
+    na, nb = np.meshgrid(np.arange(3), np.arange(2))
+    np.testing.assert_array_equal(gathered(a), na), np.testing.assert_array_equal(gathered(b), nb)
+    m = xp.reshape(xp.arange(1, 13), (3, 4))
+    for k in (-1, 0, 2):
+        np.testing.assert_array_equal(gathered(xp.tril(m, k=k)), np.tril(np.arange(1, 13).reshape(3, 4), k))
+        np.testing.assert_array_equal(gathered(xp.triu(m, k=k)), np.triu(np.arange(1, 13).reshape(3, 4), k))
 
 
 def test_asarray_wraps_without_copying_and_from_dlpack():
@@ -198,26 +187,22 @@ def _inputs(name):
     return np.array([[0.25, -0.5, 0.75], [0.1, 0.9, -0.3]]), np.array([0.5, -0.25, 0.125])
 
 
-@pytest.mark.parametrize("kind", POLICIES)
 @pytest.mark.parametrize("name", UNARY)
-def test_unary_elementwise_functions_match_numpy(kind, name):
+def test_unary_elementwise_functions_match_numpy(layout_policy, name):
     a, _ = _inputs(name)
-    with _policy(kind):
-        got = _np(getattr(xp, name)(xp.asarray(a)))
+    got = gathered(getattr(xp, name)(xp.asarray(a)))
     want = getattr(np, _NP.get(name, name))(a)
     np.testing.assert_allclose(got, want, rtol=1e-12, equal_nan=True)
 
 
-@pytest.mark.parametrize("kind", POLICIES)
 @pytest.mark.parametrize("name", BINARY)
-def test_binary_elementwise_functions_broadcast_like_numpy(kind, name):
+def test_binary_elementwise_functions_broadcast_like_numpy(layout_policy, name):
     a, b = _inputs(name)
     if name in ("bitwise_left_shift", "bitwise_right_shift", "floor_divide", "remainder"):
         b = np.where(b == 0, 1, b)
-    with _policy(kind):
-        fn = getattr(xp, name)
-        got = _np(fn(xp.asarray(a), xp.asarray(b)))  # (2, 3) with (3,)
-        scalar = _np(fn(xp.asarray(a), 2 if a.dtype.kind in "iu" else 0.5))
+    fn = getattr(xp, name)
+    got = gathered(fn(xp.asarray(a), xp.asarray(b)))  # (2, 3) with (3,)
+    scalar = gathered(fn(xp.asarray(a), 2 if a.dtype.kind in "iu" else 0.5))
     np_fn = getattr(np, _NP.get(name, name))
     np.testing.assert_allclose(got, np_fn(a, b), rtol=1e-12)
     np.testing.assert_allclose(scalar, np_fn(a, 2 if a.dtype.kind in "iu" else 0.5), rtol=1e-12)
@@ -229,9 +214,9 @@ def test_broadcasting_of_two_shapes_matches_numpy(data):
     shape = data.draw(shapes)
     other = tuple(data.draw(st.sampled_from([1, n])) for n in shape[data.draw(st.integers(0, len(shape))):])
     a, b = _host(data.draw, shape), _host(data.draw, other)
-    np.testing.assert_allclose(_np(xp.multiply(xp.asarray(a), xp.asarray(b))), a * b)
-    np.testing.assert_allclose(_np(xp.asarray(b) - xp.asarray(a)), b - a)  # operators broadcast too
-    np.testing.assert_array_equal(_np(xp.broadcast_to(xp.asarray(b), shape)), np.broadcast_to(b, shape))
+    np.testing.assert_allclose(gathered(xp.multiply(xp.asarray(a), xp.asarray(b))), a * b)
+    np.testing.assert_allclose(gathered(xp.asarray(b) - xp.asarray(a)), b - a)  # operators broadcast too
+    np.testing.assert_array_equal(gathered(xp.broadcast_to(xp.asarray(b), shape)), np.broadcast_to(b, shape))
     outs = xp.broadcast_arrays(xp.asarray(a), xp.asarray(b))
     assert [o.shape for o in outs] == [shape, shape]
 
@@ -241,69 +226,63 @@ def test_broadcasting_moves_only_the_operand_that_must_move():
         m = xp.reshape(xp.arange(12.0), (4, 3))
         host = np.arange(12.0).reshape(4, 3)
         row = xp.asarray([1.0, 2.0, 3.0])  # split over the devices along its only mode: moved to m's
-        np.testing.assert_array_equal(_np(m + row), host + [1, 2, 3])
-        np.testing.assert_array_equal(_np(xp.add(m, row)), host + [1, 2, 3])
+        np.testing.assert_array_equal(gathered(m + row), host + [1, 2, 3])
+        np.testing.assert_array_equal(gathered(xp.add(m, row)), host + [1, 2, 3])
         centred = m - xp.mean(m, axis=0)  # the mean lives with fragment 0: moved to every device
-        np.testing.assert_allclose(_np(centred), host - host.mean(axis=0))
+        np.testing.assert_allclose(gathered(centred), host - host.mean(axis=0))
         col = xp.reshape(xp.arange(4.0), (4, 1))  # whole along the broadcast mode: views, no copy
-        np.testing.assert_array_equal(_np(m * col), host * np.arange(4.0)[:, None])
+        np.testing.assert_array_equal(gathered(m * col), host * np.arange(4.0)[:, None])
         m += row
-        np.testing.assert_array_equal(_np(m), host + [1, 2, 3])
+        np.testing.assert_array_equal(gathered(m), host + [1, 2, 3])
         other = xp.reshape(xp.arange(12.0), (4, 3)).redistribute(dlmg.Layout.slab((4, 3), 1, SLAB))
         with pytest.raises(LayoutMismatchError, match="redistribute"):  # same shape, other layout: refused
             m + other
 
 
-@pytest.mark.parametrize("kind", POLICIES)
-def test_where_clip_and_astype(kind):
+def test_where_clip_and_astype(layout_policy):
     a = np.array([[1.0, -2.0, 3.0], [-4.0, 5.0, -6.0]])
-    with _policy(kind):
-        x = xp.asarray(a)
-        np.testing.assert_array_equal(_np(xp.where(x > 0, x, xp.asarray([0.0, 10.0, 20.0]))),
-                                      np.where(a > 0, a, [0.0, 10.0, 20.0]))
-        np.testing.assert_array_equal(_np(xp.clip(x, -3.0, 4.0)), np.clip(a, -3, 4))
-        ints = xp.asarray(np.array([1, 100, -100], np.int8))
-        np.testing.assert_array_equal(_np(xp.clip(ints, -1000, 50)), [1, 50, -100])
-        assert xp.astype(x, xp.int32).dtype == xp.int32
+    x = xp.asarray(a)
+    np.testing.assert_array_equal(gathered(xp.where(x > 0, x, xp.asarray([0.0, 10.0, 20.0]))),
+                                  np.where(a > 0, a, [0.0, 10.0, 20.0]))
+    np.testing.assert_array_equal(gathered(xp.clip(x, -3.0, 4.0)), np.clip(a, -3, 4))
+    ints = xp.asarray(np.array([1, 100, -100], np.int8))
+    np.testing.assert_array_equal(gathered(xp.clip(ints, -1000, 50)), [1, 50, -100])
+    assert xp.astype(x, xp.int32).dtype == xp.int32
 
 
 # -- reductions ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind", POLICIES)
 @FAST
 @given(data=st.data())
-def test_reductions_match_numpy(kind, data):
+def test_reductions_match_numpy(layout_policy, data):
     a = _host(data.draw)
     axis = data.draw(st.sampled_from([None, 0, -1]))
     keep = data.draw(st.booleans())
-    with _policy(kind):
-        x = xp.asarray(a)
-        for name in ("sum", "prod", "min", "max", "mean", "var", "std"):
-            got = getattr(xp, name)(x, axis=axis, keepdims=keep)
-            assert isinstance(got, dlmg.DistributedTensor)
-            np.testing.assert_allclose(_np(got), getattr(np, name)(a, axis=axis, keepdims=keep), rtol=1e-9, atol=1e-9)
-        np.testing.assert_allclose(_np(xp.var(x, correction=1 if a.size > 1 else 0)),
-                                   np.var(a, ddof=1 if a.size > 1 else 0), rtol=1e-9, atol=1e-9)
-        for name in ("argmax", "argmin"):
-            one = None if axis is None else axis
-            np.testing.assert_array_equal(_np(getattr(xp, name)(x, axis=one, keepdims=keep if one is not None else False)),
-                                          getattr(np, name)(a, axis=one, keepdims=keep if one is not None else False))
-        b = a > 0
-        for name in ("all", "any"):
-            np.testing.assert_array_equal(_np(getattr(xp, name)(xp.asarray(b), axis=axis)), getattr(np, name)(b, axis=axis))
-        np.testing.assert_array_equal(_np(xp.count_nonzero(xp.asarray(b), axis=axis)), np.count_nonzero(b, axis=axis))
+    x = xp.asarray(a)
+    for name in ("sum", "prod", "min", "max", "mean", "var", "std"):
+        got = getattr(xp, name)(x, axis=axis, keepdims=keep)
+        assert isinstance(got, dlmg.DistributedTensor)
+        np.testing.assert_allclose(gathered(got), getattr(np, name)(a, axis=axis, keepdims=keep), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(gathered(xp.var(x, correction=1 if a.size > 1 else 0)),
+                               np.var(a, ddof=1 if a.size > 1 else 0), rtol=1e-9, atol=1e-9)
+    for name in ("argmax", "argmin"):
+        one = None if axis is None else axis
+        np.testing.assert_array_equal(gathered(getattr(xp, name)(x, axis=one, keepdims=keep if one is not None else False)),
+                                      getattr(np, name)(a, axis=one, keepdims=keep if one is not None else False))
+    b = a > 0
+    for name in ("all", "any"):
+        np.testing.assert_array_equal(gathered(getattr(xp, name)(xp.asarray(b), axis=axis)), getattr(np, name)(b, axis=axis))
+    np.testing.assert_array_equal(gathered(xp.count_nonzero(xp.asarray(b), axis=axis)), np.count_nonzero(b, axis=axis))
 
 
-@pytest.mark.parametrize("kind", POLICIES)
-def test_cumulative_functions_and_diff(kind):
+def test_cumulative_functions_and_diff(layout_policy):
     a = np.arange(1.0, 13.0).reshape(3, 4)
-    with _policy(kind):
-        x = xp.asarray(a)
-        np.testing.assert_array_equal(_np(xp.cumulative_sum(x, axis=1)), np.cumsum(a, axis=1))
-        np.testing.assert_array_equal(_np(xp.cumulative_sum(x, axis=0, include_initial=True)),
-                                      np.concatenate([np.zeros((1, 4)), np.cumsum(a, axis=0)]))
-        np.testing.assert_array_equal(_np(xp.cumulative_prod(x, axis=1)), np.cumprod(a, axis=1))
-        np.testing.assert_array_equal(_np(xp.diff(x, axis=0)), np.diff(a, axis=0))
+    x = xp.asarray(a)
+    np.testing.assert_array_equal(gathered(xp.cumulative_sum(x, axis=1)), np.cumsum(a, axis=1))
+    np.testing.assert_array_equal(gathered(xp.cumulative_sum(x, axis=0, include_initial=True)),
+                                  np.concatenate([np.zeros((1, 4)), np.cumsum(a, axis=0)]))
+    np.testing.assert_array_equal(gathered(xp.cumulative_prod(x, axis=1)), np.cumprod(a, axis=1))
+    np.testing.assert_array_equal(gathered(xp.diff(x, axis=0)), np.diff(a, axis=0))
 
 
 # -- indexing ------------------------------------------------------------------------------------
@@ -325,22 +304,20 @@ def basic_keys(draw, shape):
     return tuple(key)
 
 
-@pytest.mark.parametrize("kind", POLICIES)
 @FAST
 @given(data=st.data())
-def test_basic_indexing_matches_numpy(kind, data):
+def test_basic_indexing_matches_numpy(layout_policy, data):
     a = _host(data.draw)
     key = data.draw(basic_keys(a.shape))
-    with _policy(kind):
-        x = xp.asarray(a)
-        got = x[key]
-        assert isinstance(got, dlmg.DistributedTensor)
-        np.testing.assert_array_equal(_np(got), a[key])
-        y = xp.asarray(a.copy())
-        expected = a.copy()
-        expected[key] = -7.0
-        y[key] = -7.0
-        np.testing.assert_array_equal(_np(y), expected)
+    x = xp.asarray(a)
+    got = x[key]
+    assert isinstance(got, dlmg.DistributedTensor)
+    np.testing.assert_array_equal(gathered(got), a[key])
+    y = xp.asarray(a.copy())
+    expected = a.copy()
+    expected[key] = -7.0
+    y[key] = -7.0
+    np.testing.assert_array_equal(gathered(y), expected)
 
 
 def test_slicing_a_whole_mode_is_a_view_and_writes_through():
@@ -350,129 +327,119 @@ def test_slicing_a_whole_mode_is_a_view_and_writes_through():
         for frag, part in zip(x.fragments, col.fragments):
             assert np.shares_memory(frag.array, part.array)
         x[:, 2] = xp.asarray([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
-        np.testing.assert_array_equal(_np(x)[:, 2], [1, 2, 3, 4, 5, 6])
-        np.testing.assert_array_equal(_np(x[1:4]), np.arange(18.0).reshape(6, 3)[1:4] * [1, 1, 0]
+        np.testing.assert_array_equal(gathered(x)[:, 2], [1, 2, 3, 4, 5, 6])
+        np.testing.assert_array_equal(gathered(x[1:4]), np.arange(18.0).reshape(6, 3)[1:4] * [1, 1, 0]
                                       + [[0, 0, 2], [0, 0, 3], [0, 0, 4]])
 
 
-@pytest.mark.parametrize("kind", POLICIES)
-def test_integer_and_mask_indexing_and_take(kind):
+def test_integer_and_mask_indexing_and_take(layout_policy):
     a = np.arange(12.0).reshape(3, 4)
-    with _policy(kind):
-        x = xp.asarray(a)
-        np.testing.assert_array_equal(_np(x[x > 5.0]), a[a > 5])
-        np.testing.assert_array_equal(_np(x[xp.asarray([2, 0])]), a[[2, 0]])
-        np.testing.assert_array_equal(_np(xp.take(x, xp.asarray([3, 1]), axis=1)), np.take(a, [3, 1], axis=1))
-        idx = np.argsort(-a, axis=1)
-        np.testing.assert_array_equal(_np(xp.take_along_axis(x, xp.asarray(idx), axis=1)),
-                                      np.take_along_axis(a, idx, axis=1))
-        y = xp.asarray(a.copy())
-        y[y > 5.0] = 0.0
-        np.testing.assert_array_equal(_np(y), np.where(a > 5, 0, a))
+    x = xp.asarray(a)
+    np.testing.assert_array_equal(gathered(x[x > 5.0]), a[a > 5])
+    np.testing.assert_array_equal(gathered(x[xp.asarray([2, 0])]), a[[2, 0]])
+    np.testing.assert_array_equal(gathered(xp.take(x, xp.asarray([3, 1]), axis=1)), np.take(a, [3, 1], axis=1))
+    idx = np.argsort(-a, axis=1)
+    np.testing.assert_array_equal(gathered(xp.take_along_axis(x, xp.asarray(idx), axis=1)),
+                                  np.take_along_axis(a, idx, axis=1))
+    y = xp.asarray(a.copy())
+    y[y > 5.0] = 0.0
+    np.testing.assert_array_equal(gathered(y), np.where(a > 5, 0, a))
 
 
 # -- manipulation, searching, sorting, sets ---------------------------------------------------
 
-@pytest.mark.parametrize("kind", POLICIES)
-def test_manipulation_functions_match_numpy(kind):
+def test_manipulation_functions_match_numpy(layout_policy):
     a = np.arange(24.0).reshape(4, 3, 2)
-    with _policy(kind):
-        x = xp.asarray(a)
-        np.testing.assert_array_equal(_np(xp.concat([x, x], axis=1)), np.concatenate([a, a], axis=1))
-        np.testing.assert_array_equal(_np(xp.concat([x, x], axis=None)), np.concatenate([a.ravel(), a.ravel()]))
-        np.testing.assert_array_equal(_np(xp.stack([x, x], axis=-1)), np.stack([a, a], axis=-1))
-        np.testing.assert_array_equal(_np(xp.flip(x, axis=0)), np.flip(a, axis=0))
-        np.testing.assert_array_equal(_np(xp.roll(x, 2, axis=0)), np.roll(a, 2, axis=0))
-        np.testing.assert_array_equal(_np(xp.squeeze(xp.expand_dims(x, axis=1), axis=1)), a)
-        np.testing.assert_array_equal(_np(xp.moveaxis(x, 0, -1)), np.moveaxis(a, 0, -1))
-        np.testing.assert_array_equal(_np(xp.permute_dims(x, (2, 0, 1))), np.transpose(a, (2, 0, 1)))
-        np.testing.assert_array_equal(_np(xp.matrix_transpose(x)), np.swapaxes(a, -1, -2))
-        np.testing.assert_array_equal(_np(xp.reshape(x, (2, 12))), a.reshape(2, 12))
-        np.testing.assert_array_equal(_np(xp.reshape(x, (-1,))), a.ravel())
-        np.testing.assert_array_equal(_np(xp.repeat(x, 2, axis=0)), np.repeat(a, 2, axis=0))
-        np.testing.assert_array_equal(_np(xp.tile(x, (1, 2, 1))), np.tile(a, (1, 2, 1)))
-        parts = xp.unstack(x, axis=1)
-        assert len(parts) == 3 and all(np.array_equal(_np(p), a[:, i]) for i, p in enumerate(parts))
+    x = xp.asarray(a)
+    np.testing.assert_array_equal(gathered(xp.concat([x, x], axis=1)), np.concatenate([a, a], axis=1))
+    np.testing.assert_array_equal(gathered(xp.concat([x, x], axis=None)), np.concatenate([a.ravel(), a.ravel()]))
+    np.testing.assert_array_equal(gathered(xp.stack([x, x], axis=-1)), np.stack([a, a], axis=-1))
+    np.testing.assert_array_equal(gathered(xp.flip(x, axis=0)), np.flip(a, axis=0))
+    np.testing.assert_array_equal(gathered(xp.roll(x, 2, axis=0)), np.roll(a, 2, axis=0))
+    np.testing.assert_array_equal(gathered(xp.squeeze(xp.expand_dims(x, axis=1), axis=1)), a)
+    np.testing.assert_array_equal(gathered(xp.moveaxis(x, 0, -1)), np.moveaxis(a, 0, -1))
+    np.testing.assert_array_equal(gathered(xp.permute_dims(x, (2, 0, 1))), np.transpose(a, (2, 0, 1)))
+    np.testing.assert_array_equal(gathered(xp.matrix_transpose(x)), np.swapaxes(a, -1, -2))
+    np.testing.assert_array_equal(gathered(xp.reshape(x, (2, 12))), a.reshape(2, 12))
+    np.testing.assert_array_equal(gathered(xp.reshape(x, (-1,))), a.ravel())
+    np.testing.assert_array_equal(gathered(xp.repeat(x, 2, axis=0)), np.repeat(a, 2, axis=0))
+    np.testing.assert_array_equal(gathered(xp.tile(x, (1, 2, 1))), np.tile(a, (1, 2, 1)))
+    parts = xp.unstack(x, axis=1)
+    assert len(parts) == 3 and all(np.array_equal(gathered(p), a[:, i]) for i, p in enumerate(parts))
 
 
-@pytest.mark.parametrize("kind", POLICIES)
 @FAST
 @given(data=st.data())
-def test_sorting_searching_and_sets_match_numpy(kind, data):
+def test_sorting_searching_and_sets_match_numpy(layout_policy, data):
     a = data.draw(hnp.arrays(np.int64, data.draw(shapes), elements=st.integers(-5, 5)))
     axis = data.draw(st.integers(-a.ndim, a.ndim - 1))
-    with _policy(kind):
-        x = xp.asarray(a)
-        np.testing.assert_array_equal(_np(xp.sort(x, axis=axis)), np.sort(a, axis=axis))
-        np.testing.assert_array_equal(_np(xp.sort(x, axis=axis, descending=True)), -np.sort(-a, axis=axis))
-        np.testing.assert_array_equal(_np(xp.argsort(x, axis=axis, stable=True)), np.argsort(a, axis=axis, kind="stable"))
-        np.testing.assert_array_equal(_np(xp.unique_values(x)), np.unique(a))
-        values, counts = xp.unique_counts(x)
-        want_values, want_counts = np.unique(a, return_counts=True)
-        np.testing.assert_array_equal(_np(values), want_values), np.testing.assert_array_equal(_np(counts), want_counts)
-        inv = xp.unique_inverse(x)
-        np.testing.assert_array_equal(_np(inv.values)[_np(inv.inverse_indices)], a)
-        assert len(xp.unique_all(x)) == 4
-        for got, want in zip(xp.nonzero(x), np.nonzero(a)):
-            np.testing.assert_array_equal(_np(got), want)
-        ordered = np.sort(a.ravel())
-        np.testing.assert_array_equal(_np(xp.searchsorted(xp.asarray(ordered), xp.asarray([-1, 0, 3]))),
-                                      np.searchsorted(ordered, [-1, 0, 3]))
+    x = xp.asarray(a)
+    np.testing.assert_array_equal(gathered(xp.sort(x, axis=axis)), np.sort(a, axis=axis))
+    np.testing.assert_array_equal(gathered(xp.sort(x, axis=axis, descending=True)), -np.sort(-a, axis=axis))
+    np.testing.assert_array_equal(gathered(xp.argsort(x, axis=axis, stable=True)), np.argsort(a, axis=axis, kind="stable"))
+    np.testing.assert_array_equal(gathered(xp.unique_values(x)), np.unique(a))
+    values, counts = xp.unique_counts(x)
+    want_values, want_counts = np.unique(a, return_counts=True)
+    np.testing.assert_array_equal(gathered(values), want_values), np.testing.assert_array_equal(gathered(counts), want_counts)
+    inv = xp.unique_inverse(x)
+    np.testing.assert_array_equal(gathered(inv.values)[gathered(inv.inverse_indices)], a)
+    assert len(xp.unique_all(x)) == 4
+    for got, want in zip(xp.nonzero(x), np.nonzero(a)):
+        np.testing.assert_array_equal(gathered(got), want)
+    ordered = np.sort(a.ravel())
+    np.testing.assert_array_equal(gathered(xp.searchsorted(xp.asarray(ordered), xp.asarray([-1, 0, 3]))),
+                                  np.searchsorted(ordered, [-1, 0, 3]))
 
 
 # -- linear algebra, fft -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind", POLICIES)
-def test_linear_algebra_matches_numpy(kind):
+def test_linear_algebra_matches_numpy(layout_policy):
     rng = np.random.default_rng(0)
     a = rng.standard_normal((4, 4)) + 4 * np.eye(4)
     b = rng.standard_normal((4, 3))
     spd = a @ a.T
-    with _policy(kind):
-        x, y = xp.asarray(a), xp.asarray(b)
-        np.testing.assert_allclose(_np(xp.matmul(x, y)), a @ b)
-        np.testing.assert_allclose(_np(xp.tensordot(x, y, axes=1)), np.tensordot(a, b, axes=1))
-        np.testing.assert_allclose(_np(xp.vecdot(x, x)), np.sum(a * a, axis=-1))
-        np.testing.assert_allclose(_np(xp.linalg.inv(x)), np.linalg.inv(a))
-        np.testing.assert_allclose(_np(xp.linalg.det(x)), np.linalg.det(a))
-        np.testing.assert_allclose(_np(xp.linalg.cholesky(xp.asarray(spd))), np.linalg.cholesky(spd))
-        np.testing.assert_allclose(_np(xp.linalg.solve(x, y)), np.linalg.solve(a, b))
-        np.testing.assert_allclose(_np(xp.linalg.vector_norm(x)), np.linalg.norm(a))
-        np.testing.assert_allclose(_np(xp.linalg.matrix_norm(x)), np.linalg.norm(a, "fro"))
-        np.testing.assert_allclose(_np(xp.linalg.svdvals(x)), np.linalg.svd(a, compute_uv=False))
-        np.testing.assert_allclose(_np(xp.linalg.trace(x)), np.trace(a))
-        np.testing.assert_allclose(_np(xp.linalg.diagonal(x)), np.diagonal(a))
-        np.testing.assert_allclose(_np(xp.linalg.outer(y[:, 0], y[:, 1])), np.outer(b[:, 0], b[:, 1]))
-        np.testing.assert_allclose(_np(xp.linalg.matrix_power(x, 3)), np.linalg.matrix_power(a, 3))
-        assert int(xp.linalg.matrix_rank(x)) == 4
-        np.testing.assert_allclose(_np(xp.linalg.pinv(x)), np.linalg.pinv(a), atol=1e-10)
-        np.testing.assert_allclose(abs(_np(xp.linalg.slogdet(x).logabsdet)), np.linalg.slogdet(a)[1])
-        np.testing.assert_allclose(_np(xp.linalg.eigvalsh(xp.asarray(spd))), np.linalg.eigvalsh(spd))
-        assert len(xp.linalg.eigh(xp.asarray(spd))) == 2 and len(xp.linalg.qr(x)) == 2 and len(xp.linalg.svd(x)) == 3
-        np.testing.assert_allclose(_np(xp.linalg.cross(y, xp.flip(y, axis=0))), np.cross(b, b[::-1]))
-        np.testing.assert_allclose(_np(xp.linalg.matmul(x, y)), a @ b)
-        np.testing.assert_allclose(_np(xp.linalg.matrix_transpose(x)), a.T)
-        np.testing.assert_allclose(_np(xp.linalg.tensordot(x, y, axes=1)), a @ b)
-        np.testing.assert_allclose(_np(xp.linalg.vecdot(x, x)), np.sum(a * a, axis=-1))
+    x, y = xp.asarray(a), xp.asarray(b)
+    np.testing.assert_allclose(gathered(xp.matmul(x, y)), a @ b)
+    np.testing.assert_allclose(gathered(xp.tensordot(x, y, axes=1)), np.tensordot(a, b, axes=1))
+    np.testing.assert_allclose(gathered(xp.vecdot(x, x)), np.sum(a * a, axis=-1))
+    np.testing.assert_allclose(gathered(xp.linalg.inv(x)), np.linalg.inv(a))
+    np.testing.assert_allclose(gathered(xp.linalg.det(x)), np.linalg.det(a))
+    np.testing.assert_allclose(gathered(xp.linalg.cholesky(xp.asarray(spd))), np.linalg.cholesky(spd))
+    np.testing.assert_allclose(gathered(xp.linalg.solve(x, y)), np.linalg.solve(a, b))
+    np.testing.assert_allclose(gathered(xp.linalg.vector_norm(x)), np.linalg.norm(a))
+    np.testing.assert_allclose(gathered(xp.linalg.matrix_norm(x)), np.linalg.norm(a, "fro"))
+    np.testing.assert_allclose(gathered(xp.linalg.svdvals(x)), np.linalg.svd(a, compute_uv=False))
+    np.testing.assert_allclose(gathered(xp.linalg.trace(x)), np.trace(a))
+    np.testing.assert_allclose(gathered(xp.linalg.diagonal(x)), np.diagonal(a))
+    np.testing.assert_allclose(gathered(xp.linalg.outer(y[:, 0], y[:, 1])), np.outer(b[:, 0], b[:, 1]))
+    np.testing.assert_allclose(gathered(xp.linalg.matrix_power(x, 3)), np.linalg.matrix_power(a, 3))
+    assert int(xp.linalg.matrix_rank(x)) == 4
+    np.testing.assert_allclose(gathered(xp.linalg.pinv(x)), np.linalg.pinv(a), atol=1e-10)
+    np.testing.assert_allclose(abs(gathered(xp.linalg.slogdet(x).logabsdet)), np.linalg.slogdet(a)[1])
+    np.testing.assert_allclose(gathered(xp.linalg.eigvalsh(xp.asarray(spd))), np.linalg.eigvalsh(spd))
+    assert len(xp.linalg.eigh(xp.asarray(spd))) == 2 and len(xp.linalg.qr(x)) == 2 and len(xp.linalg.svd(x)) == 3
+    np.testing.assert_allclose(gathered(xp.linalg.cross(y, xp.flip(y, axis=0))), np.cross(b, b[::-1]))
+    np.testing.assert_allclose(gathered(xp.linalg.matmul(x, y)), a @ b)
+    np.testing.assert_allclose(gathered(xp.linalg.matrix_transpose(x)), a.T)
+    np.testing.assert_allclose(gathered(xp.linalg.tensordot(x, y, axes=1)), a @ b)
+    np.testing.assert_allclose(gathered(xp.linalg.vecdot(x, x)), np.sum(a * a, axis=-1))
 
 
-@pytest.mark.parametrize("kind", POLICIES)
-def test_fft_matches_numpy(kind):
+def test_fft_matches_numpy(layout_policy):
     a = np.random.default_rng(1).standard_normal((4, 8))
-    with _policy(kind):
-        x = xp.asarray(a)
-        for name in ("fft", "ifft", "fftn", "ifftn"):
-            np.testing.assert_allclose(_np(getattr(xp.fft, name)(x)), getattr(np.fft, name)(a), atol=1e-12)
-        for name in ("rfft", "rfftn", "ihfft"):
-            np.testing.assert_allclose(_np(getattr(xp.fft, name)(x)), getattr(np.fft, name)(a), atol=1e-12)
-        spectrum = np.fft.rfft(a)
-        for name in ("irfft", "irfftn", "hfft"):
-            np.testing.assert_allclose(_np(getattr(xp.fft, name)(xp.asarray(spectrum))),
-                                       getattr(np.fft, name)(spectrum), atol=1e-12)
-        np.testing.assert_allclose(_np(xp.fft.fftshift(x)), np.fft.fftshift(a))
-        np.testing.assert_allclose(_np(xp.fft.ifftshift(x)), np.fft.ifftshift(a))
-        np.testing.assert_allclose(_np(xp.fft.fftfreq(8, d=0.5)), np.fft.fftfreq(8, d=0.5))
-        np.testing.assert_allclose(_np(xp.fft.rfftfreq(8)), np.fft.rfftfreq(8))
+    x = xp.asarray(a)
+    for name in ("fft", "ifft", "fftn", "ifftn"):
+        np.testing.assert_allclose(gathered(getattr(xp.fft, name)(x)), getattr(np.fft, name)(a), atol=1e-12)
+    for name in ("rfft", "rfftn", "ihfft"):
+        np.testing.assert_allclose(gathered(getattr(xp.fft, name)(x)), getattr(np.fft, name)(a), atol=1e-12)
+    spectrum = np.fft.rfft(a)
+    for name in ("irfft", "irfftn", "hfft"):
+        np.testing.assert_allclose(gathered(getattr(xp.fft, name)(xp.asarray(spectrum))),
+                                   getattr(np.fft, name)(spectrum), atol=1e-12)
+    np.testing.assert_allclose(gathered(xp.fft.fftshift(x)), np.fft.fftshift(a))
+    np.testing.assert_allclose(gathered(xp.fft.ifftshift(x)), np.fft.ifftshift(a))
+    np.testing.assert_allclose(gathered(xp.fft.fftfreq(8, d=0.5)), np.fft.fftfreq(8, d=0.5))
+    np.testing.assert_allclose(gathered(xp.fft.rfftfreq(8)), np.fft.rfftfreq(8))
 
 
 # -- the array object ------------------------------------------------------------------------------
@@ -494,7 +461,7 @@ def test_to_device_and_device():
     assert x.device == dlmg.Device("cpu:0")
     y = x.to_device("cpu:1")
     assert y.devices == (dlmg.Device("cpu:1"),) and x.to_device(x.device) is x
-    np.testing.assert_array_equal(_np(y), [1, 2, 3])
+    np.testing.assert_array_equal(gathered(y), [1, 2, 3])
 
 
 def test_every_public_name_of_the_namespace_is_tested_here():
@@ -523,7 +490,7 @@ def test_searchsorted_and_argsort_give_the_default_index_dtype(framework):
 
 
 def test_asarray_of_a_tensor_honours_device_with_copy_and_its_own_placement_without():
-    with _policy("slab"):
+    with policy("slab"):
         x = xp.matrix_transpose(xp.zeros((3, 1)))         # split along mode 1: not the policy's layout
         assert xp.asarray(x, device=x.device, copy=False) is x
         assert xp.from_dlpack(x, device=x.device, copy=False) is x

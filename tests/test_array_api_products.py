@@ -15,19 +15,10 @@ from hypothesis import given, settings, strategies as st
 
 import dlmg
 import dlmg.array_api as xp
+from _array_api_support import POLICIES, gathered, layout_policy, policy  # noqa: F401 (a fixture)
 from dlmg.array_api import _gathered
 
-SLAB = ["cpu:0", "cpu:1", "cpu:2"]
 FAST = settings(max_examples=20, deadline=None)
-POLICIES = ["single", "slab"]
-
-
-def _policy(kind):
-    return dlmg.default_layout(kind, devices=SLAB) if kind == "slab" else dlmg.default_layout()
-
-
-def _np(t):
-    return t.gather(framework="numpy")
 
 
 def _values(rng, shape):
@@ -56,26 +47,26 @@ def test_matmul_broadcasts_batch_modes_and_vectors_like_numpy(batch1, batch2, m,
     except ValueError:
         return  # batch modes NumPy refuses too
     a, b = _values(np.random.default_rng(seed), s1), _values(np.random.default_rng(seed), s2)
-    with _policy(kind):
+    with policy(kind):
         got = xp.matmul(xp.asarray(a), xp.asarray(b))
     assert got.layout.partial is None and got.shape == want.shape
-    np.testing.assert_array_equal(_np(got), np.matmul(a, b))
+    np.testing.assert_array_equal(gathered(got), np.matmul(a, b))
 
 
 def test_matmul_over_a_split_contracted_mode_is_laid_out_by_the_policy():
     rng = np.random.default_rng(0)
     a, b = _values(rng, (4, 6)), _values(rng, (6, 5))
-    with _policy("slab"):
+    with policy("slab"):
         x, y = xp.asarray(a), xp.matrix_transpose(xp.asarray(b.T.copy()))  # y split along its columns
         at = xp.matrix_transpose(xp.asarray(a.T.copy()))                    # split along the contracted mode
         got = xp.matmul(at, xp.asarray(b))
         assert got.layout.partial is None
         assert got.layout.same_distribution(xp.layout_for(got.shape))
-        np.testing.assert_array_equal(_np(got), a @ b)
+        np.testing.assert_array_equal(gathered(got), a @ b)
         batched = xp.matmul(xp.asarray(np.stack([a] * 3)), xp.asarray(np.stack([b] * 3)))
         assert batched.layout.grid == (3, 1, 1)          # the batch-local product, not one fragment
-        np.testing.assert_array_equal(_np(batched), np.stack([a @ b] * 3))
-        np.testing.assert_array_equal(_np(xp.matmul(x, y)), a @ b)
+        np.testing.assert_array_equal(gathered(batched), np.stack([a @ b] * 3))
+        np.testing.assert_array_equal(gathered(xp.matmul(x, y)), a @ b)
 
 
 @FAST
@@ -86,42 +77,38 @@ def test_vecdot_counts_axis_from_the_end_and_broadcasts(shape, data, kind):
     other = other[data.draw(st.integers(0, len(shape) + axis)):]  # fewer leading modes
     rng = np.random.default_rng(len(shape))
     a, b = _values(rng, tuple(shape)) + 1j * _values(rng, tuple(shape)), _values(rng, other).astype(complex)
-    with _policy(kind):
+    with policy(kind):
         got = xp.vecdot(xp.asarray(a), xp.asarray(b), axis=axis)
-    np.testing.assert_allclose(_np(got), np.vecdot(a, b, axis=axis))
+    np.testing.assert_allclose(gathered(got), np.vecdot(a, b, axis=axis))
 
 
-@pytest.mark.parametrize("kind", POLICIES)
-def test_tensordot_and_outer_match_numpy(kind):
+def test_tensordot_and_outer_match_numpy(layout_policy):
     rng = np.random.default_rng(2)
     a, b = _values(rng, (3, 4, 5)), _values(rng, (4, 5, 2))
-    with _policy(kind):
-        x, y = xp.asarray(a), xp.asarray(b)
-        for axes in (0, 2, ((1,), (0,)), ((-1, 1), (1, 0))):
-            got = xp.tensordot(x, y, axes=axes)
-            assert got.layout.partial is None
-            np.testing.assert_array_equal(_np(got), np.tensordot(a, b, axes=axes))
-        np.testing.assert_array_equal(_np(xp.linalg.outer(x[:, 0, 0], y[0, 0])), np.outer(a[:, 0, 0], b[0, 0]))
+    x, y = xp.asarray(a), xp.asarray(b)
+    for axes in (0, 2, ((1,), (0,)), ((-1, 1), (1, 0))):
+        got = xp.tensordot(x, y, axes=axes)
+        assert got.layout.partial is None
+        np.testing.assert_array_equal(gathered(got), np.tensordot(a, b, axes=axes))
+    np.testing.assert_array_equal(gathered(xp.linalg.outer(x[:, 0, 0], y[0, 0])), np.outer(a[:, 0, 0], b[0, 0]))
 
 
-@pytest.mark.parametrize("kind", POLICIES)
-def test_products_refuse_what_the_standard_refuses(kind):
-    with _policy(kind):
-        m, v, s = xp.ones((3, 4)), xp.ones((3, 2, 5)), xp.asarray(1.0)
-        with pytest.raises(ValueError, match="inner extents"):
-            xp.matmul(m, m)
-        with pytest.raises(ValueError, match="at least one mode"):
-            xp.matmul(s, m)
-        with pytest.raises(ValueError, match="extents along axis"):
-            xp.vecdot(m, v)
-        with pytest.raises(ValueError, match="out of range"):
-            xp.vecdot(m, m, axis=-3)
-        with pytest.raises(ValueError, match="differ"):
-            xp.tensordot(m, v, axes=((0,), (1,)))
-        with pytest.raises(ValueError, match="vectors"):
-            xp.linalg.outer(m, m)
-        with pytest.raises(ValueError, match="2 modes"):
-            xp.linalg.trace(xp.ones(3))
+def test_products_refuse_what_the_standard_refuses(layout_policy):
+    m, v, s = xp.ones((3, 4)), xp.ones((3, 2, 5)), xp.asarray(1.0)
+    with pytest.raises(ValueError, match="inner extents"):
+        xp.matmul(m, m)
+    with pytest.raises(ValueError, match="at least one mode"):
+        xp.matmul(s, m)
+    with pytest.raises(ValueError, match="extents along axis"):
+        xp.vecdot(m, v)
+    with pytest.raises(ValueError, match="out of range"):
+        xp.vecdot(m, m, axis=-3)
+    with pytest.raises(ValueError, match="differ"):
+        xp.tensordot(m, v, axes=((0,), (1,)))
+    with pytest.raises(ValueError, match="vectors"):
+        xp.linalg.outer(m, m)
+    with pytest.raises(ValueError, match="2 modes"):
+        xp.linalg.trace(xp.ones(3))
 
 
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
@@ -132,5 +119,5 @@ def test_trace_accumulates_like_sum(framework):
         x = xp.asarray(a)
         got = xp.linalg.trace(x, offset=1)
         assert got.dtype == xp.sum(x[0]).dtype == xp.uint64
-        np.testing.assert_array_equal(_np(got), np.trace(a, offset=1, axis1=1, axis2=2))
+        np.testing.assert_array_equal(gathered(got), np.trace(a, offset=1, axis1=1, axis2=2))
         assert xp.linalg.trace(x, dtype=xp.int16).dtype == xp.int16

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from _multiproc import check, launch
+from _multiproc import check, launched_per_setup
 
 SCENARIOS = ["contract_property", "contract_pending", "contract_moves", "contract_summa", "contract_mismatch"]
 SETUPS = [("torch", 2), ("torch", 4), ("mpi", 2), ("mpi", 4)]
@@ -16,18 +16,11 @@ SETUPS = [("torch", 2), ("torch", 4), ("mpi", 2), ("mpi", 4)]
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module", params=SETUPS, ids=[f"{e}-{n}" for e, n in SETUPS])
-def run(request):
-    engine, nprocs = request.param
-    pytest.importorskip("torch")
-    if engine == "mpi":
-        pytest.importorskip("mpi4py")
-    return nprocs, launch(engine, nprocs, SCENARIOS, timeout=400)
+run = launched_per_setup(SETUPS, SCENARIOS, timeout=400)
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_scenario(run, scenario):
-    nprocs, result = run
-    values = check(result, scenario)
-    assert len(values) == nprocs
+    values = check(run, scenario)
+    assert len(values) == len(run["ranks"])
     assert all(v == values[0] for v in values)

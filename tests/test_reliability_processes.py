@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from _multiproc import check, have_mpi, launch
+from _multiproc import check, launched_per_setup
 
 SCENARIOS = ["missing_rank", "small_int_reductions", "var_std", "different_arguments", "allocation_fails",
              "two_threads", "unpickled_elsewhere", "changed_fragment", "after_finalize"]
@@ -19,14 +19,12 @@ SETUPS = [("torch", 2), ("torch", 3), ("mpi", 2), ("mpi", 3)]
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module", params=SETUPS, ids=[f"{e}-{n}" for e, n in SETUPS])
-def run(request):
-    engine, nprocs = request.param
-    pytest.importorskip("torch")
-    if engine == "mpi" and not have_mpi():
-        pytest.skip("needs mpi4py and an MPI (pip install mpi4py mpich)")
-    scenarios = [*SCENARIOS[:-1], "user_group", SCENARIOS[-1]] if engine == "torch" else SCENARIOS
-    return launch(engine, nprocs, scenarios, timeout=240.0, collective_timeout=30.0)
+def scenarios_for(engine: str) -> list[str]:
+    """A torch.distributed group of the user's exists only under the torch engine."""
+    return [*SCENARIOS[:-1], "user_group", SCENARIOS[-1]] if engine == "torch" else SCENARIOS
+
+
+run = launched_per_setup(SETUPS, scenarios_for, timeout=240.0, collective_timeout=30.0)
 
 
 def test_a_layout_naming_a_missing_process_is_refused_on_every_rank(run):

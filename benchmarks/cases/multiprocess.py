@@ -23,12 +23,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from dlmg.testing import start_local_processes
 
 from ..config import Context, MiB
 from ..harness import Timing, describe_error
@@ -41,40 +41,14 @@ WORKER = Path(__file__).resolve().parent / "_mp_collectives.py"
 CASE = 8
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _mpiexec() -> str | None:
-    here = Path(sys.executable).parent / "mpiexec"
-    return str(here) if here.exists() else shutil.which("mpiexec")
-
-
 def run_workers(worker: Path, args: list[str], nprocs: int, out: Path, engine: str = "torch",
                 timeout: float = 900) -> dict[str, Any]:
     """Run ``worker`` with ``args`` in ``nprocs`` processes on this machine (one
     torch.distributed group on gloo, or ``mpiexec`` for ``engine="mpi"``) and read
     the results it wrote to ``out``; raises with the processes' output when one fails
     or one outlives ``timeout`` seconds."""
-    args = [str(worker), *args]
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
-    if engine == "mpi":
-        mpiexec = _mpiexec()
-        if mpiexec is None:
-            raise RuntimeError("no mpiexec (pip install mpi4py mpich)")
-        procs = [subprocess.Popen([mpiexec, "-n", str(nprocs), sys.executable, *args], env=env, cwd=ROOT,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)]
-    else:
-        port = str(_free_port())
-        procs = [
-            subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True,
-                             env=dict(env, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(nprocs),
-                                      MASTER_ADDR="127.0.0.1", MASTER_PORT=port))
-            for r in range(nprocs)
-        ]
+    procs = start_local_processes([str(worker), *args], nprocs, engine, env=env, cwd=ROOT)
     logs = []
     for p in procs:
         try:

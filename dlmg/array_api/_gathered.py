@@ -72,7 +72,10 @@ class CollectedFunction:
         if not tensors:
             raise TypeError(f"dlmg.array_api.{self._target} needs at least one distributed tensor")
         got = collect(self.__name__, *tensors)
-        by = {id(t): a for t, a in zip(tensors, got.arrays)}  # this call's operands, by identity
+        # this call's operands by identity (tensors compare elementwise, so they cannot be
+        # keys): the caller's arguments keep them alive until the call returns, so no other
+        # object can take one of their ids while ``by`` exists
+        by = {id(t): a for t, a in zip(tensors, got.arrays)}
         call_args = tuple(_replace(a, by) for a in args)
         call_kwargs = {k: _replace(v, by) for k, v in kwargs.items()}
         target = self._target

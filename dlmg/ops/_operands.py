@@ -30,6 +30,8 @@ class _ZeroD:
     def __init__(self, array: Any, adapter: Any) -> None:
         self.array = array
         self.adapter = adapter
+        # by the executor's id: safe, because executors are cached for the life of the
+        # process (no other object takes their id) and this wrapper lives for one call
         self._by_executor: dict[int, Any] = {}
 
     def for_executor(self, ex: Executor) -> Any:

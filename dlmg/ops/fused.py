@@ -392,6 +392,8 @@ class FusedFunction:
             _inherit(built, placement(lead, check=False), same_frameworks=compiled)  # (checked in _run_batched)
             return built
         lead_frags = operands[lead_at].fragments
+        # by identity, for this call only: the lead operand keeps its fragments' arrays alive
+        # until map_fragments returns, so no other array can show one of these ids meanwhile
         by_array = {id(lead_frags[i].array): r for i, r in done.items()}
         arrays_at = [k for k, op in enumerate(operands) if is_distributed(op)]
 

@@ -185,8 +185,9 @@ class _Context:
         self.input_dtype = input_dtype
         self.op = op
         self.adapter: Any = None  # the adapter of the executor running now
-        self._by_xp: dict[int, Any] = {}
-        self._acc_by_xp: dict[int, Any] = {}
+        # (namespace, dtype object) pairs, found by identity; a call meets one or two namespaces
+        self._by_xp: list[tuple[Any, Any]] = []
+        self._acc_by_xp: list[tuple[Any, Any]] = []
         self.fragment = 0
         self.big = builtins.max(layout.size, 1)
 
@@ -194,9 +195,11 @@ class _Context:
         """The result dtype as ``xp``'s dtype object (None: the framework's default)."""
         if self.dtype is None:
             return None
-        got = self._by_xp.get(id(xp))
-        if got is None:
-            got = self._by_xp[id(xp)] = self._native(xp, self.dtype)
+        for seen, got in self._by_xp:
+            if seen is xp:
+                return got
+        got = self._native(xp, self.dtype)
+        self._by_xp.append((xp, got))
         return got
 
     def _native(self, xp: Any, name: str) -> Any:
@@ -211,10 +214,12 @@ class _Context:
         ``accumulate_dtype`` of the result dtype)."""
         if self.dtype is None:
             return None
-        got = self._acc_by_xp.get(id(xp))
-        if got is None:
-            name = self.dtype if self.adapter is None else self.adapter.accumulate_dtype(self.dtype, self.op)
-            got = self._acc_by_xp[id(xp)] = self._native(xp, name)
+        for seen, got in self._acc_by_xp:
+            if seen is xp:
+                return got
+        name = self.dtype if self.adapter is None else self.adapter.accumulate_dtype(self.dtype, self.op)
+        got = self._native(xp, name)
+        self._acc_by_xp.append((xp, got))
         return got
 
 

@@ -80,7 +80,11 @@ def _pair_copies(src: Endpoint, dst: Endpoint, cache: dict, itemsize: int) -> li
 
 
 #: The copies between one source and one destination endpoint (``cache`` keeps
-#: per-mode decompositions across calls of one plan).
+#: per-mode decompositions across calls of one plan). ``cache`` is keyed on the
+#: maps' ``id()`` because a map holds index arrays that do not hash by value;
+#: that is safe only because each entry keeps its two maps alive (no other
+#: object can take their ids while the entry exists) and because the caller
+#: drops the dict with the plan or exchange it was made for.
 pair_copies = _pair_copies
 
 
@@ -97,6 +101,7 @@ class _Overlaps:
         self.count = len(sources)
         self.cache = cache
         ndim = len(sources[0].modes) if sources else 0
+        # sources grouped by their maps' ids: each entry keeps its map, and the object lives for one build
         self.by_mode: list[dict[int, tuple[Any, set[int]]]] = [{} for _ in range(ndim)]
         for p, s in enumerate(sources):
             for m, a in enumerate(s.modes):
@@ -175,6 +180,7 @@ def build_plan(
         groups[s.group].append(s)
         group_of.append(position[s.group])
     group_list = list(groups.values())
+    # decompositions by the maps' ids, for this call only (see pair_copies for why that is safe)
     cache: dict = {}
     overlapping = _Overlaps(sources, cache)
     copies: list[Copy] = []

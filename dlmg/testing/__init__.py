@@ -20,6 +20,10 @@ to compare values on the host; arrays with values are made through the
 adapter's array-API namespace (``arange``/``reshape``/``astype``) unless a
 ``make_array`` is given.
 
+:func:`start_local_processes` starts one SPMD script in several processes of
+this machine under either engine (torchrun's environment, or ``mpiexec``), for
+tests and benchmarks of code written against :mod:`dlmg.distributed`.
+
 This module imports no framework at import time (NumPy is imported inside the
 checks).
 """
@@ -35,6 +39,7 @@ from dlmg.registry import get_adapter
 from ._capabilities import CAPABILITY_CHECKS, importer_agrees
 from ._checks import CORE_CHECKS
 from ._context import DEFAULT_DTYPES, ContractContext, default_make_array, host_values, is_capsule
+from ._launch import find_mpiexec, free_port, start_local_processes
 
 __all__ = [
     "AdapterContract",
@@ -42,9 +47,12 @@ __all__ = [
     "ContractContext",
     "DEFAULT_DTYPES",
     "check_adapter",
+    "find_mpiexec",
+    "free_port",
     "host_values",
     "importer_agrees",
     "is_capsule",
+    "start_local_processes",
 ]
 
 #: Every contract check by name, in the order they run.
