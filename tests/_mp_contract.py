@@ -62,6 +62,38 @@ def contract_pending():
     return True
 
 
+def contract_pending_extrema():
+    """A pending max (min) whose candidates are spread over the processes: kept by adding a
+    scalar, positive scaling, maximum (minimum) of two alike and the same reduction over a mode
+    (no communication, the processes agree first), refused otherwise; every result resolves to
+    the operation on the resolved value on every process."""
+    world = dd.world_size()
+    rng = np.random.default_rng(5)
+    candidates = rng.standard_normal((world, 2, 6, 4))  # per process, its two fragments' values
+    out = {}
+    for kind, np_reduce, dl_reduce, np_both, dl_both in (("max", np.max, dlmg.max, np.maximum, dlmg.maximum),
+                                                         ("min", np.min, dlmg.min, np.minimum, dlmg.minimum)):
+        layout = Layout((12, 4), block=(6, 4), grid=(2, 1), devices=["cpu"] * 2 * world,
+                        ranks=[r for r in range(world) for _ in range(2)], partial=kind)
+        mine = layout.fragments_of(dd.rank())
+        x = dlmg.from_fragments({f: candidates[dd.rank(), i].copy() for i, f in enumerate(mine)}, layout)
+        want = np_reduce(candidates, axis=0).reshape(12, 4)
+        kept = [(3.0 * x + 1.5, 3.0 * want + 1.5), (dl_both(x, x / 2.0), np_both(want, want / 2.0)),
+                (dl_reduce(x, axis=0), np_reduce(want, axis=0)), (dl_reduce(x - 1.0, axis=1), np_reduce(want - 1.0, axis=1))]
+        for got, expected in kept:
+            assert got.layout.partial == kind, got.layout
+            np.testing.assert_allclose(np.asarray(got.gather(framework="numpy")), expected)
+        np.testing.assert_allclose(float(dl_reduce(x)), np_reduce(want))  # over every mode: resolved first
+        try:
+            -x
+        except dlmg.LayoutError as exc:
+            assert "redistribute" in str(exc)
+        else:
+            raise AssertionError(f"negating a pending {kind} was not refused")
+        out[kind] = float(np_reduce(want))
+    return out
+
+
 def contract_moves():
     """Row slabs @ column slabs across processes: the smaller operand is gathered to every process."""
     world = dd.world_size()
@@ -117,5 +149,6 @@ SCENARIOS = {
     "contract_summa": contract_summa,
     "contract_property": contract_property,
     "contract_pending": contract_pending,
+    "contract_pending_extrema": contract_pending_extrema,
     "contract_moves": contract_moves,
 }

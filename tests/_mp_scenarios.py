@@ -545,3 +545,7 @@ SCENARIOS.update(_FAULTS)
 from tests._mp_array_api import SCENARIOS as _ARRAY_API  # noqa: E402  (the Array API namespace's scenarios)
 
 SCENARIOS.update(_ARRAY_API)
+
+from tests._mp_agree import SCENARIOS as _AGREE  # noqa: E402  (the agreement's rounds)
+
+SCENARIOS.update(_AGREE)

@@ -10,7 +10,8 @@ import pytest
 
 from _multiproc import check, launched_per_setup
 
-SCENARIOS = ["contract_property", "contract_pending", "contract_moves", "contract_summa", "contract_mismatch"]
+SCENARIOS = ["contract_property", "contract_pending", "contract_pending_extrema", "contract_moves", "contract_summa",
+             "contract_mismatch"]
 SETUPS = [("torch", 2), ("torch", 4), ("mpi", 2), ("mpi", 4)]
 
 pytestmark = pytest.mark.slow

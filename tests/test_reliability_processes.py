@@ -13,7 +13,8 @@ import pytest
 from _multiproc import check, launched_per_setup
 
 SCENARIOS = ["missing_rank", "small_int_reductions", "var_std", "different_arguments", "allocation_fails",
-             "two_threads", "unpickled_elsewhere", "changed_fragment", "after_finalize"]
+             "two_threads", "unpickled_elsewhere", "changed_fragment", "agreement_rounds", "mixed_object_sizes",
+             "after_finalize"]
 SETUPS = [("torch", 2), ("torch", 3), ("mpi", 2), ("mpi", 3)]
 
 pytestmark = pytest.mark.slow
@@ -92,6 +93,19 @@ def test_a_user_group_gets_agreements_of_its_own(run):
     assert values[1].startswith("Injected")
     assert values[0].startswith("CollectiveError") and "rank(s) 1" in values[0]
     assert all(v == "outside" for v in values[2:])
+
+
+def test_an_agreement_is_one_all_gather_unless_something_needs_the_texts(run):
+    """One fixed-size all-gather when every process agrees (a product that needs no exchange
+    runs one agreement in all); a second one for a vote too long for the record, for a
+    failure and for differing descriptions, on every rank alike."""
+    for rounds in check(run, "agreement_rounds"):
+        assert rounds == {"agreed": 1, "long vote": 2, "failed": 2, "differ": 2, "failed after": 2,
+                          "redistribute": 2, "rows @ replicated": 1, "columns @ rows": 1}, rounds
+
+
+def test_objects_of_any_size_are_gathered_whole(run):
+    assert check(run, "mixed_object_sizes") == [list(range(len(run["ranks"])))] * len(run["ranks"])
 
 
 def test_the_run_ends_cleanly(run):

@@ -1,10 +1,13 @@
 """Agreement before every collective: same operation, same layouts, nobody failed.
 
 SPMD code calls the same collectives in the same order on every process. Before
-data moves, every process contributes a short description of what it is about
-to do (operation, layouts, dtype, arguments) together with the error it met
-while preparing, if any, in one small all-gather bounded by the engine's
-timeout. Then, on every process alike:
+data moves, every process contributes a digest of what it is about to do (a
+description: operation, layouts, dtype, arguments), whether it met an error
+while preparing, and a small vote, in one fixed-size all-gather bounded by the
+engine's timeout. When every digest matches and nobody failed, that is all.
+Otherwise every process sees it in the same bytes and all of them run a second
+all-gather of the descriptions and the errors' texts, for the messages. Then,
+on every process alike:
 
 * a process that failed makes every other one raise
   :class:`~dlmg.errors.CollectiveError` naming its rank and its error (the
@@ -17,9 +20,9 @@ others waiting, and the group stays usable afterwards.
 
 After the agreement comes the exchange and the local work around it (copies
 into the destinations, conversions of the result). :func:`conclude` runs that
-part and then a second, smaller agreement: a process whose local work failed
-after the data moved reports it there, so every process raises and none
-returns a value. A failure of the engine itself (a timeout, a peer that died)
+part and then a second agreement (again one all-gather when all went well):
+a process whose local work failed after the data moved reports it there, so
+every process raises and none returns a value. A failure of the engine itself (a timeout, a peer that died)
 is not followed by a second round: the communicator is then in an unknown
 state and every process gets its own :class:`~dlmg.errors.CollectiveError`
 from its own bounded wait.
@@ -54,8 +57,8 @@ def describe(what: str, **fields: Any) -> str:
     return f"{what}({inner})"
 
 
-def _digest(text: str) -> str:
-    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
 def _cut(text: str) -> str:
@@ -65,6 +68,13 @@ def _cut(text: str) -> str:
 def agree(engine: "Engine", description: str, error: BaseException | None = None, vote: Any = None,
           when: str = "while preparing it") -> list[Any]:
     """Compare ``description`` and failures across every process (see the module docstring).
+
+    Every process sends the digest of ``description``, whether it failed and its
+    ``vote`` in one :meth:`~dlmg.distributed.engine.Engine.allgather_object`
+    (one fixed-size all-gather while the vote is small). Only when some process
+    failed or the digests differ does a second one carry the texts for the
+    message; every process reads the same first round, so all of them take the
+    second or none does.
 
     Returns
     -------
@@ -78,9 +88,13 @@ def agree(engine: "Engine", description: str, error: BaseException | None = None
     CollectiveMismatchError
         When descriptions differ.
     """
+    mine = _digest(description)
+    entries = engine.allgather_object((mine, error is not None, None if error is not None else vote))
+    if all(e[0] == mine and not e[1] for e in entries):
+        return [e[2] for e in entries]
     report = None if error is None else f"{type(error).__name__}: {error}"
-    entries = engine.allgather_object((_digest(description), _cut(description), report, vote))
-    failed = [(r, e[2]) for r, e in enumerate(entries) if e[2] is not None]
+    texts = engine.allgather_object((_cut(description), report))
+    failed = [(r, texts[r][1]) for r, e in enumerate(entries) if e[1]]
     if failed:
         if error is not None:
             raise error
@@ -90,15 +104,12 @@ def agree(engine: "Engine", description: str, error: BaseException | None = None
             f"{_cut(description)} did not complete: rank(s) {ranks} failed {when}; "
             f"rank {first_rank}: {first_report}"
         )
-    mine = _digest(description)
-    for r, (digest, shown, _, _) in enumerate(entries):
-        if digest != mine:
-            raise CollectiveMismatchError(
-                f"processes disagree on the collective (every process must call the same dlmg "
-                f"functions on the same layouts in the same order): rank {engine.rank} runs "
-                f"{_cut(description)}, rank {r} runs {shown}"
-            )
-    return [e[3] for e in entries]
+    other = next(r for r, e in enumerate(entries) if e[0] != mine)  # the first round found one
+    raise CollectiveMismatchError(
+        f"processes disagree on the collective (every process must call the same dlmg "
+        f"functions on the same layouts in the same order): rank {engine.rank} runs "
+        f"{_cut(description)}, rank {other} runs {texts[other][0]}"
+    )
 
 
 def prepare(engine: "Engine", description: str, work: Callable[[], T]) -> T:

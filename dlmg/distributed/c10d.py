@@ -32,7 +32,7 @@ import numpy as np
 from ..device import Device
 from ..errors import CollectiveError, DeviceError
 from ..registry import get_adapter
-from .engine import Engine
+from .engine import RECORD, Engine, record, unpickle
 
 __all__ = ["C10dEngine", "create"]
 
@@ -158,23 +158,20 @@ class C10dEngine(Engine):
     def allgather_object(self, obj: Any) -> list[Any]:
         torch = self._torch
         data = pickle.dumps(obj)
-        size = torch.tensor([len(data)], dtype=torch.int64)
-        sizes = torch.empty(self.world_size, dtype=torch.int64)
-        self._run("allgather_object (sizes)", self._all_gather, sizes, size, group=self._objects)
-        longest = int(sizes.max())
-        send = torch.zeros(longest, dtype=torch.uint8)
-        if data:
-            send[: len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
-        recv = torch.empty(longest * self.world_size, dtype=torch.uint8)
-        self._run("allgather_object", self._all_gather, recv, send, group=self._objects)
-        raw = recv.numpy().tobytes()
-        try:
-            return [pickle.loads(raw[r * longest: r * longest + int(sizes[r])]) for r in range(self.world_size)]
-        except Exception as exc:  # bytes of another operation: the ranks' sequences differ
-            raise self.fail(CollectiveError(
-                f"allgather_object on rank {self.rank} received bytes no process sent for it "
-                f"({type(exc).__name__}: {exc}); the processes run different sequences of collectives"
-            )) from None
+        send = torch.frombuffer(bytearray(record(data)), dtype=torch.uint8)
+        records = torch.empty(RECORD * self.world_size, dtype=torch.uint8)
+        self._run("allgather_object", self._all_gather, records, send, group=self._objects)
+
+        def rest(lengths: list[int]) -> list[bytes]:
+            longest = max(lengths)
+            whole = torch.zeros(longest, dtype=torch.uint8)
+            whole[: len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+            recv = torch.empty(longest * self.world_size, dtype=torch.uint8)
+            self._run("allgather_object (long)", self._all_gather, recv, whole, group=self._objects)
+            raw = recv.numpy().tobytes()
+            return [raw[r * longest: r * longest + n] for r, n in enumerate(lengths)]
+
+        return unpickle(self, "allgather_object", records.numpy().tobytes(), rest)
 
     def all_gather(self, send: Any, recv: Any) -> None:
         self._run("all_gather", self._all_gather, self._bytes(recv), self._bytes(send),

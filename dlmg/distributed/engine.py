@@ -18,6 +18,7 @@ engine's module; dlmg's collectives speak only this interface.
 from __future__ import annotations
 
 import abc
+import pickle
 import threading
 from collections.abc import Sequence
 from typing import Any, Callable
@@ -25,10 +26,57 @@ from typing import Any, Callable
 from ..device import Device
 from ..errors import CollectiveError
 
-__all__ = ["Engine", "REDUCE_OPS"]
+__all__ = ["Engine", "REDUCE_OPS", "RECORD", "INLINE", "record", "unpickle"]
 
 #: The reduction operations of :meth:`Engine.allreduce`.
 REDUCE_OPS = ("sum", "prod", "min", "max")
+
+#: Bytes each process sends in the first, fixed-size all-gather of
+#: :meth:`Engine.allgather_object`: the pickle's length (8 bytes) and its first
+#: :data:`INLINE` bytes. An agreement's own object (a digest, a flag, a small vote)
+#: is 35 to 60 bytes pickled, so it travels in this one all-gather; a longer one takes
+#: a second all-gather of the whole pickles. On a 2-core CPU machine with 4 processes
+#: one gloo all-gather of 128 bytes took about 4 ms, the same as one of 8 bytes.
+RECORD = 128
+INLINE = RECORD - 8
+#: A length no pickle of dlmg's reaches (1 TiB): a record claiming more is no record.
+_MOST = 1 << 40
+
+
+def record(data: bytes) -> bytes:
+    """The fixed-size record of one pickle: its length, then its first :data:`INLINE` bytes."""
+    head = data[:INLINE]
+    return len(data).to_bytes(8, "little") + head + bytes(INLINE - len(head))
+
+
+def unpickle(engine: "Engine", what: str, records: bytes,
+             rest: Callable[[list[int]], list[bytes]]) -> list[Any]:
+    """Every process's object from the all-gathered ``records`` (``world_size`` of
+    :data:`RECORD` bytes each), calling ``rest(lengths)`` for the whole pickles
+    (in rank order) when one is longer than :data:`INLINE`.
+
+    Every process reads the same lengths, so all of them call ``rest`` or none does.
+
+    Raises
+    ------
+    CollectiveError
+        When the bytes are no records of pickles: the processes run different
+        sequences of collectives (the engine is marked broken).
+    """
+    lengths = [int.from_bytes(records[r * RECORD: r * RECORD + 8], "little") for r in range(engine.world_size)]
+    try:
+        if max(lengths) >= _MOST:
+            raise ValueError(f"a length of {max(lengths)} bytes")
+        if max(lengths) > INLINE:
+            return [pickle.loads(p) for p in rest(lengths)]
+        return [pickle.loads(records[r * RECORD + 8: r * RECORD + 8 + n]) for r, n in enumerate(lengths)]
+    except CollectiveError:
+        raise
+    except Exception as exc:
+        raise engine.fail(CollectiveError(
+            f"{what} on rank {engine.rank} received bytes no process sent for it "
+            f"({type(exc).__name__}: {exc}); the processes run different sequences of collectives"
+        )) from None
 
 
 class Engine(abc.ABC):
@@ -105,7 +153,10 @@ class Engine(abc.ABC):
     # -- collectives ---------------------------------------------------------
     @abc.abstractmethod
     def allgather_object(self, obj: Any) -> list[Any]:
-        """Every process's picklable ``obj``, in rank order."""
+        """Every process's picklable ``obj``, in rank order.
+
+        The built-in engines send one fixed-size all-gather (:func:`record`) and a
+        second one only when some pickle is longer than :data:`INLINE` bytes."""
 
     @abc.abstractmethod
     def all_gather(self, send: Any, recv: Any) -> None:

@@ -37,7 +37,7 @@ from ..dtypes import info
 from ..errors import CollectiveError, DeviceError, FrameworkNotInstalledError
 from ..registry import adapter_for, adapter_names, get_adapter
 from ._timing import wait_until
-from .engine import Engine
+from .engine import RECORD, Engine, record, unpickle
 
 __all__ = ["MpiEngine", "create"]
 
@@ -152,20 +152,20 @@ class MpiEngine(Engine):
     def allgather_object(self, obj: Any) -> list[Any]:
         MPI = self._MPI
         self.check_usable("MPI allgather of objects")
-        data = np.frombuffer(pickle.dumps(obj), dtype=np.uint8)
-        sizes = np.empty(self.world_size, dtype=np.int64)
-        self._wait(self._objects.Iallgather([np.array([data.size], dtype=np.int64), MPI.INT64_T],
-                                        [sizes, MPI.INT64_T]), "allgather (sizes)")
-        displs = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-        recv = np.empty(int(sizes.sum()), dtype=np.uint8)
-        self._wait(self._objects.Iallgatherv([data, MPI.BYTE], [recv, (sizes, displs), MPI.BYTE]), "allgatherv")
-        try:
-            return [pickle.loads(recv[d: d + n].tobytes()) for d, n in zip(displs, sizes)]
-        except Exception as exc:  # bytes of another operation: the ranks' sequences differ
-            raise self.fail(CollectiveError(
-                f"MPI allgather of objects on rank {self.rank} received bytes no process sent for it "
-                f"({type(exc).__name__}: {exc}); the processes run different sequences of collectives"
-            )) from None
+        data = pickle.dumps(obj)
+        send = np.frombuffer(record(data), dtype=np.uint8)
+        records = np.empty(RECORD * self.world_size, dtype=np.uint8)
+        self._wait(self._objects.Iallgather([send, MPI.BYTE], [records, MPI.BYTE]), "allgather of objects")
+
+        def rest(lengths: list[int]) -> list[bytes]:
+            sizes = np.asarray(lengths, dtype=np.int64)
+            displs = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+            recv = np.empty(int(sizes.sum()), dtype=np.uint8)
+            self._wait(self._objects.Iallgatherv([np.frombuffer(data, dtype=np.uint8), MPI.BYTE],
+                                                 [recv, (sizes, displs), MPI.BYTE]), "allgatherv of objects")
+            return [recv[d: d + n].tobytes() for d, n in zip(displs, sizes)]
+
+        return unpickle(self, "MPI allgather of objects", records.tobytes(), rest)
 
     def all_gather(self, send: Any, recv: Any) -> None:
         MPI = self._MPI

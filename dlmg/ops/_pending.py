@@ -1,19 +1,32 @@
-"""Which elementwise operations keep a pending sum, and the refusal of every other.
+"""Which elementwise operations keep a pending reduction, and the refusal of every other.
 
 A tensor whose layout has ``partial="sum"`` holds its value as the sum of its
 replicas. An operation applied replica by replica keeps that meaning only when
 it is linear: the sum or difference of two tensors with the same pending
-layout, the product (quotient) of one by a scalar, negation. Every other
-operation on a pending tensor (and everything on a pending max or min) raises
-a :class:`~dlmg.errors.LayoutError` that says how to resolve it.
+layout, the product (quotient) of one by a scalar, negation.
+
+With ``partial="max"`` (``"min"``) the value is the largest (smallest) replica.
+An operation applied replica by replica keeps that when it commutes with the
+maximum: ``maximum`` (``minimum``) of tensors with the same pending layout or
+with a real scalar, and, on real floating types, adding or subtracting a finite
+scalar and multiplying or dividing by a positive finite one (each is monotone
+over every value, infinities included, and rounding keeps the order). On
+integers those would wrap around and break the order, so they are refused.
+Negation and negative factors turn a maximum into a minimum: they are refused
+too, as they would need the result's layout to change.
+
+Every other operation on a pending tensor raises a
+:class:`~dlmg.errors.LayoutError` that says how to resolve it.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 from ..errors import LayoutError
+from ._dtypes import kind_of
 from ._operands import SCALAR_TYPES, _ZeroD, is_distributed
 
 __all__ = ["check_pending"]
@@ -22,6 +35,18 @@ _ADDITIVE = frozenset({"+", "-", "add", "subtract"})
 _SIGN = frozenset({"-", "+", "negative", "positive"})
 _SCALING = frozenset({"*", "multiply"})
 _DIVIDING = frozenset({"/", "divide"})
+_ADDING = frozenset({"+", "add"})
+_SUBTRACTING = frozenset({"-", "subtract"})
+_SAME_SIGN = frozenset({"+", "positive"})
+#: The elementwise function that keeps each pending extremum.
+_EXTREMUM = {"max": "maximum", "min": "minimum"}
+_KEEPS = {
+    "sum": "sums and differences of pending tensors alike, scaling by a scalar and negation",
+    "max": "maximum of pending maxima alike or with a real scalar, and (real floating types) adding or "
+           "subtracting a finite scalar and scaling by a positive finite one",
+    "min": "minimum of pending minima alike or with a real scalar, and (real floating types) adding or "
+           "subtracting a finite scalar and scaling by a positive finite one",
+}
 
 
 def _linear(base: str, operands: Sequence[Any], reflected: bool) -> bool:
@@ -39,8 +64,47 @@ def _linear(base: str, operands: Sequence[Any], reflected: bool) -> bool:
     return False
 
 
+def _real_value(op: Any) -> float | None:
+    """A scalar operand's value as a float, ``None`` for a complex one (or anything else)."""
+    if isinstance(op, _ZeroD):
+        if kind_of(op.adapter.dtype_of(op.array)) == "c":
+            return None
+        return float(op.array.item())  # (the value is needed on the host: the pending path only)
+    return None if isinstance(op, complex) or op is None else float(op)
+
+
+def _keeps_order(kind: str, base: str, operands: Sequence[Any], reflected: bool) -> bool:
+    """Whether ``base`` on ``operands`` commutes with the pending ``kind`` ("max" or "min")."""
+    tensors = [op for op in operands if is_distributed(op)]
+    if any(kind_of(t.dtype) == "c" for t in tensors):
+        return False
+    scalars = [_real_value(op) for op in operands if not is_distributed(op)]
+    if any(v is None for v in scalars):
+        return False
+    if base == _EXTREMUM[kind]:
+        return all(t.layout.partial == kind for t in tensors)
+    if len(tensors) != 1 or kind_of(tensors[0].dtype) != "f":
+        return False  # integers wrap around, which breaks the order
+    if len(operands) == 1:
+        return base in _SAME_SIGN
+    (value,) = scalars
+    assert value is not None
+    if not math.isfinite(value):
+        return False  # an infinite scalar meets an infinite replica as NaN
+    tensor_first = is_distributed(operands[0]) and not reflected
+    if base in _ADDING:
+        return True
+    if base in _SUBTRACTING:
+        return tensor_first  # c - x turns a maximum into a minimum
+    if base in _SCALING:
+        return value > 0
+    if base in _DIVIDING:
+        return tensor_first and value > 0
+    return False
+
+
 def check_pending(name: str, operands: Sequence[Any], reflected: bool = False) -> None:
-    """Raise unless the elementwise operation ``name`` on ``operands`` keeps their pending sums.
+    """Raise unless the elementwise operation ``name`` on ``operands`` keeps their pending reductions.
 
     ``name`` is an operator label (``"operator +"``, ``"operator *="``) or a function's
     name (``"add"``); ``reflected`` says the tensor stands on the right (``2 / x``)."""
@@ -51,9 +115,11 @@ def check_pending(name: str, operands: Sequence[Any], reflected: bool = False) -
     first = pending[0].layout
     if first.partial == "sum" and _linear(base, operands, reflected):
         return
+    if first.partial in _EXTREMUM and _keeps_order(first.partial, base, operands, reflected):
+        return
     value = first.replace(devices=first.devices[: first.ngrid], ranks=first.ranks[: first.ngrid], partial=None)
     raise LayoutError(
         f"{name}: an operand holds a pending {first.partial} (its {first.nreplicas} replicas are parts of its "
-        f"value), which only sums and differences of pending tensors alike, scaling by a scalar and negation "
-        f"keep; resolve it first, e.g. x = x.redistribute({value!r})"
+        f"value), which only {_KEEPS.get(first.partial or 'sum', _KEEPS['sum'])} keep; resolve it first, "
+        f"e.g. x = x.redistribute({value!r})"
     )

@@ -12,14 +12,22 @@ in one process or across processes alike.
 
 from __future__ import annotations
 
+import builtins
+import math
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from ...distributed._state import current
+from ...distributed.agree import describe, prepare
 from ...errors import LayoutError
 from ...layout import Layout
 from ..dispatch import executor, new_tensor
+from .._dtypes import kind_of
 from .._executor import fail
 from .api import einsum
 from .equation import LETTERS
+from .layouts import pair
 from .phases import resolve_phases, resolved_layout, stacked_layout, stacked_target
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -113,15 +121,72 @@ def refuse_pending(name: str, x: "DistributedTensor") -> None:
     )
 
 
+def _extremum(x: "DistributedTensor", name: str, axes: tuple[int, ...]) -> "DistributedTensor":
+    """``max`` (``min``) over ``axes`` of a pending max (min): each fragment reduces its own
+    candidates, and the fragments along split reduced modes become more candidates of the
+    result (the layout a sum over those modes gives, with this ``partial``). No communication;
+    across processes the processes first agree on the call, as :func:`einsum` does."""
+    letters = LETTERS[: x.ndim]
+    kept = "".join(c for m, c in enumerate(letters) if m not in axes)
+    extents = tuple(zip(letters, x.shape))
+
+    def plan() -> Any:
+        pairing = pair((letters, x.layout.replace(partial="sum")), None, kept, extents)
+        assert pairing is not None  # (one operand always pairs)
+        out = pairing.out if pairing.out.partial is None else pairing.out.replace(partial=x.layout.partial)
+        return pairing, out
+
+    engine = current()
+    if engine is not None and x.layout.nprocesses > 1:
+        pairing, out = prepare(engine, describe(f"dlmg.{name}", axes=axes, layout=x.layout, dtype=x.dtype), plan)
+    else:
+        pairing, out = plan()
+    arrays: list[Any] = [None] * out.nfragments
+    for o, f, _ in pairing.triples:
+        frag = x.fragments[f]
+        if not frag.is_local:
+            continue
+        ex = executor(frag.framework, frag.device)
+        shape = out.fragments[o].shape
+        try:
+            if builtins.any(frag.shape[a] == 0 for a in axes):  # no candidate here: the reduction's identity
+                result = ex.adapter.full(shape, _identity(name, x.dtype), x.dtype, frag.device)
+            else:
+                result = ex.run(lambda xp, a: getattr(xp, name)(a, axis=axes), frag.array)
+            arrays[o] = result if hasattr(result, "__dlpack__") else ex.xp.asarray(result)  # NumPy's 0-d scalars
+        except Exception as exc:
+            raise fail(f"dlmg.{name} of a pending {x.layout.partial}", f, ex, exc) from exc
+    return new_tensor(arrays, out, x.dtype)
+
+
+def _identity(name: str, dtype: str) -> Any:
+    """The value no candidate loses to: the lowest of ``dtype`` for ``max``, the highest for ``min``."""
+    kind = kind_of(dtype)
+    if kind == "b":
+        return name == "min"
+    if kind == "f":
+        return -math.inf if name == "max" else math.inf
+    limits = np.iinfo(np.dtype(dtype))
+    return int(limits.min if name == "max" else limits.max)
+
+
 def reduce_pending(x: "DistributedTensor", name: str, axes: tuple[int, ...] | None, keepdims: bool,
                    dtype: str | None) -> "DistributedTensor | None":
     """A reduction of a pending ``x``: a sum over some modes keeps the pending sum (an einsum
-    that each replica runs on its own); over every mode it resolves first (``None``: the caller
-    goes on with :meth:`redistribute`'s result, see :func:`resolve`). Others refuse."""
-    if x.layout.partial == "sum" and name == "sum" and axes is not None and not keepdims and dtype in (None, x.dtype):
+    that each replica runs on its own), and so does ``max`` (``min``) of a pending max (min);
+    over every mode it resolves first (``None``: the caller goes on with
+    :meth:`redistribute`'s result, see :func:`resolve`), as over a mode of extent 0.
+    Others refuse."""
+    some = axes is not None and not keepdims and dtype in (None, x.dtype)
+    if x.layout.partial == "sum" and name == "sum" and some:
         letters = LETTERS[: x.ndim]
-        kept = "".join(c for m, c in enumerate(letters) if m not in axes)
+        kept = "".join(c for m, c in enumerate(letters) if m not in axes)  # type: ignore[operator]
         return einsum(f"{letters}->{kept}", x)
+    if x.layout.partial == name and name in ("max", "min") and some and kind_of(x.dtype) != "c":
+        assert axes is not None
+        if builtins.all(x.shape[a] for a in axes):
+            return _extremum(x, name, axes)
+        return None  # nothing to reduce over: the ordinary reduction says so
     if axes is None:
         return None
     refuse_pending(f"dlmg.{name} (axis={axes}, keepdims={keepdims})", x)
