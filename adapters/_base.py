@@ -119,6 +119,10 @@ class Adapter:
         Whether the framework tells host devices apart (``cpu:0``,
         ``cpu:1``...), so that an array on ``cpu:0`` does not fit a slot on
         ``cpu:1``.
+    host_only : bool
+        Whether every array of the framework lies in host memory, so that
+        :meth:`device_of` always answers ``cpu:0`` (NumPy): wrapping then asks
+        no array its device.
     dlpack_dtypes : frozenset of str or None
         The dlmg dtypes the framework takes in and hands out through DLPack;
         ``None`` for all of them.
@@ -148,6 +152,7 @@ class Adapter:
     synchronizes_device: ClassVar[bool] = False
     done_on_return: ClassVar[bool] = False
     distinct_host_devices: ClassVar[bool] = False
+    host_only: ClassVar[bool] = False
     dlpack_dtypes: ClassVar[frozenset[str] | None] = None
     negative_strides: ClassVar[bool] = True
     tensor_protocols: ClassVar[dict[str, Any]] = {}

@@ -154,6 +154,7 @@ class NumpyAdapter(BaseAdapter, QuickImport, QuickExport, ListOperators):
     tensor_protocols = {"__array_ufunc__": ufunc_hook("numpy"),
                         "__array_function__": function_hook("numpy")}
     mutable = True
+    host_only = True  # device_of: always the host
     can_view = True
     done_on_return = True  # host work is finished when the call returns
     dlpack_dtypes = NUMPY_DLPACK_DTYPES

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Mapping
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Sequence
 
 from .device import Device, unreachable_hint
@@ -23,7 +24,7 @@ from ._scalars import check_scalar
 from .adapters.capabilities import exports_itself
 from .dlpack.bounds import ADDRESS_LIMIT
 from .dtypes import canonical, info
-from .errors import DeviceError, FragmentError, LayoutError
+from .errors import DeviceError, FragmentError, FrameworkError, LayoutError
 from .layout import Layout
 from .registry import DEFAULT_FRAMEWORK, adapter_for, viewing_frameworks
 from .fragment import slot_dlpack_device
@@ -96,13 +97,9 @@ def _fits(adapter: "Adapter", have: Device, slot: Device) -> bool:
     return have.is_host and slot.is_host and not adapter.distinct_host_devices
 
 
-#: Cache: dlmg dtype names of frameworks' dtype objects, per adapter (asked once per kind
-#: of array): a dict lookup in the loop over fragments instead of ``dtype_of`` and
-#: :func:`~dlmg.dtypes.canonical` (0.9 us a fragment on a 2-core CPU machine). Keyed on
-#: values; at most :data:`_DTYPE_NAMES_KEPT` entries (there are a few dozen dtypes).
-_DTYPE_NAMES: dict[tuple[Any, Any], str] = {}
-_DTYPE_NAMES_KEPT = 256
 _UNSEEN: Any = object()
+_EXPORT = attrgetter("__dlpack__")
+_HOST = Device("cpu", 0)
 
 
 # -- from_fragments ----------------------------------------------------------------
@@ -161,16 +158,21 @@ def from_fragments(
     >>> dt[3, 0]
     1.0
     """
-    layout = _check_layout(layout, "from_fragments")
-    rank_of = _ranks(layout)
-    slots = _slots(layout, arrays, rank_of, "from_fragments")
+    if not isinstance(layout, Layout):
+        _check_layout(layout, "from_fragments")
     me = process_rank()
     want: str | None = None if dtype is None else canonical(dtype)
+    # the usual call: a list or tuple with an array for every fragment, all of this process
+    if type(arrays) in (list, tuple) and 0 < len(arrays) == layout.ranks.count(me) == len(layout.devices):
+        alike = _wrap_alike(arrays, layout, me, want)  # type: ignore[arg-type]
+        if alike is not None:
+            return alike
+    rank_of = _ranks(layout)
+    slots = _slots(layout, arrays, rank_of, "from_fragments")
     first = None
     frags: list[Fragment] = []
     last_type: type | None = None
     adapter: Any = None
-    dtype_names = _DTYPE_NAMES
     explicit_strides = layout.element_strides is not None
     # what the fragment before had, checked already: most fragments repeat it
     seen_raw = seen_adapter = seen_got = seen_have = seen_slot = seen_host = seen_dl = _UNSEEN
@@ -204,14 +206,7 @@ def from_fragments(
             )
         raw = getattr(array, "dtype", None)
         if raw is None or raw is not seen_raw or adapter is not seen_adapter:
-            got = dtype_names.get((adapter, raw)) if raw is not None else None
-            if got is None:
-                got = canonical(adapter.dtype_of(array))
-                if raw is not None and len(dtype_names) < _DTYPE_NAMES_KEPT:
-                    try:
-                        dtype_names[(adapter, raw)] = got
-                    except TypeError:  # an unhashable dtype object
-                        pass
+            got = canonical(adapter.dtype_of(array))
             seen_raw, seen_adapter, seen_got = raw, adapter, got
             direct = raw is not None and exports_itself(adapter, raw)
         else:  # the dtype object of the fragment before (frameworks share one per dtype)
@@ -244,6 +239,71 @@ def from_fragments(
     if want is None:
         raise FragmentError("from_fragments: this process holds no fragment; pass dtype= to name the element type")
     return DistributedTensor._create(layout, frags, want)
+
+
+def _wrap_alike(arrays: Sequence[Any], layout: "Layout", me: int, want: str | None) -> DistributedTensor | None:
+    """:func:`from_fragments` of one array per fragment, all of this process, in a
+    dense layout: the checks of the fragment-by-fragment loop, made once for what
+    the arrays share (one type, so one adapter; one dtype object, so one dtype and
+    one export; for a framework whose arrays are all host memory, one device) and
+    per array only for the type, the dtype object, the shape and, where devices
+    vary, the device.
+
+    ``None`` where any array differs from the first in type or dtype object, or
+    does not fit: the fragment-by-fragment loop then wraps what it can and names
+    what it cannot.
+    """
+    first = arrays[0]
+    raw = getattr(first, "dtype", None)
+    if raw is None or layout.element_strides is not None:
+        return None
+    try:
+        adapter = adapter_for(first)
+    except FrameworkError:
+        return None
+    if adapter.name == "dlpack":  # (it may hand another array of the same type to another adapter)
+        return None
+    got = canonical(adapter.dtype_of(first))
+    if want is not None and got != want:
+        return None
+    slots = layout.devices
+    slot = slots[0]
+    try:
+        if adapter.host_only and slots.count(slot) == len(slots):  # the usual case: no array asked its device
+            if not (slot.is_host and (not adapter.distinct_host_devices or slot == _HOST)):
+                return None
+            dl_devices: Any = slot_dlpack_device(adapter, slot)
+        else:
+            dl_devices = _dlpack_devices(adapter, arrays, slots)
+            if dl_devices is None:
+                return None
+        # where the arrays' own __dlpack__ is the whole export (NumPy, for the dtypes it
+        # exports), the fragments keep it from the start: asked once per dtype here
+        frags = Fragment.of_alike(layout.fragments, arrays, adapter, me, dl_devices, exports_itself(adapter, raw))
+    except (AttributeError, DeviceError):  # the fragment-by-fragment loop names the fragment
+        return None
+    return None if frags is None else DistributedTensor._create(layout, frags, got)
+
+
+def _dlpack_devices(adapter: "Adapter", arrays: Sequence[Any], slots: Sequence[Device]) -> list[Any] | None:
+    """What each array's fragment reports as its DLPack device where known without asking
+    the array (plain host memory in slot ``cpu:k``: ``(1, k)``); ``None`` when an array is
+    not of the first one's type (its adapter is asked nothing) or its device does not fit
+    its slot."""
+    kind = type(arrays[0])
+    seen_have = seen_slot = seen_dl = _UNSEEN
+    out = []
+    for array, slot in zip(arrays, slots):
+        if type(array) is not kind:
+            return None
+        have = adapter.device_of(array)
+        if have is not seen_have or slot is not seen_slot:  # a layout's equal devices are one object
+            if have != slot and not _fits(adapter, have, slot):
+                return None
+            seen_have, seen_slot = have, slot
+            seen_dl = slot_dlpack_device(adapter, slot) if have.kind == slot.kind else None
+        out.append(seen_dl)
+    return out
 
 
 def _check_strides(frag: "FragmentLayout", adapter: "Adapter", array: Any) -> None:

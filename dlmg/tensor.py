@@ -131,7 +131,11 @@ class DistributedTensor(FrameworkProtocols, Operators, ElementMethods, Reduction
     @classmethod
     def _create(cls, layout: "Layout", fragments: Sequence[Fragment], dtype: str) -> "DistributedTensor":
         check_ranks(layout, "a distributed tensor")  # (a rank no process holds would read as missing rows)
-        return cls(layout, fragments, dtype, token=_CREATE)
+        # __init__'s work without its call, which checks a token and unpacks arguments
+        # (0.35 us of 0.75 on a 2-core CPU machine; every wrap and operation makes one)
+        self = object.__new__(cls)
+        self.layout, self.dtype, self.fragments = layout, dtype, tuple(fragments)
+        return self
 
     @classmethod
     def _from_arrays(

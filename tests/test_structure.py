@@ -211,7 +211,6 @@ _MUTABLE_CALLS = {"dict", "list", "set", "WeakKeyDictionary", "WeakValueDictiona
 #: the rest hold state that is no cache (registries, the active engine, the copy
 #: threads). docs/architecture.md ("How remembering works") lists them too.
 MODULE_STATE = {
-    "dlmg/construct.py _DTYPE_NAMES": "cache",
     "dlmg/dtypes.py _CANONICAL_CACHE": "cache",
     "dlmg/layout/layout.py _KEYS": "cache",
     "dlmg/registry.py _OWNED": "cache",

@@ -223,9 +223,15 @@ def check_capabilities(ctx: ContractContext) -> None:
         "synchronizes_device": a.synchronizes_device,
         "distinct_host_devices": a.distinct_host_devices,
         "done_on_return": a.done_on_return,
+        "host_only": a.host_only,
     }
     for flag, value in flags.items():
         assert isinstance(value, bool), f"adapter.{flag} must be a bool, got {value!r}"
+    if a.host_only:  # wrapping then asks no array its device: device_of must always answer the host
+        x = ctx.array((2,))
+        assert ctx.device.is_host and a.device_of(x) == Device("cpu", 0), (
+            f"host_only, but an array made on {ctx.device} lies on {a.device_of(x)}, not cpu:0"
+        )
     assert a.mutable or not a.can_view, "can_view needs mutable (views are written in place)"
     assert a.stream_ordered or not a.orders_across_devices, "orders_across_devices needs stream_ordered"
     kinds = a.dlpack_dtypes
