@@ -4,7 +4,8 @@ The checks (pending sums, fragments against their layouts, layouts and broadcast
 run before any fragment is read: on the per-fragment path (mixed frameworks), on the
 list path (torch only), when a temporary's memory is reused (``a * b + c``) and when
 an operand is broadcast. Each operand's fragments are checked exactly once per
-operator, and a fragment that changed shape is refused on every path.
+operator, and a fragment that changed shape is refused on every path, a reused
+temporary's too. Results carry the placement they would be found to have.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 import dlmg
 from dlmg.errors import FragmentError, LayoutError, LayoutMismatchError
 from dlmg.ops import dispatch
+from dlmg.ops._placement import Placement
 
 torch = pytest.importorskip("torch")
 
@@ -84,3 +86,47 @@ def test_layouts_and_pending_sums_are_still_checked():
                                   dlmg.Layout((8, 4), devices=["cpu", "cpu"], partial="sum"))
     with pytest.raises(LayoutError, match="pending sum"):
         pending * pending
+
+
+@pytest.mark.parametrize("kind", ["torch", "numpy"])
+def test_a_temporary_changed_while_held_elsewhere_is_refused(kind):
+    # the reuse of a temporary's memory (refcount: nobody holds it now) skips no check:
+    # it may have been held, and changed, before it was handed back as a temporary
+    arrays = [np.full((2, 4), 1.0, np.float32) for _ in range(4)]
+    if kind == "torch":
+        arrays = [torch.from_numpy(x) for x in arrays]
+    a, b, c = (dlmg.from_fragments([x * k for x in arrays], LAYOUT) for k in (1, 2, 3))
+    held = {"t": a * b}
+    changed = held["t"].fragments[2].array
+    if kind == "torch":
+        changed.resize_(4, 2)
+    else:
+        changed.shape = (4, 2)
+    with pytest.raises(FragmentError, match="fragment 2 .*changed under dlmg"):
+        held.pop("t") + c
+
+
+def _jax_tensor(value: float) -> dlmg.DistributedTensor:
+    jax = pytest.importorskip("jax")
+    devices = jax.devices("cpu")[:4]
+    layout = dlmg.Layout.slab((8, 4), 0, [f"cpu:{d.id}" for d in devices])
+    return dlmg.from_fragments([jax.device_put(np.full((2, 4), value, np.float32), d) for d in devices], layout)
+
+
+@pytest.mark.parametrize("kind", ["torch", "numpy", "mixed", "jax"])
+def test_a_result_carries_the_placement_it_would_find(kind):
+    # results are built with their placement in one pass: it must be the one found afresh
+    if kind == "jax":
+        a, b = _jax_tensor(1.0), _jax_tensor(2.0)
+    elif kind == "numpy":
+        a, b = (dlmg.from_fragments([np.full((2, 4), v, np.float32) for _ in range(4)], LAYOUT) for v in (1, 2))
+    else:
+        (_, a), (_, b) = _tensor(kind, 1.0), _tensor(kind, 2.0)
+    for result in (a * b, a + 1.5, a * b + b):
+        kept, found = result._placement, Placement(result)
+        assert kept is not None and kept.fragments is result.fragments
+        for field in ("indices", "frameworks", "mutable", "dense", "rank", "shapes", "foreign"):
+            assert getattr(kept, field) == getattr(found, field), field
+        assert [e is f for e, f in zip(kept.executors, found.executors)] == [True] * len(found.executors)
+        assert [x is y for x, y in zip(kept.arrays, found.arrays)] == [True] * len(found.arrays)
+        assert len(kept.arrays) == len(found.arrays)
