@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import sys
+from operator import attrgetter
 from typing import Any, Callable
 
 from dlmg.device import Device
@@ -506,6 +507,7 @@ _UFUNCS = {"add": "add", "subtract": "subtract", "multiply": "multiply", "divide
 #: 15.9-16.6 ms carved, 15.9-16.0 ms on one 64 MiB array.
 _CARVE_FROM = 1 << 22
 _SCALARS = (int, float, bool, complex)
+_SIZE = attrgetter("size")
 #: The largest element of any result (complex128), in bytes.
 _LARGEST_ITEM = 16
 
@@ -533,7 +535,7 @@ def _carved(np: Any, operation: Any, ufunc: str, xs: list[Any], ys: Any) -> list
     Python scalar): the operator's results, dtypes, strides and warnings, from one
     allocation. ``None`` (nothing computed) otherwise; also where the operator
     refuses the operands' types, which the caller's pair-by-pair call then raises."""
-    count = sum(x.size for x in xs)
+    count = sum(map(_SIZE, xs))  # (map: no generator frame; every operator on NumPy fragments asks)
     if count * _LARGEST_ITEM < _CARVE_FROM:  # small results: not worth asking more
         return None
     ndarray = np.ndarray

@@ -9,7 +9,6 @@ methods), never by calling the class.
 
 from __future__ import annotations
 
-from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from .device import Device
@@ -32,7 +31,6 @@ def process_rank() -> int:
 
 
 _CREATE = object()  # guards the constructor
-_SHAPE = attrgetter("shape")
 
 
 def slot_dlpack_device(adapter: "Adapter", device: Device) -> tuple[int, int] | None:
@@ -562,16 +560,6 @@ def verify_fragments(fragments: "tuple[Fragment, ...]", strides: bool = True) ->
             if was is not None and frag._adapter is not None and frag._adapter.memory_signature(array) == was[0]:
                 continue
         frag.verify(strides)
-
-
-def shapes_fit(arrays: list[Any], shapes: list[tuple[int, ...]]) -> bool:
-    """Whether each of ``arrays`` has the shape at its position in ``shapes``: the test of
-    :func:`verify_fragments` without strides, as one list comparison (a torch.Size equals the
-    tuple; ``map``: no Python frame per array), for arrays gathered once from the fragments."""
-    try:
-        return list(map(_SHAPE, arrays)) == shapes
-    except AttributeError:  # an array without the array API's shape: verify_fragments says so
-        return False
 
 
 def _foreign(frag: Fragment, me: int) -> None:

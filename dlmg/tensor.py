@@ -92,7 +92,7 @@ class DistributedTensor(FrameworkProtocols, Operators, ElementMethods, Reduction
     # buffers and views): a dlmg.movement.sources.Remembered, made on the first move.
     _remembered: Any = None
     # Where operations run this tensor's fragments (executors, frameworks, device groups):
-    # a dlmg.ops.dispatch._Placement, made on the first operation and handed to results.
+    # a dlmg.ops._placement.Placement, made on the first operation and handed to results.
     # Worth keeping: making it for 8 NumPy + 8 torch fragments costs 37 us, finding it
     # 0.1 us, against an operator's 100-150 us (a 2-core CPU machine).
     _placement: Any = None

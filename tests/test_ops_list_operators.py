@@ -15,7 +15,8 @@ import pytest
 
 import dlmg
 from dlmg.ops import pointwise
-from dlmg.ops._lists import on_lists
+from dlmg.ops._lists import on_lists as _on_collected
+from dlmg.ops.dispatch import collect
 
 from _ops_support import compare_operator, outcome, per_fragment, same_outcome
 
@@ -24,6 +25,11 @@ torch = pytest.importorskip("torch")
 DEVICES = ["cpu", pytest.param("cuda:0", marks=pytest.mark.gpu)]
 DTYPES = ["bool", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64", "complex64"]
 OPERATORS = ["add", "sub", "mul", "truediv", "pow"]
+
+
+def on_lists(name, lead, other, in_place, label):
+    """The list path for ``lead <op> other``, the operands collected (checked) as an operator does first."""
+    return _on_collected(name, collect((lead, other), label), in_place, label)
 
 
 def fragments(dtype: str, device: str, seed: int, n: int = 4) -> list:
@@ -123,7 +129,8 @@ def test_a_temporary_meeting_another_layout_is_refused():
     a = dlmg.from_fragments([torch.full((3, 5), float(k)) for k in range(4)], dlmg.Layout.slab((12, 5), 0, ["cpu"] * 4))
     cyclic = dlmg.Layout((12, 5), block=(1, 5), grid=(4, 1), devices=["cpu"] * 4)
     b = dlmg.scatter(torch.arange(60.0).reshape(12, 5), cyclic)
-    assert on_lists("add", a, b, True, "operator +") is None
+    with pytest.raises(dlmg.LayoutMismatchError):  # refused when the operands are collected, before the lists
+        on_lists("add", a, b, True, "operator +")
     with pytest.raises(dlmg.LayoutMismatchError):
         (a * 1.0) + b
     with pytest.raises(dlmg.LayoutMismatchError):

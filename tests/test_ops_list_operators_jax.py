@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import dlmg
-from dlmg.ops._lists import on_lists
+from dlmg.ops._lists import on_lists as _on_collected
+from dlmg.ops.dispatch import collect
 
 from _ops_support import compare_operator, same_outcome
 
@@ -22,6 +23,11 @@ jnp = pytest.importorskip("jax.numpy")
 
 DTYPES = ["bool", "uint8", "int32", "float16", "bfloat16", "float32", "complex64"]
 OPERATORS = ["add", "sub", "mul", "truediv", "pow"]
+
+
+def on_lists(name, lead, other, in_place, label):
+    """The list path for ``lead <op> other``, the operands collected (checked) as an operator does first."""
+    return _on_collected(name, collect((lead, other), label), in_place, label)
 
 
 def _devices(platform: str) -> list:

@@ -36,6 +36,7 @@ Quirks handled here:
 from __future__ import annotations
 
 from functools import lru_cache, partial
+from operator import attrgetter
 from collections.abc import Sequence
 from typing import Any
 
@@ -175,8 +176,11 @@ def _torch_function(cls: type, func: Any, types: Any, args: tuple[Any, ...] = ()
     raise function_refused("torch", getattr(func, "__name__", str(func)), (*args, *(kwargs or {}).values()))
 
 
+_REQUIRES_GRAD = attrgetter("requires_grad")
+
 # Not Delegating: DTensor.redistribute was slower than dlmg's all-to-all at 64 MiB on
 # 2 gloo processes (dlmg at 0.12-0.89 of its time per transition; docs/tensors.md).
+
 class TorchAdapter(BaseAdapter, BulkCopies, Carving, QuickImport, QuickExport, ListOperators,
                    CompiledElementwise):
     """Adapter for :class:`torch.Tensor` (CPU and CUDA)."""
@@ -245,7 +249,10 @@ class TorchAdapter(BaseAdapter, BulkCopies, Carving, QuickImport, QuickExport, L
 
     def tracks_any_gradients(self, arrays: Sequence[Any]) -> bool:
         """Whether any of ``arrays`` has ``requires_grad``."""
-        return any([getattr(a, "requires_grad", False) for a in arrays])  # (a list: no generator frames)
+        try:  # (map: no Python frame per array; every operator asks this of its operands)
+            return any(map(_REQUIRES_GRAD, arrays))
+        except AttributeError:  # not all torch tensors
+            return any([getattr(a, "requires_grad", False) for a in arrays])
 
     # -- describing -----------------------------------------------------------
     def device_of(self, array: Any) -> Device:

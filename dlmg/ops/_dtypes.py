@@ -9,10 +9,11 @@ operands before any fragment is touched and raises
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import Any
 
-from ..dtypes import info
+from ..dtypes import NAMES, info
 from ..errors import DtypeError
 from ..registry import get_adapter
 
@@ -44,9 +45,18 @@ _KIND_WORDS = {"b": "bool", "i": "signed integer", "u": "unsigned integer", "f":
 _NARROW = {"int64": "int32", "uint64": "uint32", "float64": "float32", "complex128": "complex64"}
 
 
+#: The kind of every dlmg dtype name, found by the plain string: a dlmg dtype (a ``str``
+#: subclass) compares through Python in the dtype tables, and operators ask this of
+#: their operands on every call (0.1 us here against 1 us through :func:`info`, 2-core CPU).
+_KINDS: Mapping[str, str] = MappingProxyType({name: info(name).kind for name in NAMES})
+
+
 def kind_of(dtype: str) -> str:
     """``"b"``, ``"i"``, ``"u"``, ``"f"`` or ``"c"`` for a dlmg dtype name."""
-    return info(dtype).kind
+    try:
+        return _KINDS[str(dtype)]
+    except KeyError:  # another spelling of a type (np.float32): the full lookup
+        return info(dtype).kind
 
 
 def _scalar_kind(value: Any) -> str:

@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..adapters.capabilities import ListOperators
 from ._executor import _fail, executor
-from ._operands import is_distributed
 from ._writes import partial_note
-from .dispatch import _inherit, local_groups, new_tensor, placement
+from ._placement import local_groups, result_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -49,64 +48,77 @@ def _lists(placed: Any) -> tuple[tuple[Any, tuple[int, ...]], ...]:
     return groups
 
 
-def on_lists(name: str, lead: "DistributedTensor", other: Any, in_place: bool, label: str,
-             checked: bool = False) -> Any:
-    """``lead <op> other`` as one list operation per framework and device.
+def on_lists(name: str, ops: Any, in_place: bool, label: str, lead_untracked: bool = False) -> Any:
+    """``lead <op> other`` as one list operation per framework and device, for the
+    operands of one operator as :func:`~dlmg.ops.dispatch.collect` sorted and
+    checked them (``ops``: fragments against their layouts, the layouts alike, no
+    broadcasting), whose placements it reads.
 
-    ``other`` is a Python scalar or a tensor of ``lead``'s distribution. Returns
-    the new tensor (``lead`` itself when ``in_place``), or ``None`` when list
-    operations do not apply: a framework without them, padded fragments,
-    operands of different layouts or frameworks, other scalars, arrays recording
-    gradients, or (not in place) a refusal by the framework, which the caller's
-    per-fragment path then reports with the fragment it concerns. ``checked``: the
-    caller's :func:`~dlmg.ops.dispatch.collect` checked the operands' fragments.
+    ``other`` (the second operand) is a Python scalar or a tensor of the lead's
+    distribution. Returns the new tensor (the lead itself when ``in_place``), or
+    ``None`` when list operations do not apply: a framework without them,
+    padded fragments, operands of different frameworks, other scalars, arrays
+    recording gradients (``lead_untracked``: the caller has just asked that of
+    the lead's arrays), or (not in place) a refusal by the framework, which the
+    caller's per-fragment path then reports with the fragment it concerns.
     """
-    placed = placement(lead, check=not checked)
+    placed = ops.placed
     groups = _lists(placed)
     if not groups:
         return None
+    lead = ops.lead
     frags = lead.fragments
-    if is_distributed(other):
-        if not lead.layout.same_distribution(other.layout):
-            return None  # the per-fragment path says the layouts differ
-        other_placed = placement(other, check=not checked)
+    if ops.others:
+        other_placed = ops.placements[0]
         if other_placed.frameworks != placed.frameworks or not _lists(other_placed):
             return None
+        other = ops.others[0]
         other_frags = other.fragments
-    elif type(other) not in _SCALARS:
-        return None
     else:
+        other = ops.args[1]
+        if type(other) not in _SCALARS:
+            return None
         other_frags = None
     # one framework (see _groups), and every local fragment an array, kept on the placement
     adapter = groups[0][0]
     call = adapter.list_operator(name, in_place)
     if call is None:
         return None
-    if adapter.tracks_any_gradients(placed.arrays) or (
+    if (not lead_untracked and adapter.tracks_any_gradients(placed.arrays)) or (
         other_frags is not None and adapter.tracks_any_gradients(other_placed.arrays)
     ):
         return None  # autograd records the per-fragment operators
-    calls = []
+    if len(groups) == 1:  # one device: the placements' arrays are the lists (their order, every local fragment)
+        xs = list(placed.arrays)
+        ys = other if other_frags is None else list(other_placed.arrays)
+        try:
+            outs = call(xs, ys)
+        except Exception as exc:
+            if in_place:
+                _refused(exc, groups, frags, label)
+            return None
+        return lead if in_place else result_tensor(outs, lead.layout.dense, placed, adapter)
+    found: dict[int, Any] = {}
     for _, indices in groups:
         xs = [frags[i]._array for i in indices]
         ys = other if other_frags is None else [other_frags[i]._array for i in indices]
-        calls.append((call, xs, ys, indices))
-    results: list[Any] = [None] * len(frags)
-    for call, xs, ys, indices in calls:
         try:
             out = call(xs, ys)
         except Exception as exc:
-            if in_place:  # nothing to fall back on: some fragments may be written
-                failed = indices[getattr(exc, "list_position", 0)]
-                order = [i for _, _, _, group in calls for i in group]
-                ex = executor(frags[failed].framework, frags[failed].device)
-                raise _fail(label + partial_note(order, failed), failed, ex, exc) from exc
+            if in_place:
+                _refused(exc, groups, frags, label, indices)
             return None
         if not in_place:
-            for i, r in zip(indices, out):
-                results[i] = r
+            found.update(zip(indices, out))
     if in_place:
         return lead
-    result = new_tensor(results, lead.layout.dense)
-    _inherit(result, placed)
-    return result
+    return result_tensor([found[i] for i in placed.indices], lead.layout.dense, placed, adapter)
+
+
+def _refused(exc: Exception, groups: Any, frags: Any, label: str, indices: Any = None) -> None:
+    """Raise the failure of an in place list operation (nothing to fall back on: some
+    fragments may be written), naming the fragment it concerns and those written."""
+    failed = (indices if indices is not None else groups[0][1])[getattr(exc, "list_position", 0)]
+    order = [i for _, group in groups for i in group]
+    ex = executor(frags[failed].framework, frags[failed].device)
+    raise _fail(label + partial_note(order, failed), failed, ex, exc) from exc

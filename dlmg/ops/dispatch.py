@@ -33,12 +33,12 @@ from typing import TYPE_CHECKING, Any
 from ..movement.transfer import synchronize_arrays
 from ..dlpack.bounds import ranges_meet
 from ..errors import LayoutMismatchError
-from ..fragment import process_rank, shapes_fit, verify_fragments
 from ..tensor import DistributedTensor
 from ..registry import DEFAULT_FRAMEWORK, adapter_for, adapter_names, get_adapter
 from ._dtypes import check_inplace
 from ._executor import Executor, _fail, executor, move_array
 from ._pending import check_pending
+from ._placement import Placement as _Placement, check_fragments, inherit as _inherit, local_groups, placement
 from ._operands import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed
 from ._writes import check_writable, partial_note
 from ..dtypes import canonical
@@ -60,6 +60,8 @@ __all__ = [
     "new_tensor",
     "SCALAR_TYPES",
     "classify_operand",
+    "placement",
+    "local_groups",
 ]
 
 
@@ -104,16 +106,18 @@ def replace_fragment_arrays(tensor: "DistributedTensor", arrays: dict[int, Any])
 class _Operands:
     """The operands of one call, sorted by kind and checked (see :func:`collect`)."""
 
-    __slots__ = ("lead", "args", "tensors", "zero_d", "others", "broadcast")
+    __slots__ = ("lead", "args", "tensors", "zero_d", "others", "broadcast", "placed", "placements")
 
     def __init__(self, lead: Any, args: list[Any], tensors: list[tuple[int, Any]], zero_d: list[int],
-                 others: list[Any], broadcast: bool) -> None:
+                 others: list[Any], broadcast: bool, placements: list[_Placement]) -> None:
         self.lead = lead
         self.others = others  # the distributed operands after the lead
         self.args = args  # scalars, None and _ZeroD in place; None where a tensor goes
         self.tensors = tensors  # (position in args, fragments)
         self.zero_d = zero_d  # positions of 0-d arrays
         self.broadcast = broadcast  # a distributed operand of another shape than the lead's, or 0-d
+        self.placed = placements[0]  # the lead's placement
+        self.placements = placements[1:]  # the other distributed operands', in the order of others
 
 
 def collect(
@@ -126,13 +130,13 @@ def collect(
     fragment is read: the pending sums (:func:`~dlmg.ops._pending.check_pending`,
     unless ``pending`` says the caller's function keeps them; ``reflected``: the
     tensor stands on the right), every distributed operand's fragments against
-    its layout (:func:`~dlmg.fragment.verify_fragments`, which also finds its
-    placement), and the layouts: with ``check``, every distributed operand
+    its layout (:func:`~dlmg.ops._placement.check_fragments`, with its placement
+    found), and the layouts: with ``check``, every distributed operand
     must have the lead's distribution (:class:`~dlmg.errors.LayoutMismatchError`),
     except, with ``broadcasting``, one of another shape or 0-d, which marks the
     call as ``broadcast`` for the caller to align first. What follows (list
-    operations, :func:`map_fragments` with ``collected=``) reads the result
-    without checking again.
+    operations, :func:`map_fragments` with ``collected=``) reads the result,
+    placements included, without checking again.
     """
     if not pending:
         for op in operands:  # the full check only where an operand holds a pending reduction
@@ -144,6 +148,7 @@ def collect(
     tensors: list[tuple[int, Any]] = []
     zero_d: list[int] = []
     others: list[Any] = []
+    placements: list[_Placement] = []
     broadcast = False
     for position, op in enumerate(operands):
         distributed = isinstance(op, DistributedTensor)  # the common operand, recognised first
@@ -151,17 +156,28 @@ def collect(
             op = classify_operand(op)
             distributed = isinstance(op, DistributedTensor)
         if distributed:
-            placement(op)  # its fragments checked against its layout, once per call
+            # its fragments checked against its layout, once per call (placement() written out:
+            # this runs for every operand of every operator)
+            frags = op.fragments
+            placed = op._placement
+            if placed is not None and placed.fragments is frags:
+                check_fragments(frags, placed)
+            else:
+                check_fragments(frags, None)
+                placed = op._placement = _Placement(op)
+            placements.append(placed)
             if lead is None:
                 lead = op
             else:
                 others.append(op)
-                if broadcasting and (op.shape != lead.shape or op.ndim == 0):
+                if op.layout.same_distribution(lead.layout):  # (then of one shape too)
+                    broadcast = broadcast or (broadcasting and op.layout.ndim == 0)
+                elif broadcasting and (op.shape != lead.shape or op.ndim == 0):
                     broadcast = True
                 elif check:
                     check_same_layout(name, lead, op)
             args.append(None)
-            tensors.append((position, op.fragments))
+            tensors.append((position, frags))
         elif isinstance(op, _ZeroD):
             zero_d.append(position)
             args.append(op)
@@ -169,7 +185,7 @@ def collect(
             args.append(op)
     if lead is None:
         raise TypeError(f"{name} needs at least one distributed tensor operand")
-    return _Operands(lead, args, tensors, zero_d, others, broadcast)
+    return _Operands(lead, args, tensors, zero_d, others, broadcast, placements)
 
 
 def _fresh(result: Any, call: Sequence[Any], positions: Sequence[int], adapter: Any, xp: Any) -> Any:
@@ -199,96 +215,6 @@ def _fresh(result: Any, call: Sequence[Any], positions: Sequence[int], adapter: 
     return result
 
 
-class _Placement:
-    """Where a tensor's fragments run: its local fragment indices, the executor of
-    each and every fragment's framework. Computed once per fragments tuple and
-    kept on the tensor (results of an operation inherit their lead's)."""
-
-    __slots__ = ("fragments", "indices", "executors", "frameworks", "by_device", "groups", "lists", "batched",
-                 "mutable", "dense", "rank", "arrays", "shapes", "foreign")
-
-    def __init__(self, tensor: "DistributedTensor") -> None:
-        frags = tensor.fragments
-        self.fragments = frags
-        self.indices = [f.index for f in frags if f.is_local]
-        self.executors: list[Executor | None] = [None] * len(frags)
-        for i in self.indices:
-            self.executors[i] = executor(frags[i].framework, frags[i].device)
-        self.frameworks = tuple(f.framework for f in frags)
-        # whether every local fragment can be written in place (none is JAX's)
-        self.mutable = all(self.executors[i].adapter.mutable for i in self.indices)  # type: ignore[union-attr]
-        # whether every local fragment is one array (none padded): its slot is then read directly
-        self.dense = all(frags[i]._array is not None for i in self.indices)
-        self.by_device: Any = None  # the local fragments by framework and device, found when first asked
-        self.groups: Any = None  # what dlmg.fuse runs as one call per device, found when first asked
-        self.lists: Any = None  # what operators run as list operations on, found when first asked
-        self.batched: bool | None = None  # whether operators run as one compiled call per device, when asked
-        # what verify_fragments compares, gathered once: an array's shape can change (``resize_``)
-        me = self.rank = process_rank()
-        checked = [f for f in frags if f._array is not None and f.rank == me]
-        self.arrays = [f._array for f in checked]
-        self.shapes = [f.layout.shape for f in checked]
-        self.foreign = any(f._array is not None and f.rank != me for f in frags)
-
-
-def placement(tensor: "DistributedTensor", check: bool = True) -> _Placement:
-    """Where ``tensor``'s fragments run (kept on the tensor while its fragments stay).
-
-    A call first checks that the fragments still fit the layout
-    (:func:`~dlmg.fragment.verify_fragments`): operations read them next.
-    ``check=False`` is for questions about the placement only, asked before
-    the call that runs the work (which checks)."""
-    found = tensor._placement
-    kept = found is not None and found.fragments is tensor.fragments
-    if check:
-        check_fragments(tensor.fragments, found if kept else None)
-    if not kept:
-        found = tensor._placement = _Placement(tensor)
-    return found  # type: ignore[no-any-return]
-
-
-def check_fragments(fragments: Any, kept: "_Placement | None") -> None:
-    """:func:`~dlmg.fragment.verify_fragments` (no strides), unless ``kept``, the placement found
-    for ``fragments``, tells that all fit (:func:`~dlmg.fragment.shapes_fit`)."""
-    if kept is None or kept.foreign or kept.rank != process_rank() or not shapes_fit(kept.arrays, kept.shapes):
-        verify_fragments(fragments, strides=False)  # raises, naming the fragment and the field
-
-
-def local_groups(placed: _Placement) -> tuple[tuple[Any, Any, tuple[int, ...]], ...]:
-    """The local fragments of a placement by (framework, device): ``(adapter,
-    device, fragment indices)`` in the order of their first fragment, kept on the
-    placement (what batched work, compiled or list operations, runs one call of)."""
-    groups = placed.by_device
-    if groups is None:
-        found: dict[tuple[str, Any], tuple[Any, Any, list[int]]] = {}
-        for i in placed.indices:
-            ex = placed.executors[i]
-            found.setdefault((ex.framework, ex.device), (ex.adapter, ex.device, []))[2].append(i)  # type: ignore[union-attr]
-        groups = placed.by_device = tuple((adapter, device, tuple(ix)) for adapter, device, ix in found.values())
-    return groups
-
-
-def _inherit(result: "DistributedTensor", lead: _Placement, same_frameworks: bool = False) -> None:
-    """Give a result built fragment by fragment from ``lead``'s executors its placement
-    (``same_frameworks``: the caller knows every fragment is of the lead's framework)."""
-    frags = result.fragments
-    if same_frameworks or (len(frags) == len(lead.fragments) and all(
-        f.framework == fw for f, fw in zip(frags, lead.frameworks)
-    )):
-        placed = _Placement.__new__(_Placement)
-        placed.fragments, placed.indices = frags, lead.indices
-        placed.executors, placed.frameworks, placed.groups = lead.executors, lead.frameworks, lead.groups
-        placed.by_device, placed.lists, placed.batched = lead.by_device, lead.lists, lead.batched
-        placed.mutable = lead.mutable
-        placed.dense = True  # results are arrays
-        me, placed.foreign = lead.rank, False  # (results exist for the lead's local fragments only)
-        placed.rank = me
-        local = lead.indices if lead.dense else [f.index for f in frags if f._array is not None and f.rank == me]
-        placed.arrays = [frags[i]._array for i in local]  # (dense: the lead's shapes, same layout)
-        placed.shapes = lead.shapes if lead.dense else [frags[i].layout.shape for i in local]
-        result._placement = placed
-
-
 def _run(
     fn: Callable[..., Any],
     ops: _Operands,
@@ -306,20 +232,20 @@ def _run(
     ``new_arrays``, only a result that is an operand itself). With
     ``in_place``, a failure says which fragments ``fn`` had already written."""
     lead_frags = ops.lead.fragments
-    placed = placement(ops.lead, check=False)  # (checked by collect)
+    placed = ops.placed
     executors = placed.executors
     args, tensors, zero_d = ops.args, ops.tensors, ops.zero_d
     # Fragments of the other operands whose framework differs from the lead's.
     lead_fw = placed.frameworks
     foreign = [
         (position, frags)
-        for (position, frags), other in zip(tensors[1:], ops.others)
-        if placement(other, check=False).frameworks != lead_fw
+        for (position, frags), other in zip(tensors[1:], ops.placements)
+        if other.frameworks != lead_fw
         and any(frags[i].framework != lead_fw[i] for i in indices)
     ]
     results: list[Any] = [None] * nfragments
     positions = [position for position, _ in tensors]
-    dense = placed.dense and all(placement(other, check=False).dense for other in ops.others)
+    dense = placed.dense and all(other.dense for other in ops.placements)
     active: Executor | None = None  # the executor whose device context is entered
     manager: Any = None
     try:
@@ -481,7 +407,7 @@ def map_fragments(
     ops = collected if collected is not None else collect(operands, name, check=check, pending=pending,
                                                            reflected=True)
     layout = out_layout if out_layout is not None else ops.lead.layout.dense
-    placed = placement(ops.lead, check=False)  # (checked by collect)
+    placed = ops.placed
     if indices is None:
         indices = placed.indices
     if out is not None:

@@ -33,9 +33,7 @@ from ..errors import DtypeError, FrameworkError
 from ..registry import adapter_for
 from ._dtypes import INEXACT, INT, NUMERIC, REAL, check_inplace, kind_of, narrow_for, require
 from ._writes import check_writable
-from .dispatch import (
-    SCALAR_TYPES, _ZeroD, classify_operand, collect, is_distributed, local_groups, map_fragments, placement,
-)
+from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, collect, is_distributed, local_groups, map_fragments
 from ._lists import LIST_NAMES, on_lists
 from ._pending import check_pending
 from .broadcast import align, result_shape as broadcast_shapes
@@ -314,7 +312,7 @@ def _keeps_dtype(symbol: str, dtype: str, other: Any) -> bool:
     if symbol == "/" and kind not in "fc":
         return False
     if is_distributed(other):
-        return other.dtype == dtype
+        return str.__eq__(other.dtype, dtype)  # (both dlmg names: no other spelling to allow for)
     if isinstance(other, bool) or not isinstance(other, (int, float, complex)):
         return False
     if isinstance(other, int):
@@ -322,12 +320,12 @@ def _keeps_dtype(symbol: str, dtype: str, other: Any) -> bool:
     return kind in ("fc" if isinstance(other, float) else "c")
 
 
-def _reusable(tensor: "DistributedTensor") -> bool:
+def _reusable(tensor: "DistributedTensor", placed: Any) -> bool:
     """Whether ``tensor``'s fragments are fresh operator results nobody else
-    sees (and no autograd graph records)."""
+    sees (and no autograd graph records); ``placed``: its placement, as the
+    operator asking collected it, checking its fragments."""
     if not tensor._fresh or tensor.ndim == 0:
         return False
-    placed = placement(tensor, check=False)  # (the operator asking collected it, checking its fragments)
     if not placed.mutable:  # JAX: a new array either way, and replacing costs more
         return False
     frags = tensor.fragments
@@ -381,24 +379,25 @@ def _binary_method(
         if (
             refs == _TEMPORARY_REFS
             and reuse is not None
-            and _reusable(self)
+            and _reusable(self, ops.placed)
             and _keeps_dtype(symbol, self.dtype, other)
         ):
             # ``self`` is a temporary (``a * b`` in ``a * b + c``): write into its
             # memory instead of allocating, as NumPy does for its own temporaries.
-            if list_name is None or on_lists(list_name, self, other, True, label, checked=True) is None:
+            # (_reusable has just asked whether its arrays record gradients.)
+            if list_name is None or on_lists(list_name, ops, True, label, lead_untracked=True) is None:
                 map_fragments(reuse, (self, other), name=label, in_place=True, pending=True, collected=ops)
             ELIDED[0] += 1
             return self
         out: Any = None
-        if isinstance(other, SCALAR_TYPES) or (is_distributed(other) and self.layout.same_distribution(other.layout)):
+        if not ops.zero_d:  # a Python scalar or a tensor of self's distribution (collect checked it)
             if batches_operators(self) and not (symbol == "**" and isinstance(other, SCALAR_TYPES)):
                 # (a scalar exponent stays eager: JAX takes a concrete integer one to
                 # lax.integer_pow, refusing negative ones, and a traced one to the
                 # general power)
                 out = batched(self, other)  # one compiled call per device (JAX): a new tensor
             elif list_name is not None:
-                out = on_lists(list_name, self, other, False, label, checked=True)  # torch: one kernel per device
+                out = on_lists(list_name, ops, False, label)  # torch, NumPy: one call per device
         if out is None:
             out = map_fragments(per_fragment, (self, other), name=label, new_arrays=True, collected=ops)
         if reuse is not None and out is not None:
