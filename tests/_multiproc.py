@@ -102,7 +102,9 @@ def launch(engine: str, nprocs: int, scenarios: list[str], *, timeout: float = 2
     logs = [open(out / f"log{r}.txt", "w+") for r in range(nprocs)]
     try:
         env["DLMG_TEST_JAX_PORT"] = str(free_port())  # the JAX engine's multi-controller runtime
-        procs = start_local_processes([str(WORKER), *args], nprocs, engine, env=env, cwd=ROOT,
+        # the "jax" engine's processes start as torchrun's do: the worker joins JAX's runtime itself
+        starter = "mpi" if engine == "mpi" else "torch"
+        procs = start_local_processes([str(WORKER), *args], nprocs, starter, env=env, cwd=ROOT,
                                       output=logs, new_session=True)
         codes = []
         for p in procs:
