@@ -23,7 +23,7 @@ from __future__ import annotations
 import operator
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._element import read_element
 from .._hooks import Hook
@@ -33,14 +33,12 @@ from ..errors import DtypeError, FrameworkError
 from ..registry import adapter_for
 from ._dtypes import INEXACT, INT, NUMERIC, REAL, check_inplace, kind_of, narrow_for, require
 from ._writes import check_writable
+from ..tensor import DistributedTensor
 from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, collect, is_distributed, local_groups, map_fragments
 from ._lists import LIST_NAMES, on_lists
 from ._pending import check_pending
 from .broadcast import align, result_shape as broadcast_shapes
 from .fused import FusedFunction, batches_operators
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..tensor import DistributedTensor
 
 # the array API's elementwise functions (and NumPy's aliases) are added below
 __all__ = ["astype", "OPERATORS"]
@@ -300,6 +298,8 @@ def _temporary_refcount() -> int | None:
 
 
 _TEMPORARY_REFS = _temporary_refcount()
+#: The operands a binary operator takes as they are (a Python scalar, a distributed tensor).
+_COMMON = (*SCALAR_TYPES, DistributedTensor)
 #: How many operator results had their memory reused for the next operation
 #: (a diagnostic, read by the tests).
 ELIDED = [0]
@@ -328,8 +328,11 @@ def _reusable(tensor: "DistributedTensor", placed: Any) -> bool:
         return False
     if not placed.mutable:  # JAX: a new array either way, and replacing costs more
         return False
+    groups = local_groups(placed)
+    if len(groups) == 1:  # one framework and device: the placement's list of the arrays
+        return not groups[0][0].tracks_any_gradients(placed.arrays)
     frags = tensor.fragments
-    for adapter, _, indices in local_groups(placed):  # one call per framework and device
+    for adapter, _, indices in groups:  # one call per framework and device
         if adapter.tracks_any_gradients([frags[i]._array for i in indices]):
             return False
     return True
@@ -362,7 +365,7 @@ def _binary_method(
 
     def method(self: "DistributedTensor", other: Any) -> Any:
         refs = sys.getrefcount(self) if reuse is not None else 0  # first: nothing else may hold self yet
-        if not (isinstance(other, SCALAR_TYPES) or is_distributed(other)):
+        if not isinstance(other, _COMMON):
             try:
                 other = classify_operand(other)
             except TypeError:
