@@ -21,7 +21,7 @@ from ..fragment import slot_dlpack_device
 from ..plans.plan import RedistributionPlan, one_copy
 from ..registry import DEFAULT_FRAMEWORK, adapter_for, get_adapter, viewing_frameworks
 from ..tensor import Fragment, process_rank
-from .copies import Buffer, copy_framework, synchronize
+from .copies import GIVEN_VIEWS_MAX_BYTES, Buffer, copy_framework, synchronize
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..adapters import Adapter
@@ -270,7 +270,7 @@ def check_out(dt: "DistributedTensor", out: Any, framework: str | None, device: 
     strides = a.strides_of(out)
     if any(s == 0 and n > 1 for s, n in zip(strides, shape)):
         raise ValueError(f"gather: out has zero strides {strides} (a broadcast view); elements would overlap")
-    return Buffer(out, a, dev)
+    return Buffer(out, a, dev, given=dt.size * dt.itemsize <= GIVEN_VIEWS_MAX_BYTES)
 
 
 def _same_slot(a: Device, b: Device) -> bool:
