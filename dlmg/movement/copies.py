@@ -151,7 +151,7 @@ def _pairs(
     dtype: str,
     imported: dict[tuple[int, str], Any],
     views: dict[tuple[Any, str], Any] | None,
-) -> tuple[list[Any], Sequence[Any]]:
+) -> tuple[Sequence[Any], Sequence[Any]]:
     """The destination views and source pieces of ``copies``, in the copy framework
     ``dst.adapter`` (see :func:`run_copies`)."""
     b = dst.adapter
@@ -297,7 +297,7 @@ def _run_on_devices(
         key = (dst.adapter.name, dst.device)
         batch = batches.get(key)
         if batch is None:
-            batches[key] = (dst.adapter, targets, list(pieces))  # (pieces may be the remembered tuple)
+            batches[key] = (dst.adapter, list(targets), list(pieces))  # (either may be a remembered tuple)
         else:
             batch[1].extend(targets)
             batch[2].extend(pieces)
