@@ -5,6 +5,7 @@ shape, a view of it or memory it has left; large given arrays are not kept."""
 from __future__ import annotations
 
 import gc
+import pickle
 import weakref
 
 import numpy as np
@@ -107,3 +108,22 @@ def test_torch_out_set_onto_other_memory_is_written_there():
     dt.gather(out=out)
     np.testing.assert_array_equal(out.numpy(), expected)
     np.testing.assert_array_equal(old.numpy(), np.arange(256, dtype=np.float32).reshape(16, 16))
+
+
+def test_a_plans_copies_into_a_destination_hash_and_compare_as_the_plain_tuple():
+    src = dlmg.Layout((16, 16), block=(4, 8), grid=(4, 2), devices=["cpu"] * 8)
+    dst = dlmg.Layout((16, 16), block=(8, 4), grid=(2, 4), devices=["cpu"] * 8)
+    plan = dlmg.plan_redistribution(src, dst)
+    for index in range(8):
+        copies = plan.copies_into(index)
+        plain = tuple(copies)
+        assert copies and copies == plain and hash(copies) == hash(plain) == hash(copies)
+        assert {plain: index}[copies] == index
+
+
+def test_a_plans_copies_pickle_without_their_kept_hash():
+    layout = dlmg.Layout((16, 16), block=(4, 8), grid=(4, 2), devices=["cpu"] * 8)
+    copies = dlmg.plan_redistribution(layout, dlmg.Layout((16, 16), devices=["cpu"])).copies_into(0)
+    hash(copies)
+    again = pickle.loads(pickle.dumps(copies))
+    assert type(again) is type(copies) and again == copies and not hasattr(again, "_hash")

@@ -74,6 +74,27 @@ class Copy:
         return math.prod(self.shape)
 
 
+class CopiesInto(tuple):  # type: ignore[type-arg]
+    """A plan's copies into one destination (see
+    :meth:`RedistributionPlan.copies_into`): a tuple that keeps its hash once
+    worked out. The copy engine looks its caches up by this tuple on every
+    call, and a plain tuple hashes each of its copies anew: 512 copies, 512
+    Python calls, about 50 us a gather on a 2-core CPU machine."""
+
+    _hash: int
+
+    def __hash__(self) -> int:
+        try:
+            return self._hash
+        except AttributeError:
+            self._hash = found = tuple.__hash__(self)
+            return found
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled without the kept hash (another process hashes its strings apart)."""
+        return (CopiesInto, (tuple(self),))
+
+
 @dataclass
 class RedistributionPlan:
     """An inspectable plan for moving a tensor between two sets of fragments.
@@ -110,7 +131,7 @@ class RedistributionPlan:
         groups: dict[int, list[Copy]] = defaultdict(list)
         for c in self.copies:
             groups[c.dst].append(c)
-        self._by_dst = {k: tuple(v) for k, v in groups.items()}
+        self._by_dst = {k: CopiesInto(v) for k, v in groups.items()}
 
     # -- queries -------------------------------------------------------------
     def copies_into(self, dst: int) -> tuple[Copy, ...]:
