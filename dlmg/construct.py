@@ -164,7 +164,7 @@ def from_fragments(
     want: str | None = None if dtype is None else canonical(dtype)
     # the usual call: a list or tuple with an array for every fragment, all of this process
     if type(arrays) in (list, tuple) and 0 < len(arrays) == layout.ranks.count(me) == len(layout.devices):
-        alike = _wrap_alike(arrays, layout, me, want)  # type: ignore[arg-type]
+        alike = _wrap_alike(arrays, layout, want)  # type: ignore[arg-type]
         if alike is not None:
             return alike
     rank_of = _ranks(layout)
@@ -241,7 +241,7 @@ def from_fragments(
     return DistributedTensor._create(layout, frags, want)
 
 
-def _wrap_alike(arrays: Sequence[Any], layout: "Layout", me: int, want: str | None) -> DistributedTensor | None:
+def _wrap_alike(arrays: Sequence[Any], layout: "Layout", want: str | None) -> DistributedTensor | None:
     """:func:`from_fragments` of one array per fragment, all of this process, in a
     dense layout: the checks of the fragment-by-fragment loop, made once for what
     the arrays share (one type, so one adapter; one dtype object, so one dtype and
@@ -279,7 +279,7 @@ def _wrap_alike(arrays: Sequence[Any], layout: "Layout", me: int, want: str | No
                 return None
         # where the arrays' own __dlpack__ is the whole export (NumPy, for the dtypes it
         # exports), the fragments keep it from the start: asked once per dtype here
-        frags = Fragment.of_alike(layout.fragments, arrays, adapter, me, dl_devices, exports_itself(adapter, raw))
+        frags = Fragment.of_alike(layout.fragments, arrays, adapter, dl_devices, exports_itself(adapter, raw))
     except (AttributeError, DeviceError):  # the fragment-by-fragment loop names the fragment
         return None
     return None if frags is None else DistributedTensor._create(layout, frags, got)

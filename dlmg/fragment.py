@@ -184,7 +184,6 @@ class Fragment:
         layouts: "Sequence[FragmentLayout]",
         arrays: "Sequence[Any]",
         adapter: "Adapter",
-        rank: int,
         dl_devices: "Sequence[tuple[int, int] | None] | tuple[int, int] | None",
         own_export: bool,
     ) -> "list[Fragment] | None":
@@ -194,14 +193,15 @@ class Fragment:
 
         ``None`` where an array's type or dtype object is not the first array's, or
         its shape not its layout's: the caller then looks at each array itself.
-        ``rank``: this process's; ``dl_devices``: what the fragments'
+        ``dl_devices``: what the fragments'
         :meth:`__dlpack_device__` reports, one pair for all or a list of one per
         array (``None``: ask the array); ``own_export``: whether the arrays' own
         ``__dlpack__`` is the whole export.
 
         One Python call for the list, checks and all: a call per fragment was 40%
         of making a fragment (8 fragments: 4.4 against 2.6 us on a 2-core CPU
-        machine), and wrapping makes one per array.
+        machine), and wrapping makes one per array. So the fields :meth:`of_result`
+        sets are set here in the loop.
         """
         first = arrays[0]
         kind, raw = type(first), first.dtype
@@ -218,7 +218,7 @@ class Fragment:
             self.index = layout.index
             self.layout = layout
             self.framework = framework
-            self.rank = rank
+            self.rank = layout.rank
             self._array = array
             self._memory = None
             self._adapter = adapter
@@ -226,8 +226,8 @@ class Fragment:
             self._export = array.__dlpack__ if own_export else None
             self._strides = None
             keep(self)
-        if isinstance(dl_devices, list):
-            for self, dl_device in zip(out, dl_devices):
+        if each:
+            for self, dl_device in zip(out, dl_devices):  # type: ignore[arg-type]
                 self._dl_device = dl_device
         return out
 

@@ -49,7 +49,7 @@ def test_a_list_wraps_as_the_fragment_by_fragment_path_does(shape, grid0, host_d
     as_list = dlmg.from_fragments(arrays, layout)
     as_mapping = dlmg.from_fragments(dict(enumerate(arrays)), layout)  # the fragment-by-fragment path
     assert _facts(as_list) == _facts(as_mapping)
-    assert _wrap_alike(arrays, layout, 0, None) is not None  # the list was checked as a whole
+    assert _wrap_alike(arrays, layout, None) is not None  # the list was checked as a whole
     assert as_list.dtype == as_mapping.dtype == "float32"
     for frag, array in zip(as_list.fragments, arrays):
         assert frag.array is array
