@@ -257,11 +257,6 @@ def test_module_state_is_each_named_with_its_reason():
             assert " us" in before, f"{entry}: a cache's comment gives the figure that justifies it"
 
 
-def test_no_module_over_600_lines():
-    long = {name: n for name, path in MODULES.items() if (n := len(path.read_text().splitlines())) > 600}
-    assert not long, long
-
-
 def test_no_identity_keyed_tables_in_movement():
     """Tables that movement keeps across calls are keyed on values (copies, layouts),
     never on ``id()``: an id is reused once its object is gone."""
