@@ -13,11 +13,11 @@
 from __future__ import annotations
 
 from .api import dot, einsum, einsum_plan, inner, matmul, outer, tensordot, vecdot
-from .pending import resolve
+from .pending import resolve, settled
 from .plan import EinsumPlan
 
 __all__ = ["einsum", "einsum_plan", "EinsumPlan", "matmul", "tensordot", "vecdot", "dot", "inner", "outer",
-           "resolve"]
+           "resolve", "settled"]
 
 from ...tensor import resolve_pending
 

@@ -33,7 +33,7 @@ from .phases import resolve_phases, resolved_layout, stacked_layout, stacked_tar
 if TYPE_CHECKING:  # pragma: no cover
     from ...tensor import DistributedTensor
 
-__all__ = ["resolve", "relabel", "refuse_pending", "reduce_pending"]
+__all__ = ["resolve", "settled", "relabel", "refuse_pending", "reduce_pending"]
 
 
 def relabel(x: "DistributedTensor", layout: Layout) -> "DistributedTensor":
@@ -109,6 +109,18 @@ def resolve(x: "DistributedTensor", target: Layout | None = None, framework: str
     for phase in phases[1:]:
         out = out.redistribute(phase, framework=framework)
     return out
+
+
+def settled(x: Any) -> Any:
+    """``x`` itself, or its value when it is a tensor holding a pending reduction.
+
+    The one call every operation that is not linear in its operand makes on entry, so
+    that a pending tensor's addends are never read as its value.
+    """
+    layout = getattr(x, "layout", None)
+    if layout is None or getattr(layout, "partial", None) is None:
+        return x
+    return resolve(x)
 
 
 def refuse_pending(name: str, x: "DistributedTensor") -> None:
