@@ -11,6 +11,7 @@ __all__ = [
     "DlmgError",
     "LayoutError",
     "LayoutMismatchError",
+    "AxisError",
     "DLPackError",
     "CopyRequiredError",
     "DtypeError",
@@ -44,6 +45,12 @@ class LayoutMismatchError(DlmgError, ValueError):
 
     The message names both layouts and points to ``redistribute``.
     """
+
+
+class AxisError(DlmgError, ValueError, IndexError):
+    """An ``axis`` (``axes``) argument out of range for the tensor's number of modes, or
+    naming one mode twice. Also a ``ValueError`` and an ``IndexError``, as NumPy's
+    ``AxisError`` is."""
 
 
 class DLPackError(DlmgError, BufferError):

@@ -23,6 +23,8 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
+from .._shapes import normalize_axes
+from ..errors import AxisError
 from ..ops import contract as _contract
 from ..ops import shape as _shape
 from ._gathered import collected
@@ -59,16 +61,14 @@ def matmul(x1: Any, x2: Any, /) -> Any:
 
 def tensordot(x1: Any, x2: Any, /, *, axes: int | tuple[Sequence[int], Sequence[int]] = 2) -> Any:
     """The sum of products over ``axes`` (:func:`dlmg.tensordot`); the contracted extents must be equal."""
-    if isinstance(axes, tuple) or isinstance(axes, list):
+    if isinstance(axes, (tuple, list)):
         if len(axes) != 2:
             raise ValueError(f"tensordot: axes must be an int or two sequences of modes, got {axes!r}")
-        pairs = list(zip(axes[0], axes[1]))
-        if len(axes[0]) != len(axes[1]):
-            raise ValueError(f"tensordot: axes {axes!r} name {len(axes[0])} and {len(axes[1])} modes")
-        for a, b in pairs:
-            a, b = operator.index(a), operator.index(b)
-            if not (-x1.ndim <= a < x1.ndim and -x2.ndim <= b < x2.ndim):
-                raise ValueError(f"tensordot: axes {axes!r} out of range for shapes {x1.shape} and {x2.shape}")
+        a1 = normalize_axes(axes[0], x1.ndim, "tensordot (the first operand's axes)")
+        a2 = normalize_axes(axes[1], x2.ndim, "tensordot (the second operand's axes)")
+        if len(a1) != len(a2):
+            raise ValueError(f"tensordot: axes {axes!r} name {len(a1)} and {len(a2)} modes")
+        for a, b in zip(a1, a2):
             if x1.shape[a] != x2.shape[b]:
                 raise ValueError(f"tensordot: mode {a} of {x1.shape} and mode {b} of {x2.shape} differ in extent")
     else:
@@ -86,7 +86,7 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     if axis >= 0:  # a mode of the broadcast shape, counted from the front
         axis -= max(x1.ndim, x2.ndim)
     if not -min(x1.ndim, x2.ndim) <= axis <= -1:
-        raise ValueError(f"vecdot: axis {axis} is out of range for shapes {x1.shape} and {x2.shape}")
+        raise AxisError(f"vecdot: axis {axis} is out of range for shapes {x1.shape} and {x2.shape}")
     if x1.shape[axis] != x2.shape[axis]:
         raise ValueError(f"vecdot: extents along axis {axis} differ: {x1.shape} and {x2.shape}")
     x1, x2 = _to_last(x1, axis), _to_last(x2, axis)

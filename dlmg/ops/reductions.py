@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from .._shapes import normalize_axes
 from ..dtypes import canonical
 from ..errors import DtypeError, FragmentError
 from ..fragment import verify_fragments
@@ -40,6 +41,7 @@ from ..layout import Layout
 from ..distributed._state import current
 from .reduce_across import reduce as across
 from ..registry import DEFAULT_FRAMEWORK, get_adapter
+from .._shapes import normalize_axes
 from ..dtypes import canonical
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -81,20 +83,7 @@ class _Plan:
 def _normalize_axes(axis: Any, ndim: int, name: str) -> tuple[int, ...] | None:
     if axis is None:
         return None
-    if isinstance(axis, bool):
-        raise TypeError(f"{name}: axis must be an int or a tuple of ints, got {axis!r}")
-    raw = (axis,) if isinstance(axis, int) else tuple(axis)
-    out = []
-    for a in raw:
-        if isinstance(a, bool) or not isinstance(a, int):
-            raise TypeError(f"{name}: axis entries must be ints, got {a!r}")
-        if not -ndim <= a < ndim:
-            raise ValueError(f"{name}: axis {a} is out of bounds for a tensor of {ndim} modes")
-        a %= ndim
-        if a in out:
-            raise ValueError(f"{name}: axis {a} is repeated in {axis!r}")
-        out.append(a)
-    return tuple(sorted(out))
+    return normalize_axes(axis, ndim, name, sort=True)
 
 
 @lru_cache(maxsize=256)

@@ -19,6 +19,7 @@ import numpy as np
 
 from ...distributed._state import current
 from ...distributed.agree import describe, prepare
+from ..._shapes import normalize_axes, normalize_axis
 from ...errors import DtypeError
 from ...layout import Layout
 from .._batch import batch_key
@@ -202,11 +203,10 @@ def tensordot(x1: "DistributedTensor", x2: "DistributedTensor", /, *, axes: int 
             raise ValueError(f"dlmg.tensordot: axes = {n} is out of range for shapes {x1.shape} and {x2.shape}")
         a1, a2 = list(range(x1.ndim - n, x1.ndim)), list(range(n))
     else:
-        try:
-            a1 = [operator.index(a) % x1.ndim for a in axes[0]]
-            a2 = [operator.index(a) % x2.ndim for a in axes[1]]
-        except (TypeError, IndexError, ZeroDivisionError) as exc:
-            raise ValueError(f"dlmg.tensordot: axes must be an int or two sequences of modes, got {axes!r}") from exc
+        if isinstance(axes, (str, bytes)) or not hasattr(axes, "__len__") or len(axes) != 2:
+            raise ValueError(f"dlmg.tensordot: axes must be an int or two sequences of modes, got {axes!r}")
+        a1 = list(normalize_axes(axes[0], x1.ndim, "dlmg.tensordot (the first operand's axes)"))
+        a2 = list(normalize_axes(axes[1], x2.ndim, "dlmg.tensordot (the second operand's axes)"))
         if len(a1) != len(a2):
             raise ValueError(f"dlmg.tensordot: axes {axes!r} name {len(a1)} and {len(a2)} modes")
     letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
@@ -221,6 +221,8 @@ def tensordot(x1: "DistributedTensor", x2: "DistributedTensor", /, *, axes: int 
 def vecdot(x1: "DistributedTensor", x2: "DistributedTensor", /, *, axis: int = -1) -> "DistributedTensor":
     """``sum(conj(x1) * x2, axis)`` with broadcast batch modes (the array API's ``vecdot``)."""
     _check("dlmg.vecdot", (x1, x2))
+    normalize_axis(axis, x1.ndim, "dlmg.vecdot (first operand)")
+    normalize_axis(axis, x2.ndim, "dlmg.vecdot (second operand)")
     if x1.shape[axis] != x2.shape[axis]:
         raise ValueError(f"dlmg.vecdot: extents along axis {axis} differ: {x1.shape} and {x2.shape}")
     if axis % x1.ndim != x1.ndim - 1 or axis % x2.ndim != x2.ndim - 1:
