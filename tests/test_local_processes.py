@@ -19,12 +19,23 @@ def test_torch_engine_gives_each_process_torchruns_environment():
     assert len({line[2] for line in lines}) == 1  # one rendezvous port for all
 
 
-def test_mpi_engine_is_one_mpiexec():
+def test_mpi_engine_is_one_mpiexec(tmp_path):
+    """One mpiexec starts both ranks: each writes its own file (their shared output could
+    interleave mid-line), named by its rank in one MPI world of size 2."""
     if find_mpiexec() is None:
         pytest.skip("needs an MPI (pip install mpich)")
-    procs = start_local_processes(["-c", "print('hello')"], 2, "mpi", env=dict(os.environ))
+    script = (
+        "import pathlib, sys\n"
+        "from mpi4py import MPI\n"
+        "world = MPI.COMM_WORLD\n"
+        "pathlib.Path(sys.argv[1], f'rank-{world.Get_rank()}').write_text(f'hello {world.Get_size()}')\n"
+    )
+    procs = start_local_processes(["-c", script, str(tmp_path)], 2, "mpi", env=dict(os.environ))
     assert len(procs) == 1
-    assert procs[0].communicate(timeout=120)[0].split() == ["hello", "hello"]
+    procs[0].communicate(timeout=120)
+    assert procs[0].returncode == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rank-0", "rank-1"]
+    assert {p.read_text() for p in tmp_path.iterdir()} == {"hello 2"}
 
 
 def test_bad_arguments_are_refused_before_anything_starts(tmp_path):
