@@ -106,3 +106,13 @@ def test_normalize_axes_refuses_repeats_and_keeps_order(ndim, axes):
     else:
         assert normalize_axes(axes, ndim, "f") == tuple(modes)
         assert normalize_axes(axes, ndim, "f", sort=True) == tuple(sorted(modes))
+
+
+def test_plan_redistribution_names_a_tensor_given_for_a_layout(pair):
+    _, _, a, _ = pair
+    with pytest.raises(TypeError, match="src_layout must be a dlmg.Layout, got DistributedTensor.*x.layout"):
+        dlmg.plan_redistribution(a, a.layout)
+    with pytest.raises(TypeError, match="dst_layout must be a dlmg.Layout, got DistributedTensor"):
+        dlmg.plan_redistribution(a.layout, a)
+    with pytest.raises(TypeError, match="needs a dlmg.Layout, got DistributedTensor"):
+        a.plan_redistribution(a)

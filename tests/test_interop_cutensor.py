@@ -307,3 +307,10 @@ def test_cutensormg_accepts_the_descriptor():
             lib.cutensorMgDestroyTensorDescriptor(desc)
     finally:
         lib.cutensorMgDestroy(handle)
+
+
+@pytest.mark.parametrize("rank", [2**31, 2**40])
+def test_cutensormp_rank_beyond_int32_is_a_layout_error(rank):
+    lay = Layout.slab((8, 4), 0, ["cpu"] * 2)
+    with pytest.raises(LayoutError, match=r"ranks\[1\] = \d+ does not fit the descriptor's int32"):
+        cutensormp(lay, ranks=[0, rank])

@@ -137,16 +137,25 @@ def _strides(layout: Layout, what: str) -> tuple[tuple[int, ...], tuple[int, ...
     return es, tuple(b * s for b, s in zip(layout.block, es))
 
 
-def _int64(values: Sequence[int]) -> Any:
+def _int64(values: Sequence[int], name: str) -> Any:
+    return _fixed_width(values, name, "int64")
+
+
+def _int32(values: Sequence[int], name: str) -> Any:
+    return _fixed_width(values, name, "int32")
+
+
+def _fixed_width(values: Sequence[int], name: str, dtype: str) -> Any:
+    """``values`` as a NumPy array of ``dtype``; a value the type cannot hold is a
+    :class:`LayoutError` naming the field, not NumPy's ``OverflowError``."""
     import numpy as np
 
-    return np.asarray(values, dtype=np.int64).reshape(len(values))
-
-
-def _int32(values: Sequence[int]) -> Any:
-    import numpy as np
-
-    return np.asarray(values, dtype=np.int32).reshape(len(values))
+    limits = np.iinfo(dtype)
+    for i, v in enumerate(values):
+        if not limits.min <= int(v) <= limits.max:
+            raise LayoutError(f"{name}[{i}] = {int(v)} does not fit the descriptor's {dtype} "
+                              f"(range {limits.min}..{limits.max})")
+    return np.asarray(values, dtype=dtype).reshape(len(values))
 
 
 def _check_extents(layout: Layout, what: str) -> None:
@@ -176,10 +185,10 @@ def _mode_args(layout: Layout, what: str) -> dict[str, Any]:
     es, bs = _strides(layout, what)
     return {
         "num_modes": layout.ndim,
-        "extent": _int64(layout.shape),
-        "element_stride": _int64(es),
-        "block_size": _int64(layout.block),
-        "block_stride": _int64(bs),
+        "extent": _int64(layout.shape, "extent"),
+        "element_stride": _int64(es, "element_stride"),
+        "block_size": _int64(layout.block, "block_size"),
+        "block_stride": _int64(bs, "block_stride"),
     }
 
 
@@ -223,9 +232,9 @@ def cutensormg(layout: Layout) -> CutensorMgArgs:
     codes = [_device_code(d, i) for i, d in enumerate(layout.devices)]
     return CutensorMgArgs(
         **mode_args,
-        device_count=_int32(layout.grid),
+        device_count=_int32(layout.grid, "device_count"),
         num_devices=layout.nfragments,
-        devices=_int32(codes),
+        devices=_int32(codes, "devices"),
     )
 
 
@@ -382,9 +391,9 @@ def cutensormp(layout: Layout, ranks: Sequence[int] | None = None) -> CutensorMp
         seen[r] = f
     return CutensorMpArgs(
         **mode_args,
-        nranks_per_mode=_int64(layout.grid),
+        nranks_per_mode=_int64(layout.grid, "nranks_per_mode"),
         nranks=layout.nfragments,
-        ranks=_int32(ranks_t),
+        ranks=_int32(ranks_t, "ranks"),
     )
 
 

@@ -125,6 +125,9 @@ def tensor_plan(dt: "DistributedTensor", layout: "Layout", framework: str | None
     :class:`RedistributionPlan` in one process (a :class:`DelegatedPlan` where the
     framework owning every fragment moves it all), the per-process-pair
     :class:`~dlmg.plans.routes.Routes` across processes."""
+    if not isinstance(layout, Layout):
+        raise TypeError(f"plan_redistribution needs a dlmg.Layout, got {type(layout).__name__}"
+                        + (" (pass its .layout)" if isinstance(getattr(layout, "layout", None), Layout) else ""))
     engine = engine_for(dt, "plan_redistribution")
     if engine is not None:
         return across.redistribution_routes(dt.layout, layout, dt.itemsize, engine)

@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import itertools
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from ..dtypes import canonical, info
 from ..errors import LayoutMismatchError
+from ..layout import Layout
 from .endpoints import Endpoint, layout_endpoints
 from .plan import Copy, RedistributionPlan
 from .segments import Segment, decompose
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..layout import Layout
 
 __all__ = ["build_plan", "pair_copies", "plan_redistribution"]
 
@@ -258,6 +256,11 @@ def plan_redistribution(src_layout: "Layout", dst_layout: "Layout", dtype: Any =
     256
     """
 
+    for field, value in (("src_layout", src_layout), ("dst_layout", dst_layout)):
+        if not isinstance(value, Layout):
+            hint = (" (for a tensor x, pass x.layout, or call x.plan_redistribution(layout))"
+                    if isinstance(getattr(value, "layout", None), Layout) else "")
+            raise TypeError(f"plan_redistribution: {field} must be a dlmg.Layout, got {type(value).__name__}{hint}")
     if src_layout.shape != dst_layout.shape:
         raise LayoutMismatchError(
             f"cannot redistribute between shapes {src_layout.shape} and {dst_layout.shape}: "
