@@ -243,3 +243,34 @@ def test_exported_arrays_freed_during_an_exception_keep_the_exception():
     lines, stderr = _freed_during_an_exception()
     assert lines[:3] == ["ZeroDivisionError"] * 3, lines
     assert "Exception ignored" not in stderr, stderr[-2000:]
+
+
+class _FreshReadOnly:
+    """A producer that hands out a new READ_ONLY buffer on every export (the buffers kept, so
+    a write into any of them shows)."""
+
+    def __init__(self):
+        self.buffers = []
+
+    def __dlpack__(self, **kwargs):
+        buf = bytearray(np.arange(4.0, dtype=np.float32).tobytes())
+        self.buffers.append(buf)
+        return DLPackExporter(buf, shape=(4,), dtype="float32", device="cpu", readonly=True).__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+@pytest.mark.parametrize("target", ["numpy", "torch"])
+def test_read_only_stays_when_every_export_is_a_new_buffer(target):
+    """Read-only-ness passes on by what the capsule says, not by comparing addresses: a
+    producer whose every export is a new buffer cannot prove that the import copied."""
+    if target == "torch":
+        pytest.importorskip("torch")
+    producer = _FreshReadOnly()
+    dt = dlmg.from_fragments([producer], dlmg.Layout.slab((4,), 0, ["cpu:0"])).to(target)
+    assert all(f.readonly for f in dt.fragments)
+    with pytest.raises(ReadOnlyError):
+        dt += 1
+    for buf in producer.buffers:
+        np.testing.assert_array_equal(np.frombuffer(buf, dtype=np.float32), np.arange(4.0, dtype=np.float32))

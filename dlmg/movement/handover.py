@@ -3,7 +3,7 @@ framework through DLPack (see :meth:`dlmg.DistributedTensor.to`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..adapters.capabilities import QuickImport
 from ..device import Device
@@ -59,12 +59,23 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
                 new = take_in(src.producer(array), device=device)
             except Exception as exc:
                 raise _hand_over_error(frag, target, copy, exc) from exc
-            readonly = readonly and (not frag.size or target.data_ptr(new) == src.data_ptr(array))
+            readonly = readonly and not _copied(frag, target, new, src, array)
         if device is not last_device:  # the import put it on the fragment's device: host
             # memory in slot cpu:k exports as (1, k); a layout's equal devices are one object
             last_device, dl_device = device, slot_dlpack_device(target, device)
         out.append(Fragment.of_result(frag.layout, new, name, target, readonly, dl_device))  # frag.rank is me
     return DistributedTensor._create(dt.layout, out, dt.dtype)
+
+
+def _copied(frag: Fragment, target: "Adapter", new: Any, src: "Adapter", array: Any) -> bool:
+    """Whether the import ``new`` of ``array`` is known to be a copy, so that read-only-ness
+    need not pass on to it. Known only where the source's memory sits at one address: a
+    producer that hands out a fresh buffer for every export (asked twice, two addresses)
+    proves nothing, and its read-only mark stays."""
+    if not frag.size:
+        return False
+    before = src.data_ptr(array)
+    return target.data_ptr(new) != before and src.data_ptr(array) == before
 
 
 def _hand_over_error(frag: Fragment, target: "Adapter", copy: bool | None, exc: Exception) -> Exception:
@@ -106,7 +117,7 @@ def _handed_over(frag: Fragment, target: "Adapter", copy: bool | None, me: int) 
         # copy=True honoured by the framework's own copy (JAX's from_dlpack ignores it on the host)
         new = target.from_dlpack(new, device=frag.device, copy=True)
     # Memory handed on without a copy stays as read-only as its source was.
-    readonly = readonly and copy is not True and (not frag.size or target.data_ptr(new) == src.data_ptr(base))
+    readonly = readonly and copy is not True and not _copied(frag, target, new, src, base)
     if padded:
         return Fragment.of_memory(frag.layout, new, name, rank=me, readonly=readonly)
     return Fragment.of_array(frag.layout, new, name, rank=me, readonly=readonly, adapter=target,
