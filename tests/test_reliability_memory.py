@@ -274,3 +274,26 @@ def test_read_only_stays_when_every_export_is_a_new_buffer(target):
         dt += 1
     for buf in producer.buffers:
         np.testing.assert_array_equal(np.frombuffer(buf, dtype=np.float32), np.arange(4.0, dtype=np.float32))
+
+
+@pytest.mark.parametrize("runner, compile", [("fuse", False), ("fuse", True), ("map_fragments", False)])
+def test_a_function_writing_in_place_never_changes_read_only_memory(runner, compile):
+    """A torch view of JAX memory is writable as far as torch knows: user functions get a
+    copy of it, so an in-place write in them leaves the JAX array as it was."""
+    pytest.importorskip("torch")
+    pytest.importorskip("jax")
+    layout = dlmg.Layout.slab((8,), 0, ["cpu:0", "cpu:1"])
+    j = dlmg.scatter(np.arange(8.0, dtype=np.float32), layout, framework="jax")
+    t = j.to("torch")
+    assert all(f.readonly for f in t.fragments)
+
+    def double_in_place(a):
+        return a.mul_(2)
+
+    if runner == "fuse":
+        out = dlmg.fuse(double_in_place, compile=compile)(t)
+    else:
+        out = dlmg.map_fragments(double_in_place, t)
+    np.testing.assert_array_equal(out.gather(framework="numpy"), 2 * np.arange(8.0, dtype=np.float32))
+    np.testing.assert_array_equal(j.gather(framework="numpy"), np.arange(8.0, dtype=np.float32))
+    np.testing.assert_array_equal(t.gather(framework="numpy"), np.arange(8.0, dtype=np.float32))

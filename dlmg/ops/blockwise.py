@@ -14,13 +14,37 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import FragmentError
-from .dispatch import check_same_layout, is_distributed
+from .dispatch import check_same_layout, is_distributed, new_tensor
 from .dispatch import map_fragments as _run
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
 
-__all__ = ["map_fragments", "apply"]
+__all__ = ["map_fragments", "apply", "shielded"]
+
+
+def shielded(operands: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``operands`` with every tensor whose memory is read-only, in a framework that cannot
+    refuse writes itself, replaced by a copy of it.
+
+    A torch view of JAX memory (or of a read-only NumPy array, or of a DLPack tensor
+    marked ``READ_ONLY``) is writable as far as torch knows; a function of the user's
+    that writes into its argument in place (``a.mul_(2)``) would change memory that must
+    not change. Such operands reach user functions as copies, as the docs of
+    :func:`map_fragments` and :func:`dlmg.fuse` say; every other operand is passed as it is.
+    """
+    out = list(operands)
+    for k, op in enumerate(operands):
+        if not is_distributed(op):
+            continue
+        exposed = {f.index for f in op.fragments if f.is_local and f.inherits_readonly and f.adapter.mutable
+                   and not f.adapter.is_readonly(f.array)}
+        if not exposed:
+            continue
+        arrays = [(f.adapter.namespace().asarray(f.array, copy=True) if f.index in exposed else f.array)
+                  if f.is_local else None for f in op.fragments]
+        out[k] = new_tensor(arrays, op.layout, op.dtype)
+    return tuple(out)
 
 
 def map_fragments(
@@ -80,6 +104,11 @@ def map_fragments(
     streams, JAX dispatch); call :func:`dlmg.synchronize` or
     ``tensor.synchronize()`` before timing or reading the memory otherwise.
 
+    A fragment whose memory is read-only in a framework that cannot refuse writes (a
+    torch view of JAX memory, of a read-only NumPy array or of a DLPack tensor marked
+    ``READ_ONLY``) reaches ``fn`` as a copy, so that an in-place write in ``fn`` cannot
+    change the source (:func:`shielded`).
+
     Examples
     --------
     >>> y = dlmg.map_fragments(lambda a, b: a * b + 1, x, x)                # doctest: +SKIP
@@ -97,7 +126,7 @@ def map_fragments(
         if lead is None:
             raise TypeError(f"{name} needs at least one distributed tensor operand")
         check_same_layout(name, lead, out)
-    result = _run(per_fragment, operands, name=name, out=out)
+    result = _run(per_fragment, shielded(operands), name=name, out=out)
     assert result is not None
     if out is None:
         _check_shapes(result, name)

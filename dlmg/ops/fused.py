@@ -29,6 +29,7 @@ from ..registry import adapter_for
 from ._captured import UNCOMPARABLE, captured
 from ._executor import executor, fail
 from ._operands import SCALAR_TYPES
+from .blockwise import shielded
 from .dispatch import (
     _fresh,
     _inherit,
@@ -383,6 +384,7 @@ class FusedFunction:
             if lead is None:
                 raise TypeError(f"{self._name} needs at least one distributed tensor operand")
             check_same_layout(self._name, lead, out)
+        operands = shielded(operands)
         if self.compile:
             self._follow_captured()
         lead_at, done, whole, compiled = self._run_batched(operands)
@@ -465,7 +467,9 @@ def fuse(
     kernel is built once per (function, framework, device, shapes and dtypes)
     and reused; the first call of each pays the compilation (``torch.compile``:
     seconds). Where a compiler rejects the function it runs eagerly;
-    :attr:`FusedFunction.compilers` reports what ran.
+    :attr:`FusedFunction.compilers` reports what ran. Fragments whose memory is read-only
+    in a framework that cannot refuse writes (a torch view of JAX memory) reach ``fn``
+    as copies, as in :func:`dlmg.map_fragments`.
 
     Examples
     --------
