@@ -65,3 +65,46 @@ def test_a_rank_that_dies_ends_the_collective_everywhere(engine):
         survivor = result["ranks"][0]
         assert survivor is None or survivor["fault_dies"]["value"].startswith("CollectiveError")
     assert None not in result["returncodes"]  # the launch ended before its own timeout
+
+
+_SURVIVOR = """
+import os, sys
+import numpy as np
+import dlmg, dlmg.distributed as dd
+dd.init("mpi")
+dd.current_engine().timeout = 2.0
+full = np.arange(64.0).reshape(8, 8)
+layout = dd.slab(full.shape, 0)
+t = dlmg.from_fragments({dd.rank(): np.ascontiguousarray(full[layout.owned_indices(dd.rank(), 0)])}, layout)
+if dd.rank() == 1:
+    os._exit(3)
+try:
+    t.redistribute(dd.slab(full.shape, 1))
+except dlmg.CollectiveError:
+    print("raised", flush=True)
+dd.finalize()
+print("finalized", flush=True)
+"""
+
+
+def test_a_survivor_of_a_dead_peer_exits_instead_of_hanging_in_mpi_finalize(tmp_path):
+    """MPICH's mpiexec without its clean-up leaves the survivor alone: after the failed
+    collective, finalize returns and the process ends (through MPI_Abort) instead of
+    waiting in MPI_Finalize for the dead peer."""
+    import subprocess
+    import sys
+
+    from dlmg.testing import find_mpiexec
+
+    mpiexec = find_mpiexec()
+    if mpiexec is None:
+        pytest.skip("needs an MPI (pip install mpich)")
+    version = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=30).stdout
+    if "HYDRA" not in version:
+        pytest.skip("needs MPICH's mpiexec (Hydra), whose -disable-auto-cleanup keeps a survivor running")
+    script = tmp_path / "survivor.py"
+    script.write_text(_SURVIVOR)
+    done = subprocess.run([mpiexec, "-disable-auto-cleanup", "-n", "2", sys.executable, str(script)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["raised", "finalized"], (done.stdout, done.stderr)
+    assert done.returncode != 0  # the job failed, and says so

@@ -13,7 +13,11 @@ pending exchange (MPI matches collectives by order on a communicator). A
 request still pending when its wait runs out is freed, the engine refuses
 further collectives (:attr:`~dlmg.distributed.engine.Engine.broken`), and
 :meth:`MpiEngine.finalize` frees both duplicates, so ``MPI.Finalize`` finds no
-pending reference on the communicators it owns.
+pending reference on the communicators it owns. After a failed collective a peer may
+be dead or still waiting in it, and ``MPI_Finalize`` at exit would wait for it
+forever: finalizing a broken engine waits a bounded time for every peer to finalize
+too (a non-blocking barrier), and where one does not come, the process ends the job
+with ``MPI_Abort`` when it exits (exit status 1), so no survivor hangs.
 
 CUDA memory goes to MPI directly only when the library says it is CUDA-aware
 (the MPI 4.1 info key ``mpi_memory_alloc_kinds`` lists ``cuda``); otherwise
@@ -210,11 +214,35 @@ class MpiEngine(Engine):
     def finalize(self) -> None:
         if self._MPI.Is_finalized():
             return
+        if self.broken is not None and not self._peers_arrive():
+            # A peer is gone or stuck: MPI_Finalize at exit would wait for it forever.
+            # mpi4py then ends the job with MPI_Abort instead (as ``python -m mpi4py``
+            # does after an uncaught exception).
+            abort_at_exit = getattr(self._MPI, "_set_abort_status", None)
+            if abort_at_exit is not None:
+                abort_at_exit(1)
         for comm in (self._data, self._objects):
             try:
                 comm.Free()
             except Exception:  # finalized already, or MPI refuses: nothing left to release
                 pass
+
+
+    def _peers_arrive(self) -> bool:
+        """Whether every peer reaches finalize within :data:`FINALIZE_WAIT` timeouts: a
+        non-blocking barrier on the communicator the engine was given (its own collectives
+        run on duplicates, so no pending exchange can match it)."""
+        request = self.comm.Ibarrier()
+        try:
+            wait_until(request.Test, FINALIZE_WAIT * self.timeout, "finalize", self.rank)
+        except CollectiveError:
+            return False
+        return True
+
+
+#: How many collective timeouts a broken engine's finalize waits for its peers: a late
+#: peer first runs into its own timeout in the collective that failed, then arrives.
+FINALIZE_WAIT = 4
 
 
 def _nothing() -> None:
