@@ -91,7 +91,9 @@ def _slots(layout: "Layout", items: Any, ranks: tuple[int, ...], what: str) -> l
     )
 
 
-def _fits(adapter: "Adapter", have: Device, slot: Device) -> bool:
+def device_fits(adapter: "Adapter", have: Device, slot: Device) -> bool:
+    """Whether an array of ``adapter`` on ``have`` may be the fragment for ``slot``: the same
+    device, or host memory in any host slot where the framework has one host device."""
     if have == slot:
         return True
     return have.is_host and slot.is_host and not adapter.distinct_host_devices
@@ -224,7 +226,7 @@ def from_fragments(
         # checked once per run of fragments with the same device objects and adapter (a
         # layout's equal devices are one object; whether host slots fit depends on the adapter)
         if have is not seen_have or slot is not seen_slot or adapter is not seen_host:
-            if have != slot and not _fits(adapter, have, slot):
+            if have != slot and not device_fits(adapter, have, slot):
                 raise FragmentError(
                     f"fragment {i}: the {adapter.name} array lies on {have}, but the layout puts fragment "
                     f"{i} on {slot}" + (unreachable_hint([slot]) if have.is_host else "")
@@ -298,7 +300,7 @@ def _dlpack_devices(adapter: "Adapter", arrays: Sequence[Any], slots: Sequence[D
             return None
         have = adapter.device_of(array)
         if have is not seen_have or slot is not seen_slot:  # a layout's equal devices are one object
-            if have != slot and not _fits(adapter, have, slot):
+            if have != slot and not device_fits(adapter, have, slot):
                 return None
             seen_have, seen_slot = have, slot
             seen_dl = slot_dlpack_device(adapter, slot) if have.kind == slot.kind else None

@@ -264,3 +264,19 @@ def test_bad_dictionaries(mutate, match):
 def test_not_a_producer():
     with pytest.raises(TypeError, match="__partitioned__"):
         from_partitioned(np.zeros(3))
+
+
+def test_an_unpickled_dictionary_of_jax_arrays_names_the_device_and_moves_with_copy():
+    """JAX unpickles arrays onto its default device whatever the partition's location says:
+    without copy the refusal names both devices and the call that works; with copy=True
+    the data moves to the located devices."""
+    pytest.importorskip("jax")
+    devices = ["cpu:0", "cpu:1", "cpu:2", "cpu:3"]
+    full = np.arange(32.0, dtype=np.float32).reshape(8, 4)
+    x = dlmg.scatter(full, dlmg.Layout.slab((8, 4), 0, devices), framework="jax")
+    revived = pickle.loads(pickle.dumps(x.__partitioned__))
+    with pytest.raises(dlmg.LayoutError, match=r"lies on cpu:0, but its location names cpu:1.*copy=True"):
+        dlmg.from_partitioned(revived)
+    y = dlmg.from_partitioned(revived, copy=True)
+    assert [str(d) for d in y.devices] == devices
+    np.testing.assert_array_equal(y.gather(framework="numpy"), full)

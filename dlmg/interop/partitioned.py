@@ -45,7 +45,7 @@ from ..layout import Layout
 from ._wrap import wrap_fragments
 from ..tensor import process_rank
 from ..registry import adapter_for
-from ..construct import from_fragments
+from ..construct import device_fits, from_fragments
 from ..dtypes import canonical
 from ..construct import scatter
 from ..testing import host_values
@@ -268,7 +268,8 @@ def from_partitioned(obj: Any, *, copy: bool = False) -> "DistributedTensor":
         otherwise. An irregular tiling is refused. ``True``: copy where the
         block-cyclic layout needs it (partitions of one owner joined into one
         fragment; an irregular tiling spread as evenly as the tiling allows,
-        in one process only).
+        in one process only; partition data on another device than its location
+        names moved there).
 
     Returns
     -------
@@ -281,7 +282,8 @@ def from_partitioned(obj: Any, *, copy: bool = False) -> "DistributedTensor":
     LayoutError
         A dictionary that is incomplete or inconsistent (the message names the
         key, the partition and the value), non-SPMD locations, or an
-        irregular tiling without ``copy=True``.
+        irregular tiling without ``copy=True``, or partition data on another
+        device than its location names without ``copy=True``.
     """
     d = _dictionary(obj)
     for key in ("shape", "partition_tiling", "partitions"):
@@ -341,6 +343,7 @@ def from_partitioned(obj: Any, *, copy: bool = False) -> "DistributedTensor":
               for r, (rank, dev) in enumerate(entries)]
         for pos, entries in owners.items()
     }
+    moved = _place(arrays, devices, copy)
     if irregular:
         if not copy:
             raise LayoutError(
@@ -350,7 +353,7 @@ def from_partitioned(obj: Any, *, copy: bool = False) -> "DistributedTensor":
             )
         return _irregular_copy(shape, tiling, spans, arrays, devices, owners)
     block = tuple(max(row[0][1], 1) if row else 1 for row in spans)
-    use_fragments = all("fragments" in p and "base_start" in p for p in parts.values())
+    use_fragments = not moved and all("fragments" in p and "base_start" in p for p in parts.values())
     keys = {
         pos: tuple(
             (rank, str(devices[pos][r]), parts[pos]["fragments"][r] if use_fragments else None)
@@ -396,6 +399,30 @@ def _replica_arrays(part: Mapping[str, Any], entries: list, me: int, get: Any, p
             )
         out.append(array)
     return out
+
+
+def _place(arrays: dict[tuple, list[Any]], devices: dict[tuple, list[Device]], copy: bool) -> bool:
+    """Check that each partition's data lies on the device its location names; with ``copy``,
+    move the ones that do not (in ``arrays``) and say whether any moved. An unpickled JAX
+    array, for one, comes back on JAX's default device whatever its location says."""
+    moved = False
+    for pos, row in arrays.items():
+        for r, array in enumerate(row):
+            if array is None:
+                continue
+            adapter = adapter_for(array)
+            want, found = devices[pos][r], adapter.device_of(array)
+            if device_fits(adapter, found, want):
+                continue
+            if not copy:
+                raise LayoutError(
+                    f"__partitioned__: partitions[{pos}]'s data lies on {found}, but its location names {want} "
+                    "(an unpickled JAX array comes back on JAX's default device, for one); put the data on "
+                    "that device first, or call from_partitioned(obj, copy=True), which moves it there"
+                )
+            row[r] = adapter.to_device(array, want)
+            moved = True
+    return moved
 
 
 def _device_of(array: Any) -> Device:
