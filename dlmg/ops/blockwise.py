@@ -107,7 +107,7 @@ def map_fragments(
     A fragment whose memory is read-only in a framework that cannot refuse writes (a
     torch view of JAX memory, of a read-only NumPy array or of a DLPack tensor marked
     ``READ_ONLY``) reaches ``fn`` as a copy, so that an in-place write in ``fn`` cannot
-    change the source (:func:`shielded`).
+    change the source.
 
     Examples
     --------
