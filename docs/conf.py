@@ -42,6 +42,8 @@ myst_heading_anchors = 3
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
+# types only for the parameters a docstring documents: a dataclass's private fields stay out
+autodoc_typehints_description_target = "documented_params"
 autodoc_default_options = {"members": True, "undoc-members": False}
 napoleon_google_docstring = False
 napoleon_numpy_docstring = True
@@ -147,6 +149,27 @@ def _attribute_summaries_are_prose(app, what, name, obj, options, lines):
         lines[0] = ": " + lines[0]
 
 
+def _no_private_parameters(app, what, name, obj, options, signature, return_annotation):
+    """Leave a class's private fields (``_by_dst=<factory>`` of a dataclass) out of the
+    signature the reference shows: they are no argument a user passes."""
+    if what != "class" or not signature or "_" not in signature:
+        return None
+    inner = signature[1:-1]
+    parts, depth, current = [], 0, ""
+    for ch in inner:
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+            continue
+        depth += ch in "([{" and 1 or 0
+        depth -= ch in ")]}" and 1 or 0
+        current += ch
+    parts.append(current)
+    kept = [part for part in parts if not part.strip().lstrip("*").startswith("_")]
+    return "(" + ",".join(kept).strip() + ")", return_annotation
+
+
 def setup(app):
     # Before napoleon's own handler (priority 500) turns the docstring into fields.
     app.connect("autodoc-process-docstring", _attribute_summaries_are_prose, priority=400)
+    app.connect("autodoc-process-signature", _no_private_parameters)
