@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from .._shapes import normalize_axes
+from .._shapes import normalize_axis
 from ..errors import LayoutError
 from .dispatch import is_distributed, new_tensor
 from ..layout import Layout
@@ -85,8 +85,8 @@ def permute_dims(x: "DistributedTensor", /, axes: Sequence[int]) -> "Distributed
         coordinates, on the same device.
     """
     _tensor(x, "permute_dims")
-    axes = normalize_axes(axes, x.ndim, "dlmg.permute_dims")
-    if len(axes) != x.ndim:
+    axes = tuple(normalize_axis(a, x.ndim, "dlmg.permute_dims") for a in axes)
+    if sorted(axes) != list(range(x.ndim)):
         raise ValueError(f"dlmg.permute_dims: axes {axes!r} are not a permutation of the {x.ndim} modes")
     arrays = _arrays_of(x, "permute_dims")
     layout, where = permuted_layout(x.layout, axes)
