@@ -195,11 +195,12 @@ class ConversionMethods:
 
 
 class PrintingMethods:
-    """``repr()`` and ``str()``: values beside the layout (:mod:`dlmg._printing`)."""
+    """``repr()``, ``str()`` and ``format()``: values beside the layout (:mod:`dlmg._printing`)."""
 
     __slots__ = ()
     __repr__ = delegate(printing, '__repr__')
     __str__ = delegate(printing, '__str__')
+    __format__ = delegate(printing, '__format__')
 
 
 class ArrayApiMethods:
@@ -221,6 +222,7 @@ class ArrayApiMethods:
     copy = delegate(array_api, 'copy')
     flatten = delegate(array_api, 'flatten')
     ravel = delegate(array_api, 'ravel')
+    __copy__ = delegate(array_api, '__copy__')
     __deepcopy__ = delegate(array_api, '__deepcopy__')
     __dlpack__ = delegate(array_api, '__dlpack__')
     __dlpack_device__ = delegate(array_api, '__dlpack_device__')

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..construct import empty
 from ..layout import Layout
+from ..ops._pending import guard
 from ..tensor import DistributedTensor
 from ._dtensor_layout import expressibility_problems
 from .dtensor import _dist, to_dtensor
@@ -75,8 +76,18 @@ def dcp_save(state: Mapping[str, Any], checkpoint_id: Any, **kwargs: Any) -> Any
     -------
     object
         Whatever ``dcp.save`` returns (its metadata).
+
+    Notes
+    -----
+    A tensor holding a pending reduction (``layout.partial``) is saved as its value.
     """
-    return _checkpoint().save(dcp_state_dict(state), checkpoint_id=checkpoint_id, **kwargs)
+    return _checkpoint().save(dcp_state_dict(_values(state)), checkpoint_id=checkpoint_id, **kwargs)
+
+
+def _values(state: Mapping[str, Any]) -> dict[str, Any]:
+    """``state`` with every pending reduction resolved (:func:`~dlmg.ops._pending.guard`):
+    a checkpoint holds values, never the parts of one."""
+    return {k: _values(v) if isinstance(v, Mapping) else guard(v, "dcp_save") for k, v in state.items()}
 
 
 def _holder_layout(template: DistributedTensor, world: int) -> Layout:

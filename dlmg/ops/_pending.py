@@ -15,8 +15,15 @@ integers those would wrap around and break the order, so they are refused.
 Negation and negative factors turn a maximum into a minimum: they are refused
 too, as they would need the result's layout to change.
 
-Every other operation on a pending tensor raises a
-:class:`~dlmg.errors.LayoutError` that says how to resolve it.
+Every other elementwise operation resolves its pending operands first
+(:func:`keep_or_settle`).
+
+:func:`guard` is the one gate every read or write of a tensor's values passes
+(indexing, iteration, ``item`` and the conversions, printing, copies, exports,
+saving, assignment): a read gets the value of a pending tensor
+(:func:`settled`, a redistribution, collective across processes), a write into
+one is refused with a :class:`~dlmg.errors.LayoutError` naming the
+``redistribute`` call that resolves it.
 """
 
 from __future__ import annotations
@@ -26,10 +33,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import LayoutError
+from ..layout import Layout
+from ..tensor import resolve_pending
 from ._dtypes import kind_of
 from ._operands import SCALAR_TYPES, _ZeroD, is_distributed
 
-__all__ = ["check_pending"]
+__all__ = ["check_pending", "keeps_pending", "keep_or_settle", "guard", "settled", "value_layout"]
 
 _ADDITIVE = frozenset({"+", "-", "add", "subtract"})
 _SIGN = frozenset({"-", "+", "negative", "positive"})
@@ -103,21 +112,98 @@ def _keeps_order(kind: str, base: str, operands: Sequence[Any], reflected: bool)
     return False
 
 
-def check_pending(name: str, operands: Sequence[Any], reflected: bool = False) -> None:
-    """Raise unless the elementwise operation ``name`` on ``operands`` keeps their pending reductions.
+def value_layout(layout: Layout) -> Layout:
+    """A pending ``layout``'s value layout: its split, replica 0's devices, nothing pending
+    (where :func:`settled` puts the value)."""
+    return layout.replace(devices=layout.devices[: layout.ngrid], ranks=layout.ranks[: layout.ngrid], partial=None)
+
+
+def _is_pending(x: Any) -> bool:
+    return getattr(getattr(x, "layout", None), "partial", None) is not None
+
+
+def settled(x: Any, into: Layout | None = None) -> Any:
+    """``x`` itself, or its value when it is a tensor holding a pending reduction, in ``into``
+    (default :func:`value_layout`; a redistribution, so across processes every process calls it)."""
+    if not _is_pending(x):
+        return x
+    return resolve_pending(x, into, None)
+
+
+def guard(x: Any, what: str, *, writes: bool = False, into: Layout | None = None) -> Any:
+    """The one gate of every read and write of a tensor's values.
+
+    Parameters
+    ----------
+    x : Any
+        A tensor (anything else passes unchanged).
+    what : str
+        The operation, for the error (``"assignment"``, ``"operator +="``).
+    writes : bool
+        The operation writes into ``x``.
+    into : Layout, optional
+        Where a read puts the value (a layout of ``x``'s shape, nothing pending):
+        an operand's layout, so that the value meets it without another move.
+
+    Returns
+    -------
+    Any
+        ``x`` when it holds no pending reduction; otherwise, for a read, its
+        value (:func:`settled`).
+
+    Raises
+    ------
+    LayoutError
+        For a write into a pending tensor: each of its replicas holds a part of
+        every element, so no write into them means what it says.
+    """
+    if not _is_pending(x):
+        return x
+    if writes:
+        lay = x.layout
+        raise LayoutError(
+            f"{what}: the tensor holds a pending {lay.partial} (each of its {lay.nreplicas} replicas holds a part "
+            f"of every element), so a write into it is refused; resolve it first, e.g. "
+            f"x = x.redistribute({value_layout(lay)!r})"
+        )
+    return settled(x, into)
+
+
+def keeps_pending(name: str, operands: Sequence[Any], reflected: bool = False) -> bool:
+    """Whether the elementwise operation ``name`` on ``operands`` keeps their pending reductions
+    (applied to the replicas, it gives the replicas of the result).
 
     ``name`` is an operator label (``"operator +"``, ``"operator *="``) or a function's
     name (``"add"``); ``reflected`` says the tensor stands on the right (``2 / x``)."""
     pending = [op for op in operands if is_distributed(op) and op.layout.partial is not None]
     if not pending:
-        return
+        return True
     base = name.removeprefix("operator ").removesuffix("=") if name.startswith("operator ") else name
     first = pending[0].layout
     if first.partial == "sum" and _linear(base, operands, reflected):
+        return True
+    return first.partial in _EXTREMUM and _keeps_order(first.partial, base, operands, reflected)
+
+
+def keep_or_settle(name: str, operands: Sequence[Any], reflected: bool = False) -> list[Any]:
+    """``operands`` as they are where ``name`` keeps their pending reductions
+    (:func:`keeps_pending`), else with every pending one resolved (:func:`guard`)."""
+    if keeps_pending(name, operands, reflected):
+        return list(operands)
+    # a value meets an operand of its shape in that operand's layout (a reduce-scatter into it)
+    partner = next((op.layout for op in operands if is_distributed(op) and op.layout.partial is None
+                    and op.layout.element_strides is None), None)
+    return [guard(op, name, into=partner if partner is not None and partner.shape == op.shape else None)
+            for op in operands]
+
+
+def check_pending(name: str, operands: Sequence[Any], reflected: bool = False) -> None:
+    """Raise unless the elementwise operation ``name`` on ``operands`` keeps their pending reductions
+    (for operations writing into a pending operand, which cannot resolve it first)."""
+    if keeps_pending(name, operands, reflected):
         return
-    if first.partial in _EXTREMUM and _keeps_order(first.partial, base, operands, reflected):
-        return
-    value = first.replace(devices=first.devices[: first.ngrid], ranks=first.ranks[: first.ngrid], partial=None)
+    first = next(op for op in operands if _is_pending(op)).layout
+    value = value_layout(first)
     raise LayoutError(
         f"{name}: an operand holds a pending {first.partial} (its {first.nreplicas} replicas are parts of its "
         f"value), which only {_KEEPS.get(first.partial or 'sum', _KEEPS['sum'])} keep; resolve it first, "
