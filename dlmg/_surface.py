@@ -89,7 +89,7 @@ def provide_methods(hook: Hook, functions: Mapping[str, Callable[..., Any]]) -> 
 
 
 class Operators:
-    """Python's operators: elementwise (:mod:`dlmg.ops.pointwise`), ``@`` and ``round()``."""
+    """Python's operators: elementwise (:mod:`dlmg.ops.pointwise`) and ``round()``."""
 
     __slots__ = ()
     __hash__ = object.__hash__  # defining __eq__ would otherwise make tensors unhashable
@@ -140,8 +140,6 @@ class Operators:
     __abs__ = delegate(operations, '__abs__')
     __invert__ = delegate(operations, '__invert__')
     __bool__ = delegate(operations, '__bool__')
-    __matmul__ = delegate(operations, '__matmul__')
-    __rmatmul__ = delegate(operations, '__rmatmul__')
     __round__ = delegate(operations, '__round__')
 
 
@@ -204,13 +202,16 @@ class PrintingMethods:
 
 
 class ArrayApiMethods:
-    """Indexing, the namespace, conversions, copies and DLPack (:mod:`dlmg.array_api`)."""
+    """Indexing, ``@`` (the namespace's ``matmul``), the namespace, conversions, copies and DLPack
+    (:mod:`dlmg.array_api`)."""
 
     __slots__ = ()
     __array_namespace__ = delegate(array_api, '__array_namespace__')
     __getitem__ = delegate(array_api, '__getitem__')
     __setitem__ = delegate(array_api, '__setitem__')
     __iter__ = delegate(array_api, '__iter__')
+    __matmul__ = delegate(array_api, '__matmul__')
+    __rmatmul__ = delegate(array_api, '__rmatmul__')
     to_device = delegate(array_api, 'to_device')
     mT = _property(array_api, 'mT')
     item = delegate(array_api, 'item')

@@ -30,15 +30,24 @@ def test_aligned_batch_is_local():
 def test_shared_contracted_split_is_pending_sum():
     a = _t(RNG.standard_normal((8, 8)), Layout.slab((8, 8), 1, D4))
     b = _t(RNG.standard_normal((8, 8)), Layout.slab((8, 8), 0, D4))
-    plan = dlmg.einsum_plan("ik,kj->ij", a, b)
+    plan = dlmg.einsum_plan("ik,kj->ij", a, b, pending=True)
     assert plan.strategy == "pending sum"
     assert plan.moved.nbytes == 0
     assert plan.out == Layout((8, 8), devices=D4, partial="sum")
     # each device multiplies an 8x2 panel by a 2x8 one: 2 * 8 * 2 * 8 flops
     assert [f for _, _, f in plan.steps[0].flops] == [256] * 4
-    c = a @ b
+    c = dlmg.einsum("ik,kj->ij", a, b, pending=True)
     assert c.layout.partial == "sum"
     np.testing.assert_allclose(c.gather(), a.gather() @ b.gather())
+    # unless asked for, every contraction gives the value: the plan resolves it (on cpu:0)
+    value = dlmg.einsum_plan("ik,kj->ij", a, b)
+    assert value.out == Layout.single((8, 8), "cpu:0") and "resolve" in str(value)
+    for got in (a @ b, dlmg.matmul(a, b), dlmg.einsum("ik,kj->ij", a, b), dlmg.tensordot(a, b, axes=1),
+                dlmg.dot(a, b)):
+        assert got.layout.partial is None
+        np.testing.assert_allclose(got.gather(), a.gather() @ b.gather())
+    assert dlmg.matmul(a, b, pending=True).layout.partial == "sum"
+    assert dlmg.tensordot(a, b, axes=1, pending=True).layout.partial == "sum"
 
 
 def test_row_slabs_times_replicated_is_local():
@@ -84,7 +93,7 @@ def test_resolving_a_pending_sum_counts_reduce_scatter_and_all_gather():
 def pending():
     a = _t(RNG.standard_normal((6, 8)), Layout.slab((6, 8), 1, D4))
     b = _t(RNG.standard_normal((8, 5)), Layout.slab((8, 5), 0, D4))
-    return a @ b, a.gather() @ b.gather()
+    return dlmg.einsum("ik,kj->ij", a, b, pending=True), a.gather() @ b.gather()
 
 
 def test_pending_layout_validation_repr_equality():
@@ -271,7 +280,7 @@ def test_full_contraction_to_a_scalar():
     # NumPy's einsum returns a NumPy scalar for 0-d results; fragments must be arrays
     a = _t(RNG.standard_normal((4, 3)), Layout.slab((4, 3), 0, D4[:2]))
     b = _t(RNG.standard_normal((4, 3)), Layout.slab((4, 3), 0, D4[:2]))
-    c = dlmg.einsum("ij,ij->", a, b)
+    c = dlmg.einsum("ij,ij->", a, b, pending=True)
     assert c.shape == () and c.layout.partial == "sum"
     np.testing.assert_allclose(float(c.gather()), float(np.sum(a.gather() * b.gather())))
 

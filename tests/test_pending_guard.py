@@ -33,7 +33,7 @@ VALUE = M @ M.T  # symmetric positive definite: every linalg function has someth
 def pending() -> dlmg.DistributedTensor:
     """``M @ M.T`` contracted over the split mode and left pending: 4 addends over 4 devices."""
     m = dlmg.scatter(M, Layout.slab((4, 8), 1, D4))
-    c = dlmg.einsum("ik,jk->ij", m, m)
+    c = dlmg.einsum("ik,jk->ij", m, m, pending=True)
     assert c.layout.partial == "sum" and c.layout.nreplicas == 4
     return c
 
@@ -46,7 +46,7 @@ def twin(x: dlmg.DistributedTensor) -> dlmg.DistributedTensor:
 
 def scalar(x: dlmg.DistributedTensor) -> dlmg.DistributedTensor:
     """A 0-d tensor: ``x``'s trace, pending when ``x`` is (a contraction of a pending lead)."""
-    return dlmg.einsum("ii->", x)
+    return dlmg.einsum("ii->", x, pending=True)
 
 
 # -- what each public name is called with -------------------------------------------------
@@ -342,7 +342,7 @@ def test_the_reported_reads_return_values():
     A, B = RNG.standard_normal((4, 8)), RNG.standard_normal((8, 6))
     a, b = dlmg.scatter(A, Layout.slab((4, 8), 1, D)), dlmg.scatter(B, Layout.slab((8, 6), 0, D))
     C = A @ B
-    c = dlmg.einsum("ik,kj->ij", a, b)
+    c = dlmg.einsum("ik,kj->ij", a, b, pending=True)
     assert c.layout.partial == "sum"
     assert float(c[0, 0]) == pytest.approx(C[0, 0])
     np.testing.assert_allclose(c[0].gather(), C[0])
@@ -390,7 +390,7 @@ def test_save_writes_the_value(tmp_path):
 def test_to_jax_exports_the_value():
     jax = pytest.importorskip("jax")
     m = dlmg.scatter(M.astype(np.float32), Layout.slab((4, 8), 1, D4))
-    c = dlmg.einsum("ik,jk->ij", m, m)
+    c = dlmg.einsum("ik,jk->ij", m, m, pending=True)
     np.testing.assert_allclose(np.asarray(jax.device_get(c.to_jax())), VALUE, rtol=1e-5)
 
 

@@ -18,11 +18,13 @@ from typing import Any
 from .._surface import array_api as array_api_hook, provide_methods
 from ..distributed import _state
 from ..errors import DLPackError
+from ..ops._operands import is_distributed
 from ..ops._pending import guard
 from ..ops.pointwise import astype as _astype
 from . import _indexing
 from ._creation import layout_of
 from ._manipulation import matrix_transpose, reshape
+from ._products import matmul
 
 __all__ = ["METHODS", "provide"]
 
@@ -137,6 +139,20 @@ def __copy__(self: Any) -> Any:
     return copy(self)
 
 
+def __matmul__(self: Any, other: Any, /) -> Any:
+    """``x @ y``: the namespace's :func:`~dlmg.array_api.matmul` (a value, never a pending sum)."""
+    if not is_distributed(other):
+        return NotImplemented
+    return matmul(self, other)
+
+
+def __rmatmul__(self: Any, other: Any, /) -> Any:
+    """``y @ x`` with ``y`` not a tensor: see :func:`__matmul__`."""
+    if not is_distributed(other):
+        return NotImplemented
+    return matmul(other, self)
+
+
 def __deepcopy__(self: Any, memo: dict[int, Any]) -> Any:
     """``copy.deepcopy``: a copy with new memory (see :func:`copy`)."""
     return copy(self)
@@ -184,6 +200,8 @@ METHODS: dict[str, Any] = {
     "__copy__": __copy__,
     "__deepcopy__": __deepcopy__,
     "__iter__": __iter__,
+    "__matmul__": __matmul__,
+    "__rmatmul__": __rmatmul__,
     "__dlpack__": __dlpack__,
     "__dlpack_device__": __dlpack_device__,
 }

@@ -54,7 +54,7 @@ def matmul(x1: Any, x2: Any, /) -> Any:
     k2 = x2.shape[-2] if x2.ndim > 1 else x2.shape[0]
     if k1 != k2:
         raise ValueError(f"matmul: inner extents differ: {x1.shape} @ {x2.shape}")
-    return _value(_contract.matmul(x1, x2))
+    return _value(_contract.matmul(x1, x2, pending=True))
 
 
 def tensordot(x1: Any, x2: Any, /, *, axes: int | tuple[Sequence[int], Sequence[int]] = 2) -> Any:
@@ -75,7 +75,7 @@ def tensordot(x1: Any, x2: Any, /, *, axes: int | tuple[Sequence[int], Sequence[
         n = operator.index(axes)
         if 0 <= n <= min(x1.ndim, x2.ndim) and x1.shape[x1.ndim - n:] != x2.shape[:n]:
             raise ValueError(f"tensordot: the last {n} modes of {x1.shape} and the first {n} of {x2.shape} differ")
-    return _value(_contract.tensordot(x1, x2, axes=axes))
+    return _value(_contract.tensordot(x1, x2, axes=axes, pending=True))
 
 
 def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
@@ -90,7 +90,7 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     if x1.shape[axis] != x2.shape[axis]:
         raise ValueError(f"vecdot: extents along axis {axis} differ: {x1.shape} and {x2.shape}")
     x1, x2 = _to_last(x1, axis), _to_last(x2, axis)
-    return _value(_contract.vecdot(x1, x2, axis=-1))
+    return _value(_contract.vecdot(x1, x2, axis=-1, pending=True))
 
 
 def _to_last(x: Any, axis: int) -> Any:
@@ -105,7 +105,7 @@ def outer(x1: Any, x2: Any, /) -> Any:
     """The outer product of two vectors (:func:`dlmg.outer`)."""
     if x1.ndim != 1 or x2.ndim != 1:
         raise ValueError(f"outer takes vectors (1-D), got shapes {x1.shape} and {x2.shape}")
-    return _value(_contract.outer(x1, x2))
+    return _value(_contract.outer(x1, x2, pending=True))
 
 
 def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:

@@ -172,7 +172,7 @@ def reduce_pending(x: "DistributedTensor", name: str, axes: tuple[int, ...] | No
     if x.layout.partial == "sum" and name == "sum" and some:
         letters = LETTERS[: x.ndim]
         kept = "".join(c for m, c in enumerate(letters) if m not in axes)  # type: ignore[operator]
-        return einsum(f"{letters}->{kept}", x)
+        return einsum(f"{letters}->{kept}", x, pending=True)
     if x.layout.partial == name and name in ("max", "min") and some and kind_of(x.dtype) != "c":
         assert axes is not None
         if builtins.all(x.shape[a] for a in axes):
