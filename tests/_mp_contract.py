@@ -39,9 +39,9 @@ def contract_pending():
     A, B = rng.standard_normal((6, 4 * world)), rng.standard_normal((4 * world, 5))
     a = _scatter(A, Layout.slab(A.shape, 1, ["cpu"] * world, ranks=ranks), framework="numpy")
     b = _scatter(B, Layout.slab(B.shape, 0, ["cpu"] * world, ranks=ranks), framework="numpy")
-    plan = dlmg.einsum_plan("ik,kj->ij", a, b)
+    plan = dlmg.einsum_plan("ik,kj->ij", a, b, pending=True)
     assert plan.strategy == "pending sum" and plan.moved.nbytes == 0, str(plan)
-    c = dlmg.einsum("ik,kj->ij", a, b)  # the plan's result, left pending
+    c = dlmg.einsum("ik,kj->ij", a, b, pending=True)  # asked for: left pending
     assert c.layout.partial == "sum" and c.layout.nreplicas == world
     want = A @ B
     targets = [
