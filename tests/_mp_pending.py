@@ -96,7 +96,19 @@ def pending_save():
     return True
 
 
+def pending_dcp():
+    """``dlmg.dcp_save`` of a pending sum saves its value (torch.distributed only)."""
+    c, want = _pending()
+    path = os.path.join(os.environ["DLMG_TEST_PENDING_DIR"], "pending-dcp")
+    dlmg.dcp_save({"c": c}, path)
+    template = dlmg.empty(Layout.replicated(c.shape, ["cpu"] * dd.world_size(), ranks=list(range(dd.world_size()))),
+                          "float64", "numpy")
+    np.testing.assert_allclose(_np(dlmg.dcp_load({"c": template}, path)["c"]), want)
+    return True
+
+
 SCENARIOS = {
+    "pending_dcp": pending_dcp,
     "pending_reads": pending_reads,
     "pending_products": pending_products,
     "pending_save": pending_save,

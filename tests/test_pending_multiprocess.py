@@ -19,12 +19,18 @@ SETUPS = [("torch", 2), ("mpi", 2)]
 
 pytestmark = pytest.mark.slow
 
-run = launched_per_setup(SETUPS, SCENARIOS, timeout=300,
+def _scenarios(engine: str) -> list[str]:
+    return SCENARIOS + (["pending_dcp"] if engine == "torch" else [])  # DCP needs a torch.distributed group
+
+
+run = launched_per_setup(SETUPS, _scenarios, timeout=300,
                          extra_env={"DLMG_TEST_PENDING_DIR": tempfile.mkdtemp(prefix="dlmg-pending-")})
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("scenario", SCENARIOS + ["pending_dcp"])
 def test_scenario(run, scenario):
+    if scenario == "pending_dcp" and scenario not in (run["ranks"][0] or {scenario: None}):
+        pytest.skip("DCP needs a torch.distributed group: the torch engine only")
     values = check(run, scenario)
     assert len(values) == len(run["ranks"])
     assert all(v == values[0] for v in values)

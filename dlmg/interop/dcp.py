@@ -86,8 +86,17 @@ def dcp_save(state: Mapping[str, Any], checkpoint_id: Any, **kwargs: Any) -> Any
 
 def _values(state: Mapping[str, Any]) -> dict[str, Any]:
     """``state`` with every pending reduction resolved (:func:`~dlmg.ops._pending.guard`):
-    a checkpoint holds values, never the parts of one."""
-    return {k: _values(v) if isinstance(v, Mapping) else guard(v, "dcp_save") for k, v in state.items()}
+    a checkpoint holds values, never the parts of one. The value goes to every replica
+    (an all-reduce), where DTensor's ``Partial`` stood: its placements express it."""
+    out: dict[str, Any] = {}
+    for key, value in state.items():
+        if isinstance(value, Mapping):
+            out[key] = _values(value)
+        elif isinstance(value, DistributedTensor) and value.layout.partial is not None:
+            out[key] = guard(value, "dcp_save", into=value.layout.replace(partial=None))
+        else:
+            out[key] = value
+    return out
 
 
 def _holder_layout(template: DistributedTensor, world: int) -> Layout:
