@@ -54,6 +54,7 @@ def scalar(x: dlmg.DistributedTensor) -> dlmg.DistributedTensor:
 #: for every required parameter (one-operand and two-operand elementwise functions...).
 RECIPES = {
     "astype": lambda f, x: f(x, "float32"),
+    "asarray": lambda f, x: [f(x), f(x, copy=True), f(x, dtype="float32")],
     "broadcast_to": lambda f, x: f(x, (2, 4, 4)),
     "reshape": lambda f, x: f(x, (16,)),
     "permute_dims": lambda f, x: f(x, (1, 0)),
@@ -112,8 +113,9 @@ RECIPES = {
 
 #: Public names of dlmg that take no tensor, each with why.
 NO_TENSOR = {
-    # making tensors from shapes, values, arrays or other libraries' objects
-    "arange", "asarray", "empty", "eye", "from_dlpack", "full", "linspace", "ones", "zeros", "fftfreq",
+    # making tensors from shapes, values, arrays or other libraries' objects (from_dlpack: a tensor
+    # of several fragments, a pending one included, is no single DLPack buffer and is refused)
+    "arange", "empty", "eye", "from_dlpack", "full", "linspace", "ones", "zeros", "fftfreq",
     "rfftfreq", "from_fragments", "from_pointers", "scatter", "from_jax", "from_dtensor", "from_partitioned",
     "load", "dcp_load", "saved_layout",
     # dtypes, devices, layouts, frameworks, policies: no values
