@@ -1,4 +1,4 @@
-"""Which elementwise operations keep a pending reduction, and the refusal of every other.
+"""Which elementwise operations keep a pending reduction; the one guard of every read and write.
 
 A tensor whose layout has ``partial="sum"`` holds its value as the sum of its
 replicas. An operation applied replica by replica keeps that meaning only when
@@ -11,12 +11,13 @@ maximum: ``maximum`` (``minimum``) of tensors with the same pending layout or
 with a real scalar, and, on real floating types, adding or subtracting a finite
 scalar and multiplying or dividing by a positive finite one (each is monotone
 over every value, infinities included, and rounding keeps the order). On
-integers those would wrap around and break the order, so they are refused.
-Negation and negative factors turn a maximum into a minimum: they are refused
-too, as they would need the result's layout to change.
+integers those would wrap around and break the order, so they do not keep it.
+Negation and negative factors turn a maximum into a minimum: they do not keep
+it either, as they would need the result's layout to change.
 
 Every other elementwise operation resolves its pending operands first
-(:func:`keep_or_settle`).
+(:func:`keep_or_settle`); an in-place one that would not keep the pending
+reduction of its target is refused (:func:`guard` with ``writes``).
 
 :func:`guard` is the one gate every read or write of a tensor's values passes
 (indexing, iteration, ``item`` and the conversions, printing, copies, exports,
@@ -38,7 +39,7 @@ from ..tensor import resolve_pending
 from ._dtypes import kind_of
 from ._operands import SCALAR_TYPES, _ZeroD, is_distributed
 
-__all__ = ["check_pending", "keeps_pending", "keep_or_settle", "guard", "settled", "value_layout"]
+__all__ = ["keeps_pending", "keep_or_settle", "guard", "settled", "value_layout"]
 
 _ADDITIVE = frozenset({"+", "-", "add", "subtract"})
 _SIGN = frozenset({"-", "+", "negative", "positive"})
@@ -49,13 +50,6 @@ _SUBTRACTING = frozenset({"-", "subtract"})
 _SAME_SIGN = frozenset({"+", "positive"})
 #: The elementwise function that keeps each pending extremum.
 _EXTREMUM = {"max": "maximum", "min": "minimum"}
-_KEEPS = {
-    "sum": "sums and differences of pending tensors alike, scaling by a scalar and negation",
-    "max": "maximum of pending maxima alike or with a real scalar, and (real floating types) adding or "
-           "subtracting a finite scalar and scaling by a positive finite one",
-    "min": "minimum of pending minima alike or with a real scalar, and (real floating types) adding or "
-           "subtracting a finite scalar and scaling by a positive finite one",
-}
 
 
 def _linear(base: str, operands: Sequence[Any], reflected: bool) -> bool:
@@ -191,21 +185,6 @@ def keep_or_settle(name: str, operands: Sequence[Any], reflected: bool = False) 
     if keeps_pending(name, operands, reflected):
         return list(operands)
     # a value meets an operand of its shape in that operand's layout (a reduce-scatter into it)
-    partner = next((op.layout for op in operands if is_distributed(op) and op.layout.partial is None
-                    and op.layout.element_strides is None), None)
-    return [guard(op, name, into=partner if partner is not None and partner.shape == op.shape else None)
-            for op in operands]
-
-
-def check_pending(name: str, operands: Sequence[Any], reflected: bool = False) -> None:
-    """Raise unless the elementwise operation ``name`` on ``operands`` keeps their pending reductions
-    (for operations writing into a pending operand, which cannot resolve it first)."""
-    if keeps_pending(name, operands, reflected):
-        return
-    first = next(op for op in operands if _is_pending(op)).layout
-    value = value_layout(first)
-    raise LayoutError(
-        f"{name}: an operand holds a pending {first.partial} (its {first.nreplicas} replicas are parts of its "
-        f"value), which only {_KEEPS.get(first.partial or 'sum', _KEEPS['sum'])} keep; resolve it first, "
-        f"e.g. x = x.redistribute({value!r})"
-    )
+    partners = {op.shape: op.layout for op in reversed(operands) if is_distributed(op)
+                and op.layout.partial is None and op.layout.element_strides is None}
+    return [guard(op, name, into=partners.get(op.shape)) if _is_pending(op) else op for op in operands]
