@@ -401,3 +401,34 @@ def test_numpy_protocols_read_the_value():
     np.testing.assert_allclose(np.exp(c).gather(), np.exp(VALUE))
     np.testing.assert_allclose(np.sum(c, axis=0).gather(), VALUE.sum(axis=0))
     assert float(np.sum(c)) == pytest.approx(VALUE.sum())
+
+
+# -- @ is matmul: one rule for when a contraction is left pending --------------------------
+@pytest.mark.parametrize("policy", ["single", "slab"])
+def test_the_operator_is_the_namespace_matmul(policy):
+    full = RNG.standard_normal((8, 3))
+    x = dlmg.scatter(full, Layout.slab(full.shape, 0, D4))  # row slabs: x.T @ x contracts the split mode
+    with dlmg.default_layout(policy, devices=D4):
+        op, fn = x.T @ x, xp.matmul(x.T, x)
+        assert op.layout.partial is None and fn.layout.partial is None
+        assert op.layout == fn.layout
+        gram = full.T @ full
+        for got, want in ((op, gram), (fn, gram), ((x.T @ x).T, gram.T), (x.T @ x + 1.0, gram + 1.0),
+                          (dlmg.matmul(x.T, x), gram), (dlmg.einsum("ki,kj->ij", x, x), gram),
+                          (dlmg.tensordot(x.T, x, axes=1), gram), (xp.tensordot(x.T, x, axes=1), gram)):
+            assert got.layout.partial is None
+            np.testing.assert_allclose(got.gather(), want, rtol=1e-12, atol=1e-12)
+
+
+def test_a_pending_sum_only_when_asked():
+    full = RNG.standard_normal((8, 3))
+    x = dlmg.scatter(full, Layout.slab(full.shape, 0, D4))
+    asked = [dlmg.matmul(x.T, x, pending=True), dlmg.einsum("ki,kj->ij", x, x, pending=True),
+             dlmg.tensordot(x.T, x, axes=1, pending=True), dlmg.dot(x.T, x, pending=True),
+             dlmg.einsum("ki,kj->ij", x, x, layout=Layout((3, 3), devices=D4, partial="sum"))]
+    for got in asked:
+        assert got.layout.partial == "sum" and got.layout.nreplicas == 4
+        np.testing.assert_allclose(got.gather(), full.T @ full)
+    plan = dlmg.einsum_plan("ki,kj->ij", x, x)
+    assert plan.out.partial is None and "resolve" in str(plan)  # the resolution is a step of the plan
+    assert dlmg.einsum_plan("ki,kj->ij", x, x, pending=True).out.partial == "sum"
