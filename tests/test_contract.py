@@ -39,9 +39,10 @@ def test_shared_contracted_split_is_pending_sum():
     c = dlmg.einsum("ik,kj->ij", a, b, pending=True)
     assert c.layout.partial == "sum"
     np.testing.assert_allclose(c.gather(), a.gather() @ b.gather())
-    # unless asked for, every contraction gives the value: the plan resolves it (on cpu:0)
+    # unless asked for, every contraction gives the value: the plan resolves it (a reduce-scatter
+    # into row slabs on the addends' devices)
     value = dlmg.einsum_plan("ik,kj->ij", a, b)
-    assert value.out == Layout.single((8, 8), "cpu:0") and "resolve" in str(value)
+    assert value.out == Layout.slab((8, 8), 0, D4) and "resolve" in str(value)
     for got in (a @ b, dlmg.matmul(a, b), dlmg.einsum("ik,kj->ij", a, b), dlmg.tensordot(a, b, axes=1),
                 dlmg.dot(a, b)):
         assert got.layout.partial is None

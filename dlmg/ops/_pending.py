@@ -39,7 +39,7 @@ from ..tensor import resolve_pending
 from ._dtypes import kind_of
 from ._operands import SCALAR_TYPES, _ZeroD, is_distributed
 
-__all__ = ["keeps_pending", "keep_or_settle", "guard", "settled", "value_layout"]
+__all__ = ["keeps_pending", "keep_or_settle", "guard", "settled", "value_layout", "spread_value_layout"]
 
 _ADDITIVE = frozenset({"+", "-", "add", "subtract"})
 _SIGN = frozenset({"-", "+", "negative", "positive"})
@@ -110,6 +110,20 @@ def value_layout(layout: Layout) -> Layout:
     """A pending ``layout``'s value layout: its split, replica 0's devices, nothing pending
     (where :func:`settled` puts the value)."""
     return layout.replace(devices=layout.devices[: layout.ngrid], ranks=layout.ranks[: layout.ngrid], partial=None)
+
+
+def spread_value_layout(layout: Layout) -> Layout:
+    """Where a contraction puts the value of the pending sum it ends with: for a sum whose
+    addends each hold the whole result (grid 1), one slab per addend's device along the first
+    mode with an element for each (a reduce-scatter: the value stays on the operands'
+    devices and processes, split, and each device receives ``(k - 1) / k`` of its slab);
+    otherwise :func:`value_layout`."""
+    k = layout.nreplicas
+    if layout.ngrid == 1 and k > 1:
+        for mode, extent in enumerate(layout.shape):
+            if extent >= k:
+                return Layout.slab(layout.shape, mode, layout.devices, ranks=layout.ranks)
+    return value_layout(layout)
 
 
 def _is_pending(x: Any) -> bool:

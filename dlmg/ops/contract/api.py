@@ -5,9 +5,11 @@ strategy per pairwise contraction, chosen by the cost model) and runs the plan
 (:mod:`.run`). The result of a contraction over a split mode that both
 operands split alike is a *pending sum* (``layout.partial == "sum"``): its
 replicas are addends. One rule for every function here (and ``@``): the
-result is the value -- a pending sum is resolved by the plan (into the split
-it leaves, on its first replica's devices) -- unless the caller asks for the
-pending sum with ``pending=True`` (or names a pending ``layout=``).
+result is the value -- a pending sum is resolved by the plan's last step
+(:func:`~dlmg.ops._pending.spread_value_layout`: a reduce-scatter into slabs on
+the addends' devices where each addend holds the whole result) -- unless the
+caller asks for the pending sum with ``pending=True`` (or names a pending
+``layout=``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from ...distributed.agree import describe, prepare
 from ...errors import DtypeError
 from ...layout import Layout
 from .._batch import batch_key
-from .._pending import value_layout
+from .._pending import spread_value_layout
 from ..dispatch import is_distributed, map_fragments
 from ..linalg import matmul as local_matmul
 from .equation import parse
@@ -87,7 +89,7 @@ def _plan_here(name: str, subscripts: str, tensors: list, layout: Layout | None,
     itemsize = int(np.dtype(dtype).itemsize) if dtype != "bfloat16" else 2
     plan = plan_equation(eq, tuple(t.layout for t in tensors), itemsize, layout)
     if layout is None and not pending and plan.out.partial is not None:  # the value, unless asked: resolved
-        plan = plan_equation(eq, tuple(t.layout for t in tensors), itemsize, value_layout(plan.out))
+        plan = plan_equation(eq, tuple(t.layout for t in tensors), itemsize, spread_value_layout(plan.out))
     found = delegation(tensors, plan.equation, dtype, plan.out)
     if found is not None:
         plan = replace(plan, delegated=found.call)
@@ -133,7 +135,9 @@ def einsum(subscripts: str, *operands: "DistributedTensor", out: "DistributedTen
     layout : Layout, optional
         The result's layout (a pending one, ``partial="sum"``, included); by
         default the one the cheapest strategy leaves, with a pending sum
-        resolved into its split on the devices of its first replica.
+        resolved: where every addend holds the whole result, reduce-scattered
+        into slabs on the addends' devices (along the first mode with an element
+        for each), otherwise into its split on its first replica's devices.
     pending : bool
         Leave the pending sum that the cheapest strategy leaves when a split
         contracted mode ends the computation (its replicas hold the addends;
