@@ -111,7 +111,8 @@ def save(path: str | os.PathLike[str], tensor: Any, *, overwrite: bool = False) 
     saved layout, a CRC-32C checksum per chunk, the layout in the attribute
     ``dlmg``.
     """
-    tensor = {k: guard(v, "dlmg.save") for k, v in tensor.items()} if isinstance(tensor, Mapping) else guard(tensor, "dlmg.save")  # noqa: E501  (values, never addends)
+    tensor = ({k: guard(v, "dlmg.save") for k, v in tensor.items()} if isinstance(tensor, Mapping)
+              else guard(tensor, "dlmg.save"))  # values, never the addends of a pending reduction
     path = os.path.abspath(os.fspath(path))
     items, is_group = _items(tensor)
     hosted = {name: on_host(t) for name, t in items.items()}  # collective where data moves
