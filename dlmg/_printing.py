@@ -3,7 +3,9 @@
 Large tensors are summarised as NumPy does (``np.get_printoptions()``:
 ``threshold`` elements, ``edgeitems`` per edge, ``...`` between), and only the
 elements shown are read: each fragment hands over the few it owns, taken in its
-own framework on its own device, then copied to the host.
+own framework on its own device, then copied to the host. A tensor holding a
+pending reduction shows its value (:func:`~dlmg.ops._pending.guard` resolves it
+first, on every process alike).
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 from ._surface import printing, provide_methods
 from .construct import from_fragments
 from .layout import Layout
+from .ops._pending import guard
 from .registry import DEFAULT_FRAMEWORK
 from .tensor import process_rank
 
 if TYPE_CHECKING:  # pragma: no cover
     from .tensor import DistributedTensor
 
-__all__ = ["format_repr", "format_str", "summary", "shown_values"]
+__all__ = ["format_repr", "format_str", "format_spec", "summary", "shown_values"]
 
 
 def summary(dt: "DistributedTensor") -> str:
@@ -185,7 +188,7 @@ def format_repr(dt: "DistributedTensor") -> str:
     """``DistributedTensor(<values>, <layout summary>)``."""
     head = "DistributedTensor("
     try:
-        body = format_values(dt, indent=len(head))
+        body = format_values(guard(dt, "repr()"), indent=len(head))
     except Exception as exc:  # noqa: BLE001 - printing must not fail; say why no values show
         body = f"<values not shown: {type(exc).__name__}: {exc}>"
     return f"{head}{body},\n{' ' * len(head)}{summary(dt)})"
@@ -194,11 +197,22 @@ def format_repr(dt: "DistributedTensor") -> str:
 def format_str(dt: "DistributedTensor") -> str:
     """The values only, as ``str`` of a NumPy array, then the layout summary."""
     try:
-        body = format_values(dt)
+        body = format_values(guard(dt, "str()"))
     except Exception as exc:  # noqa: BLE001
         body = f"<values not shown: {type(exc).__name__}: {exc}>"
     return f"{body}\n({summary(dt)})"
 
 
-# repr() and str() of a tensor (declared in dlmg._surface) run these functions.
-provide_methods(printing, {"__repr__": format_repr, "__str__": format_str})
+def format_spec(dt: "DistributedTensor", spec: str) -> str:
+    """``format(x, spec)``: ``str(x)`` for an empty ``spec``; the one element formatted by
+    ``spec`` for a 0-d tensor, as NumPy's 0-d arrays do; others refuse a ``spec``."""
+    if not spec:
+        return format_str(dt)
+    if dt.ndim == 0:
+        return format(dt.item(), spec)
+    raise TypeError(f"unsupported format string {spec!r} passed to a DistributedTensor of shape {dt.shape}; "
+                    "only 0-d tensors take one (format x.item())")
+
+
+# repr(), str() and format() of a tensor (declared in dlmg._surface) run these functions.
+provide_methods(printing, {"__repr__": format_repr, "__str__": format_str, "__format__": format_spec})

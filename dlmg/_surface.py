@@ -89,7 +89,7 @@ def provide_methods(hook: Hook, functions: Mapping[str, Callable[..., Any]]) -> 
 
 
 class Operators:
-    """Python's operators: elementwise (:mod:`dlmg.ops.pointwise`), ``@`` and ``round()``."""
+    """Python's operators: elementwise (:mod:`dlmg.ops.pointwise`) and ``round()``."""
 
     __slots__ = ()
     __hash__ = object.__hash__  # defining __eq__ would otherwise make tensors unhashable
@@ -140,8 +140,6 @@ class Operators:
     __abs__ = delegate(operations, '__abs__')
     __invert__ = delegate(operations, '__invert__')
     __bool__ = delegate(operations, '__bool__')
-    __matmul__ = delegate(operations, '__matmul__')
-    __rmatmul__ = delegate(operations, '__rmatmul__')
     __round__ = delegate(operations, '__round__')
 
 
@@ -195,21 +193,25 @@ class ConversionMethods:
 
 
 class PrintingMethods:
-    """``repr()`` and ``str()``: values beside the layout (:mod:`dlmg._printing`)."""
+    """``repr()``, ``str()`` and ``format()``: values beside the layout (:mod:`dlmg._printing`)."""
 
     __slots__ = ()
     __repr__ = delegate(printing, '__repr__')
     __str__ = delegate(printing, '__str__')
+    __format__ = delegate(printing, '__format__')
 
 
 class ArrayApiMethods:
-    """Indexing, the namespace, conversions, copies and DLPack (:mod:`dlmg.array_api`)."""
+    """Indexing, ``@`` (the namespace's ``matmul``), the namespace, conversions, copies and DLPack
+    (:mod:`dlmg.array_api`)."""
 
     __slots__ = ()
     __array_namespace__ = delegate(array_api, '__array_namespace__')
     __getitem__ = delegate(array_api, '__getitem__')
     __setitem__ = delegate(array_api, '__setitem__')
     __iter__ = delegate(array_api, '__iter__')
+    __matmul__ = delegate(array_api, '__matmul__')
+    __rmatmul__ = delegate(array_api, '__rmatmul__')
     to_device = delegate(array_api, 'to_device')
     mT = _property(array_api, 'mT')
     item = delegate(array_api, 'item')
@@ -221,6 +223,7 @@ class ArrayApiMethods:
     copy = delegate(array_api, 'copy')
     flatten = delegate(array_api, 'flatten')
     ravel = delegate(array_api, 'ravel')
+    __copy__ = delegate(array_api, '__copy__')
     __deepcopy__ = delegate(array_api, '__deepcopy__')
     __dlpack__ = delegate(array_api, '__dlpack__')
     __dlpack_device__ = delegate(array_api, '__dlpack_device__')

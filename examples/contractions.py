@@ -21,12 +21,14 @@ def main() -> None:
     A, B = rng.standard_normal((8, 8)), rng.standard_normal((8, 8))
 
     # 1. Both operands split the contracted mode k alike: each device multiplies its panels,
-    #    and the product is a pending sum (four addends), computed without moving a byte.
+    #    and, asked for (pending=True), the product is left a pending sum (four addends),
+    #    computed without moving a byte. a @ b would give the value (the plan resolves it).
     a = dlmg.scatter(A, Layout.slab((8, 8), 1, DEVICES))
     b = dlmg.scatter(B, Layout.slab((8, 8), 0, DEVICES), framework="torch")
-    print(dlmg.einsum_plan("ik,kj->ij", a, b))
-    c = a @ b
+    print(dlmg.einsum_plan("ik,kj->ij", a, b, pending=True))
+    c = dlmg.matmul(a, b, pending=True)
     assert c.layout.partial == "sum"
+    assert (a @ b).layout.partial is None
 
     # 2. Linear operations keep it; redistribute resolves it (here a reduce-scatter into row slabs).
     d = 2 * c - c

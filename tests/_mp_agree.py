@@ -131,7 +131,7 @@ def agreement_rounds() -> dict[str, Any]:
         local = rows @ whole
     rounds["rows @ replicated"] = len(counts)
     with _counted() as counts:
-        pending = cols @ rows
+        pending = dlmg.matmul(cols, rows, pending=True)  # left pending: no exchange
     rounds["columns @ rows"] = len(counts)
     np.testing.assert_allclose(_np(local.gather(framework="numpy")), full @ k, rtol=1e-5)
     np.testing.assert_allclose(_np(pending.gather(framework="numpy")), full.T @ full, rtol=1e-5)

@@ -39,9 +39,9 @@ def contract_pending():
     A, B = rng.standard_normal((6, 4 * world)), rng.standard_normal((4 * world, 5))
     a = _scatter(A, Layout.slab(A.shape, 1, ["cpu"] * world, ranks=ranks), framework="numpy")
     b = _scatter(B, Layout.slab(B.shape, 0, ["cpu"] * world, ranks=ranks), framework="numpy")
-    plan = dlmg.einsum_plan("ik,kj->ij", a, b)
+    plan = dlmg.einsum_plan("ik,kj->ij", a, b, pending=True)
     assert plan.strategy == "pending sum" and plan.moved.nbytes == 0, str(plan)
-    c = a @ b
+    c = dlmg.einsum("ik,kj->ij", a, b, pending=True)  # asked for: left pending
     assert c.layout.partial == "sum" and c.layout.nreplicas == world
     want = A @ B
     targets = [
@@ -53,19 +53,20 @@ def contract_pending():
         r = c.redistribute(target)
         np.testing.assert_allclose(np.asarray(r.gather(framework="numpy")), want)
     np.testing.assert_allclose(np.asarray((2 * c - c).gather(framework="numpy")), want)
+    np.testing.assert_allclose(np.asarray((c + 1).gather(framework="numpy")), want + 1)  # resolved first
     try:
-        c + 1
+        c += 1
     except dlmg.LayoutError as exc:
         assert "redistribute" in str(exc)
     else:
-        raise AssertionError("a pending sum plus a scalar was not refused")
+        raise AssertionError("adding a scalar into a pending sum in place was not refused")
     return True
 
 
 def contract_pending_extrema():
     """A pending max (min) whose candidates are spread over the processes: kept by adding a
     scalar, positive scaling, maximum (minimum) of two alike and the same reduction over a mode
-    (no communication, the processes agree first), refused otherwise; every result resolves to
+    (no communication, the processes agree first), resolved first otherwise; every result resolves to
     the operation on the resolved value on every process."""
     world = dd.world_size()
     rng = np.random.default_rng(5)
@@ -84,12 +85,13 @@ def contract_pending_extrema():
             assert got.layout.partial == kind, got.layout
             np.testing.assert_allclose(np.asarray(got.gather(framework="numpy")), expected)
         np.testing.assert_allclose(float(dl_reduce(x)), np_reduce(want))  # over every mode: resolved first
+        np.testing.assert_allclose(np.asarray((-x).gather(framework="numpy")), -want)  # resolved first
         try:
-            -x
+            x *= -1.0
         except dlmg.LayoutError as exc:
             assert "redistribute" in str(exc)
         else:
-            raise AssertionError(f"negating a pending {kind} was not refused")
+            raise AssertionError(f"negating a pending {kind} in place was not refused")
         out[kind] = float(np_reduce(want))
     return out
 

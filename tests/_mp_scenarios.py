@@ -549,3 +549,7 @@ SCENARIOS.update(_ARRAY_API)
 from tests._mp_agree import SCENARIOS as _AGREE  # noqa: E402  (the agreement's rounds)
 
 SCENARIOS.update(_AGREE)
+
+from tests._mp_pending import SCENARIOS as _PENDING  # noqa: E402  (pending tensors' reads and writes)
+
+SCENARIOS.update(_PENDING)

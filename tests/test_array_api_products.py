@@ -53,7 +53,7 @@ def test_matmul_broadcasts_batch_modes_and_vectors_like_numpy(batch1, batch2, m,
     np.testing.assert_array_equal(gathered(got), np.matmul(a, b))
 
 
-def test_matmul_over_a_split_contracted_mode_is_laid_out_by_the_policy():
+def test_matmul_over_a_split_contracted_mode_is_reduce_scattered_onto_the_operands_devices():
     rng = np.random.default_rng(0)
     a, b = _values(rng, (4, 6)), _values(rng, (6, 5))
     with policy("slab"):
@@ -61,7 +61,8 @@ def test_matmul_over_a_split_contracted_mode_is_laid_out_by_the_policy():
         at = xp.matrix_transpose(xp.asarray(a.T.copy()))                    # split along the contracted mode
         got = xp.matmul(at, xp.asarray(b))
         assert got.layout.partial is None
-        assert got.layout.same_distribution(xp.layout_for(got.shape))
+        assert got.layout.same_distribution(dlmg.Layout.slab(got.shape, 0, at.layout.devices))
+        assert got.layout.same_distribution((at @ xp.asarray(b)).layout)  # @ is this matmul
         np.testing.assert_array_equal(gathered(got), a @ b)
         batched = xp.matmul(xp.asarray(np.stack([a] * 3)), xp.asarray(np.stack([b] * 3)))
         assert batched.layout.grid == (3, 1, 1)          # the batch-local product, not one fragment

@@ -30,15 +30,25 @@ def test_aligned_batch_is_local():
 def test_shared_contracted_split_is_pending_sum():
     a = _t(RNG.standard_normal((8, 8)), Layout.slab((8, 8), 1, D4))
     b = _t(RNG.standard_normal((8, 8)), Layout.slab((8, 8), 0, D4))
-    plan = dlmg.einsum_plan("ik,kj->ij", a, b)
+    plan = dlmg.einsum_plan("ik,kj->ij", a, b, pending=True)
     assert plan.strategy == "pending sum"
     assert plan.moved.nbytes == 0
     assert plan.out == Layout((8, 8), devices=D4, partial="sum")
     # each device multiplies an 8x2 panel by a 2x8 one: 2 * 8 * 2 * 8 flops
     assert [f for _, _, f in plan.steps[0].flops] == [256] * 4
-    c = a @ b
+    c = dlmg.einsum("ik,kj->ij", a, b, pending=True)
     assert c.layout.partial == "sum"
     np.testing.assert_allclose(c.gather(), a.gather() @ b.gather())
+    # unless asked for, every contraction gives the value: the plan resolves it (a reduce-scatter
+    # into row slabs on the addends' devices)
+    value = dlmg.einsum_plan("ik,kj->ij", a, b)
+    assert value.out == Layout.slab((8, 8), 0, D4) and "resolve" in str(value)
+    for got in (a @ b, dlmg.matmul(a, b), dlmg.einsum("ik,kj->ij", a, b), dlmg.tensordot(a, b, axes=1),
+                dlmg.dot(a, b)):
+        assert got.layout.partial is None
+        np.testing.assert_allclose(got.gather(), a.gather() @ b.gather())
+    assert dlmg.matmul(a, b, pending=True).layout.partial == "sum"
+    assert dlmg.tensordot(a, b, axes=1, pending=True).layout.partial == "sum"
 
 
 def test_row_slabs_times_replicated_is_local():
@@ -84,7 +94,7 @@ def test_resolving_a_pending_sum_counts_reduce_scatter_and_all_gather():
 def pending():
     a = _t(RNG.standard_normal((6, 8)), Layout.slab((6, 8), 1, D4))
     b = _t(RNG.standard_normal((8, 5)), Layout.slab((8, 5), 0, D4))
-    return a @ b, a.gather() @ b.gather()
+    return dlmg.einsum("ik,kj->ij", a, b, pending=True), a.gather() @ b.gather()
 
 
 def test_pending_layout_validation_repr_equality():
@@ -115,10 +125,12 @@ def test_linear_operations_keep_the_pending_sum(pending):
 
 @pytest.mark.parametrize("op", [lambda c: c + 1, lambda c: c * c, lambda c: dlmg.exp(c), lambda c: 1 / c,
                                 lambda c: dlmg.max(c, axis=0), lambda c: abs(c)])
-def test_other_operations_refuse_naming_redistribute(pending, op):
-    c, _ = pending
-    with pytest.raises(dlmg.LayoutError, match="redistribute"):
-        op(c)
+def test_other_operations_resolve_first(pending, op):
+    c, want = pending
+    got = op(c)
+    assert got.layout.partial is None
+    value = dlmg.from_fragments([want], Layout.single(want.shape, "cpu:0"))
+    np.testing.assert_allclose(got.gather(), op(value).gather())
 
 
 @pytest.mark.parametrize("target", [
@@ -141,8 +153,9 @@ def test_pending_max_resolves():
     lay = Layout((3, 4), devices=D4, partial="max")
     x = dlmg.from_fragments(parts, lay)
     np.testing.assert_allclose(x.gather(), np.max(parts, axis=0))
+    np.testing.assert_allclose((-x).gather(), -np.max(parts, axis=0))  # not kept: resolved first
     with pytest.raises(dlmg.LayoutError, match="redistribute"):
-        -x
+        x *= -1.0  # a write that would not keep it
 
 
 def test_contraction_of_a_pending_lead_stays_pending(pending):
@@ -252,10 +265,9 @@ def test_summa_uneven_blocks_and_mixed_frameworks(shape_a, shape_b, grid, blocks
     np.testing.assert_allclose(c.gather(framework="numpy"), A @ B)
 
 
-def test_partitioned_export_refuses_a_pending_sum(pending):
-    c, _ = pending
-    with pytest.raises(dlmg.LayoutError, match="redistribute"):
-        c.__partitioned__
+def test_partitioned_export_describes_the_value_of_a_pending_sum(pending):
+    c, want = pending
+    np.testing.assert_allclose(dlmg.from_partitioned(c.__partitioned__).gather(), want)
 
 
 def test_printing_says_pending(pending):
@@ -269,7 +281,7 @@ def test_full_contraction_to_a_scalar():
     # NumPy's einsum returns a NumPy scalar for 0-d results; fragments must be arrays
     a = _t(RNG.standard_normal((4, 3)), Layout.slab((4, 3), 0, D4[:2]))
     b = _t(RNG.standard_normal((4, 3)), Layout.slab((4, 3), 0, D4[:2]))
-    c = dlmg.einsum("ij,ij->", a, b)
+    c = dlmg.einsum("ij,ij->", a, b, pending=True)
     assert c.shape == () and c.layout.partial == "sum"
     np.testing.assert_allclose(float(c.gather()), float(np.sum(a.gather() * b.gather())))
 

@@ -69,7 +69,7 @@ def test_no_join_where_products_do_not_share_the_follower(case):
     else:
         la, lb = Layout.slab(A.shape, 0, J8[:4]), Layout.replicated(B.shape, J8[:4])
     a, b = (dlmg.scatter(x, lay, framework="numpy") for x, lay in ((A, la), (B, lb)))
-    plan = dlmg.einsum_plan("ik,kj->ij", a, b)
+    plan = dlmg.einsum_plan("ik,kj->ij", a, b, pending=True)
     for step in plan.steps:
         if hasattr(step, "pairing") and step.follower is not None:
             assert joins(step.subscripts, a.layout if step.lead == "x0" else b.layout,
@@ -127,8 +127,8 @@ def test_a_pending_result_is_not_delegated_but_a_named_layout_is():
     A, B = RNG.standard_normal((8, 16)), RNG.standard_normal((16, 8))
     a = _jax(A, Layout.slab(A.shape, 1, J8))
     b = _jax(B, Layout.slab(B.shape, 0, J8))
-    assert dlmg.einsum_plan("ik,kj->ij", a, b).delegated is None  # the pending sum stays dlmg's
-    assert (a @ b).layout.partial == "sum"
+    assert dlmg.einsum_plan("ik,kj->ij", a, b, pending=True).delegated is None  # the pending sum stays dlmg's
+    assert dlmg.einsum("ik,kj->ij", a, b, pending=True).layout.partial == "sum"
     rows = Layout.slab((8, 8), 0, J8)
     assert dlmg.einsum_plan("ik,kj->ij", a, b, layout=rows).delegated == CALL
     c = dlmg.einsum("ik,kj->ij", a, b, layout=rows)

@@ -53,7 +53,7 @@ def test_pending_sum_on_the_gpu_resolves(framework):
     A, B = RNG.standard_normal((64, 128)), RNG.standard_normal((128, 48))
     a = _gpu(A, Layout.slab(A.shape, 1, EIGHT), framework)
     b = _gpu(B, Layout.slab(B.shape, 0, EIGHT), framework)
-    c = a @ b
+    c = dlmg.matmul(a, b, pending=True)
     assert c.layout.partial == "sum"
     rows = c.redistribute(Layout.slab(c.shape, 0, EIGHT))
     _check_product(framework, rows.gather(framework="numpy"), A, B)
@@ -70,3 +70,22 @@ def test_mixed_gpu_frameworks_and_summa():
     c = a @ b
     assert set(c.frameworks) == {"cupy"}
     np.testing.assert_allclose(c.gather(framework="numpy"), A @ B, rtol=1e-3, atol=1e-2)
+
+
+@pytest.mark.parametrize("framework", GPU_FRAMEWORKS)
+def test_reads_of_a_pending_sum_on_the_gpu_see_its_value(framework):
+    A, B = RNG.standard_normal((16, 64)), RNG.standard_normal((64, 8))
+    a = _gpu(A, Layout.slab(A.shape, 1, EIGHT), framework)
+    b = _gpu(B, Layout.slab(B.shape, 0, EIGHT), framework)
+    c = dlmg.matmul(a, b, pending=True)
+    assert c.layout.partial == "sum"
+    want = A @ B
+    tol = dict(rtol=1e-2, atol=1e-2 * np.sqrt(64))
+    np.testing.assert_allclose(c[1].gather(framework="numpy"), want[1], **tol)
+    np.testing.assert_allclose(c.T.gather(framework="numpy"), want.T, **tol)
+    np.testing.assert_allclose(c.copy().gather(framework="numpy"), want, **tol)
+    np.testing.assert_allclose(float(dlmg.sum(c)), want.sum(), **tol)
+    np.testing.assert_allclose(float(c[0:1, 0:1]), want[0, 0], **tol)
+    assert "(shown resolved)" in repr(c)
+    with pytest.raises(dlmg.LayoutError, match="redistribute"):
+        c[0, 0] = 1.0

@@ -120,7 +120,7 @@ def test_a_reduced_mode_empty_in_some_fragments_gives_them_the_identity():
     np.testing.assert_array_equal(dlmg.max(ints, axis=0).gather(), ints.gather().max(axis=0))
 
 
-REFUSED = {
+RESOLVED = {
     "negation": lambda x: -x,
     "negative": lambda x: dlmg.negative(x),
     "a negative factor": lambda x: x * -2.0,
@@ -130,31 +130,48 @@ REFUSED = {
     "scalar minus": lambda x: 1.0 - x,
     "an infinite scalar": lambda x: x + math.inf,
     "a complex scalar": lambda x: x + 1j,
-    "the other extremum": lambda x: dlmg.minimum(x, x) if x.layout.partial == "max" else dlmg.maximum(x, x),
-    "the other reduction": lambda x: dlmg.min(x, axis=0) if x.layout.partial == "max" else dlmg.max(x, axis=0),
+    "the other extremum": lambda x, kind: dlmg.minimum(x, x) if kind == "max" else dlmg.maximum(x, x),
+    "the other reduction": lambda x, kind: dlmg.min(x, axis=0) if kind == "max" else dlmg.max(x, axis=0),
     "a sum": lambda x: dlmg.sum(x, axis=0),
     "two pending added": lambda x: x + x,
     "a product of two": lambda x: x * x,
     "exp": lambda x: dlmg.exp(x),
     "abs": lambda x: abs(x),
     "keepdims": lambda x: dlmg.max(x, axis=0, keepdims=True),
-    "in place negative factor": lambda x: x.__imul__(-1.0),
 }
 
 
+def _value_twin(x):
+    """``x``'s value as an ordinary tensor (the resolved twin)."""
+    lay = x.layout
+    return x.redistribute(lay.replace(devices=lay.devices[: lay.ngrid], ranks=lay.ranks[: lay.ngrid], partial=None))
+
+
 @pytest.mark.parametrize("kind", ["max", "min"])
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_every_other_operation_refuses_naming_redistribute(kind, name):
+@pytest.mark.parametrize("name", sorted(RESOLVED))
+def test_every_other_operation_resolves_first(kind, name):
     layout = Layout((3, 4), devices=["cpu:0", "cpu:1"], partial=kind)
     x = dlmg.from_fragments([np.arange(12.0).reshape(3, 4), -np.arange(12.0).reshape(3, 4)], layout)
+    op = RESOLVED[name]
+    run = (lambda t: op(t, kind)) if name.startswith("the other") else op
+    got = run(x)
+    assert got.layout.partial is None
+    np.testing.assert_array_equal(got.gather(), run(_value_twin(x)).gather())
+    np.testing.assert_array_equal(x.fragments[0].array, np.arange(12.0).reshape(3, 4))  # untouched
+
+
+def test_a_write_into_a_pending_extremum_that_would_not_keep_it_is_refused():
+    layout = Layout((3, 4), devices=["cpu:0", "cpu:1"], partial="max")
+    x = dlmg.from_fragments([np.arange(12.0).reshape(3, 4), -np.arange(12.0).reshape(3, 4)], layout)
     with pytest.raises(dlmg.LayoutError, match="redistribute"):
-        REFUSED[name](x)
+        x *= -1.0
     np.testing.assert_array_equal(x.fragments[0].array, np.arange(12.0).reshape(3, 4))  # untouched
 
 
 @pytest.mark.parametrize("op", [lambda x: x + 1, lambda x: x * 2, lambda x: x - 1])
-def test_integers_refuse_what_would_wrap_around(op):
+def test_integers_resolve_what_would_wrap_around(op):
     layout = Layout((2,), devices=["cpu:0", "cpu:1"], partial="max")
     x = dlmg.from_fragments([np.array([250, 3], np.uint8), np.array([3, 250], np.uint8)], layout)
-    with pytest.raises(dlmg.LayoutError, match="redistribute"):
-        op(x)
+    got = op(x)
+    assert got.layout.partial is None
+    np.testing.assert_array_equal(got.gather(), op(np.array([250, 250], np.uint8)))

@@ -69,10 +69,10 @@ def main() -> int:
         b_dt = distribute_tensor(B, mesh, [placement[pb]])
         a, b = dlmg.from_dtensor(a_dt), dlmg.from_dtensor(b_dt)
         assert a.fragments[a.layout.ranks.index(rank)].array.data_ptr() == a_dt.to_local().data_ptr()
-        strategies[key] = dlmg.einsum_plan("ik,kj->ij", a, b).strategy
+        strategies[key] = dlmg.einsum_plan("ik,kj->ij", a, b, pending=True).strategy
 
         # results first: dlmg must be right before it is timed
-        mine, theirs = a @ b, torch.matmul(a_dt, b_dt)
+        mine, theirs = dlmg.matmul(a, b, pending=True), torch.matmul(a_dt, b_dt)  # both left unreduced
         if want is None:
             want = (A.double() @ B.double()).numpy()
         got = np.asarray(mine.redistribute(dlmg.Layout.replicated(
@@ -83,7 +83,7 @@ def main() -> int:
         assert np.allclose(ref, want, **tol), f"{key}: DTensor differs from the product"
 
         def run_dlmg(a=a, b=b):
-            return a @ b
+            return dlmg.matmul(a, b, pending=True)
 
         def run_dtensor(a_dt=a_dt, b_dt=b_dt):
             return torch.matmul(a_dt, b_dt)  # the local product waits for any collective it needs

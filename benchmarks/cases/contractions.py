@@ -100,7 +100,7 @@ def _pending(ctx: Context) -> list[Row]:
     def build() -> Callable[[], Any]:
         a = dlmg.scatter(A, Layout.slab((n, n), 1, devices), framework="numpy")
         b = dlmg.scatter(B, Layout.slab((n, n), 0, devices), framework="numpy")
-        assert dlmg.einsum_plan("ik,kj->ij", a, b).strategy == "pending sum"
+        assert dlmg.einsum_plan("ik,kj->ij", a, b, pending=True).strategy == "pending sum"
         return lambda: dlmg.einsum("ik,kj->ij", a, b, layout=rows)
 
     fn = prepared(build)

@@ -15,6 +15,7 @@ from typing import Any
 from ..construct import empty as _empty, full as _full
 from ..errors import LayoutError, LayoutMismatchError
 from ..ops import shape as _shape
+from ..ops._pending import guard
 from ..ops.broadcast import align, broadcast_layout, result_shape
 from ..ops.pointwise import astype as _astype
 from ._gathered import collected
@@ -59,6 +60,7 @@ def reshape(x: Any, /, shape: Sequence[int], *, copy: bool | None = None) -> Any
 def broadcast_to(x: Any, /, shape: Sequence[int]) -> Any:
     """``x`` broadcast to ``shape``: views where the fragments allow, else moved into place."""
     shape = tuple(shape)
+    x = guard(x, "broadcast_to")  # a pending reduction: its value
     if result_shape(x.shape, shape) != shape:
         raise ValueError(f"broadcast_to: shape {x.shape} does not broadcast to {shape}")
     if x.shape == shape:

@@ -2,8 +2,12 @@
 
 ``__array_namespace__``, indexing and assignment, ``to_device``, ``mT``,
 conversions of one-element tensors (``int()``, ``float()``, ``item()``),
-``tolist``, ``copy``/``flatten``/``ravel``, ``copy.deepcopy``, and
+``tolist``, ``copy``/``flatten``/``ravel``, ``copy.copy``/``copy.deepcopy``, and
 ``__dlpack__`` where one buffer holds the whole tensor.
+
+Each method that reads or writes values passes :func:`~dlmg.ops._pending.guard` first:
+a tensor holding a pending reduction is read as its value, and assignment into one
+is refused.
 """
 
 from __future__ import annotations
@@ -14,10 +18,13 @@ from typing import Any
 from .._surface import array_api as array_api_hook, provide_methods
 from ..distributed import _state
 from ..errors import DLPackError
+from ..ops._operands import is_distributed
+from ..ops._pending import guard
 from ..ops.pointwise import astype as _astype
 from . import _indexing
 from ._creation import layout_of
 from ._manipulation import matrix_transpose, reshape
+from ._products import matmul
 
 __all__ = ["METHODS", "provide"]
 
@@ -31,6 +38,7 @@ def __array_namespace__(self: Any, /, *, api_version: str | None = None) -> Any:
 
 def to_device(self: Any, device: Any, /, *, stream: Any = None) -> Any:
     """The tensor laid out on ``device`` (one fragment there, or a placement's slab)."""
+    self = guard(self, "to_device")
     layout = layout_of(self.shape, device)
     return self if layout.same_distribution(self.layout) else self.redistribute(layout)
 
@@ -38,6 +46,7 @@ def to_device(self: Any, device: Any, /, *, stream: Any = None) -> Any:
 def _one(self: Any, what: str) -> Any:
     if self.size != 1:
         raise TypeError(f"only a tensor of one element converts to {what}; this one has shape {self.shape}")
+    self = guard(self, what)
     holders = {rank for frag, rank in zip(self.layout.fragments, self.layout.ranks) if frag.size}
     if holders >= set(range(_state.world_size())):  # (decided from the layout: the same on every process)
         for frag in self.fragments:
@@ -77,8 +86,21 @@ def tolist(self: Any) -> Any:
 
 
 def copy(self: Any) -> Any:
-    """A copy: same layout, frameworks and devices, new memory."""
-    return _astype(self, self.dtype, copy=True)
+    """A copy: same layout, frameworks and devices, new memory (of the value, for a pending
+    reduction: its layout without the pending replicas)."""
+    value = guard(self, "copy")
+    return _astype(value, value.dtype, copy=True)
+
+
+def getitem(self: Any, key: Any, /) -> Any:
+    """``x[key]``: the standard's indexing, of the value of a pending reduction."""
+    return _indexing.getitem(guard(self, "indexing"), key)
+
+
+def setitem(self: Any, key: Any, value: Any, /) -> None:
+    """``x[key] = value``: the standard's assignment; refused into a pending reduction."""
+    guard(self, "assignment x[key] = value", writes=True)
+    _indexing.setitem(self, key, guard(value, "assignment x[key] = value"))
 
 
 def flatten(self: Any) -> Any:
@@ -104,11 +126,35 @@ def __iter__(self: Any) -> Any:
     """The sub-tensors along mode 0, ``x[0]``, ``x[1]``... (views where the layout allows), as NumPy iterates."""
     if self.ndim == 0:
         raise TypeError("iteration over a 0-d distributed tensor")
-    for i in range(self.shape[0]):
-        yield self[i]
+    return _rows(guard(self, "iteration"))  # (resolved once, on entry, by every process alike)
+
+
+def _rows(x: Any) -> Any:
+    for i in range(x.shape[0]):
+        yield x[i]
+
+
+def __copy__(self: Any) -> Any:
+    """``copy.copy``: a copy with new memory, as NumPy's arrays make (see :func:`copy`)."""
+    return copy(self)
+
+
+def __matmul__(self: Any, other: Any, /) -> Any:
+    """``x @ y``: the namespace's :func:`~dlmg.array_api.matmul` (a value, never a pending sum)."""
+    if not is_distributed(other):
+        return NotImplemented
+    return matmul(self, other)
+
+
+def __rmatmul__(self: Any, other: Any, /) -> Any:
+    """``y @ x`` with ``y`` not a tensor: see :func:`__matmul__`."""
+    if not is_distributed(other):
+        return NotImplemented
+    return matmul(other, self)
 
 
 def __deepcopy__(self: Any, memo: dict[int, Any]) -> Any:
+    """``copy.deepcopy``: a copy with new memory (see :func:`copy`)."""
     return copy(self)
 
 
@@ -138,8 +184,8 @@ def _single(self: Any) -> Any:
 #: What :func:`install` attaches (``__getitem__`` and ``__dlpack__`` replace the core's versions).
 METHODS: dict[str, Any] = {
     "__array_namespace__": __array_namespace__,
-    "__getitem__": _indexing.getitem,
-    "__setitem__": _indexing.setitem,
+    "__getitem__": getitem,
+    "__setitem__": setitem,
     "to_device": to_device,
     "mT": property(matrix_transpose, doc="The last two modes swapped (array API ``mT``)."),
     "item": item,
@@ -151,8 +197,11 @@ METHODS: dict[str, Any] = {
     "copy": copy,
     "flatten": flatten,
     "ravel": ravel,
+    "__copy__": __copy__,
     "__deepcopy__": __deepcopy__,
     "__iter__": __iter__,
+    "__matmul__": __matmul__,
+    "__rmatmul__": __rmatmul__,
     "__dlpack__": __dlpack__,
     "__dlpack_device__": __dlpack_device__,
 }

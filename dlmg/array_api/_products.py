@@ -9,9 +9,10 @@ asks beyond them:
 * the standard's argument rules (``vecdot``'s ``axis`` counted from the end,
   any mode; ``tensordot``'s contracted extents equal, not broadcast; 0-d
   operands refused), with ``ValueError`` naming the shapes;
-* a result that is a value, never a pending sum: where the contraction
-  leaves one (``layout.partial == "sum"``: a split mode was contracted), it
-  is resolved into the layout the default layout policy gives its shape.
+* nothing of their own about pending sums: dlmg's contractions give the
+  value unless asked for a pending sum (the plan's last step resolves it, a
+  reduce-scatter onto the operands' devices), so these functions, ``@`` and
+  dlmg's are one behaviour.
 
 ``trace`` is the sum of ``linalg.diagonal`` with the namespace's ``sum``, so
 its dtype follows the standard's accumulation rule in every framework.
@@ -28,19 +29,11 @@ from ..errors import AxisError
 from ..ops import contract as _contract
 from ..ops import shape as _shape
 from ._gathered import collected
-from ._policy import layout_for
 from ._statistics import sum as _sum
 
 __all__ = ["matmul", "tensordot", "vecdot", "outer", "trace"]
 
 _diagonal = collected("diagonal", "linalg.diagonal")
-
-
-def _value(x: Any) -> Any:
-    """``x`` itself, or the value of a pending sum in the policy's layout for its shape."""
-    if x.layout.partial is None:
-        return x
-    return _contract.resolve(x, layout_for(x.shape))
 
 
 def _not_scalar(name: str, x1: Any, x2: Any) -> None:
@@ -56,7 +49,7 @@ def matmul(x1: Any, x2: Any, /) -> Any:
     k2 = x2.shape[-2] if x2.ndim > 1 else x2.shape[0]
     if k1 != k2:
         raise ValueError(f"matmul: inner extents differ: {x1.shape} @ {x2.shape}")
-    return _value(_contract.matmul(x1, x2))
+    return _contract.matmul(x1, x2)
 
 
 def tensordot(x1: Any, x2: Any, /, *, axes: int | tuple[Sequence[int], Sequence[int]] = 2) -> Any:
@@ -75,7 +68,7 @@ def tensordot(x1: Any, x2: Any, /, *, axes: int | tuple[Sequence[int], Sequence[
         n = operator.index(axes)
         if 0 <= n <= min(x1.ndim, x2.ndim) and x1.shape[x1.ndim - n:] != x2.shape[:n]:
             raise ValueError(f"tensordot: the last {n} modes of {x1.shape} and the first {n} of {x2.shape} differ")
-    return _value(_contract.tensordot(x1, x2, axes=axes))
+    return _contract.tensordot(x1, x2, axes=axes)
 
 
 def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
@@ -90,7 +83,7 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     if x1.shape[axis] != x2.shape[axis]:
         raise ValueError(f"vecdot: extents along axis {axis} differ: {x1.shape} and {x2.shape}")
     x1, x2 = _to_last(x1, axis), _to_last(x2, axis)
-    return _value(_contract.vecdot(x1, x2, axis=-1))
+    return _contract.vecdot(x1, x2, axis=-1)
 
 
 def _to_last(x: Any, axis: int) -> Any:
@@ -105,7 +98,7 @@ def outer(x1: Any, x2: Any, /) -> Any:
     """The outer product of two vectors (:func:`dlmg.outer`)."""
     if x1.ndim != 1 or x2.ndim != 1:
         raise ValueError(f"outer takes vectors (1-D), got shapes {x1.shape} and {x2.shape}")
-    return _value(_contract.outer(x1, x2))
+    return _contract.outer(x1, x2)
 
 
 def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:

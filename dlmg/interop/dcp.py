@@ -23,6 +23,7 @@ from typing import Any
 
 from ..construct import empty
 from ..layout import Layout
+from ..ops._pending import guard
 from ..tensor import DistributedTensor
 from ._dtensor_layout import expressibility_problems
 from .dtensor import _dist, to_dtensor
@@ -75,8 +76,27 @@ def dcp_save(state: Mapping[str, Any], checkpoint_id: Any, **kwargs: Any) -> Any
     -------
     object
         Whatever ``dcp.save`` returns (its metadata).
+
+    Notes
+    -----
+    A tensor holding a pending reduction (``layout.partial``) is saved as its value.
     """
-    return _checkpoint().save(dcp_state_dict(state), checkpoint_id=checkpoint_id, **kwargs)
+    return _checkpoint().save(dcp_state_dict(_values(state)), checkpoint_id=checkpoint_id, **kwargs)
+
+
+def _values(state: Mapping[str, Any]) -> dict[str, Any]:
+    """``state`` with every pending reduction resolved (:func:`~dlmg.ops._pending.guard`):
+    a checkpoint holds values, never the parts of one. The value goes to every replica
+    (an all-reduce), where DTensor's ``Partial`` stood: its placements express it."""
+    out: dict[str, Any] = {}
+    for key, value in state.items():
+        if isinstance(value, Mapping):
+            out[key] = _values(value)
+        elif isinstance(value, DistributedTensor) and value.layout.partial is not None:
+            out[key] = guard(value, "dcp_save", into=value.layout.replace(partial=None))
+        else:
+            out[key] = value
+    return out
 
 
 def _holder_layout(template: DistributedTensor, world: int) -> Layout:

@@ -53,6 +53,7 @@ from ..tensor import process_rank
 from ..construct import from_fragments
 from ..dtypes import canonical
 from ..distributed._state import current
+from ..ops._pending import guard
 from ..registry import get_adapter
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -235,6 +236,7 @@ def to_jax(
     """
     jax = _jax()
 
+    tensor = guard(tensor, "to_jax")  # a pending reduction: its value
     get_adapter("jax").check_dtype(canonical(tensor.dtype))
     layout = tensor.layout
     table = _jax_devices()

@@ -44,6 +44,7 @@ from ..errors import FragmentError, LayoutError
 from ..layout import Layout
 from ._wrap import wrap_fragments
 from ..tensor import process_rank
+from ..ops._pending import guard
 from ..registry import adapter_for
 from ..construct import device_fits, from_fragments
 from ..dtypes import canonical
@@ -88,16 +89,13 @@ def partitioned(tensor: "DistributedTensor") -> dict[str, Any]:
 
     Raises
     ------
-    LayoutError
-        For a pending sum (``layout.partial``): the protocol has no word for
-        parts of a value; ``redistribute`` resolves it first.
+    Notes
+    -----
+    The protocol has no word for parts of a value: a pending reduction
+    (``layout.partial``) is resolved first, and the dictionary describes its value.
     """
+    tensor = guard(tensor, "__partitioned__")
     lay = tensor.layout
-    if lay.partial is not None:
-        raise LayoutError(
-            f"__partitioned__: the tensor holds a pending {lay.partial} over {lay.nreplicas} replicas, which the "
-            f"protocol cannot describe; resolve it first: tensor.redistribute(<a layout without partial>)"
-        )
     views: dict[tuple[int, tuple[int, ...]], Any] = {}
     for frag in tensor.fragments:
         if not frag.is_local:

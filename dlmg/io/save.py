@@ -10,6 +10,7 @@ from typing import Any
 
 from ..distributed.agree import describe
 from ..errors import CheckpointError
+from ..ops._pending import guard
 from ..tensor import DistributedTensor
 from . import store
 from .format import array_metadata, storage_dtype, FORMAT, VERSION
@@ -110,6 +111,8 @@ def save(path: str | os.PathLike[str], tensor: Any, *, overwrite: bool = False) 
     saved layout, a CRC-32C checksum per chunk, the layout in the attribute
     ``dlmg``.
     """
+    tensor = ({k: guard(v, "dlmg.save") for k, v in tensor.items()} if isinstance(tensor, Mapping)
+              else guard(tensor, "dlmg.save"))  # values, never the addends of a pending reduction
     path = os.path.abspath(os.fspath(path))
     items, is_group = _items(tensor)
     hosted = {name: on_host(t) for name, t in items.items()}  # collective where data moves

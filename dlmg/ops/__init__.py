@@ -28,7 +28,7 @@ from typing import Any
 from .._surface import operations, provide_methods
 from . import blockwise, dispatch, fft, like, shape, statistics, fused, linalg, pointwise, reductions, selection
 from .blockwise import apply, map_fragments
-from .dispatch import is_distributed, synchronize, synchronize_tensor
+from .dispatch import synchronize, synchronize_tensor
 from .fused import FusedFunction, fuse
 from .linalg import cholesky
 from .contract import EinsumPlan, dot, einsum, einsum_plan, inner, matmul, outer, tensordot, vecdot
@@ -87,20 +87,8 @@ def _synchronize_method(self: Any) -> Any:
     return self
 
 
-def _matmul_method(self: Any, other: Any) -> Any:
-    if not is_distributed(other):
-        return NotImplemented
-    return matmul(self, other)
-
-
-def _rmatmul_method(self: Any, other: Any) -> Any:
-    if not is_distributed(other):
-        return NotImplemented
-    return matmul(other, self)
-
-
 # The tensor's operators and methods (declared in dlmg._surface) run these functions.
 provide_methods(operations, {
     **pointwise.OPERATORS, **reductions.METHODS, **statistics.METHODS, **shape.METHODS, **like.METHODS,
-    "__matmul__": _matmul_method, "__rmatmul__": _rmatmul_method, "synchronize": _synchronize_method,
+    "synchronize": _synchronize_method,
 })

@@ -1,4 +1,4 @@
-"""Which elementwise operations keep a pending reduction, and the refusal of every other.
+"""Which elementwise operations keep a pending reduction; the one guard of every read and write.
 
 A tensor whose layout has ``partial="sum"`` holds its value as the sum of its
 replicas. An operation applied replica by replica keeps that meaning only when
@@ -11,12 +11,20 @@ maximum: ``maximum`` (``minimum``) of tensors with the same pending layout or
 with a real scalar, and, on real floating types, adding or subtracting a finite
 scalar and multiplying or dividing by a positive finite one (each is monotone
 over every value, infinities included, and rounding keeps the order). On
-integers those would wrap around and break the order, so they are refused.
-Negation and negative factors turn a maximum into a minimum: they are refused
-too, as they would need the result's layout to change.
+integers those would wrap around and break the order, so they do not keep it.
+Negation and negative factors turn a maximum into a minimum: they do not keep
+it either, as they would need the result's layout to change.
 
-Every other operation on a pending tensor raises a
-:class:`~dlmg.errors.LayoutError` that says how to resolve it.
+Every other elementwise operation resolves its pending operands first
+(:func:`keep_or_settle`); an in-place one that would not keep the pending
+reduction of its target is refused (:func:`guard` with ``writes``).
+
+:func:`guard` is the one gate every read or write of a tensor's values passes
+(indexing, iteration, ``item`` and the conversions, printing, copies, exports,
+saving, assignment): a read gets the value of a pending tensor
+(:func:`settled`, a redistribution, collective across processes), a write into
+one is refused with a :class:`~dlmg.errors.LayoutError` naming the
+``redistribute`` call that resolves it.
 """
 
 from __future__ import annotations
@@ -26,10 +34,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import LayoutError
+from ..layout import Layout
+from ..tensor import resolve_pending
 from ._dtypes import kind_of
 from ._operands import SCALAR_TYPES, _ZeroD, is_distributed
 
-__all__ = ["check_pending"]
+__all__ = ["keeps_pending", "keep_or_settle", "guard", "settled", "value_layout", "spread_value_layout"]
 
 _ADDITIVE = frozenset({"+", "-", "add", "subtract"})
 _SIGN = frozenset({"-", "+", "negative", "positive"})
@@ -40,13 +50,6 @@ _SUBTRACTING = frozenset({"-", "subtract"})
 _SAME_SIGN = frozenset({"+", "positive"})
 #: The elementwise function that keeps each pending extremum.
 _EXTREMUM = {"max": "maximum", "min": "minimum"}
-_KEEPS = {
-    "sum": "sums and differences of pending tensors alike, scaling by a scalar and negation",
-    "max": "maximum of pending maxima alike or with a real scalar, and (real floating types) adding or "
-           "subtracting a finite scalar and scaling by a positive finite one",
-    "min": "minimum of pending minima alike or with a real scalar, and (real floating types) adding or "
-           "subtracting a finite scalar and scaling by a positive finite one",
-}
 
 
 def _linear(base: str, operands: Sequence[Any], reflected: bool) -> bool:
@@ -103,23 +106,99 @@ def _keeps_order(kind: str, base: str, operands: Sequence[Any], reflected: bool)
     return False
 
 
-def check_pending(name: str, operands: Sequence[Any], reflected: bool = False) -> None:
-    """Raise unless the elementwise operation ``name`` on ``operands`` keeps their pending reductions.
+def value_layout(layout: Layout) -> Layout:
+    """A pending ``layout``'s value layout: its split, replica 0's devices, nothing pending
+    (where :func:`settled` puts the value)."""
+    return layout.replace(devices=layout.devices[: layout.ngrid], ranks=layout.ranks[: layout.ngrid], partial=None)
+
+
+def spread_value_layout(layout: Layout) -> Layout:
+    """Where a contraction puts the value of the pending sum it ends with: for a sum whose
+    addends each hold the whole result (grid 1), one slab per addend's device along the first
+    mode with an element for each (a reduce-scatter: the value stays on the operands'
+    devices and processes, split, and each device receives ``(k - 1) / k`` of its slab);
+    otherwise :func:`value_layout`."""
+    k = layout.nreplicas
+    if layout.ngrid == 1 and k > 1:
+        for mode, extent in enumerate(layout.shape):
+            if extent >= k:
+                return Layout.slab(layout.shape, mode, layout.devices, ranks=layout.ranks)
+    return value_layout(layout)
+
+
+def _is_pending(x: Any) -> bool:
+    return getattr(getattr(x, "layout", None), "partial", None) is not None
+
+
+def settled(x: Any, into: Layout | None = None) -> Any:
+    """``x`` itself, or its value when it is a tensor holding a pending reduction, in ``into``
+    (default :func:`value_layout`; a redistribution, so across processes every process calls it)."""
+    if not _is_pending(x):
+        return x
+    return resolve_pending(x, into, None)
+
+
+def guard(x: Any, what: str, *, writes: bool = False, into: Layout | None = None) -> Any:
+    """The one gate of every read and write of a tensor's values.
+
+    Parameters
+    ----------
+    x : Any
+        A tensor (anything else passes unchanged).
+    what : str
+        The operation, for the error (``"assignment"``, ``"operator +="``).
+    writes : bool
+        The operation writes into ``x``.
+    into : Layout, optional
+        Where a read puts the value (a layout of ``x``'s shape, nothing pending):
+        an operand's layout, so that the value meets it without another move.
+
+    Returns
+    -------
+    Any
+        ``x`` when it holds no pending reduction; otherwise, for a read, its
+        value (:func:`settled`).
+
+    Raises
+    ------
+    LayoutError
+        For a write into a pending tensor: each of its replicas holds a part of
+        every element, so no write into them means what it says.
+    """
+    if not _is_pending(x):
+        return x
+    if writes:
+        lay = x.layout
+        raise LayoutError(
+            f"{what}: the tensor holds a pending {lay.partial} (each of its {lay.nreplicas} replicas holds a part "
+            f"of every element), so a write into it is refused; resolve it first, e.g. "
+            f"x = x.redistribute({value_layout(lay)!r})"
+        )
+    return settled(x, into)
+
+
+def keeps_pending(name: str, operands: Sequence[Any], reflected: bool = False) -> bool:
+    """Whether the elementwise operation ``name`` on ``operands`` keeps their pending reductions
+    (applied to the replicas, it gives the replicas of the result).
 
     ``name`` is an operator label (``"operator +"``, ``"operator *="``) or a function's
     name (``"add"``); ``reflected`` says the tensor stands on the right (``2 / x``)."""
     pending = [op for op in operands if is_distributed(op) and op.layout.partial is not None]
     if not pending:
-        return
+        return True
     base = name.removeprefix("operator ").removesuffix("=") if name.startswith("operator ") else name
     first = pending[0].layout
     if first.partial == "sum" and _linear(base, operands, reflected):
-        return
-    if first.partial in _EXTREMUM and _keeps_order(first.partial, base, operands, reflected):
-        return
-    value = first.replace(devices=first.devices[: first.ngrid], ranks=first.ranks[: first.ngrid], partial=None)
-    raise LayoutError(
-        f"{name}: an operand holds a pending {first.partial} (its {first.nreplicas} replicas are parts of its "
-        f"value), which only {_KEEPS.get(first.partial or 'sum', _KEEPS['sum'])} keep; resolve it first, "
-        f"e.g. x = x.redistribute({value!r})"
-    )
+        return True
+    return first.partial in _EXTREMUM and _keeps_order(first.partial, base, operands, reflected)
+
+
+def keep_or_settle(name: str, operands: Sequence[Any], reflected: bool = False) -> list[Any]:
+    """``operands`` as they are where ``name`` keeps their pending reductions
+    (:func:`keeps_pending`), else with every pending one resolved (:func:`guard`)."""
+    if keeps_pending(name, operands, reflected):
+        return list(operands)
+    # a value meets an operand of its shape in that operand's layout (a reduce-scatter into it)
+    partners = {op.shape: op.layout for op in reversed(operands) if is_distributed(op)
+                and op.layout.partial is None and op.layout.element_strides is None}
+    return [guard(op, name, into=partners.get(op.shape)) if _is_pending(op) else op for op in operands]

@@ -26,6 +26,7 @@ from ..layout import Layout
 from ..registry import adapter_for
 from ._executor import executor, move_array
 from ._operands import is_distributed
+from ._pending import guard
 from .dispatch import new_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -176,6 +177,8 @@ def align(operands: Sequence[Any], name: str, communicate: bool) -> list[Any]:
         t.layout.same_distribution(tensors[0].layout) for t in tensors
     ):
         return list(operands)
+    if any(t.layout.partial is not None for t in tensors):  # moved addends would meet others: values first
+        return align([guard(op, name) for op in operands], name, communicate)
     lead = next((t for t in tensors if t.shape == shape), None)
     if lead is not None:
         target = lead.layout.dense

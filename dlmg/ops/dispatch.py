@@ -37,7 +37,7 @@ from ..tensor import DistributedTensor
 from ..registry import DEFAULT_FRAMEWORK, adapter_for, adapter_names, get_adapter
 from ._dtypes import check_inplace
 from ._executor import Executor, _fail, executor, move_array
-from ._pending import check_pending
+from ._pending import guard, keep_or_settle
 from ._placement import Placement as _Placement, check_fragments, inherit as _inherit, local_groups, placement
 from ._operands import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed
 from ._writes import check_writable, partial_note
@@ -127,9 +127,9 @@ def collect(
     """The operands of one elementwise call, sorted by kind and checked once.
 
     Every operation's three checks run here, one pass each, before any
-    fragment is read: the pending sums (:func:`~dlmg.ops._pending.check_pending`,
-    unless ``pending`` says the caller's function keeps them; ``reflected``: the
-    tensor stands on the right), every distributed operand's fragments against
+    fragment is read: the pending sums (resolved by :func:`~dlmg.ops._pending.keep_or_settle`
+    where the operation does not keep them, unless ``pending`` says the caller's
+    function does; ``reflected``: the tensor stands on the right), every distributed operand's fragments against
     its layout (:func:`~dlmg.ops._placement.check_fragments`, with its placement
     found), and the layouts: with ``check``, every distributed operand
     must have the lead's distribution (:class:`~dlmg.errors.LayoutMismatchError`),
@@ -141,7 +141,7 @@ def collect(
     if not pending:
         for op in operands:  # the full check only where an operand holds a pending reduction
             if isinstance(op, DistributedTensor) and op.layout.partial is not None:
-                check_pending(name, operands, reflected=reflected)
+                operands = keep_or_settle(name, operands, reflected=reflected)
                 break
     lead = None
     args: list[Any] = []
@@ -384,9 +384,10 @@ def map_fragments(
         memory. By default every result is checked: new tensors never share
         memory with their inputs.
     pending : bool
-        The caller checked (:func:`~dlmg.ops._pending.check_pending`) that ``fn``
+        The caller checked (:func:`~dlmg.ops._pending.keeps_pending`) that ``fn``
         keeps the pending sums of its operands; otherwise a pending operand
-        (``layout.partial``) is refused with a :class:`~dlmg.errors.LayoutError`.
+        (``layout.partial``) is resolved first, and a pending ``out`` (or lead,
+        ``in_place``) is refused (:func:`~dlmg.ops._pending.guard`).
     collected : _Operands, optional
         ``operands`` as :func:`collect` sorted and checked them already (an
         operator that chose its path first): not checked again.
@@ -403,6 +404,11 @@ def map_fragments(
     FragmentError
         When ``fn`` fails on a fragment (chained to the original error).
     """
+    if not pending:  # writes into a pending tensor are refused; reads resolve it (in collect)
+        if out is not None:
+            guard(out, name, writes=True)
+        if in_place:
+            guard(operands[0], name, writes=True)
     # (reflected: only what is linear either way passes here)
     ops = collected if collected is not None else collect(operands, name, check=check, pending=pending,
                                                            reflected=True)

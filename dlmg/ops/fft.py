@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._batch import require_whole, with_modes
 from ._dtypes import FLOAT, INEXACT, require
+from ._pending import guard
 from .dispatch import is_distributed, map_fragments
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,6 +32,7 @@ def _transform(kind: str, x: "DistributedTensor", n: int | None, axis: int, norm
     name = f"dlmg.fft.{kind}"
     if not is_distributed(x):
         raise TypeError(f"{name} takes a DistributedTensor, got {type(x).__name__}")
+    x = guard(x, name)  # a pending reduction: its value
     if x.ndim == 0:
         raise ValueError(f"{name} needs a tensor of rank >= 1")
     try:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import DtypeError, LayoutMismatchError
 from ._batch import batch_key, require_whole, with_modes
 from ._dtypes import INEXACT, require
+from ._pending import guard
 from .dispatch import is_distributed, map_fragments
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -80,6 +81,7 @@ def matmul(x1: "DistributedTensor", x2: "DistributedTensor", /) -> "DistributedT
             raise TypeError(f"dlmg.matmul: {name} must be a DistributedTensor, got {type(x).__name__}")
         if x.ndim < 2:
             raise ValueError(f"dlmg.matmul: {name} has rank {x.ndim}; batch-local matmul needs rank >= 2")
+    x1, x2 = guard(x1, "dlmg.matmul"), guard(x2, "dlmg.matmul")  # pending reductions: their values
     if x1.ndim != x2.ndim or x1.shape[:-2] != x2.shape[:-2]:
         raise ValueError(
             f"dlmg.matmul: batch shapes differ: {x1.shape} and {x2.shape} (no broadcasting of batch modes)"
@@ -151,6 +153,7 @@ def cholesky(x: "DistributedTensor", /, *, upper: bool = False) -> "DistributedT
     """
     if not is_distributed(x):
         raise TypeError(f"dlmg.linalg.cholesky takes a DistributedTensor, got {type(x).__name__}")
+    x = guard(x, "dlmg.linalg.cholesky")  # a pending reduction: its value
     if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
         raise ValueError(f"dlmg.linalg.cholesky needs square matrices in the last two modes, got shape {x.shape}")
     require("dlmg.linalg.cholesky", (x.dtype,), INEXACT, "cast to a floating type with astype first")

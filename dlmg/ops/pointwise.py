@@ -36,7 +36,7 @@ from ._writes import check_writable
 from ..tensor import DistributedTensor
 from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, collect, is_distributed, local_groups, map_fragments
 from ._lists import LIST_NAMES, on_lists
-from ._pending import check_pending
+from ._pending import guard, keep_or_settle, keeps_pending
 from .broadcast import align, result_shape as broadcast_shapes
 from .fused import FusedFunction, batches_operators
 
@@ -84,7 +84,7 @@ def _make_function(public: str, std: str, nargs: int, kinds: frozenset[str] | No
         def function(x: Any, /) -> "DistributedTensor":
             ops = _classify_all((x,))
             _check(public, ops, kinds)
-            check_pending(public, ops)
+            ops = keep_or_settle(public, ops)
             fn: Callable[..., Any] = per_fragment
             if public == "imag" and is_distributed(x) and kind_of(x.dtype) != "c":
                 fn = _zeros_like  # torch has no imag of real tensors; NumPy gives zeros
@@ -97,7 +97,7 @@ def _make_function(public: str, std: str, nargs: int, kinds: frozenset[str] | No
         def function(x1: Any, x2: Any, /) -> "DistributedTensor":  # type: ignore[misc]
             ops = _classify_all((x1, x2))
             _check(public, ops, kinds)
-            check_pending(public, ops)
+            ops = keep_or_settle(public, ops)
             out = map_fragments(per_fragment, ops, name=public, pending=True)
             assert out is not None
             return out
@@ -374,6 +374,8 @@ def _binary_method(
                 return NotImplemented  # another type may know how to combine with us
         if kinds is not None:
             require(label, (self.dtype, _dtype_of(other)), kinds)
+        if self.layout.partial is not None or getattr(getattr(other, "layout", None), "partial", None) is not None:
+            self, other = keep_or_settle(label, (self, other), reflected)  # resolved unless kept
         # pending sums, fragments and layouts, checked once for every path below
         ops = collect((self, other), label, reflected=reflected, broadcasting=True)
         if ops.broadcast:
@@ -419,8 +421,8 @@ def _unary_method(symbol: str, op: Callable[[Any], Any], kinds: frozenset[str] |
     def method(self: "DistributedTensor") -> "DistributedTensor":
         if kinds is not None:
             require(label, (self.dtype,), kinds)
-        check_pending(label, (self,))
-        out = map_fragments(per_fragment, (self,), name=label, pending=True)
+        (x,) = keep_or_settle(label, (self,))
+        out = map_fragments(per_fragment, (x,), name=label, pending=True)
         assert out is not None
         return out
 
@@ -449,6 +451,9 @@ def _inplace_method(symbol: str, iop: Callable[[Any, Any], Any], kinds: frozense
                 if getattr(other, "ndim", 0) and adapter_known(other):
                     raise
                 return NotImplemented
+        if not keeps_pending(label, (self, other)):
+            guard(self, label, writes=True)  # a write into a pending tensor is refused
+            other = keep_or_settle(label, (self, other))[1]  # a pending operand is read as its value
         dtype = _dtype_of(other)
         if kinds is not None:
             require(label, (self.dtype, dtype), kinds)
@@ -457,7 +462,6 @@ def _inplace_method(symbol: str, iop: Callable[[Any, Any], Any], kinds: frozense
                 raise ValueError(f"{label}: an operand of shape {other.shape} does not broadcast to {self.shape}")
             other = align((self, other), label, communicate=True)[1]
         check_inplace("truediv" if symbol == "/=" else label, self.dtype, (dtype,))
-        check_pending(label, (self, other))
         indices = _distinct_memory(self) if self.layout.is_replicated else None
         check_writable(self, indices if indices is not None else _local(self), label)
         map_fragments(per_fragment, (self, other), name=label, in_place=True, indices=indices, pending=True)
@@ -527,6 +531,8 @@ def _bool(self: "DistributedTensor") -> bool:
             f"the truth value of a distributed tensor of {self.size} elements is ambiguous; "
             "use dlmg.any(x) or dlmg.all(x)"
         )
+    if self.layout.partial is not None:  # its value, on every process alike
+        return bool(guard(self, "bool()").item())
     return bool(read_element(self, (0,) * self.ndim))
 
 

@@ -6,6 +6,11 @@ every fragment's piece stays one piece of the new shape (merging or splitting
 modes that are whole in each fragment, merging a distributed mode with whole
 modes after it, adding or dropping unit modes); otherwise it says which
 ``redistribute`` makes it possible.
+
+Both apply to every replica alike, so a tensor holding a pending reduction
+(``layout.partial``: its replicas are the addends, or candidates, of its value)
+stays pending: the permuted (reshaped) addends are the addends of the permuted
+(reshaped) value.
 """
 
 from __future__ import annotations
@@ -51,7 +56,8 @@ def permuted_layout(layout: "Layout", axes: tuple[int, ...]) -> tuple["Layout", 
     def order(values: Sequence[int]) -> tuple[int, ...]:
         return tuple(values[a] for a in axes)
 
-    draft = Layout(order(layout.shape), block=order(layout.block), grid=order(layout.grid), devices=layout.devices)
+    draft = Layout(order(layout.shape), block=order(layout.block), grid=order(layout.grid), devices=layout.devices,
+                   partial=layout.partial)  # a permutation of every addend (candidate) keeps a pending reduction
     where = [draft.fragment_index(order(f.coords), f.replica) for f in layout.fragments]
     devices: list[Any] = [None] * layout.nfragments
     ranks: list[int] = [0] * layout.nfragments  # each fragment stays with its process
@@ -190,7 +196,8 @@ def reshaped_layout(layout: "Layout", shape: tuple[int, ...]) -> "Layout | str":
         grid[news[0]] = layout.grid[first]
         for m in news[1:]:
             block[m] = shape[m]
-    return Layout(shape, block=block, grid=grid, devices=layout.devices, ranks=layout.ranks)
+    # (a reshape of every addend, or candidate, keeps a pending reduction)
+    return Layout(shape, block=block, grid=grid, devices=layout.devices, ranks=layout.ranks, partial=layout.partial)
 
 
 def reshape(x: "DistributedTensor", /, shape: Sequence[int] | int, *, copy: bool | None = None) -> "DistributedTensor":

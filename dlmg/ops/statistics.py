@@ -18,6 +18,7 @@ from ..distributed._state import current
 from ..dtypes import canonical
 from ..errors import FragmentError, LayoutError
 from . import reductions as _r
+from ._pending import guard
 from .dispatch import _fail, executor, is_distributed, map_fragments, move_array, new_tensor
 from ..layout import Layout
 
@@ -104,6 +105,7 @@ def var(x: "DistributedTensor", /, *, axis: Any = None, correction: float = 0.0,
         As :func:`dlmg.sum` returns for the same ``axis``.
     """
     _r._tensor(x, "var")
+    x = guard(x, "dlmg.var")  # a pending reduction: its value (the squares are not linear)
     if ddof is not None:
         correction = ddof
     axes = _r._normalize_axes(axis, x.ndim, "dlmg.var")

@@ -4,8 +4,12 @@ Every function here reads its operands' layouts, plans (:mod:`.plan`: the
 strategy per pairwise contraction, chosen by the cost model) and runs the plan
 (:mod:`.run`). The result of a contraction over a split mode that both
 operands split alike is a *pending sum* (``layout.partial == "sum"``): its
-replicas are addends, resolved by ``redistribute`` (or by asking for a
-``layout=`` here).
+replicas are addends. One rule for every function here (and ``@``): the
+result is the value -- a pending sum is resolved by the plan's last step
+(:func:`~dlmg.ops._pending.spread_value_layout`: a reduce-scatter into slabs on
+the addends' devices where each addend holds the whole result) -- unless the
+caller asks for the pending sum with ``pending=True`` (or names a pending
+``layout=``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from ..._shapes import normalize_axes, normalize_axis
 from ...errors import DtypeError
 from ...layout import Layout
 from .._batch import batch_key
+from .._pending import spread_value_layout
 from ..dispatch import is_distributed, map_fragments
 from ..linalg import matmul as local_matmul
 from .equation import parse
@@ -59,19 +64,21 @@ def _check(name: str, operands: Sequence[Any]) -> list["DistributedTensor"]:
     return out
 
 
-def _plan(name: str, subscripts: str, operands: Sequence[Any], layout: Layout | None) -> tuple[EinsumPlan, str, list]:
+def _plan(name: str, subscripts: str, operands: Sequence[Any], layout: Layout | None,
+          pending: bool = False) -> tuple[EinsumPlan, str, list]:
     tensors = _check(name, operands)
     engine = current()
     if engine is not None and any(t.layout.nprocesses > 1 for t in tensors):
         # every process plans alone from the layouts: agree first, so that a process that
         # fails or sees other layouts makes every process raise instead of computing apart
         description = describe(name, subscripts=subscripts, layouts=[t.layout for t in tensors],
-                               dtypes=[t.dtype for t in tensors], layout=layout)
-        return prepare(engine, description, lambda: _plan_here(name, subscripts, tensors, layout))
-    return _plan_here(name, subscripts, tensors, layout)
+                               dtypes=[t.dtype for t in tensors], layout=layout, pending=pending)
+        return prepare(engine, description, lambda: _plan_here(name, subscripts, tensors, layout, pending))
+    return _plan_here(name, subscripts, tensors, layout, pending)
 
 
-def _plan_here(name: str, subscripts: str, tensors: list, layout: Layout | None) -> tuple[EinsumPlan, str, list]:
+def _plan_here(name: str, subscripts: str, tensors: list, layout: Layout | None,
+               pending: bool = False) -> tuple[EinsumPlan, str, list]:
     eq = parse(subscripts, tuple(t.shape for t in tensors))
     dtype = _result_dtype(name, [t.dtype for t in tensors])
     if layout is not None:
@@ -82,14 +89,18 @@ def _plan_here(name: str, subscripts: str, tensors: list, layout: Layout | None)
             raise ValueError(f"{name}: layout has shape {layout.shape}; the result has shape {shape}")
     itemsize = int(np.dtype(dtype).itemsize) if dtype != "bfloat16" else 2
     plan = plan_equation(eq, tuple(t.layout for t in tensors), itemsize, layout)
+    if layout is None and not pending and plan.out.partial is not None:  # the value, unless asked: resolved
+        plan = plan_equation(eq, tuple(t.layout for t in tensors), itemsize, spread_value_layout(plan.out))
     found = delegation(tensors, plan.equation, dtype, plan.out)
     if found is not None:
         plan = replace(plan, delegated=found.call)
     return plan, dtype, tensors
 
 
-def einsum_plan(subscripts: str, *operands: "DistributedTensor", layout: Layout | None = None) -> EinsumPlan:
-    """What :func:`einsum` would do, step by step, without running it.
+def einsum_plan(subscripts: str, *operands: "DistributedTensor", layout: Layout | None = None,
+                pending: bool = False) -> EinsumPlan:
+    """What :func:`einsum` would do, step by step, without running it (``layout`` and
+    ``pending`` as there).
 
     Returns
     -------
@@ -103,12 +114,12 @@ def einsum_plan(subscripts: str, *operands: "DistributedTensor", layout: Layout 
     --------
     >>> print(dlmg.einsum_plan("ik,kj->ij", a, b))   # doctest: +SKIP
     """
-    plan, _, _ = _plan("dlmg.einsum_plan", subscripts, operands, layout)
+    plan, _, _ = _plan("dlmg.einsum_plan", subscripts, operands, layout, pending)
     return plan
 
 
 def einsum(subscripts: str, *operands: "DistributedTensor", out: "DistributedTensor | None" = None,
-           layout: Layout | None = None) -> "DistributedTensor":
+           layout: Layout | None = None, pending: bool = False) -> "DistributedTensor":
     """Einstein summation over distributed operands, in any layouts.
 
     Parameters
@@ -123,9 +134,16 @@ def einsum(subscripts: str, *operands: "DistributedTensor", out: "DistributedTen
     out : DistributedTensor, optional
         Write the result into this tensor (its layout decides the result's).
     layout : Layout, optional
-        The result's layout; by default the one the cheapest strategy leaves,
-        which is a pending sum (``partial="sum"``) when a split contracted
-        mode ends the computation.
+        The result's layout (a pending one, ``partial="sum"``, included); by
+        default the one the cheapest strategy leaves, with a pending sum
+        resolved: where every addend holds the whole result, reduce-scattered
+        into slabs on the addends' devices (along the first mode with an element
+        for each), otherwise into its split on its first replica's devices.
+    pending : bool
+        Leave the pending sum that the cheapest strategy leaves when a split
+        contracted mode ends the computation (its replicas hold the addends;
+        every read of its values resolves it, linear operations keep it): the
+        one way, besides a pending ``layout``, to ask for one.
 
     Returns
     -------
@@ -149,7 +167,7 @@ def einsum(subscripts: str, *operands: "DistributedTensor", out: "DistributedTen
     target = layout if out is None else out.layout
     if out is not None and not is_distributed(out):
         raise TypeError(f"dlmg.einsum: out must be a DistributedTensor, got {type(out).__name__}")
-    plan, dtype, tensors = _plan("dlmg.einsum", subscripts, operands, target)
+    plan, dtype, tensors = _plan("dlmg.einsum", subscripts, operands, target, pending)
     result = run_delegated(plan, tensors, dtype) if plan.delegated else None
     if result is None:
         result = run_plan(plan, tensors, dtype)
@@ -175,9 +193,9 @@ def batch_local(x1: "DistributedTensor", x2: "DistributedTensor") -> bool:
     return bool(batch_key(x1.layout, nd - 2) == batch_key(x2.layout, nd - 2))
 
 
-def matmul(x1: "DistributedTensor", x2: "DistributedTensor", /) -> "DistributedTensor":
+def matmul(x1: "DistributedTensor", x2: "DistributedTensor", /, *, pending: bool = False) -> "DistributedTensor":
     """The matrix product ``x1 @ x2`` with NumPy's rules (1-D operands, broadcast batch modes),
-    over any layouts (see :func:`einsum`)."""
+    over any layouts (see :func:`einsum`; ``pending=True`` leaves a pending sum)."""
     _check("dlmg.matmul", (x1, x2))
     if batch_local(x1, x2):  # every fragment holds whole matrices: the batch-local product
         return local_matmul(x1, x2)
@@ -191,11 +209,13 @@ def matmul(x1: "DistributedTensor", x2: "DistributedTensor", /) -> "DistributedT
         raise ValueError(f"dlmg.matmul: inner extents differ: {x1.shape} @ {x2.shape}")
     if "..." in result and "..." not in left + right:
         result = result.replace("...", "")
-    return einsum(f"{left},{right}->{result}", x1, x2)
+    return einsum(f"{left},{right}->{result}", x1, x2, pending=pending)
 
 
-def tensordot(x1: "DistributedTensor", x2: "DistributedTensor", /, *, axes: int | tuple = 2) -> "DistributedTensor":
-    """Contract ``axes`` of ``x1`` with ``axes`` of ``x2`` (the array API's ``tensordot``)."""
+def tensordot(x1: "DistributedTensor", x2: "DistributedTensor", /, *, axes: int | tuple = 2,
+              pending: bool = False) -> "DistributedTensor":
+    """Contract ``axes`` of ``x1`` with ``axes`` of ``x2`` (the array API's ``tensordot``;
+    ``pending=True`` leaves a pending sum, see :func:`einsum`)."""
     _check("dlmg.tensordot", (x1, x2))
     if isinstance(axes, int) or (hasattr(axes, "__index__") and not isinstance(axes, tuple)):
         n = operator.index(axes)
@@ -215,11 +235,13 @@ def tensordot(x1: "DistributedTensor", x2: "DistributedTensor", /, *, axes: int 
     for i, j in zip(a1, a2):
         l2[j] = l1[i]
     out = [c for m, c in enumerate(l1) if m not in a1] + [c for m, c in enumerate(l2) if m not in a2]
-    return einsum("".join(l1) + "," + "".join(l2) + "->" + "".join(out), x1, x2)
+    return einsum("".join(l1) + "," + "".join(l2) + "->" + "".join(out), x1, x2, pending=pending)
 
 
-def vecdot(x1: "DistributedTensor", x2: "DistributedTensor", /, *, axis: int = -1) -> "DistributedTensor":
-    """``sum(conj(x1) * x2, axis)`` with broadcast batch modes (the array API's ``vecdot``)."""
+def vecdot(x1: "DistributedTensor", x2: "DistributedTensor", /, *, axis: int = -1,
+           pending: bool = False) -> "DistributedTensor":
+    """``sum(conj(x1) * x2, axis)`` with broadcast batch modes (the array API's ``vecdot``;
+    ``pending=True`` leaves a pending sum, see :func:`einsum`)."""
     _check("dlmg.vecdot", (x1, x2))
     normalize_axis(axis, x1.ndim, "dlmg.vecdot (first operand)")
     normalize_axis(axis, x2.ndim, "dlmg.vecdot (second operand)")
@@ -232,26 +254,28 @@ def vecdot(x1: "DistributedTensor", x2: "DistributedTensor", /, *, axis: int = -
         conj = map_fragments(lambda xp, a: xp.conj(a), (x1,), name="dlmg.vecdot (conj)")
         assert conj is not None
         x1 = conj
-    return einsum("...z,...z->...", x1, x2)
+    return einsum("...z,...z->...", x1, x2, pending=pending)
 
 
-def dot(a: "DistributedTensor", b: "DistributedTensor", /) -> "DistributedTensor":
-    """NumPy's ``dot``: the sum over the last mode of ``a`` and the second-to-last of ``b``."""
+def dot(a: "DistributedTensor", b: "DistributedTensor", /, *, pending: bool = False) -> "DistributedTensor":
+    """NumPy's ``dot``: the sum over the last mode of ``a`` and the second-to-last of ``b``
+    (``pending=True`` leaves a pending sum, see :func:`einsum`)."""
     _check("dlmg.dot", (a, b))
     if a.ndim <= 2 and b.ndim <= 2:
-        return matmul(a, b)
-    return tensordot(a, b, axes=([-1], [max(b.ndim - 2, 0)]))
+        return matmul(a, b, pending=pending)
+    return tensordot(a, b, axes=([-1], [max(b.ndim - 2, 0)]), pending=pending)
 
 
-def inner(a: "DistributedTensor", b: "DistributedTensor", /) -> "DistributedTensor":
-    """NumPy's ``inner``: the sum over the last modes of ``a`` and ``b``."""
+def inner(a: "DistributedTensor", b: "DistributedTensor", /, *, pending: bool = False) -> "DistributedTensor":
+    """NumPy's ``inner``: the sum over the last modes of ``a`` and ``b`` (``pending=True``
+    leaves a pending sum, see :func:`einsum`)."""
     _check("dlmg.inner", (a, b))
-    return tensordot(a, b, axes=([-1], [-1]))
+    return tensordot(a, b, axes=([-1], [-1]), pending=pending)
 
 
-def outer(a: "DistributedTensor", b: "DistributedTensor", /) -> "DistributedTensor":
+def outer(a: "DistributedTensor", b: "DistributedTensor", /, *, pending: bool = False) -> "DistributedTensor":
     """NumPy's ``outer`` of two vectors (higher ranks are flattened by NumPy; here they must be 1-D)."""
     _check("dlmg.outer", (a, b))
     if a.ndim != 1 or b.ndim != 1:
         raise ValueError(f"dlmg.outer takes vectors (1-D), got shapes {a.shape} and {b.shape}")
-    return einsum("i,j->ij", a, b)
+    return einsum("i,j->ij", a, b, pending=pending)

@@ -25,6 +25,7 @@ from ...layout import Layout
 from ..dispatch import executor, new_tensor
 from .._dtypes import kind_of
 from .._executor import fail
+from .._pending import settled
 from .api import einsum
 from .equation import LETTERS
 from .layouts import pair
@@ -33,7 +34,7 @@ from .phases import resolve_phases, resolved_layout, stacked_layout, stacked_tar
 if TYPE_CHECKING:  # pragma: no cover
     from ...tensor import DistributedTensor
 
-__all__ = ["resolve", "settled", "relabel", "refuse_pending", "reduce_pending"]
+__all__ = ["resolve", "settled", "relabel", "reduce_pending"]
 
 
 def relabel(x: "DistributedTensor", layout: Layout) -> "DistributedTensor":
@@ -111,28 +112,6 @@ def resolve(x: "DistributedTensor", target: Layout | None = None, framework: str
     return out
 
 
-def settled(x: Any) -> Any:
-    """``x`` itself, or its value when it is a tensor holding a pending reduction.
-
-    The one call every operation that is not linear in its operand makes on entry, so
-    that a pending tensor's addends are never read as its value.
-    """
-    layout = getattr(x, "layout", None)
-    if layout is None or getattr(layout, "partial", None) is None:
-        return x
-    return resolve(x)
-
-
-def refuse_pending(name: str, x: "DistributedTensor") -> None:
-    """Raise :class:`LayoutError` naming ``redistribute`` when ``x`` holds a pending reduction."""
-    if x.layout.partial is None:
-        return
-    raise LayoutError(
-        f"{name}: the tensor holds a pending {x.layout.partial} (its {x.layout.nreplicas} replicas are "
-        f"parts of its value); resolve it first, e.g. x = x.redistribute({resolved_layout(x.layout)!r})"
-    )
-
-
 def _extremum(x: "DistributedTensor", name: str, axes: tuple[int, ...]) -> "DistributedTensor":
     """``max`` (``min``) over ``axes`` of a pending max (min): each fragment reduces its own
     candidates, and the fragments along split reduced modes become more candidates of the
@@ -188,18 +167,15 @@ def reduce_pending(x: "DistributedTensor", name: str, axes: tuple[int, ...] | No
     that each replica runs on its own), and so does ``max`` (``min``) of a pending max (min);
     over every mode it resolves first (``None``: the caller goes on with
     :meth:`redistribute`'s result, see :func:`resolve`), as over a mode of extent 0.
-    Others refuse."""
+    Others resolve first (``None``)."""
     some = axes is not None and not keepdims and dtype in (None, x.dtype)
     if x.layout.partial == "sum" and name == "sum" and some:
         letters = LETTERS[: x.ndim]
         kept = "".join(c for m, c in enumerate(letters) if m not in axes)  # type: ignore[operator]
-        return einsum(f"{letters}->{kept}", x)
+        return einsum(f"{letters}->{kept}", x, pending=True)
     if x.layout.partial == name and name in ("max", "min") and some and kind_of(x.dtype) != "c":
         assert axes is not None
         if builtins.all(x.shape[a] for a in axes):
             return _extremum(x, name, axes)
         return None  # nothing to reduce over: the ordinary reduction says so
-    if axes is None:
-        return None
-    refuse_pending(f"dlmg.{name} (axis={axes}, keepdims={keepdims})", x)
-    return None  # pragma: no cover - refuse_pending raised
+    return None

@@ -1,0 +1,115 @@
+"""Multi-process scenarios of pending tensors (run by :mod:`tests._mp_worker`).
+
+A product over a mode split across the processes, left pending: each process
+holds one addend. Every read of its values (indexing, transposes, ``repr``,
+``item``, copies, saving) resolves it on every process alike, so every process
+sees the value and the next collective finds the processes agreeing; a write
+into it is refused on every process; ``x.T @ x`` and ``xp.matmul(x.T, x)`` are
+one function and give the value.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+
+import numpy as np
+
+import dlmg
+import dlmg.array_api as xp
+import dlmg.distributed as dd
+from dlmg import Layout
+
+
+def _pending():
+    world, ranks = dd.world_size(), list(range(dd.world_size()))
+    rng = np.random.default_rng(11)
+    A, B = rng.standard_normal((6, 4 * world)), rng.standard_normal((4 * world, 5))
+    a = dlmg.scatter(A if dd.rank() == 0 else None, Layout.slab(A.shape, 1, ["cpu"] * world, ranks=ranks),
+                     framework="numpy")
+    b = dlmg.scatter(B if dd.rank() == 0 else None, Layout.slab(B.shape, 0, ["cpu"] * world, ranks=ranks),
+                     framework="torch")
+    c = dlmg.matmul(a, b, pending=True)
+    assert c.layout.partial == "sum" and c.layout.nreplicas == world, c.layout
+    return c, A @ B
+
+
+def _np(x):
+    return np.asarray(x.gather(framework="numpy"))
+
+
+def pending_reads():
+    """Every process reads the value: c[1], c.T, repr, item, copies, iteration; writes refused."""
+    c, want = _pending()
+    np.testing.assert_allclose(_np(c[1]), want[1])
+    np.testing.assert_allclose(_np(c[:, 1:3]), want[:, 1:3])
+    t = c.T
+    assert t.layout.partial == "sum"  # a transpose of every addend: still pending, alike everywhere
+    np.testing.assert_allclose(_np(t), want.T)
+    np.testing.assert_allclose(_np(c.mT), want.T)
+    np.testing.assert_allclose(_np(dlmg.reshape(c, (30,))), want.reshape(30))
+    text = repr(c)
+    assert "(shown resolved)" in text, text
+    lay = c.layout
+    twin = c.redistribute(lay.replace(devices=lay.devices[: lay.ngrid], ranks=lay.ranks[: lay.ngrid], partial=None))
+    assert text.rpartition(",\n")[0] == repr(twin).rpartition(",\n")[0], (text, repr(twin))
+    assert str(c).rpartition("\n(")[0] == str(twin).rpartition("\n(")[0]
+    total = float(xp.sum(c))
+    np.testing.assert_allclose(total, want.sum())
+    np.testing.assert_allclose(dlmg.sum(c, axis=1)[0].item(), want.sum(axis=1)[0])
+    np.testing.assert_allclose(float(c[0:1, 0:1]), want[0, 0])
+    np.testing.assert_allclose(_np(copy.deepcopy(c)), want)
+    np.testing.assert_allclose(_np(c.copy()), want)
+    np.testing.assert_allclose(np.stack([_np(r) for r in c]), want)
+    np.testing.assert_allclose(_np(xp.exp(c / 10.0)), np.exp(want / 10.0))
+    try:
+        c[0, 0] = 5.0
+    except dlmg.LayoutError as exc:
+        assert "redistribute" in str(exc), exc
+    else:
+        raise AssertionError("an assignment into a pending sum was not refused")
+    np.testing.assert_allclose(_np(c), want)  # untouched, and the processes still agree
+    return round(total, 6)
+
+
+def pending_products():
+    """``x.T @ x`` of row slabs over the processes is ``xp.matmul(x.T, x)``: the value."""
+    world, ranks = dd.world_size(), list(range(dd.world_size()))
+    full = np.arange(4.0 * world * 3).reshape(4 * world, 3)
+    x = dlmg.scatter(full if dd.rank() == 0 else None, Layout.slab(full.shape, 0, ["cpu"] * world, ranks=ranks),
+                     framework="numpy")
+    op, fn = x.T @ x, xp.matmul(x.T, x)
+    assert op.layout.partial is None and op.layout == fn.layout, (op.layout, fn.layout)
+    np.testing.assert_allclose(_np(op), full.T @ full)
+    np.testing.assert_allclose(_np(fn), full.T @ full)
+    np.testing.assert_allclose(_np(op + 1.0), full.T @ full + 1.0)  # the next operator takes it
+    assert dlmg.matmul(x.T, x, pending=True).layout.partial == "sum"
+    return float((full.T @ full).sum())
+
+
+def pending_save():
+    """``dlmg.save`` of a pending sum writes its value (read back into one process's layout)."""
+    c, want = _pending()
+    path = os.path.join(os.environ["DLMG_TEST_PENDING_DIR"], f"pending-{dd.world_size()}")
+    dlmg.save(path, c, overwrite=True)
+    np.testing.assert_allclose(_np(dlmg.load(path)), want)
+    return True
+
+
+def pending_dcp():
+    """``dlmg.dcp_save`` of a pending sum saves its value (torch.distributed only)."""
+    c, want = _pending()
+    path = os.path.join(os.environ["DLMG_TEST_PENDING_DIR"], "pending-dcp")
+    dlmg.dcp_save({"c": c}, path)
+    template = dlmg.empty(Layout.replicated(c.shape, ["cpu"] * dd.world_size(), ranks=list(range(dd.world_size()))),
+                          "float64", "numpy")
+    np.testing.assert_allclose(_np(dlmg.dcp_load({"c": template}, path)["c"]), want)
+    return True
+
+
+SCENARIOS = {
+    "pending_dcp": pending_dcp,
+    "pending_reads": pending_reads,
+    "pending_products": pending_products,
+    "pending_save": pending_save,
+}
