@@ -18,10 +18,12 @@ imported only inside the functions.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from ..construct import empty
+from ..errors import CheckpointError
 from ..layout import Layout
 from ..tensor import DistributedTensor
 from ._dtensor_layout import expressibility_problems
@@ -34,6 +36,28 @@ def _checkpoint() -> Any:
     import torch.distributed.checkpoint as dcp
 
     return dcp
+
+
+@contextmanager
+def _refusals(action: str, checkpoint_id: Any) -> Iterator[None]:
+    """DCP's ``CheckpointException`` (a ``BaseException``, which ``except Exception`` misses)
+    as dlmg's :class:`~dlmg.errors.CheckpointError`, naming the checkpoint and each
+    failing rank's error; DCP's exception is the ``__cause__``."""
+    from torch.distributed.checkpoint.api import CheckpointException
+
+    try:
+        yield
+    except CheckpointException as exc:
+        failures = getattr(exc, "failures", {}) or {}
+        ranks = "; ".join(f"rank {r}: {_last_line(f)}" for r, f in sorted(failures.items()))
+        raise CheckpointError(f"{action} {checkpoint_id!s} failed in DCP ({ranks or exc})") from exc
+
+
+def _last_line(failure: Any) -> str:
+    """The error of a rank as DCP reports it: an exception, or ``(exception, stack)``."""
+    inner = failure[0] if isinstance(failure, tuple) and failure else failure
+    text = f"{type(inner).__name__}: {inner}" if isinstance(inner, BaseException) else str(inner)
+    return text.strip().splitlines()[-1] if text.strip() else type(inner).__name__
 
 
 def dcp_state_dict(state: Mapping[str, Any]) -> dict[str, Any]:
@@ -75,8 +99,16 @@ def dcp_save(state: Mapping[str, Any], checkpoint_id: Any, **kwargs: Any) -> Any
     -------
     object
         Whatever ``dcp.save`` returns (its metadata).
+
+    Raises
+    ------
+    CheckpointError
+        Where DCP fails (its ``CheckpointException``, a ``BaseException``, is
+        the ``__cause__``), naming the checkpoint and each failing rank's error.
     """
-    return _checkpoint().save(dcp_state_dict(state), checkpoint_id=checkpoint_id, **kwargs)
+    converted = dcp_state_dict(state)
+    with _refusals("dcp_save to", checkpoint_id):
+        return _checkpoint().save(converted, checkpoint_id=checkpoint_id, **kwargs)
 
 
 def _holder_layout(template: DistributedTensor, world: int) -> Layout:
@@ -113,6 +145,13 @@ def dcp_load(templates: Mapping[str, Any], checkpoint_id: Any, **kwargs: Any) ->
     dict
         ``templates`` with every dlmg tensor replaced by a new one holding the
         checkpoint's values in the template's layout and framework.
+
+    Raises
+    ------
+    CheckpointError
+        Where DCP fails, e.g. a template whose shape differs from the saved
+        tensor's (DCP's ``CheckpointException``, a ``BaseException``, is the
+        ``__cause__``), naming the checkpoint and each failing rank's error.
     """
     dist = _dist()
     world = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
@@ -132,7 +171,8 @@ def dcp_load(templates: Mapping[str, Any], checkpoint_id: Any, **kwargs: Any) ->
         return out
 
     loaded = swap(templates, "")
-    _checkpoint().load(loaded, checkpoint_id=checkpoint_id, **kwargs)
+    with _refusals("dcp_load from", checkpoint_id):
+        _checkpoint().load(loaded, checkpoint_id=checkpoint_id, **kwargs)
 
     def finish(state: Mapping[str, Any], prefix: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
