@@ -4,13 +4,20 @@ Checkpoints live under ``$DLMG_TEST_CKPT_DIR``, shared by the launches of one
 test module: one launch saves from some number of processes, later launches of
 other sizes load what is there. The data comes from fixed seeds, so every
 launch knows what every checkpoint must hold.
+
+Run as a script, it is one independent process of a concurrency test
+(``tests/test_io_concurrency.py``): ``saver`` saves ``full(k)`` for the given
+values of ``k``, ``loader`` loads the path a given number of times; each
+writes what it saw as JSON.
 """
 
 from __future__ import annotations
 
 import glob
+import json
 import os
 import shutil
+import sys
 
 import numpy as np
 
@@ -250,3 +257,47 @@ SCENARIOS = {
     "ckpt_crash_save": ckpt_crash_save,
     "ckpt_crash_check": ckpt_crash_check,
 }
+
+
+# -- independent processes saving and loading one path at once --------------------------
+LOOP_SHAPE = (64, 64)
+
+
+def loop_layout():
+    """Sixteen row blocks: sixteen chunks, each read by its own fragment of the saved layout
+    (a load spans many reads, so that saves publish while it runs)."""
+    return Layout(LOOP_SHAPE, block=(4, 64), grid=(16, 1), devices=["cpu"] * 16)
+
+
+def saver(path, values):
+    """Save ``full(k)`` at ``path`` for each ``k`` in turn, each replacing the last."""
+    errors = []
+    for k in values:
+        try:
+            dlmg.save(path, dlmg.full(loop_layout(), float(k), "float32"), overwrite=True)
+        except Exception as exc:  # noqa: BLE001 - reported to the test
+            errors.append(f"save {k}: {type(exc).__name__}: {exc}")
+    return {"saved": list(values), "errors": errors}
+
+
+def loader(path, count):
+    """Load ``path`` ``count`` times; each load's distinct values (one, unless it mixed saves)."""
+    seen, errors = [], []
+    for _ in range(count):
+        try:
+            x = dlmg.load(path).gather()
+        except Exception as exc:  # noqa: BLE001 - reported to the test
+            errors.append(f"{type(exc).__name__}: {exc}")
+            continue
+        seen.append(sorted({float(v) for v in np.unique(x)}))
+    return {"seen": seen, "errors": errors}
+
+
+if __name__ == "__main__":
+    role, where, out = sys.argv[1], sys.argv[2], sys.argv[3]
+    if role == "saver":
+        result = saver(where, [int(v) for v in sys.argv[4].split(",")])
+    else:
+        result = loader(where, int(sys.argv[4]))
+    with open(out, "w") as f:
+        json.dump(result, f)

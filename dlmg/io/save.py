@@ -16,7 +16,7 @@ from . import store
 from .format import array_metadata, check_array_metadata, check_key, storage_dtype, FORMAT, VERSION
 from .geometry import fragment_index
 from .host import host_view, on_host
-from .locks import LOCK_TIMEOUT, exclusive
+from . import locks
 from .publish import check_target, discard, publish, remove_stale, staging_path, write_marker
 from .steps import collective_timeout, rank, step, world_size
 
@@ -138,13 +138,13 @@ def save(path: str | os.PathLike[str], tensor: Any, *, overwrite: bool = False) 
     me = rank()
     engine_timeout = collective_timeout()
     # The peers wait for process 0 in an agreement meanwhile: it gives up on the lock well before them.
-    lock_timeout = LOCK_TIMEOUT if engine_timeout is None else min(LOCK_TIMEOUT, engine_timeout / 2)
+    lock_timeout = None if engine_timeout is None else min(locks.LOCK_TIMEOUT, engine_timeout / 2)
     with ExitStack() as held:
         def check() -> tuple[dict[str, str], Any]:
             storages = {name: storage_dtype(t.dtype) for name, t in hosted.items()}
             token = None
             if me == 0:
-                held.enter_context(exclusive(path, lock_timeout))  # one save of a path at a time
+                held.enter_context(locks.exclusive(path, lock_timeout))  # one save of a path at a time
                 check_target(path, overwrite)
                 with store.failures(path, "removing what earlier saves left beside it"):
                     remove_stale(path)
