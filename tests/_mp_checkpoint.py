@@ -249,7 +249,37 @@ def dcp_roundtrip():
     return world
 
 
+def ckpt_load_during_saves():
+    """Every process loads a path 30 times (column slabs, so each reads part of every chunk)
+    while an independent process saves it 60 times: each load, gathered, is one save whole."""
+    import subprocess
+    import sys
+
+    path = os.path.join(_dir(), "busy")
+    out = os.path.join(_dir(), "busy-saver.json")
+    if dd.rank() == 0:  # the first save, by a process of its own (under the engine a save is SPMD)
+        subprocess.run([sys.executable, os.path.abspath(__file__), "saver", path, out, "0"], check=True, timeout=240)
+    dlmg.zeros(dd.slab((2,), 0)).gather()  # every process waits for the first save
+    saver_process = None
+    if dd.rank() == 0:
+        saver_process = subprocess.Popen([sys.executable, os.path.abspath(__file__), "saver", path, out,
+                                          ",".join(str(k) for k in range(1, 61))])
+    seen = []
+    for _ in range(30):
+        x = dlmg.load(path, dd.slab(LOOP_SHAPE, 1)).gather()
+        values = np.unique(x)
+        assert len(values) == 1, f"a load mixed saves: {values}"
+        seen.append(float(values[0]))
+    assert seen == sorted(seen), seen
+    if saver_process is not None:
+        assert saver_process.wait(timeout=240) == 0
+        with open(out) as f:
+            assert json.load(f)["errors"] == []
+    return len(seen)
+
+
 SCENARIOS = {
+    "ckpt_load_during_saves": ckpt_load_during_saves,
     "dcp_roundtrip": dcp_roundtrip,
     "ckpt_save": ckpt_save,
     "ckpt_load": ckpt_load,

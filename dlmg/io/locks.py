@@ -172,14 +172,13 @@ def _try_pin(path: str) -> tuple[int | None, bool]:
     ``(None, True)`` where ``path`` is no directory; ``(None, False)`` where it changed meanwhile."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    except FileNotFoundError:  # gone for now: maybe between the two renames of a replacement
-        return None, False
+    except FileNotFoundError:  # gone for now, between the two renames of a replacement, if ever saved
+        return None, not os.path.exists(lock_path(path))
     except OSError:  # no directory: the readers say what is there
         return None, True
     try:
         # Waits only while a save removes this very generation (it then no longer is at the path).
-        _flock(fd, fcntl.LOCK_SH, time.monotonic() + LOCK_TIMEOUT)
-        if _same(fd, path):
+        if _flock(fd, fcntl.LOCK_SH, time.monotonic() + LOCK_TIMEOUT) and _same(fd, path):
             return fd, True
     except BaseException:
         os.close(fd)
