@@ -88,9 +88,8 @@ def test_a_save_that_cannot_take_the_lock_names_the_path(tmp_path, monkeypatch):
     path = str(tmp_path / "t")
     dlmg.save(path, _full(1))
     monkeypatch.setattr(locks, "LOCK_TIMEOUT", 0.2)
-    with locks.exclusive(path):  # another save of the path, as far as the lock tells
-        with pytest.raises(dlmg.CheckpointError, match=r"t: another save of this path held the lock"):
-            dlmg.save(path, _full(2), overwrite=True)
+    with locks.exclusive(path), pytest.raises(dlmg.CheckpointError, match=r"t: another save of this path held"):
+        dlmg.save(path, _full(2), overwrite=True)  # another save of the path holds the lock, as far as it tells
     assert _leftovers(path) == []
     dlmg.save(path, _full(3), overwrite=True)
     np.testing.assert_array_equal(dlmg.load(path).gather(), np.full((64, 64), 3.0, np.float32))

@@ -9,7 +9,6 @@ while writing, and PyTorch DCP's ``CheckpointException``.
 from __future__ import annotations
 
 import glob
-import json
 import os
 import random
 

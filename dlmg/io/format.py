@@ -310,7 +310,7 @@ def check_array_metadata(meta: Mapping[str, Any], where: str) -> tuple[str, Layo
     if meta.get("node_type") != "array":
         raise CheckpointError(f"{where} is a Zarr {meta.get('node_type')!r}, not an array")
     shape = meta.get("shape")
-    if not _json_ints(shape):
+    if not isinstance(shape, list) or not _json_ints(shape):
         raise CheckpointError(f"{where}: shape = {shape!r} is no list of extents")
     attributes = meta.get("attributes")
     if not isinstance(attributes, Mapping):
@@ -330,7 +330,8 @@ def check_array_metadata(meta: Mapping[str, Any], where: str) -> tuple[str, Layo
                 f"has {want!r}; the metadata is damaged"
             )
     keys = meta.get("chunk_key_encoding")
+    name = keys.get("name") if isinstance(keys, Mapping) else None
     config = keys.get("configuration", {}) if isinstance(keys, Mapping) else None
-    if not isinstance(config, Mapping) or keys.get("name") != "default" or config.get("separator", "/") != "/":
+    if not isinstance(config, Mapping) or name != "default" or config.get("separator", "/") != "/":
         raise CheckpointError(f"{where}: chunk_key_encoding = {keys!r}, expected the default one (separator '/')")
     return dtype, layout

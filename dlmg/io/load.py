@@ -199,7 +199,9 @@ def load(path: str | os.PathLike[str], layout: Any = None, framework: Any = None
 
     Every process calls it (SPMD); each reads only the chunks holding its own
     fragments of ``layout``. The number of processes, the layout and the
-    framework may all differ from the save.
+    framework may all differ from the save. A save of ``path`` running
+    meanwhile (in any process) changes nothing the load reads: it returns one
+    save's values whole, every process the same save.
 
     Parameters
     ----------

@@ -77,9 +77,9 @@ def remove_stale(path: str) -> list[str]:
     settled = is_checkpoint(path) and _has_marker(path)
     removed = []
     for stale in stale_staging(path):
-        if os.path.islink(stale) or (os.path.isdir(stale) and (settled or not _has_marker(stale))):
-            if remove_generation(stale):
-                removed.append(stale)
+        ours = os.path.islink(stale) or (os.path.isdir(stale) and (settled or not _has_marker(stale)))
+        if ours and remove_generation(stale):
+            removed.append(stale)
     return removed
 
 
