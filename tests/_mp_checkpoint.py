@@ -278,7 +278,53 @@ def ckpt_load_during_saves():
     return len(seen)
 
 
+def ckpt_load_pins_differ():
+    """Process 0 pins the checkpoint, then an independent process saves a new one, and only
+    then process 1 pins: the processes hold different saves, so they load again, each
+    holding the save lock shared, and all return the new save."""
+    import importlib
+    import subprocess
+    import sys
+    import time
+    from contextlib import contextmanager
+
+    load_module = importlib.import_module("dlmg.io.load")
+    path = os.path.join(_dir(), "differ")
+    out = os.path.join(_dir(), "differ-saver.json")
+    flag = os.path.join(_dir(), "differ-published")
+    if dd.rank() == 0:
+        subprocess.run([sys.executable, os.path.abspath(__file__), "saver", path, out, "1"], check=True, timeout=240)
+    dlmg.zeros(dd.slab((2,), 0)).gather()
+    real = load_module.pinned
+    holds = []
+
+    @contextmanager
+    def pinned_then_publish(where, hold=False):
+        holds.append(hold)
+        if dd.rank() == 1 and len(holds) == 1:  # pin only once the new save is there
+            deadline = time.monotonic() + 120
+            while not os.path.exists(flag) and time.monotonic() < deadline:
+                time.sleep(0.01)
+        with real(where, hold) as pin:
+            if dd.rank() == 0 and len(holds) == 1:
+                subprocess.run([sys.executable, os.path.abspath(__file__), "saver", path, out, "2"], check=True,
+                               timeout=240)
+                with open(flag, "w"):
+                    pass
+            yield pin
+
+    load_module.pinned = pinned_then_publish
+    try:
+        x = dlmg.load(path, dd.slab(LOOP_SHAPE, 1)).gather()
+    finally:
+        load_module.pinned = real
+    assert holds == [False, True], holds
+    assert np.array_equal(x, np.full(LOOP_SHAPE, 2.0, np.float32)), np.unique(x)
+    return holds
+
+
 SCENARIOS = {
+    "ckpt_load_pins_differ": ckpt_load_pins_differ,
     "ckpt_load_during_saves": ckpt_load_during_saves,
     "dcp_roundtrip": dcp_roundtrip,
     "ckpt_save": ckpt_save,

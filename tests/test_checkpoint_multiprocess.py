@@ -28,7 +28,7 @@ def runs(request, tmp_path_factory):
     env = {"DLMG_TEST_CKPT_DIR": str(tmp_path_factory.mktemp(f"ckpt-{engine}"))}
     crash = engine == "torch"  # under mpiexec a process that exits takes the whole job down
     steps = [
-        (2, ["ckpt_save", "ckpt_load", "ckpt_load_during_saves"]
+        (2, ["ckpt_save", "ckpt_load", "ckpt_load_during_saves", "ckpt_load_pins_differ"]
          + (["ckpt_bytes_read", "dcp_roundtrip"] if engine == "torch" else [])),
         (4, ["ckpt_load", "ckpt_save"]),
         (2, ["ckpt_load"] + (["ckpt_crash_save"] if crash else [])),
@@ -91,6 +91,11 @@ def test_a_save_that_loses_a_process_publishes_nothing(runs):
 def test_loads_of_every_process_read_one_save_while_another_process_saves(runs):
     _, results = runs
     assert check(results[0][2], "ckpt_load_during_saves") == [30, 30]
+
+
+def test_processes_that_pinned_different_saves_load_again_and_agree(runs):
+    _, results = runs
+    assert check(results[0][2], "ckpt_load_pins_differ") == [[False, True]] * 2
 
 
 def test_dcp_bridge_both_ways(runs):
