@@ -340,8 +340,13 @@ LOOP_SHAPE = (64, 64)
 
 
 def loop_layout():
-    """Sixteen row blocks: sixteen chunks, each read by its own fragment of the saved layout
-    (a load spans many reads, so that saves publish while it runs)."""
+    """Four row blocks: four chunks (a save writes few files, so the loop runs many saves)."""
+    return Layout(LOOP_SHAPE, block=(16, 64), grid=(4, 1), devices=["cpu"] * 4)
+
+
+def loop_target():
+    """Sixteen row slabs, each read on its own: a load spans many reads, so that saves
+    publish while it runs."""
     return Layout(LOOP_SHAPE, block=(4, 64), grid=(16, 1), devices=["cpu"] * 16)
 
 
@@ -361,7 +366,7 @@ def loader(path, count):
     seen, errors = [], []
     for _ in range(count):
         try:
-            x = dlmg.load(path).gather()
+            x = dlmg.load(path, loop_target()).gather()
         except Exception as exc:  # noqa: BLE001 - reported to the test
             errors.append(f"{type(exc).__name__}: {exc}")
             continue

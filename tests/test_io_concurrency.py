@@ -130,16 +130,17 @@ ROUNDS = 200
 
 @pytest.mark.slow
 def test_loads_in_one_process_while_another_saves(tmp_path):
-    """200 saves of full(k), k = 1..200, in one process; 200 loads in another at the same
-    time. Each load is one save whole, in the order saved; the last save loads after."""
+    """200 saves of full(k), k = 1..200, in one process; 600 loads in another at the same
+    time (a load takes less time than a save). Each load is one save whole, in the order
+    saved; the last save loads after."""
     path = str(tmp_path / "t")
     dlmg.save(path, _full(0))
     values = list(range(1, ROUNDS + 1))
     procs = [(_start("saver", path, ",".join(map(str, values)), tmp_path / "saver.json"), tmp_path / "saver.json"),
-             (_start("loader", path, str(ROUNDS), tmp_path / "loader.json"), tmp_path / "loader.json")]
+             (_start("loader", path, str(3 * ROUNDS), tmp_path / "loader.json"), tmp_path / "loader.json")]
     saved, loaded = _finish(procs)
     assert saved["errors"] == [] and loaded["errors"] == []
-    assert len(loaded["seen"]) == ROUNDS
+    assert len(loaded["seen"]) == 3 * ROUNDS
     mixed = [s for s in loaded["seen"] if len(s) != 1]
     assert mixed == [], f"{len(mixed)} loads mixed two saves: {mixed[:5]}"
     seen = [s[0] for s in loaded["seen"]]
