@@ -74,8 +74,9 @@ def _check_staged(staging: str, names: list[str], is_group: bool, path: str) -> 
     where = f"save {path}: the staged metadata"
     if is_group:
         root = store.read_metadata(staging, where)
-        record = (root.get("attributes") or {}).get("dlmg") or {}
-        if root.get("node_type") != "group" or record.get("keys") != names:
+        attributes = root.get("attributes")
+        record = attributes.get("dlmg") if isinstance(attributes, Mapping) else None
+        if root.get("node_type") != "group" or not isinstance(record, Mapping) or record.get("keys") != names:
             raise CheckpointError(f"{where}: the group's zarr.json does not list the keys {names}")
     for name in names:
         check_array_metadata(store.read_metadata(os.path.join(staging, name), where), f"{where} of {name!r}")
