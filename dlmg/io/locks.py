@@ -2,7 +2,8 @@
 
 Each save publishes a new directory (a *generation*) at the path; readers and
 writers coordinate through advisory ``flock`` locks, which every process of a
-machine (and NFS clients, through the server) honours:
+machine honours (and, where the kernel forwards them to the server, processes
+of other machines on a network file system):
 
 * **Saves are serialized** by an exclusive lock on the lock file
   ``.<name>.dlmg-lock`` beside the path (:func:`exclusive`), held from a save's
@@ -48,7 +49,7 @@ LOCK_TIMEOUT = 60.0
 
 _PROC_FD = "/proc/self/fd"
 #: Errors of ``flock`` on file systems that offer no locks: there, nothing is locked.
-_NO_LOCKS = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL})
+_NO_LOCKS = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL, errno.EBADF})
 #: Tries to pin the path's directory without the lock file before taking it shared.
 _PIN_TRIES = 3
 
