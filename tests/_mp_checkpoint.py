@@ -4,13 +4,20 @@ Checkpoints live under ``$DLMG_TEST_CKPT_DIR``, shared by the launches of one
 test module: one launch saves from some number of processes, later launches of
 other sizes load what is there. The data comes from fixed seeds, so every
 launch knows what every checkpoint must hold.
+
+Run as a script, it is one independent process of a concurrency test
+(``tests/test_io_concurrency.py``): ``saver`` saves ``full(k)`` for the given
+values of ``k``, ``loader`` loads the path a given number of times; each
+writes what it saw as JSON.
 """
 
 from __future__ import annotations
 
 import glob
+import json
 import os
 import shutil
+import sys
 
 import numpy as np
 
@@ -242,7 +249,83 @@ def dcp_roundtrip():
     return world
 
 
+def ckpt_load_during_saves():
+    """Every process loads a path 30 times (column slabs, so each reads part of every chunk)
+    while an independent process saves it 60 times: each load, gathered, is one save whole."""
+    import subprocess
+    import sys
+
+    path = os.path.join(_dir(), "busy")
+    out = os.path.join(_dir(), "busy-saver.json")
+    if dd.rank() == 0:  # the first save, by a process of its own (under the engine a save is SPMD)
+        subprocess.run([sys.executable, os.path.abspath(__file__), "saver", path, out, "0"], check=True, timeout=240)
+    dlmg.zeros(dd.slab((2,), 0)).gather()  # every process waits for the first save
+    saver_process = None
+    if dd.rank() == 0:
+        saver_process = subprocess.Popen([sys.executable, os.path.abspath(__file__), "saver", path, out,
+                                          ",".join(str(k) for k in range(1, 61))])
+    seen = []
+    for _ in range(30):
+        x = dlmg.load(path, dd.slab(LOOP_SHAPE, 1)).gather()
+        values = np.unique(x)
+        assert len(values) == 1, f"a load mixed saves: {values}"
+        seen.append(float(values[0]))
+    assert seen == sorted(seen), seen
+    if saver_process is not None:
+        assert saver_process.wait(timeout=240) == 0
+        with open(out) as f:
+            assert json.load(f)["errors"] == []
+    return len(seen)
+
+
+def ckpt_load_pins_differ():
+    """Process 0 pins the checkpoint, then an independent process saves a new one, and only
+    then process 1 pins: the processes hold different saves, so they load again, each
+    holding the save lock shared, and all return the new save."""
+    import importlib
+    import subprocess
+    import sys
+    import time
+    from contextlib import contextmanager
+
+    load_module = importlib.import_module("dlmg.io.load")
+    path = os.path.join(_dir(), "differ")
+    out = os.path.join(_dir(), "differ-saver.json")
+    flag = os.path.join(_dir(), "differ-published")
+    if dd.rank() == 0:
+        subprocess.run([sys.executable, os.path.abspath(__file__), "saver", path, out, "1"], check=True, timeout=240)
+    dlmg.zeros(dd.slab((2,), 0)).gather()
+    real = load_module.pinned
+    holds = []
+
+    @contextmanager
+    def pinned_then_publish(where, hold=False):
+        holds.append(hold)
+        if dd.rank() == 1 and len(holds) == 1:  # pin only once the new save is there
+            deadline = time.monotonic() + 120
+            while not os.path.exists(flag) and time.monotonic() < deadline:
+                time.sleep(0.01)
+        with real(where, hold) as pin:
+            if dd.rank() == 0 and len(holds) == 1:
+                subprocess.run([sys.executable, os.path.abspath(__file__), "saver", path, out, "2"], check=True,
+                               timeout=240)
+                with open(flag, "w"):
+                    pass
+            yield pin
+
+    load_module.pinned = pinned_then_publish
+    try:
+        x = dlmg.load(path, dd.slab(LOOP_SHAPE, 1)).gather()
+    finally:
+        load_module.pinned = real
+    assert holds == [False, True], holds
+    assert np.array_equal(x, np.full(LOOP_SHAPE, 2.0, np.float32)), np.unique(x)
+    return holds
+
+
 SCENARIOS = {
+    "ckpt_load_pins_differ": ckpt_load_pins_differ,
+    "ckpt_load_during_saves": ckpt_load_during_saves,
     "dcp_roundtrip": dcp_roundtrip,
     "ckpt_save": ckpt_save,
     "ckpt_load": ckpt_load,
@@ -250,3 +333,52 @@ SCENARIOS = {
     "ckpt_crash_save": ckpt_crash_save,
     "ckpt_crash_check": ckpt_crash_check,
 }
+
+
+# -- independent processes saving and loading one path at once --------------------------
+LOOP_SHAPE = (64, 64)
+
+
+def loop_layout():
+    """Four row blocks: four chunks (a save writes few files, so the loop runs many saves)."""
+    return Layout(LOOP_SHAPE, block=(16, 64), grid=(4, 1), devices=["cpu"] * 4)
+
+
+def loop_target():
+    """Sixteen row slabs, each read on its own: a load spans many reads, so that saves
+    publish while it runs."""
+    return Layout(LOOP_SHAPE, block=(4, 64), grid=(16, 1), devices=["cpu"] * 16)
+
+
+def saver(path, values):
+    """Save ``full(k)`` at ``path`` for each ``k`` in turn, each replacing the last."""
+    errors = []
+    for k in values:
+        try:
+            dlmg.save(path, dlmg.full(loop_layout(), float(k), "float32"), overwrite=True)
+        except Exception as exc:  # noqa: BLE001 - reported to the test
+            errors.append(f"save {k}: {type(exc).__name__}: {exc}")
+    return {"saved": list(values), "errors": errors}
+
+
+def loader(path, count):
+    """Load ``path`` ``count`` times; each load's distinct values (one, unless it mixed saves)."""
+    seen, errors = [], []
+    for _ in range(count):
+        try:
+            x = dlmg.load(path, loop_target()).gather()
+        except Exception as exc:  # noqa: BLE001 - reported to the test
+            errors.append(f"{type(exc).__name__}: {exc}")
+            continue
+        seen.append(sorted({float(v) for v in np.unique(x)}))
+    return {"seen": seen, "errors": errors}
+
+
+if __name__ == "__main__":
+    role, where, out = sys.argv[1], sys.argv[2], sys.argv[3]
+    if role == "saver":
+        result = saver(where, [int(v) for v in sys.argv[4].split(",")])
+    else:
+        result = loader(where, int(sys.argv[4]))
+    with open(out, "w") as f:
+        json.dump(result, f)

@@ -3,7 +3,8 @@
 Per engine, one shared directory and a sequence of launches: 2 processes save and
 load, 4 processes load what 2 saved and save themselves, then 2 and 1 processes
 load both (so 2 -> 1, 2, 4 and 4 -> 2, 1). On gloo also the bytes each process reads,
-a save that loses a process part way, and the bridge to PyTorch's DCP.
+a save that loses a process part way, and the bridge to PyTorch's DCP; on both, loads
+by every process while an independent process saves the same path.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ def runs(request, tmp_path_factory):
     env = {"DLMG_TEST_CKPT_DIR": str(tmp_path_factory.mktemp(f"ckpt-{engine}"))}
     crash = engine == "torch"  # under mpiexec a process that exits takes the whole job down
     steps = [
-        (2, ["ckpt_save", "ckpt_load"] + (["ckpt_bytes_read", "dcp_roundtrip"] if engine == "torch" else [])),
+        (2, ["ckpt_save", "ckpt_load", "ckpt_load_during_saves", "ckpt_load_pins_differ"]
+         + (["ckpt_bytes_read", "dcp_roundtrip"] if engine == "torch" else [])),
         (4, ["ckpt_load", "ckpt_save"]),
         (2, ["ckpt_load"] + (["ckpt_crash_save"] if crash else [])),
         (1, ["ckpt_load"] + (["ckpt_crash_check"] if crash else [])),
@@ -84,6 +86,16 @@ def test_a_save_that_loses_a_process_publishes_nothing(runs):
         pytest.skip("under mpiexec a process that exits ends the whole job; tested on gloo")
     assert check(results[2][2], "ckpt_crash_save", ranks=[0])[0].startswith("refused")
     assert "incomplete save" in check(results[3][2], "ckpt_crash_check")[0]
+
+
+def test_loads_of_every_process_read_one_save_while_another_process_saves(runs):
+    _, results = runs
+    assert check(results[0][2], "ckpt_load_during_saves") == [30, 30]
+
+
+def test_processes_that_pinned_different_saves_load_again_and_agree(runs):
+    _, results = runs
+    assert check(results[0][2], "ckpt_load_pins_differ") == [[False, True]] * 2
 
 
 def test_dcp_bridge_both_ways(runs):

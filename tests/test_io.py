@@ -133,7 +133,7 @@ def test_an_existing_checkpoint_needs_overwrite(tmp_path):
     np.testing.assert_array_equal(dlmg.load(tmp_path / "t").gather(), np.arange(6.0))
     dlmg.save(tmp_path / "t", t + 1, overwrite=True)
     np.testing.assert_array_equal(dlmg.load(tmp_path / "t").gather(), np.arange(6.0) + 1)
-    assert sorted(os.listdir(tmp_path)) == ["t"]  # no staging directory left behind
+    assert sorted(os.listdir(tmp_path)) == [".t.dlmg-lock", "t"]  # the lock file stays; no staging directory
 
 
 def test_something_else_is_never_replaced(tmp_path):

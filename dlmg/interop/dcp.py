@@ -18,10 +18,12 @@ imported only inside the functions.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from ..construct import empty
+from ..errors import CheckpointError
 from ..layout import Layout
 from ..ops._pending import guard
 from ..tensor import DistributedTensor
@@ -35,6 +37,28 @@ def _checkpoint() -> Any:
     import torch.distributed.checkpoint as dcp
 
     return dcp
+
+
+@contextmanager
+def _refusals(action: str, checkpoint_id: Any) -> Iterator[None]:
+    """DCP's ``CheckpointException`` (a ``BaseException``, which ``except Exception`` misses)
+    as dlmg's :class:`~dlmg.errors.CheckpointError`, naming the checkpoint and each
+    failing rank's error; DCP's exception is the ``__cause__``."""
+    from torch.distributed.checkpoint.api import CheckpointException
+
+    try:
+        yield
+    except CheckpointException as exc:
+        failures = getattr(exc, "failures", {}) or {}
+        ranks = "; ".join(f"rank {r}: {_last_line(f)}" for r, f in sorted(failures.items()))
+        raise CheckpointError(f"{action} {checkpoint_id!s} failed in DCP ({ranks or exc})") from exc
+
+
+def _last_line(failure: Any) -> str:
+    """The error of a rank as DCP reports it: an exception, or ``(exception, stack)``."""
+    inner = failure[0] if isinstance(failure, tuple) and failure else failure
+    text = f"{type(inner).__name__}: {inner}" if isinstance(inner, BaseException) else str(inner)
+    return text.strip().splitlines()[-1] if text.strip() else type(inner).__name__
 
 
 def dcp_state_dict(state: Mapping[str, Any]) -> dict[str, Any]:
@@ -80,8 +104,16 @@ def dcp_save(state: Mapping[str, Any], checkpoint_id: Any, **kwargs: Any) -> Any
     Notes
     -----
     A tensor holding a pending reduction (``layout.partial``) is saved as its value.
+
+    Raises
+    ------
+    CheckpointError
+        Where DCP fails (its ``CheckpointException``, a ``BaseException``, is
+        the ``__cause__``), naming the checkpoint and each failing rank's error.
     """
-    return _checkpoint().save(dcp_state_dict(_values(state)), checkpoint_id=checkpoint_id, **kwargs)
+    converted = dcp_state_dict(_values(state))
+    with _refusals("dcp_save to", checkpoint_id):
+        return _checkpoint().save(converted, checkpoint_id=checkpoint_id, **kwargs)
 
 
 def _values(state: Mapping[str, Any]) -> dict[str, Any]:
@@ -133,6 +165,13 @@ def dcp_load(templates: Mapping[str, Any], checkpoint_id: Any, **kwargs: Any) ->
     dict
         ``templates`` with every dlmg tensor replaced by a new one holding the
         checkpoint's values in the template's layout and framework.
+
+    Raises
+    ------
+    CheckpointError
+        Where DCP fails, e.g. a template whose shape differs from the saved
+        tensor's (DCP's ``CheckpointException``, a ``BaseException``, is the
+        ``__cause__``), naming the checkpoint and each failing rank's error.
     """
     dist = _dist()
     world = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
@@ -152,7 +191,8 @@ def dcp_load(templates: Mapping[str, Any], checkpoint_id: Any, **kwargs: Any) ->
         return out
 
     loaded = swap(templates, "")
-    _checkpoint().load(loaded, checkpoint_id=checkpoint_id, **kwargs)
+    with _refusals("dcp_load from", checkpoint_id):
+        _checkpoint().load(loaded, checkpoint_id=checkpoint_id, **kwargs)
 
     def finish(state: Mapping[str, Any], prefix: str) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -9,6 +9,7 @@
 
 The modules: :mod:`.format` (the metadata, as values), :mod:`.store` (the
 Zarr library), :mod:`.publish` (staging, commit marker, atomic rename),
+:mod:`.locks` (one save of a path at a time, loads that pin one generation),
 :mod:`.host` (host bytes of fragments), :mod:`.geometry` (a fragment's
 indices), :mod:`.steps` (agreement across processes), :mod:`.save`,
 :mod:`.load`.

@@ -33,7 +33,7 @@ from ..layout import Layout
 __all__ = [
     "FORMAT", "VERSION", "INNER_CHUNK_BYTES", "COMMIT_MARKER", "storage_dtype", "chunk_shape",
     "inner_chunk_shape", "array_metadata", "layout_record", "layout_from_record", "array_record",
-    "check_array_record",
+    "check_array_record", "check_array_metadata", "check_key", "RESERVED_NAMES",
 ]
 
 #: The value of the attribute ``dlmg.format``; a reader checks it first.
@@ -45,6 +45,11 @@ VERSION = 1
 INNER_CHUNK_BYTES = 1 << 18
 #: The file written last, after every process finished its chunks; without it the save is incomplete.
 COMMIT_MARKER = "dlmg-commit.json"
+
+#: Names of files dlmg writes into a checkpoint directory; no key of a dict of tensors may take one.
+RESERVED_NAMES = frozenset({"zarr.json", COMMIT_MARKER, COMMIT_MARKER + ".tmp"})
+#: The longest file name (in bytes) the common file systems take.
+_NAME_MAX = 255
 
 #: Element types with a Zarr v3 data type of the same name.
 _ZARR_TYPES = frozenset(
@@ -156,8 +161,8 @@ def layout_from_record(record: Mapping[str, Any], where: str) -> Layout:
             devices=[Device.parse(d) for d in record["devices"]],
             ranks=tuple(record["ranks"]),
         )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise CheckpointError(f"{where}: the attribute dlmg.layout = {dict(record)!r} is no layout ({exc})") from None
+    except Exception as exc:  # any value of a damaged record: the message names it
+        raise CheckpointError(f"{where}: the attribute dlmg.layout = {record!r} is no layout ({exc})") from None
 
 
 def array_record(layout: Layout, dtype: str, frameworks: list[str | None]) -> dict[str, Any]:
@@ -210,14 +215,123 @@ def check_array_record(attributes: Mapping[str, Any], data_type: str, shape: tup
         raise CheckpointError(f"{where}: dlmg.version = {version!r}; this dlmg reads versions up to {VERSION}")
     try:
         dtype = canonical(record.get("dtype"))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, LookupError):
         raise CheckpointError(f"{where}: dlmg.dtype = {record.get('dtype')!r} is no element type dlmg knows") from None
-    if storage_dtype(dtype) != data_type:
+    try:
+        stored = storage_dtype(dtype)
+    except UnsupportedDtypeError as exc:
+        raise CheckpointError(f"{where}: dlmg.dtype = {dtype!r} cannot be stored ({exc})") from None
+    if stored != data_type:
         raise CheckpointError(
             f"{where}: dlmg.dtype = {dtype!r} is stored as {storage_dtype(dtype)!r}, "
             f"but the array's data_type is {data_type!r}"
         )
-    layout = layout_from_record(record.get("layout") or {}, where)
+    saved = record.get("layout")
+    layout = layout_from_record(saved if isinstance(saved, Mapping) else {}, where)
     if layout.shape != tuple(shape):
         raise CheckpointError(f"{where}: dlmg.layout.shape = {layout.shape} but the array's shape is {tuple(shape)}")
+    return dtype, layout
+
+
+def check_key(name: Any, where: str) -> str:
+    """``name`` where it can name an array of a saved dict: a directory of its own.
+
+    A non-empty string, not only periods, not starting with ``__`` (Zarr v3's
+    rules for node names), without ``/`` or NUL, at most 255 bytes in UTF-8,
+    and none of the files dlmg writes beside the arrays (:data:`RESERVED_NAMES`).
+
+    Raises
+    ------
+    CheckpointError
+        Naming the key and the rule it breaks.
+    """
+    if not isinstance(name, str):
+        raise CheckpointError(f"{where}: key {name!r} is a {type(name).__name__}; keys are strings")
+    problem = None
+    if not name or set(name) == {"."}:
+        problem = "a name of only periods (or none) is no Zarr node name"
+    elif "/" in name or "\0" in name:
+        problem = "a key may not hold '/' or NUL"
+    elif name.startswith("__"):
+        problem = "Zarr reserves names starting with '__'"
+    elif name in RESERVED_NAMES:
+        problem = f"dlmg writes a file of that name beside the arrays ({', '.join(sorted(RESERVED_NAMES))})"
+    else:
+        try:
+            size = len(name.encode("utf-8"))
+        except UnicodeEncodeError:
+            problem = "it is no valid Unicode (a lone surrogate)"
+        else:
+            if size > _NAME_MAX:
+                problem = f"it takes {size} bytes in UTF-8; file names hold at most {_NAME_MAX}"
+    if problem is not None:
+        shown = name if len(name) <= 40 else name[:37] + "..."
+        raise CheckpointError(f"{where}: key {shown!r} cannot name a saved array: {problem}")
+    return name
+
+
+def _with_defaults(codecs: Any) -> Any:
+    """Codecs as read from ``zarr.json`` with the defaults TensorStore leaves out written
+    in (the endianness of one-byte elements, the shard index at the end)."""
+    if not isinstance(codecs, list):
+        return codecs
+    out = []
+    for codec in codecs:
+        if isinstance(codec, Mapping) and codec.get("name") == "bytes" and "configuration" not in codec:
+            codec = dict(codec, configuration={"endian": "little"})
+        elif isinstance(codec, Mapping) and codec.get("name") == "sharding_indexed" and isinstance(
+                codec.get("configuration"), Mapping):
+            config = dict(codec["configuration"])
+            config.setdefault("index_location", "end")
+            for key in ("codecs", "index_codecs"):
+                config[key] = _with_defaults(config.get(key))
+            codec = dict(codec, configuration=config)
+        out.append(codec)
+    return out
+
+
+def _json_ints(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)
+
+
+def check_array_metadata(meta: Mapping[str, Any], where: str) -> tuple[str, Layout]:
+    """``(dtype, saved layout)`` of a saved array's ``zarr.json``, every field dlmg reads checked.
+
+    The metadata must be what :func:`array_metadata` writes for the recorded
+    layout and element type (shape, data type, chunk grid, chunk keys, fill
+    value, codecs), so that a damaged file is refused here, naming the field,
+    rather than misread.
+
+    Raises
+    ------
+    CheckpointError
+        Naming the field, its value and what dlmg expected.
+    """
+    if meta.get("node_type") != "array":
+        raise CheckpointError(f"{where} is a Zarr {meta.get('node_type')!r}, not an array")
+    shape = meta.get("shape")
+    if not isinstance(shape, list) or not _json_ints(shape):
+        raise CheckpointError(f"{where}: shape = {shape!r} is no list of extents")
+    attributes = meta.get("attributes")
+    if not isinstance(attributes, Mapping):
+        attributes = {}
+    dtype, layout = check_array_record(attributes, str(meta.get("data_type")), tuple(shape), where)
+    chunk = chunk_shape(layout)
+    expected = {
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(chunk)}},
+        "fill_value": _fill_value(storage_dtype(dtype)),
+        "codecs": _codecs(inner_chunk_shape(chunk, info(dtype).itemsize), chunk),
+    }
+    for field, want in expected.items():
+        found = _with_defaults(meta.get(field)) if field == "codecs" else meta.get(field)
+        if found != want:
+            raise CheckpointError(
+                f"{where}: {field} = {meta.get(field)!r}, but a tensor saved by dlmg from the recorded layout "
+                f"has {want!r}; the metadata is damaged"
+            )
+    keys = meta.get("chunk_key_encoding")
+    name = keys.get("name") if isinstance(keys, Mapping) else None
+    config = keys.get("configuration", {}) if isinstance(keys, Mapping) else None
+    if not isinstance(config, Mapping) or name != "default" or config.get("separator", "/") != "/":
+        raise CheckpointError(f"{where}: chunk_key_encoding = {keys!r}, expected the default one (separator '/')")
     return dtype, layout

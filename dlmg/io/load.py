@@ -23,9 +23,10 @@ from ..layout import Layout
 from ..registry import DEFAULT_FRAMEWORK, get_adapter
 from ..tensor import DistributedTensor
 from . import store
-from .format import check_array_record
+from .format import check_array_metadata, check_key
 from .geometry import fragment_index
 from .host import aligned_empty, host_framework, host_layout, staged_tensor
+from .locks import pinned
 from .publish import check_complete
 from .steps import rank, step, world_size
 
@@ -34,27 +35,38 @@ __all__ = ["load", "saved_layout"]
 
 def _array_meta(directory: str, where: str) -> tuple[dict[str, Any], str, Layout]:
     meta = store.read_metadata(directory, where)
-    if meta.get("node_type") != "array":
-        raise CheckpointError(f"{where} is a Zarr {meta.get('node_type')!r}, not an array")
-    dtype, saved = check_array_record(meta.get("attributes") or {}, str(meta.get("data_type")), meta.get("shape", ()), where)
+    dtype, saved = check_array_metadata(meta, where)
     return meta, dtype, saved
+
+
+def _resolved(path: str | os.PathLike[str]) -> str:
+    """The absolute path with symbolic links resolved: the directory saves publish to, and
+    beside which their lock file lies."""
+    return os.path.realpath(os.path.abspath(os.fspath(path)))
 
 
 def saved_layout(path: str | os.PathLike[str]) -> Layout | dict[str, Layout]:
     """The layout a checkpoint was saved from (a dict of them for a dict of tensors).
 
-    Reads only metadata; refuses an incomplete save as :func:`load` does.
+    Reads only metadata, of one generation (see :func:`load`); refuses an
+    incomplete save as :func:`load` does.
     """
-    path = os.path.abspath(os.fspath(path))
-    found = {k: _array_meta(d, where)[2] for k, (d, where) in _nodes(path).items()}
+    path = _resolved(path)
+    with pinned(path) as pin:
+        found = {k: _array_meta(d, where)[2] for k, (d, where) in _nodes(pin.directory, path).items()}
     return found[""] if list(found) == [""] else found
 
 
 def _keys(root: dict[str, Any], where: str) -> list[str]:
-    record = (root.get("attributes") or {}).get("dlmg")
+    attributes = root.get("attributes")
+    record = attributes.get("dlmg") if isinstance(attributes, Mapping) else None
     keys = record.get("keys") if isinstance(record, Mapping) else None
     if not isinstance(keys, list):
         raise CheckpointError(f"{where} is a Zarr group but no dict of tensors saved by dlmg (no attribute dlmg.keys)")
+    for key in keys:
+        check_key(key, f"{where}: dlmg.keys")
+    if len(set(keys)) != len(keys):
+        raise CheckpointError(f"{where}: dlmg.keys = {keys!r} names an array twice")
     return keys
 
 
@@ -127,13 +139,13 @@ class _Plan:
             missing = store.missing_chunks(self.directory, index, self.saved.shape, chunk)
             if missing:
                 raise ChunkError(
-                    f"{self.where}: chunk {missing[0]!r} is missing ({len(missing)} missing of those fragment "
-                    f"{frag.index} of the target layout needs); the checkpoint is damaged"
+                    f"{self.where}: chunk {missing[0]!r} is missing or no regular file ({len(missing)} such of "
+                    f"those fragment {frag.index} of the target layout needs); the checkpoint is damaged"
                 )
             if handle is None:
-                handle = store.open_array(self.directory)
+                handle = store.open_array(self.directory, self.where)
             data = aligned_empty(frag.shape, storage)
-            store.read_into(handle, index, data, self.where)
+            store.read_into(handle, index, data, self.directory, self.where)
             by_coords[frag.coords] = buffers[frag.index] = data
         return buffers
 
@@ -187,7 +199,9 @@ def load(path: str | os.PathLike[str], layout: Any = None, framework: Any = None
 
     Every process calls it (SPMD); each reads only the chunks holding its own
     fragments of ``layout``. The number of processes, the layout and the
-    framework may all differ from the save.
+    framework may all differ from the save. A save of ``path`` running
+    meanwhile (in any process) changes nothing the load reads: it returns one
+    save's values whole, every process the same save.
 
     Parameters
     ----------
@@ -221,40 +235,55 @@ def load(path: str | os.PathLike[str], layout: Any = None, framework: Any = None
     CollectiveError
         Another process failed; no process returns a tensor.
     """
-    path = os.path.abspath(os.fspath(path))
+    path = _resolved(path)
     what = describe("load", path=path, layout=layout, framework=framework)
+    for attempt in range(2):
+        # Every process reads the generation it pinned; where processes pinned different ones
+        # (a save published between their pins), they read again, each holding the save lock
+        # shared until all have pinned, so that no save publishes in between.
+        with pinned(path, hold=attempt > 0 and world_size() > 1) as pin:
+            def read() -> tuple[dict[str, tuple[_Plan, DistributedTensor]], str]:
+                plans = _plans(pin.directory, path, layout, framework)  # every check before the first byte is read
+                buffers = {k: plan.read() for k, plan in plans.items()}
+                return {k: (plan, plan.staged(buffers[k])) for k, plan in plans.items()}, _generation(pin.directory, path)
 
-    def read() -> tuple[dict[str, DistributedTensor], None]:
-        plans = _plans(path, layout, framework)  # every check before the first byte is read
-        buffers = {k: plan.read() for k, plan in plans.items()}
-        return {k: plan.staged(buffers[k]) for k, plan in plans.items()}, None
-
-    staged, _ = step(what, read)
-    plans = _plans(path, layout, framework)
-    done = {k: _mixed(_finish(staged[k], plan.target, plan.adapter), plan.per_fragment) for k, plan in plans.items()}
+            staged, generations = step(what if attempt == 0 else what + ".again", read)
+        if len(set(generations)) == 1:
+            break
+    else:  # pragma: no cover - only where the file system takes no locks
+        raise CheckpointError(f"load {path}: the processes read different saves of it (saves of it ran meanwhile)")
+    done = {k: _mixed(_finish(tensor, plan.target, plan.adapter), plan.per_fragment)
+            for k, (plan, tensor) in staged.items()}
     return done[""] if list(done) == [""] else done
 
 
-def _nodes(path: str) -> dict[str, tuple[str, str]]:
-    """The saved arrays of a finished checkpoint: ``{"": (path, path)}`` for one tensor,
-    ``{key: (directory, name)}`` for a dict of them."""
-    root = store.read_metadata(path, path)
+def _generation(directory: str, where: str) -> str:
+    """Which save wrote the checkpoint in ``directory``: the token its commit marker names."""
+    marker = check_complete(directory, where)
+    token = marker.get("generation")
+    return token if isinstance(token, str) else repr(sorted(marker.items(), key=str))
+
+
+def _nodes(directory: str, path: str) -> dict[str, tuple[str, str]]:
+    """The saved arrays of a finished checkpoint read from ``directory`` (known as ``path``):
+    ``{"": (directory, path)}`` for one tensor, ``{key: (directory/key, path/key)}`` for a dict."""
+    root = store.read_metadata(directory, path)
     if root.get("node_type") != "group":
-        _array_meta(path, path)  # a dlmg tensor at all, before asking whether its save finished
-        check_complete(path)
-        return {"": (path, path)}
+        _array_meta(directory, path)  # a dlmg tensor at all, before asking whether its save finished
+        check_complete(directory, path)
+        return {"": (directory, path)}
     keys = _keys(root, path)
-    check_complete(path)
-    return {k: (os.path.join(path, k), f"{path}/{k}") for k in keys}
+    check_complete(directory, path)
+    return {k: (os.path.join(directory, k), f"{path}/{k}") for k in keys}
 
 
-def _plans(path: str, layout: Any, framework: Any) -> dict[str, _Plan]:
-    """What to load, every target checked."""
-    nodes = _nodes(path)
+def _plans(directory: str, path: str, layout: Any, framework: Any) -> dict[str, _Plan]:
+    """What to load from ``directory`` (known as ``path``), every target checked."""
+    nodes = _nodes(directory, path)
     if list(nodes) == [""]:
         if isinstance(layout, Mapping):
             raise TypeError(f"load: {path} holds one tensor; layout must be a Layout or None, not a dict")
-        return {"": _Plan(path, path, layout, framework)}
+        return {"": _Plan(directory, path, layout, framework)}
     if layout is not None and not isinstance(layout, Mapping):
         raise TypeError(f"load: {path} holds a dict of tensors; layout must be a dict of Layouts or None")
     layouts = layout or {}

@@ -11,6 +11,12 @@ checkpoint at the path untouched and its own staging directory without a
 marker, which :func:`check_complete` refuses; the next save to that path
 removes it (:func:`remove_stale`), and a save that fails on a process while
 the others live removes its own at once.
+
+A replaced checkpoint is removed only where no load reads it
+(:func:`~dlmg.io.locks.remove_generation`); one still read stays beside the
+path until a later save removes it. Saves of one path run one at a time
+(:func:`~dlmg.io.locks.exclusive`), so no save removes another one's staging
+directory.
 """
 
 from __future__ import annotations
@@ -19,12 +25,12 @@ import ctypes
 import ctypes.util
 import json
 import os
-import shutil
 from functools import lru_cache
 from typing import Any
 
 from ..errors import CheckpointError, CheckpointExistsError, IncompleteCheckpointError
 from .format import COMMIT_MARKER, FORMAT
+from .locks import remove_generation
 
 __all__ = ["staging_path", "check_target", "is_checkpoint", "write_marker", "check_complete", "publish",
            "stale_staging", "remove_stale", "discard"]
@@ -58,38 +64,50 @@ def _has_marker(path: str) -> bool:
 
 
 def remove_stale(path: str) -> list[str]:
-    """Remove what failed saves to ``path`` left beside it; returns what was removed.
+    """Remove what earlier saves to ``path`` left beside it; returns what was removed.
 
     A staging directory without a commit marker is a save that never
     finished: removed. One with a marker (a save that died while publishing,
     or a replaced checkpoint set aside) is removed only when ``path`` itself
-    holds a finished checkpoint, so the one whole copy is never lost. Only
-    one save to a path may run at a time: this would remove the staging
-    directory of another save running now.
+    holds a finished checkpoint, so the one whole copy is never lost. A
+    directory a load reads now stays (:func:`~dlmg.io.locks.remove_generation`).
+    The caller holds the lock of saves to ``path``, so no other save's staging
+    directory is among them.
     """
     settled = is_checkpoint(path) and _has_marker(path)
     removed = []
     for stale in stale_staging(path):
-        if os.path.isdir(stale) and not os.path.islink(stale) and (settled or not _has_marker(stale)):
-            shutil.rmtree(stale, ignore_errors=True)
+        ours = os.path.islink(stale) or (os.path.isdir(stale) and (settled or not _has_marker(stale)))
+        if ours and remove_generation(stale):
             removed.append(stale)
     return removed
 
 
 def discard(staging: str) -> None:
-    """Remove the staging directory of a save that failed (nothing else writes to it any more)."""
-    shutil.rmtree(staging, ignore_errors=True)
+    """Remove the staging directory of a save that failed (nothing else writes to it any more;
+    after a replacement it holds the replaced checkpoint, kept while a load reads it)."""
+    remove_generation(staging)
+
+
+def _json(path: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
 
 
 def is_checkpoint(path: str) -> bool:
-    """Whether ``path`` is a directory holding a dlmg checkpoint (finished or not)."""
-    try:
-        with open(os.path.join(path, "zarr.json"), encoding="utf-8") as f:
-            meta = json.load(f)
-    except (OSError, ValueError):
-        return False
-    record = meta.get("attributes", {}).get("dlmg") if isinstance(meta, dict) else None
-    return isinstance(record, dict) and record.get("format") == FORMAT
+    """Whether ``path`` is a directory holding a dlmg checkpoint, finished or not: its
+    ``zarr.json`` carries dlmg's record, or its commit marker is dlmg's (a checkpoint
+    whose metadata was lost is still dlmg's to replace)."""
+    meta = _json(os.path.join(path, "zarr.json"))
+    attributes = meta.get("attributes") if isinstance(meta, dict) else None
+    record = attributes.get("dlmg") if isinstance(attributes, dict) else None
+    if isinstance(record, dict) and record.get("format") == FORMAT:
+        return True
+    marker = _json(os.path.join(path, COMMIT_MARKER))
+    return isinstance(marker, dict) and marker.get("format") == FORMAT and os.path.isdir(path)
 
 
 def check_target(path: str, overwrite: bool) -> None:
@@ -140,21 +158,29 @@ def write_marker(staging: str, summary: dict[str, Any]) -> None:
     _fsync_dir(staging)
 
 
-def check_complete(path: str) -> None:
-    """Raise :class:`~dlmg.errors.IncompleteCheckpointError` unless ``path`` holds a commit marker."""
+def check_complete(path: str, where: str | None = None) -> dict[str, Any]:
+    """The commit marker of ``path`` (read at ``path``, named ``where`` in errors).
+
+    Raises
+    ------
+    IncompleteCheckpointError
+        Unless ``path`` holds a commit marker saying complete.
+    """
+    shown = path if where is None else where
     marker = os.path.join(path, COMMIT_MARKER)
     try:
         with open(marker, encoding="utf-8") as f:
             content = json.load(f)
     except FileNotFoundError:
         raise IncompleteCheckpointError(
-            f"{path} is an incomplete save (no commit marker {COMMIT_MARKER}): a save that did "
+            f"{shown} is an incomplete save (no commit marker {COMMIT_MARKER}): a save that did "
             f"not finish; load the checkpoint it was meant to replace, or save again"
         ) from None
     except (OSError, ValueError) as exc:
-        raise IncompleteCheckpointError(f"{path}: the commit marker {marker} is unreadable ({exc})") from None
+        raise IncompleteCheckpointError(f"{shown}: the commit marker {COMMIT_MARKER} is unreadable ({exc})") from None
     if not isinstance(content, dict) or content.get("complete") is not True:
-        raise IncompleteCheckpointError(f"{path}: the commit marker {marker} does not say complete: {content!r}")
+        raise IncompleteCheckpointError(f"{shown}: the commit marker {COMMIT_MARKER} does not say complete: {content!r}")
+    return content
 
 
 @lru_cache(maxsize=1)
@@ -182,15 +208,19 @@ def _exchange(a: str, b: str) -> bool:
 
 
 def publish(staging: str, path: str) -> None:
-    """Move the finished ``staging`` directory onto ``path``, replacing what is there."""
+    """Move the finished ``staging`` directory onto ``path``, replacing what is there.
+
+    The replaced checkpoint is removed unless a load reads it now; then it
+    stays beside ``path`` (under the staging name) for the next save to remove.
+    """
     path = os.path.abspath(path)
     if not os.path.lexists(path):
         os.rename(staging, path)
     elif _exchange(staging, path):
-        shutil.rmtree(staging)  # now the old checkpoint
+        remove_generation(staging)  # now the old checkpoint
     else:  # pragma: no cover - without an atomic exchange: the old one aside, the new one in
         aside = staging + ".old"
         os.rename(path, aside)
         os.rename(staging, path)
-        shutil.rmtree(aside)
+        remove_generation(aside)
     _fsync_dir(os.path.dirname(path))

@@ -14,7 +14,7 @@ from typing import Any, Callable, TypeVar
 from ..distributed import current_engine, rank, world_size
 from ..distributed.agree import prepare_vote
 
-__all__ = ["step", "rank", "world_size"]
+__all__ = ["step", "rank", "world_size", "collective_timeout"]
 
 T = TypeVar("T")
 
@@ -32,3 +32,9 @@ def step(description: str, work: Callable[[], tuple[T, Any]]) -> tuple[T, list[A
         result, vote = work()
         return result, [vote]
     return prepare_vote(engine, description, work)
+
+
+def collective_timeout() -> float | None:
+    """How long the engine's collectives wait (``None`` in one process)."""
+    engine = current_engine()
+    return None if engine is None else float(engine.timeout)

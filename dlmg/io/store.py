@@ -16,14 +16,15 @@ import itertools
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
-from ..errors import CheckpointError, ChunkError, FrameworkNotInstalledError
+from ..errors import CheckpointError, ChunkError, DlmgError, FrameworkNotInstalledError
 
 __all__ = ["Index", "create_array", "open_array", "read_metadata", "write", "read_into", "chunk_key",
-           "missing_chunks"]
+           "missing_chunks", "failures"]
 
 #: Per mode, a slice (a run of indices) or a sorted int64 array of global indices.
 Index = tuple[Any, ...]
@@ -46,6 +47,19 @@ def _context() -> Any:
     return _ts().Context({"cache_pool": {"total_bytes_limit": 0}})
 
 
+@contextmanager
+def failures(where: str, part: str) -> Iterator[None]:
+    """Turn a failure of the store or the operating system into a
+    :class:`~dlmg.errors.CheckpointError` naming the path and the part (dlmg's
+    own errors pass as they are; the original is the ``__cause__``)."""
+    try:
+        yield
+    except DlmgError:
+        raise
+    except Exception as exc:
+        raise CheckpointError(f"{where}: {part} failed ({type(exc).__name__}: {exc})") from exc
+
+
 def _spec(directory: str) -> dict[str, Any]:
     return {"driver": "zarr3", "kvstore": {"driver": "file", "path": os.path.abspath(directory)}}
 
@@ -53,7 +67,8 @@ def _spec(directory: str) -> dict[str, Any]:
 def create_array(directory: str, metadata: dict[str, Any]) -> None:
     """Write ``directory/zarr.json`` of a new array through TensorStore."""
     spec = dict(_spec(directory), metadata=metadata, create=True)
-    _ts().open(spec, context=_context()).result()
+    with failures(directory, "creating the array's zarr.json"):
+        _ts().open(spec, context=_context()).result()
 
 
 def read_metadata(directory: str, where: str) -> dict[str, Any]:
@@ -69,23 +84,29 @@ def read_metadata(directory: str, where: str) -> dict[str, Any]:
         with open(path, encoding="utf-8") as f:
             meta = json.load(f)
     except FileNotFoundError:
-        raise CheckpointError(f"{where} holds no Zarr v3 node (no file {path})") from None
+        raise CheckpointError(f"{where} holds no Zarr v3 node (no file zarr.json)") from None
     except (OSError, ValueError) as exc:
-        raise CheckpointError(f"{where}: {path} is no Zarr v3 metadata ({exc})") from None
+        raise CheckpointError(f"{where}: zarr.json is no Zarr v3 metadata ({exc})") from None
     if not isinstance(meta, dict) or meta.get("zarr_format") != 3:
         found = meta.get("zarr_format") if isinstance(meta, dict) else type(meta).__name__
-        raise CheckpointError(f"{where}: {path} has zarr_format = {found!r}, expected 3")
+        raise CheckpointError(f"{where}: zarr.json has zarr_format = {found!r}, expected 3")
     return meta
 
 
-def open_array(directory: str) -> Any:
+def open_array(directory: str, where: str | None = None) -> Any:
     """The TensorStore of an existing array, for reading and writing.
 
     Chunks equal to the fill value are written too (TensorStore would leave them out,
     and a reader could not tell such a chunk from a lost one).
+
+    Raises
+    ------
+    CheckpointError
+        When TensorStore cannot open it (names ``where``, by default ``directory``).
     """
     spec = dict(_spec(directory), open=True, store_data_equal_to_fill_value=True)
-    return _ts().open(spec, context=_context()).result()
+    with failures(directory if where is None else where, "opening the array"):
+        return _ts().open(spec, context=_context()).result()
 
 
 def _oindex(store: Any, index: Index) -> Any:
@@ -101,32 +122,34 @@ def write(store: Any, index: Index, values: Any) -> Any:
     return _oindex(store, index).write(values)
 
 
-def read_into(store: Any, index: Index, out: Any, directory: str) -> None:
+def read_into(store: Any, index: Index, out: Any, directory: str, where: str | None = None) -> None:
     """Read the elements at ``index`` into the host array ``out`` (NumPy, the storage data
     type, the indexed shape), straight from the decoded chunks.
 
     Raises
     ------
     ChunkError
-        When a chunk fails its checksum or cannot be decoded; names the chunk.
+        When a chunk fails its checksum or cannot be decoded; names the chunk and
+    its file under ``where`` (the path the caller knows ``directory`` by).
     """
     try:
         _ts().array(out, copy=False, write=True).write(_oindex(store, index)).result()
-    except ValueError as exc:
-        raise _chunk_error(exc, directory) from None
+    except Exception as exc:
+        raise _chunk_error(exc, directory, directory if where is None else where) from exc
 
 
 _FILE = re.compile(r'local file "([^"]+)"')
 
 
-def _chunk_error(exc: Exception, directory: str) -> Exception:
+def _chunk_error(exc: Exception, directory: str, where: str) -> Exception:
     text = str(exc)
     found = _FILE.search(text)
     if found is None:
-        return CheckpointError(f"reading {directory} failed: {text}")
-    path = found.group(1)
-    key = os.path.relpath(path, os.path.abspath(directory)).replace(os.sep, "/")
-    return ChunkError(f"chunk {key!r} of {directory} ({path}) is corrupt or truncated: {text}")
+        return CheckpointError(f"reading {where} failed ({type(exc).__name__}: {text})")
+    key = os.path.relpath(found.group(1), os.path.abspath(directory)).replace(os.sep, "/")
+    text = text.replace(os.path.abspath(directory), where)
+    return ChunkError(f"chunk {key!r} of {where} ({os.path.join(where, *key.split('/'))}) is corrupt or "
+                      f"truncated: {text}")
 
 
 def chunk_key(coords: Sequence[int]) -> str:
@@ -146,14 +169,14 @@ def _touched(index: Index, shape: Sequence[int], chunk: Sequence[int]) -> list[S
 
 
 def missing_chunks(directory: str, index: Index, shape: Sequence[int], chunk: Sequence[int]) -> list[str]:
-    """The keys of chunks holding elements at ``index`` that have no file (Zarr would
-    silently read them as the fill value)."""
+    """The keys of chunks holding elements at ``index`` that are no regular file (Zarr would
+    silently read a missing one, or a directory in its place, as the fill value)."""
     if any(n == 0 for n in shape):
         return []
     per_mode = _touched(index, shape, chunk) if index else []
     missing = []
     for coords in itertools.product(*per_mode):
         key = chunk_key(coords)
-        if not os.path.exists(os.path.join(directory, *key.split("/"))):
+        if not os.path.isfile(os.path.join(directory, *key.split("/"))):
             missing.append(key)
     return missing
