@@ -89,6 +89,8 @@ def result_layout(layout: Layout, extents: dict[int, int]) -> Layout:
     shape, block = list(layout.shape), list(layout.block)
     for m, e in extents.items():
         g = layout.grid[m]
+        if e == shape[m]:
+            continue
         if g == 1:
             block[m] = max(e, 1)
         elif -(-shape[m] // block[m]) <= g:
@@ -201,6 +203,8 @@ def _local(x: "DistributedTensor", kind: str, axes: Sequence[int], sizes: Sequen
             for m, e in extents.items():
                 shape[m] = e
             return xp.zeros(tuple(shape), dtype=getattr(xp, out_dtype), device=array_api_compat.device(a))
+        if kind == "ihfft":  # by its definition, as NumPy's: some frameworks give a lazily conjugated view
+            return xp.conj(xp.fft.rfft(a, n=sizes_t[0], axis=axes_t[0], norm=_SWAPPED[norm]))
         if one:
             return getattr(xp.fft, kind)(a, n=sizes_t[0], axis=axes_t[0], norm=norm)
         s = None if all(n is None for n in sizes_t) else tuple(
@@ -505,14 +509,18 @@ def _shift(x: "DistributedTensor", axes: Any, inverse: bool) -> "DistributedTens
     shifts = {m: s for m, s in shifts.items() if s}
     start = x.layout.dense
     cur = x
-    for mode in [m for m in shifts if cur.layout.grid[m] > 1]:
+    while shifts:
+        local = {m: s for m, s in shifts.items() if cur.layout.grid[m] == 1}
+        if local:  # every whole mode at once, where it lies
+            modes_t, by = tuple(local), tuple(local.values())
+            out = map_fragments(lambda xp, a: xp.roll(a, shift=by, axis=modes_t), (cur,), name=_name(kind))
+            assert out is not None
+            cur = out
+            shifts = {m: s for m, s in shifts.items() if m not in local}
+            continue
+        mode = next(iter(shifts))
         cur = _roll_split(cur, mode, shifts.pop(mode))
-    if shifts:
-        modes_t, by = tuple(shifts), tuple(shifts.values())
-        out = map_fragments(lambda xp, a: xp.roll(a, shift=by, axis=modes_t), (cur,), name=_name(kind))
-        assert out is not None
-        cur = out
-    elif cur is x:  # nothing to shift: still a new tensor, as every namespace function returns
+    if cur is x:  # nothing to shift: still a new tensor, as every namespace function returns
         out = map_fragments(lambda xp, a: xp.asarray(a, copy=True), (cur,), name=_name(kind))
         assert out is not None
         cur = out
@@ -537,25 +545,28 @@ def _roll_split(x: "DistributedTensor", mode: int, shift: int) -> "DistributedTe
     a whole and locally rolled, to the fragment ``shift / b`` grid coordinates further on,
     so the roll is a renumbering of the fragments plus one redistribution (a second one when
     the input must first be cut into such blocks). Where no such block exists the mode is
-    made whole by a transpose and rolled locally.
+    made whole by a transpose and rolled locally; a 1-D tensor has no other mode and is cut
+    into fewer pieces instead (a grid dividing ``n``: one piece when ``n`` is prime).
     """
     layout = x.layout
     n, g = layout.shape[mode], layout.grid[mode]
     b = _aligned_block(n, shift, g)
+    devices, ranks = layout.devices, layout.ranks
+    if b is None and x.ndim == 1:
+        # fewer pieces: the largest grid dividing ``n`` (one, whole on one device, for a prime ``n``)
+        g = max(p for p in range(1, g + 1) if n % p == 0)
+        devices, ranks = layout.devices[:g], layout.ranks[:g]
+        b = _aligned_block(n, shift, g)
     if b is None:
-        if x.ndim == 1:
-            raise LayoutError(
-                f"{_name('fftshift')}: a 1-D tensor of extent {n} split {g} ways cannot be rolled by {shift} "
-                f"without a grid dividing {n}; redistribute it first to a layout whose grid divides {n}")
         target = _split_target(layout, mode, [mode])
         assert target is not None
         moved = x.redistribute(transposed_layout(layout, mode, target))
         out = map_fragments(lambda xp, a: xp.roll(a, shift=shift, axis=mode), (moved,), name="roll")
         assert out is not None
         return out
-    block = list(layout.block)
-    block[mode] = b
-    cut = Layout(layout.shape, block=block, grid=layout.grid, devices=layout.devices, ranks=layout.ranks)
+    block, grid = list(layout.block), list(layout.grid)
+    block[mode], grid[mode] = b, g
+    cut = Layout(layout.shape, block=block, grid=grid, devices=devices, ranks=ranks)
     if not x.layout.same_distribution(cut):
         x = x.redistribute(cut)
     k = shift // b
