@@ -342,7 +342,7 @@ def _one_dimensional(x: "DistributedTensor", kind: str, n: int | None, norm: str
     length = n if n is not None else (2 * (m - 1) if kind in ("irfft", "hfft") else m)
     if kind in ("rfft", "ihfft"):
         xc = _resized(x, length)
-        spectrum = _four_step(xc, "fft", norm if kind == "rfft" else _SWAPPED[norm], length)
+        spectrum = _four_step(xc, "fft", norm if kind == "rfft" else _SWAPPED[norm], length, transposed_out)
         if kind == "ihfft":
             spectrum = _conj(spectrum)
         out = _resized(spectrum, out_extent)
@@ -353,24 +353,27 @@ def _one_dimensional(x: "DistributedTensor", kind: str, n: int | None, norm: str
             half = _halved_ends(_resized(x, length), length, min(m, length // 2 + 1))
             if kind == "hfft":
                 half = _conj(half)
-            spectrum = _four_step(half, "ifft", norm if kind == "irfft" else _SWAPPED[norm], length)
+            spectrum = _four_step(half, "ifft", norm if kind == "irfft" else _SWAPPED[norm], length, transposed_out)
             out = _twice_real(spectrum)
         else:
-            out = _four_step(_resized(x, length), kind, norm, length)
+            out = _four_step(_resized(x, length), kind, norm, length, transposed_out)
     if transposed_out:
         return out
     target = result_layout(start, {0: out_extent})
     return out if out.layout.same_distribution(target) else out.redistribute(target)
 
 
-def _four_step(x: "DistributedTensor", kind: str, norm: str, n: int) -> "DistributedTensor":
-    """The c2c ``kind`` of a 1-D tensor of extent ``n`` in a cyclic-block layout.
+def _four_step(x: "DistributedTensor", kind: str, norm: str, n: int, transposed_out: bool) -> "DistributedTensor":
+    """The c2c ``kind`` of a 1-D tensor of extent ``n``, by the four-step decomposition.
 
-    With ``n = n1 * n2``, ``j = j1 + n1 j2`` and ``k = n2 k1 + k2``: each fragment holds
-    columns ``j1`` of the ``(n2, n1)`` matrix (a block-cyclic layout of block ``n1 / p``,
-    one all-to-all), transforms along ``j2``, multiplies by ``w_n^(j1 k2)``; a transpose (one
-    all-to-all) makes ``j1`` whole; the transform along ``j1`` leaves ``X[n2 k1 + k2]`` in a
-    block-cyclic layout of block ``n2 / p`` after a local transpose.
+    With ``n = n1 * n2``, ``j = n2 r + c`` and ``k = k1 + n1 k2``, the signal is the
+    ``(n1, n2)`` matrix ``x[n2 r + c]``, whose rows a slab of the signal holds (a view of
+    each piece). A transpose (one all-to-all) makes its columns whole; each fragment
+    transforms along ``r`` and multiplies by ``w_n^(c k1)``; a transpose back makes rows
+    whole; the transforms along ``c`` leave ``X[k1 + n1 k2]`` in rows ``k1`` -- a
+    block-cyclic layout of the spectrum (block ``n1 / p``, after a local transpose), which
+    ``transposed_out`` keeps. Otherwise a third transpose and a local one give slabs of
+    the spectrum.
     """
     layout = x.layout
     g = layout.grid[0]
@@ -385,24 +388,29 @@ def _four_step(x: "DistributedTensor", kind: str, norm: str, n: int) -> "Distrib
     n1, n2, p = found
     devices, ranks = layout.devices[:p], layout.ranks[:p]
     b1, b2 = n1 // p, n2 // p
-    cols = Layout((n,), block=(b1,), grid=(p,), devices=devices, ranks=ranks)
-    y = x.redistribute(cols)
+    slab = Layout((n,), block=(b1 * n2,), grid=(p,), devices=devices, ranks=ranks)
+    rows = Layout((n1, n2), block=(b1, n2), grid=(p, 1), devices=devices, ranks=ranks)
+    cols = Layout((n1, n2), block=(n1, b2), grid=(1, p), devices=devices, ranks=ranks)
+    y = x if x.layout.same_distribution(slab) else x.redistribute(slab)
+    matrix = each_fragment(y, rows, lambda xp, a, f: xp.reshape(a, (b1, n2)), "viewing the signal as a matrix")
+    del y
+    matrix = matrix.redistribute(cols)
     sign = -1.0 if kind == "fft" else 1.0
-    matrix = Layout((n2, n1), block=(n2, b1), grid=(1, p), devices=devices, ranks=ranks)
 
     def first(xp: Any, a: Any, f: int) -> Any:
-        t = getattr(xp.fft, kind)(xp.reshape(a, (n2, b1)), axis=0, norm=norm)
-        return _twiddled(xp, t, f * b1, n, sign)
+        return _twiddled(xp, getattr(xp.fft, kind)(a, axis=0, norm=norm), f * b2, n, sign)
 
-    t = each_fragment(y, matrix, first, f"{_name(kind)} (four-step, first transforms)", cdtype)
-    del y
-    t = t.redistribute(Layout((n2, n1), block=(b2, n1), grid=(p, 1), devices=devices, ranks=ranks))
-    u = each_fragment(t, t.layout, lambda xp, a, f: getattr(xp.fft, kind)(a, axis=1, norm=norm),
-                      f"{_name(kind)} (four-step, second transforms)", cdtype)
-    del t
-    rows = Layout((n,), block=(b2,), grid=(p,), devices=devices, ranks=ranks)
-    return each_fragment(u, rows, lambda xp, a, f: xp.reshape(xp.permute_dims(a, (1, 0)), (-1,)),
-                         f"{_name(kind)} (four-step, local transpose)", cdtype)
+    matrix = each_fragment(matrix, cols, first, f"{_name(kind)} (four-step, first transforms)", cdtype)
+    matrix = matrix.redistribute(rows)
+    matrix = each_fragment(matrix, rows, lambda xp, a, f: getattr(xp.fft, kind)(a, axis=1, norm=norm),
+                           f"{_name(kind)} (four-step, second transforms)", cdtype)
+    flat = lambda xp, a, f: xp.reshape(xp.permute_dims(a, (1, 0)), (-1,))  # noqa: E731
+    if transposed_out:
+        spectrum = Layout((n,), block=(b1,), grid=(p,), devices=devices, ranks=ranks)
+        return each_fragment(matrix, spectrum, flat, f"{_name(kind)} (four-step, local transpose)", cdtype)
+    matrix = matrix.redistribute(cols)
+    spectrum = Layout((n,), block=(b2 * n1,), grid=(p,), devices=devices, ranks=ranks)
+    return each_fragment(matrix, spectrum, flat, f"{_name(kind)} (four-step, local transpose)", cdtype)
 
 
 def _twiddled(xp: Any, t: Any, j0: int, n: int, sign: float) -> Any:
@@ -414,12 +422,12 @@ def _twiddled(xp: Any, t: Any, j0: int, n: int, sign: float) -> Any:
     rows, cols = t.shape
     real = xp.float32 if t.dtype == xp.complex64 else xp.float64
     band = max(1, (rows + 7) // 8)
-    j = xp.arange(j0, j0 + cols, dtype=xp.int64, device=device)
+    j = xp.arange(j0, j0 + cols, device=device)
     mutable = not array_api_compat.is_jax_array(t)
     parts = []
     for r0 in range(0, rows, band):
         r1 = min(rows, r0 + band)
-        k = xp.arange(r0, r1, dtype=xp.int64, device=device)
+        k = xp.arange(r0, r1, device=device)
         theta = xp.astype((k[:, None] * j[None, :]) % n, real) * (sign * 2.0 * math.pi / n)
         w = xp.astype(xp.cos(theta), t.dtype) + xp.astype(xp.sin(theta), t.dtype) * 1j
         del theta
