@@ -703,8 +703,8 @@ def fftshift(x: "DistributedTensor", /, *, axes: int | Sequence[int] | None = No
     by ``n // 2`` along each.
 
     Along a whole mode each fragment rolls its own data; along a split mode the roll is a
-    renumbering of fragments and one redistribution (see :func:`transposed_layout` for the
-    fallback). The result has ``x``'s layout.
+    renumbering of fragments and one redistribution, or where the blocks do not line up a
+    transpose making the mode whole. The result has ``x``'s layout.
     """
     return _shift(x, axes, False)
 
@@ -730,7 +730,7 @@ _PARAMETERS_ONE = """
         Normalisation, as in the array API standard (``None`` is "backward").
     transposed_out : bool
         ``False`` (the default): the result is laid out like ``x`` (see
-        :func:`result_layout`), one more all-to-all where a transpose happened. ``True``: the
+        :func:`dlmg.ops.fft.result_layout`), one more all-to-all where a transpose happened. ``True``: the
         result stays in the layout of the last step, as FFTW-MPI's ``TRANSPOSED_OUT``.
 
     Returns
