@@ -285,14 +285,14 @@ def _transform(x: "DistributedTensor", kind: str, axes: list[int], sizes: list[i
                 modes = local + [last]
                 cur = _local(cur, "irfft", modes, [size_of[a] for a in local] + [last_out], norm,
                              [out_extents[a] for a in modes], final_dtype)
-                todo, last = [], None
+                todo, real = [], False  # the real mode is done too
                 break
             cur = _local(cur, c2c, local, [size_of[a] for a in local], norm,
                          [out_extents[a] for a in local], complex_dtype)
             todo = [a for a in todo if a not in local]
             continue
-        cur = _whole(cur, todo[0], todo)
-    if real and inverse and last is not None:
+        cur = _whole(cur, todo[0], todo + [last] if real and inverse else todo)  # (its real mode comes last)
+    if real and inverse:
         cur = _whole(cur, last, [last])
         cur = _local(cur, kind, [last], [last_out], norm, [last_out], final_dtype)
     if transposed_out:
@@ -581,7 +581,7 @@ def _roll_split(x: "DistributedTensor", mode: int, shift: int) -> "DistributedTe
     nb = n // b
     local_blocks = nb // g
     order = [0] * cut.nfragments
-    devices, ranks = list(cut.devices), list(cut.ranks)
+    moved_devices, moved_ranks = list(cut.devices), list(cut.ranks)
     for f in range(cut.nfragments):
         coords, replica = cut.coords_of(f)
         c = coords[mode]
@@ -589,8 +589,8 @@ def _roll_split(x: "DistributedTensor", mode: int, shift: int) -> "DistributedTe
         moved_to[mode] = (c + k) % g
         f2 = cut.fragment_index(moved_to, replica)
         order[f2] = f
-        devices[f2], ranks[f2] = cut.devices[f], cut.ranks[f]
-    renumbered = Layout(cut.shape, block=cut.block, grid=cut.grid, devices=devices, ranks=ranks)
+        moved_devices[f2], moved_ranks[f2] = cut.devices[f], cut.ranks[f]
+    renumbered = Layout(cut.shape, block=cut.block, grid=cut.grid, devices=moved_devices, ranks=moved_ranks)
 
     def rolled(xp: Any, a: Any, f: int) -> Any:
         q = ((cut.coords_of(f)[0][mode] + k) // g) % max(local_blocks, 1)
