@@ -323,3 +323,23 @@ def test_memory_stays_within_the_bound(case):
     del out
     peak = _peak(lambda: call(a))
     assert peak <= 1.5 * (operand + result) + block, (peak, operand, result, block)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("framework", ["torch", "cupy", "jax"])
+def test_split_mode_transforms_on_cuda(framework):
+    """Four fragments of one framework on cuda:0: the transposes move them on the GPU and
+    each fragment's transforms run there (cuFFT through the framework)."""
+    pytest.importorskip(framework)
+    devices = ["cuda:0"] * 4
+    x = _input("fftn", (8, 6, 4), "jax", seed=16)  # complex64: every framework keeps it
+    layout = Layout((8, 6, 4), block=(4, 3, 4), grid=(2, 2, 1), devices=devices)
+    a = dlmg.scatter(x, layout, framework=framework)
+    out = dlmg.fft.fftn(a)
+    assert out.layout == layout and {f.framework for f in out.fragments} == {framework}
+    assert all(f.device.kind == "cuda" for f in out.fragments)
+    np.testing.assert_allclose(out.gather(framework="numpy"), np.fft.fftn(x), rtol=1e-4, atol=1e-3)
+    v = _input("fft", (64,), "jax", seed=17)
+    line = dlmg.scatter(v, Layout.slab((64,), 0, devices), framework=framework)
+    np.testing.assert_allclose(dlmg.fft.fft(line).gather(framework="numpy"), np.fft.fft(v), rtol=1e-4, atol=1e-3)
+    np.testing.assert_array_equal(dlmg.fft.fftshift(line).gather(framework="numpy"), np.fft.fftshift(v))
