@@ -11,20 +11,30 @@
   1.0), with one ``numpy.fft.fftn`` beside it. 64-bit types are switched on in
   JAX for this row and switched back after it.
 
+* 2 and 4 processes (2 only in the smoke run), torch.distributed on gloo and
+  MPI, one slab of NumPy planes each: ``dlmg.fft.fftn`` against the same slab
+  transform written by hand with the engine's own all-to-all (the same local
+  FFTs and the same bytes per transpose; target: ratio <= 1.5). The work runs
+  in :mod:`benchmarks.cases._mp_fft`, launched by case 8's launcher; each
+  figure is the median over repeats of the slowest process's time.
+
 The sizes: n = 32 (smoke), 128 (quick and full). Results are compared with
 ``numpy.fft.fftn``.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
 from ..config import Context
 from ..frameworks import block
+from ..harness import describe_error
 from ..record import Row, Target, check_result, prepared
 from .common import FRAGMENTS, guarded, ok, run_row
+from .multiprocess import launch, timing
 
 __all__ = ["run_fft"]
 
@@ -111,8 +121,6 @@ def _jax_rows(ctx: Context) -> list[Row]:
     try:
         block(run_native())
     except Exception as exc:  # noqa: BLE001 - JAX's own failure is the native contender's result
-        from ..harness import describe_error
-
         error = describe_error(exc)
         run_row(row, ctx, {"dlmg": fn, "numpy.fft.fftn": lambda: np.fft.fftn(x)})
         row.timings["native"] = error
@@ -129,4 +137,37 @@ def _jax_rows(ctx: Context) -> list[Row]:
 def run_fft(ctx: Context) -> list[Row]:
     """The rows of case 12."""
     return (guarded(12, "fftn, numpy fragments", "numpy.fft.fftn", lambda: _numpy(ctx))
-            + guarded(12, "fftn, 8 JAX CPU devices", "jax.jit(jnp.fft.fftn)", lambda: _jax(ctx)))
+            + guarded(12, "fftn, 8 JAX CPU devices", "jax.jit(jnp.fft.fftn)", lambda: _jax(ctx))
+            + _processes(ctx))
+
+
+WORKER = Path(__file__).resolve().parent / "_mp_fft.py"
+_MP_SIZES = {"smoke": 32, "quick": 128, "full": 128}
+
+
+def _processes(ctx: Context) -> list[Row]:
+    """``fftn`` over 2 (and 4) processes on both engines against the same transform by hand."""
+    smoke = ctx.mode.name == "smoke"
+    n = _MP_SIZES.get(ctx.mode.name, 128)
+    rows: list[Row] = []
+    for engine in ("torch", "mpi"):
+        for nprocs in (2,) if smoke else (2, 4):
+            params = {"engine": engine, "processes": nprocs, "size": f"{n}^3 float64", "framework": "numpy"}
+            row = Row(12, f"fftn, {nprocs} processes ({engine}), one slab each", params,
+                      "numpy.fft.fftn of modes 1, 2 + all-to-all + numpy.fft.fft of mode 0 + all-to-all back",
+                      targets=[Target("ratio", "<=", 1.5)])
+            try:
+                result = launch(engine, nprocs, n, ctx.settings.repeats, ctx.settings.warmup, worker=WORKER)
+            except Exception as exc:  # noqa: BLE001 - recorded in the row
+                error = describe_error(exc)
+                row.timings = {"dlmg": error, "native": error}
+                rows.append(row)
+                continue
+            times = result["times"]["fftn"]
+            row.native = f"by hand with {result['native']}: " + row.native
+            row.timings = {who: timing(seconds) for who, seconds in times.items()}
+            row.check = "ok (checked against numpy.fft.fftn in every process)"
+            kept = row.time("dlmg transposed_out")
+            row.metrics["ratio transposed_out"] = kept / row.time("native") if kept and row.time("native") else None
+            rows.append(row)
+    return rows
