@@ -100,6 +100,8 @@ def fft_memory():
         ("fft split", (64, 128), lambda s: Layout.slab(s, 0, ["cpu"] * world, ranks=ranks),
          lambda a: dlmg.fft.fft(a, axis=0), True),
         ("fft 1-D", (1 << 14,), lambda s: Layout.slab(s, 0, ["cpu"] * world, ranks=ranks), dlmg.fft.fft, True),
+        ("fftn of real slab", (32, 32, 32), lambda s: Layout.slab(s, 0, ["cpu"] * world, ranks=ranks), dlmg.fft.fftn,
+         False),
         ("rfftn", (32, 32, 32), lambda s: Layout.slab(s, 2, ["cpu"] * world, ranks=ranks), dlmg.fft.rfftn, False),
     ]
     for name, shape, make, call, complex_ in cases:

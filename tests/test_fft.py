@@ -301,12 +301,12 @@ def _peak(fn) -> int:
     return peak
 
 
-@pytest.mark.parametrize("case", ["fftn slab", "fft split", "fft 1-D", "rfftn pencil"])
+@pytest.mark.parametrize("case", ["fftn slab", "fftn real slab", "fft split", "fft 1-D", "rfftn pencil"])
 def test_memory_stays_within_the_bound(case):
     """New memory during a transform, NumPy fragments (tracemalloc sees their buffers): within
     1.5 x (operand + result) + one block, though every transformed mode starts split."""
     devices = [f"cpu:{i}" for i in range(4)]
-    if case == "fftn slab":
+    if case in ("fftn slab", "fftn real slab"):
         layout, call = Layout.slab((32, 32, 32), 0, devices), lambda a: dlmg.fft.fftn(a)
     elif case == "fft split":
         layout, call = Layout.slab((64, 64), 0, devices), lambda a: dlmg.fft.fft(a, axis=0)
@@ -316,7 +316,7 @@ def test_memory_stays_within_the_bound(case):
         layout = Layout((16, 32, 32), block=(16, 16, 16), grid=(1, 2, 2), devices=devices)
         call = lambda a: dlmg.fft.rfftn(a)  # noqa: E731
     x = data(layout.shape, "float64", seed=15)
-    a = build(x if case == "rfftn pencil" else x.astype(np.complex128), layout)
+    a = build(x if case in ("rfftn pencil", "fftn real slab") else x.astype(np.complex128), layout)
     out = call(a)
     operand, result = a.nbytes, out.nbytes
     block = max(math.prod(f.shape) for f in out.layout.fragments) * out.itemsize

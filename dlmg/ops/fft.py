@@ -265,6 +265,9 @@ def _transform(x: "DistributedTensor", kind: str, axes: list[int], sizes: list[i
     inverse = kind in ("ifft", "irfft", "hfft")
     c2c = "ifft" if inverse else "fft"
     size_of = dict(zip(axes, sizes))
+    split = [a for a in axes if start.grid[a] > 1]
+    if kind in ("fft", "ifft") and x.dtype in _REAL.values() and len(split) == 1 and not transposed_out:
+        return _real_first(x, c2c, axes, size_of, norm, out_extents, complex_dtype)
     cur = x
     # the real mode comes first for a forward real transform, last for an inverse one
     todo = list(axes)
@@ -299,6 +302,25 @@ def _transform(x: "DistributedTensor", kind: str, axes: list[int], sizes: list[i
         return cur
     target = result_layout(start, out_extents)
     return cur if cur.layout.same_distribution(target) else cur.redistribute(target)
+
+
+def _real_first(x: "DistributedTensor", kind: str, axes: list[int], size_of: dict[int, int | None], norm: str,
+                out_extents: dict[int, int], complex_dtype: str) -> "DistributedTensor":
+    """A complex transform of real ``x`` whose one split transformed mode is made whole while the
+    data is still real (half the bytes), and the complex result moved back to ``x``'s layout
+    by the second transpose, after which the modes it made whole are transformed there."""
+    start = x.layout
+    (mode,) = [a for a in axes if start.grid[a] > 1]
+    cur = _whole(x, mode, axes)
+    first = [a for a in axes if cur.layout.grid[a] == 1]
+    cur = _local(cur, kind, first, [size_of[a] for a in first], norm, [out_extents[a] for a in first],
+                 complex_dtype)
+    rest = [a for a in axes if a not in first]
+    cur = cur.redistribute(result_layout(start, {a: out_extents[a] for a in first}))
+    if rest:  # whole again in ``x``'s layout
+        cur = _local(cur, kind, rest, [size_of[a] for a in rest], norm, [out_extents[a] for a in rest],
+                     complex_dtype)
+    return cur
 
 
 def _whole(x: "DistributedTensor", mode: int, todo: Sequence[int]) -> "DistributedTensor":
