@@ -70,6 +70,8 @@ def fft_processes():
     np.testing.assert_allclose(dlmg.fft.fft(a).gather(framework="numpy"), np.fft.fft(v), atol=1e-11)
     np.testing.assert_allclose(dlmg.fft.irfft(a, n=32).gather(framework="numpy"), np.fft.irfft(v, n=32), atol=1e-11)
     np.testing.assert_array_equal(dlmg.fft.fftshift(a).gather(framework="numpy"), np.fft.fftshift(v))
+    prime = _scatter(v[:13], Layout.slab((13,), 0, ["cpu"] * world, ranks=list(range(world))))
+    np.testing.assert_allclose(dlmg.fft.ifft(prime).gather(framework="numpy"), np.fft.ifft(v[:13]), atol=1e-12)
     f = dlmg.array_api.fft.fftfreq(64, device=layout)
     assert [fr.is_local for fr in f.fragments] == [i == dd.rank() for i in range(world)]
     np.testing.assert_allclose(f.gather(framework="numpy"), np.fft.fftfreq(64))

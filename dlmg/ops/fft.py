@@ -21,8 +21,10 @@ inverse transform takes either layout.
 A 1-D tensor split along its only mode has no other mode to take the split:
 :func:`fft`/:func:`ifft` run the four-step (Bailey 1990) decomposition
 ``n = n1 * n2`` instead (two all-to-alls, twiddle factors in between, and a
-third one back to the input's layout unless ``transposed_out``); the real
-transforms of such a tensor go through it as complex transforms.
+third one back to the input's layout unless ``transposed_out``), or Bluestein's
+chirp-z transform (Bluestein 1970) through three of those where ``n`` has no
+square factor up to the grid; the real transforms of such a tensor go through
+them as complex transforms.
 
 Memory: every step keeps one intermediate besides its input, each the size of
 a process's share of the operand or the result; nothing is ever whole on one
@@ -401,12 +403,8 @@ def _four_step(x: "DistributedTensor", kind: str, norm: str, n: int, transposed_
     g = layout.grid[0]
     found = _factors(n, g)
     cdtype = _COMPLEX.get(x.dtype, "complex64")
-    if found is None:
-        raise LayoutError(
-            f"{_name(kind)}: a 1-D tensor of extent {n} split {g} ways has no four-step factorisation "
-            f"n = n1 * n2 with a common factor of n1 and n2 up to {g}; redistribute it to a layout with "
-            f"a grid dividing it (for example Layout.slab(({n},), 0, devices[:p]) with p * p dividing {n})"
-        )
+    if found is None:  # no square factor up to the grid (a prime extent, say)
+        return _bluestein(x, kind, norm, n)
     n1, n2, p = found
     devices, ranks = layout.devices[:p], layout.ranks[:p]
     b1, b2 = n1 // p, n2 // p
@@ -433,6 +431,57 @@ def _four_step(x: "DistributedTensor", kind: str, norm: str, n: int, transposed_
     matrix = matrix.redistribute(cols)
     spectrum = Layout((n,), block=(b2 * n1,), grid=(p,), devices=devices, ranks=ranks)
     return each_fragment(matrix, spectrum, flat, f"{_name(kind)} (four-step, local transpose)", cdtype)
+
+
+def _bluestein(x: "DistributedTensor", kind: str, norm: str, n: int) -> "DistributedTensor":
+    """The c2c ``kind`` of a 1-D tensor of any extent ``n`` by Bluestein's chirp-z algorithm.
+
+    With ``w[j] = exp(s i pi j^2 / n)`` (``s = -1`` forward, ``+1`` inverse),
+    ``X[k] = w[k] sum_j (x[j] w[j]) conj(w)[k - j]``: a circular convolution of length
+    ``M >= 2 n - 1``, chosen as ``g^2 2^e`` for the grid ``g`` so that its three FFTs take
+    the four-step path. The chirps are computed by each fragment for its own elements; the
+    result comes back in slabs of ``n`` over the same ``g`` pieces.
+    """
+    layout = x.layout
+    g = layout.grid[0]
+    big = g * g
+    while big < 2 * n - 1:
+        big *= 2
+    sign = -1.0 if kind == "fft" else 1.0
+    cdtype = _COMPLEX.get(x.dtype, "complex64")
+    devices, ranks = layout.devices[:g], layout.ranks[:g]
+    slab = Layout((big,), block=(big // g,), grid=(g,), devices=devices, ranks=ranks)
+    owned = [slab.owned_indices(f, 0) for f in range(g)]
+
+    def chirp(indices: Any, direction: float, mirrored: bool) -> Any:
+        import numpy as np
+
+        j = np.where(indices < n, indices, big - indices if mirrored else indices)
+        phase = np.exp(direction * 1j * np.pi * ((j * j) % (2 * n)) / n)
+        return np.where((indices < n) | (mirrored & (big - indices < n)), phase, 0).astype(cdtype)
+
+    def on(xp: Any, a: Any, host: Any) -> Any:
+        import array_api_compat
+
+        return xp.asarray(host, device=array_api_compat.device(a))
+
+    padded = _resized(x, big).redistribute(slab)
+    a = each_fragment(padded, slab, lambda xp, v, f: xp.astype(v, getattr(xp, cdtype)) * on(xp, v, chirp(
+        owned[f], sign, False)), "chirp-z (chirped signal)", cdtype)
+    b = each_fragment(padded, slab, lambda xp, v, f: on(xp, v, chirp(owned[f], -sign, True)),
+                      "chirp-z (chirp)", cdtype)
+    del padded
+    spectra = map_fragments(lambda xp, u, v: u * v, (_four_step(a, "fft", "backward", big, True),
+                                                      _four_step(b, "fft", "backward", big, True)), name="chirp-z")
+    del a, b
+    assert spectra is not None
+    conv = _resized(_four_step(spectra, "ifft", "backward", big, False), n)
+    scale = {"backward": 1.0, "ortho": 1 / math.sqrt(n), "forward": 1 / n}[norm if sign < 0 else _SWAPPED[norm]]
+    out_layout = conv.layout
+    kept = [out_layout.owned_indices(f, 0) for f in range(out_layout.nfragments)]
+    out = each_fragment(conv, out_layout, lambda xp, v, f: v * on(xp, v, chirp(kept[f], sign, False) * scale),
+                        "chirp-z (result)", cdtype)
+    return out.redistribute(Layout((n,), block=(max(-(-n // g), 1),), grid=(g,), devices=devices, ranks=ranks))
 
 
 def _twiddled(xp: Any, t: Any, j0: int, n: int, sign: float) -> Any:
