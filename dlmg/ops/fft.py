@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
-    "fftshift", "ifftshift", "fftfreq", "transposed_layout", "result_layout", "each_fragment",
+    "fftshift", "ifftshift", "fftfreq", "transposed_layout", "result_layout",
 ]
 
 _NORMS = (None, "backward", "ortho", "forward")
@@ -218,7 +218,7 @@ def _local(x: "DistributedTensor", kind: str, axes: Sequence[int], sizes: Sequen
     return out
 
 
-def each_fragment(x: "DistributedTensor", layout: Layout, fn: Callable[..., Any], what: str,
+def _each_fragment(x: "DistributedTensor", layout: Layout, fn: Callable[..., Any], what: str,
                   dtype: str | None = None, order: Sequence[int] | None = None) -> "DistributedTensor":
     """A tensor of ``layout`` whose fragment ``i`` is ``fn(xp, array, f)`` of ``x``'s local
     fragment ``f = order[i]`` (``i`` by default), run in that fragment's framework and device."""
@@ -412,7 +412,7 @@ def _four_step(x: "DistributedTensor", kind: str, norm: str, n: int, transposed_
     rows = Layout((n1, n2), block=(b1, n2), grid=(p, 1), devices=devices, ranks=ranks)
     cols = Layout((n1, n2), block=(n1, b2), grid=(1, p), devices=devices, ranks=ranks)
     y = x if x.layout.same_distribution(slab) else x.redistribute(slab)
-    matrix = each_fragment(y, rows, lambda xp, a, f: xp.reshape(a, (b1, n2)), "viewing the signal as a matrix")
+    matrix = _each_fragment(y, rows, lambda xp, a, f: xp.reshape(a, (b1, n2)), "viewing the signal as a matrix")
     del y
     matrix = matrix.redistribute(cols)
     sign = -1.0 if kind == "fft" else 1.0
@@ -420,17 +420,17 @@ def _four_step(x: "DistributedTensor", kind: str, norm: str, n: int, transposed_
     def first(xp: Any, a: Any, f: int) -> Any:
         return _twiddled(xp, getattr(xp.fft, kind)(a, axis=0, norm=norm), f * b2, n, sign)
 
-    matrix = each_fragment(matrix, cols, first, f"{_name(kind)} (four-step, first transforms)", cdtype)
+    matrix = _each_fragment(matrix, cols, first, f"{_name(kind)} (four-step, first transforms)", cdtype)
     matrix = matrix.redistribute(rows)
-    matrix = each_fragment(matrix, rows, lambda xp, a, f: getattr(xp.fft, kind)(a, axis=1, norm=norm),
+    matrix = _each_fragment(matrix, rows, lambda xp, a, f: getattr(xp.fft, kind)(a, axis=1, norm=norm),
                            f"{_name(kind)} (four-step, second transforms)", cdtype)
     flat = lambda xp, a, f: xp.reshape(xp.permute_dims(a, (1, 0)), (-1,))  # noqa: E731
     if transposed_out:
         spectrum = Layout((n,), block=(b1,), grid=(p,), devices=devices, ranks=ranks)
-        return each_fragment(matrix, spectrum, flat, f"{_name(kind)} (four-step, local transpose)", cdtype)
+        return _each_fragment(matrix, spectrum, flat, f"{_name(kind)} (four-step, local transpose)", cdtype)
     matrix = matrix.redistribute(cols)
     spectrum = Layout((n,), block=(b2 * n1,), grid=(p,), devices=devices, ranks=ranks)
-    return each_fragment(matrix, spectrum, flat, f"{_name(kind)} (four-step, local transpose)", cdtype)
+    return _each_fragment(matrix, spectrum, flat, f"{_name(kind)} (four-step, local transpose)", cdtype)
 
 
 def _bluestein(x: "DistributedTensor", kind: str, norm: str, n: int) -> "DistributedTensor":
@@ -466,9 +466,9 @@ def _bluestein(x: "DistributedTensor", kind: str, norm: str, n: int) -> "Distrib
         return xp.asarray(host, device=array_api_compat.device(a))
 
     padded = _resized(x, big).redistribute(slab)
-    a = each_fragment(padded, slab, lambda xp, v, f: xp.astype(v, getattr(xp, cdtype)) * on(xp, v, chirp(
+    a = _each_fragment(padded, slab, lambda xp, v, f: xp.astype(v, getattr(xp, cdtype)) * on(xp, v, chirp(
         owned[f], sign, False)), "chirp-z (chirped signal)", cdtype)
-    b = each_fragment(padded, slab, lambda xp, v, f: on(xp, v, chirp(owned[f], -sign, True)),
+    b = _each_fragment(padded, slab, lambda xp, v, f: on(xp, v, chirp(owned[f], -sign, True)),
                       "chirp-z (chirp)", cdtype)
     del padded
     spectra = map_fragments(lambda xp, u, v: u * v, (_four_step(a, "fft", "backward", big, True),
@@ -479,7 +479,7 @@ def _bluestein(x: "DistributedTensor", kind: str, norm: str, n: int) -> "Distrib
     scale = {"backward": 1.0, "ortho": 1 / math.sqrt(n), "forward": 1 / n}[norm if sign < 0 else _SWAPPED[norm]]
     out_layout = conv.layout
     kept = [out_layout.owned_indices(f, 0) for f in range(out_layout.nfragments)]
-    out = each_fragment(conv, out_layout, lambda xp, v, f: v * on(xp, v, chirp(kept[f], sign, False) * scale),
+    out = _each_fragment(conv, out_layout, lambda xp, v, f: v * on(xp, v, chirp(kept[f], sign, False) * scale),
                         "chirp-z (result)", cdtype)
     return out.redistribute(Layout((n,), block=(max(-(-n // g), 1),), grid=(g,), devices=devices, ranks=ranks))
 
@@ -527,7 +527,7 @@ def _resized(x: "DistributedTensor", extent: int) -> "DistributedTensor":
         pad = xp.zeros((want - have,), dtype=a.dtype, device=array_api_compat.device(a))
         return xp.concat([a, pad])
 
-    return each_fragment(x, layout, fn, "resizing the transformed mode", x.dtype)
+    return _each_fragment(x, layout, fn, "resizing the transformed mode", x.dtype)
 
 
 def _halved_ends(x: "DistributedTensor", n: int, kept: int) -> "DistributedTensor":
@@ -552,7 +552,7 @@ def _halved_ends(x: "DistributedTensor", n: int, kept: int) -> "DistributedTenso
                             device=array_api_compat.device(a))
         return a * factor
 
-    return each_fragment(x, layout, fn, "halving the DC and Nyquist terms", cdtype)
+    return _each_fragment(x, layout, fn, "halving the DC and Nyquist terms", cdtype)
 
 
 def _conj(x: "DistributedTensor") -> "DistributedTensor":
@@ -667,7 +667,7 @@ def _roll_split(x: "DistributedTensor", mode: int, shift: int) -> "DistributedTe
         q = ((cut.coords_of(f)[0][mode] + k) // g) % max(local_blocks, 1)
         return xp.roll(a, shift=q * b, axis=mode) if q else xp.asarray(a, copy=True)
 
-    return each_fragment(x, renumbered, rolled, "roll (renumbering blocks)", x.dtype, order)
+    return _each_fragment(x, renumbered, rolled, "roll (renumbering blocks)", x.dtype, order)
 
 
 # --------------------------------------------------------------------------
@@ -694,7 +694,7 @@ def fftfreq(n: int, /, *, d: float = 1.0, dtype: str, layout: Layout, framework:
         values = idx if real else np.where(idx < (n + 1) // 2, idx, idx - n)
         return xp.asarray((values / (d * n)).astype(dtype), device=array_api_compat.device(a))
 
-    return each_fragment(empty(layout, dtype, framework), layout, fill, "fftfreq", dtype)
+    return _each_fragment(empty(layout, dtype, framework), layout, fill, "fftfreq", dtype)
 
 
 # --------------------------------------------------------------------------
