@@ -23,10 +23,11 @@ from .interop import (
     to_sharding,
 )
 from .ops import *  # noqa: F403  (apply, elementwise functions, reductions, matmul, synchronize)
-from . import fft, linalg, ops as _ops
+from . import linalg, ops as _ops
 from .io import load, save, saved_layout
 from . import _printing, _protocols  # noqa: F401  (repr and str of tensors; the frameworks' protocols)
 from . import array_api  # the Array API namespace; provides the array object's methods
+from .array_api import fft  # one FFT namespace: dlmg.fft is dlmg.array_api.fft
 from .array_api import default_layout, get_default_layout, set_default_layout
 from .array_api._data_types import (  # noqa: A004  (the dtype objects, as in every array namespace)
     bool, complex64, complex128, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64,

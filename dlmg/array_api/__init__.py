@@ -12,8 +12,10 @@ tensors. How each group of functions runs:
   the fragments allow;
 * ``matmul``, ``tensordot``, ``vecdot`` and ``linalg.outer`` are dlmg's
   contractions (:mod:`dlmg.ops.contract`), over any layouts;
+* the ``fft`` extension transforms distributed tensors where they lie, with
+  all-to-all transposes for split modes (:mod:`dlmg.array_api.fft`);
 * the functions whose results depend on the whole tensor (sorting, sets,
-  ``concat``, ``take``, the ``linalg`` and ``fft`` extensions...) collect
+  ``concat``, ``take``, the ``linalg`` extension...) collect
   their operands onto one fragment first (:mod:`dlmg.array_api._collect`).
 
 ``docs/array-api.md`` lists which functions take which path, the

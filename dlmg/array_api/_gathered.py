@@ -135,8 +135,4 @@ COLLECTED: dict[str, tuple[str, ...]] = {
         "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matrix_norm", "matrix_power",
         "matrix_rank", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm",
     ),
-    "fft": (
-        "fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft", "fftshift",
-        "ifftshift",
-    ),
 }

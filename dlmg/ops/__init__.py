@@ -11,8 +11,9 @@
   ``torch.compile``);
 * :mod:`.reductions` -- ``sum``, ``prod``, ``min``, ``max``, ``mean``,
   ``all``, ``any``, ``argmax``;
-* :mod:`.linalg` and :mod:`.fft` -- batch-local ``matmul``, ``cholesky``
-  and FFTs;
+* :mod:`.linalg` -- batch-local ``matmul`` and ``cholesky``;
+* :mod:`.fft` -- FFTs over any layouts: slab and pencil transposes, four-step
+  transforms of a split 1-D signal, distributed shifts;
 * :mod:`.contract` -- ``einsum``, ``matmul``, ``tensordot`` over any layouts,
   and pending sums.
 
