@@ -277,7 +277,7 @@ def test_a_pending_sum_is_resolved_first():
     xb = data((4, 6), "float64", seed=14)
     a = build(xa, Layout.slab((6, 4), 1, devices))
     b = build(xb, Layout.slab((4, 6), 0, devices))
-    product = dlmg.matmul(a, b)
+    product = dlmg.matmul(a, b, pending=True)
     assert product.layout.partial == "sum"  # each device holds an addend
     out = dlmg.fft.fft(product, axis=0)
     assert out.layout.partial is None
