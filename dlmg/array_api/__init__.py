@@ -37,7 +37,10 @@ from ._data_types import (
 from ._elementwise import *  # noqa: F403  (the elementwise functions)
 from ._gathered import COLLECTED, collected
 from ._info import __array_namespace_info__
-from ._manipulation import astype, broadcast_arrays, broadcast_to, matrix_transpose, permute_dims, reshape
+from ._manipulation import (
+    astype, broadcast_arrays, broadcast_to, concat, expand_dims, flip, matrix_transpose, moveaxis, permute_dims, repeat,
+    reshape, roll, squeeze, stack, tile, unstack,
+)
 from ._products import matmul, tensordot, vecdot
 from ._policy import LayoutPolicy, default_layout, get_default_layout, layout_for, set_default_layout
 from ._statistics import all, any, argmax, argmin, count_nonzero, max, mean, min, prod, std, sum, var
@@ -62,6 +65,7 @@ __all__ = [
     "__array_api_version__", "__array_namespace_info__", "e", "inf", "nan", "pi", "newaxis",
     "default_layout", "set_default_layout", "get_default_layout", "layout_for", "LayoutPolicy",
     "astype", "broadcast_arrays", "broadcast_to", "matmul", "matrix_transpose", "permute_dims", "reshape",
+    "concat", "expand_dims", "flip", "moveaxis", "repeat", "roll", "squeeze", "stack", "tile", "unstack",
     "tensordot", "vecdot",
     "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like", "linspace", "meshgrid",
     "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",
