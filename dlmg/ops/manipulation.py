@@ -50,7 +50,7 @@ from ..layout import Layout
 from ..registry import DEFAULT_FRAMEWORK
 from . import shape as _shape
 from ._executor import executor, fail, move_array
-from .contract.pending import settled
+from .contract.pending import relabel, settled
 from .dispatch import is_distributed, new_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -149,8 +149,12 @@ def _largest_mode(shape: Sequence[int], avoid: Sequence[int] = ()) -> int | None
 
 
 def _into(x: "DistributedTensor", layout: Layout) -> "DistributedTensor":
-    """``x`` redistributed into ``layout`` (itself when it already is)."""
-    return x if x.layout.same_distribution(layout) else x.redistribute(layout)
+    """``x`` redistributed into ``layout`` (its own fragments, relabelled, when they already are)."""
+    if x.layout == layout:
+        return x
+    if x.layout.same_distribution(layout) and layout.element_strides is None:
+        return relabel(x, layout)  # (block sizes along modes of grid 1 differ: nothing to move)
+    return x.redistribute(layout)
 
 
 def _normal_shape(x: "DistributedTensor", shape: Sequence[int] | int, name: str) -> tuple[int, ...]:
@@ -207,7 +211,7 @@ def _reshape_each(x: "DistributedTensor", layout: Layout, name: str) -> "Distrib
             continue
         ex = executor(frag.framework, frag.device)
         try:
-            arrays[frag.index] = ex.run(lambda xp, a: xp.reshape(a, target.shape), frag.array)
+            arrays[frag.index] = ex.run(lambda xp, a, shape=target.shape: xp.reshape(a, shape), frag.array)
         except Exception as exc:
             raise fail(f"dlmg.{name}", frag.index, ex, exc) from exc
     return new_tensor(arrays, layout, x.dtype)
@@ -289,7 +293,7 @@ def unstack(x: "DistributedTensor", /, *, axis: int = 0) -> tuple["DistributedTe
                                  ranks=[lay.ranks[f] for f in kept]), kept)
         layout, kept = layouts[c]
         local = (i // b) // g * b + i % b
-        key = (slice(None),) * a + (local,)
+        key = (slice(None),) * a + (local, Ellipsis)  # (Ellipsis: a 0-d view, not a scalar)
         out.append(_each(x, layout, kept, lambda xp, arr, key=key: arr[key], "unstack"))
     return tuple(out)
 
@@ -365,7 +369,8 @@ def reshape(x: "DistributedTensor", /, shape: Sequence[int] | int, *, copy: bool
     if found is not None and found[1] * p <= 2 * x.size + found[0].block[0]:
         return _shape.reshape(_into(x, found[0]), shape)
     flat = nearest_reshape_layout(x.layout, (x.size,))
-    assert flat is not None  # a slab along the first mode of extent > 1 always flattens
+    if flat is None:  # every mode of extent 1: the one element, a copy on each of the devices
+        return _shape.reshape(_into(x, Layout(x.shape, devices=x.layout.devices, ranks=x.layout.ranks)), shape)
     line = _shape.reshape(_into(x, flat[0]), (x.size,))
     rows = math.prod(shape[1:])
     return _shape.reshape(_into(line, balanced_layout((x.size,), x.layout, 0, rows)), shape)
@@ -782,7 +787,7 @@ def _repeat_whole(x: "DistributedTensor", layout: Layout, counts: np.ndarray, ax
         ex = executor(frag.framework, frag.device)
         try:
             reps = move_array(counts, ex) if ex.framework != "numpy" else counts
-            arrays[frag.index] = ex.run(lambda xp, arr: xp.repeat(arr, reps, axis=axis), frag.array)
+            arrays[frag.index] = ex.run(lambda xp, arr, reps=reps: xp.repeat(arr, reps, axis=axis), frag.array)
         except Exception as exc:
             raise fail("dlmg.repeat", frag.index, ex, exc) from exc
     return new_tensor(arrays, layout, x.dtype)
