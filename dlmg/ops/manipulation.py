@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from ..errors import LayoutError
+from ..errors import DtypeError, LayoutError
 from ..fragment import process_rank
 from ..layout import Layout
 from ..registry import DEFAULT_FRAMEWORK
@@ -786,7 +786,10 @@ def _repeat_whole(x: "DistributedTensor", layout: Layout, counts: np.ndarray, ax
             continue
         ex = executor(frag.framework, frag.device)
         try:
-            reps = move_array(counts, ex) if ex.framework != "numpy" else counts
+            try:
+                reps = move_array(counts, ex)
+            except DtypeError:  # a framework without 64-bit integers takes the counts as int32
+                reps = move_array(counts.astype(np.int32), ex)
             arrays[frag.index] = ex.run(lambda xp, arr, reps=reps: xp.repeat(arr, reps, axis=axis), frag.array)
         except Exception as exc:
             raise fail("dlmg.repeat", frag.index, ex, exc) from exc
