@@ -185,8 +185,12 @@ def test_unstack_gives_views_where_the_slices_lie(assignment):
             _same(got, w)
             on |= set(got.layout.devices)
             assert set(got.layout.devices) <= set(x.layout.devices)
-        holding = {f.device for f in x.layout.fragments if f.shape[axis % a.ndim]}
-        assert on == holding
+        if a.ndim > 1 and x.layout.grid[axis % a.ndim] > 1:
+            for got in parts:  # spread over the same devices as the operand
+                assert set(got.layout.devices) == set(x.layout.devices)
+        else:
+            holding = {f.device for f in x.layout.fragments if f.shape[axis % a.ndim]}
+            assert on == holding or x.layout.grid[axis % a.ndim] == 1
 
     check()
 
@@ -209,9 +213,14 @@ def test_shape_only_functions_are_views_of_the_fragments():
               xp.reshape(x, (4, 2, 3))):
         assert [f.adapter.data_ptr(f.array) for f in y.fragments] == pointers
         assert y.layout.devices == x.layout.devices
-    row = xp.unstack(x, axis=0)[5]  # row 5 lies in the fragment on cpu:2
-    assert [str(d) for d in row.layout.devices] == ["cpu:2"]
-    np.testing.assert_array_equal(row.gather(), a[5])
+    column = xp.unstack(x, axis=1)[2]  # mode 0 split: a view of every fragment
+    assert [f.adapter.data_ptr(f.array) for f in column.fragments] == [p + 16 for p in pointers]
+    np.testing.assert_array_equal(column.gather(), a[:, 2])
+    element = xp.unstack(_slab(np.arange(8.0)))[5]  # element 5 lies in the fragment on cpu:2
+    assert [str(d) for d in element.layout.devices] == ["cpu:2"] and float(element) == 5.0
+    rows = xp.unstack(x, axis=0)  # split mode: one move spreads the rows over the devices
+    assert all(set(r.layout.devices) == set(x.layout.devices) for r in rows)
+    np.testing.assert_array_equal(rows[5].gather(), a[5])
 
 
 def test_reshape_moves_once_into_the_nearest_layout():

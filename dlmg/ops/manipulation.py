@@ -269,16 +269,23 @@ def moveaxis(x: "DistributedTensor", /, source: int | Sequence[int], destination
 def unstack(x: "DistributedTensor", /, *, axis: int = 0) -> tuple["DistributedTensor", ...]:
     """The slices of ``x`` along ``axis``, as a tuple (array API ``unstack``): views.
 
-    Algorithm: slice ``i`` lies in the fragments at grid coordinate
-    ``(i // block) % grid`` along ``axis`` (all of them when the mode is whole),
-    at local index ``(i // block) // grid * block + i % block``; each of those
-    fragments is indexed there (a view in its framework). The slices of a
-    split mode stay where they are, on the devices that hold them.
+    Algorithm: views. Along a mode each fragment holds whole, slice ``i`` is
+    each fragment indexed at ``i`` (a view in its framework), on every device
+    of ``x``. Along a split mode, ``x`` is first redistributed once into the
+    balanced slab along the first other mode (so the slices stay spread over
+    the same devices rather than each sitting on one); a 1-D tensor's
+    elements stay where they are: element ``i`` in the fragment at grid
+    coordinate ``(i // block) % grid``, at local index
+    ``(i // block) // grid * block + i % block``.
     """
     x = _operand(x, "unstack")
     if x.ndim == 0:
         raise ValueError("dlmg.unstack needs a tensor of at least one mode")
     a = _axis(axis, x.ndim, "unstack")
+    if x.layout.grid[a] > 1:
+        other = next((m for m in range(x.ndim) if m != a), None)
+        if other is not None:  # the split moves to the first other mode: every slice a view on all devices
+            x = _into(x, balanced_layout(x.shape, x.layout, other))
     lay = x.layout
     b, g = lay.block[a], lay.grid[a]
     layouts: dict[int, tuple[Layout, list[int]]] = {}
@@ -362,18 +369,25 @@ def reshape(x: "DistributedTensor", /, shape: Sequence[int] | int, *, copy: bool
     if x.size == 0:
         return _empty(x, balanced_layout(shape, x.layout, _largest_mode(shape) or 0) if shape else
                       Layout((), devices=x.layout.devices, ranks=x.layout.ranks), "reshape")
-    if not shape:  # one element, into a 0-d tensor: from the slab that holds it whole
-        return _shape.reshape(_into(x, balanced_layout(x.shape, x.layout, 0)), shape)
+    if not shape:  # one element, into a 0-d tensor: a copy of it on each of the devices
+        return _shape.reshape(_into(x, _copies(x.shape, x.layout)), shape)
     p = x.layout.ngrid
     found = nearest_reshape_layout(x.layout, shape)
     if found is not None and found[1] * p <= 2 * x.size + found[0].block[0]:
         return _shape.reshape(_into(x, found[0]), shape)
     flat = nearest_reshape_layout(x.layout, (x.size,))
     if flat is None:  # every mode of extent 1: the one element, a copy on each of the devices
-        return _shape.reshape(_into(x, Layout(x.shape, devices=x.layout.devices, ranks=x.layout.ranks)), shape)
+        return _shape.reshape(_into(x, _copies(x.shape, x.layout)), shape)
     line = _shape.reshape(_into(x, flat[0]), (x.size,))
     rows = math.prod(shape[1:])
     return _shape.reshape(_into(line, balanced_layout((x.size,), x.layout, 0, rows)), shape)
+
+
+def _copies(shape: tuple[int, ...], like: Layout) -> Layout:
+    """``shape`` whole on each device (and process) of ``like``, once per device: for a tensor
+    of one element, the layout that keeps it on the same devices."""
+    places = list(dict.fromkeys(zip(like.devices, like.ranks)))
+    return Layout(shape, devices=[d for d, _ in places], ranks=[r for _, r in places])
 
 
 def _empty(x: "DistributedTensor", layout: Layout, name: str) -> "DistributedTensor":
