@@ -84,9 +84,10 @@ def _axis(axis: Any, ndim: int, name: str, what: str = "axis") -> int:
 
 
 def _each(x: "DistributedTensor", layout: Layout, order: Sequence[int], fn: Callable[..., Any], name: str,
-          dtype: str | None = None) -> "DistributedTensor":
+          dtype: str | None = None, fresh: bool = False) -> "DistributedTensor":
     """A tensor of ``layout`` whose fragment ``i`` is ``fn(xp, a)`` of ``x``'s fragment ``order[i]``,
-    run in that fragment's framework on its device."""
+    run in that fragment's framework on its device; with ``fresh``, a result sharing the
+    fragment's memory (NumPy's flip is a view) is copied."""
     arrays: list[Any] = [None] * layout.nfragments
     for i, f in enumerate(order):
         frag = x.fragments[f]
@@ -94,7 +95,10 @@ def _each(x: "DistributedTensor", layout: Layout, order: Sequence[int], fn: Call
             continue
         ex = executor(frag.framework, frag.device)
         try:
-            arrays[i] = ex.run(fn, frag.array)
+            out = ex.run(fn, frag.array)
+            if fresh and ex.adapter.mutable and ex.adapter.shares_memory(out, frag.array):
+                out = ex.run(_copy, out)
+            arrays[i] = out
         except Exception as exc:
             raise fail(f"dlmg.{name}", f, ex, exc) from exc
     return new_tensor(arrays, layout, dtype or x.dtype)
@@ -875,5 +879,4 @@ def flip(x: "DistributedTensor", /, *, axis: int | Sequence[int] | None = None) 
         devices.append(lay.devices[s])
         ranks.append(lay.ranks[s])
     layout = Layout(lay.shape, block=lay.block, grid=lay.grid, devices=devices, ranks=ranks)
-    return _each(x, layout, order, lambda xp, a: xp.asarray(xp.flip(a, axis=modes), copy=True) if modes else
-                 xp.asarray(a, copy=True), "flip")
+    return _each(x, layout, order, lambda xp, a: xp.flip(a, axis=modes) if modes else a, "flip", fresh=True)
