@@ -238,9 +238,9 @@ def test_reshape_moves_once_into_the_nearest_layout():
 
 def test_concat_of_aligned_slabs_is_local():
     a = np.arange(32.0).reshape(8, 4)
-    x = dlmg.scatter(a, Layout((8, 4), block=(2, 4), grid=(4, 1), devices=DEVICES))
-    y = xp.concat([x, x], axis=0)  # each operand one round of the grid: fragment by fragment
-    assert y.layout.block == (2, 4) and y.layout.devices == x.layout.devices
+    x = dlmg.scatter(a, Layout((8, 4), block=(1, 4), grid=(4, 1), devices=DEVICES))
+    y = xp.concat([x, x], axis=0)  # each operand whole rounds of the grid: fragment by fragment
+    assert y.layout.block == (1, 4) and y.layout.devices == x.layout.devices
     np.testing.assert_array_equal(y.gather(), np.concatenate([a, a]))
     z = xp.concat([x, x], axis=1)  # a whole mode
     assert z.layout.grid == (4, 1) and z.layout.devices == x.layout.devices
@@ -311,3 +311,15 @@ def test_bad_arguments_name_the_problem():
         xp.concat([x, _slab(np.arange(9.0).reshape(3, 3))], axis=0)
     with pytest.raises(ValueError, match="repeats"):
         xp.repeat(x, [1, 2, 3], axis=0)
+
+
+def test_concat_of_slabs_holds_the_operands_fragments():
+    a, b = np.arange(16.0).reshape(8, 2), np.arange(6.0).reshape(3, 2) + 50
+    x = _slab(a)  # 2 rows on each of 4 devices
+    y = dlmg.scatter(b, Layout((3, 2), block=(2, 2), grid=(2, 1), devices=DEVICES[2:]))
+    z = xp.concat([x, y], axis=0)
+    assert z.layout.grid == (6, 1) and z.layout.block == (2, 2)
+    assert [f.adapter.data_ptr(f.array) for f in z.fragments] == (
+        [f.adapter.data_ptr(f.array) for f in x.fragments] + [f.adapter.data_ptr(f.array) for f in y.fragments])
+    assert [str(d) for d in z.layout.devices] == DEVICES + DEVICES[2:]
+    np.testing.assert_array_equal(z.gather(), np.concatenate([a, b]))

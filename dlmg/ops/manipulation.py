@@ -580,8 +580,13 @@ def _same_but(shapes: Sequence[tuple[int, ...]], axis: int, name: str) -> None:
 def concat(arrays: Sequence["DistributedTensor"], /, *, axis: int | None = 0) -> "DistributedTensor":
     """The tensors joined along ``axis`` (array API ``concat``), on the first one's devices.
 
-    Algorithm: shift placement (see the module) of each operand at the sum of
-    the extents before it. Along a mode the first tensor holds whole in
+    Algorithm: where the first tensor splits ``axis`` and every operand is a
+    slab there of one block size (every extent but the last a whole number
+    of rounds of the grid), the result's fragments are the operands' own: its
+    layout deals the blocks over the operands' grids one after the other, so
+    nothing is copied and the result shares the operands' memory. Otherwise
+    shift placement (see the module) of each operand at the sum of the
+    extents before it. Along a mode the first tensor holds whole in
     every fragment, the operands are first aligned with it on the other modes
     (one redistribution each, only where their layouts differ) and each
     fragment concatenates locally; along a split mode where every operand's
@@ -604,11 +609,63 @@ def concat(arrays: Sequence["DistributedTensor"], /, *, axis: int | None = 0) ->
         raise ValueError(f"dlmg.concat: the tensors have different ranks {[t.ndim for t in tensors]}")
     a = _axis(axis, tensors[0].ndim, "concat")
     _same_but([t.shape for t in tensors], a, "concat")
+    side = _side_by_side(tensors, a)
+    if side is not None:
+        return side
     pieces, offset = [], 0
     for t in tensors:
         pieces.append(_Piece(t, 0, t.shape[a], offset))
         offset += t.shape[a]
     return _placed(pieces, tensors[0], a, offset, "concat")
+
+
+def _side_by_side(tensors: Sequence["DistributedTensor"], axis: int) -> "DistributedTensor | None":
+    """The concatenation whose fragments are the operands' own (no copy), where a layout says so.
+
+    That is when the first operand splits ``axis`` and every operand is a slab there of one
+    block size ``b`` (each grid coordinate one block, every extent but the last ``b`` times its
+    grid), distributed like the first on the other modes, on the first one's devices and
+    processes: the result deals its blocks over the operands' grids one after the other.
+    ``None`` otherwise.
+    """
+    lead = tensors[0].layout
+    if lead.grid[axis] == 1 or len(tensors) < 2:
+        return None
+    b = lead.block[axis]
+    places = set(zip(lead.devices, lead.ranks))
+    others = [m for m in range(lead.ndim) if m != axis]
+    for i, t in enumerate(tensors):
+        lay = t.layout
+        last = i == len(tensors) - 1
+        if lay.nreplicas != lead.nreplicas or lay.block[axis] != b or not set(zip(lay.devices, lay.ranks)) <= places:
+            return None
+        if any(lay.grid[m] != lead.grid[m] or (lay.grid[m] > 1 and lay.block[m] != lead.block[m]) for m in others):
+            return None
+        if (lay.shape[axis] != b * lay.grid[axis]) if not last else (lay.nblocks[axis] > lay.grid[axis]):
+            return None
+    starts, total = [], 0
+    for t in tensors:
+        starts.append(total)
+        total += t.layout.grid[axis]
+    shape = list(lead.shape)
+    shape[axis] = sum(t.shape[axis] for t in tensors)
+    grid = list(lead.grid)
+    grid[axis] = total
+    draft = Layout(shape, block=lead.block, grid=grid, devices=["cpu"] * (math.prod(grid) * lead.nreplicas))
+    devices, ranks, arrays = [], [], []
+    for f in range(draft.nfragments):
+        coords, replica = draft.coords_of(f)
+        i = max(k for k, s0 in enumerate(starts) if s0 <= coords[axis])
+        own = list(coords)
+        own[axis] -= starts[i]
+        lay = tensors[i].layout
+        src = lay.fragment_index(own, replica)
+        frag = tensors[i].fragments[src]
+        devices.append(lay.devices[src])
+        ranks.append(lay.ranks[src])
+        arrays.append(frag.array if frag.is_local else None)
+    layout = Layout(shape, block=lead.block, grid=grid, devices=devices, ranks=ranks)
+    return new_tensor(arrays, layout, tensors[0].dtype)
 
 
 def _placed(pieces: list[_Piece], lead: "DistributedTensor", axis: int, extent: int, name: str) -> "DistributedTensor":
