@@ -72,7 +72,7 @@ def manipulation_values():
     world = dd.world_size()
     rng = np.random.default_rng(45)
     checked = 0
-    for trial in range(6):
+    for _ in range(6):
         shape = (int(rng.integers(2, 9)), int(rng.integers(2, 6)))
         a = rng.standard_normal(shape)
         b = rng.standard_normal((int(rng.integers(1, 6)), shape[1]))

@@ -9,11 +9,13 @@ tensors. How each group of functions runs:
 * creation functions lay new tensors out by the default layout policy
   (:func:`dlmg.default_layout`);
 * indexing, ``permute_dims``, ``reshape`` and ``broadcast_to`` give views where
-  the fragments allow;
+  the fragments allow; ``expand_dims``, ``squeeze``, ``moveaxis``, ``unstack``,
+  ``concat``, ``stack``, ``flip``, ``roll``, ``repeat`` and ``tile`` keep their
+  operands distributed (:mod:`dlmg.ops.manipulation`);
 * ``matmul``, ``tensordot``, ``vecdot`` and ``linalg.outer`` are dlmg's
   contractions (:mod:`dlmg.ops.contract`), over any layouts;
 * the functions whose results depend on the whole tensor (sorting, sets,
-  ``concat``, ``take``, the ``linalg`` and ``fft`` extensions...) collect
+  ``take``, the ``linalg`` and ``fft`` extensions...) collect
   their operands onto one fragment first (:mod:`dlmg.array_api._collect`).
 
 ``docs/array-api.md`` lists which functions take which path, the
