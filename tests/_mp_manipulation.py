@@ -118,22 +118,25 @@ def manipulation_memory():
         "tile": lambda: xp.tile(x, (2, 1)),
     }
     operands = {"reshape": [columns], "concat0": [x, x], "concat1": [x, x], "stack": [x, x]}
-    peaks = {}
+    for call in calls.values():  # once untraced: first calls import modules and fill caches
+        call()
+    peaks, over = {}, []
     tracemalloc.start()
     try:
-        for name, call in calls.items():
+        for name, call in calls.items():  # every call on every process, then the verdict
             gc.collect()
             tracemalloc.reset_peak()
             base = tracemalloc.get_traced_memory()[0]
             out = call()
             peak = tracemalloc.get_traced_memory()[1] - base
             share = sum(_local_bytes(t) for t in operands.get(name, [x])) + _local_bytes(out)
-            bound = 1.5 * share + block
-            assert peak <= bound, f"{name}: a peak of {peak} new bytes, over the bound {bound:.0f}"
+            if peak > 1.5 * share + block:
+                over.append(f"{name}: a peak of {peak} new bytes, over the bound {1.5 * share + block:.0f}")
             peaks[name] = round(peak / max(share, 1), 3)
             del out
     finally:
         tracemalloc.stop()
+    assert not over, "; ".join(over)
     return peaks
 
 
