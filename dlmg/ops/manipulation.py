@@ -473,6 +473,14 @@ def _shifted(layout: Layout, axis: int, shift: int) -> list[int]:
     return out
 
 
+def _before(index: int, coord: int, block: int, grid: int) -> int:
+    """How many elements of global index below ``index`` grid coordinate ``coord`` holds along a
+    mode dealt in blocks of ``block`` over ``grid`` coordinates (its local position of ``index``)."""
+    q, r = divmod(index, block)
+    whole = max(0, (q - coord + grid - 1) // grid)
+    return whole * block + (r if q % grid == coord else 0)
+
+
 def _local_run(t: "DistributedTensor", axis: int, start: int, stop: int, block: int) -> list[Any]:
     """The run ``[start, stop)`` of ``t`` (block-cyclic along ``axis`` with a block dividing
     ``start``) as fragments: run fragment ``c`` is the local slice of ``t``'s fragment at grid
@@ -483,9 +491,9 @@ def _local_run(t: "DistributedTensor", axis: int, start: int, stop: int, block: 
         if not frag.is_local:
             arrays.append(None)
             continue
-        owned = t.layout.owned_indices(f, axis)
-        lo, hi = (int(v) for v in np.searchsorted(owned, [start, stop]))
-        key = (slice(None),) * axis + (slice(lo, hi),)
+        c = t.layout.coords_of(f)[0][axis]
+        key = (slice(None),) * axis + (slice(_before(start, c, block, t.layout.grid[axis]),
+                                              _before(stop, c, block, t.layout.grid[axis])),)
         arrays.append(frag.array[key])
     return arrays
 
