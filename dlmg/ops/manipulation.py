@@ -11,12 +11,14 @@ where it is written:
   viewed through its own framework; no element moves;
 * **reshape into the nearest layout** (``reshape`` where the fragments do not
   survive as pieces): one redistribution into the balanced slab whose pieces
-  do survive (merging or splitting modes inside fragments), then a view;
+  do survive (merging or splitting modes inside fragments), then a view --
+  dask's ``reshape_rechunk`` (rechunk so that the reshape is blockwise);
 * **block renumbering** (``flip``): reversing a mode whose blocks are all
   full maps block ``j`` to block ``nblocks - 1 - j``, so each fragment flips
   locally and the fragments trade grid coordinates (devices renumbered); a
   partial last block is first removed by one redistribution into blocks that
-  divide the extent;
+  divide the extent (Heat's ``manipulations.flip``: a local flip and the
+  processes' pieces taken in reverse order);
 * **shift placement** (``concat``, ``stack``, ``roll``, ``tile`` and
   ``repeat`` with per-element counts): the result is a list of pieces, each a
   run ``[start, stop)`` of an operand placed at an offset along one mode. In a
@@ -28,7 +30,12 @@ where it is written:
   concatenation of the pieces' fragments at its grid coordinate. Along a mode
   each fragment holds whole, the rotation is trivial and everything is
   local. The result's rotation is chosen so that the largest piece moves
-  nothing (a shift of whole blocks is a renumbering, as for ``flip``).
+  nothing (a shift of whole blocks is a renumbering, as for ``flip``). The
+  moves are block-cyclic redistributions (Walker and Otto 1996,
+  "Redistribution of block-cyclic data distributions using MPI"); the pieces
+  are dask's ``concatenate`` and ``roll`` (slices joined block by block), and
+  where every operand is a slab of one block size ``concat`` keeps the
+  operands' fragments as the result's, as dask keeps their chunks.
 
 Every function takes and returns :class:`~dlmg.DistributedTensor` objects;
 per-fragment work runs in each fragment's framework (through its array-API
@@ -679,10 +686,8 @@ def _side_by_side(tensors: Sequence["DistributedTensor"], axis: int) -> "Distrib
 def _placed(pieces: list[_Piece], lead: "DistributedTensor", axis: int, extent: int, name: str) -> "DistributedTensor":
     """:func:`place`, with an empty result made directly."""
     if extent == 0 or any(n == 0 for m, n in enumerate(lead.shape) if m != axis):
-        shape = list(lead.shape)
-        shape[axis] = extent
         return _empty(lead, _moved(lead.layout, axis, extent, 1, 0), name)
-    return place([p for p in pieces if p.length] or pieces, lead.layout, axis, extent, name)
+    return place([p for p in pieces if p.length], lead.layout, axis, extent, name)
 
 
 def stack(arrays: Sequence["DistributedTensor"], /, *, axis: int = 0) -> "DistributedTensor":
