@@ -516,6 +516,10 @@ def place(pieces: Sequence[_Piece], lead: Layout, axis: int, extent: int, name: 
     the one its offset needs; each result fragment the local concatenation of
     the pieces' fragments at its grid coordinate, in the framework of the
     lead's fragment there.
+
+    ``place`` consumes its pieces: their tensors are dropped as they are
+    placed, so moved copies are freed fragment by fragment while the result
+    is made (the caller's own tensors are untouched).
     """
     g = lead.grid[axis]
     d = _block_for(pieces, lead, axis, extent)
@@ -536,20 +540,25 @@ def place(pieces: Sequence[_Piece], lead: Layout, axis: int, extent: int, name: 
     placed = [p for p in pieces if index(p.tensor) in rotation]
     anchor = max(placed or pieces, key=lambda p: p.length)
     result_rotation = (rotation.get(index(anchor.tensor), 0) + (anchor.start - anchor.offset) // d) % g
-    moved = list(operands)
-    for i, t in enumerate(operands):
+    for i in range(len(operands)):
         if i in rotation:
             continue
+        t = operands[i]
         own = max((p for p in pieces if p.tensor is t), key=lambda p: p.length)
         rotation[i] = (result_rotation + (own.offset - own.start) // d) % g
-        moved[i] = t.redistribute(_moved(lead, axis, t.shape[axis], d, rotation[i]))
+        operands[i] = t.redistribute(_moved(lead, axis, t.shape[axis], d, rotation[i]))
+        for p in pieces:  # the pieces now name the moved tensor, so a run made for them is freed
+            if p.tensor is t:
+                p.tensor = operands[i]
+        del t, own
+    dtype = operands[0].dtype
     out_layout = _moved(lead, axis, extent, d, result_rotation)
     parts: list[tuple[int, "DistributedTensor"]] = []
     for p in sorted(pieces, key=lambda p: p.offset):
         if p.length == 0:
             continue
         i = index(p.tensor)
-        t = moved[i]
+        t = operands[i]
         have = (rotation[i] + p.start // d) % g
         want = (result_rotation + p.offset // d) % g
         if p.start == 0 and p.stop == t.shape[axis]:
@@ -559,18 +568,27 @@ def place(pieces: Sequence[_Piece], lead: Layout, axis: int, extent: int, name: 
         if have != want:
             run = run.redistribute(_moved(lead, axis, p.length, d, want))
         parts.append((p.offset // d, run))
-    return _joined(parts, out_layout, axis, name, operands[0].dtype)
+        del t, run
+    for p in pieces:
+        p.tensor = None  # type: ignore[assignment]  # (consumed: see the docstring)
+    operands.clear()
+    return _joined(parts, out_layout, axis, name, dtype)
 
 
-def _joined(parts: Sequence[tuple[int, "DistributedTensor"]], layout: Layout, axis: int, name: str,
+def _joined(parts: list[tuple[int, "DistributedTensor"]], layout: Layout, axis: int, name: str,
             dtype: str) -> "DistributedTensor":
     """Each fragment of ``layout`` (grid coordinate ``c`` along ``axis``): the local concatenation
     along ``axis`` of each part's fragment at coordinate ``c - shift`` (``shift``: the part's
-    offset in blocks), which lies on the same device by construction."""
+    offset in blocks), which lies on the same device by construction. ``parts`` is emptied: each
+    part's fragment is let go once joined, so moved copies are freed as the result grows."""
     maps = [_shifted(layout, axis, -shift) for shift, _ in parts]
+    tables = [list(t.fragments) for _, t in parts]
+    parts.clear()
     arrays: list[Any] = [None] * layout.nfragments
     for i in range(layout.nfragments):
-        frags = [t.fragments[where[i]] for where, (_, t) in zip(maps, parts)]
+        frags = [table[where[i]] for where, table in zip(maps, tables)]
+        for where, table in zip(maps, tables):
+            table[where[i]] = None
         if not frags or not frags[0].is_local:
             continue
         ex = executor(frags[0].framework, frags[0].device)
@@ -850,7 +868,12 @@ def repeat(x: "DistributedTensor", /, repeats: Any, *, axis: int | None = None) 
                           _sub_layout(slab.layout, kept, a, hi - lo), slab.dtype)
         part = _repeat_whole(mine, _sub_layout(slab.layout, kept, a, length), counts[lo:hi], a)
         pieces.append(_Piece(part, 0, length, int(starts[lo])))
-    return _placed(pieces, slab, a, total, "repeat")
+        del mine, part
+    if total == 0:
+        return _empty(slab, _moved(slab.layout, a, 0, 1, 0), "repeat")
+    lead = slab.layout
+    del slab  # the runs are new arrays: the slab's copy is freed before they move
+    return place([p for p in pieces if p.length], lead, a, total, "repeat")
 
 
 def _sub_layout(layout: Layout, kept: Sequence[int], axis: int, extent: int) -> Layout:
