@@ -102,6 +102,9 @@ def manipulation_memory():
     x = _wrap(a, layout)
     columns = _wrap(a, Layout((rows, cols), block=(rows, cols // world), grid=(1, world), devices=["cpu"] * world,
                               ranks=list(range(world))))
+    head = _wrap(a[:100], Layout((100, cols), block=(math.ceil(100 / world), cols), grid=(world, 1),
+                                 devices=["cpu"] * world, ranks=list(range(world))))
+    counts = np.arange(rows) % 3
     block = 32 * cols * 8
     calls = {
         "expand_dims": lambda: xp.expand_dims(x, axis=0),
@@ -116,8 +119,12 @@ def manipulation_memory():
         "roll": lambda: xp.roll(x, 37, axis=0),
         "repeat": lambda: xp.repeat(x, 2, axis=0),
         "tile": lambda: xp.tile(x, (2, 1)),
+        "repeat_counts": lambda: xp.repeat(x, counts, axis=0),
+        "concat_moving": lambda: xp.concat([head, x], axis=0),
+        "tile_moving": lambda: xp.tile(head, (3, 1)),
     }
-    operands = {"reshape": [columns], "concat0": [x, x], "concat1": [x, x], "stack": [x, x]}
+    operands = {"reshape": [columns], "concat0": [x, x], "concat1": [x, x], "stack": [x, x],
+                "concat_moving": [head, x], "tile_moving": [head]}
     for call in calls.values():  # once untraced: first calls import modules and fill caches
         call()
     peaks, over = {}, []
