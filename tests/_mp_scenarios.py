@@ -548,6 +548,9 @@ from tests._mp_array_api import SCENARIOS as _ARRAY_API  # noqa: E402  (the Arra
 
 SCENARIOS.update(_ARRAY_API)
 
+from tests._mp_manipulation import SCENARIOS as _MANIPULATION  # noqa: E402  (shapes, joining, reordering)
+
+SCENARIOS.update(_MANIPULATION)
 from tests._mp_agree import SCENARIOS as _AGREE  # noqa: E402  (the agreement's rounds)
 
 SCENARIOS.update(_AGREE)

@@ -9,13 +9,15 @@ tensors. How each group of functions runs:
 * creation functions lay new tensors out by the default layout policy
   (:func:`dlmg.default_layout`);
 * indexing, ``permute_dims``, ``reshape`` and ``broadcast_to`` give views where
-  the fragments allow;
+  the fragments allow; ``expand_dims``, ``squeeze``, ``moveaxis``, ``unstack``,
+  ``concat``, ``stack``, ``flip``, ``roll``, ``repeat`` and ``tile`` keep their
+  operands distributed (:mod:`dlmg.ops.manipulation`);
 * ``matmul``, ``tensordot``, ``vecdot`` and ``linalg.outer`` are dlmg's
   contractions (:mod:`dlmg.ops.contract`), over any layouts;
 * the ``fft`` extension transforms distributed tensors where they lie, with
   all-to-all transposes for split modes (:mod:`dlmg.array_api.fft`);
 * the functions whose results depend on the whole tensor (sorting, sets,
-  ``concat``, ``take``, the ``linalg`` extension...) collect
+  ``take``, the ``linalg`` extension...) collect
   their operands onto one fragment first (:mod:`dlmg.array_api._collect`).
 
 ``docs/array-api.md`` lists which functions take which path, the
@@ -39,7 +41,10 @@ from ._data_types import (
 from ._elementwise import *  # noqa: F403  (the elementwise functions)
 from ._gathered import COLLECTED, collected
 from ._info import __array_namespace_info__
-from ._manipulation import astype, broadcast_arrays, broadcast_to, matrix_transpose, permute_dims, reshape
+from ._manipulation import (
+    astype, broadcast_arrays, broadcast_to, concat, expand_dims, flip, matrix_transpose, moveaxis, permute_dims, repeat,
+    reshape, roll, squeeze, stack, tile, unstack,
+)
 from ._products import matmul, tensordot, vecdot
 from ._policy import LayoutPolicy, default_layout, get_default_layout, layout_for, set_default_layout
 from ._statistics import all, any, argmax, argmin, count_nonzero, max, mean, min, prod, std, sum, var
@@ -64,6 +69,7 @@ __all__ = [
     "__array_api_version__", "__array_namespace_info__", "e", "inf", "nan", "pi", "newaxis",
     "default_layout", "set_default_layout", "get_default_layout", "layout_for", "LayoutPolicy",
     "astype", "broadcast_arrays", "broadcast_to", "matmul", "matrix_transpose", "permute_dims", "reshape",
+    "concat", "expand_dims", "flip", "moveaxis", "repeat", "roll", "squeeze", "stack", "tile", "unstack",
     "tensordot", "vecdot",
     "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like", "linspace", "meshgrid",
     "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",

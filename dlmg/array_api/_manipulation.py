@@ -1,10 +1,13 @@
 """The standard's manipulation and linear-algebra functions that run fragment by fragment.
 
-``permute_dims``, ``matrix_transpose`` and ``reshape`` (where the layout
-allows) move no data (:mod:`dlmg.ops.shape`); ``broadcast_to`` gives views
-where the fragments allow. Where dlmg's own function
-refuses because data would have to move, the namespace collects instead
-(:mod:`._gathered`), as the standard has no notion of layouts.
+``permute_dims``, ``matrix_transpose``, ``expand_dims``, ``squeeze``,
+``moveaxis``, ``unstack`` and ``reshape`` (where the layout allows) move no
+data (:mod:`dlmg.ops.shape`, :mod:`dlmg.ops.manipulation`); ``broadcast_to``
+gives views where the fragments allow. Where dlmg's own ``reshape`` refuses
+because data would have to move, the namespace redistributes into the nearest
+layout instead, as the standard has no notion of layouts. ``concat``,
+``stack``, ``flip``, ``roll``, ``repeat`` and ``tile`` keep their operands
+distributed (:mod:`dlmg.ops.manipulation`).
 """
 
 from __future__ import annotations
@@ -13,18 +16,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..construct import empty as _empty, full as _full
-from ..errors import LayoutError, LayoutMismatchError
+from ..ops import manipulation as _manip
 from ..ops import shape as _shape
 from ..ops._pending import guard
 from ..ops.broadcast import align, broadcast_layout, result_shape
 from ..ops.pointwise import astype as _astype
-from ._gathered import collected
+from ._data_types import result_type
 from ._policy import layout_for
 
-__all__ = ["astype", "permute_dims", "matrix_transpose", "reshape", "broadcast_to", "broadcast_arrays"]
-
-_collected_reshape = collected("reshape")
-_collected_permute = collected("permute_dims")
+__all__ = [
+    "astype", "permute_dims", "matrix_transpose", "reshape", "broadcast_to", "broadcast_arrays", "expand_dims",
+    "squeeze", "moveaxis", "unstack", "concat", "stack", "flip", "roll", "repeat", "tile",
+]
 
 
 def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Any:
@@ -47,14 +50,69 @@ def matrix_transpose(x: Any, /) -> Any:
 
 
 def reshape(x: Any, /, shape: Sequence[int], *, copy: bool | None = None) -> Any:
-    """``x`` in ``shape``: fragment by fragment where the layout allows, else through a collected copy."""
+    """``x`` in ``shape``: fragment by fragment where the layout allows, else one redistribution
+    into the nearest layout first (:func:`dlmg.ops.manipulation.reshape`)."""
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    try:
-        return _shape.reshape(x, shape, copy=copy)
-    except LayoutError:
-        if copy is False:
-            raise
-    return _collected_reshape(x, shape)
+    return _manip.reshape(x, shape, copy=copy)
+
+
+def expand_dims(x: Any, /, axis: int = 0) -> Any:
+    """``x`` with a mode of extent 1 at ``axis`` (a view of every fragment)."""
+    return _manip.expand_dims(x, axis=axis)
+
+
+def squeeze(x: Any, /, axis: int | tuple[int, ...]) -> Any:
+    """``x`` without its modes ``axis`` of extent 1 (a view of every fragment)."""
+    return _manip.squeeze(x, axis=axis)
+
+
+def moveaxis(x: Any, source: int | tuple[int, ...], destination: int | tuple[int, ...], /) -> Any:
+    """``x`` with modes ``source`` moved to ``destination`` (no data moves)."""
+    return _manip.moveaxis(x, source, destination)
+
+
+def unstack(x: Any, /, *, axis: int = 0) -> tuple[Any, ...]:
+    """The slices of ``x`` along ``axis`` (views of the fragments holding them)."""
+    return _manip.unstack(x, axis=axis)
+
+
+def _promoted(arrays: Sequence[Any]) -> list[Any]:
+    """The tensors in their common dtype (the standard's promotion)."""
+    arrays = list(arrays)
+    if len({a.dtype for a in arrays}) <= 1:
+        return arrays
+    common = result_type(*arrays)
+    return [a if a.dtype == common else _astype(a, common) for a in arrays]
+
+
+def concat(arrays: Sequence[Any], /, *, axis: int | None = 0) -> Any:
+    """The tensors joined along ``axis``, on the first one's devices (shift placement)."""
+    return _manip.concat(_promoted(arrays), axis=axis)
+
+
+def stack(arrays: Sequence[Any], /, *, axis: int = 0) -> Any:
+    """The tensors stacked along a new mode ``axis``, on the first one's devices."""
+    return _manip.stack(_promoted(arrays), axis=axis)
+
+
+def flip(x: Any, /, *, axis: int | tuple[int, ...] | None = None) -> Any:
+    """``x`` reversed along ``axis`` (local flips and a renumbering of blocks)."""
+    return _manip.flip(x, axis=axis)
+
+
+def roll(x: Any, /, shift: int | tuple[int, ...], *, axis: int | tuple[int, ...] | None = None) -> Any:
+    """``x`` rolled by ``shift`` along ``axis`` (local rolls, or a shift plan along a split mode)."""
+    return _manip.roll(x, shift, axis=axis)
+
+
+def repeat(x: Any, repeats: Any, /, *, axis: int | None = None) -> Any:
+    """Each element of ``x`` repeated along ``axis`` (locally, blocks growing with the count)."""
+    return _manip.repeat(x, repeats, axis=axis)
+
+
+def tile(x: Any, repetitions: tuple[int, ...], /) -> Any:
+    """``x`` repeated along each mode (locally along whole modes, a shift plan along split ones)."""
+    return _manip.tile(x, repetitions)
 
 
 def broadcast_to(x: Any, /, shape: Sequence[int]) -> Any:

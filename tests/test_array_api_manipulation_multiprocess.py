@@ -1,0 +1,33 @@
+"""The namespace's shape, joining and reordering functions across processes on both engines
+(torch.distributed gloo and MPI): values against NumPy over random layouts on 2 and 4
+processes, and on 2 processes each process's peak of new memory during each call (NumPy
+fragments, seen by ``tracemalloc``) within 1.5 x (its share of the operands + its share of the
+result) plus one block."""
+
+from __future__ import annotations
+
+import pytest
+
+from _multiproc import check, launched_per_setup
+
+SCENARIOS = ["manipulation_values", "manipulation_memory"]
+
+pytestmark = pytest.mark.slow
+
+run = launched_per_setup([("torch", 2), ("mpi", 2)], SCENARIOS, timeout=400)
+run4 = launched_per_setup([("torch", 4), ("mpi", 4)], ["manipulation_values"], timeout=400)
+
+
+def test_values_equal_numpy_and_stay_on_the_processes(run):
+    values = check(run, "manipulation_values")
+    assert len(values) == len(run["ranks"]) and all(v == values[0] and v > 0 for v in values)
+
+
+def test_values_on_four_processes(run4):
+    values = check(run4, "manipulation_values")
+    assert len(values) == 4 and all(v == values[0] and v > 0 for v in values)
+
+
+def test_peak_memory_within_the_bound(run):
+    peaks = check(run, "manipulation_memory")
+    assert all(set(p) == set(peaks[0]) for p in peaks)
