@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..construct import empty as _empty, full as _full
+from .._shapes import shape_argument
 from ..errors import LayoutError, LayoutMismatchError
 from ..ops import shape as _shape
 from ..ops.broadcast import align, broadcast_layout, result_shape
@@ -47,7 +48,7 @@ def matrix_transpose(x: Any, /) -> Any:
 
 def reshape(x: Any, /, shape: Sequence[int], *, copy: bool | None = None) -> Any:
     """``x`` in ``shape``: fragment by fragment where the layout allows, else through a collected copy."""
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    shape = shape_argument(shape, "reshape")
     try:
         return _shape.reshape(x, shape, copy=copy)
     except LayoutError:
