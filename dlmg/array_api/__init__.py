@@ -36,6 +36,7 @@ from ._data_types import (
 )
 from ._elementwise import *  # noqa: F403  (the elementwise functions)
 from ._gathered import COLLECTED, collected
+from ._indexing import take, take_along_axis
 from ._info import __array_namespace_info__
 from ._manipulation import astype, broadcast_arrays, broadcast_to, matrix_transpose, permute_dims, reshape
 from ._products import matmul, tensordot, vecdot
@@ -63,6 +64,7 @@ __all__ = [
     "default_layout", "set_default_layout", "get_default_layout", "layout_for", "LayoutPolicy",
     "astype", "broadcast_arrays", "broadcast_to", "matmul", "matrix_transpose", "permute_dims", "reshape",
     "tensordot", "vecdot",
+    "take", "take_along_axis",
     "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like", "linspace", "meshgrid",
     "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",

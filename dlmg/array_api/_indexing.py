@@ -30,24 +30,27 @@ reads the old values.
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import numpy as np
 
 from ..distributed import _state
+from ..device import Device
 from ..dtypes import canonical, info
 from ..layout import Layout
 from ..ops._operands import is_distributed
 from ..ops._writes import check_writable, unalias
 from ..ops.broadcast import align
+from ..ops.contract.pending import settled
 from ..ops._executor import executor as _executor, move_array
 from ..ops.dispatch import new_tensor
 from ..ops.routed import box, read, result_frameworks, result_layout, write
 from ._collect import collect, settle
-from ._keys import coordinates, is_advanced, normalize
+from ._keys import as_index_array, coordinates, is_advanced, normalize
 from ._manipulation import broadcast_to
 
-__all__ = ["getitem", "setitem", "check_value"]
+__all__ = ["getitem", "setitem", "check_value", "take", "take_along_axis"]
 
 
 def _local_layout(x: Any, items: list[Any]) -> tuple[Layout, tuple[Any, ...]] | None:
@@ -430,3 +433,153 @@ def _collected_setitem(x: Any, key: Any, value: Any) -> None:
             replaced[frag.index] = new
     if replaced:
         x._replace_arrays(replaced)
+
+
+# -- take and take_along_axis --------------------------------------------------------------
+def _axis(axis: Any, ndim: int, name: str) -> int:
+    try:
+        a = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"{name}: axis must be an int, got {axis!r}") from None
+    if not -ndim <= a < ndim:
+        raise ValueError(f"{name}: axis {a} is out of bounds for a tensor of {ndim} modes")
+    return a % ndim
+
+
+def _index_values(frag: Any, n: int, mode: int) -> np.ndarray:
+    """A local fragment of a distributed index tensor as host int64 indices, checked
+    against extent ``n`` (negative ones counted from the end)."""
+    host = move_array(frag.array, _executor("numpy", Device("cpu", 0)))
+    a = np.asarray(host)
+    if a.dtype.kind not in "iu":
+        raise IndexError(f"arrays used as indices must be of integer type, got dtype {a.dtype}")
+    a = a.astype(np.int64, copy=False).reshape(-1)
+    if a.size and (int(a.min()) < -n or int(a.max()) >= n):
+        bad = int(a.max()) if int(a.max()) >= n else int(a.min())
+        raise IndexError(f"index {bad} is out of bounds for axis {mode} with size {n}")
+    return np.where(a < 0, a + n, a)
+
+
+def _along(x: Any, indices: Any, axis: int, name: str) -> Any:
+    """``x``'s elements at ``indices`` along ``axis``, every other mode of the result read
+    at its own position: each result fragment reads the index fragment it sits with and
+    asks the owners for the values. The result keeps the distribution of ``indices``
+    (whole along the other modes of ``x`` where ``indices`` is 1-D)."""
+    idx = settled(indices)
+    if idx.ndim == x.ndim:
+        layout = idx.layout.dense
+    else:  # take: a 1-D index along ``axis``, the other modes whole
+        lay = idx.layout
+        shape = x.shape[:axis] + idx.shape + x.shape[axis + 1:]
+        whole = lambda part: tuple(max(n, 1) for n in part)  # noqa: E731
+        layout = Layout(shape, block=whole(x.shape[:axis]) + lay.block + whole(x.shape[axis + 1:]),
+                        grid=(1,) * axis + lay.grid + (1,) * (x.ndim - axis - 1), devices=lay.devices,
+                        ranks=lay.ranks)
+    requests = {}
+    for o in _held(layout):
+        picks = [layout.owned_indices(o, j) for j in range(layout.ndim)]
+        box_shape = tuple(len(p) for p in picks)
+        values = _index_values(idx.fragments[o], x.shape[axis], axis)
+        if idx.ndim != x.ndim:
+            values = values.reshape((1,) * axis + (-1,) + (1,) * (x.ndim - axis - 1))
+        else:
+            values = values.reshape(box_shape)
+        coords = []
+        for m in range(x.ndim):
+            if m == axis:
+                c = values
+            else:
+                c = picks[m].reshape((1,) * m + (-1,) + (1,) * (x.ndim - m - 1))
+            coords.append(np.broadcast_to(c, box_shape).reshape(-1))
+        requests[o] = coords
+    frameworks = result_frameworks(x, layout)
+    return read(x, requests, layout, frameworks, name)
+
+
+def take(x: Any, indices: Any, /, *, axis: int | None = None) -> Any:
+    """Elements of ``x`` at ``indices`` along ``axis`` (array API ``take``), by owner-routed requests.
+
+    Each requested index is sent to the fragment that owns it and the values come
+    back (Global Arrays' ``NGA_Gather``): nothing is collected. With host indices the
+    result is a balanced slab over ``x``'s devices and processes; with distributed
+    indices it keeps their distribution along ``axis`` (the other modes whole).
+
+    Parameters
+    ----------
+    x : DistributedTensor
+    indices : DistributedTensor or array of int, 1-D
+        Negative indices count from the end; out-of-bounds ones raise ``IndexError``.
+    axis : int, optional
+        Required unless ``x`` is 1-D.
+
+    Returns
+    -------
+    DistributedTensor
+    """
+    x = settled(x)
+    if axis is None:
+        if x.ndim != 1:
+            raise ValueError(f"take: axis must be given for a tensor of {x.ndim} modes")
+        axis = 0
+    a = _axis(axis, x.ndim, "take")
+    if is_distributed(indices):
+        if indices.ndim != 1:
+            raise ValueError(f"take: indices must be 1-D, got shape {indices.shape}")
+        return _along(x, indices, a, "take")
+    host = as_index_array(indices)
+    if host.ndim != 1 or host.dtype == bool:
+        raise ValueError(f"take: indices must be a 1-D integer array, got shape {host.shape} of {host.dtype}")
+    return getitem(x, (slice(None),) * a + (host,))
+
+
+def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1) -> Any:
+    """``x``'s elements at ``indices`` along ``axis``, position by position (array API
+    ``take_along_axis``), by owner-routed requests.
+
+    ``indices`` has ``x``'s number of modes; the other modes broadcast. Each result
+    element asks the fragment owning its source for the value (one all-to-all of
+    indices, one of values across processes). With distributed indices of the
+    result's shape the result keeps their distribution; otherwise it is a balanced
+    slab over ``x``'s devices and processes.
+
+    Returns
+    -------
+    DistributedTensor
+    """
+    x = settled(x)
+    a = _axis(axis, x.ndim, "take_along_axis")
+    if indices.ndim != x.ndim:
+        raise ValueError(f"take_along_axis: indices have {indices.ndim} modes, x has {x.ndim}")
+    shape = list(x.shape)
+    shape[a] = indices.shape[a]
+    try:
+        rshape = np.broadcast_shapes(tuple(shape), tuple(indices.shape))
+    except ValueError:
+        raise ValueError(f"take_along_axis: indices of shape {indices.shape} do not broadcast with x of shape "
+                         f"{x.shape} outside axis {a}") from None
+    if is_distributed(indices):
+        if tuple(indices.shape) == tuple(rshape):
+            return _along(x, indices, a, "take_along_axis")
+        indices = broadcast_to(indices, rshape)
+        return _along(x, indices, a, "take_along_axis")
+    host = as_index_array(indices)
+    if host.dtype == bool:
+        raise IndexError("take_along_axis: indices must be integers, got booleans")
+    host = _checked_host(host, x.shape[a], a)
+    coords = []
+    for m in range(x.ndim):
+        if m == a:
+            coords.append(host)
+        else:
+            coords.append(np.arange(rshape[m], dtype=np.int64).reshape((1,) * m + (-1,) + (1,) * (x.ndim - m - 1)))
+    layout = result_layout(x, tuple(rshape))
+    requests = {o: box(coords, layout, o) for o in _held(layout)}
+    return read(x, requests, layout, result_frameworks(x, layout), "take_along_axis")
+
+
+def _checked_host(a: np.ndarray, n: int, mode: int) -> np.ndarray:
+    a = a.astype(np.int64, copy=False)
+    if a.size and (int(a.min()) < -n or int(a.max()) >= n):
+        bad = int(a.max()) if int(a.max()) >= n else int(a.min())
+        raise IndexError(f"index {bad} is out of bounds for axis {mode} with size {n}")
+    return np.where(a < 0, a + n, a)
