@@ -549,3 +549,7 @@ SCENARIOS.update(_ARRAY_API)
 from tests._mp_agree import SCENARIOS as _AGREE  # noqa: E402  (the agreement's rounds)
 
 SCENARIOS.update(_AGREE)
+
+from tests._mp_indexing import SCENARIOS as _INDEXING  # noqa: E402  (owner-routed indexing's scenarios)
+
+SCENARIOS.update(_INDEXING)

@@ -127,7 +127,7 @@ def getitem(x: Any, key: Any) -> Any:
         return _routed_getitem(x, items)
     if any(is_distributed(k) for k in items):
         masks = [k for k in items if is_distributed(k)]
-        if len(items) == 1 and masks[0].dtype == "bool" and masks[0].shape == x.shape:
+        if len(items) == 1 and masks[0].dtype == "bool" and masks[0].shape == x.shape and not _across(x):
             return _masked(x, masks[0])
         return _collected_getitem(x, key)
     return _routed_getitem(x, items)
@@ -146,6 +146,11 @@ def _routed_getitem(x: Any, items: list[Any]) -> Any:
     layout = result_layout(x, rshape)
     requests = {o: box(coords, layout, o) for o in _held(layout)}
     return read(x, requests, layout, result_frameworks(x, layout), "__getitem__")
+
+
+def _across(x: Any) -> bool:
+    """Whether ``x``'s fragments lie in several processes of an initialised engine."""
+    return _state.current() is not None and _state.world_size() > 1 and x.layout.nprocesses > 1
 
 
 def _held(layout: Layout) -> list[int]:
@@ -174,8 +179,6 @@ def _masked(x: Any, mask: Any) -> Any:
                                              _moved(m.array, frag),))
         pieces[frag.index] = frag.adapter.namespace().reshape(sel, (-1,))
         counts[frag.index] = int(sel.shape[0])
-    if _state.current() is not None and _state.world_size() > 1:
-        raise NotImplementedError("__getitem__: a distributed boolean mask across processes")
     starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     total = int(starts[-1])
     out = result_layout(x, (total,))
@@ -301,7 +304,8 @@ def setitem(x: Any, key: Any, value: Any) -> None:
         value = np.asarray(value)
     if is_distributed(value):
         value = unalias(x, value)
-    if any(is_distributed(k) for k in items):
+    if any(is_distributed(k) for k in items) or (_across(x) and (
+            any(is_advanced(k) for k in items) or _local_layout(x, items) is None)):
         _collected_setitem(x, key, value)
         return
     found = None if any(is_advanced(k) for k in items) else _local_layout(x, items)

@@ -241,5 +241,71 @@ def _store(frag: Any, a: Any, local: tuple[Any, ...], vals: Any) -> Any:
 
 def _read_across(x: "DistributedTensor", requests: dict[int, list[np.ndarray]], layout: Layout,
                  frameworks: Sequence[str], name: str, engine: Any) -> "DistributedTensor":
-    """:func:`read` across processes: one all-to-all of requests, one of values."""
-    raise NotImplementedError(f"{name}: owner-routed reads across processes")
+    """:func:`read` across processes: one all-to-all of requests, one of values.
+
+    Each process sends, to every process owning some of its requested elements, one
+    int64 per element (the owning fragment and the local offset there); the owners
+    read them in their fragments' frameworks and send the values back in the same
+    order. Messages are staged in host memory.
+    """
+    me, world = engine.rank, engine.world_size
+    nfrag = x.layout.nfragments
+    wire = "uint8" if x.dtype == "bool" else x.dtype
+    description = describe(name, source=x.layout, result=layout, dtype=x.dtype)
+
+    def work() -> tuple[Any, list[int]]:
+        outs = sorted(requests)
+        found = [owners(x.layout, requests[o], rank=me) for o in outs]
+        sizes = [len(c) for c, _ in found]
+        cell = np.concatenate([c for c, _ in found]) if found else np.zeros(0, np.int64)
+        offset = np.concatenate([f for _, f in found]) if found else np.zeros(0, np.int64)
+        del found
+        ranks = np.asarray(x.layout.ranks, dtype=np.int64)[cell]
+        order = np.argsort(ranks * nfrag + cell, kind="stable")
+        codes = offset[order] * nfrag + cell[order]
+        counts = np.bincount(ranks, minlength=world)
+        return (outs, sizes, order, codes, counts), [int(c) for c in counts]
+
+    with exclusive(engine, name):
+        (outs, sizes, order, codes, counts), votes = prepare_vote(engine, description, work)
+        receive = [int(v[me]) for v in votes]
+
+        def run() -> list[Any]:
+            send_buf, send = _host_buffer(engine, len(codes), "int64")
+            send[...] = codes
+            recv_buf, asked = _host_buffer(engine, sum(receive), "int64")
+            engine.alltoallv(send_buf, [int(c) for c in counts], recv_buf, receive)
+            del send_buf, send
+            frag_of = asked % nfrag
+            local_offset = asked // nfrag
+            out_buf, answer = _host_buffer(engine, len(asked), wire)
+            for f in np.unique(frag_of):
+                pick = np.flatnonzero(frag_of == f)
+                frag = x.fragments[int(f)]
+                got = _read_local(frag, unravel(local_offset[pick], frag.shape))
+                answer[pick] = np.asarray(move_array(got, executor("numpy", _HOST))).astype(answer.dtype, copy=False)
+            del recv_buf, asked, frag_of, local_offset
+            back_buf, back = _host_buffer(engine, len(codes), wire)
+            engine.alltoallv(out_buf, receive, back_buf, [int(c) for c in counts])
+            del out_buf, answer
+            values = np.empty_like(back)
+            values[order] = back
+            del back_buf, back
+            arrays: list[Any] = [None] * layout.nfragments
+            start = 0
+            for o, n in zip(outs, sizes):
+                part = values[start:start + n].reshape(layout.fragment(o).shape)
+                if x.dtype == "bool":
+                    part = part.astype(bool)
+                arrays[o] = move_array(np.ascontiguousarray(part), executor(frameworks[o], layout.devices[o]))
+                start += n
+            return arrays
+
+        arrays = conclude(engine, description, run)
+    return new_tensor(arrays, layout, x.dtype)
+
+
+def _host_buffer(engine: Any, n: int, dtype: str) -> tuple[Any, np.ndarray]:
+    """An engine buffer of ``n`` elements in host memory and a NumPy view of it."""
+    buf, _ = engine.empty(n, dtype, _HOST)
+    return buf, np.asarray(move_array(buf, executor("numpy", _HOST)))

@@ -1,0 +1,65 @@
+"""Multi-process scenarios of owner-routed indexing (run by :mod:`tests._mp_worker`).
+
+Integer-array indexing, ``take`` and ``take_along_axis`` of tensors split over
+the processes: values equal NumPy's, the result is split over the same
+processes, and with NumPy fragments the new memory of each process during a
+call (``tracemalloc``) stays within 1.5 x (its share of the operands + its
+share of the result) plus one block.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+
+import dlmg
+import dlmg.array_api as xp
+import dlmg.distributed as dd
+
+
+def indexing_routed():
+    """Values and placement of routed indexing across processes."""
+    world = dd.world_size()
+    host = np.arange(8.0 * world * 5).reshape(8 * world, 5)
+    x = dlmg.scatter(host if dd.rank() == 0 else None, dd.slab(host.shape, axis=0), framework="numpy")
+    rng = np.random.default_rng(3)
+    rows = rng.integers(-host.shape[0], host.shape[0], size=11)
+    for key in [rows, (rows, 2), (slice(None), np.array([4, 0])), (slice(3, None, 3),), host > 17.0]:
+        got = x[key]
+        assert got.layout.ranks == x.layout.ranks or got.ndim == 0, repr(got.layout)
+        np.testing.assert_array_equal(got.gather(), host[key])
+    np.testing.assert_array_equal(xp.take(x, rows, axis=0).gather(), np.take(host, rows, axis=0))
+    along = rng.integers(0, 5, size=host.shape)
+    np.testing.assert_array_equal(xp.take_along_axis(x, along, axis=1).gather(), np.take_along_axis(host, along, 1))
+    idx = dlmg.scatter(rows % host.shape[0] if dd.rank() == 0 else None, dd.slab(rows.shape, axis=0),
+                       framework="numpy")
+    got = xp.take(x, idx, axis=0)
+    assert got.layout.ranks == idx.layout.ranks
+    np.testing.assert_array_equal(got.gather(), host[rows % host.shape[0]])
+    return True
+
+
+def indexing_memory():
+    """Peak new memory of one routed ``take`` on each process, against the bound."""
+    world = dd.world_size()
+    n = 1 << 17
+    host_share = np.arange(n // world, dtype=np.float64)  # this process's share only
+    layout = dd.slab((n,), axis=0)
+    mine = [f for f, r in enumerate(layout.ranks) if r == dd.rank()][0]
+    x = dlmg.from_fragments({mine: host_share + mine * (n // world)}, layout)
+    rng = np.random.default_rng(0)
+    idx_share = rng.integers(0, n, size=n // world)
+    idx = dlmg.from_fragments({mine: idx_share}, layout)
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    out = xp.take(x, idx, axis=0)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    share = n // world * 8
+    bound = 1.5 * (share + share + share) + layout.block[0] * 8
+    np.testing.assert_array_equal(np.asarray(out.fragments[mine].array), idx_share.astype(np.float64))
+    return {"peak": peak, "bound": bound}
+
+
+SCENARIOS = {"indexing_routed": indexing_routed, "indexing_memory": indexing_memory}
