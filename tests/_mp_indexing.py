@@ -40,26 +40,43 @@ def indexing_routed():
     return True
 
 
-def indexing_memory():
-    """Peak new memory of one routed ``take`` on each process, against the bound."""
-    world = dd.world_size()
-    n = 1 << 17
-    host_share = np.arange(n // world, dtype=np.float64)  # this process's share only
-    layout = dd.slab((n,), axis=0)
-    mine = [f for f, r in enumerate(layout.ranks) if r == dd.rank()][0]
-    x = dlmg.from_fragments({mine: host_share + mine * (n // world)}, layout)
-    rng = np.random.default_rng(0)
-    idx_share = rng.integers(0, n, size=n // world)
-    idx = dlmg.from_fragments({mine: idx_share}, layout)
+def _peak(call) -> int:
     tracemalloc.start()
     tracemalloc.reset_peak()
-    out = xp.take(x, idx, axis=0)
+    out = call()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    share = n // world * 8
-    bound = 1.5 * (share + share + share) + layout.block[0] * 8
+    del out
+    return peak
+
+
+def indexing_memory():
+    """Peak new memory of routed ``take``, ``take_along_axis`` and ``x[idx]`` on each process,
+    each against 1.5 x (the process's share of the operands + of the result) + one block."""
+    world = dd.world_size()
+    n = 1 << 17
+    share = n // world
+    layout = dd.slab((n,), axis=0)
+    mine = [f for f, r in enumerate(layout.ranks) if r == dd.rank()][0]
+    x = dlmg.from_fragments({mine: np.arange(share, dtype=np.float64) + mine * share}, layout)
+    rng = np.random.default_rng(0)
+    idx_share = rng.integers(0, n, size=share)
+    idx = dlmg.from_fragments({mine: idx_share}, layout)
+    host_idx = rng.integers(0, n, size=share)  # the same on every process: a host operand, whole here
+    block = layout.block[0] * 8
+    xp.take(x, idx[:8], axis=0)  # the first calls import modules: not the calls' memory
+    x[host_idx[:8]]
+    xp.take_along_axis(x, host_idx[:8], axis=0)
+    figures = {
+        "take": (_peak(lambda: xp.take(x, idx, axis=0)), 1.5 * 3 * share * 8 + block),
+        "getitem": (_peak(lambda: x[host_idx]), 1.5 * (share + share + share // world) * 8 + block),
+        "take_along_axis": (_peak(lambda: xp.take_along_axis(x, host_idx, axis=0)),
+                            1.5 * (share + share + share // world) * 8 + block),
+    }
+    out = xp.take(x, idx, axis=0)
     np.testing.assert_array_equal(np.asarray(out.fragments[mine].array), idx_share.astype(np.float64))
-    return {"peak": peak, "bound": bound}
+    return figures
 
 
 SCENARIOS = {"indexing_routed": indexing_routed, "indexing_memory": indexing_memory}
+

@@ -45,7 +45,7 @@ from ..ops.broadcast import align
 from ..ops.contract.pending import settled
 from ..ops._executor import executor as _executor, move_array
 from ..ops.dispatch import new_tensor
-from ..ops.routed import box, read, result_frameworks, result_layout, write
+from ..ops.routed import Box, box, read, result_frameworks, result_layout, write
 from ._collect import collect, settle
 from ._keys import as_index_array, coordinates, is_advanced, normalize
 from ._manipulation import broadcast_to
@@ -457,11 +457,13 @@ def _index_values(frag: Any, n: int, mode: int) -> np.ndarray:
     a = np.asarray(host)
     if a.dtype.kind not in "iu":
         raise IndexError(f"arrays used as indices must be of integer type, got dtype {a.dtype}")
-    a = a.astype(np.int64, copy=False).reshape(-1)
-    if a.size and (int(a.min()) < -n or int(a.max()) >= n):
-        bad = int(a.max()) if int(a.max()) >= n else int(a.min())
-        raise IndexError(f"index {bad} is out of bounds for axis {mode} with size {n}")
-    return np.where(a < 0, a + n, a)
+    a = a.reshape(-1)
+    lo, hi = (int(a.min()), int(a.max())) if a.size else (0, 0)
+    if lo < -n or hi >= n:
+        raise IndexError(f"index {hi if hi >= n else lo} is out of bounds for axis {mode} with size {n}")
+    if lo < 0:
+        a = np.where(a < 0, a + n, a)
+    return a
 
 
 def _along(x: Any, indices: Any, axis: int, name: str) -> Any:
@@ -488,14 +490,9 @@ def _along(x: Any, indices: Any, axis: int, name: str) -> Any:
             values = values.reshape((1,) * axis + (-1,) + (1,) * (x.ndim - axis - 1))
         else:
             values = values.reshape(box_shape)
-        coords = []
-        for m in range(x.ndim):
-            if m == axis:
-                c = values
-            else:
-                c = picks[m].reshape((1,) * m + (-1,) + (1,) * (x.ndim - m - 1))
-            coords.append(np.broadcast_to(c, box_shape).reshape(-1))
-        requests[o] = coords
+        subs = [values if m == axis else picks[m].reshape((1,) * m + (-1,) + (1,) * (x.ndim - m - 1))
+                for m in range(x.ndim)]
+        requests[o] = Box(subs, box_shape)
     frameworks = result_frameworks(x, layout)
     return read(x, requests, layout, frameworks, name)
 

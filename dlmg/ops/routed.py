@@ -36,7 +36,7 @@ from .dispatch import new_tensor
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
 
-__all__ = ["owners", "result_layout", "result_frameworks", "box", "read", "write", "unravel", "narrow"]
+__all__ = ["Box", "owners", "result_layout", "result_frameworks", "box", "read", "write", "unravel", "narrow"]
 
 _HOST = Device("cpu", 0)
 
@@ -111,19 +111,40 @@ def result_frameworks(lead: "DistributedTensor", layout: Layout) -> list[str]:
     return [by_place.get((d, r), first) for d, r in zip(layout.devices, layout.ranks)]
 
 
-def box(coords: Sequence[np.ndarray], layout: Layout, fragment: int) -> list[np.ndarray]:
-    """The global indices read by ``fragment`` of ``layout`` (the result), flattened in
-    its row-major order, one array per source mode, from ``coords`` broadcastable to
-    the result shape."""
+class Box:
+    """The global indices read (or written) by one fragment of a result, per source mode:
+    arrays broadcastable to the fragment's shape (``subs``), so that nothing of the
+    fragment's size is made until a round of requests asks for a stretch of them."""
+
+    __slots__ = ("subs", "shape", "size")
+
+    def __init__(self, subs: Sequence[np.ndarray], shape: tuple[int, ...]) -> None:
+        self.subs = list(subs)
+        self.shape = tuple(shape)
+        self.size = math.prod(self.shape)
+
+    def coords(self, start: int = 0, stop: int | None = None) -> list[np.ndarray]:
+        """The indices of elements ``start`` to ``stop`` (row-major), one flat array per mode."""
+        stop = self.size if stop is None else stop
+        if start == 0 and stop == self.size:
+            return [np.broadcast_to(c, self.shape).reshape(-1) for c in self.subs]
+        where = np.unravel_index(np.arange(start, stop, dtype=np.int64), self.shape)
+        return [np.asarray(c[tuple(w if n != 1 else 0 for w, n in zip(where, c.shape))], dtype=np.int64)
+                .reshape(-1) for c in self.subs]
+
+
+def box(coords: Sequence[np.ndarray], layout: Layout, fragment: int) -> Box:
+    """The :class:`Box` of ``fragment`` of ``layout`` (the result), from ``coords``
+    broadcastable to the result's shape."""
     picks = [layout.owned_indices(fragment, j) for j in range(layout.ndim)]
     shape = tuple(len(p) for p in picks)
-    out = []
+    subs = []
     for c in coords:
         for j, p in enumerate(picks):
             if c.shape[j] != 1:
                 c = np.take(c, p, axis=j)
-        out.append(np.broadcast_to(c, shape).reshape(-1))
-    return out
+        subs.append(c)
+    return Box(subs, shape)
 
 
 def _read_local(frag: Any, local: tuple[np.ndarray, ...]) -> Any:
@@ -140,18 +161,18 @@ def _read_local(frag: Any, local: tuple[np.ndarray, ...]) -> Any:
     return ex.run(run)
 
 
-def read(x: "DistributedTensor", requests: dict[int, list[np.ndarray]], layout: Layout,
+def read(x: "DistributedTensor", requests: dict[int, Box], layout: Layout,
          frameworks: Sequence[str], name: str) -> "DistributedTensor":
     """A tensor of ``layout`` whose fragment ``o`` (held here) holds ``x``'s elements at the
-    global indices ``requests[o]`` (one flat array per mode of ``x``), in fragment
+    global indices of ``requests[o]`` (a :class:`Box`), in fragment
     ``o``'s row-major order and in framework ``frameworks[o]``."""
     engine = current()
     if engine is not None and engine.world_size > 1 and x.layout.nprocesses > 1 or (
             engine is not None and engine.world_size > 1 and layout.nprocesses > 1):
         return _read_across(x, requests, layout, frameworks, name, engine)
     arrays: list[Any] = [None] * layout.nfragments
-    for o, coords in requests.items():
-        cell, offset = owners(x.layout, coords)
+    for o, request in requests.items():
+        cell, offset = owners(x.layout, request.coords())
         arrays[o] = _assemble(x, cell, offset, layout.fragment(o).shape,
                               executor(frameworks[o], layout.devices[o]), x.dtype)
     return new_tensor(arrays, layout, x.dtype)
@@ -187,7 +208,7 @@ def _sorted(order: np.ndarray) -> bool:
     return bool(len(order) < 2 or np.all(order[1:] > order[:-1]))
 
 
-def write(x: "DistributedTensor", requests: list[tuple[list[np.ndarray], Callable[[Any], Any]]],
+def write(x: "DistributedTensor", requests: list[tuple[Box, Callable[[Any], Any]]],
           name: str) -> None:
     """Write into ``x`` in place: each request is ``(coords, values)`` with the global
     indices (one flat array per mode) and ``values(executor)`` giving the values to
@@ -197,9 +218,9 @@ def write(x: "DistributedTensor", requests: list[tuple[list[np.ndarray], Callabl
     if engine is not None and engine.world_size > 1 and x.layout.nprocesses > 1:
         raise NotImplementedError(f"{name}: assignment across processes by index arrays")
     replaced: dict[int, Any] = {}
-    for coords, values in requests:
+    for request, values in requests:
         cells: list[np.ndarray] = []
-        base, offset = owners(x.layout, coords)
+        base, offset = owners(x.layout, request.coords())
         base = base % x.layout.ngrid
         for r in range(x.layout.nreplicas):
             cells.append(base + r * x.layout.ngrid)
@@ -239,70 +260,105 @@ def _store(frag: Any, a: Any, local: tuple[Any, ...], vals: Any) -> Any:
     return None
 
 
-def _read_across(x: "DistributedTensor", requests: dict[int, list[np.ndarray]], layout: Layout,
+#: Requests a process sends per round across processes: its requests in at least this many
+#: rounds (each round's index and message arrays are then a fraction of its share of the
+#: result), but no round smaller than :data:`ROUND_MIN` elements.
+ROUNDS = 16
+ROUND_MIN = 1 << 12
+
+
+def _read_across(x: "DistributedTensor", requests: dict[int, Box], layout: Layout,
                  frameworks: Sequence[str], name: str, engine: Any) -> "DistributedTensor":
-    """:func:`read` across processes: one all-to-all of requests, one of values.
+    """:func:`read` across processes: per round, one all-to-all of request counts, one of
+    requests and one of values back.
 
     Each process sends, to every process owning some of its requested elements, one
     int64 per element (the owning fragment and the local offset there); the owners
     read them in their fragments' frameworks and send the values back in the same
-    order. Messages are staged in host memory.
+    order, straight into the result fragment's host array. Requests go in rounds of
+    at most ``ceil(share / ROUNDS)`` elements, so the index arrays alive at once stay
+    a fraction of the result's share; every process runs as many rounds as the one
+    with the most. Messages are staged in host memory.
     """
     me, world = engine.rank, engine.world_size
     nfrag = x.layout.nfragments
     wire = "uint8" if x.dtype == "bool" else x.dtype
+    rank_of = np.asarray(x.layout.ranks, dtype=np.int64)
     description = describe(name, source=x.layout, result=layout, dtype=x.dtype)
+    outs = sorted(requests)
+    total = sum(requests[o].size for o in outs)
+    step = max(ROUND_MIN, -(-total // ROUNDS))
+    segments = [(o, a, min(a + step, requests[o].size)) for o in outs for a in range(0, requests[o].size, step)]
 
-    def work() -> tuple[Any, list[int]]:
-        outs = sorted(requests)
-        found = [owners(x.layout, requests[o], rank=me) for o in outs]
-        sizes = [len(c) for c, _ in found]
-        cell = np.concatenate([c for c, _ in found]) if found else np.zeros(0, np.int64)
-        offset = np.concatenate([f for _, f in found]) if found else np.zeros(0, np.int64)
-        del found
-        ranks = np.asarray(x.layout.ranks, dtype=np.int64)[cell]
-        order = np.argsort(ranks * nfrag + cell, kind="stable")
-        codes = offset[order] * nfrag + cell[order]
-        counts = np.bincount(ranks, minlength=world)
-        return (outs, sizes, order, codes, counts), [int(c) for c in counts]
+    def work() -> tuple[dict[int, np.ndarray], int]:
+        kind = _host_buffer(engine, 0, wire)[1].dtype
+        return {o: np.empty(requests[o].shape, dtype=kind) for o in outs}, len(segments)
 
     with exclusive(engine, name):
-        (outs, sizes, order, codes, counts), votes = prepare_vote(engine, description, work)
-        receive = [int(v[me]) for v in votes]
+        results, votes = prepare_vote(engine, description, work)
+        rounds = max(int(v) for v in votes)
 
         def run() -> list[Any]:
-            send_buf, send = _host_buffer(engine, len(codes), "int64")
-            send[...] = codes
-            recv_buf, asked = _host_buffer(engine, sum(receive), "int64")
-            engine.alltoallv(send_buf, [int(c) for c in counts], recv_buf, receive)
-            del send_buf, send
-            frag_of = asked % nfrag
-            local_offset = asked // nfrag
-            out_buf, answer = _host_buffer(engine, len(asked), wire)
-            for f in np.unique(frag_of):
-                pick = np.flatnonzero(frag_of == f)
-                frag = x.fragments[int(f)]
-                got = _read_local(frag, unravel(local_offset[pick], frag.shape))
-                answer[pick] = np.asarray(move_array(got, executor("numpy", _HOST))).astype(answer.dtype, copy=False)
-            del recv_buf, asked, frag_of, local_offset
-            back_buf, back = _host_buffer(engine, len(codes), wire)
-            engine.alltoallv(out_buf, receive, back_buf, [int(c) for c in counts])
-            del out_buf, answer
-            values = np.empty_like(back)
-            values[order] = back
-            del back_buf, back
+            for r in range(rounds):
+                if r < len(segments):
+                    o, a, b = segments[r]
+                    cell, offset = owners(x.layout, requests[o].coords(a, b), rank=me)
+                    ranks = rank_of[cell]
+                    order = np.argsort(ranks, kind="stable")
+                    codes = offset[order] * nfrag + cell[order]
+                    del cell, offset
+                    counts = np.bincount(ranks, minlength=world)
+                    del ranks
+                else:
+                    o, a, b = -1, 0, 0
+                    order = codes = np.zeros(0, dtype=np.int64)
+                    counts = np.zeros(world, dtype=np.int64)
+                _exchange_round(engine, x, codes, counts, wire, results.get(o), a, b, order)
             arrays: list[Any] = [None] * layout.nfragments
-            start = 0
-            for o, n in zip(outs, sizes):
-                part = values[start:start + n].reshape(layout.fragment(o).shape)
+            for o in outs:
+                part = results.pop(o)
                 if x.dtype == "bool":
                     part = part.astype(bool)
-                arrays[o] = move_array(np.ascontiguousarray(part), executor(frameworks[o], layout.devices[o]))
-                start += n
+                arrays[o] = move_array(part, executor(frameworks[o], layout.devices[o]))
             return arrays
 
         arrays = conclude(engine, description, run)
     return new_tensor(arrays, layout, x.dtype)
+
+
+def _exchange_round(engine: Any, x: "DistributedTensor", codes: np.ndarray, counts: np.ndarray, wire: str,
+                    into: np.ndarray | None, start: int, stop: int, order: np.ndarray) -> None:
+    """One round: counts, requests and values exchanged; the values land in
+    ``into.reshape(-1)[start:stop]`` in the requests' order (``order``)."""
+    world, nfrag = engine.world_size, x.layout.nfragments
+    send_buf, send = _host_buffer(engine, world, "int64")
+    send[...] = counts
+    recv_buf, recv = _host_buffer(engine, world, "int64")
+    engine.alltoallv(send_buf, [1] * world, recv_buf, [1] * world)
+    receive = [int(c) for c in recv]
+    sent = [int(c) for c in counts]
+    del send_buf, send, recv_buf, recv
+    send_buf, send = _host_buffer(engine, len(codes), "int64")
+    send[...] = codes
+    recv_buf, asked = _host_buffer(engine, sum(receive), "int64")
+    engine.alltoallv(send_buf, sent, recv_buf, receive)
+    del send_buf, send
+    frag_of = asked % nfrag
+    local_offset = asked // nfrag
+    del recv_buf, asked
+    out_buf, answer = _host_buffer(engine, len(frag_of), wire)
+    for f in np.unique(frag_of):
+        pick = np.flatnonzero(frag_of == f)
+        frag = x.fragments[int(f)]
+        got = _read_local(frag, unravel(local_offset[pick], frag.shape))
+        answer[pick] = np.asarray(move_array(got, executor("numpy", _HOST))).astype(answer.dtype, copy=False)
+        del pick, got
+    del frag_of, local_offset
+    back_buf, back = _host_buffer(engine, len(codes), wire)
+    engine.alltoallv(out_buf, receive, back_buf, sent)
+    del out_buf, answer
+    if into is not None and stop > start:
+        into.reshape(-1)[start + order] = back
 
 
 def _host_buffer(engine: Any, n: int, dtype: str) -> tuple[Any, np.ndarray]:
