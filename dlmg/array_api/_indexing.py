@@ -300,7 +300,7 @@ def setitem(x: Any, key: Any, value: Any) -> None:
     check_writable(x, local, "__setitem__")
     items = normalize(key, x.shape)
     check_value(value, x.dtype)
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, np.generic)):
         value = np.asarray(value)
     if is_distributed(value):
         value = unalias(x, value)
