@@ -139,3 +139,18 @@ def test_nothing_is_collected():
     for got in [x[np.arange(16)[::-1]], xp.take(x, np.arange(16), axis=0), x[host > 3],
                 xp.take_along_axis(x, np.zeros((16, 4), dtype=np.int64), axis=1), x[3:9:2]]:
         assert got.layout.nfragments == 4 and set(got.layout.devices) == set(x.layout.devices)
+
+
+@SETTINGS
+@given(layout=layouts(shape=(6, 4), jax_devices=False), data=st.data())
+def test_distributed_integer_index_keeps_its_distribution(layout, data):
+    host = np.arange(24.0).reshape(6, 4)
+    x = dlmg.scatter(host, layout)
+    axis = data.draw(st.integers(0, 1))
+    n = host.shape[axis]
+    idx = np.array(data.draw(st.lists(st.integers(-n, n - 1), min_size=1, max_size=7)), dtype=np.int64)
+    d = dlmg.scatter(idx, Layout.slab(idx.shape, 0, ["cpu:1", "cpu:2"]))
+    key = (d,) if axis == 0 else (slice(None), d)
+    got = x[key]
+    np.testing.assert_array_equal(_values(got), host[(idx,) if axis == 0 else (slice(None), idx)])
+    assert got.layout.devices == d.layout.devices

@@ -129,8 +129,27 @@ def getitem(x: Any, key: Any) -> Any:
         masks = [k for k in items if is_distributed(k)]
         if len(items) == 1 and masks[0].dtype == "bool" and masks[0].shape == x.shape and not _across(x):
             return _masked(x, masks[0])
+        along = _single_index(x, items)
+        if along is not None:
+            return _along(x, items[along], along, "__getitem__")
         return _collected_getitem(x, key)
     return _routed_getitem(x, items)
+
+
+def _single_index(x: Any, items: list[Any]) -> int | None:
+    """The mode of the one distributed 1-D integer index of a key whose other entries take
+    whole modes (``x[idx]``, ``x[:, idx]``: a ``take``), else ``None``."""
+    if len(items) != x.ndim:
+        return None
+    found = None
+    for m, k in enumerate(items):
+        if is_distributed(k):
+            if found is not None or k.ndim != 1 or k.dtype == "bool":
+                return None
+            found = m
+        elif not (isinstance(k, range) and k.step == 1 and len(k) == x.shape[m]):
+            return None
+    return found
 
 
 def _views(x: Any, layout: Layout, keys: tuple[Any, ...]) -> Any:
