@@ -16,6 +16,7 @@ import numpy as np
 import dlmg
 import dlmg.array_api as xp
 import dlmg.distributed as dd
+from dlmg import Layout
 
 
 def indexing_routed():
@@ -37,6 +38,24 @@ def indexing_routed():
     got = xp.take(x, idx, axis=0)
     assert got.layout.ranks == idx.layout.ranks
     np.testing.assert_array_equal(got.gather(), host[rows % host.shape[0]])
+    got = x[idx]  # a distributed index: a take keeping the index's distribution
+    assert got.layout.ranks == idx.layout.ranks
+    np.testing.assert_array_equal(got.gather(), host[rows % host.shape[0]])
+    want = host.copy()
+    for key, value in [(rows, -1.0), ((rows, 2), 7.0), (host > 30.0, np.arange((host > 30.0).sum()) * 1.0),
+                       ((slice(3, None, 3), slice(None, None, -2)), np.array([1.0, 2.0, 3.0]))]:
+        want[key] = value
+        x[key] = value
+        np.testing.assert_array_equal(x.gather(), want)
+    replicated = Layout.replicated(host.shape, ["cpu:0"] * world, ranks=list(range(world)))
+    r = dlmg.scatter(host if dd.rank() == 0 else None, replicated, framework="numpy")
+    np.testing.assert_array_equal(r[rows].gather(), host[rows])
+    r[rows, 1] = -5.0
+    want = host.copy()
+    want[rows, 1] = -5.0
+    for frag in r.fragments:  # every replica written, each process's own one checked
+        if frag.is_local:
+            np.testing.assert_array_equal(np.asarray(frag.array), want)
     return True
 
 

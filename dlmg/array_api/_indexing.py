@@ -323,8 +323,7 @@ def setitem(x: Any, key: Any, value: Any) -> None:
         value = np.asarray(value)
     if is_distributed(value):
         value = unalias(x, value)
-    if any(is_distributed(k) for k in items) or (_across(x) and (
-            any(is_advanced(k) for k in items) or _local_layout(x, items) is None)):
+    if any(is_distributed(k) for k in items):
         _collected_setitem(x, key, value)
         return
     found = None if any(is_advanced(k) for k in items) else _local_layout(x, items)

@@ -216,7 +216,8 @@ def write(x: "DistributedTensor", requests: list[tuple[Box, Callable[[Any], Any]
     element is written; of repeated indices one value is stored (NumPy's rule)."""
     engine = current()
     if engine is not None and engine.world_size > 1 and x.layout.nprocesses > 1:
-        raise NotImplementedError(f"{name}: assignment across processes by index arrays")
+        _write_across(x, requests, name, engine)
+        return
     replaced: dict[int, Any] = {}
     for request, values in requests:
         cells: list[np.ndarray] = []
@@ -359,6 +360,90 @@ def _exchange_round(engine: Any, x: "DistributedTensor", codes: np.ndarray, coun
     del out_buf, answer
     if into is not None and stop > start:
         into.reshape(-1)[start + order] = back
+
+
+def _write_across(x: "DistributedTensor", requests: list[tuple[Box, Callable[[Any], Any]]], name: str,
+                  engine: Any) -> None:
+    """:func:`write` across processes: per round, one all-to-all of counts, one of the
+    destinations (fragment and local offset, one per replica of each element) and one of
+    the values; each owner writes what it receives into its fragments."""
+    me, world = engine.rank, engine.world_size
+    lay = x.layout
+    nfrag, ngrid = lay.nfragments, lay.ngrid
+    wire = "uint8" if x.dtype == "bool" else x.dtype
+    rank_of = np.asarray(lay.ranks, dtype=np.int64)
+    description = describe(name, target=lay, dtype=x.dtype)
+    total = sum(box_.size for box_, _ in requests)
+    step = max(ROUND_MIN, -(-total // ROUNDS))
+    segments = [(k, a, min(a + step, box_.size)) for k, (box_, _) in enumerate(requests)
+                for a in range(0, box_.size, step)]
+    host = executor("numpy", _HOST)
+
+    def work() -> tuple[list[Any], int]:
+        return [np.asarray(values(host)).reshape(-1) for _, values in requests], len(segments)
+
+    with exclusive(engine, name):
+        flat, votes = prepare_vote(engine, description, work)
+        rounds = max(int(v) for v in votes)
+
+        def run() -> None:
+            replaced: dict[int, Any] = {}
+            for r in range(rounds):
+                if r < len(segments):
+                    k, a, b = segments[r]
+                    base, offset = owners(lay, requests[k][0].coords(a, b))
+                    base = base % ngrid
+                    cell = np.concatenate([base + ngrid * rep for rep in range(lay.nreplicas)])
+                    offset = np.tile(offset, lay.nreplicas)
+                    vals = np.tile(flat[k][a:b], lay.nreplicas)
+                    ranks = rank_of[cell]
+                    order = np.argsort(ranks, kind="stable")
+                    codes = offset[order] * nfrag + cell[order]
+                    vals = vals[order]
+                    counts = np.bincount(ranks, minlength=world)
+                    del base, offset, cell, ranks, order
+                else:
+                    codes = np.zeros(0, dtype=np.int64)
+                    vals = np.zeros(0, dtype=_host_buffer(engine, 0, wire)[1].dtype)
+                    counts = np.zeros(world, dtype=np.int64)
+                _write_round(engine, x, codes, vals, counts, wire, replaced)
+            if replaced:
+                x._replace_arrays(replaced)
+
+        conclude(engine, description, run)
+
+
+def _write_round(engine: Any, x: "DistributedTensor", codes: np.ndarray, vals: np.ndarray, counts: np.ndarray,
+                 wire: str, replaced: dict[int, Any]) -> None:
+    """One round of :func:`_write_across`: destinations and values exchanged and written."""
+    world, nfrag = engine.world_size, x.layout.nfragments
+    send_buf, send = _host_buffer(engine, world, "int64")
+    send[...] = counts
+    recv_buf, recv = _host_buffer(engine, world, "int64")
+    engine.alltoallv(send_buf, [1] * world, recv_buf, [1] * world)
+    receive = [int(c) for c in recv]
+    sent = [int(c) for c in counts]
+    send_buf, send = _host_buffer(engine, len(codes), "int64")
+    send[...] = codes
+    recv_buf, where = _host_buffer(engine, sum(receive), "int64")
+    engine.alltoallv(send_buf, sent, recv_buf, receive)
+    vsend_buf, vsend = _host_buffer(engine, len(vals), wire)
+    vsend[...] = vals
+    vrecv_buf, got = _host_buffer(engine, sum(receive), wire)
+    engine.alltoallv(vsend_buf, sent, vrecv_buf, receive)
+    frag_of = where % nfrag
+    local_offset = where // nfrag
+    for f in np.unique(frag_of):
+        pick = np.flatnonzero(frag_of == f)
+        frag = x.fragments[int(f)]
+        ex = executor(frag.framework, frag.device)
+        local = tuple(move_array(narrow(i), ex) for i in unravel(local_offset[pick], frag.shape))
+        part = got[pick].astype(bool) if x.dtype == "bool" else got[pick]
+        new_values = move_array(np.ascontiguousarray(part), ex)
+        current_array = replaced.get(int(f), frag.array)
+        new = ex.run(lambda xp: _store(frag, current_array, local, new_values))
+        if new is not None:
+            replaced[int(f)] = new
 
 
 def _host_buffer(engine: Any, n: int, dtype: str) -> tuple[Any, np.ndarray]:
