@@ -38,6 +38,10 @@ def indexing_routed():
     got = xp.take(x, idx, axis=0)
     assert got.layout.ranks == idx.layout.ranks
     np.testing.assert_array_equal(got.gather(), host[rows % host.shape[0]])
+    mask = dlmg.scatter(host % 3 == 1 if dd.rank() == 0 else None, dd.slab(host.shape, axis=1), framework="numpy")
+    got = x[mask]  # a distributed mask: row slabs compacted, an exclusive scan of counts
+    assert got.layout.ranks == x.layout.ranks
+    np.testing.assert_array_equal(got.gather(), host[host % 3 == 1])
     got = x[idx]  # a distributed index: a take keeping the index's distribution
     assert got.layout.ranks == idx.layout.ranks
     np.testing.assert_array_equal(got.gather(), host[rows % host.shape[0]])
@@ -86,7 +90,11 @@ def indexing_memory():
     xp.take(x, idx[:8], axis=0)  # the first calls import modules: not the calls' memory
     x[host_idx[:8]]
     xp.take_along_axis(x, host_idx[:8], axis=0)
+    mask = dlmg.from_fragments({mine: rng.random(share) < 0.5}, layout)
+    x[mask]  # warm-up
+    selected = int(np.asarray(mask.fragments[mine].array).sum())
     figures = {
+        "mask": (_peak(lambda: x[mask]), 1.5 * (share * 9 + selected * 8) + block),
         "take": (_peak(lambda: xp.take(x, idx, axis=0)), 1.5 * 3 * share * 8 + block),
         "getitem": (_peak(lambda: x[host_idx]), 1.5 * (share + share + share // world) * 8 + block),
         "take_along_axis": (_peak(lambda: xp.take_along_axis(x, host_idx, axis=0)),

@@ -45,7 +45,7 @@ from ..ops.broadcast import align
 from ..ops.contract.pending import settled
 from ..ops._executor import executor as _executor, move_array
 from ..ops.dispatch import new_tensor
-from ..ops.routed import Box, box, read, result_frameworks, result_layout, write
+from ..ops.routed import Box, box, place_pieces, read, result_frameworks, result_layout, write
 from ._collect import collect, settle
 from ._keys import as_index_array, coordinates, is_advanced, normalize
 from ._manipulation import broadcast_to
@@ -127,7 +127,7 @@ def getitem(x: Any, key: Any) -> Any:
         return _routed_getitem(x, items)
     if any(is_distributed(k) for k in items):
         masks = [k for k in items if is_distributed(k)]
-        if len(items) == 1 and masks[0].dtype == "bool" and masks[0].shape == x.shape and not _across(x):
+        if len(items) == 1 and masks[0].dtype == "bool" and masks[0].shape == x.shape:
             return _masked(x, masks[0])
         along = _single_index(x, items)
         if along is not None:
@@ -167,11 +167,6 @@ def _routed_getitem(x: Any, items: list[Any]) -> Any:
     return read(x, requests, layout, result_frameworks(x, layout), "__getitem__")
 
 
-def _across(x: Any) -> bool:
-    """Whether ``x``'s fragments lie in several processes of an initialised engine."""
-    return _state.current() is not None and _state.world_size() > 1 and x.layout.nprocesses > 1
-
-
 def _held(layout: Layout) -> list[int]:
     """The fragments of ``layout`` this process holds."""
     me = _state.rank() if _state.current() is not None else 0
@@ -190,44 +185,18 @@ def _masked(x: Any, mask: Any) -> Any:
     xs = x if x.layout.same_distribution(slabs) else x.redistribute(slabs)
     ms = mask if mask.layout.same_distribution(slabs) else mask.redistribute(slabs)
     pieces: dict[int, Any] = {}
-    counts = [0] * slabs.nfragments
     for frag, m in zip(xs.fragments, ms.fragments):
         if not frag.is_local:
             continue
         sel = frag.adapter.index(frag.array, (m.array if m.framework == frag.framework else
                                              _moved(m.array, frag),))
         pieces[frag.index] = frag.adapter.namespace().reshape(sel, (-1,))
-        counts[frag.index] = int(sel.shape[0])
-    starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    total = int(starts[-1])
-    out = result_layout(x, (total,))
-    frameworks = result_frameworks(x, out)
-    arrays: list[Any] = [None] * out.nfragments
-    for o in _held(out):
-        lo = o * out.block[0]
-        hi = min(lo + out.block[0], total)
-        ex = _executor(frameworks[o], out.devices[o])
-        parts = []
-        for f, piece in pieces.items():
-            a, b = max(lo, int(starts[f])), min(hi, int(starts[f + 1]))
-            if a < b:
-                parts.append(_moved_to(piece[a - int(starts[f]):b - int(starts[f])], ex))
-        arrays[o] = ex.run(lambda xp: _joined(xp, parts, max(hi - lo, 0), ex, x.dtype))
-    return new_tensor(arrays, out, x.dtype)
-
-
-def _joined(xp: Any, parts: list[Any], n: int, ex: Any, dtype: str) -> Any:
-    if not parts:
-        return xp.zeros((n,), dtype=ex.dtype(dtype), device=ex.adapter.native_device(ex.device))
-    return parts[0] if len(parts) == 1 else xp.concat(parts)
+    return place_pieces(pieces, slabs.ranks, x.dtype, lambda total: result_layout(x, (total,)),
+                        lambda out: result_frameworks(x, out), "__getitem__")
 
 
 def _moved(array: Any, frag: Any) -> Any:
     return move_array(array, _executor(frag.framework, frag.device))
-
-
-def _moved_to(array: Any, ex: Any) -> Any:
-    return move_array(array, ex)
 
 
 def _collected_getitem(x: Any, key: Any) -> Any:

@@ -36,7 +36,7 @@ from .dispatch import new_tensor
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
 
-__all__ = ["Box", "owners", "result_layout", "result_frameworks", "box", "read", "write", "unravel", "narrow"]
+__all__ = ["Box", "place_pieces", "owners", "result_layout", "result_frameworks", "box", "read", "write", "unravel", "narrow"]
 
 _HOST = Device("cpu", 0)
 
@@ -444,6 +444,123 @@ def _write_round(engine: Any, x: "DistributedTensor", codes: np.ndarray, vals: n
         new = ex.run(lambda xp: _store(frag, current_array, local, new_values))
         if new is not None:
             replaced[int(f)] = new
+
+
+def place_pieces(pieces: dict[int, Any], source_ranks: Sequence[int], dtype: str,
+                 layout_of: Callable[[int], Layout], frameworks_of: Callable[[Layout], Sequence[str]],
+                 name: str) -> "DistributedTensor":
+    """The 1-D concatenation, in source order, of pieces held by the processes, laid out by
+    ``layout_of(total)`` (a slab along mode 0): a stream compaction's placement step.
+
+    ``pieces`` maps each source index held here to its 1-D array; ``source_ranks`` gives
+    every source's process. The processes share their pieces' lengths (one small
+    collective), an exclusive scan of them gives each piece's place, and each piece's
+    stretches go to the result fragments they fall in: one all-to-all of values.
+    """
+    engine = current()
+    if engine is None or engine.world_size == 1:
+        counts = [int(pieces[f].shape[0]) if f in pieces else 0 for f in range(len(source_ranks))]
+        starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        out = layout_of(int(starts[-1]))
+        frameworks = frameworks_of(out)
+        arrays: list[Any] = [None] * out.nfragments
+        for o in range(out.nfragments):
+            lo, hi = _span_of(out, o)
+            ex = executor(frameworks[o], out.devices[o])
+            parts = [move_array(pieces[f][a - int(starts[f]):b - int(starts[f])], ex)
+                     for f, a, b in _overlaps(starts, lo, hi) if f in pieces]
+            arrays[o] = ex.run(lambda xp: _joined(xp, parts, hi - lo, ex, dtype))
+        return new_tensor(arrays, out, dtype)
+    return _place_across(pieces, source_ranks, dtype, layout_of, frameworks_of, name, engine)
+
+
+def _span_of(layout: Layout, o: int) -> tuple[int, int]:
+    lo = o * layout.block[0]
+    return min(lo, layout.shape[0]), min(lo + layout.block[0], layout.shape[0])
+
+
+def _overlaps(starts: np.ndarray, lo: int, hi: int) -> list[tuple[int, int, int]]:
+    """``(source, first, stop)`` of every source stretch within ``[lo, hi)``, in order."""
+    out = []
+    for f in range(len(starts) - 1):
+        a, b = max(lo, int(starts[f])), min(hi, int(starts[f + 1]))
+        if a < b:
+            out.append((f, a, b))
+    return out
+
+
+def _joined(xp: Any, parts: list[Any], n: int, ex: Any, dtype: str) -> Any:
+    if not parts:
+        return xp.zeros((n,), dtype=ex.dtype(dtype), device=ex.adapter.native_device(ex.device))
+    return parts[0] if len(parts) == 1 else xp.concat(parts)
+
+
+def _place_across(pieces: dict[int, Any], source_ranks: Sequence[int], dtype: str,
+                  layout_of: Callable[[int], Layout], frameworks_of: Callable[[Layout], Sequence[str]],
+                  name: str, engine: Any) -> "DistributedTensor":
+    me, world = engine.rank, engine.world_size
+    wire = "uint8" if dtype == "bool" else dtype
+    host = executor("numpy", _HOST)
+    description = describe(name, sources=tuple(source_ranks), dtype=dtype)
+
+    def work() -> tuple[dict[int, np.ndarray], dict[int, int]]:
+        mine = {f: np.asarray(move_array(p, host)).reshape(-1) for f, p in pieces.items()}
+        return mine, {f: int(a.shape[0]) for f, a in mine.items()}
+
+    with exclusive(engine, name):
+        mine, votes = prepare_vote(engine, description, work)
+        counts = [0] * len(source_ranks)
+        for vote in votes:
+            for f, n in vote.items():
+                counts[int(f)] = int(n)
+        starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        out = layout_of(int(starts[-1]))
+        frameworks = frameworks_of(out)
+
+        def stretches(rank_from: int, rank_to: int) -> list[tuple[int, int, int, int]]:
+            """``(result fragment, source, first, stop)`` sent from one process to another, in order."""
+            found = []
+            for o in range(out.nfragments):
+                if out.ranks[o] != rank_to:
+                    continue
+                lo, hi = _span_of(out, o)
+                found.extend((o, f, a, b) for f, a, b in _overlaps(starts, lo, hi) if source_ranks[f] == rank_from)
+            return found
+
+        def run() -> list[Any]:
+            sends = [stretches(me, r) for r in range(world)]
+            receives = [stretches(r, me) for r in range(world)]
+            sent = [sum(b - a for _, _, a, b in s) for s in sends]
+            received = [sum(b - a for _, _, a, b in s) for s in receives]
+            send_buf, send = _host_buffer(engine, sum(sent), wire)
+            at = 0
+            for per_rank in sends:
+                for _, f, a, b in per_rank:
+                    send[at:at + b - a] = mine[f][a - int(starts[f]):b - int(starts[f])]
+                    at += b - a
+            mine.clear()
+            recv_buf, recv = _host_buffer(engine, sum(received), wire)
+            engine.alltoallv(send_buf, sent, recv_buf, received)
+            del send_buf, send
+            arrays: list[Any] = [None] * out.nfragments
+            filled: dict[int, np.ndarray] = {}
+            for o in range(out.nfragments):
+                if out.ranks[o] == me:
+                    lo, hi = _span_of(out, o)
+                    filled[o] = np.empty(hi - lo, dtype=recv.dtype)
+            at = 0
+            for per_rank in receives:
+                for o, _, a, b in per_rank:
+                    lo = _span_of(out, o)[0]
+                    filled[o][a - lo:b - lo] = recv[at:at + b - a]
+                    at += b - a
+            for o, part in filled.items():
+                arrays[o] = move_array(part.astype(bool) if dtype == "bool" else part,
+                                       executor(frameworks[o], out.devices[o]))
+            return arrays
+
+        arrays = conclude(engine, description, run)
+    return new_tensor(arrays, out, dtype)
 
 
 def _host_buffer(engine: Any, n: int, dtype: str) -> tuple[Any, np.ndarray]:
