@@ -341,7 +341,7 @@ def _as_dtype(part: np.ndarray, dtype: str) -> np.ndarray:
 
 def _host(value: Any, shape: tuple[int, ...]) -> np.ndarray:
     """A host value broadcast (without a copy) to ``shape``."""
-    a = np.asarray(value)
+    a = value if isinstance(value, np.ndarray) else np.asarray(move_array(value, _executor("numpy", Device("cpu", 0))))
     while a.ndim > len(shape) and a.shape[0] == 1:
         a = a[0]
     return np.broadcast_to(a, shape)

@@ -106,8 +106,9 @@ def result_frameworks(lead: "DistributedTensor", layout: Layout) -> list[str]:
     """The framework of each result fragment: that of ``lead``'s first fragment on its device."""
     by_place: dict[tuple[Device, int], str] = {}
     for frag, rank in zip(lead.fragments, lead.layout.ranks):
-        by_place.setdefault((frag.device, rank), frag.framework)
-    first = lead.fragments[0].framework
+        if frag.framework is not None:  # (fragments of other processes name none)
+            by_place.setdefault((frag.device, rank), frag.framework)
+    first = next(iter(by_place.values()), "numpy")
     return [by_place.get((d, r), first) for d, r in zip(layout.devices, layout.ranks)]
 
 
@@ -519,7 +520,7 @@ def _place_across(pieces: dict[int, Any], source_ranks: Sequence[int], dtype: st
 
         def stretches(rank_from: int, rank_to: int) -> list[tuple[int, int, int, int]]:
             """``(result fragment, source, first, stop)`` sent from one process to another, in order."""
-            found = []
+            found: list[tuple[int, int, int, int]] = []
             for o in range(out.nfragments):
                 if out.ranks[o] != rank_to:
                     continue
