@@ -51,6 +51,11 @@ def indexing_routed():
         want[key] = value
         x[key] = value
         np.testing.assert_array_equal(x.gather(), want)
+    x[idx] = -7.0  # through a distributed index and a distributed mask, routed to the owners
+    want[rows % host.shape[0]] = -7.0
+    x[mask] = 0.25
+    want[host % 3 == 1] = 0.25
+    np.testing.assert_array_equal(x.gather(), want)
     replicated = Layout.replicated(host.shape, ["cpu:0"] * world, ranks=list(range(world)))
     r = dlmg.scatter(host if dd.rank() == 0 else None, replicated, framework="numpy")
     np.testing.assert_array_equal(r[rows].gather(), host[rows])

@@ -154,3 +154,26 @@ def test_distributed_integer_index_keeps_its_distribution(layout, data):
     got = x[key]
     np.testing.assert_array_equal(_values(got), host[(idx,) if axis == 0 else (slice(None), idx)])
     assert got.layout.devices == d.layout.devices
+
+
+@SETTINGS
+@given(layout=layouts(shape=(6, 4), jax_devices=False), mix=FRAMEWORK_MIXES, data=st.data())
+def test_assignment_through_distributed_indices_and_masks(layout, mix, data):
+    host = np.arange(24.0).reshape(6, 4)
+    x = _mixed(host, layout, mix)
+    axis = data.draw(st.integers(0, 1))
+    n = host.shape[axis]
+    idx = np.unique(np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=4)), dtype=np.int64))
+    d = dlmg.scatter(idx, Layout.slab(idx.shape, 0, ["cpu:1", "cpu:0"]))
+    key = (d,) if axis == 0 else (slice(None), d)
+    hkey = (idx,) if axis == 0 else (slice(None), idx)
+    want = host.copy()
+    value = np.arange(idx.size, dtype=np.float64) + 50 if axis == 1 else -2.0
+    want[hkey] = value
+    x[key] = value
+    mask = want > 10
+    want[mask] = 0.5
+    x[dlmg.scatter(mask, Layout.slab((6, 4), 1, ["cpu:2", "cpu:3"]))] = 0.5
+    np.testing.assert_array_equal(_values(x), want)
+    for frag in x.fragments:
+        np.testing.assert_array_equal(np.asarray(frag.array), expected_fragment(want, layout, frag.index))

@@ -292,8 +292,18 @@ def setitem(x: Any, key: Any, value: Any) -> None:
         value = np.asarray(value)
     if is_distributed(value):
         value = unalias(x, value)
+    if is_distributed(value) and value.ndim == 0:
+        value = value.item()  # one value: every process takes part
     if any(is_distributed(k) for k in items):
-        _collected_setitem(x, key, value)
+        along = _single_index(x, items)
+        if along is not None:
+            layout, boxes = _along_boxes(x, items[along], along)
+            _target_shape(tuple(getattr(value, "shape", ())), layout.shape)
+            _write_selection(x, layout, boxes, value)
+        elif len(items) == 1 and items[0].dtype == "bool" and not hasattr(value, "shape"):
+            _masked_fill(x, items[0], value)
+        else:
+            _collected_setitem(x, key, value)
         return
     found = None if any(is_advanced(k) for k in items) else _local_layout(x, items)
     if found is None:
@@ -339,6 +349,21 @@ def _as_dtype(part: np.ndarray, dtype: str) -> np.ndarray:
         return part
 
 
+def _masked_fill(x: Any, mask: Any, value: Any) -> None:
+    """``x[mask] = scalar`` for a distributed mask of ``x``'s shape: the mask laid out as
+    ``x`` (a redistribution where it is not), then each fragment writes its own elements."""
+    m = mask if mask.layout.same_distribution(x.layout) else mask.redistribute(x.layout.dense)
+    replaced = {}
+    for frag, part in zip(x.fragments, m.fragments):
+        if not frag.is_local:
+            continue
+        new = frag.adapter.assign(frag.array, (_moved(part.array, frag),), value)
+        if new is not None:
+            replaced[frag.index] = new
+    if replaced:
+        x._replace_arrays(replaced)
+
+
 def _host(value: Any, shape: tuple[int, ...]) -> np.ndarray:
     """A host value broadcast (without a copy) to ``shape``."""
     a = value if isinstance(value, np.ndarray) else np.asarray(move_array(value, _executor("numpy", Device("cpu", 0))))
@@ -350,27 +375,31 @@ def _host(value: Any, shape: tuple[int, ...]) -> np.ndarray:
 def _routed_setitem(x: Any, items: list[Any], value: Any) -> None:
     """Each element of the selection written at its owners (:func:`dlmg.ops.routed.write`)."""
     rshape, coords = coordinates(items, x.shape)
-    vshape = tuple(getattr(value, "shape", ()))
-    _target_shape(vshape, rshape)
+    _target_shape(tuple(getattr(value, "shape", ())), rshape)
     layout = result_layout(x, rshape)
+    _write_selection(x, layout, {o: box(coords, layout, o) for o in _held(layout)}, value)
+
+
+def _write_selection(x: Any, layout: Layout, boxes: dict[int, Box], value: Any) -> None:
+    """``value`` (broadcast to ``layout``'s shape, checked) written at the elements of ``x``
+    that ``boxes`` name for the fragments of ``layout`` held here."""
+    rshape = layout.shape
+    vshape = tuple(getattr(value, "shape", ()))
     if is_distributed(value):
-        if value.ndim:
-            value = value.redistribute(layout) if value.shape == rshape else _spread(value, rshape, layout)
+        value = value.redistribute(layout) if value.shape == rshape else _spread(value, rshape, layout)
     host = None if is_distributed(value) or not vshape else _host(value, rshape)
     requests = []
-    for o in _held(layout):
+    for o, request in boxes.items():
         picks = [layout.owned_indices(o, m) for m in range(layout.ndim)]
         if is_distributed(value):
-            arr = value.fragments[o].array if value.ndim else value.fragments[0].array
-            src = value.fragments[o] if value.ndim else value.fragments[0]
-            values = _flat_values(arr, src.framework, src.device, x.dtype)
+            src = value.fragments[o]
+            values = _flat_values(src.array, src.framework, src.device, x.dtype)
         elif host is not None:
             values = _flat_values(_as_dtype(np.ascontiguousarray(host[np.ix_(*picks)]), x.dtype), "numpy", None,
                                   x.dtype)
         else:
-            n = math.prod(len(p) for p in picks)
-            values = _scalar_values(value, n, x.dtype)
-        requests.append((box(coords, layout, o), values))
+            values = _scalar_values(value, request.size, x.dtype)
+        requests.append((request, values))
     write(x, requests, "__setitem__")
 
 
@@ -453,12 +482,11 @@ def _index_values(frag: Any, n: int, mode: int) -> np.ndarray:
     return a
 
 
-def _along(x: Any, indices: Any, axis: int, name: str) -> Any:
-    """``x``'s elements at ``indices`` along ``axis``, every other mode of the result read
-    at its own position: each result fragment reads the index fragment it sits with and
-    asks the owners for the values. The result keeps the distribution of ``indices``
-    (whole along the other modes of ``x`` where ``indices`` is 1-D)."""
-    idx = settled(indices)
+def _along_boxes(x: Any, idx: Any, axis: int) -> tuple[Layout, dict[int, Box]]:
+    """The layout of ``x``'s elements at ``idx`` along ``axis`` (``idx``'s distribution,
+    whole along the other modes of ``x`` where ``idx`` is 1-D) and, per fragment held
+    here, the elements it names: the index fragment it sits with along ``axis``, its own
+    positions along the other modes."""
     if idx.ndim == x.ndim:
         layout = idx.layout.dense
     else:  # take: a 1-D index along ``axis``, the other modes whole
@@ -468,7 +496,7 @@ def _along(x: Any, indices: Any, axis: int, name: str) -> Any:
         layout = Layout(shape, block=whole(x.shape[:axis]) + lay.block + whole(x.shape[axis + 1:]),
                         grid=(1,) * axis + lay.grid + (1,) * (x.ndim - axis - 1), devices=lay.devices,
                         ranks=lay.ranks)
-    requests = {}
+    boxes = {}
     for o in _held(layout):
         picks = [layout.owned_indices(o, j) for j in range(layout.ndim)]
         box_shape = tuple(len(p) for p in picks)
@@ -479,9 +507,17 @@ def _along(x: Any, indices: Any, axis: int, name: str) -> Any:
             values = values.reshape(box_shape)
         subs = [values if m == axis else picks[m].reshape((1,) * m + (-1,) + (1,) * (x.ndim - m - 1))
                 for m in range(x.ndim)]
-        requests[o] = Box(subs, box_shape)
-    frameworks = result_frameworks(x, layout)
-    return read(x, requests, layout, frameworks, name)
+        boxes[o] = Box(subs, box_shape)
+    return layout, boxes
+
+
+def _along(x: Any, indices: Any, axis: int, name: str) -> Any:
+    """``x``'s elements at ``indices`` along ``axis``, every other mode of the result read
+    at its own position: each result fragment reads the index fragment it sits with and
+    asks the owners for the values. The result keeps the distribution of ``indices``
+    (whole along the other modes of ``x`` where ``indices`` is 1-D)."""
+    layout, boxes = _along_boxes(x, settled(indices), axis)
+    return read(x, boxes, layout, result_frameworks(x, layout), name)
 
 
 def take(x: Any, indices: Any, /, *, axis: int | None = None) -> Any:
