@@ -98,15 +98,22 @@ def indexing_memory():
     mask = dlmg.from_fragments({mine: rng.random(share) < 0.5}, layout)
     x[mask]  # warm-up
     selected = int(np.asarray(mask.fragments[mine].array).sum())
+    out = xp.take(x, idx, axis=0)
+    np.testing.assert_array_equal(np.asarray(out.fragments[mine].array), idx_share.astype(np.float64))
+    del out
+
+    def assign():
+        x[host_idx] = 1.0
+
+    assign()
     figures = {
+        "setitem": (_peak(assign), 1.5 * (share + share) * 8 + block),
         "mask": (_peak(lambda: x[mask]), 1.5 * (share * 9 + selected * 8) + block),
         "take": (_peak(lambda: xp.take(x, idx, axis=0)), 1.5 * 3 * share * 8 + block),
         "getitem": (_peak(lambda: x[host_idx]), 1.5 * (share + share + share // world) * 8 + block),
         "take_along_axis": (_peak(lambda: xp.take_along_axis(x, host_idx, axis=0)),
                             1.5 * (share + share + share // world) * 8 + block),
     }
-    out = xp.take(x, idx, axis=0)
-    np.testing.assert_array_equal(np.asarray(out.fragments[mine].array), idx_share.astype(np.float64))
     return figures
 
 
