@@ -2,7 +2,7 @@
 
 Property tests over random block-cyclic layouts (slab, cyclic, uneven last
 blocks, replicas, several fragments per device) with fragments of mixed
-frameworks: values, dtype and shape equal NumPy's on the gathered operands, and
+frameworks (NumPy, torch, JAX): values, dtype and shape equal NumPy's on the gathered operands, and
 the result lies on the lead operand's devices (or the index tensor's).
 """
 
@@ -176,4 +176,34 @@ def test_assignment_through_distributed_indices_and_masks(layout, mix, data):
     x[dlmg.scatter(mask, Layout.slab((6, 4), 1, ["cpu:2", "cpu:3"]))] = 0.5
     np.testing.assert_array_equal(_values(x), want)
     for frag in x.fragments:
+        np.testing.assert_array_equal(np.asarray(frag.array), expected_fragment(want, layout, frag.index))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(layout=layouts(shape=(5, 6), jax_devices=True), data=st.data())
+def test_mixed_numpy_torch_jax_fragments(layout, data):
+    jax = pytest.importorskip("jax")
+    import torch
+
+    host = (np.arange(30.0).reshape(5, 6) * 0.5).astype(np.float32)
+    arrays = []
+    for i in range(layout.nfragments):
+        part = np.ascontiguousarray(expected_fragment(host, layout, i))
+        kind = i % 3
+        if kind == 0:
+            arrays.append(jax.device_put(part, jax.devices("cpu")[layout.devices[i].index]))
+        elif kind == 1:
+            arrays.append(torch.from_numpy(part.copy()))
+        else:
+            arrays.append(part.copy())
+    x = dlmg.from_fragments(arrays, layout)
+    rows = np.array(data.draw(st.lists(st.integers(-5, 4), max_size=6)), dtype=np.int64)
+    for key in [rows, (slice(None), rows % 6), host > 6.0, (slice(None, None, -2), 3)]:
+        np.testing.assert_array_equal(_values(x[key]), host[key])
+    np.testing.assert_array_equal(_values(xp.take(x, rows, axis=0)), np.take(host, rows, axis=0))
+    want = host.copy()
+    want[rows] = -1.0
+    x[rows] = -1.0
+    np.testing.assert_array_equal(_values(x), want)
+    for frag in x.fragments:  # every replica, JAX ones replaced
         np.testing.assert_array_equal(np.asarray(frag.array), expected_fragment(want, layout, frag.index))
