@@ -211,3 +211,16 @@ def test_random_keys_and_layouts_match_numpy(framework, block, grid, replicas, k
         h[key] = -np.ones(np.shape(want))
         x[key] = -np.ones(np.shape(want))
         np.testing.assert_array_equal(_values(x), h)
+
+
+@pytest.mark.parametrize("index_framework", ["torch", "jax"])
+def test_index_arrays_of_any_framework(index_framework):
+    mod = pytest.importorskip(index_framework)
+    make = mod.tensor if index_framework == "torch" else mod.numpy.array
+    x = dlmg.scatter(HOST, LAYOUTS["rows"])
+    np.testing.assert_array_equal(_values(x[make([3, 0])]), HOST[[3, 0]])
+    np.testing.assert_array_equal(_values(x[make([True, False, True, False])]), HOST[[True, False, True, False]])
+    with pytest.raises(IndexError, match="integer"):
+        x[make([0.5])]
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[make([4])]

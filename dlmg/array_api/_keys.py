@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from ..device import Device
+from ..ops._executor import executor, move_array
 from ..ops._operands import is_distributed
 
 __all__ = ["NewAxisIndex", "normalize", "coordinates", "is_advanced", "as_index_array"]
@@ -54,7 +56,7 @@ def as_index_array(k: Any) -> np.ndarray:
             a = a.astype(np.int64)  # NumPy reads x[[]] as an empty integer index
     else:
         try:
-            a = np.asarray(k)
+            a = np.asarray(move_array(k, executor("numpy", Device("cpu", 0))) if hasattr(k, "__dlpack__") else k)
         except Exception as exc:
             raise IndexError(f"index array of type {type(k).__name__} cannot be read on the host ({exc}); "
                              "pass a NumPy array or a DistributedTensor") from None
