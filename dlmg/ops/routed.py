@@ -28,7 +28,7 @@ import numpy as np
 from ..device import Device
 from ..distributed._state import current
 from ..distributed.agree import conclude, describe, exclusive, prepare_vote
-from ..errors import ReadOnlyError
+from ..errors import DtypeError, ReadOnlyError
 from ..layout import Layout
 from ._executor import executor, move_array
 from .dispatch import new_tensor
@@ -36,7 +36,7 @@ from .dispatch import new_tensor
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
 
-__all__ = ["Box", "place_pieces", "owners", "result_layout", "result_frameworks", "box", "read", "write", "unravel", "narrow"]
+__all__ = ["Box", "place_pieces", "grouped", "owners", "result_layout", "result_frameworks", "box", "read", "write", "unravel", "narrow", "as_indices"]
 
 _HOST = Device("cpu", 0)
 
@@ -50,21 +50,30 @@ def owners(layout: Layout, coords: Sequence[np.ndarray], rank: int = 0) -> tuple
     """
     n = len(coords[0]) if coords else 1
     cell = np.zeros(n, dtype=np.int64)
-    offset = np.zeros(n, dtype=np.int64)
+    local: list[np.ndarray] = []
     scale = 1
     for m in range(layout.ndim):
         c, b, g = coords[m], layout.block[m], layout.grid[m]
+        if g == 1:  # the mode whole in every fragment
+            local.append(c)
+            continue
         blk = c // b
-        cell += (blk % g) * scale
+        if layout.nblocks[m] <= g:  # one block per fragment at most (a slab)
+            cell += blk * scale
+            local.append(c - blk * b)
+        else:
+            coord = blk % g
+            cell += coord * scale
+            local.append((blk - coord) // g * b + (c - blk * b))
         scale *= g
-    # local offsets need each fragment's local shape: row-major over local indices
+    # the local row-major offset: strides from each element's fragment's local shape
     shapes = np.array(layout.local_shapes, dtype=np.int64).reshape(layout.nfragments, layout.ndim)
-    stride = np.ones(n, dtype=np.int64)
-    for m in reversed(range(layout.ndim)):
-        c, b, g = coords[m], layout.block[m], layout.grid[m]
-        local = (c // b) // g * b + c % b
-        offset += local * stride
-        stride *= shapes[cell, m]
+    offset = np.array(local[-1], dtype=np.int64, copy=True) if local else np.zeros(n, dtype=np.int64)
+    stride: Any = 1
+    for m in reversed(range(layout.ndim - 1)):
+        column = shapes[:, m + 1]
+        stride = stride * (column[0] if np.all(column == column[0]) else column[cell])
+        offset += local[m] * stride
     if layout.nreplicas > 1:
         # replicas of one grid cell may sit in different processes: choose per cell
         by_cell = np.zeros(layout.ngrid, dtype=np.int64)
@@ -75,12 +84,28 @@ def owners(layout: Layout, coords: Sequence[np.ndarray], rank: int = 0) -> tuple
     return cell, offset
 
 
+def grouped(keys: np.ndarray, n: int) -> np.ndarray:
+    """The stable order grouping ``keys`` (integers in ``[0, n)``): a radix sort on 16-bit
+    keys where ``n`` allows (NumPy sorts those by counting), a merge sort otherwise."""
+    small = keys.astype(np.int16) if n <= 2**15 else keys
+    return np.argsort(small, kind="stable")
+
+
 def narrow(index: np.ndarray) -> np.ndarray:
     """Indices as int32 where they fit, which every framework takes as indices (JAX
     without 64-bit types refuses int64 ones)."""
     if index.size and int(index.max()) >= 2**31:
         return index
     return index.astype(np.int32)
+
+
+def as_indices(index: np.ndarray, ex: Any) -> Any:
+    """Host indices as an index array of ``ex``'s framework on its device: int64 where
+    the framework takes them, else int32 (:func:`narrow`)."""
+    try:
+        return move_array(index, ex)
+    except DtypeError:
+        return move_array(narrow(index), ex)
 
 
 def unravel(offset: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
@@ -151,7 +176,7 @@ def box(coords: Sequence[np.ndarray], layout: Layout, fragment: int) -> Box:
 def _read_local(frag: Any, local: tuple[np.ndarray, ...]) -> Any:
     """``frag``'s elements at ``local`` (one index array per mode), in its framework."""
     ex = executor(frag.framework, frag.device)
-    idx = tuple(move_array(narrow(i), ex) for i in local)
+    idx = tuple(as_indices(i, ex) for i in local)
 
     def run(xp: Any) -> Any:
         a = frag.array
@@ -181,7 +206,7 @@ def read(x: "DistributedTensor", requests: dict[int, Box], layout: Layout,
 
 def _assemble(x: "DistributedTensor", cell: np.ndarray, offset: np.ndarray, shape: tuple[int, ...],
               out: Any, dtype: str) -> Any:
-    order = np.argsort(cell, kind="stable")
+    order = grouped(cell, x.layout.nfragments)
     counts = np.bincount(cell, minlength=x.layout.nfragments)
     pieces = []
     start = 0
@@ -201,7 +226,7 @@ def _place(xp: Any, pieces: list[Any], order: np.ndarray, shape: tuple[int, ...]
     if len(pieces) > 1 or not _sorted(order):
         inverse = np.empty_like(order)
         inverse[order] = np.arange(len(order), dtype=np.int64)
-        got = xp.take(got, move_array(narrow(inverse), out), axis=0)
+        got = xp.take(got, as_indices(inverse, out), axis=0)
     return xp.reshape(got, shape)
 
 
@@ -227,7 +252,7 @@ def write(x: "DistributedTensor", requests: list[tuple[Box, Callable[[Any], Any]
         for r in range(x.layout.nreplicas):
             cells.append(base + r * x.layout.ngrid)
         for cell in cells:
-            order = np.argsort(cell, kind="stable")
+            order = grouped(cell, x.layout.nfragments)
             counts = np.bincount(cell, minlength=x.layout.nfragments)
             start = 0
             for f in np.flatnonzero(counts):
@@ -238,9 +263,9 @@ def write(x: "DistributedTensor", requests: list[tuple[Box, Callable[[Any], Any]
                     continue
                 ex = executor(frag.framework, frag.device)
                 pick = order[start:stop]
-                local = tuple(move_array(narrow(i), ex) for i in unravel(offset[pick], frag.shape))
+                local = tuple(as_indices(i, ex) for i in unravel(offset[pick], frag.shape))
                 vals = values(ex)
-                vals = ex.run(lambda xp: xp.take(vals, move_array(narrow(pick), ex), axis=0))
+                vals = ex.run(lambda xp: xp.take(vals, as_indices(pick, ex), axis=0))
                 current_array = replaced.get(int(f), frag.array)
                 new = ex.run(lambda xp: _store(frag, current_array, local, vals))
                 if new is not None:
@@ -306,7 +331,7 @@ def _read_across(x: "DistributedTensor", requests: dict[int, Box], layout: Layou
                     o, a, b = segments[r]
                     cell, offset = owners(x.layout, requests[o].coords(a, b), rank=me)
                     ranks = rank_of[cell]
-                    order = np.argsort(ranks, kind="stable")
+                    order = grouped(ranks, world)
                     codes = offset[order] * nfrag + cell[order]
                     del cell, offset
                     counts = np.bincount(ranks, minlength=world)
@@ -398,7 +423,7 @@ def _write_across(x: "DistributedTensor", requests: list[tuple[Box, Callable[[An
                     offset = np.tile(offset, lay.nreplicas)
                     vals = np.tile(flat[k][a:b], lay.nreplicas)
                     ranks = rank_of[cell]
-                    order = np.argsort(ranks, kind="stable")
+                    order = grouped(ranks, world)
                     codes = offset[order] * nfrag + cell[order]
                     vals = vals[order]
                     counts = np.bincount(ranks, minlength=world)
@@ -438,7 +463,7 @@ def _write_round(engine: Any, x: "DistributedTensor", codes: np.ndarray, vals: n
         pick = np.flatnonzero(frag_of == f)
         frag = x.fragments[int(f)]
         ex = executor(frag.framework, frag.device)
-        local = tuple(move_array(narrow(i), ex) for i in unravel(local_offset[pick], frag.shape))
+        local = tuple(as_indices(i, ex) for i in unravel(local_offset[pick], frag.shape))
         part = got[pick].astype(bool) if x.dtype == "bool" else got[pick]
         new_values = move_array(np.ascontiguousarray(part), ex)
         current_array = replaced.get(int(f), frag.array)
