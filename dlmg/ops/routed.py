@@ -165,10 +165,12 @@ def box(coords: Sequence[np.ndarray], layout: Layout, fragment: int) -> Box:
     picks = [layout.owned_indices(fragment, j) for j in range(layout.ndim)]
     shape = tuple(len(p) for p in picks)
     subs = []
+    runs = [slice(int(p[0]), int(p[-1]) + 1) if len(p) and int(p[-1]) - int(p[0]) + 1 == len(p) else None
+            for p in picks]
     for c in coords:
         for j, p in enumerate(picks):
-            if c.shape[j] != 1:
-                c = np.take(c, p, axis=j)
+            if c.shape[j] != 1:  # a contiguous run of positions (a slab) is a view
+                c = c[(slice(None),) * j + (runs[j],)] if runs[j] is not None else np.take(c, p, axis=j)
         subs.append(c)
     return Box(subs, shape)
 
