@@ -18,8 +18,14 @@ boolean mask of the tensor's shape is a stream compaction: local selection in
 each fragment of a row slab, an exclusive scan of the counts, and the pieces
 placed into the balanced slab of the result.
 
+A distributed integer index of one mode (``x[idx]``, ``x[:, idx]``, ``take``) is
+read where it lies: the result keeps its distribution. Keys with other
+distributed index arrays (several, or of more than one mode) still run on one
+collected copy (:mod:`._collect`).
+
 Assignment (``dt[key] = value``) writes into the fragments in place the same
-ways, after NumPy's checks on the value: its shape must broadcast to the
+ways (a scalar through a distributed mask: each fragment writes its own
+elements; an array through one: a collected copy), after NumPy's checks on the value: its shape must broadcast to the
 selection's, and its dtype must cast to the tensor's (``same_kind`` for arrays;
 for Python scalars NumPy 2's rules: a complex into a real tensor raises
 ``TypeError``, an integer outside the dtype's range ``OverflowError``). A value
