@@ -208,6 +208,23 @@ class Adapter:
         """The framework's array-API namespace (through array-api-compat where needed)."""
         raise NotImplementedError
 
+    def index(self, array: Any, key: tuple[Any, ...]) -> Any:
+        """``array[key]`` for a key dlmg has checked: in-bounds non-negative ints, slices
+        of any non-zero step, ``None``, ``...`` and index arrays of this framework, with
+        NumPy's meaning (a view where the framework has one). A framework without
+        negative strides overrides this to reverse through a copy (``flip``)."""
+        return array[key]
+
+    def assign(self, array: Any, key: tuple[Any, ...], value: Any) -> Any:
+        """``array[key] = value`` for a key as :meth:`index` takes and a value of
+        ``array``'s dtype on its device that broadcasts to the selection. Returns
+        ``None`` after writing in place, or the new array for an immutable framework
+        (``array.at[key].set(value)``)."""
+        if not self.mutable:
+            return array.at[key].set(value)
+        array[key] = value
+        return None
+
     def einsum(self, subscripts: str, *arrays: Any) -> Any:
         """``einsum(subscripts, *arrays)`` in this framework, on the arrays' device.
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from .errors import AxisError
 
-__all__ = ["c_strides", "normalize_axis", "normalize_axes"]
+__all__ = ["c_strides", "normalize_axis", "normalize_axes", "shape_argument"]
 
 
 def c_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -93,3 +93,23 @@ def normalize_axes(axes: Any, ndim: int, name: str, *, sort: bool = False) -> tu
             raise AxisError(f"{name}: repeated axis {m} in axes {axes!r}")
         out.append(m)
     return tuple(sorted(out)) if sort else tuple(out)
+def shape_argument(shape: Any, what: str) -> tuple[int, ...]:
+    """A shape argument as a tuple of ints, refusing floats and other non-integers as
+    NumPy does (``TypeError``), instead of truncating ``2.0`` or ``2.5`` to ``2``.
+
+    Examples
+    --------
+    >>> shape_argument((2, 3), "reshape")
+    (2, 3)
+    """
+    items = (shape,) if not isinstance(shape, (tuple, list)) and not hasattr(shape, "__len__") else tuple(shape)
+    out = []
+    for n in items:
+        if isinstance(n, bool):
+            raise TypeError(f"{what}: shape entries must be integers, got {n!r} in {shape!r}")
+        try:
+            out.append(operator.index(n))
+        except TypeError:
+            raise TypeError(f"{what}: shape entries must be integers, got {n!r} ({type(n).__name__}) in "
+                            f"{shape!r}") from None
+    return tuple(out)

@@ -558,3 +558,6 @@ SCENARIOS.update(_AGREE)
 from tests._mp_pending import SCENARIOS as _PENDING  # noqa: E402  (pending tensors' reads and writes)
 
 SCENARIOS.update(_PENDING)
+from tests._mp_indexing import SCENARIOS as _INDEXING  # noqa: E402  (owner-routed indexing's scenarios)
+
+SCENARIOS.update(_INDEXING)

@@ -181,6 +181,27 @@ _REQUIRES_GRAD = attrgetter("requires_grad")
 # Not Delegating: DTensor.redistribute was slower than dlmg's all-to-all at 64 MiB on
 # 2 gloo processes (dlmg at 0.12-0.89 of its time per transition; docs/tensors.md).
 
+def _positive_steps(key: tuple[Any, ...], shape: Sequence[int]) -> tuple[tuple[Any, ...], list[int]]:
+    """``key`` (ints, slices, ``None``, a trailing ``...``) with every negative-step slice
+    replaced by one over the same elements with a positive step, and the result axes to
+    flip afterwards."""
+    plain: list[Any] = []
+    flips: list[int] = []
+    axis = source = 0
+    for k in key:
+        if isinstance(k, slice) and k.step is not None and k.step < 0:
+            span = range(*k.indices(shape[source]))
+            plain.append(slice(span[-1], span[0] + 1, -k.step) if len(span) else slice(0, 0))
+            flips.append(axis)
+        else:
+            plain.append(k)
+        if k is None or isinstance(k, slice):
+            axis += 1
+        if k is not None and k is not Ellipsis:
+            source += 1
+    return tuple(plain), flips
+
+
 class TorchAdapter(BaseAdapter, BulkCopies, Carving, QuickImport, QuickExport, ListOperators,
                    CompiledElementwise):
     """Adapter for :class:`torch.Tensor` (CPU and CUDA)."""
@@ -203,6 +224,24 @@ class TorchAdapter(BaseAdapter, BulkCopies, Carving, QuickImport, QuickExport, L
         if type(array).__module__.partition(".")[0] != "torch":
             return False
         return hasattr(array, "data_ptr") and hasattr(array, "stride")
+
+    def index(self, array: Any, key: tuple[Any, ...]) -> Any:
+        """``array[key]``; torch has no negative strides and refuses negative steps, so a
+        slice with one is read with the positive step over the same elements, then flipped
+        (a copy, where NumPy gives a view)."""
+        plain, flips = _positive_steps(key, array.shape)
+        out = array[plain]
+        return out.flip(flips) if flips else out
+
+    def assign(self, array: Any, key: tuple[Any, ...], value: Any) -> Any:
+        """``array[key] = value``; negative steps as in :meth:`index`: the value,
+        broadcast to the selection, is flipped and written through the positive step."""
+        plain, flips = _positive_steps(key, array.shape)
+        if flips and hasattr(value, "shape"):
+            target = array[plain]
+            value = value.expand(target.shape).flip(flips) if value.ndim else value
+        array[plain] = value
+        return None
 
     def namespace(self) -> Any:
         """``array_api_compat.torch``."""

@@ -40,6 +40,7 @@ from ._data_types import (
 )
 from ._elementwise import *  # noqa: F403  (the elementwise functions)
 from ._gathered import COLLECTED, collected
+from ._indexing import take, take_along_axis
 from ._info import __array_namespace_info__
 from ._manipulation import (
     astype, broadcast_arrays, broadcast_to, concat, expand_dims, flip, matrix_transpose, moveaxis, permute_dims, repeat,
@@ -71,6 +72,7 @@ __all__ = [
     "astype", "broadcast_arrays", "broadcast_to", "matmul", "matrix_transpose", "permute_dims", "reshape",
     "concat", "expand_dims", "flip", "moveaxis", "repeat", "roll", "squeeze", "stack", "tile", "unstack",
     "tensordot", "vecdot",
+    "take", "take_along_axis",
     "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like", "linspace", "meshgrid",
     "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",

@@ -126,7 +126,7 @@ def collected(name: str, framework_name: str | None = None) -> Callable[..., Any
 #: the namespace's functions that run on one collected fragment, by module
 COLLECTED: dict[str, tuple[str, ...]] = {
     "": (
-        "take", "take_along_axis", "nonzero", "searchsorted", "unique_all",
+        "nonzero", "searchsorted", "unique_all",
         "unique_counts", "unique_inverse", "unique_values", "diff", "cumulative_sum", "cumulative_prod",
         "sort", "argsort",
     ),

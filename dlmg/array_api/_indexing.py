@@ -1,67 +1,67 @@
-"""Indexing a distributed tensor: ``dt[2:5]``, ``dt[:, 1]``, ``dt[..., ::2]``, ``dt[None]``, masks.
+"""Indexing a distributed tensor: ``dt[2:5]``, ``dt[:, 1]``, ``dt[..., ::2]``, ``dt[None]``, index arrays, masks.
+
+Every key is first read as NumPy reads it (:mod:`._keys`): bounds, index
+dtypes, lists, boolean scalars and arrays, before any framework sees an index
+(JAX clamps out-of-bounds indices, torch reads negative ones from the end).
 
 Basic indexing (integers, slices, ``...``, ``None``) runs fragment by
 fragment as **views** when every mode it restricts is held whole by each
-fragment (grid 1 there): each fragment indexes its own array, no element
-moves, and the result shares the fragments' memory (NumPy, torch, CuPy; JAX
-arrays are values). Where a restricted mode is split over devices, or for
-integer-array and boolean-mask indexing, the tensor is collected onto one
-fragment (see :mod:`._collect`) and the result is a new tensor.
+fragment (grid 1 there): each fragment indexes its own array through its
+adapter (:meth:`~dlmg.adapters.Adapter.index`, which knows whether the
+framework has negative strides), no element moves, and the result shares the
+fragments' memory (NumPy, torch, CuPy; JAX arrays are values). Otherwise --
+a restricted mode split over devices, integer index arrays, boolean masks --
+each requested element is read from the fragment that owns it
+(:mod:`dlmg.ops.routed`, owner-routed requests) into a new tensor laid out as a
+balanced slab over the tensor's own devices and processes. A distributed
+boolean mask of the tensor's shape is a stream compaction: local selection in
+each fragment of a row slab, an exclusive scan of the counts, and the pieces
+placed into the balanced slab of the result.
+
+A distributed integer index of one mode (``x[idx]``, ``x[:, idx]``, ``take``) is
+read where it lies: the result keeps its distribution. Keys with other
+distributed index arrays (several, or of more than one mode) still run on one
+collected copy (:mod:`._collect`).
 
 Assignment (``dt[key] = value``) writes into the fragments in place the same
-way: fragment by fragment where the key allows, otherwise through a collected
-copy that is redistributed back into the tensor's own fragments.
+ways (a scalar through a distributed mask: each fragment writes its own
+elements; an array through one: a collected copy), after NumPy's checks on the value: its shape must broadcast to the
+selection's, and its dtype must cast to the tensor's (``same_kind`` for arrays;
+for Python scalars NumPy 2's rules: a complex into a real tensor raises
+``TypeError``, an integer outside the dtype's range ``OverflowError``). A value
+that shares memory with the tensor is copied first, so ``x[:, 1:] = x[:, :-1]``
+reads the old values.
 """
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
-from ..errors import ReadOnlyError
+import numpy as np
+
+from ..distributed import _state
+from ..device import Device
+from ..dtypes import canonical, info
 from ..layout import Layout
 from ..ops._operands import is_distributed
-from ..ops._writes import check_writable
+from ..ops._writes import check_writable, unalias
 from ..ops.broadcast import align
+from ..ops.contract.pending import settled
+from ..ops._executor import executor as _executor, move_array
 from ..ops.dispatch import new_tensor
+from ..ops.routed import Box, box, place_pieces, read, result_frameworks, result_layout, write
 from ._collect import collect, settle
+from ._keys import as_index_array, coordinates, is_advanced, normalize
+from ._manipulation import broadcast_to
 
-__all__ = ["getitem", "setitem"]
-
-
-def _expand(key: Any, ndim: int) -> tuple[list[Any], bool]:
-    """The key as one entry per mode (with ``None`` entries kept) and whether it is basic."""
-    items = list(key) if isinstance(key, tuple) else [key]
-    basic = True
-    for k in items:
-        if is_distributed(k) or (hasattr(k, "shape") and hasattr(k, "dtype")) or isinstance(k, (list, bool)):
-            basic = False
-    if not basic:
-        return items, False
-    ellipses = sum(1 for k in items if k is Ellipsis)
-    if ellipses > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    used = sum(1 for k in items if k is not None and k is not Ellipsis)
-    if used > ndim:
-        raise IndexError(f"too many indices: {used} for a tensor of {ndim} modes")
-    if ellipses:
-        at = items.index(Ellipsis)
-        items[at:at + 1] = [slice(None)] * (ndim - used)
-    else:
-        items += [slice(None)] * (ndim - used)
-    for k in items:
-        if k is not None and not isinstance(k, slice):
-            try:
-                operator.index(k)
-            except TypeError:
-                raise IndexError(f"index entry {k!r} of type {type(k).__name__} is not an int, slice, "
-                                 "..., None or an array") from None
-    return items, True
+__all__ = ["getitem", "setitem", "check_value", "take", "take_along_axis"]
 
 
-def _local_layout(x: Any, items: list[Any]) -> tuple[Layout, list[Any]] | None:
-    """The result layout of a basic key that every fragment can apply to its own array, and the
-    per-mode keys (negative steps as positive slices to flip afterwards), or ``None``."""
+def _local_layout(x: Any, items: list[Any]) -> tuple[Layout, tuple[Any, ...]] | None:
+    """The result layout of a basic key that every fragment can apply to its own array, and
+    the key each fragment applies, or ``None``."""
     layout = x.layout
     shape: list[int] = []
     block: list[int] = []
@@ -76,8 +76,8 @@ def _local_layout(x: Any, items: list[Any]) -> tuple[Layout, list[Any]] | None:
             keys.append(None)
             continue
         n = layout.shape[mode]
-        if isinstance(k, slice):
-            if k == slice(None):
+        if isinstance(k, range):
+            if len(k) == n and k.step == 1:
                 shape.append(n)
                 block.append(layout.block[mode])
                 grid.append(layout.grid[mode])
@@ -85,57 +85,30 @@ def _local_layout(x: Any, items: list[Any]) -> tuple[Layout, list[Any]] | None:
             else:
                 if layout.grid[mode] != 1:
                     return None
-                span = range(*k.indices(n))
-                shape.append(len(span))
-                block.append(max(len(span), 1))
+                shape.append(len(k))
+                block.append(max(len(k), 1))
                 grid.append(1)
-                keys.append(span)
+                keys.append(_as_slice(k))
         else:
-            i = operator.index(k)
-            if not -n <= i < n:
-                raise IndexError(f"index {i} is out of bounds for mode {mode} of extent {n}")
             if layout.grid[mode] != 1:
                 return None
-            keys.append(i % n)
+            keys.append(k)
         mode += 1
     out = Layout(tuple(shape), block=tuple(block), grid=tuple(grid), devices=layout.devices, ranks=layout.ranks)
-    return out, keys
+    return out, tuple(keys) + (Ellipsis,)  # ``...``: a 0-d view, not a scalar, for a full integer key
 
 
-def _apply(xp: Any, a: Any, keys: list[Any]) -> Any:
-    """One fragment's part: basic indexing, negative steps by a positive slice and a flip."""
-    plain: list[Any] = []
-    flips = []
-    out_mode = 0
-    for k in keys:
-        if isinstance(k, range):
-            if k.step < 0 and len(k):
-                plain.append(slice(k[-1], k[0] + 1, -k.step))
-                flips.append(out_mode)
-            elif not len(k):
-                plain.append(slice(0, 0))
-            else:
-                plain.append(slice(k.start, k.stop, k.step))
-        else:
-            plain.append(k)
-        if not isinstance(k, int):
-            out_mode += 1
-    out = a[tuple(plain) + (Ellipsis,)]  # a 0-d view, not a scalar, for a full integer key
-    for m in flips:
-        out = xp.flip(out, axis=m)
-    return out
+def _as_slice(r: range) -> slice:
+    if not len(r):
+        return slice(0, 0)
+    stop = r[-1] + (1 if r.step > 0 else -1)
+    return slice(r.start, stop if stop >= 0 else None, r.step)
 
 
-def _element(x: Any, items: list[Any]) -> Any:
+def _element(x: Any, items: list[int]) -> Any:
     """``x[i, j, ...]`` with one int per mode: a 0-d view of a fragment holding the element
     (one of this process's where it holds one), on that fragment's device and process."""
-    index = []
-    for mode, (k, n) in enumerate(zip(items, x.shape)):
-        i = operator.index(k)
-        if not -n <= i < n:
-            raise IndexError(f"index {i} is out of bounds for mode {mode} of extent {n}")
-        index.append(i % n)
-    pairs = x.layout.global_to_local(tuple(index))
+    pairs = x.layout.global_to_local(tuple(items))
     f, local = next(((f, li) for f, li in pairs if x.fragments[f].is_local), pairs[0])
     frag = x.fragments[f]
     layout = Layout.single((), frag.device, ranks=frag.rank)
@@ -150,24 +123,90 @@ def _element(x: Any, items: list[Any]) -> Any:
 
 def getitem(x: Any, key: Any) -> Any:
     """``x[key]`` (see the module)."""
-    items, basic = _expand(key, x.ndim)
-    if basic and x.ndim and len(items) == x.ndim and not any(k is None or isinstance(k, slice) for k in items):
-        return _element(x, items)
-    if basic:
+    items = normalize(key, x.shape)
+    if not any(is_advanced(k) for k in items):
+        if x.ndim and len(items) == x.ndim and all(isinstance(k, int) for k in items):
+            return _element(x, items)
         found = _local_layout(x, items)
         if found is not None:
-            layout, keys = found
-            arrays: list[Any] = []
-            for frag in x.fragments:
-                if not frag.is_local:
-                    arrays.append(None)
-                    continue
-                arrays.append(_apply(frag.adapter.namespace(), frag.array, keys))
-            return new_tensor(arrays, layout, x.dtype)
-    return _collected_getitem(x, key)
+            return _views(x, *found)
+        return _routed_getitem(x, items)
+    if any(is_distributed(k) for k in items):
+        masks = [k for k in items if is_distributed(k)]
+        if len(items) == 1 and masks[0].dtype == "bool" and masks[0].shape == x.shape:
+            return _masked(x, masks[0])
+        along = _single_index(x, items)
+        if along is not None:
+            return _along(x, items[along], along, "__getitem__")
+        return _collected_getitem(x, key)
+    return _routed_getitem(x, items)
+
+
+def _single_index(x: Any, items: list[Any]) -> int | None:
+    """The mode of the one distributed 1-D integer index of a key whose other entries take
+    whole modes (``x[idx]``, ``x[:, idx]``: a ``take``), else ``None``."""
+    if len(items) != x.ndim:
+        return None
+    found = None
+    for m, k in enumerate(items):
+        if is_distributed(k):
+            if found is not None or k.ndim != 1 or k.dtype == "bool":
+                return None
+            found = m
+        elif not (isinstance(k, range) and k.step == 1 and len(k) == x.shape[m]):
+            return None
+    return found
+
+
+def _views(x: Any, layout: Layout, keys: tuple[Any, ...]) -> Any:
+    arrays: list[Any] = []
+    for frag in x.fragments:
+        arrays.append(frag.adapter.index(frag.array, keys) if frag.is_local else None)
+    return new_tensor(arrays, layout, x.dtype)
+
+
+def _routed_getitem(x: Any, items: list[Any]) -> Any:
+    """Each element of the selection read from its owner (:func:`dlmg.ops.routed.read`)."""
+    rshape, coords = coordinates(items, x.shape)
+    layout = result_layout(x, rshape)
+    requests = {o: box(coords, layout, o) for o in _held(layout)}
+    return read(x, requests, layout, result_frameworks(x, layout), "__getitem__")
+
+
+def _held(layout: Layout) -> list[int]:
+    """The fragments of ``layout`` this process holds."""
+    me = _state.rank() if _state.current() is not None else 0
+    return [i for i, r in enumerate(layout.ranks) if r == me]
+
+
+def _masked(x: Any, mask: Any) -> Any:
+    """``x[mask]`` for a distributed boolean mask of ``x``'s shape: a stream compaction.
+
+    Both are laid out in row slabs over ``x``'s devices (a redistribution where they
+    are not), each slab selects its own elements in its framework, an exclusive scan
+    of the slabs' counts gives each piece's place in the result (Blelloch's scan-based
+    compaction), and the pieces are placed into the balanced slab of the result.
+    """
+    slabs = result_layout(x, x.shape)
+    xs = x if x.layout.same_distribution(slabs) else x.redistribute(slabs)
+    ms = mask if mask.layout.same_distribution(slabs) else mask.redistribute(slabs)
+    pieces: dict[int, Any] = {}
+    for frag, m in zip(xs.fragments, ms.fragments):
+        if not frag.is_local:
+            continue
+        sel = frag.adapter.index(frag.array, (m.array if m.framework == frag.framework else
+                                             _moved(m.array, frag),))
+        pieces[frag.index] = frag.adapter.namespace().reshape(sel, (-1,))
+    return place_pieces(pieces, slabs.ranks, x.dtype, lambda total: result_layout(x, (total,)),
+                        lambda out: result_frameworks(x, out), "__getitem__")
+
+
+def _moved(array: Any, frag: Any) -> Any:
+    return move_array(array, _executor(frag.framework, frag.device))
 
 
 def _collected_getitem(x: Any, key: Any) -> Any:
+    """A key with distributed integer index arrays: through one collected copy (see :mod:`._collect`)."""
     tensors = [x] + [k for k in (key if isinstance(key, tuple) else (key,)) if is_distributed(k)]
     got = collect("__getitem__", *tensors)
     arrays = iter(got.arrays[1:])
@@ -179,61 +218,230 @@ def _collected_getitem(x: Any, key: Any) -> Any:
     return settle(got.executor.run(lambda xp: a[local_key]), got)
 
 
+# -- assignment ----------------------------------------------------------------------------
+_KIND_ORDER = {"b": 0, "u": 1, "i": 1, "f": 2, "V": 2, "c": 3}
+
+
+def check_value(value: Any, dtype: str, name: str = "__setitem__") -> None:
+    """Refuse a value NumPy's assignment would refuse for a tensor of ``dtype``.
+
+    Arrays (host arrays, 0-d arrays, distributed tensors) cast ``same_kind``; Python
+    scalars follow NumPy 2: a complex into a real dtype is a ``TypeError``, an integer
+    outside an integer dtype's range an ``OverflowError``, NaN or an infinity into an
+    integer dtype a ``ValueError`` / ``OverflowError``.
+    """
+    kind = info(dtype).kind
+    if isinstance(value, (bool, np.bool_)):
+        return
+    if isinstance(value, int):
+        if kind in "iu":
+            lo, hi = _int_range(dtype)
+            if not lo <= value <= hi:
+                raise OverflowError(f"{name}: Python integer {value} out of bounds for {dtype}")
+        return
+    if isinstance(value, float):
+        if kind in "iu" and not math.isfinite(value):
+            if math.isnan(value):
+                raise ValueError(f"{name}: cannot convert float NaN to integer ({dtype})")
+            raise OverflowError(f"{name}: cannot convert float infinity to integer ({dtype})")
+        return
+    if isinstance(value, complex):
+        if kind != "c":
+            raise TypeError(f"{name}: cannot assign the complex value {value!r} to a tensor of dtype {dtype} "
+                            "(NumPy refuses it; take .real or convert the tensor with astype)")
+        return
+    source = value.dtype if is_distributed(value) else _dtype_name(value)
+    if source is None:
+        return
+    src_kind = info(source).kind
+    if _KIND_ORDER.get(src_kind, 0) > _KIND_ORDER.get(kind, 0) and kind != "b" or (
+            kind == "b" and src_kind != "b"):
+        raise TypeError(f"{name}: cannot cast a value of dtype {source} into a tensor of dtype {dtype} "
+                        f"under the 'same_kind' rule; convert it first (astype)")
+
+
+def _int_range(dtype: str) -> tuple[int, int]:
+    bits = info(dtype).itemsize * 8
+    if info(dtype).kind == "u":
+        return 0, (1 << bits) - 1
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+
+def _dtype_name(value: Any) -> str | None:
+    dt = getattr(value, "dtype", None)
+    if dt is None:
+        return None
+    try:
+        return canonical(dt)
+    except Exception:
+        return None
+
+
+def _target_shape(value_shape: tuple[int, ...], shape: tuple[int, ...]) -> None:
+    """NumPy's rule for an assigned value: leading ones dropped, then broadcast into ``shape``."""
+    vs = list(value_shape)
+    while len(vs) > len(shape) and vs[0] == 1:
+        vs.pop(0)
+    ok = len(vs) <= len(shape) and all(a in (1, b) for a, b in zip(reversed(vs), reversed(shape)))
+    if not ok:
+        raise ValueError(f"could not broadcast input array from shape {tuple(value_shape)} into shape "
+                         f"{tuple(shape)}")
+
+
 def setitem(x: Any, key: Any, value: Any) -> None:
     """``x[key] = value`` in place (see the module)."""
     local = [f.index for f in x.fragments if f.is_local]
     check_writable(x, local, "__setitem__")
-    items, basic = _expand(key, x.ndim)
-    found = _local_layout(x, items) if basic else None
-    if found is not None and not any(isinstance(k, range) and k.step < 0 for k in found[1]):
-        view = getitem(x, key)
-        if is_distributed(value):
-            value = align((view, value), "__setitem__", communicate=True)[1]
-        keys = found[1]
-        replaced = {}
-        for frag in x.fragments:
-            if not frag.is_local:
-                continue
-            part = value.fragments[frag.index].array if is_distributed(value) else value
-            new = frag.adapter.namespace()
-            replaced_array = _write(new, frag, keys, part)
-            if replaced_array is not None:
-                replaced[frag.index] = replaced_array
-        if replaced:
-            x._replace_arrays(replaced)
+    items = normalize(key, x.shape)
+    check_value(value, x.dtype)
+    if isinstance(value, (list, tuple, np.generic)):
+        value = np.asarray(value)
+    if is_distributed(value):
+        value = unalias(x, value)
+    if is_distributed(value) and value.ndim == 0:
+        value = value.item()  # one value: every process takes part
+    if any(is_distributed(k) for k in items):
+        along = _single_index(x, items)
+        if along is not None:
+            layout, boxes = _along_boxes(x, items[along], along)
+            _target_shape(tuple(getattr(value, "shape", ())), layout.shape)
+            _write_selection(x, layout, boxes, value)
+        elif len(items) == 1 and items[0].dtype == "bool" and not hasattr(value, "shape"):
+            _masked_fill(x, items[0], value)
+        else:
+            _collected_setitem(x, key, value)
         return
-    _collected_setitem(x, key, value)
+    found = None if any(is_advanced(k) for k in items) else _local_layout(x, items)
+    if found is None:
+        _routed_setitem(x, items, value)
+        return
+    layout, keys = found
+    vshape = tuple(getattr(value, "shape", ()))
+    _target_shape(vshape, layout.shape)
+    if is_distributed(value) and value.ndim:
+        view = _views(x, layout, keys)
+        value = align((view, value), "__setitem__", communicate=True)[1]
+    host = None if is_distributed(value) or not vshape else _host(value, layout.shape)
+    replaced = {}
+    for frag in x.fragments:
+        if not frag.is_local:
+            continue
+        if is_distributed(value):
+            part = value.fragments[frag.index].array if value.ndim else value.fragments[0].array
+        elif host is not None:
+            part = host[np.ix_(*(layout.owned_indices(frag.index, m) for m in range(layout.ndim)))]
+        else:
+            part = value
+        if isinstance(part, np.ndarray):
+            part = _as_dtype(part, x.dtype)
+        if hasattr(part, "shape"):
+            ex = _executor(frag.framework, frag.device)
+            part = move_array(part, ex)
+            if str(getattr(part, "dtype", "")) != str(frag.array.dtype):
+                part = ex.xp.astype(part, frag.array.dtype)
+        new = frag.adapter.assign(frag.array, keys, part)
+        if new is not None:
+            replaced[frag.index] = new
+    if replaced:
+        x._replace_arrays(replaced)
 
 
-def _write(xp: Any, frag: Any, keys: list[Any], part: Any) -> Any:
-    """Write ``part`` into the fragment's selection; a new array for immutable frameworks."""
-    plain = tuple(slice(k.start, k.stop, k.step) if isinstance(k, range) else k for k in keys if k is not None)
-    a = frag.array
-    if is_distributed(part):
-        part = part.fragments[0].array
-    if hasattr(part, "shape") and type(part) is not type(a):
-        part = xp.asarray(part)
-    if not frag.adapter.mutable:
-        return a.at[plain].set(part)
-    if frag.readonly:
-        raise ReadOnlyError(f"__setitem__: fragment {frag.index} is read-only")
-    a[plain] = part
-    return None
+def _as_dtype(part: np.ndarray, dtype: str) -> np.ndarray:
+    """A host part in the tensor's dtype before it reaches a framework (which may refuse
+    a wider one, as JAX without 64-bit types does); kept as is where NumPy lacks it."""
+    try:
+        return part.astype(np.dtype(dtype), copy=False)
+    except TypeError:
+        return part
+
+
+def _masked_fill(x: Any, mask: Any, value: Any) -> None:
+    """``x[mask] = scalar`` for a distributed mask of ``x``'s shape: the mask laid out as
+    ``x`` (a redistribution where it is not), then each fragment writes its own elements."""
+    m = mask if mask.layout.same_distribution(x.layout) else mask.redistribute(x.layout.dense)
+    replaced = {}
+    for frag, part in zip(x.fragments, m.fragments):
+        if not frag.is_local:
+            continue
+        new = frag.adapter.assign(frag.array, (_moved(part.array, frag),), value)
+        if new is not None:
+            replaced[frag.index] = new
+    if replaced:
+        x._replace_arrays(replaced)
+
+
+def _host(value: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """A host value broadcast (without a copy) to ``shape``."""
+    a = value if isinstance(value, np.ndarray) else np.asarray(move_array(value, _executor("numpy", Device("cpu", 0))))
+    while a.ndim > len(shape) and a.shape[0] == 1:
+        a = a[0]
+    return np.broadcast_to(a, shape)
+
+
+def _routed_setitem(x: Any, items: list[Any], value: Any) -> None:
+    """Each element of the selection written at its owners (:func:`dlmg.ops.routed.write`)."""
+    rshape, coords = coordinates(items, x.shape)
+    _target_shape(tuple(getattr(value, "shape", ())), rshape)
+    layout = result_layout(x, rshape)
+    _write_selection(x, layout, {o: box(coords, layout, o) for o in _held(layout)}, value)
+
+
+def _write_selection(x: Any, layout: Layout, boxes: dict[int, Box], value: Any) -> None:
+    """``value`` (broadcast to ``layout``'s shape, checked) written at the elements of ``x``
+    that ``boxes`` name for the fragments of ``layout`` held here."""
+    rshape = layout.shape
+    vshape = tuple(getattr(value, "shape", ()))
+    if is_distributed(value):
+        value = value.redistribute(layout) if value.shape == rshape else _spread(value, rshape, layout)
+    host = None if is_distributed(value) or not vshape else _host(value, rshape)
+    requests = []
+    for o, request in boxes.items():
+        picks = [layout.owned_indices(o, m) for m in range(layout.ndim)]
+        if is_distributed(value):
+            src = value.fragments[o]
+            values = _flat_values(src.array, src.framework, src.device, x.dtype)
+        elif host is not None:
+            values = _flat_values(_as_dtype(np.ascontiguousarray(host[np.ix_(*picks)]), x.dtype), "numpy", None,
+                                  x.dtype)
+        else:
+            values = _scalar_values(value, request.size, x.dtype)
+        requests.append((request, values))
+    write(x, requests, "__setitem__")
+
+
+def _spread(value: Any, shape: tuple[int, ...], layout: Layout) -> Any:
+    """A distributed value broadcast to ``shape`` and laid out as ``layout``."""
+    return broadcast_to(value, shape).redistribute(layout)
+
+
+def _flat_values(arr: Any, framework: str, device: Any, dtype: str) -> Any:
+    def values(ex: Any) -> Any:
+        got = move_array(arr, ex)
+        return ex.run(lambda xp: xp.astype(xp.reshape(got, (-1,)), ex.dtype(dtype)))
+
+    return values
+
+
+def _scalar_values(value: Any, n: int, dtype: str) -> Any:
+    scalar = value.item() if hasattr(value, "item") else value
+
+    def values(ex: Any) -> Any:
+        return ex.run(lambda xp: xp.full((n,), scalar, dtype=ex.dtype(dtype),
+                                         device=ex.adapter.native_device(ex.device)))
+
+    return values
 
 
 def _collected_setitem(x: Any, key: Any, value: Any) -> None:
-    """Assignment through one collected copy, redistributed back into ``x``'s fragments."""
+    """Assignment with distributed index arrays: through one collected copy, redistributed back."""
     operands = [x] + ([value] if is_distributed(value) else [])
     got = collect("__setitem__", *operands)
     whole = got.arrays[0]
     whole = got.executor.run(lambda xp: xp.asarray(whole, copy=True))
-    if is_distributed(key) or (isinstance(key, tuple) and any(is_distributed(k) for k in key)):
-        keys = key if isinstance(key, tuple) else (key,)
-        local_key: Any = tuple(collect("__setitem__", k).arrays[0] if is_distributed(k) else k for k in keys)
-        if not isinstance(key, tuple):
-            local_key = local_key[0]
-    else:
-        local_key = key
+    keys = key if isinstance(key, tuple) else (key,)
+    local_key: Any = tuple(collect("__setitem__", k).arrays[0] if is_distributed(k) else k for k in keys)
+    if not isinstance(key, tuple):
+        local_key = local_key[0]
     part = got.arrays[1] if is_distributed(value) else value
     if got.executor.adapter.mutable:
         whole[local_key] = part
@@ -251,3 +459,157 @@ def _collected_setitem(x: Any, key: Any, value: Any) -> None:
             replaced[frag.index] = new
     if replaced:
         x._replace_arrays(replaced)
+
+
+# -- take and take_along_axis --------------------------------------------------------------
+def _axis(axis: Any, ndim: int, name: str) -> int:
+    try:
+        a = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"{name}: axis must be an int, got {axis!r}") from None
+    if not -ndim <= a < ndim:
+        raise ValueError(f"{name}: axis {a} is out of bounds for a tensor of {ndim} modes")
+    return a % ndim
+
+
+def _index_values(frag: Any, n: int, mode: int) -> np.ndarray:
+    """A local fragment of a distributed index tensor as host int64 indices, checked
+    against extent ``n`` (negative ones counted from the end)."""
+    host = move_array(frag.array, _executor("numpy", Device("cpu", 0)))
+    a = np.asarray(host)
+    if a.dtype.kind not in "iu":
+        raise IndexError(f"arrays used as indices must be of integer type, got dtype {a.dtype}")
+    a = a.reshape(-1)
+    lo, hi = (int(a.min()), int(a.max())) if a.size else (0, 0)
+    if lo < -n or hi >= n:
+        raise IndexError(f"index {hi if hi >= n else lo} is out of bounds for axis {mode} with size {n}")
+    if lo < 0:
+        a = np.where(a < 0, a + n, a)
+    return a
+
+
+def _along_boxes(x: Any, idx: Any, axis: int) -> tuple[Layout, dict[int, Box]]:
+    """The layout of ``x``'s elements at ``idx`` along ``axis`` (``idx``'s distribution,
+    whole along the other modes of ``x`` where ``idx`` is 1-D) and, per fragment held
+    here, the elements it names: the index fragment it sits with along ``axis``, its own
+    positions along the other modes."""
+    if idx.ndim == x.ndim:
+        layout = idx.layout.dense
+    else:  # take: a 1-D index along ``axis``, the other modes whole
+        lay = idx.layout
+        shape = x.shape[:axis] + idx.shape + x.shape[axis + 1:]
+        whole = lambda part: tuple(max(n, 1) for n in part)  # noqa: E731
+        layout = Layout(shape, block=whole(x.shape[:axis]) + lay.block + whole(x.shape[axis + 1:]),
+                        grid=(1,) * axis + lay.grid + (1,) * (x.ndim - axis - 1), devices=lay.devices,
+                        ranks=lay.ranks)
+    boxes = {}
+    for o in _held(layout):
+        picks = [layout.owned_indices(o, j) for j in range(layout.ndim)]
+        box_shape = tuple(len(p) for p in picks)
+        values = _index_values(idx.fragments[o], x.shape[axis], axis)
+        if idx.ndim != x.ndim:
+            values = values.reshape((1,) * axis + (-1,) + (1,) * (x.ndim - axis - 1))
+        else:
+            values = values.reshape(box_shape)
+        subs = [values if m == axis else picks[m].reshape((1,) * m + (-1,) + (1,) * (x.ndim - m - 1))
+                for m in range(x.ndim)]
+        boxes[o] = Box(subs, box_shape)
+    return layout, boxes
+
+
+def _along(x: Any, indices: Any, axis: int, name: str) -> Any:
+    """``x``'s elements at ``indices`` along ``axis``, every other mode of the result read
+    at its own position: each result fragment reads the index fragment it sits with and
+    asks the owners for the values. The result keeps the distribution of ``indices``
+    (whole along the other modes of ``x`` where ``indices`` is 1-D)."""
+    layout, boxes = _along_boxes(x, settled(indices), axis)
+    return read(x, boxes, layout, result_frameworks(x, layout), name)
+
+
+def take(x: Any, indices: Any, /, *, axis: int | None = None) -> Any:
+    """Elements of ``x`` at ``indices`` along ``axis`` (array API ``take``), by owner-routed requests.
+
+    Each requested index is sent to the fragment that owns it and the values come
+    back (Global Arrays' ``NGA_Gather``): nothing is collected. With host indices the
+    result is a balanced slab over ``x``'s devices and processes; with distributed
+    indices it keeps their distribution along ``axis`` (the other modes whole).
+
+    Parameters
+    ----------
+    x : DistributedTensor
+    indices : DistributedTensor or array of int, 1-D
+        Negative indices count from the end; out-of-bounds ones raise ``IndexError``.
+    axis : int, optional
+        Required unless ``x`` is 1-D.
+
+    Returns
+    -------
+    DistributedTensor
+    """
+    x = settled(x)
+    if axis is None:
+        if x.ndim != 1:
+            raise ValueError(f"take: axis must be given for a tensor of {x.ndim} modes")
+        axis = 0
+    a = _axis(axis, x.ndim, "take")
+    if is_distributed(indices):
+        if indices.ndim != 1:
+            raise ValueError(f"take: indices must be 1-D, got shape {indices.shape}")
+        return _along(x, indices, a, "take")
+    host = as_index_array(indices)
+    if host.ndim != 1 or host.dtype == bool:
+        raise ValueError(f"take: indices must be a 1-D integer array, got shape {host.shape} of {host.dtype}")
+    return getitem(x, (slice(None),) * a + (host,))
+
+
+def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1) -> Any:
+    """``x``'s elements at ``indices`` along ``axis``, position by position (array API
+    ``take_along_axis``), by owner-routed requests.
+
+    ``indices`` has ``x``'s number of modes; the other modes broadcast. Each result
+    element asks the fragment owning its source for the value (one all-to-all of
+    indices, one of values across processes). With distributed indices of the
+    result's shape the result keeps their distribution; otherwise it is a balanced
+    slab over ``x``'s devices and processes.
+
+    Returns
+    -------
+    DistributedTensor
+    """
+    x = settled(x)
+    a = _axis(axis, x.ndim, "take_along_axis")
+    if indices.ndim != x.ndim:
+        raise ValueError(f"take_along_axis: indices have {indices.ndim} modes, x has {x.ndim}")
+    shape = list(x.shape)
+    shape[a] = indices.shape[a]
+    try:
+        rshape = np.broadcast_shapes(tuple(shape), tuple(indices.shape))
+    except ValueError:
+        raise ValueError(f"take_along_axis: indices of shape {indices.shape} do not broadcast with x of shape "
+                         f"{x.shape} outside axis {a}") from None
+    if is_distributed(indices):
+        if tuple(indices.shape) == tuple(rshape):
+            return _along(x, indices, a, "take_along_axis")
+        indices = broadcast_to(indices, rshape)
+        return _along(x, indices, a, "take_along_axis")
+    host = as_index_array(indices)
+    if host.dtype == bool:
+        raise IndexError("take_along_axis: indices must be integers, got booleans")
+    host = _checked_host(host, x.shape[a], a)
+    coords = []
+    for m in range(x.ndim):
+        if m == a:
+            coords.append(host)
+        else:
+            coords.append(np.arange(rshape[m], dtype=np.int64).reshape((1,) * m + (-1,) + (1,) * (x.ndim - m - 1)))
+    layout = result_layout(x, tuple(rshape))
+    requests = {o: box(coords, layout, o) for o in _held(layout)}
+    return read(x, requests, layout, result_frameworks(x, layout), "take_along_axis")
+
+
+def _checked_host(a: np.ndarray, n: int, mode: int) -> np.ndarray:
+    a = a.astype(np.int64, copy=False)
+    if a.size and (int(a.min()) < -n or int(a.max()) >= n):
+        bad = int(a.max()) if int(a.max()) >= n else int(a.min())
+        raise IndexError(f"index {bad} is out of bounds for axis {mode} with size {n}")
+    return np.where(a < 0, a + n, a)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..construct import empty as _empty, full as _full
+from .._shapes import shape_argument
 from ..ops import manipulation as _manip
 from ..ops import shape as _shape
 from ..ops._pending import guard
@@ -52,7 +53,7 @@ def matrix_transpose(x: Any, /) -> Any:
 def reshape(x: Any, /, shape: Sequence[int], *, copy: bool | None = None) -> Any:
     """``x`` in ``shape``: fragment by fragment where the layout allows, else one redistribution
     into the nearest layout first (:func:`dlmg.ops.manipulation.reshape`)."""
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    shape = shape_argument(shape, "reshape")
     return _manip.reshape(x, shape, copy=copy)
 
 

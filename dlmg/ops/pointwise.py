@@ -32,7 +32,7 @@ from ..dtypes import canonical
 from ..errors import DtypeError, FrameworkError
 from ..registry import adapter_for
 from ._dtypes import INEXACT, INT, NUMERIC, REAL, check_inplace, kind_of, narrow_for, require
-from ._writes import check_writable
+from ._writes import check_writable, unalias
 from ..tensor import DistributedTensor
 from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, collect, is_distributed, local_groups, map_fragments
 from ._lists import LIST_NAMES, on_lists
@@ -461,6 +461,7 @@ def _inplace_method(symbol: str, iop: Callable[[Any, Any], Any], kinds: frozense
             if broadcast_shapes(self.shape, other.shape) != self.shape:
                 raise ValueError(f"{label}: an operand of shape {other.shape} does not broadcast to {self.shape}")
             other = align((self, other), label, communicate=True)[1]
+        other = unalias(self, other)  # read as it was before the write (NumPy buffers overlap)
         check_inplace("truediv" if symbol == "/=" else label, self.dtype, (dtype,))
         indices = _distinct_memory(self) if self.layout.is_replicated else None
         check_writable(self, indices if indices is not None else _local(self), label)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from .._shapes import normalize_axis
+from .._shapes import normalize_axis, shape_argument
 from ..errors import LayoutError
 from .dispatch import is_distributed, new_tensor
 from ..layout import Layout
@@ -226,7 +226,7 @@ def reshape(x: "DistributedTensor", /, shape: Sequence[int] | int, *, copy: bool
         the ``redistribute`` call that makes it possible.
     """
     _tensor(x, "reshape")
-    shape = (int(shape),) if isinstance(shape, int) else tuple(int(n) for n in shape)  # np.reshape(dt, 24)
+    shape = shape_argument(shape, "dlmg.reshape")  # np.reshape(dt, 24) too; (2.0, 3) refused as NumPy does
     if shape.count(-1) > 1:
         raise ValueError(f"dlmg.reshape: shape {shape} has more than one -1")
     if -1 in shape:

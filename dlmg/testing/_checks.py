@@ -334,6 +334,29 @@ def check_landing(ctx: ContractContext) -> None:
         assert callable(method) or isinstance(method, (classmethod, staticmethod)), f"{name} is not callable"
 
 
+def check_index_assign(ctx: ContractContext) -> None:
+    """index and assign mean NumPy's basic indexing, negative steps and new axes included;
+    assign writes in place (``None`` returned) or, for immutable frameworks, returns the new array."""
+    import numpy as np
+
+    a = ctx.adapter
+    x = ctx.array((4, 6))
+    want = expected((4, 6), "float32")
+    for key in [(slice(3, None, -2), slice(1, 5, 2), Ellipsis), (None, 2, slice(None, None, -1), Ellipsis),
+                (slice(0, 0), slice(5, 0, -3), Ellipsis), (1, 4, Ellipsis)]:
+        got = a.index(x, key)
+        assert np.array_equal(ctx.values(got), want[key]), f"{a.name}.index(x, {key!r}) differs from NumPy's"
+    value = ctx.array((2, 3))
+    key = (slice(3, None, -2), slice(5, None, -2), Ellipsis)
+    new = a.assign(x, key, value)
+    assert (new is None) == a.mutable, f"{a.name}.assign must return None exactly when the framework is mutable"
+    written = want.copy()
+    written[key] = expected((2, 3), "float32")
+    assert np.array_equal(ctx.values(x if new is None else new), written), (
+        f"{a.name}.assign(x, {key!r}, value) differs from NumPy's"
+    )
+
+
 #: The checks of what every adapter answers, by name, in the order they run.
 CORE_CHECKS: dict[str, Any] = {
     "identity": check_identity,
@@ -353,4 +376,5 @@ CORE_CHECKS: dict[str, Any] = {
     "describe_all": check_describe_all,
     "ascontiguous": check_ascontiguous,
     "landing": check_landing,
+    "index_assign": check_index_assign,
 }

@@ -1,0 +1,22 @@
+"""Owner-routed indexing across 2 processes on the torch (gloo) and MPI engines, with a
+per-process memory bound measured by ``tracemalloc`` on NumPy fragments."""
+
+from __future__ import annotations
+
+import pytest
+
+from _multiproc import check, launched_per_setup
+
+pytestmark = pytest.mark.slow
+
+run = launched_per_setup([("torch", 2), ("mpi", 2)], ["indexing_routed", "indexing_memory"])
+
+
+def test_routed_indexing_values(run):
+    assert check(run, "indexing_routed") == [True, True]
+
+
+def test_routed_take_memory_bound(run):
+    for figures in check(run, "indexing_memory"):
+        for name, (peak, bound) in figures.items():
+            assert peak <= bound, (name, peak, bound)
