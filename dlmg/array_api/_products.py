@@ -1,4 +1,4 @@
-"""The standard's products (``matmul``, ``tensordot``, ``vecdot``, ``outer``, ``trace``) on
+"""The standard's products (``matmul``, ``tensordot``, ``vecdot``, ``outer``) on
 distributed operands.
 
 The contractions are dlmg's own (:mod:`dlmg.ops.contract`), which contract
@@ -12,9 +12,6 @@ asks beyond them:
 * a result that is a value, never a pending sum: where the contraction
   leaves one (``layout.partial == "sum"``: a split mode was contracted), it
   is resolved into the layout the default layout policy gives its shape.
-
-``trace`` is the sum of ``linalg.diagonal`` with the namespace's ``sum``, so
-its dtype follows the standard's accumulation rule in every framework.
 """
 
 from __future__ import annotations
@@ -25,14 +22,9 @@ from typing import Any
 
 from ..ops import contract as _contract
 from ..ops import shape as _shape
-from ._gathered import collected
 from ._policy import layout_for
-from ._statistics import sum as _sum
 
-__all__ = ["matmul", "tensordot", "vecdot", "outer", "trace"]
-
-_diagonal = collected("diagonal", "linalg.diagonal")
-
+__all__ = ["matmul", "tensordot", "vecdot", "outer"]
 
 def _value(x: Any) -> Any:
     """``x`` itself, or the value of a pending sum in the policy's layout for its shape."""
@@ -106,11 +98,3 @@ def outer(x1: Any, x2: Any, /) -> Any:
     if x1.ndim != 1 or x2.ndim != 1:
         raise ValueError(f"outer takes vectors (1-D), got shapes {x1.shape} and {x2.shape}")
     return _value(_contract.outer(x1, x2))
-
-
-def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
-    """The sums of the diagonals (``offset`` above the main one) of the last two modes, in the
-    accumulation dtype of the namespace's ``sum``."""
-    if x.ndim < 2:
-        raise ValueError(f"trace needs at least 2 modes, got shape {x.shape}")
-    return _sum(_diagonal(x, offset=offset), axis=-1, dtype=dtype)
