@@ -437,6 +437,8 @@ from tests._mp_contract import SCENARIOS as _CONTRACT  # noqa: E402  (contractio
 SCENARIOS.update(_CONTRACT)
 from tests._mp_checkpoint import SCENARIOS as _CHECKPOINT  # noqa: E402  (save and load across process counts)
 SCENARIOS.update(_CHECKPOINT)
+from tests._mp_linalg import SCENARIOS as _LINALG  # noqa: E402  (distributed linear algebra)
+SCENARIOS.update(_LINALG)
 
 
 #: Where device_collectives puts its fragments: the host in CI, cuda:0 on a GPU machine.

@@ -219,11 +219,27 @@ class _Piece:
         self.ex, self.q, self.k = ex, q, k
 
 
-def _local_qr(xp: Any, a: Any, n: int) -> tuple[Any, Any]:
-    """``Q_f`` (``m_f x min(m_f, n)``) and ``R_f`` padded with zero rows to ``n x n``."""
+def _r_only(xp: Any, a: Any, chunk: int) -> Any:
+    """``R`` of ``a`` without forming its ``Q``: sequential TSQR over ``chunk`` rows at a time
+    (``R = qr([R; next rows])``), so the new memory is one chunk, not a copy of ``a``."""
+    r = None
+    for start in range(0, a.shape[0], chunk):
+        piece = a[start:start + chunk]
+        if r is not None:
+            piece = xp.concat([r, piece], axis=0)
+        r = xp.linalg.qr(piece)[1]
+    return r
+
+
+def _local_qr(xp: Any, a: Any, n: int, want_q: bool = True, chunk: int = 0) -> tuple[Any, Any]:
+    """``Q_f`` (``m_f x min(m_f, n)``; ``None`` unless ``want_q``) and ``R_f`` padded with zero
+    rows to ``n x n``; without ``Q``, ``R`` comes from ``chunk`` rows at a time."""
     if a.shape[0] == 0:  # an empty fragment: no rows of Q, a zero R
         return a[:, :0], xp.matmul(xp.matrix_transpose(a), a)
-    q, r = xp.linalg.qr(a)
+    if want_q:
+        q, r = xp.linalg.qr(a)
+    else:
+        q, r = None, _r_only(xp, a, max(chunk, 2 * n, 1))
     short = n - r.shape[0]
     if short > 0:
         r = xp.concat([r, xp.zeros_like(xp.broadcast_to(r[:1], (short, n)))], axis=0)
@@ -283,7 +299,7 @@ def tsqr(
             continue
         ex = executor(frag.framework, frag.device)
         try:
-            q, r = ex.run(_local_qr, frag.array, n)
+            q, r = ex.run(_local_qr, frag.array, n, keep_q, lay.block[0])
         except Exception as exc:
             raise fail(f"{name} (local QR)", i, ex, exc) from exc
         blocks[j] = r
