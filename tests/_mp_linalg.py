@@ -128,3 +128,4 @@ def linalg_memory():
 
 
 SCENARIOS = {"linalg_tsqr": linalg_tsqr, "linalg_grid": linalg_grid, "linalg_memory": linalg_memory}
+
