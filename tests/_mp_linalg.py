@@ -127,5 +127,64 @@ def linalg_memory():
     return sorted(peaks)
 
 
-SCENARIOS = {"linalg_tsqr": linalg_tsqr, "linalg_grid": linalg_grid, "linalg_memory": linalg_memory}
+def _grid(n, block, world):
+    """An ``n x n`` layout on a 2 x world grid, grid column ``c`` on process ``c``."""
+    return Layout((n, n), block=block, grid=(2, world), devices=["cpu"] * (2 * world),
+                  ranks=[i // 2 for i in range(2 * world)])
+
+
+def linalg_cholesky():
+    """Blocked right-looking Cholesky on a 2 x world grid over the processes (uneven last blocks,
+    NumPy and torch) equals NumPy's; a matrix that is not positive definite raises on every
+    process."""
+    world = dd.world_size()
+    rng = np.random.default_rng(14)
+    for framework in ("numpy", "torch"):
+        for n, block in ((13, (3, 3)), (10, (4, 2))):
+            a = rng.standard_normal((n, n))
+            spd = a @ a.T + n * np.eye(n)
+            low = la.cholesky(_scatter(spd, _grid(n, block, world), framework))
+            assert all(f.framework == framework for f in low.fragments if f.is_local)
+            np.testing.assert_allclose(low.gather(framework="numpy"), np.linalg.cholesky(spd), atol=1e-12)
+    bad = np.eye(8)
+    bad[5, 5] = -1.0
+    try:
+        la.cholesky(_scatter(bad, _grid(8, (2, 2), world)))
+    except (dlmg.FragmentError, dlmg.CollectiveError) as exc:
+        assert "panel 2" in str(exc), str(exc)
+    else:
+        raise AssertionError("a matrix that is not positive definite was factorised")
+    return world
+
+
+def linalg_cholesky_memory():
+    """Each process's new memory during a blocked Cholesky stays within 1.5 x (its shares of the
+    operand and the factor) plus one block and the panel rows of its rows and columns."""
+    world = dd.world_size()
+    n, b = 1024, 64
+    lay = _grid(n, (b, b), world)
+    rng = np.random.default_rng(15)
+    a = rng.standard_normal((n, n))
+    spd = a @ a.T + n * np.eye(n)
+    mine = lay.fragments_of(dd.rank())
+    arrays = [np.ascontiguousarray(spd[np.ix_(lay.owned_indices(i, 0), lay.owned_indices(i, 1))]) if i in mine
+              else None for i in range(lay.nfragments)]
+    x = dlmg.from_fragments(arrays, lay)
+    del a, spd
+    share = sum(arr.nbytes for arr in arrays if arr is not None)
+    panels = 2 * n * b * 8 * len(mine) * 2  # the panel rows of its rows and of its columns, and their copies
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    low = la.cholesky(x)
+    peak = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    del low
+    bound = 1.5 * (2 * share) + b * b * 8 + panels
+    assert peak <= bound, f"cholesky: peak {peak} bytes > bound {bound} (share {share})"
+    return True
+
+
+SCENARIOS = {"linalg_tsqr": linalg_tsqr, "linalg_grid": linalg_grid, "linalg_memory": linalg_memory,
+             "linalg_cholesky": linalg_cholesky, "linalg_cholesky_memory": linalg_cholesky_memory}
 

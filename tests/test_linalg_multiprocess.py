@@ -1,5 +1,6 @@
 """Distributed linear algebra across 2 processes on both engines (torch.distributed gloo and
-MPI): TSQR's factors, norms and diagonals against NumPy, and each process's memory bound.
+MPI): TSQR's factors, blocked Cholesky, norms and diagonals against NumPy, and each
+process's memory bound.
 
 Each setup launches its processes once for the module and runs the scenarios of
 :mod:`tests._mp_linalg` in them; the tests read the per-process results.
@@ -11,7 +12,7 @@ import pytest
 
 from _multiproc import check, launched_per_setup
 
-SCENARIOS = ["linalg_tsqr", "linalg_grid", "linalg_memory"]
+SCENARIOS = ["linalg_tsqr", "linalg_grid", "linalg_memory", "linalg_cholesky", "linalg_cholesky_memory"]
 SETUPS = [("torch", 2), ("mpi", 2)]
 
 pytestmark = pytest.mark.slow

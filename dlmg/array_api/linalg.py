@@ -316,10 +316,11 @@ def matrix_power(x: Any, n: int, /) -> Any:
 
 
 def cholesky(x: Any, /, *, upper: bool = False) -> Any:
-    """The Cholesky factor: batch-local when every fragment holds whole matrices; matrices split
-    across fragments are collected."""
+    """The Cholesky factor: batch-local when every fragment holds whole matrices, blocked
+    right-looking Cholesky on the grid for one split matrix
+    (:func:`dlmg.ops.linalg.cholesky_grid`); split matrices with batch modes are collected."""
     x = _operand("cholesky", x)
-    if x.ndim >= 2 and _local(x):
+    if x.ndim >= 2 and (_local(x) or x.ndim == 2):
         return _la.cholesky(x, upper=upper)
     return _collected_cholesky(x, upper=upper)
 

@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..distributed._state import current
+from ..distributed.agree import describe, prepare
 from ..errors import LayoutError
 from ..layout import Layout
 from ._batch import require_whole
@@ -47,7 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "cholesky", "batch_local", "matrix_split", "tsqr", "qr", "svd", "svdvals", "pinv", "REAL_OF", "TALL", "WIDE",
-    "LOCAL", "diagonal", "batch_local_layout",
+    "LOCAL", "diagonal", "batch_local_layout", "cholesky_grid",
 ]
 
 #: the real dtype of each inexact dtype (singular values, norms)
@@ -167,20 +169,22 @@ def cholesky(x: "DistributedTensor", /, *, upper: bool = False) -> "DistributedT
     Parameters
     ----------
     x : DistributedTensor
-        Hermitian positive-definite matrices in the last two modes (square,
-        whole in every fragment); leading batch modes may be distributed.
+        Hermitian positive-definite matrices in the last two modes (square):
+        whole in every fragment, leading batch modes distributed any way
+        (batch-local); or one matrix split in any way (:func:`cholesky_grid`).
     upper : bool
         Return the upper factor ``U`` (``x = U^H U``) instead of the lower ``L``.
 
     Returns
     -------
     DistributedTensor
-        The factors, in ``x``'s layout (dense; replicas kept).
+        The factors, in ``x``'s layout (dense; batch-local: replicas kept; a split
+        matrix: replica 0's devices).
 
     Raises
     ------
     LayoutError
-        When a matrix mode is distributed (the message suggests a layout).
+        When a matrix mode is distributed with batch modes (the message suggests a layout).
     DtypeError
         For bool and integer tensors (cast to a floating type first).
     ValueError
@@ -196,6 +200,13 @@ def cholesky(x: "DistributedTensor", /, *, upper: bool = False) -> "DistributedT
         raise ValueError(f"dlmg.linalg.cholesky needs square matrices in the last two modes, got shape {x.shape}")
     require("dlmg.linalg.cholesky", (x.dtype,), INEXACT, "cast to a floating type with astype first")
     nd = x.ndim
+    if nd == 2 and matrix_split(x) != LOCAL and x.shape[0]:
+        out = cholesky_grid(x)
+        if not upper:
+            return out
+        up = permute_dims(out, (1, 0))
+        up = map_fragments(lambda xp, a: xp.conj(a), (up,), name="dlmg.linalg.cholesky") if x.dtype in REAL_OF else up
+        return up.redistribute(out.layout)
     require_whole("dlmg.linalg.cholesky", x.layout, (nd - 2, nd - 1))
 
     def per_fragment(xp: Any, a: Any) -> Any:
@@ -605,3 +616,173 @@ def diagonal(x: "DistributedTensor", /, *, offset: int = 0) -> "DistributedTenso
         except Exception as exc:
             raise fail("dlmg.linalg.diagonal", s, ex, exc) from exc
     return settled(new_tensor(arrays, out_layout, x.dtype))
+
+
+# --------------------------------------------------------------------------
+# blocked right-looking Cholesky on a 2-D block-cyclic grid
+
+
+def _agreed(what: str, work: Callable[[], Any], **fields: Any) -> Any:
+    """``work()``, and across processes an agreement on it, so that a failure on the one process
+    that computes raises on every process instead of leaving the others waiting."""
+    engine = current()
+    if engine is None:
+        return work()
+    return prepare(engine, describe(what, **fields), work)
+
+
+def _replaced(ex: Executor, a: Any, r0: int, c0: int, block: Any, subtract: bool) -> Any:
+    """``a`` with its sub-block at ``(r0, c0)`` (of ``block``'s shape) replaced by ``block``, or
+    lowered by it with ``subtract``: in place where the framework's arrays can be written, else a
+    new array assembled around the block."""
+    xp = ex.xp
+    r1, c1 = r0 + block.shape[0], c0 + block.shape[1]
+    if ex.adapter.mutable:
+        if subtract:
+            a[r0:r1, c0:c1] -= block
+        else:
+            a[r0:r1, c0:c1] = block
+        return a
+    if subtract:
+        block = a[r0:r1, c0:c1] - block
+    middle = xp.concat([a[r0:r1, :c0], block, a[r0:r1, c1:]], axis=1)
+    return xp.concat([a[:r0], middle, a[r1:]], axis=0)
+
+
+def _factor_panel(xp: Any, p: Any, w: int, complex_: bool) -> Any:
+    """The panel ``[A_kk; A_below]`` factorised: ``[L_kk; A_below L_kk^{-H}]``."""
+    lkk = xp.linalg.cholesky(p[:w])
+    if p.shape[0] == w:
+        return lkk
+    below = xp.matrix_transpose(p[w:])
+    if complex_:
+        below = xp.conj(below)
+    solved = xp.matrix_transpose(xp.linalg.solve(lkk, below))
+    return xp.concat([lkk, xp.conj(solved) if complex_ else solved], axis=0)
+
+
+def cholesky_grid(x: "DistributedTensor", /) -> "DistributedTensor":
+    """The lower Cholesky factor of one Hermitian positive-definite matrix on a 2-D block-cyclic grid.
+
+    Blocked right-looking Cholesky as ScaLAPACK's ``p?potrf`` and cuSOLVERMp
+    run it, over the layout's own blocks (square blocks: the smaller of the two
+    block sizes is taken, by a redistribution, when they differ). For each
+    block column ``k``:
+
+    1. the panel (block column ``k`` from the diagonal down, held by one grid
+       column) moves to the owner of the diagonal block, which factorises it:
+       ``L_kk = chol(A_kk)``, ``L_ik = A_ik L_kk^{-H}``;
+    2. the factorised panel is broadcast along the grid rows and the grid
+       columns (two redistributions into layouts replicated over the other
+       grid mode), so that every fragment holds the panel rows of its rows and
+       of its columns;
+    3. every fragment lowers its trailing part by ``L_i L_j^H`` in its own
+       framework (in place where the framework's arrays can be written), and
+       the owners of block column ``k`` store the panel.
+
+    What moves per step is one panel (``n x b``), never the matrix; each
+    process holds its share of the result plus the panel rows of its rows and
+    columns. The trailing update covers the whole trailing part of each
+    fragment (not only its lower triangle), and the strict upper triangle is
+    zeroed at the end.
+    """
+    name = "dlmg.linalg.cholesky"
+    lay = x.layout
+    if lay.block[0] != lay.block[1]:
+        b = min(lay.block)
+        lay = Layout(x.shape, block=(b, b), grid=lay.grid, devices=lay.devices[: lay.ngrid],
+                     ranks=lay.ranks[: lay.ngrid])
+        x = x.redistribute(lay)
+    gr, gc = lay.grid
+    size = x.shape[0]
+    b = lay.block[0]
+    nb = -(-size // b)
+    complex_ = x.dtype in REAL_OF
+    dense = Layout(x.shape, block=lay.block, grid=lay.grid, devices=lay.devices[: lay.ngrid],
+                   ranks=lay.ranks[: lay.ngrid])
+
+    def index(r: int, c: int) -> int:
+        return r + gr * c
+
+    rows = {f: lay.owned_indices(f, 0) for f in range(gr * gc)}
+    cols = {f: lay.owned_indices(f, 1) for f in range(gr * gc)}
+    work: dict[int, Any] = {}
+    execs: dict[int, Executor] = {}
+    for f in range(gr * gc):
+        frag = x.fragments[f]
+        if frag.is_local:
+            ex = execs[f] = executor(frag.framework, frag.device)
+            work[f] = ex.run(lambda xp, a: xp.asarray(a, copy=True), frag.array)
+
+    def dev(f: int) -> Any:
+        return lay.devices[f]
+
+    def rank(f: int) -> int:
+        return lay.ranks[f]
+
+    for k in range(nb):
+        k0 = k * b
+        w = min(b, size - k0)
+        rest = size - k0
+        rk, ck = k % gr, k % gc
+        # 1. the panel, to the diagonal block's owner
+        owners = [index((c + k) % gr, ck) for c in range(gr)]
+        panel_layout = Layout((rest, w), block=(b, w), grid=(gr, 1), devices=[dev(f) for f in owners],
+                              ranks=[rank(f) for f in owners])
+        pieces: list[Any] = [None] * gr
+        for c, f in enumerate(owners):
+            if f in work:
+                lr0 = int(np.searchsorted(rows[f], k0))
+                lc = int(np.searchsorted(cols[f], k0))
+                pieces[c] = execs[f].run(lambda xp, a: xp.concat([a[lr0:, lc:lc + w]], axis=0), work[f])
+        diag = index(rk, ck)
+        single = Layout.single((rest, w), dev(diag), ranks=rank(diag))
+        panel = new_tensor(pieces, panel_layout, x.dtype).redistribute(single)
+        home = panel.fragments[0]
+
+        def factor() -> Any:
+            if not home.is_local:
+                return None
+            ex = executor(home.framework, home.device)
+            try:
+                return ex.run(_factor_panel, home.array, w, complex_)
+            except Exception as exc:
+                raise fail(f"{name} (panel {k})", diag, ex, exc) from exc
+
+        factored = new_tensor([_agreed(name, factor, panel=k, shape=x.shape)], single, x.dtype)
+        # 2. broadcast along grid rows and grid columns
+        by_rows = [index((c + k) % gr, cc) for cc in range(gc) for c in range(gr)]
+        by_cols = [index(rr, (c + k) % gc) for rr in range(gr) for c in range(gc)]
+        row_panel = factored.redistribute(Layout((rest, w), block=(b, w), grid=(gr, 1),
+                                                 devices=[dev(f) for f in by_rows], ranks=[rank(f) for f in by_rows]))
+        col_panel = factored.redistribute(Layout((rest, w), block=(b, w), grid=(gc, 1),
+                                                 devices=[dev(f) for f in by_cols], ranks=[rank(f) for f in by_cols]))
+        del factored, panel
+        # 3. trailing update and the panel stored, fragment by fragment
+        for f, a in list(work.items()):
+            r, c = f % gr, f // gr
+            ex = execs[f]
+            lr0 = int(np.searchsorted(rows[f], k0))
+            lr1 = int(np.searchsorted(rows[f], k0 + w))
+            lc0 = int(np.searchsorted(cols[f], k0))
+            lc1 = int(np.searchsorted(cols[f], k0 + w))
+            mine_r = move_array(row_panel.fragments[(r - k) % gr + gr * c].array, ex)
+            mine_c = move_array(col_panel.fragments[(c - k) % gc + gc * r].array, ex)
+            try:
+                if lr1 < rows[f].size and lc1 < cols[f].size:
+                    left = mine_r[lr1 - lr0:]
+                    right = ex.xp.matrix_transpose(mine_c[lc1 - lc0:])
+                    if complex_:
+                        right = ex.xp.conj(right)
+                    a = _replaced(ex, a, lr1, lc1, ex.xp.matmul(left, right), True)
+                if c == ck and lr0 < rows[f].size:
+                    a = _replaced(ex, a, lr0, lc0, mine_r, False)
+            except Exception as exc:
+                raise fail(f"{name} (trailing update {k})", f, ex, exc) from exc
+            work[f] = a
+    arrays: list[Any] = [None] * dense.nfragments
+    for f, a in work.items():
+        lower = np.greater_equal.outer(rows[f], cols[f])
+        arrays[f] = execs[f].run(
+            lambda xp, m: xp.where(xp.asarray(lower, device=m.device), m, xp.zeros_like(m)), a)
+    return new_tensor(arrays, dense, x.dtype)
