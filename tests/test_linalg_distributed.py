@@ -280,7 +280,8 @@ def test_blocked_cholesky_on_block_cyclic_grids(assignment, dtype):
         x = build(spd, lay, assignment)
         low = la.cholesky(x)
         assert low.layout.grid == lay.grid and low.layout.devices == lay.devices
-        assert [f.framework for f in low.fragments] == [f.framework for f in x.fragments]
+        if lay.block[0] == lay.block[1]:  # (otherwise redistributed into square blocks first)
+            assert [f.framework for f in low.fragments] == [f.framework for f in x.fragments]
         L = gathered(low)
         assert np.allclose(np.triu(L, 1), 0)
         np.testing.assert_allclose(L @ L.conj().T, spd, atol=tol * 100 * n)
