@@ -2,7 +2,7 @@
 
 The same functions under a shorter name: distributed where the layouts allow
 (TSQR for tall-skinny and short-fat matrices, batch-local work where every
-fragment holds whole matrices); see :mod:`dlmg.ops.linalg` for the algorithms.
+fragment holds whole matrices); docs/linalg-fft.md describes the algorithms.
 """
 
 from __future__ import annotations

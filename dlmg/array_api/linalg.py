@@ -1,6 +1,6 @@
 """The standard's ``linalg`` extension, and ``dlmg.linalg``: one set of functions.
 
-Distributed operands stay distributed (:mod:`dlmg.ops.linalg` has the algorithms):
+Distributed operands stay distributed (``dlmg.ops.linalg`` has the algorithms):
 
 * ``qr`` (reduced), ``svd`` (``full_matrices=False``), ``svdvals``, ``pinv``,
   ``matrix_rank`` and :func:`lstsq`: whole matrices in every fragment run
@@ -18,7 +18,7 @@ Distributed operands stay distributed (:mod:`dlmg.ops.linalg` has the algorithms
   ``eigvalsh``: batch-local when every fragment holds whole matrices.
 
 What is not distributed is collected onto one fragment as before (see
-:mod:`dlmg.array_api._collect`; across processes an all-gather), and said so
+``dlmg.array_api._collect``; across processes an all-gather), and said so
 in each function's docstring: ``cholesky``, ``det``, ``slogdet``, ``inv``,
 ``solve``, ``eigh``, ``eigvalsh`` of matrices split across fragments;
 ``qr(mode="complete")``, ``qr`` of a short-fat matrix and ``svd(full_matrices=True)``
@@ -92,7 +92,7 @@ def _operand(name: str, x: Any) -> Any:
 
 
 def _distributes(x: Any) -> bool:
-    """Whether the algorithms of :mod:`dlmg.ops.linalg` take ``x`` as it is laid out."""
+    """Whether the algorithms of ``dlmg.ops.linalg`` take ``x`` as it is laid out."""
     return x.ndim == 2 or _la.matrix_split(x) == _la.LOCAL
 
 
@@ -255,7 +255,7 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: int | float | str | N
 
 def diagonal(x: Any, /, *, offset: int = 0) -> Any:
     """The diagonals (``offset`` above the main one) of the last two modes, following the rows'
-    distribution (``offset >= 0``) or the columns' (see :func:`dlmg.ops.linalg.diagonal`)."""
+    distribution (``offset >= 0``) or the columns' (see ``dlmg.ops.linalg.diagonal``)."""
     return _la.diagonal(_operand("diagonal", x), offset=operator.index(offset))
 
 
@@ -318,7 +318,7 @@ def matrix_power(x: Any, n: int, /) -> Any:
 def cholesky(x: Any, /, *, upper: bool = False) -> Any:
     """The Cholesky factor: batch-local when every fragment holds whole matrices, blocked
     right-looking Cholesky on the grid for one split matrix
-    (:func:`dlmg.ops.linalg.cholesky_grid`); split matrices with batch modes are collected."""
+    (``dlmg.ops.linalg.cholesky_grid``); split matrices with batch modes are collected."""
     x = _operand("cholesky", x)
     if x.ndim >= 2 and (_local(x) or x.ndim == 2):
         return _la.cholesky(x, upper=upper)

@@ -171,7 +171,7 @@ def cholesky(x: "DistributedTensor", /, *, upper: bool = False) -> "DistributedT
     x : DistributedTensor
         Hermitian positive-definite matrices in the last two modes (square):
         whole in every fragment, leading batch modes distributed any way
-        (batch-local); or one matrix split in any way (:func:`cholesky_grid`).
+        (batch-local); or one matrix split in any way (``cholesky_grid``).
     upper : bool
         Return the upper factor ``U`` (``x = U^H U``) instead of the lower ``L``.
 
