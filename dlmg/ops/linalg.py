@@ -217,6 +217,15 @@ def cholesky(x: "DistributedTensor", /, *, upper: bool = False) -> "DistributedT
     return out
 
 
+def _agreed(what: str, work: Callable[[], Any], **fields: Any) -> Any:
+    """``work()``, and across processes an agreement on it, so that a failure on the one process
+    that computes raises on every process instead of leaving the others waiting."""
+    engine = current()
+    if engine is None:
+        return work()
+    return prepare(engine, describe(what, **fields), work)
+
+
 # --------------------------------------------------------------------------
 # TSQR
 
@@ -320,13 +329,17 @@ def tsqr(
     gathered = new_tensor(blocks, stacked, x.dtype).redistribute(Layout.single((p * n, n), home_dev, ranks=home_rank))
     del blocks
     home = gathered.fragments[0]
-    outs: tuple[Any, ...] = (None,) * (1 + len(smalls))
-    if home.is_local:
+
+    def on_home() -> tuple[Any, ...]:
+        if not home.is_local:
+            return (None,) * (1 + len(smalls))
         ex = executor(home.framework, home.device)
         try:
-            outs = ex.run(small, home.array)
+            return ex.run(small, home.array)
         except Exception as exc:
             raise fail(f"{name} (the stacked factors)", 0, ex, exc) from exc
+
+    outs = _agreed(name, on_home, stacked=(p * n, n))
     results = tuple(
         new_tensor([o], Layout.single(shape, home_dev, ranks=home_rank), dtype)
         for o, (shape, dtype) in zip(outs[1:], smalls)
@@ -620,15 +633,6 @@ def diagonal(x: "DistributedTensor", /, *, offset: int = 0) -> "DistributedTenso
 
 # --------------------------------------------------------------------------
 # blocked right-looking Cholesky on a 2-D block-cyclic grid
-
-
-def _agreed(what: str, work: Callable[[], Any], **fields: Any) -> Any:
-    """``work()``, and across processes an agreement on it, so that a failure on the one process
-    that computes raises on every process instead of leaving the others waiting."""
-    engine = current()
-    if engine is None:
-        return work()
-    return prepare(engine, describe(what, **fields), work)
 
 
 def _replaced(ex: Executor, a: Any, r0: int, c0: int, block: Any, subtract: bool) -> Any:
