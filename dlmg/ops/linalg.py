@@ -653,6 +653,27 @@ def _replaced(ex: Executor, a: Any, r0: int, c0: int, block: Any, subtract: bool
     return xp.concat([a[:r0], middle, a[r1:]], axis=0)
 
 
+def _lower_spans(rows: np.ndarray, cols: np.ndarray, r1: int, c1: int, b: int,
+                 by_block: bool) -> list[tuple[int, int, int]]:
+    """The parts of a fragment's trailing part (local rows from ``r1``, columns from ``c1``) that
+    reach the lower triangle, as ``(first local row, first local column, end column)``: one per
+    local block column, from the first row at or below that block's diagonal; or, unless
+    ``by_block``, the whole trailing part at once (one new array per step where arrays cannot
+    be written in place)."""
+    if not by_block:
+        return [(r1, c1, cols.size)]
+    spans = []
+    start = c1
+    while start < cols.size:
+        block = int(cols[start]) // b
+        end = int(np.searchsorted(cols, (block + 1) * b))
+        first = max(r1, int(np.searchsorted(rows, block * b)))
+        if first < rows.size:
+            spans.append((first, start, end))
+        start = end
+    return spans
+
+
 def _factor_panel(xp: Any, p: Any, w: int, complex_: bool) -> Any:
     """The panel ``[A_kk; A_below]`` factorised: ``[L_kk; A_below L_kk^{-H}]``."""
     lkk = xp.linalg.cholesky(p[:w])
@@ -686,9 +707,10 @@ def cholesky_grid(x: "DistributedTensor", /) -> "DistributedTensor":
 
     What moves per step is one panel (``n x b``), never the matrix; each
     process holds its share of the result plus the panel rows of its rows and
-    columns. The trailing update covers the whole trailing part of each
-    fragment (not only its lower triangle), and the strict upper triangle is
-    zeroed at the end.
+    columns. The trailing update skips the fragment's blocks above the
+    diagonal where arrays are written in place (one product per local block
+    column); where they cannot be (JAX), it covers the whole trailing part in
+    one product. The strict upper triangle is zeroed at the end.
     """
     name = "dlmg.linalg.cholesky"
     lay = x.layout
@@ -774,11 +796,12 @@ def cholesky_grid(x: "DistributedTensor", /) -> "DistributedTensor":
             mine_c = move_array(col_panel.fragments[(c - k) % gc + gc * r].array, ex)
             try:
                 if lr1 < rows[f].size and lc1 < cols[f].size:
-                    left = mine_r[lr1 - lr0:]
                     right = ex.xp.matrix_transpose(mine_c[lc1 - lc0:])
                     if complex_:
                         right = ex.xp.conj(right)
-                    a = _replaced(ex, a, lr1, lc1, ex.xp.matmul(left, right), True)
+                    for r0, c0, c1 in _lower_spans(rows[f], cols[f], lr1, lc1, b, ex.adapter.mutable):
+                        update = ex.xp.matmul(mine_r[r0 - lr0:], right[:, c0 - lc1:c1 - lc1])
+                        a = _replaced(ex, a, r0, c0, update, True)
                 if c == ck and lr0 < rows[f].size:
                     a = _replaced(ex, a, lr0, lc0, mine_r, False)
             except Exception as exc:
