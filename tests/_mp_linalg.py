@@ -135,8 +135,8 @@ def _grid(n, block, world):
 
 def linalg_cholesky():
     """Blocked right-looking Cholesky on a 2 x world grid over the processes (uneven last blocks,
-    NumPy and torch) equals NumPy's; a matrix that is not positive definite raises on every
-    process."""
+    NumPy and torch) equals NumPy's, and so do determinants by blocked LU; a matrix that is not
+    positive definite raises on every process."""
     world = dd.world_size()
     rng = np.random.default_rng(14)
     for framework in ("numpy", "torch"):
@@ -146,6 +146,12 @@ def linalg_cholesky():
             low = la.cholesky(_scatter(spd, _grid(n, block, world), framework))
             assert all(f.framework == framework for f in low.fragments if f.is_local)
             np.testing.assert_allclose(low.gather(framework="numpy"), np.linalg.cholesky(spd), atol=1e-12)
+    for n, block in ((12, (3, 2)), (9, (2, 4))):  # determinants by blocked LU with partial pivoting
+        g = rng.standard_normal((n, n))
+        sign, logabs = la.slogdet(_scatter(g, _grid(n, block, world)))
+        want = np.linalg.slogdet(g)
+        assert float(sign) == want[0], (float(sign), want)
+        np.testing.assert_allclose(float(logabs), want[1], rtol=1e-12)
     bad = np.eye(8)
     bad[5, 5] = -1.0
     try:
@@ -158,8 +164,9 @@ def linalg_cholesky():
 
 
 def linalg_cholesky_memory():
-    """Each process's new memory during a blocked Cholesky stays within 1.5 x (its shares of the
-    operand and the factor) plus one block and the panel rows of its rows and columns."""
+    """Each process's new memory during a blocked Cholesky (and a blocked LU for slogdet) stays
+    within 1.5 x (its shares of the operand and the result) plus one block and the panel rows of
+    its rows and columns."""
     world = dd.world_size()
     n, b = 1024, 64
     lay = _grid(n, (b, b), world)
@@ -182,6 +189,14 @@ def linalg_cholesky_memory():
     del low
     bound = 1.5 * (2 * share) + b * b * 8 + panels
     assert peak <= bound, f"cholesky: peak {peak} bytes > bound {bound} (share {share})"
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    la.slogdet(x)
+    peak = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    bound = 1.5 * share + b * b * 8 + panels  # the result is two numbers
+    assert peak <= bound, f"slogdet: peak {peak} bytes > bound {bound} (share {share})"
     return True
 
 

@@ -300,6 +300,34 @@ def test_cholesky_of_a_matrix_that_is_not_positive_definite_names_the_panel():
         la.cholesky(build(bad, lay))
 
 
+@pytest.mark.parametrize("assignment,dtype", ASSIGNMENTS)
+def test_det_and_slogdet_by_blocked_lu_on_grids(assignment, dtype):
+    _need(assignment)
+    tol = TOL["float32" if dtype == "float32" else "float64"]
+
+    @settings(max_examples=10 if assignment != "mixed" else 4, deadline=None)
+    @given(st.data())
+    def run(data):
+        n = data.draw(st.integers(1, 13))
+        lay = data.draw(grid_layouts(n, n))
+        a = _data((n, n), dtype, data.draw(st.integers(0, 99)))
+        x = build(a, lay, assignment)
+        sign, logabs = la.slogdet(x)
+        want_sign, want_log = np.linalg.slogdet(a)
+        np.testing.assert_allclose(complex(sign), want_sign, atol=tol * 100)
+        np.testing.assert_allclose(float(logabs), want_log, atol=tol * 100 * n)
+        np.testing.assert_allclose(complex(la.det(x)), np.linalg.det(a), rtol=tol * 100 * n)
+
+    run()
+
+
+def test_det_of_a_singular_split_matrix_is_zero():
+    a = np.arange(36.0).reshape(6, 6)
+    a[4] = a[1]
+    lay = Layout((6, 6), block=(2, 2), grid=(2, 2), devices=["cpu:0", "cpu:1", "cpu:2", "cpu:3"])
+    assert abs(float(la.det(build(a, lay)))) < 1e-9
+
+
 def test_what_is_not_distributed_still_answers():
     rng = np.random.default_rng(7)
     a = rng.standard_normal((6, 6)) + 6 * np.eye(6)

@@ -41,6 +41,7 @@ from ..ops.dispatch import map_fragments
 from ..ops.contract.pending import settled
 from ..ops._operands import is_distributed
 from . import _elementwise as _ew
+from ._creation import asarray
 from ._data_types import finfo
 from ._gathered import collected
 from ._manipulation import astype, matrix_transpose, reshape
@@ -336,14 +337,24 @@ def _square_local(name: str, x: Any) -> bool:
     return _local(x) and x.dtype in _INEXACT
 
 
+def _grid_square(x: Any) -> bool:
+    """One square inexact matrix split across fragments (blocked LU on its grid)."""
+    return x.ndim == 2 and x.shape[0] == x.shape[1] and x.shape[0] > 0 and x.dtype in _INEXACT
+
+
 _INEXACT = frozenset({"float16", "bfloat16", "float32", "float64", "complex64", "complex128"})
 
 
 def det(x: Any, /) -> Any:
-    """The determinants: batch-local for whole matrices in every fragment, else collected."""
+    """The determinants: batch-local for whole matrices in every fragment; for one split matrix
+    from a blocked LU with partial pivoting on its grid (``dlmg.ops.linalg.slogdet_grid``);
+    split matrices with batch modes are collected."""
     x = _operand("det", x)
     if _square_local("det", x):
         return _batch_one("det", x, (), x.dtype, lambda xp, a: xp.linalg.det(a))
+    if _grid_square(x):
+        sign, logabs = _la.slogdet_grid(x)
+        return asarray(sign * math.exp(logabs) if logabs != -math.inf else 0.0, dtype=x.dtype)
     return _collected_det(x)
 
 
@@ -355,13 +366,17 @@ class SlogdetResult(NamedTuple):
 
 
 def slogdet(x: Any, /) -> SlogdetResult:
-    """Sign and log-magnitude of the determinants: batch-local, else collected."""
+    """Sign and log-magnitude of the determinants: batch-local, or a blocked LU with partial
+    pivoting for one split matrix (as :func:`det`); split matrices with batch modes are collected."""
     x = _operand("slogdet", x)
     if _square_local("slogdet", x):
         real = _la.REAL_OF.get(x.dtype, x.dtype)
         sign, logabs = _la.batch_local("dlmg.linalg.slogdet", x, lambda xp, a: tuple(xp.linalg.slogdet(a)),
                                        [((), x.dtype), ((), real)])
         return SlogdetResult(sign, logabs)
+    if _grid_square(x):
+        sign, logabs = _la.slogdet_grid(x)
+        return SlogdetResult(asarray(sign, dtype=x.dtype), asarray(logabs, dtype=_la.REAL_OF.get(x.dtype, x.dtype)))
     return SlogdetResult(*_collected_slogdet(x))
 
 

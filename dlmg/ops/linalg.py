@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..device import Device
 from ..distributed._state import current
 from ..distributed.agree import describe, prepare
 from ..errors import LayoutError
@@ -49,7 +50,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "cholesky", "batch_local", "matrix_split", "tsqr", "qr", "svd", "svdvals", "pinv", "REAL_OF", "TALL", "WIDE",
-    "LOCAL", "diagonal", "batch_local_layout", "cholesky_grid",
+    "LOCAL", "diagonal", "batch_local_layout", "cholesky_grid", "slogdet_grid",
 ]
 
 #: the real dtype of each inexact dtype (singular values, norms)
@@ -674,6 +675,19 @@ def _lower_spans(rows: np.ndarray, cols: np.ndarray, r1: int, c1: int, b: int,
     return spans
 
 
+def _column_spans(cols: np.ndarray, c1: int, b: int, by_block: bool) -> list[tuple[int, int]]:
+    """A fragment's local columns from ``c1`` on, one span per local block column (or, unless
+    ``by_block``, one span)."""
+    if not by_block:
+        return [(c1, cols.size)]
+    spans = []
+    while c1 < cols.size:
+        end = int(np.searchsorted(cols, (int(cols[c1]) // b + 1) * b))
+        spans.append((c1, end))
+        c1 = end
+    return spans
+
+
 def _factor_panel(xp: Any, p: Any, w: int, complex_: bool) -> Any:
     """The panel ``[A_kk; A_below]`` factorised: ``[L_kk; A_below L_kk^{-H}]``."""
     lkk = xp.linalg.cholesky(p[:w])
@@ -813,3 +827,198 @@ def cholesky_grid(x: "DistributedTensor", /) -> "DistributedTensor":
         arrays[f] = execs[f].run(
             lambda xp, m: xp.where(xp.asarray(lower, device=m.device), m, xp.zeros_like(m)), a)
     return new_tensor(arrays, dense, x.dtype)
+
+
+# --------------------------------------------------------------------------
+# determinants: blocked right-looking LU with partial pivoting on the grid, rows left in place
+
+
+def _panel_lu(xp: Any, p: Any, rem: np.ndarray, size: int, w: int) -> tuple[Any, Any]:
+    """Partial-pivoting LU of the panel's rows ``rem`` (global indices not yet pivoted).
+
+    Returns the multipliers of every global row (``size x w``; zero for rows already pivoted and
+    for this panel's pivot rows) and a ``w x (w + 2)`` record: the unit lower factor among the
+    pivot rows, each pivot's global row and each pivot's value.
+    """
+    sub = xp.take(p, xp.asarray(rem, device=p.device), axis=0)
+    nr = rem.size
+    used = np.zeros(nr, dtype=bool)
+    cols, pivots, values = [], [], []
+    for j in range(min(w, nr)):
+        magnitude = np.asarray(_host(xp.abs(sub[:, j])), dtype=np.float64)
+        magnitude[used] = -1.0
+        i = int(np.argmax(magnitude))
+        v = sub[i, j]
+        keep = ~used
+        keep[i] = False
+        if magnitude[i] > 0:
+            ratio = sub[:, j] / v
+            ratio = xp.where(xp.asarray(keep, device=p.device), ratio, xp.zeros_like(ratio))
+            sub = sub - ratio[:, None] * sub[i, :][None, :]
+        else:  # a zero pivot: the matrix is singular, nothing to eliminate
+            ratio = xp.zeros_like(sub[:, j])
+        cols.append(ratio)
+        pivots.append(i)
+        values.append(v)
+        used[i] = True
+    mult = xp.stack(cols, axis=1) if cols else sub[:, :0]
+    order = np.asarray(pivots, dtype=np.int64)
+    unit = xp.take(mult, xp.asarray(order, device=p.device), axis=0)  # L among the pivot rows
+    unit = unit + xp.eye(len(pivots), dtype=unit.dtype, device=p.device)
+    rows = np.zeros(size, dtype=np.int64)  # 0: a zero row; k + 1: row k of ``mult``
+    rows[rem] = np.arange(1, nr + 1)
+    rows[rem[order]] = 0
+    padded = xp.concat([xp.zeros_like(mult[:1]), mult], axis=0) if nr else xp.zeros((1, w), dtype=p.dtype,
+                                                                                   device=p.device)
+    full = xp.take(padded, xp.asarray(rows, device=p.device), axis=0)
+    where = xp.asarray(rem[order].astype(np.float64), device=p.device)
+    record = xp.concat([unit, xp.astype(where, unit.dtype)[:, None], xp.stack(values)[:, None]], axis=1)
+    return full, record
+
+
+def _host(a: Any) -> np.ndarray:
+    """A small array as NumPy on the host (through DLPack where the framework allows)."""
+    return np.asarray(move_array(a, executor("numpy", Device.parse("cpu"))))
+
+
+def slogdet_grid(x: "DistributedTensor", /) -> tuple[complex | float, float]:
+    """Sign and log-magnitude of the determinant of one square matrix split on a 2-D grid.
+
+    Blocked right-looking LU with partial pivoting, as ScaLAPACK's ``p?getrf``
+    orders it, except that rows stay where they are (the pivot order is kept as
+    a list, not applied by row swaps across fragments). For each block column
+    ``k``: the column panel moves to the diagonal block's owner, which chooses
+    the pivots among the rows not yet pivoted and computes the multipliers; the
+    multipliers are broadcast along grid rows, the pivot rows are assembled
+    from their owners (a pending sum over grid rows, each row held by one) and
+    broadcast along grid columns; each fragment solves for its part of ``U``
+    and lowers its trailing columns. The determinant is the product of the
+    pivots and the sign of the pivot order. What moves per step: one column
+    panel, one row panel; memory: the result's share as working copy plus the
+    panels.
+    """
+    name = "dlmg.linalg.slogdet"
+    lay = x.layout
+    gr, gc = lay.grid
+    size = x.shape[0]
+    b = lay.block[1]
+    nb = -(-size // b)
+    cells = gr * gc
+    devices, ranks = lay.devices[:cells], lay.ranks[:cells]
+
+    def index(r: int, c: int) -> int:
+        return r + gr * c
+
+    rows = {f: lay.owned_indices(f, 0) for f in range(cells)}
+    cols = {f: lay.owned_indices(f, 1) for f in range(cells)}
+    work: dict[int, Any] = {}
+    execs: dict[int, Executor] = {}
+    for f in range(cells):
+        frag = x.fragments[f]
+        if frag.is_local:
+            ex = execs[f] = executor(frag.framework, frag.device)
+            work[f] = ex.run(lambda xp, a: xp.asarray(a, copy=True), frag.array)
+    if not work:
+        raise LayoutError(f"{name}: this process holds no fragment of {lay!r}; every process must hold one")
+    remaining = np.ones(size, dtype=bool)
+    order: list[int] = []
+    values: list[complex] = []
+    row_layout = Layout((size, b), block=(lay.block[0], b), grid=(gr, 1),
+                        devices=[devices[index(r, c)] for c in range(gc) for r in range(gr)],
+                        ranks=[ranks[index(r, c)] for c in range(gc) for r in range(gr)])
+    everywhere = list(range(cells))
+    for k in range(nb):
+        k0 = k * b
+        w = min(b, size - k0)
+        rk, ck = k % gr, k % gc
+        diag = index(rk, ck)
+        owners = [index(r, ck) for r in range(gr)]
+        panel_layout = Layout((size, w), block=(lay.block[0], w), grid=(gr, 1), devices=[devices[f] for f in owners],
+                              ranks=[ranks[f] for f in owners])
+        pieces: list[Any] = [None] * gr
+        for r, f in enumerate(owners):
+            if f in work:
+                lc = int(np.searchsorted(cols[f], k0))
+                pieces[r] = execs[f].run(lambda xp, a: xp.concat([a[:, lc:lc + w]], axis=0), work[f])
+        single = Layout.single((size, w), devices[diag], ranks=ranks[diag])
+        panel = new_tensor(pieces, panel_layout, x.dtype).redistribute(single)
+        home = panel.fragments[0]
+        rem = np.flatnonzero(remaining)
+
+        def factor() -> tuple[Any, Any]:
+            if not home.is_local:
+                return None, None
+            ex = executor(home.framework, home.device)
+            try:
+                return ex.run(_panel_lu, home.array, rem, size, w)
+            except Exception as exc:
+                raise fail(f"{name} (panel {k})", diag, ex, exc) from exc
+
+        full, record = _agreed(name, factor, panel=k, shape=x.shape)
+        nw = min(w, rem.size)
+        mult = new_tensor([full], Layout.single((size, w), devices[diag], ranks=ranks[diag]), x.dtype)
+        rec = new_tensor([record], Layout.single((nw, nw + 2), devices[diag], ranks=ranks[diag]), x.dtype)
+        mult = mult.redistribute(row_layout.replace(shape=(size, w), block=(lay.block[0], w)))
+        rec = rec.redistribute(Layout.replicated((nw, nw + 2), [devices[f] for f in everywhere],
+                                                 ranks=[ranks[f] for f in everywhere]))
+        mine = next(f for f in everywhere if rec.fragments[f].is_local)
+        got = _host(rec.fragments[mine].array)
+        pivots = got[:, nw].real.round().astype(np.int64)
+        order.extend(int(v) for v in pivots)
+        values.extend(got[:, nw + 1].tolist())
+        # the pivot rows, each from the fragments of its grid row: a pending sum over grid rows
+        pending = Layout((nw, size), block=(max(nw, 1), lay.block[1]), grid=(1, gc),
+                         devices=[devices[index(r, c)] for r in range(gr) for c in range(gc)],
+                         ranks=[ranks[index(r, c)] for r in range(gr) for c in range(gc)],
+                         partial="sum" if gr > 1 else None)
+        arrays: list[Any] = [None] * pending.nfragments
+        for f, a in work.items():
+            r, c = f % gr, f // gr
+            at = np.searchsorted(rows[f], pivots)
+            owned = (at < rows[f].size) & (rows[f][np.minimum(at, rows[f].size - 1)] == pivots) if rows[f].size else \
+                np.zeros(nw, dtype=bool)
+
+            def pick(xp: Any, m: Any) -> Any:
+                if not owned.any():
+                    return xp.zeros((nw, m.shape[1]), dtype=m.dtype, device=m.device)
+                taken = xp.take(m, xp.asarray(np.where(owned, at, 0), device=m.device), axis=0)
+                return xp.where(xp.asarray(owned[:, None], device=m.device), taken, xp.zeros_like(taken))
+
+            arrays[c + gc * r] = execs[f].run(pick, a)
+        pivot_rows = new_tensor(arrays, pending, x.dtype).redistribute(pending.replace(partial=None))
+        remaining[pivots] = False
+        for f, a in list(work.items()):
+            r, c = f % gr, f // gr
+            ex = execs[f]
+            lc1 = int(np.searchsorted(cols[f], k0 + w))
+            if lc1 >= cols[f].size or not rows[f].size:
+                continue
+            unit = move_array(rec.fragments[f].array, ex)[:, :nw]
+            prow = move_array(pivot_rows.fragments[c + gc * r].array, ex)
+            lrows = move_array(mult.fragments[r + gr * c].array, ex)[:, :nw]
+            try:
+                upper = ex.xp.linalg.solve(unit, prow[:, lc1:])
+                # one local block column at a time where arrays are written in place: the
+                # product never needs more than one block column of new memory
+                for c0, c1 in _column_spans(cols[f], lc1, b, ex.adapter.mutable):
+                    a = _replaced(ex, a, 0, c0, ex.xp.matmul(lrows, upper[:, c0 - lc1:c1 - lc1]), True)
+                work[f] = a
+            except Exception as exc:
+                raise fail(f"{name} (trailing update {k})", f, ex, exc) from exc
+    vals = np.asarray(values)
+    magnitude = np.abs(vals)
+    if np.any(magnitude == 0):
+        return 0.0, float("-inf")
+    perm = np.asarray(order, dtype=np.int64)
+    seen = np.zeros(size, dtype=bool)
+    swaps = 0
+    for start in range(size):  # the pivot order's parity, cycle by cycle
+        length = 0
+        j = start
+        while not seen[j]:
+            seen[j] = True
+            j = int(perm[j])
+            length += 1
+        swaps += max(length - 1, 0)
+    sign = (-1.0) ** swaps * np.prod(vals / magnitude)
+    return (complex(sign) if np.iscomplexobj(vals) else float(np.real(sign))), float(np.sum(np.log(magnitude)))
