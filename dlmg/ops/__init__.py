@@ -11,8 +11,8 @@
   ``torch.compile``);
 * :mod:`.reductions` -- ``sum``, ``prod``, ``min``, ``max``, ``mean``,
   ``all``, ``any``, ``argmax``;
-* :mod:`.linalg` and :mod:`.fft` -- batch-local ``matmul``, ``cholesky``
-  and FFTs;
+* :mod:`.linalg` -- TSQR, blocked Cholesky and LU on grids, batch-local
+  factorizations; :mod:`.fft` -- batch-local FFTs;
 * :mod:`.contract` -- ``einsum``, ``matmul``, ``tensordot`` over any layouts,
   and pending sums.
 
