@@ -112,9 +112,9 @@ def test_cholesky_matches_numpy(assignment):
 
 
 def test_cholesky_errors():
-    layout = Layout((4, 4), block=(2, 4), grid=(2, 1), devices=["cpu", "cpu"])
-    with pytest.raises(LayoutError, match="redistribute"):  # the batch-local map refuses split matrices
-        dlmg.ops.linalg.cholesky(build(spd((), 4, seed=8), layout))
+    layout = Layout((2, 4, 4), block=(2, 2, 4), grid=(1, 2, 1), devices=["cpu", "cpu"])
+    with pytest.raises(LayoutError, match="redistribute"):  # split matrices with batch modes
+        dlmg.ops.linalg.cholesky(build(spd((2,), 4, seed=8), layout))
     whole = Layout.single((4, 4))
     with pytest.raises(DtypeError, match="floating"):
         dlmg.linalg.cholesky(build(data((4, 4), "int32"), whole))
