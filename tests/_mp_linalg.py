@@ -135,8 +135,8 @@ def _grid(n, block, world):
 
 def linalg_cholesky():
     """Blocked right-looking Cholesky on a 2 x world grid over the processes (uneven last blocks,
-    NumPy and torch) equals NumPy's, and so do determinants by blocked LU; a matrix that is not
-    positive definite raises on every process."""
+    NumPy and torch) equals NumPy's, and so do determinants by blocked LU and solve and inv by
+    blocked Gauss-Jordan; a matrix that is not positive definite raises on every process."""
     world = dd.world_size()
     rng = np.random.default_rng(14)
     for framework in ("numpy", "torch"):
@@ -152,6 +152,13 @@ def linalg_cholesky():
         want = np.linalg.slogdet(g)
         assert float(sign) == want[0], (float(sign), want)
         np.testing.assert_allclose(float(logabs), want[1], rtol=1e-12)
+    for framework in ("numpy", "torch"):  # solve and inv by blocked Gauss-Jordan
+        g = rng.standard_normal((11, 11)) + 4 * np.eye(11)
+        rhs = rng.standard_normal((11, 3))
+        x = _scatter(g, _grid(11, (3, 2), world), framework)
+        y = _scatter(rhs, Layout.slab((11, 3), 0, ["cpu"] * world, ranks=list(range(world))), framework)
+        np.testing.assert_allclose(la.solve(x, y).gather(framework="numpy"), np.linalg.solve(g, rhs), atol=1e-11)
+        np.testing.assert_allclose(la.inv(x).gather(framework="numpy"), np.linalg.inv(g), atol=1e-11)
     bad = np.eye(8)
     bad[5, 5] = -1.0
     try:
@@ -164,7 +171,8 @@ def linalg_cholesky():
 
 
 def linalg_cholesky_memory():
-    """Each process's new memory during a blocked Cholesky (and a blocked LU for slogdet) stays
+    """Each process's new memory during a blocked Cholesky (a blocked LU for slogdet, Gauss-Jordan
+    for inv) stays
     within 1.5 x (its shares of the operand and the result) plus one block and the panel rows of
     its rows and columns."""
     world = dd.world_size()
@@ -197,6 +205,15 @@ def linalg_cholesky_memory():
     tracemalloc.stop()
     bound = 1.5 * share + b * b * 8 + panels  # the result is two numbers
     assert peak <= bound, f"slogdet: peak {peak} bytes > bound {bound} (share {share})"
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    inverse = la.inv(x)
+    peak = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    del inverse
+    bound = 1.5 * (2 * share) + b * b * 8 + 2 * panels  # the identity's working copy is the result's share
+    assert peak <= bound, f"inv: peak {peak} bytes > bound {bound} (share {share})"
     return True
 
 

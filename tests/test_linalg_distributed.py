@@ -321,6 +321,33 @@ def test_det_and_slogdet_by_blocked_lu_on_grids(assignment, dtype):
     run()
 
 
+@pytest.mark.parametrize("assignment,dtype", ASSIGNMENTS)
+def test_solve_and_inv_by_blocked_gauss_jordan_on_grids(assignment, dtype):
+    _need(assignment)
+    tol = TOL["float32" if dtype == "float32" else "float64"]
+
+    @settings(max_examples=8 if assignment != "mixed" else 4, deadline=None)
+    @given(st.data())
+    def run(data):
+        n = data.draw(st.integers(1, 12))
+        lay = data.draw(grid_layouts(n, n))
+        a = _data((n, n), dtype, data.draw(st.integers(0, 99))) + (n * np.eye(n)).astype(dtype)
+        k = data.draw(st.integers(1, 3))
+        b = _data((n, k), dtype, 7)
+        x = build(a, lay, assignment)
+        y = build(b, Layout.slab((n, k), 0, ["cpu:0", "cpu:2"]), assignment)
+        got = la.solve(x, y)
+        assert got.layout.grid == lay.grid  # solved on a's grid
+        np.testing.assert_allclose(a @ gathered(got), b, atol=tol * 100 * n)
+        inverse = la.inv(x)
+        assert inverse.layout.same_distribution(lay.replace(devices=lay.devices[: lay.ngrid]))
+        np.testing.assert_allclose(gathered(inverse) @ a, np.eye(n), atol=tol * 100 * n)
+        v = build(b[:, 0].copy(), Layout.slab((n,), 0, ["cpu:1", "cpu:3"]), assignment)
+        np.testing.assert_allclose(a @ gathered(la.solve(x, v)), b[:, 0], atol=tol * 100 * n)
+
+    run()
+
+
 def test_det_of_a_singular_split_matrix_is_zero():
     a = np.arange(36.0).reshape(6, 6)
     a[4] = a[1]
@@ -333,8 +360,10 @@ def test_what_is_not_distributed_still_answers():
     a = rng.standard_normal((6, 6)) + 6 * np.eye(6)
     lay = Layout((6, 6), block=(2, 2), grid=(2, 2), devices=["cpu:0", "cpu:1", "cpu:2", "cpu:3"])
     x = build(a, lay)
-    np.testing.assert_allclose(gathered(la.inv(x)), np.linalg.inv(a), atol=1e-12)
-    np.testing.assert_allclose(float(la.det(x)), np.linalg.det(a), rtol=1e-10)
+    batch = np.stack([a, a.T])
+    xb = build(batch, Layout((2, 6, 6), block=(1, 3, 3), grid=(1, 2, 2), devices=["cpu:0", "cpu:1", "cpu:2", "cpu:3"]))
+    np.testing.assert_allclose(gathered(la.inv(xb)), np.linalg.inv(batch), atol=1e-12)
+    np.testing.assert_allclose(gathered(la.eigvalsh(build(a @ a.T, lay))), np.linalg.eigvalsh(a @ a.T), atol=1e-10)
     np.testing.assert_allclose(gathered(la.matrix_power(x, 0)), np.eye(6))
     q, r = la.qr(x, mode="complete")
     np.testing.assert_allclose(gathered(q) @ gathered(r), a, atol=1e-12)

@@ -15,12 +15,14 @@ Distributed operands stay distributed (``dlmg.ops.linalg`` has the algorithms):
   ``matmul``; ``matmul``, ``tensordot``, ``vecdot``, ``outer`` are dlmg's
   contractions; ``matrix_transpose`` is a view;
 * ``cholesky``, ``det``, ``slogdet``, ``inv``, ``solve``, ``eigh``,
-  ``eigvalsh``: batch-local when every fragment holds whole matrices.
+  ``eigvalsh``: batch-local when every fragment holds whole matrices; one
+  split matrix: blocked Cholesky, blocked LU (``det``, ``slogdet``) and
+  blocked Gauss-Jordan (``solve``, ``inv``) on its grid.
 
 What is not distributed is collected onto one fragment as before (see
 ``dlmg.array_api._collect``; across processes an all-gather), and said so
-in each function's docstring: ``cholesky``, ``det``, ``slogdet``, ``inv``,
-``solve``, ``eigh``, ``eigvalsh`` of matrices split across fragments;
+in each function's docstring: ``eigh`` and ``eigvalsh`` of matrices split
+across fragments;
 ``qr(mode="complete")``, ``qr`` of a short-fat matrix and ``svd(full_matrices=True)``
 of split matrices; ``matrix_power`` with ``n <= 0``; split matrices with batch
 modes; ``cross`` of operands of different shapes.
@@ -381,16 +383,22 @@ def slogdet(x: Any, /) -> SlogdetResult:
 
 
 def inv(x: Any, /) -> Any:
-    """The inverses: batch-local, else collected."""
+    """The inverses: batch-local; for one split matrix blocked Gauss-Jordan elimination with
+    partial pivoting on its grid (``dlmg.ops.linalg.inv_grid``), in its layout; split matrices
+    with batch modes are collected."""
     x = _operand("inv", x)
     if _square_local("inv", x):
         return _batch_one("inv", x, x.shape[-2:], x.dtype, lambda xp, a: xp.linalg.inv(a))
+    if _grid_square(x):
+        return _la.inv_grid(x)
     return _collected_inv(x)
 
 
 def solve(x1: Any, x2: Any, /) -> Any:
     """The solutions of ``x1 @ X = x2``: batch-local when both hold whole matrices in every
-    fragment with the same batch distribution, else collected."""
+    fragment with the same batch distribution; for one split square ``x1`` (and ``x2`` of its
+    dtype, 1-D or 2-D) blocked Gauss-Jordan elimination with partial pivoting on ``x1``'s grid
+    (``dlmg.ops.linalg.solve_grid``), ``x2`` redistributed onto that grid first; else collected."""
     x1, x2 = _operand("solve", x1), _operand("solve", x2)
     if (x1.ndim >= 2 and x2.ndim == x1.ndim and x1.shape[:-1] == x2.shape[:-1]
             and _square_local("solve", x1) and _local(x2) and x1.dtype == x2.dtype
@@ -399,6 +407,13 @@ def solve(x1: Any, x2: Any, /) -> Any:
         out_layout = _la.batch_local_layout(x1.layout, x2.shape[-2:])
         return map_fragments(lambda xp, a, b: xp.linalg.solve(a, b), (x1, x2), name="dlmg.linalg.solve",
                              out_layout=out_layout, check=False)
+    if _grid_square(x1) and x2.ndim in (1, 2) and x2.shape[0] == x1.shape[0] and x2.dtype == x1.dtype:
+        rhs = x2 if x2.ndim == 2 else reshape(x2, (x2.shape[0], 1))
+        want = _la.solve_layout(x1.layout, rhs.shape[1])
+        if not rhs.layout.same_distribution(want):
+            rhs = rhs.redistribute(want)
+        out = _la.solve_grid(x1, rhs)
+        return out if x2.ndim == 2 else reshape(out, (x2.shape[0],))
     return _collected_solve(x1, x2)
 
 

@@ -50,7 +50,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "cholesky", "batch_local", "matrix_split", "tsqr", "qr", "svd", "svdvals", "pinv", "REAL_OF", "TALL", "WIDE",
-    "LOCAL", "diagonal", "batch_local_layout", "cholesky_grid", "slogdet_grid",
+    "LOCAL", "diagonal", "batch_local_layout", "cholesky_grid", "slogdet_grid", "solve_grid", "inv_grid",
+    "solve_layout",
 ]
 
 #: the real dtype of each inexact dtype (singular values, norms)
@@ -1022,3 +1023,225 @@ def slogdet_grid(x: "DistributedTensor", /) -> tuple[complex | float, float]:
         swaps += max(length - 1, 0)
     sign = (-1.0) ** swaps * np.prod(vals / magnitude)
     return (complex(sign) if np.iscomplexobj(vals) else float(np.real(sign))), float(np.sum(np.log(magnitude)))
+
+
+# --------------------------------------------------------------------------
+# solve and inv: blocked Gauss-Jordan elimination with partial pivoting on the grid
+
+
+def _rows_everywhere(work: dict[int, Any], execs: dict[int, Executor], lay: Layout, wanted: np.ndarray,
+                     dtype: str) -> "DistributedTensor":
+    """The global rows ``wanted`` of a tensor of ``lay`` (fragments ``work``), each fragment's local
+    columns, gathered along grid rows: a pending sum over grid rows (each row held by one) resolved
+    into a layout replicated along grid rows; fragment ``(r, c)`` reads fragment ``c + gc r``."""
+    gr, gc = lay.grid
+    q = wanted.size
+    order = [r + gr * c for r in range(gr) for c in range(gc)]
+    pending = Layout((q, lay.shape[1]), block=(max(q, 1), lay.block[1]), grid=(1, gc),
+                     devices=[lay.devices[f] for f in order], ranks=[lay.ranks[f] for f in order],
+                     partial="sum" if gr > 1 else None)
+    arrays: list[Any] = [None] * pending.nfragments
+    for f, a in work.items():
+        r, c = f % gr, f // gr
+        rows = lay.owned_indices(f, 0)
+        at = np.searchsorted(rows, wanted)
+        owned = (at < rows.size) & (rows[np.minimum(at, max(rows.size - 1, 0))] == wanted) if rows.size else \
+            np.zeros(q, dtype=bool)
+
+        def pick(xp: Any, m: Any) -> Any:
+            if not owned.any():
+                return xp.zeros((q, m.shape[1]), dtype=m.dtype, device=m.device)
+            taken = xp.take(m, xp.asarray(np.where(owned, at, 0), device=m.device), axis=0)
+            return xp.where(xp.asarray(owned[:, None], device=m.device), taken, xp.zeros_like(taken))
+
+        arrays[c + gc * r] = execs[f].run(pick, a)
+    return new_tensor(arrays, pending, dtype).redistribute(pending.replace(partial=None))
+
+
+def _set_rows(ex: Executor, a: Any, local: np.ndarray, values: Any) -> Any:
+    """``a`` with its local rows ``local`` set to ``values`` (in place where arrays can be written)."""
+    if not local.size:
+        return a
+    xp = ex.xp
+    index = xp.asarray(local, device=a.device)
+    if ex.adapter.mutable:
+        a[index] = values
+        return a
+    mapping = np.arange(a.shape[0])
+    mapping[local] = a.shape[0] + np.arange(local.size)
+    return xp.take(xp.concat([a, values], axis=0), xp.asarray(mapping, device=a.device), axis=0)
+
+
+def _gj_panel(xp: Any, p: Any, k0: int, w: int, size: int) -> tuple[Any, Any]:
+    """The pivots of the panel's rows from ``k0`` down (partial pivoting), and, with those rows
+    swapped into place, the multipliers of every row (zero for the pivot rows) and a record
+    ``[D^-1 | pivot rows]`` of the ``w x w`` pivot block ``D``."""
+    _, record = _panel_lu(xp, p, np.arange(k0, size), size, w)
+    pivots = np.asarray(_host(record[:, w]).real.round(), dtype=np.int64)
+    cur = _swapped(pivots, k0, size)
+    after = xp.take(p, xp.asarray(cur, device=p.device), axis=0)
+    dinv = xp.linalg.inv(after[k0:k0 + w])
+    keep = np.ones(size, dtype=bool)
+    keep[k0:k0 + w] = False
+    mult = xp.where(xp.asarray(keep[:, None], device=p.device), after, xp.zeros_like(after))
+    where = xp.astype(xp.asarray(pivots.astype(np.float64), device=p.device), dinv.dtype)
+    return mult, xp.concat([dinv, where[:, None]], axis=1)
+
+
+def _swapped(pivots: np.ndarray, k0: int, size: int) -> np.ndarray:
+    """``cur[g]``: the row that holds position ``g`` after swapping row ``k0 + j`` with the row
+    holding ``pivots[j]`` (LAPACK's order of interchanges)."""
+    cur = np.arange(size)
+    where = np.arange(size)  # where[row] = its position
+    for j, p in enumerate(pivots):
+        t, s = k0 + j, int(where[p])
+        rt, rs = cur[t], cur[s]
+        cur[t], cur[s] = rs, rt
+        where[rs], where[rt] = t, s
+    return cur
+
+
+def solve_grid(a: "DistributedTensor", b: "DistributedTensor", /) -> "DistributedTensor":
+    """``X`` with ``a @ X = b`` for one square matrix ``a`` split on a 2-D grid and ``b`` laid out on
+    the same grid (rows as ``a``'s, its own column blocks): blocked Gauss-Jordan elimination with
+    partial pivoting.
+
+    For each block column ``k``: the column panel moves to one owner, which picks the pivots
+    (partial pivoting among the rows from the diagonal down), and returns ``D^-1`` of the pivot
+    block and the multipliers of every row; the rows that the interchanges move are assembled
+    from their owners and broadcast along grid rows (a pending sum over grid rows, resolved into a
+    layout replicated along them), every fragment writes its moved rows, scales the pivot rows by
+    ``D^-1`` and lowers every other row (above the diagonal too) in its trailing columns of ``a``
+    and all its columns of ``b``. At the end ``b``'s working copy holds ``X`` in ``b``'s layout.
+    What moves per step: one column panel, at most ``2 b`` rows, the multipliers; memory: working
+    copies of both shares plus those panels.
+    """
+    name = "dlmg.linalg.solve"
+    lay, blay = a.layout, b.layout
+    gr, gc = lay.grid
+    size = a.shape[0]
+    bw = lay.block[1]
+    nb = -(-size // bw)
+    cells = gr * gc
+
+    def index(r: int, c: int) -> int:
+        return r + gr * c
+
+    works: list[dict[int, Any]] = [{}, {}]
+    execs: dict[int, Executor] = {}
+    for f in range(cells):
+        frag = a.fragments[f]
+        if frag.is_local:
+            ex = execs[f] = executor(frag.framework, frag.device)
+            works[0][f] = ex.run(lambda xp, m: xp.asarray(m, copy=True), frag.array)
+            works[1][f] = ex.run(lambda xp, m: xp.asarray(m, copy=True), move_array(b.fragments[f].array, ex))
+    rows = {f: lay.owned_indices(f, 0) for f in range(cells)}
+    cols = [{f: lt.owned_indices(f, 1) for f in range(cells)} for lt in (lay, blay)]
+    mult_layout = Layout((size, bw), block=(lay.block[0], bw), grid=(gr, 1),
+                         devices=[lay.devices[index(r, c)] for c in range(gc) for r in range(gr)],
+                         ranks=[lay.ranks[index(r, c)] for c in range(gc) for r in range(gr)])
+    everywhere = Layout.replicated((1, 1), lay.devices[:cells], ranks=lay.ranks[:cells])
+    for k in range(nb):
+        k0 = k * bw
+        w = min(bw, size - k0)
+        rk, ck = k % gr, k % gc
+        diag = index(rk, ck)
+        owners = [index(r, ck) for r in range(gr)]
+        panel_layout = Layout((size, w), block=(lay.block[0], w), grid=(gr, 1),
+                              devices=[lay.devices[f] for f in owners], ranks=[lay.ranks[f] for f in owners])
+        pieces: list[Any] = [None] * gr
+        for r, f in enumerate(owners):
+            if f in works[0]:
+                lc = int(np.searchsorted(cols[0][f], k0))
+                pieces[r] = execs[f].run(lambda xp, m: xp.concat([m[:, lc:lc + w]], axis=0), works[0][f])
+        single = Layout.single((size, w), lay.devices[diag], ranks=lay.ranks[diag])
+        home = new_tensor(pieces, panel_layout, a.dtype).redistribute(single).fragments[0]
+
+        def factor() -> tuple[Any, Any]:
+            if not home.is_local:
+                return None, None
+            ex = executor(home.framework, home.device)
+            try:
+                return ex.run(_gj_panel, home.array, k0, w, size)
+            except Exception as exc:
+                raise fail(f"{name} (panel {k})", diag, ex, exc) from exc
+
+        mult, record = _agreed(name, factor, panel=k, shape=a.shape)
+        here = Layout.single((size, w), lay.devices[diag], ranks=lay.ranks[diag])
+        mult = new_tensor([mult], here, a.dtype).redistribute(mult_layout.replace(shape=(size, w),
+                                                                                  block=(lay.block[0], w)))
+        rec = new_tensor([record], Layout.single((w, w + 1), lay.devices[diag], ranks=lay.ranks[diag]), a.dtype)
+        rec = rec.redistribute(everywhere.replace(shape=(w, w + 1), block=(w, w + 1)))
+        mine = next(f for f in range(cells) if rec.fragments[f].is_local)
+        pivots = np.asarray(_host(rec.fragments[mine].array)[:, w].real.round(), dtype=np.int64)
+        cur = _swapped(pivots, k0, size)
+        moved = np.flatnonzero(cur != np.arange(size))
+        sources = np.unique(np.concatenate([cur[moved], pivots]))
+        gathered = [_rows_everywhere(works[i], execs, (lay, blay)[i], sources, a.dtype) for i in (0, 1)]
+        for f in list(works[0]):
+            r, c = f % gr, f // gr
+            ex = execs[f]
+            xp = ex.xp
+            mine_rows = rows[f]
+            at = np.searchsorted(mine_rows, moved)
+            held = (at < mine_rows.size) & (mine_rows[np.minimum(at, max(mine_rows.size - 1, 0))] == moved) \
+                if mine_rows.size else np.zeros(moved.size, dtype=bool)
+            pos = np.searchsorted(mine_rows, np.arange(k0, k0 + w))
+            pivot_here = (pos < mine_rows.size) & (mine_rows[np.minimum(pos, max(mine_rows.size - 1, 0))]
+                                                   == np.arange(k0, k0 + w)) if mine_rows.size else \
+                np.zeros(w, dtype=bool)
+            dinv = move_array(rec.fragments[f].array, ex)[:, :w]
+            lrows = move_array(mult.fragments[r + gr * c].array, ex)
+            try:
+                for i in (0, 1):
+                    m = works[i][f]
+                    panel_rows = move_array(gathered[i].fragments[c + gc * r].array, ex)
+                    # the interchanges: position g takes the row cur[g]
+                    src = np.searchsorted(sources, cur[moved[held]])
+                    m = _set_rows(ex, m, at[held], xp.take(panel_rows, xp.asarray(src, device=m.device), axis=0))
+                    start = int(np.searchsorted(cols[0][f], k0 + w)) if i == 0 else 0
+                    scaled = xp.matmul(dinv, xp.take(panel_rows, xp.asarray(np.searchsorted(sources, pivots),
+                                                                            device=m.device), axis=0)[:, start:])
+                    if start < m.shape[1] and m.shape[0]:
+                        m = _replaced(ex, m, 0, start, xp.matmul(lrows, scaled), True)
+                        m = _set_rows_from(ex, m, pos[pivot_here], start, xp.take(scaled, xp.asarray(np.flatnonzero(pivot_here),
+                                                                               device=m.device), axis=0))
+                    works[i][f] = m
+            except Exception as exc:
+                raise fail(f"{name} (elimination {k})", f, ex, exc) from exc
+    out = Layout(b.shape, block=blay.block, grid=blay.grid, devices=blay.devices[:cells], ranks=blay.ranks[:cells])
+    return new_tensor([works[1].get(f) for f in range(cells)], out, b.dtype)
+
+
+def _set_rows_from(ex: Executor, a: Any, local: np.ndarray, start: int, values: Any) -> Any:
+    """``a`` with its local rows ``local``, from column ``start`` on, set to ``values``."""
+    if not local.size:
+        return a
+    if start == 0:
+        return _set_rows(ex, a, local, values)
+    left = ex.xp.take(a, ex.xp.asarray(local, device=a.device), axis=0)[:, :start]
+    return _set_rows(ex, a, local, ex.xp.concat([left, values], axis=1))
+
+
+def inv_grid(a: "DistributedTensor", /) -> "DistributedTensor":
+    """The inverse of one square matrix split on a 2-D grid: :func:`solve_grid` with the identity
+    laid out as ``a`` (each fragment makes its own piece of it), the result in ``a``'s layout."""
+    lay = a.layout
+    cells = lay.ngrid
+    dense = Layout(a.shape, block=lay.block, grid=lay.grid, devices=lay.devices[:cells], ranks=lay.ranks[:cells])
+    arrays: list[Any] = [None] * cells
+    for f in range(cells):
+        frag = a.fragments[f]
+        if frag.is_local:
+            eye = np.equal.outer(lay.owned_indices(f, 0), lay.owned_indices(f, 1))
+            ex = executor(frag.framework, frag.device)
+            arrays[f] = ex.run(lambda xp, m: xp.astype(xp.asarray(eye, device=m.device), m.dtype), frag.array)
+    return solve_grid(a, new_tensor(arrays, dense, a.dtype))
+
+
+def solve_layout(a: Layout, nrhs: int) -> Layout:
+    """The layout :func:`solve_grid` wants for right-hand sides of ``nrhs`` columns: ``a``'s rows and
+    grid, the columns in blocks over the grid columns."""
+    gr, gc = a.grid
+    return Layout((a.shape[0], nrhs), block=(a.block[0], max(1, -(-nrhs // gc))), grid=(gr, gc),
+                  devices=a.devices[: a.ngrid], ranks=a.ranks[: a.ngrid])
