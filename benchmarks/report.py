@@ -23,7 +23,7 @@ _CASE_TITLES = {
     8: "Across processes: all-gather and redistribution (torch.distributed, MPI)",
     9: "Saving and loading: dlmg.save / dlmg.load against numpy.save / load, zarr-python and DCP",
     10: "Contractions: A @ B and einsum against one native product",
-    11: "Linear algebra: TSQR linalg.qr of a tall-skinny matrix against one native QR",
+    11: "Linear algebra: TSQR linalg.qr and blocked Cholesky against one native factorization",
 }
 
 
