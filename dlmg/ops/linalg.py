@@ -114,7 +114,8 @@ def _tall(x: "DistributedTensor") -> tuple["DistributedTensor", bool]:
 
 
 def batch_local_layout(layout: Layout, tail: tuple[int, ...], drop: int = 2) -> Layout:
-    """The layout of a batch-local result: ``layout``'s batch modes (all but the last ``drop``) followed by whole modes of extents ``tail``."""
+    """The layout of a batch-local result: ``layout``'s batch modes (all but the last ``drop``)
+    followed by whole modes of extents ``tail``."""
     nb = layout.ndim - drop
     return Layout(
         layout.shape[:nb] + tail,
@@ -1204,8 +1205,8 @@ def solve_grid(a: "DistributedTensor", b: "DistributedTensor", /) -> "Distribute
                                                                             device=m.device), axis=0)[:, start:])
                     if start < m.shape[1] and m.shape[0]:
                         m = _replaced(ex, m, 0, start, xp.matmul(lrows, scaled), True)
-                        m = _set_rows_from(ex, m, pos[pivot_here], start, xp.take(scaled, xp.asarray(np.flatnonzero(pivot_here),
-                                                                               device=m.device), axis=0))
+                        own = xp.asarray(np.flatnonzero(pivot_here), device=m.device)
+                        m = _set_rows_from(ex, m, pos[pivot_here], start, xp.take(scaled, own, axis=0))
                     works[i][f] = m
             except Exception as exc:
                 raise fail(f"{name} (elimination {k})", f, ex, exc) from exc
