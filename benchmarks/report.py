@@ -23,6 +23,7 @@ _CASE_TITLES = {
     8: "Across processes: all-gather and redistribution (torch.distributed, MPI)",
     9: "Saving and loading: dlmg.save / dlmg.load against numpy.save / load, zarr-python and DCP",
     10: "Contractions: A @ B and einsum against one native product",
+    11: "Linear algebra: TSQR linalg.qr and blocked Cholesky against one native factorization",
     12: "FFTs: fftn over 8 slabs against numpy.fft.fftn and jax.jit(jnp.fft.fftn)",
 }
 

@@ -1,13 +1,11 @@
-"""Batch-local linear algebra on distributed tensors (``dlmg.linalg.cholesky``, ``dlmg.linalg.matmul``).
+"""``dlmg.linalg``: the Array API namespace's ``linalg`` extension (:mod:`dlmg.array_api.linalg`).
 
-``cholesky`` (see :mod:`dlmg.ops.linalg`) needs the matrix modes whole in
-every fragment; ``matmul``, ``tensordot`` and ``vecdot`` take any layouts
-(see :mod:`dlmg.ops.contract`).
+The same functions under a shorter name: distributed where the layouts allow
+(TSQR for tall-skinny and short-fat matrices, batch-local work where every
+fragment holds whole matrices); docs/linalg-fft.md describes the algorithms.
 """
 
 from __future__ import annotations
 
-from .ops.contract import matmul, tensordot, vecdot
-from .ops.linalg import cholesky
-
-__all__ = ["cholesky", "matmul", "tensordot", "vecdot"]
+from .array_api.linalg import *  # noqa: F403  (one set of functions)
+from .array_api.linalg import __all__  # noqa: F401

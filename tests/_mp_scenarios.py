@@ -439,6 +439,8 @@ from tests._mp_checkpoint import SCENARIOS as _CHECKPOINT  # noqa: E402  (save a
 SCENARIOS.update(_CHECKPOINT)
 from tests._mp_fft import SCENARIOS as _FFT  # noqa: E402  (FFTs over split modes)
 SCENARIOS.update(_FFT)
+from tests._mp_linalg import SCENARIOS as _LINALG  # noqa: E402  (distributed linear algebra)
+SCENARIOS.update(_LINALG)
 
 
 #: Where device_collectives puts its fragments: the host in CI, cuda:0 on a GPU machine.

@@ -415,6 +415,7 @@ def test_linear_algebra_matches_numpy(layout_policy):
     np.testing.assert_allclose(gathered(xp.linalg.matrix_power(x, 3)), np.linalg.matrix_power(a, 3))
     assert int(xp.linalg.matrix_rank(x)) == 4
     np.testing.assert_allclose(gathered(xp.linalg.pinv(x)), np.linalg.pinv(a), atol=1e-10)
+    np.testing.assert_allclose(gathered(xp.linalg.lstsq(x, y)), np.linalg.lstsq(a, b, rcond=None)[0], atol=1e-10)
     np.testing.assert_allclose(abs(gathered(xp.linalg.slogdet(x).logabsdet)), np.linalg.slogdet(a)[1])
     np.testing.assert_allclose(gathered(xp.linalg.eigvalsh(xp.asarray(spd))), np.linalg.eigvalsh(spd))
     assert len(xp.linalg.eigh(xp.asarray(spd))) == 2 and len(xp.linalg.qr(x)) == 2 and len(xp.linalg.svd(x)) == 3

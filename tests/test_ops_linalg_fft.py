@@ -68,9 +68,9 @@ def test_matmul_promotes_mixed_dtypes_and_keeps_frameworks():
 
 
 def test_matmul_errors_point_to_redistribute():
-    # the batch-local product (dlmg.ops.linalg.matmul) needs whole matrices and refuses
+    # the batch-local product (dlmg.ops.contract.local.local_matmul) needs whole matrices and refuses
     # others naming redistribute; dlmg.matmul and @ contract them anyway (dlmg.ops.contract)
-    local_matmul = dlmg.ops.linalg.matmul
+    local_matmul = dlmg.ops.contract.local.local_matmul
     la = Layout((4, 6, 3), block=(2, 3, 3), grid=(2, 2, 1), devices=["cpu"] * 4)  # rows split
     lb = Layout((4, 3, 2), block=(2, 3, 2), grid=(2, 1, 1), devices=["cpu"] * 2)
     a = build(data(la.shape), la)
@@ -112,9 +112,9 @@ def test_cholesky_matches_numpy(assignment):
 
 
 def test_cholesky_errors():
-    layout = Layout((4, 4), block=(2, 4), grid=(2, 1), devices=["cpu", "cpu"])
-    with pytest.raises(LayoutError, match="redistribute"):
-        dlmg.linalg.cholesky(build(spd((), 4, seed=8), layout))
+    layout = Layout((2, 4, 4), block=(2, 2, 4), grid=(1, 2, 1), devices=["cpu", "cpu"])
+    with pytest.raises(LayoutError, match="redistribute"):  # split matrices with batch modes
+        dlmg.ops.linalg.cholesky(build(spd((2,), 4, seed=8), layout))
     whole = Layout.single((4, 4))
     with pytest.raises(DtypeError, match="floating"):
         dlmg.linalg.cholesky(build(data((4, 4), "int32"), whole))

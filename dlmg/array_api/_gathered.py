@@ -123,7 +123,8 @@ def collected(name: str, framework_name: str | None = None) -> Callable[..., Any
     return CollectedFunction(name, framework_name)
 
 
-#: the namespace's functions that run on one collected fragment, by module
+#: the namespace's functions that run on one collected fragment, by module (``linalg``: in the
+#: cases :mod:`dlmg.array_api.linalg` does not distribute)
 COLLECTED: dict[str, tuple[str, ...]] = {
     "": (
         "nonzero", "searchsorted", "unique_all",
@@ -131,7 +132,7 @@ COLLECTED: dict[str, tuple[str, ...]] = {
         "sort", "argsort",
     ),
     "linalg": (
-        "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matrix_norm", "matrix_power",
-        "matrix_rank", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm",
+        "cholesky", "cross", "det", "eigh", "eigvalsh", "inv", "matrix_power", "pinv", "qr", "slogdet", "solve",
+        "svd",
     ),
 }

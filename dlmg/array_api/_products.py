@@ -1,4 +1,4 @@
-"""The standard's products (``matmul``, ``tensordot``, ``vecdot``, ``outer``, ``trace``) on
+"""The standard's products (``matmul``, ``tensordot``, ``vecdot``, ``outer``) on
 distributed operands.
 
 The contractions are dlmg's own (:mod:`dlmg.ops.contract`), which contract
@@ -13,9 +13,6 @@ asks beyond them:
   value unless asked for a pending sum (the plan's last step resolves it, a
   reduce-scatter onto the operands' devices), so these functions, ``@`` and
   dlmg's are one behaviour.
-
-``trace`` is the sum of ``linalg.diagonal`` with the namespace's ``sum``, so
-its dtype follows the standard's accumulation rule in every framework.
 """
 
 from __future__ import annotations
@@ -28,12 +25,8 @@ from .._shapes import normalize_axes
 from ..errors import AxisError
 from ..ops import contract as _contract
 from ..ops import shape as _shape
-from ._gathered import collected
-from ._statistics import sum as _sum
 
-__all__ = ["matmul", "tensordot", "vecdot", "outer", "trace"]
-
-_diagonal = collected("diagonal", "linalg.diagonal")
+__all__ = ["matmul", "tensordot", "vecdot", "outer"]
 
 
 def _not_scalar(name: str, x1: Any, x2: Any) -> None:
@@ -99,11 +92,3 @@ def outer(x1: Any, x2: Any, /) -> Any:
     if x1.ndim != 1 or x2.ndim != 1:
         raise ValueError(f"outer takes vectors (1-D), got shapes {x1.shape} and {x2.shape}")
     return _contract.outer(x1, x2)
-
-
-def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
-    """The sums of the diagonals (``offset`` above the main one) of the last two modes, in the
-    accumulation dtype of the namespace's ``sum``."""
-    if x.ndim < 2:
-        raise ValueError(f"trace needs at least 2 modes, got shape {x.shape}")
-    return _sum(_diagonal(x, offset=offset), axis=-1, dtype=dtype)

@@ -1,19 +1,444 @@
-"""The standard's ``linalg`` extension.
+"""The standard's ``linalg`` extension, and ``dlmg.linalg``: one set of functions.
 
-``matmul``, ``tensordot``, ``vecdot`` and ``outer`` are dlmg's contractions
-over any layouts, ``trace`` sums ``diagonal`` with the namespace's ``sum``
-(:mod:`dlmg.array_api._products`), ``matrix_transpose`` is a view; the others
-collect their operands onto one fragment (see :mod:`dlmg.array_api._collect`).
+Distributed operands stay distributed (``dlmg.ops.linalg`` has the algorithms):
+
+* ``qr`` (reduced), ``svd`` (``full_matrices=False``), ``svdvals``, ``pinv``,
+  ``matrix_rank`` and :func:`lstsq`: whole matrices in every fragment run
+  batch-locally; one tall matrix split along rows (or short-fat split along
+  columns, through its transpose) runs by TSQR; other splits of one matrix are
+  redistributed into slabs of the long mode first;
+* ``vector_norm``, ``matrix_norm``: the namespace's elementwise functions and
+  reductions (``2``, ``-2`` and ``"nuc"`` through ``svdvals``);
+* ``diagonal`` (each fragment its owned entries, one pending sum) and
+  ``trace`` (its sum); ``cross`` fragment by fragment with the product mode
+  whole; ``matrix_power`` by repeated squaring with the distributed
+  ``matmul``; ``matmul``, ``tensordot``, ``vecdot``, ``outer`` are dlmg's
+  contractions; ``matrix_transpose`` is a view;
+* ``cholesky``, ``det``, ``slogdet``, ``inv``, ``solve``, ``eigh``,
+  ``eigvalsh``: batch-local when every fragment holds whole matrices; one
+  split matrix: blocked Cholesky, blocked LU (``det``, ``slogdet``) and
+  blocked Gauss-Jordan (``solve``, ``inv``) on its grid.
+
+What is not distributed is collected onto one fragment as before (see
+``dlmg.array_api._collect``; across processes an all-gather), and said so
+in each function's docstring: ``eigh`` and ``eigvalsh`` of matrices split
+across fragments;
+``qr(mode="complete")``, ``qr`` of a short-fat matrix and ``svd(full_matrices=True)``
+of split matrices; ``matrix_power`` with ``n <= 0``; split matrices with batch
+modes; ``cross`` of operands of different shapes.
+
+Small results (``R``, ``S``, ``Vh``; the ``n x n`` factors whose size does not
+grow with the distributed extent) are laid out by the default layout policy.
 """
 
 from __future__ import annotations
 
-from ._gathered import COLLECTED, collected
-from ._manipulation import matrix_transpose
-from ._products import matmul, outer, tensordot, trace, vecdot
+import math
+import operator
+from typing import Any, NamedTuple
 
-__all__ = [*COLLECTED["linalg"], "matmul", "matrix_transpose", "outer", "tensordot", "trace", "vecdot"]
+from ..ops import contract as _contract, linalg as _la
+from ..ops._batch import batch_key, suggest_whole
+from ..ops.dispatch import map_fragments
+from ..ops.contract.pending import settled
+from ..ops._operands import is_distributed
+from . import _elementwise as _ew
+from ._creation import asarray
+from ._data_types import finfo
+from ._gathered import collected
+from ._manipulation import astype, matrix_transpose, reshape
+from ._policy import layout_for
+from ._products import matmul, outer, tensordot, vecdot
+from ._statistics import max as _max, min as _min, sum as _sum
 
-for _name in COLLECTED["linalg"]:
-    globals()[_name] = collected(_name, f"linalg.{_name}")
-del _name
+__all__ = [
+    "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "lstsq", "matmul", "matrix_norm",
+    "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv", "qr", "slogdet", "solve", "svd",
+    "svdvals", "tensordot", "trace", "vecdot", "vector_norm",
+]
+
+
+class QRResult(NamedTuple):
+    """``Q`` and ``R`` of :func:`qr`."""
+
+    Q: Any
+    R: Any
+
+
+class SVDResult(NamedTuple):
+    """``U``, ``S`` and ``Vh`` of :func:`svd`."""
+
+    U: Any
+    S: Any
+    Vh: Any
+
+
+# the framework's own functions on collected operands, for what is not distributed (see the module)
+_collected_cholesky = collected("cholesky", "linalg.cholesky")
+_collected_cross = collected("cross", "linalg.cross")
+_collected_det = collected("det", "linalg.det")
+_collected_eigh = collected("eigh", "linalg.eigh")
+_collected_eigvalsh = collected("eigvalsh", "linalg.eigvalsh")
+_collected_inv = collected("inv", "linalg.inv")
+_collected_matrix_power = collected("matrix_power", "linalg.matrix_power")
+_collected_pinv = collected("pinv", "linalg.pinv")
+_collected_qr = collected("qr", "linalg.qr")
+_collected_slogdet = collected("slogdet", "linalg.slogdet")
+_collected_solve = collected("solve", "linalg.solve")
+_collected_svd = collected("svd", "linalg.svd")
+
+
+def _operand(name: str, x: Any) -> Any:
+    if not is_distributed(x):
+        raise TypeError(f"dlmg.linalg.{name} takes a DistributedTensor, got {type(x).__name__}")
+    return settled(x)
+
+
+def _distributes(x: Any) -> bool:
+    """Whether the algorithms of ``dlmg.ops.linalg`` take ``x`` as it is laid out."""
+    return x.ndim == 2 or _la.matrix_split(x) == _la.LOCAL
+
+
+def _local(x: Any) -> bool:
+    return _la.matrix_split(x) == _la.LOCAL
+
+
+def _placed(t: Any) -> Any:
+    """A small result (one fragment where it was computed) in the policy's layout for its shape."""
+    wanted = layout_for(t.shape)
+    return t if t.layout.same_distribution(wanted) else t.redistribute(wanted)
+
+
+def _small(x: Any, *results: Any) -> tuple[Any, ...]:
+    """``results`` as they are when ``x`` was batch-local, else each small one placed by the policy."""
+    if _local(x):
+        return results
+    return tuple(r if r.ndim == 2 and r.layout.ngrid > 1 else _placed(r) for r in results)
+
+
+# --------------------------------------------------------------------------
+# TSQR and what is built on it
+
+
+def qr(x: Any, /, *, mode: str = "reduced") -> QRResult:
+    """QR factorization: batch-local for whole matrices, TSQR for one tall matrix split along rows.
+
+    ``Q`` keeps ``x``'s row distribution; ``R`` (``n x n``) is laid out by the
+    policy. ``mode="complete"`` of a split matrix, a short-fat split matrix
+    and split matrices with batch modes are collected (see the module).
+    """
+    x = _operand("qr", x)
+    m, n = x.shape[-2:] if x.ndim >= 2 else (0, 0)
+    if _local(x) or (x.ndim == 2 and mode == "reduced" and m >= n and x.size):
+        q, r = _la.qr(x, mode=mode)
+        return QRResult(q, r if _local(x) else _placed(r))
+    return QRResult(*_collected_qr(x, mode=mode))
+
+
+def svd(x: Any, /, *, full_matrices: bool = True) -> SVDResult:
+    """Singular value decomposition ``x = U diag(S) Vh``.
+
+    With ``full_matrices=False``, or whenever the thin and full factors agree,
+    by TSQR for one split matrix (``U`` keeps a tall matrix's row distribution,
+    ``Vh`` a short-fat one's column distribution; the small factors are laid out
+    by the policy) and batch-locally for whole matrices. ``full_matrices=True``
+    of a split non-square matrix is collected.
+    """
+    x = _operand("svd", x)
+    square = x.ndim >= 2 and x.shape[-1] == x.shape[-2]
+    if (not full_matrices or square or _local(x)) and _distributes(x) and x.size:
+        if full_matrices and _local(x) and not square:
+            m, n = x.shape[-2:]
+            u, s, vh = _la.batch_local("dlmg.linalg.svd", x, lambda xp, a: tuple(xp.linalg.svd(a)),
+                                       [((m, m), x.dtype), ((min(m, n),), _la.REAL_OF.get(x.dtype, x.dtype)),
+                                        ((n, n), x.dtype)])
+            return SVDResult(u, s, vh)
+        return SVDResult(*_small(x, *_la.svd(x)))
+    return SVDResult(*_collected_svd(x, full_matrices=full_matrices))
+
+
+def svdvals(x: Any, /) -> Any:
+    """The singular values, descending: batch-local, or from TSQR's ``R`` for one split matrix
+    (laid out by the policy)."""
+    x = _operand("svdvals", x)
+    if _distributes(x) and x.size:
+        s = _la.svdvals(x)
+        return s if _local(x) else _placed(s)
+    return _collected_svd(x, full_matrices=False)[1]
+
+
+def pinv(x: Any, /, *, rtol: float | Any | None = None) -> Any:
+    """The pseudo-inverse: batch-local, or ``V S^+ U^H`` by TSQR for one split matrix, the result
+    split along the mode ``x`` splits (columns for a tall ``x``)."""
+    x = _operand("pinv", x)
+    if _distributes(x) and x.size and (rtol is None or isinstance(rtol, (int, float))):
+        return _la.pinv(x, rtol=None if rtol is None else float(rtol))
+    return _collected_pinv(x, rtol=rtol)
+
+
+def matrix_rank(x: Any, /, *, rtol: float | Any | None = None) -> Any:
+    """The number of singular values above ``rtol * max(S)`` (default ``rtol``: ``max(m, n) eps``),
+    from :func:`svdvals`."""
+    x = _operand("matrix_rank", x)
+    s = svdvals(x)
+    if rtol is None:
+        rtol = max(x.shape[-2:]) * finfo(s.dtype).eps
+    if s.shape[-1] == 0:
+        return _sum(_ew.greater(s, 0), axis=-1)
+    tol = _ew.multiply(_max(s, axis=-1, keepdims=True), rtol)
+    return _sum(_ew.greater(s, tol), axis=-1)
+
+
+def lstsq(x1: Any, x2: Any, /, *, rtol: float | None = None) -> Any:
+    """The least-squares solution of ``x1 @ X = x2`` (minimum norm): ``pinv(x1, rtol=rtol) @ x2``.
+
+    Not in the standard; for a tall ``x1`` split along rows and ``x2`` split
+    alike, the product contracts the split mode and resolves one small pending
+    sum, so nothing of size ``m`` is ever whole.
+    """
+    return matmul(pinv(x1, rtol=rtol), _operand("lstsq", x2))
+
+
+# --------------------------------------------------------------------------
+# norms, diagonals, products
+
+
+def _real_abs(x: Any) -> Any:
+    return _ew.abs(x)
+
+
+def vector_norm(x: Any, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool = False,
+                ord: int | float = 2) -> Any:  # noqa: A002  (the standard's name)
+    """The vector norm over ``axis`` (all modes by default), from elementwise functions and the
+    namespace's reductions (distributed as they are)."""
+    x = _operand("vector_norm", x)
+    if x.dtype in ("bool",) or x.dtype.startswith(("int", "uint")):
+        raise TypeError(f"vector_norm needs a floating or complex tensor, got {x.dtype}")
+    a = _real_abs(x)
+    if ord == math.inf:
+        return _max(a, axis=axis, keepdims=keepdims)
+    if ord == -math.inf:
+        return _min(a, axis=axis, keepdims=keepdims)
+    if ord == 0:
+        return _sum(astype(_ew.not_equal(a, 0), a.dtype), axis=axis, keepdims=keepdims)
+    if ord == 1:
+        return _sum(a, axis=axis, keepdims=keepdims)
+    if ord == 2:
+        return _ew.sqrt(_sum(_ew.multiply(a, a), axis=axis, keepdims=keepdims))
+    p = float(ord)
+    return _ew.pow(_sum(_ew.pow(a, p), axis=axis, keepdims=keepdims), 1.0 / p)
+
+
+def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: int | float | str | None = "fro") -> Any:  # noqa: A002
+    """The matrix norm of the last two modes: ``"fro"``, ``1``, ``-1``, ``inf``, ``-inf`` from
+    reductions; ``2``, ``-2`` and ``"nuc"`` from :func:`svdvals`."""
+    x = _operand("matrix_norm", x)
+    if x.ndim < 2:
+        raise ValueError(f"matrix_norm needs at least 2 modes, got shape {x.shape}")
+    if ord is None:
+        ord = "fro"  # noqa: A001
+    a = _real_abs(x)
+    if ord == "fro":
+        out = _ew.sqrt(_sum(_ew.multiply(a, a), axis=(-2, -1)))
+    elif ord in (1, -1):
+        cols = _sum(a, axis=-2)
+        out = _max(cols, axis=-1) if ord == 1 else _min(cols, axis=-1)
+    elif ord in (math.inf, -math.inf):
+        rows = _sum(a, axis=-1)
+        out = _max(rows, axis=-1) if ord == math.inf else _min(rows, axis=-1)
+    elif ord in (2, -2, "nuc"):
+        s = svdvals(x)
+        out = _max(s, axis=-1) if ord == 2 else _min(s, axis=-1) if ord == -2 else _sum(s, axis=-1)
+    else:
+        raise ValueError(f"matrix_norm: ord must be 'fro', 'nuc', 1, -1, 2, -2, inf or -inf, got {ord!r}")
+    if keepdims:
+        out = reshape(out, x.shape[:-2] + (1, 1))
+    return out
+
+
+def diagonal(x: Any, /, *, offset: int = 0) -> Any:
+    """The diagonals (``offset`` above the main one) of the last two modes, following the rows'
+    distribution (``offset >= 0``) or the columns' (see ``dlmg.ops.linalg.diagonal``)."""
+    return _la.diagonal(_operand("diagonal", x), offset=operator.index(offset))
+
+
+def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
+    """The sums of the diagonals (``offset`` above the main one) of the last two modes, in the
+    accumulation dtype of the namespace's ``sum``."""
+    x = _operand("trace", x)
+    if x.ndim < 2:
+        raise ValueError(f"trace needs at least 2 modes, got shape {x.shape}")
+    return _sum(diagonal(x, offset=offset), axis=-1, dtype=dtype)
+
+
+def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
+    """The cross product of 3-element vectors along ``axis``, fragment by fragment in each
+    fragment's framework once that mode is whole in every fragment (a redistribution when it is
+    split) and both operands share a layout; operands of different shapes are collected."""
+    x1, x2 = _operand("cross", x1), _operand("cross", x2)
+    if x1.shape != x2.shape or x1.ndim == 0:
+        return _collected_cross(x1, x2, axis=axis)
+    mode = operator.index(axis)
+    if not -x1.ndim <= mode < x1.ndim:
+        raise ValueError(f"cross: axis {axis} is out of range for shape {x1.shape}")
+    mode %= x1.ndim
+    if x1.shape[mode] != 3:
+        raise ValueError(f"cross: mode {mode} of shape {x1.shape} must have extent 3")
+    if x1.layout.grid[mode] != 1:
+        x1 = x1.redistribute(suggest_whole(x1.layout, (mode,)))
+    if not x2.layout.same_distribution(x1.layout):
+        x2 = x2.redistribute(x1.layout)
+    out = map_fragments(lambda xp, a, b: xp.linalg.cross(a, b, axis=mode), (x1, x2), name="dlmg.linalg.cross")
+    return out
+
+
+def matrix_power(x: Any, n: int, /) -> Any:
+    """``x`` to the integer power ``n`` by repeated squaring with the distributed ``matmul``
+    (:func:`dlmg.matmul`; a product that ends in a pending sum is resolved in its own split),
+    for ``n >= 1``; ``n <= 0`` (an identity or an inverse) is collected."""
+    x = _operand("matrix_power", x)
+    n = operator.index(n)
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"matrix_power needs square matrices in the last two modes, got shape {x.shape}")
+    if n <= 0:
+        return _collected_matrix_power(x, n)
+    result = None
+    base = x
+    while True:
+        if n & 1:
+            result = base if result is None else settled(_contract.matmul(result, base))
+        n >>= 1
+        if not n:
+            break
+        base = settled(_contract.matmul(base, base))
+    return result if result is not x else astype(x, x.dtype, copy=True)
+
+
+# --------------------------------------------------------------------------
+# factorizations and solves: batch-local, or collected
+
+
+def cholesky(x: Any, /, *, upper: bool = False) -> Any:
+    """The Cholesky factor: batch-local when every fragment holds whole matrices, blocked
+    right-looking Cholesky on the grid for one split matrix
+    (``dlmg.ops.linalg.cholesky_grid``); split matrices with batch modes are collected."""
+    x = _operand("cholesky", x)
+    if x.ndim >= 2 and (_local(x) or x.ndim == 2):
+        return _la.cholesky(x, upper=upper)
+    return _collected_cholesky(x, upper=upper)
+
+
+def _batch_one(name: str, x: Any, tail: tuple[int, ...], dtype: str, fn: Any) -> Any:
+    (out,) = _la.batch_local(f"dlmg.linalg.{name}", x, lambda xp, a: (fn(xp, a),), [(tail, dtype)])
+    return out
+
+
+def _square_local(name: str, x: Any) -> bool:
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"{name} needs square matrices in the last two modes, got shape {x.shape}")
+    return _local(x) and x.dtype in _INEXACT
+
+
+def _grid_square(x: Any) -> bool:
+    """One square inexact matrix split across fragments (blocked LU on its grid)."""
+    return x.ndim == 2 and x.shape[0] == x.shape[1] and x.shape[0] > 0 and x.dtype in _INEXACT
+
+
+_INEXACT = frozenset({"float16", "bfloat16", "float32", "float64", "complex64", "complex128"})
+
+
+def det(x: Any, /) -> Any:
+    """The determinants: batch-local for whole matrices in every fragment; for one split matrix
+    from a blocked LU with partial pivoting on its grid (``dlmg.ops.linalg.slogdet_grid``);
+    split matrices with batch modes are collected."""
+    x = _operand("det", x)
+    if _square_local("det", x):
+        return _batch_one("det", x, (), x.dtype, lambda xp, a: xp.linalg.det(a))
+    if _grid_square(x):
+        sign, logabs = _la.slogdet_grid(x)
+        return asarray(sign * math.exp(logabs) if logabs != -math.inf else 0.0, dtype=x.dtype)
+    return _collected_det(x)
+
+
+class SlogdetResult(NamedTuple):
+    """``sign`` and ``logabsdet`` of :func:`slogdet`."""
+
+    sign: Any
+    logabsdet: Any
+
+
+def slogdet(x: Any, /) -> SlogdetResult:
+    """Sign and log-magnitude of the determinants: batch-local, or a blocked LU with partial
+    pivoting for one split matrix (as :func:`det`); split matrices with batch modes are collected."""
+    x = _operand("slogdet", x)
+    if _square_local("slogdet", x):
+        real = _la.REAL_OF.get(x.dtype, x.dtype)
+        sign, logabs = _la.batch_local("dlmg.linalg.slogdet", x, lambda xp, a: tuple(xp.linalg.slogdet(a)),
+                                       [((), x.dtype), ((), real)])
+        return SlogdetResult(sign, logabs)
+    if _grid_square(x):
+        sign, logabs = _la.slogdet_grid(x)
+        return SlogdetResult(asarray(sign, dtype=x.dtype), asarray(logabs, dtype=_la.REAL_OF.get(x.dtype, x.dtype)))
+    return SlogdetResult(*_collected_slogdet(x))
+
+
+def inv(x: Any, /) -> Any:
+    """The inverses: batch-local; for one split matrix blocked Gauss-Jordan elimination with
+    partial pivoting on its grid (``dlmg.ops.linalg.inv_grid``), in its layout; split matrices
+    with batch modes are collected."""
+    x = _operand("inv", x)
+    if _square_local("inv", x):
+        return _batch_one("inv", x, x.shape[-2:], x.dtype, lambda xp, a: xp.linalg.inv(a))
+    if _grid_square(x):
+        return _la.inv_grid(x)
+    return _collected_inv(x)
+
+
+def solve(x1: Any, x2: Any, /) -> Any:
+    """The solutions of ``x1 @ X = x2``: batch-local when both hold whole matrices in every
+    fragment with the same batch distribution; for one split square ``x1`` (and ``x2`` of its
+    dtype, 1-D or 2-D) blocked Gauss-Jordan elimination with partial pivoting on ``x1``'s grid
+    (``dlmg.ops.linalg.solve_grid``), ``x2`` redistributed onto that grid first; else collected."""
+    x1, x2 = _operand("solve", x1), _operand("solve", x2)
+    if (x1.ndim >= 2 and x2.ndim == x1.ndim and x1.shape[:-1] == x2.shape[:-1]
+            and _square_local("solve", x1) and _local(x2) and x1.dtype == x2.dtype
+            and x1.layout.nfragments == x2.layout.nfragments
+            and batch_key(x1.layout, x1.ndim - 2) == batch_key(x2.layout, x2.ndim - 2)):
+        out_layout = _la.batch_local_layout(x1.layout, x2.shape[-2:])
+        return map_fragments(lambda xp, a, b: xp.linalg.solve(a, b), (x1, x2), name="dlmg.linalg.solve",
+                             out_layout=out_layout, check=False)
+    if _grid_square(x1) and x2.ndim in (1, 2) and x2.shape[0] == x1.shape[0] and x2.dtype == x1.dtype:
+        rhs = x2 if x2.ndim == 2 else reshape(x2, (x2.shape[0], 1))
+        want = _la.solve_layout(x1.layout, rhs.shape[1])
+        if not rhs.layout.same_distribution(want):
+            rhs = rhs.redistribute(want)
+        out = _la.solve_grid(x1, rhs)
+        return out if x2.ndim == 2 else reshape(out, (x2.shape[0],))
+    return _collected_solve(x1, x2)
+
+
+class EighResult(NamedTuple):
+    """``eigenvalues`` and ``eigenvectors`` of :func:`eigh`."""
+
+    eigenvalues: Any
+    eigenvectors: Any
+
+
+def eigh(x: Any, /) -> EighResult:
+    """Eigenvalues and eigenvectors of Hermitian matrices: batch-local, else collected."""
+    x = _operand("eigh", x)
+    if _square_local("eigh", x):
+        n = x.shape[-1]
+        w, v = _la.batch_local("dlmg.linalg.eigh", x, lambda xp, a: tuple(xp.linalg.eigh(a)),
+                               [((n,), _la.REAL_OF.get(x.dtype, x.dtype)), ((n, n), x.dtype)])
+        return EighResult(w, v)
+    return EighResult(*_collected_eigh(x))
+
+
+def eigvalsh(x: Any, /) -> Any:
+    """Eigenvalues of Hermitian matrices: batch-local, else collected."""
+    x = _operand("eigvalsh", x)
+    if _square_local("eigvalsh", x):
+        return _batch_one("eigvalsh", x, (x.shape[-1],), _la.REAL_OF.get(x.dtype, x.dtype),
+                          lambda xp, a: xp.linalg.eigvalsh(a))
+    return _collected_eigvalsh(x)

@@ -11,7 +11,8 @@
   ``torch.compile``);
 * :mod:`.reductions` -- ``sum``, ``prod``, ``min``, ``max``, ``mean``,
   ``all``, ``any``, ``argmax``;
-* :mod:`.linalg` -- batch-local ``matmul`` and ``cholesky``;
+* :mod:`.linalg` -- TSQR, blocked Cholesky and LU on grids, batch-local
+  factorizations;
 * :mod:`.fft` -- FFTs over any layouts: slab and pencil transposes, four-step
   transforms of a split 1-D signal, distributed shifts;
 * :mod:`.contract` -- ``einsum``, ``matmul``, ``tensordot`` over any layouts,

@@ -1,126 +1,169 @@
-"""Batch-local linear algebra: ``matmul`` and ``cholesky``.
+"""Linear algebra on distributed tensors: TSQR and what is built on it, and the batch-local maps.
 
-Each fragment's framework multiplies (or factorises) the whole matrices the
-fragment holds, on the fragment's device, through its array-API namespace
-(``matmul``, ``linalg.cholesky``: NumPy, torch, JAX and CuPy all provide
-them). The last two modes must be whole in every fragment; leading batch
-modes may be distributed, and the operands' batch distributions must agree
-fragment by fragment. Nothing is communicated.
+Three ways a matrix can be laid out, three ways to work on it:
 
-Replicas: a matrix product is a contraction, and (as in cuTENSORMg) a
-replicated tensor is never the output of one: ``matmul`` computes on
-replica 0 of its operands and returns an unreplicated tensor on replica 0's
-devices. ``cholesky`` works on every fragment, replicas included, and keeps
-the layout.
+* **whole matrices in every fragment** (the last two modes have grid 1; leading
+  batch modes may be split any way): each fragment's framework factorises the
+  matrices it holds, on its device, through its array-API namespace
+  (:func:`batch_local`). Nothing moves.
+* **tall-skinny, split along rows** (``m >= n``, only the row mode split, any
+  blocks, several fragments per device, mixed frameworks): TSQR (Demmel,
+  Grigori, Hoemmen and Langou 2012; Benson, Gleich and Demmel 2013; dask's
+  ``array/linalg.py`` ``tsqr``), :func:`tsqr`. Each fragment's framework
+  computes the QR of its rows, ``A_f = Q_f R_f``; the small ``n x n`` factors
+  ``R_f`` are stacked into one ``(p n) x n`` matrix by a redistribution onto
+  the first fragment's device (across processes through the engine), where one
+  QR ``[R_1; ...; R_p] = Q_s R`` gives ``R``; the blocks of ``Q_s`` (with the
+  small SVD or pseudo-inverse factors folded in) return to their fragments by
+  a second redistribution and ``Q_f Q_s[f]`` is the fragment's part of ``Q``,
+  in the input's layout. The tree has one level: what moves is ``p`` small
+  factors each way, whose size does not grow with ``m``.
+* **short-fat, split along columns** (``m < n``): the same on the transposed
+  view, ``A^T = U' S V'^H`` giving ``A = (V'^H)^T S U'^T``.
+
+Other layouts of a single matrix (both modes split, or the long mode whole and
+the short one split) are redistributed first into slabs of the long mode over
+the same devices; that is a move of the operand, never a gather.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import DtypeError, LayoutMismatchError
-from ._batch import batch_key, require_whole, with_modes
+import numpy as np
+
+from ..device import Device
+from ..distributed._state import current
+from ..distributed.agree import describe, prepare
+from ..errors import LayoutError
+from ..layout import Layout
+from ._batch import require_whole
 from ._dtypes import INEXACT, require
-from ._pending import guard
-from .dispatch import is_distributed, map_fragments
+from ._executor import Executor, executor, fail, move_array
+from .contract.pending import settled
+from .dispatch import is_distributed, map_fragments, new_tensor
+from .shape import permute_dims
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
 
-__all__ = ["matmul", "cholesky"]
+__all__ = [
+    "cholesky", "batch_local", "matrix_split", "tsqr", "qr", "svd", "svdvals", "pinv", "REAL_OF", "TALL", "WIDE",
+    "LOCAL", "diagonal", "batch_local_layout", "cholesky_grid", "slogdet_grid", "solve_grid", "inv_grid",
+    "solve_layout",
+]
 
-_NUMERIC_NOT_BOOL = frozenset("iufc")
+#: the real dtype of each inexact dtype (singular values, norms)
+REAL_OF = {"complex64": "float32", "complex128": "float64"}
 
-
-def _result_dtype(a: str, b: str) -> str:
-    """The promoted dtype of a product of ``a`` and ``b`` operands (NumPy's rule)."""
-    if a == b:
-        return a
-    try:
-        import numpy as np
-
-        return str(np.result_type(np.dtype(a), np.dtype(b)))
-    except TypeError as exc:
-        raise DtypeError(f"matmul of {a} and {b} operands: no common type; cast one with astype first") from exc
+#: :func:`matrix_split`'s answers: whole matrices in every fragment, split along rows (tall),
+#: split along columns (short-fat); anything else is ``None``
+LOCAL, TALL, WIDE = "local", "tall", "wide"
 
 
-def matmul(x1: "DistributedTensor", x2: "DistributedTensor", /) -> "DistributedTensor":
-    """Batched matrix product ``(..., m, k) @ (..., k, n) -> (..., m, n)``, fragment by fragment.
+def _check(name: str, x: Any) -> "DistributedTensor":
+    """``x`` settled (a pending sum resolved), checked to hold inexact matrices."""
+    if not is_distributed(x):
+        raise TypeError(f"{name} takes a DistributedTensor, got {type(x).__name__}")
+    x = settled(x)
+    if x.ndim < 2:
+        raise ValueError(f"{name} needs matrices in the last two modes, got shape {x.shape}")
+    require(name, (x.dtype,), INEXACT, "cast to a floating type with astype first")
+    return x
+
+
+def matrix_split(x: "DistributedTensor") -> str | None:
+    """How ``x``'s matrices (its last two modes) are split: :data:`LOCAL` (whole in every
+    fragment), :data:`TALL` (a 2-D tensor split along rows only, ``m >= n``), :data:`WIDE`
+    (split along columns only, ``m < n``), or ``None`` (any other split)."""
+    g = x.layout.grid
+    if g[-1] == 1 and g[-2] == 1:
+        return LOCAL
+    if x.ndim != 2:
+        return None
+    m, n = x.shape
+    if g[1] == 1 and m >= n:
+        return TALL
+    if g[0] == 1 and m < n:
+        return WIDE
+    return None
+
+
+def _slabs_of_long_mode(x: "DistributedTensor") -> "DistributedTensor":
+    """``x`` (2-D) redistributed into slabs of its longer mode over its replica-0 devices."""
+    lay = x.layout
+    axis = 0 if x.shape[0] >= x.shape[1] else 1
+    target = Layout.slab(x.shape, axis, lay.devices[: lay.ngrid], ranks=lay.ranks[: lay.ngrid])
+    return x.redistribute(target)
+
+
+def _tall(x: "DistributedTensor") -> tuple["DistributedTensor", bool]:
+    """A tall tensor split along rows for TSQR, and whether it is ``x``'s transpose."""
+    split = matrix_split(x)
+    if split is None:
+        x = _slabs_of_long_mode(x)
+        split = matrix_split(x)
+    if split == WIDE:
+        return permute_dims(x, (1, 0)), True
+    return x, False
+
+
+# --------------------------------------------------------------------------
+# batch-local work: whole matrices in every fragment
+
+
+def batch_local_layout(layout: Layout, tail: tuple[int, ...], drop: int = 2) -> Layout:
+    """The layout of a batch-local result: ``layout``'s batch modes (all but the last ``drop``)
+    followed by whole modes of extents ``tail``."""
+    nb = layout.ndim - drop
+    return Layout(
+        layout.shape[:nb] + tail,
+        block=layout.block[:nb] + tuple(max(t, 1) for t in tail),
+        grid=layout.grid[:nb] + (1,) * len(tail),
+        devices=layout.devices,
+        ranks=layout.ranks,
+    )
+
+
+def batch_local(
+    name: str, x: "DistributedTensor", fn: Callable[..., Any], outs: Sequence[tuple[tuple[int, ...], str]],
+    drop: int = 2,
+) -> tuple["DistributedTensor", ...]:
+    """``fn(xp, matrices)`` on every fragment of ``x`` (whole matrices in each), one tensor per
+    result.
 
     Parameters
     ----------
-    x1, x2 : DistributedTensor
-        Tensors of the same rank (at least 2) and batch shape. Their last two
-        modes must be whole in every fragment (grid 1); their batch modes
-        must be distributed identically (same blocks, grid and replica-0
-        devices). Fragment ``i`` of ``x1`` leads: its framework computes,
-        and ``x2``'s fragment is handed to it zero-copy if it belongs to
-        another framework.
+    name : str
+        The operation, for error messages.
+    x : DistributedTensor
+        Its last ``drop`` modes whole in every fragment.
+    fn : callable
+        ``fn(xp, array)`` returns a tuple of arrays, one per entry of ``outs``.
+    outs : sequence of (tuple of int, str)
+        The trailing extents (after the batch modes) and the dtype of each result.
+    drop : int
+        How many trailing modes of ``x`` the results replace.
 
     Returns
     -------
-    DistributedTensor
-        Shape ``(..., m, n)``, the batch distribution of ``x1``, its last two
-        modes whole, no replicas (the devices of ``x1``'s replica 0). The
-        dtype is the operands' promoted type.
-
-    Raises
-    ------
-    LayoutError
-        When a matrix mode is distributed (the message suggests a layout).
-    LayoutMismatchError
-        When the batch distributions differ.
-    ValueError
-        For ranks below 2, different ranks or batch shapes, or inner extents
-        that differ.
-    DtypeError
-        For bool operands.
+    tuple of DistributedTensor
+        In ``x``'s batch distribution, replicas kept; nothing is communicated.
     """
-    for name, x in (("x1", x1), ("x2", x2)):
-        if not is_distributed(x):
-            raise TypeError(f"dlmg.matmul: {name} must be a DistributedTensor, got {type(x).__name__}")
-        if x.ndim < 2:
-            raise ValueError(f"dlmg.matmul: {name} has rank {x.ndim}; batch-local matmul needs rank >= 2")
-    x1, x2 = guard(x1, "dlmg.matmul"), guard(x2, "dlmg.matmul")  # pending reductions: their values
-    if x1.ndim != x2.ndim or x1.shape[:-2] != x2.shape[:-2]:
-        raise ValueError(
-            f"dlmg.matmul: batch shapes differ: {x1.shape} and {x2.shape} (no broadcasting of batch modes)"
-        )
-    m, k = x1.shape[-2:]
-    k2, n = x2.shape[-2:]
-    if k != k2:
-        raise ValueError(f"dlmg.matmul: inner extents differ: {x1.shape} @ {x2.shape}")
-    require("dlmg.matmul", (x1.dtype, x2.dtype), _NUMERIC_NOT_BOOL, "cast with astype first")
-    nd = x1.ndim
-    require_whole("dlmg.matmul", x1.layout, (nd - 2, nd - 1), "x1")
-    require_whole("dlmg.matmul", x2.layout, (nd - 2, nd - 1), "x2")
-    nbatch = nd - 2
-    if batch_key(x1.layout, nbatch) != batch_key(x2.layout, nbatch):
-        raise LayoutMismatchError(
-            f"dlmg.matmul: the batch distributions of the operands differ: {x1.layout!r} and "
-            f"{x2.layout!r}. Batch modes must be split alike (same blocks, grid and devices); "
-            "redistribute one operand, e.g. x2 = x2.redistribute(<x2's shape with x1's batch blocks, grid "
-            "and devices>)"
-        )
-    dtype = _result_dtype(x1.dtype, x2.dtype)
-    out_layout = with_modes(x1.layout, ((nd - 1, n),), False)
-    if out_layout.shape[nd - 2] != m:  # pragma: no cover - kept by construction
-        raise AssertionError
-    cast1 = x1.dtype != dtype
-    cast2 = x2.dtype != dtype
-
-    def per_fragment(xp: Any, a: Any, b: Any) -> Any:
-        if cast1:
-            a = xp.astype(a, getattr(xp, dtype))
-        if cast2:
-            b = xp.astype(b, getattr(xp, dtype))
-        return xp.matmul(a, b)
-
-    ngrid = x1.layout.ngrid
-    indices = [f.index for f in x1.fragments[:ngrid] if f.is_local]
-    out = map_fragments(per_fragment, (x1, x2), name="dlmg.matmul", out_layout=out_layout, indices=indices, check=False)
-    assert out is not None
-    return out
+    layouts = [batch_local_layout(x.layout, tail, drop) for tail, _ in outs]
+    arrays: list[list[Any]] = [[None] * x.layout.nfragments for _ in outs]
+    for frag in x.fragments:
+        if not frag.is_local:
+            continue
+        ex = executor(frag.framework, frag.device)
+        try:
+            got = ex.run(fn, frag.array)
+        except Exception as exc:
+            raise fail(name, frag.index, ex, exc) from exc
+        for k, a in enumerate(got):
+            arrays[k][frag.index] = a if hasattr(a, "__dlpack__") else ex.xp.asarray(a)
+    return tuple(new_tensor(a, lay, dtype) for a, lay, (_, dtype) in zip(arrays, layouts, outs))
 
 
 def cholesky(x: "DistributedTensor", /, *, upper: bool = False) -> "DistributedTensor":
@@ -129,20 +172,22 @@ def cholesky(x: "DistributedTensor", /, *, upper: bool = False) -> "DistributedT
     Parameters
     ----------
     x : DistributedTensor
-        Hermitian positive-definite matrices in the last two modes (square,
-        whole in every fragment); leading batch modes may be distributed.
+        Hermitian positive-definite matrices in the last two modes (square):
+        whole in every fragment, leading batch modes distributed any way
+        (batch-local); or one matrix split in any way (``cholesky_grid``).
     upper : bool
         Return the upper factor ``U`` (``x = U^H U``) instead of the lower ``L``.
 
     Returns
     -------
     DistributedTensor
-        The factors, in ``x``'s layout (dense; replicas kept).
+        The factors, in ``x``'s layout (dense; batch-local: replicas kept; a split
+        matrix: replica 0's devices).
 
     Raises
     ------
     LayoutError
-        When a matrix mode is distributed (the message suggests a layout).
+        When a matrix mode is distributed with batch modes (the message suggests a layout).
     DtypeError
         For bool and integer tensors (cast to a floating type first).
     ValueError
@@ -153,11 +198,18 @@ def cholesky(x: "DistributedTensor", /, *, upper: bool = False) -> "DistributedT
     """
     if not is_distributed(x):
         raise TypeError(f"dlmg.linalg.cholesky takes a DistributedTensor, got {type(x).__name__}")
-    x = guard(x, "dlmg.linalg.cholesky")  # a pending reduction: its value
+    x = settled(x)
     if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
         raise ValueError(f"dlmg.linalg.cholesky needs square matrices in the last two modes, got shape {x.shape}")
     require("dlmg.linalg.cholesky", (x.dtype,), INEXACT, "cast to a floating type with astype first")
     nd = x.ndim
+    if nd == 2 and matrix_split(x) != LOCAL and x.shape[0]:
+        out = cholesky_grid(x)
+        if not upper:
+            return out
+        up = permute_dims(out, (1, 0))
+        up = map_fragments(lambda xp, a: xp.conj(a), (up,), name="dlmg.linalg.cholesky") if x.dtype in REAL_OF else up
+        return up.redistribute(out.layout)
     require_whole("dlmg.linalg.cholesky", x.layout, (nd - 2, nd - 1))
 
     def per_fragment(xp: Any, a: Any) -> Any:
@@ -166,3 +218,1031 @@ def cholesky(x: "DistributedTensor", /, *, upper: bool = False) -> "DistributedT
     out = map_fragments(per_fragment, (x,), name="dlmg.linalg.cholesky", out_layout=x.layout.dense)
     assert out is not None
     return out
+
+
+def _agreed(what: str, work: Callable[[], Any], **fields: Any) -> Any:
+    """``work()``, and across processes an agreement on it, so that a failure on the one process
+    that computes raises on every process instead of leaving the others waiting."""
+    engine = current()
+    if engine is None:
+        return work()
+    return prepare(engine, describe(what, **fields), work)
+
+
+# --------------------------------------------------------------------------
+# TSQR
+
+
+class _Piece:
+    """One local fragment's QR: its executor, ``Q_f`` and how many of ``Q_s``'s rows it takes."""
+
+    __slots__ = ("ex", "q", "k")
+
+    def __init__(self, ex: Executor, q: Any, k: int) -> None:
+        self.ex, self.q, self.k = ex, q, k
+
+
+def _r_only(xp: Any, a: Any, chunk: int) -> Any:
+    """``R`` of ``a`` without forming its ``Q``: sequential TSQR over ``chunk`` rows at a time
+    (``R = qr([R; next rows])``), so the new memory is one chunk, not a copy of ``a``."""
+    r = None
+    for start in range(0, a.shape[0], chunk):
+        piece = a[start:start + chunk]
+        if r is not None:
+            piece = xp.concat([r, piece], axis=0)
+        r = xp.linalg.qr(piece)[1]
+    return r
+
+
+def _local_qr(xp: Any, a: Any, n: int, want_q: bool = True, chunk: int = 0) -> tuple[Any, Any]:
+    """``Q_f`` (``m_f x min(m_f, n)``; ``None`` unless ``want_q``) and ``R_f`` padded with zero
+    rows to ``n x n``; without ``Q``, ``R`` comes from ``chunk`` rows at a time."""
+    if a.shape[0] == 0:  # an empty fragment: no rows of Q, a zero R
+        return a[:, :0], xp.matmul(xp.matrix_transpose(a), a)
+    if want_q:
+        q, r = xp.linalg.qr(a)
+    else:
+        q, r = None, _r_only(xp, a, max(chunk, 2 * n, 1))
+    short = n - r.shape[0]
+    if short > 0:
+        r = xp.concat([r, xp.zeros_like(xp.broadcast_to(r[:1], (short, n)))], axis=0)
+    return q, r
+
+
+def tsqr(
+    name: str,
+    x: "DistributedTensor",
+    small: Callable[..., tuple[Any, ...]],
+    smalls: Sequence[tuple[tuple[int, ...], str]],
+    width: int | None,
+    apply: Callable[[Any, Any, Any], Any] | None = None,
+    out_layout: Layout | None = None,
+) -> tuple["DistributedTensor | None", tuple["DistributedTensor", ...]]:
+    """TSQR of a tall matrix split along rows (see the module), with a small step on the stacked factors.
+
+    Parameters
+    ----------
+    name : str
+        The operation, for error messages.
+    x : DistributedTensor
+        2-D, ``m >= n``, only the row mode split (replicas: replica 0 is read).
+    small : callable
+        ``small(xp, S)`` on the stacked ``(p n) x n`` factors, on the first fragment's device:
+        returns ``(W, *results)``, ``W`` of shape ``(p n) x width`` (or ``None`` when ``width``
+        is ``None``) and the small results of ``smalls``.
+    smalls : sequence of (shape, dtype)
+        The small results, each returned as one fragment on the first fragment's device.
+    width : int or None
+        The columns of ``W``; ``None``: no distributed result (``Q_f`` are dropped).
+    apply : callable, optional
+        ``apply(xp, Q_f, W_f)`` makes a fragment of the distributed result (default ``Q_f W_f``).
+    out_layout : Layout, optional
+        The distributed result's layout (default: ``x``'s, ``width`` columns, no replicas).
+
+    Returns
+    -------
+    (DistributedTensor or None, tuple of DistributedTensor)
+        The distributed result and the small results.
+    """
+    lay = x.layout
+    m, n = x.shape
+    p = lay.ngrid
+    rows = [lay.fragment(i).shape[0] for i in range(p)]
+    # full fragments first: a padded block never supplies a pivot row of the stacked QR
+    order = sorted(range(p), key=lambda i: (rows[i] < n, i))
+    devices = [lay.devices[i] for i in order]
+    ranks = [lay.ranks[i] for i in order]
+    stacked = Layout((p * n, n), block=(n, n), grid=(p, 1), devices=devices, ranks=ranks)
+    pieces: dict[int, _Piece] = {}
+    blocks: list[Any] = [None] * p
+    keep_q = width is not None
+    for j, i in enumerate(order):
+        frag = x.fragments[i]
+        if not frag.is_local:
+            continue
+        ex = executor(frag.framework, frag.device)
+        try:
+            q, r = ex.run(_local_qr, frag.array, n, keep_q, lay.block[0])
+        except Exception as exc:
+            raise fail(f"{name} (local QR)", i, ex, exc) from exc
+        blocks[j] = r
+        if keep_q:
+            pieces[j] = _Piece(ex, q, min(rows[i], n))
+    home_dev, home_rank = devices[0], ranks[0]
+    gathered = new_tensor(blocks, stacked, x.dtype).redistribute(Layout.single((p * n, n), home_dev, ranks=home_rank))
+    del blocks
+    home = gathered.fragments[0]
+
+    def on_home() -> tuple[Any, ...]:
+        if not home.is_local:
+            return (None,) * (1 + len(smalls))
+        ex = executor(home.framework, home.device)
+        try:
+            return ex.run(small, home.array)
+        except Exception as exc:
+            raise fail(f"{name} (the stacked factors)", 0, ex, exc) from exc
+
+    outs = _agreed(name, on_home, stacked=(p * n, n))
+    results = tuple(
+        new_tensor([o], Layout.single(shape, home_dev, ranks=home_rank), dtype)
+        for o, (shape, dtype) in zip(outs[1:], smalls)
+    )
+    if not keep_q:
+        return None, results
+    assert width is not None
+    w_single = Layout.single((p * n, width), home_dev, ranks=home_rank)
+    w_stacked = Layout((p * n, width), block=(n, max(width, 1)), grid=(p, 1), devices=devices, ranks=ranks)
+    w = new_tensor([outs[0]], w_single, x.dtype).redistribute(w_stacked)
+    if out_layout is None:
+        out_layout = Layout((m, width), block=(lay.block[0], max(width, 1)), grid=(p, 1),
+                            devices=lay.devices[:p], ranks=lay.ranks[:p])
+    arrays: list[Any] = [None] * out_layout.nfragments
+    run = apply if apply is not None else (lambda xp, q, wf: xp.matmul(q, wf))
+    for j, piece in pieces.items():
+        i = order[j]
+        ex = piece.ex
+        try:
+            wf = move_array(w.fragments[j].array, ex)[: piece.k]
+            arrays[i] = ex.run(run, piece.q, wf)
+        except Exception as exc:
+            raise fail(f"{name} (applying Q)", i, ex, exc) from exc
+        piece.q = None  # each local Q_f freed once used
+    return new_tensor(arrays, out_layout, x.dtype), results
+
+
+# --------------------------------------------------------------------------
+# the factorizations
+
+
+def qr(x: "DistributedTensor", /, *, mode: str = "reduced") -> tuple["DistributedTensor", "DistributedTensor"]:
+    """QR factorization ``x = Q R``: batch-local, or TSQR for a tall matrix split along rows.
+
+    Parameters
+    ----------
+    x : DistributedTensor
+        Matrices in the last two modes, whole in every fragment; or one tall
+        (``m >= n``) matrix split in any way (redistributed into row slabs
+        first when its columns are split).
+    mode : {"reduced", "complete"}
+        ``"complete"`` only for whole matrices in every fragment.
+
+    Returns
+    -------
+    (DistributedTensor, DistributedTensor)
+        ``Q`` (``m x n``, ``x``'s row distribution, orthonormal columns) and
+        ``R`` (``n x n``, upper triangular, one fragment on the first
+        fragment's device).
+
+    Raises
+    ------
+    LayoutError
+        For a short-fat matrix split along columns, ``mode="complete"`` of a
+        split matrix, or split matrix modes with batch modes.
+    """
+    name = "dlmg.linalg.qr"
+    x = _check(name, x)
+    if mode not in ("reduced", "complete"):
+        raise ValueError(f"{name}: mode must be 'reduced' or 'complete', got {mode!r}")
+    split = matrix_split(x)
+    m, n = x.shape[-2:]
+    if split == LOCAL:
+        k = m if mode == "complete" else min(m, n)
+        q, r = batch_local(name, x, lambda xp, a: tuple(xp.linalg.qr(a, mode=mode)),
+                           [((m, k), x.dtype), ((k, n), x.dtype)])
+        return q, r
+    if x.ndim != 2 or m < n or mode != "reduced":
+        raise LayoutError(
+            f"{name}: distributed QR is TSQR of one tall matrix (m >= n, mode 'reduced'); got shape "
+            f"{x.shape}, mode {mode!r}, layout {x.layout!r}. Make the matrices whole in every fragment "
+            "first (redistribute) for the other cases"
+        )
+    if split is None:
+        x = _slabs_of_long_mode(x)
+
+    def small(xp: Any, s: Any) -> tuple[Any, Any]:
+        qs, r = xp.linalg.qr(s)
+        return qs, r
+
+    q, (r,) = tsqr(name, x, small, [((n, n), x.dtype)], n)
+    assert q is not None
+    return q, r
+
+
+def svd(x: "DistributedTensor", /) -> tuple["DistributedTensor", "DistributedTensor", "DistributedTensor"]:
+    """Thin SVD ``x = U diag(S) Vh`` (``full_matrices=False``): batch-local, or the SVD of TSQR's ``R``.
+
+    For a tall matrix split along rows ``U = Q (Q_s U_R)`` keeps ``x``'s row
+    distribution, ``S`` and ``Vh`` are small; for a short-fat matrix split
+    along columns ``Vh`` keeps the column distribution (a transposed view of
+    the TSQR factor of ``x^T``) and ``U`` is small.
+    """
+    name = "dlmg.linalg.svd"
+    x = _check(name, x)
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    real = REAL_OF.get(x.dtype, x.dtype)
+    if matrix_split(x) == LOCAL:
+        return batch_local(name, x, lambda xp, a: tuple(xp.linalg.svd(a, full_matrices=False)),
+                           [((m, k), x.dtype), ((k,), real), ((k, n), x.dtype)])
+    if x.ndim != 2:
+        raise _batch_split(name, x)
+    t, transposed = _tall(x)
+
+    def small(xp: Any, s: Any) -> tuple[Any, Any, Any]:
+        qs, r = xp.linalg.qr(s)
+        u, sv, vh = xp.linalg.svd(r, full_matrices=False)
+        return xp.matmul(qs, u), sv, vh
+
+    u, (sv, vh) = tsqr(name, t, small, [((k,), real), ((k, k), x.dtype)], k)
+    assert u is not None
+    if transposed:  # x = t^T = (U' S V'h)^T = V'h^T S U'^T
+        return permute_dims(vh, (1, 0)), sv, permute_dims(u, (1, 0))
+    return u, sv, vh
+
+
+def svdvals(x: "DistributedTensor", /) -> "DistributedTensor":
+    """The singular values, descending: batch-local, or those of TSQR's ``R`` (no ``Q`` is formed)."""
+    name = "dlmg.linalg.svdvals"
+    x = _check(name, x)
+    m, n = x.shape[-2:]
+    real = REAL_OF.get(x.dtype, x.dtype)
+    if matrix_split(x) == LOCAL:
+        (s,) = batch_local(name, x, lambda xp, a: (xp.linalg.svdvals(a),), [((min(m, n),), real)])
+        return s
+    if x.ndim != 2:
+        raise _batch_split(name, x)
+    t, _ = _tall(x)
+    k = min(m, n)
+
+    def small(xp: Any, s: Any) -> tuple[None, Any]:
+        _, r = xp.linalg.qr(s)
+        return None, xp.linalg.svdvals(r)
+
+    _, (sv,) = tsqr(name, t, small, [((k,), real)], None)
+    return sv
+
+
+def _cutoff(xp: Any, s: Any, rtol: float | None, m: int, n: int) -> Any:
+    """The singular values above ``rtol * max(s)`` (the array API's default ``rtol``: ``max(m, n) eps``)."""
+    if rtol is None:
+        rtol = max(m, n) * float(xp.finfo(s.dtype).eps)
+    return s > rtol * xp.max(s) if s.shape[-1] else s > 0
+
+
+def pinv(x: "DistributedTensor", /, *, rtol: float | None = None) -> "DistributedTensor":
+    """The Moore-Penrose pseudo-inverse: batch-local, or ``V S^+ U^H`` from TSQR's ``R``.
+
+    For a tall matrix split along rows the result (``n x m``) is split along
+    columns as ``x`` is along rows; each fragment computes
+    ``(Q_f W_f)^H`` with ``W = Q_s U_R S^+ Vh`` folded on the first fragment's
+    device. A short-fat matrix goes through its transpose.
+    """
+    name = "dlmg.linalg.pinv"
+    x = _check(name, x)
+    m, n = x.shape[-2:]
+    if matrix_split(x) == LOCAL:
+        def local(xp: Any, a: Any) -> tuple[Any]:
+            return (xp.linalg.pinv(a) if rtol is None else xp.linalg.pinv(a, rtol=rtol),)
+
+        (out,) = batch_local(name, x, local, [((n, m), x.dtype)])
+        return out
+    if x.ndim != 2:
+        raise _batch_split(name, x)
+    t, transposed = _tall(x)
+    tm, tn = t.shape
+    complex_ = x.dtype in REAL_OF
+
+    def small(xp: Any, s: Any) -> tuple[Any]:
+        qs, r = xp.linalg.qr(s)
+        u, sv, vh = xp.linalg.svd(r, full_matrices=False)
+        keep = _cutoff(xp, sv, rtol, tm, tn)
+        inv = xp.where(keep, 1 / xp.where(keep, sv, xp.ones_like(sv)), xp.zeros_like(sv))
+        return (xp.matmul(xp.matmul(qs, u) * xp.astype(inv, u.dtype)[None, :], vh),)
+
+    def apply(xp: Any, q: Any, wf: Any) -> Any:
+        left, right = xp.matrix_transpose(wf), xp.matrix_transpose(q)
+        if complex_:
+            left, right = xp.conj(left), xp.conj(right)
+        return xp.matmul(left, right)
+
+    lay = t.layout
+    p = lay.ngrid
+    out_layout = Layout((tn, tm), block=(max(tn, 1), lay.block[0]), grid=(1, p), devices=lay.devices[:p],
+                        ranks=lay.ranks[:p])
+    out, _ = tsqr(name, t, small, [], tn, apply, out_layout)
+    assert out is not None
+    if transposed:  # pinv(x) = pinv(x^T)^T
+        return permute_dims(out, (1, 0))
+    return out
+
+
+def _batch_split(name: str, x: "DistributedTensor") -> LayoutError:
+    return LayoutError(
+        f"{name}: with batch modes, the matrix modes must be whole in every fragment; got shape {x.shape}, "
+        f"layout {x.layout!r}. Redistribute them whole, or take one matrix at a time"
+    )
+
+
+# --------------------------------------------------------------------------
+# diagonals: each fragment its owned entries, summed over the other matrix mode's grid
+
+
+def _diagonal_layout(lay: Layout, along: int, length: int, partial: str) -> tuple[Layout, list[int]]:
+    """The pending layout of a diagonal that follows matrix mode ``along`` (the other matrix mode's
+    grid coordinates become replicas, holding addends), and the source fragment of each of its
+    fragments."""
+    nd = lay.ndim
+    other = 2 * nd - 3 - along
+    nb = nd - 2
+    batch = 1
+    for g in lay.grid[:nb]:
+        batch *= g
+    ga, go = lay.grid[along], lay.grid[other]
+    gr = lay.grid[nd - 2]
+    sources = []
+    for o in range(go):
+        for a in range(ga):
+            r, c = (a, o) if along == nd - 2 else (o, a)
+            sources.extend(b + batch * (r + gr * c) for b in range(batch))
+    out = Layout(
+        lay.shape[:nb] + (length,),
+        block=lay.block[:nb] + (lay.block[along],),
+        grid=lay.grid[:nb] + (ga,),
+        devices=[lay.devices[s] for s in sources],
+        ranks=[lay.ranks[s] for s in sources],
+        partial=partial if go > 1 else None,
+    )
+    return out, sources
+
+
+def diagonal(x: "DistributedTensor", /, *, offset: int = 0) -> "DistributedTensor":
+    """The diagonal ``offset`` above the main one of every matrix (the last two modes), in any layout.
+
+    Whole matrices in every fragment: each fragment's framework takes its diagonals. Split
+    matrices: the diagonal follows the rows' distribution (``offset >= 0``) or the columns'
+    (``offset < 0``); each fragment contributes the entries it owns and zeros elsewhere, a pending
+    sum over the other mode's grid that one reduction resolves. Nothing else moves.
+    """
+    if not is_distributed(x):
+        raise TypeError(f"dlmg.linalg.diagonal takes a DistributedTensor, got {type(x).__name__}")
+    x = settled(x)
+    if x.ndim < 2:
+        raise ValueError(f"dlmg.linalg.diagonal needs at least 2 modes, got shape {x.shape}")
+    offset = int(offset)
+    nd = x.ndim
+    m, n = x.shape[-2:]
+    length = max(0, min(m, n - offset)) if offset >= 0 else max(0, min(m + offset, n))
+    if matrix_split(x) == LOCAL:
+        (out,) = batch_local("dlmg.linalg.diagonal", x, lambda xp, a: (xp.linalg.diagonal(a, offset=offset),),
+                             [((length,), x.dtype)])
+        return out
+    lay = x.layout
+    along = nd - 2 if offset >= 0 else nd - 1
+    partial = "max" if x.dtype == "bool" else "sum"
+    out_layout, sources = _diagonal_layout(lay, along, length, partial)
+    arrays: list[Any] = [None] * out_layout.nfragments
+    for j, s in enumerate(sources):
+        frag = x.fragments[s]
+        if not frag.is_local:
+            continue
+        rows, cols = lay.owned_indices(s, nd - 2), lay.owned_indices(s, nd - 1)
+        idx = lay.owned_indices(s, along)
+        idx = idx[idx < length]
+        want_r, want_c = (idx, idx + offset) if offset >= 0 else (idx - offset, idx)
+        li = np.searchsorted(rows, want_r)
+        lj = np.searchsorted(cols, want_c)
+        ok = (li < rows.size) & (lj < cols.size)
+        ok &= rows[np.minimum(li, max(rows.size - 1, 0))] == want_r if rows.size else False
+        ok &= cols[np.minimum(lj, max(cols.size - 1, 0))] == want_c if cols.size else False
+        ex = executor(frag.framework, frag.device)
+
+        def take(xp: Any, a: Any) -> Any:
+            shape = a.shape[:-2] + (idx.size,)
+            if not ok.any():
+                return xp.zeros(shape, dtype=a.dtype, device=a.device)
+            i = xp.asarray(np.where(ok, li, 0), device=a.device)
+            k = xp.asarray(np.where(ok, lj, 0), device=a.device)
+            vals = a[..., i, k]
+            if ok.all():
+                return vals
+            return xp.where(xp.asarray(ok, device=a.device), vals, xp.zeros_like(vals))
+
+        try:
+            arrays[j] = ex.run(take, frag.array)
+        except Exception as exc:
+            raise fail("dlmg.linalg.diagonal", s, ex, exc) from exc
+    return settled(new_tensor(arrays, out_layout, x.dtype))
+
+
+# --------------------------------------------------------------------------
+# blocked right-looking Cholesky on a 2-D block-cyclic grid
+
+
+def _replaced(ex: Executor, a: Any, r0: int, c0: int, block: Any, subtract: bool) -> Any:
+    """``a`` with its sub-block at ``(r0, c0)`` (of ``block``'s shape) replaced by ``block``, or
+    lowered by it with ``subtract``: in place where the framework's arrays can be written, else a
+    new array assembled around the block."""
+    xp = ex.xp
+    r1, c1 = r0 + block.shape[0], c0 + block.shape[1]
+    if ex.adapter.mutable:
+        if subtract:
+            a[r0:r1, c0:c1] -= block
+        else:
+            a[r0:r1, c0:c1] = block
+        return a
+    if subtract:
+        block = a[r0:r1, c0:c1] - block
+    middle = xp.concat([a[r0:r1, :c0], block, a[r0:r1, c1:]], axis=1)
+    return xp.concat([a[:r0], middle, a[r1:]], axis=0)
+
+
+def _lower_spans(rows: np.ndarray, cols: np.ndarray, r1: int, c1: int, b: int,
+                 by_block: bool) -> list[tuple[int, int, int]]:
+    """The parts of a fragment's trailing part (local rows from ``r1``, columns from ``c1``) that
+    reach the lower triangle, as ``(first local row, first local column, end column)``: one per
+    local block column, from the first row at or below that block's diagonal; or, unless
+    ``by_block``, the whole trailing part at once (one new array per step where arrays cannot
+    be written in place)."""
+    if not by_block:
+        return [(r1, c1, cols.size)]
+    spans = []
+    start = c1
+    while start < cols.size:
+        block = int(cols[start]) // b
+        end = int(np.searchsorted(cols, (block + 1) * b))
+        first = max(r1, int(np.searchsorted(rows, block * b)))
+        if first < rows.size:
+            spans.append((first, start, end))
+        start = end
+    return spans
+
+
+def _column_spans(cols: np.ndarray, c1: int, b: int, by_block: bool) -> list[tuple[int, int]]:
+    """A fragment's local columns from ``c1`` on, one span per local block column (or, unless
+    ``by_block``, one span)."""
+    if not by_block:
+        return [(c1, cols.size)]
+    spans = []
+    while c1 < cols.size:
+        end = int(np.searchsorted(cols, (int(cols[c1]) // b + 1) * b))
+        spans.append((c1, end))
+        c1 = end
+    return spans
+
+
+def _factor_panel(xp: Any, p: Any, w: int, complex_: bool) -> Any:
+    """The panel ``[A_kk; A_below]`` factorised: ``[L_kk; A_below L_kk^{-H}]``."""
+    lkk = xp.linalg.cholesky(p[:w])
+    if p.shape[0] == w:
+        return lkk
+    below = xp.matrix_transpose(p[w:])
+    if complex_:
+        below = xp.conj(below)
+    solved = xp.matrix_transpose(xp.linalg.solve(lkk, below))
+    return xp.concat([lkk, xp.conj(solved) if complex_ else solved], axis=0)
+
+
+def cholesky_grid(x: "DistributedTensor", /) -> "DistributedTensor":
+    """The lower Cholesky factor of one Hermitian positive-definite matrix on a 2-D block-cyclic grid.
+
+    Blocked right-looking Cholesky as ScaLAPACK's ``p?potrf`` and cuSOLVERMp
+    run it, over the layout's own blocks (square blocks: the smaller of the two
+    block sizes is taken, by a redistribution, when they differ). For each
+    block column ``k``:
+
+    1. the panel (block column ``k`` from the diagonal down, held by one grid
+       column) moves to the owner of the diagonal block, which factorises it:
+       ``L_kk = chol(A_kk)``, ``L_ik = A_ik L_kk^{-H}``;
+    2. the factorised panel is broadcast along the grid rows and the grid
+       columns (two redistributions into layouts replicated over the other
+       grid mode), so that every fragment holds the panel rows of its rows and
+       of its columns;
+    3. every fragment lowers its trailing part by ``L_i L_j^H`` in its own
+       framework (in place where the framework's arrays can be written), and
+       the owners of block column ``k`` store the panel.
+
+    What moves per step is one panel (``n x b``), never the matrix; each
+    process holds its share of the result plus the panel rows of its rows and
+    columns. The trailing update skips the fragment's blocks above the
+    diagonal where arrays are written in place (one product per local block
+    column); where they cannot be (JAX), it covers the whole trailing part in
+    one product. The strict upper triangle is zeroed at the end.
+    """
+    name = "dlmg.linalg.cholesky"
+    lay = x.layout
+    if lay.block[0] != lay.block[1]:
+        b = min(lay.block)
+        lay = Layout(x.shape, block=(b, b), grid=lay.grid, devices=lay.devices[: lay.ngrid],
+                     ranks=lay.ranks[: lay.ngrid])
+        x = x.redistribute(lay)
+    gr, gc = lay.grid
+    size = x.shape[0]
+    b = lay.block[0]
+    nb = -(-size // b)
+    complex_ = x.dtype in REAL_OF
+    dense = Layout(x.shape, block=lay.block, grid=lay.grid, devices=lay.devices[: lay.ngrid],
+                   ranks=lay.ranks[: lay.ngrid])
+
+    def index(r: int, c: int) -> int:
+        return r + gr * c
+
+    rows = {f: lay.owned_indices(f, 0) for f in range(gr * gc)}
+    cols = {f: lay.owned_indices(f, 1) for f in range(gr * gc)}
+    work: dict[int, Any] = {}
+    execs: dict[int, Executor] = {}
+    for f in range(gr * gc):
+        frag = x.fragments[f]
+        if frag.is_local:
+            ex = execs[f] = executor(frag.framework, frag.device)
+            work[f] = ex.run(lambda xp, a: xp.asarray(a, copy=True), frag.array)
+
+    def dev(f: int) -> Any:
+        return lay.devices[f]
+
+    def rank(f: int) -> int:
+        return lay.ranks[f]
+
+    for k in range(nb):
+        k0 = k * b
+        w = min(b, size - k0)
+        rest = size - k0
+        rk, ck = k % gr, k % gc
+        # 1. the panel, to the diagonal block's owner
+        owners = [index((c + k) % gr, ck) for c in range(gr)]
+        panel_layout = Layout((rest, w), block=(b, w), grid=(gr, 1), devices=[dev(f) for f in owners],
+                              ranks=[rank(f) for f in owners])
+        pieces: list[Any] = [None] * gr
+        for c, f in enumerate(owners):
+            if f in work:
+                lr0 = int(np.searchsorted(rows[f], k0))
+                lc = int(np.searchsorted(cols[f], k0))
+                pieces[c] = execs[f].run(lambda xp, a: xp.concat([a[lr0:, lc:lc + w]], axis=0), work[f])
+        diag = index(rk, ck)
+        single = Layout.single((rest, w), dev(diag), ranks=rank(diag))
+        panel = new_tensor(pieces, panel_layout, x.dtype).redistribute(single)
+        home = panel.fragments[0]
+
+        def factor() -> Any:
+            if not home.is_local:
+                return None
+            ex = executor(home.framework, home.device)
+            try:
+                return ex.run(_factor_panel, home.array, w, complex_)
+            except Exception as exc:
+                raise fail(f"{name} (panel {k})", diag, ex, exc) from exc
+
+        factored = new_tensor([_agreed(name, factor, panel=k, shape=x.shape)], single, x.dtype)
+        # 2. broadcast along grid rows and grid columns
+        by_rows = [index((c + k) % gr, cc) for cc in range(gc) for c in range(gr)]
+        by_cols = [index(rr, (c + k) % gc) for rr in range(gr) for c in range(gc)]
+        row_panel = factored.redistribute(Layout((rest, w), block=(b, w), grid=(gr, 1),
+                                                 devices=[dev(f) for f in by_rows], ranks=[rank(f) for f in by_rows]))
+        col_panel = factored.redistribute(Layout((rest, w), block=(b, w), grid=(gc, 1),
+                                                 devices=[dev(f) for f in by_cols], ranks=[rank(f) for f in by_cols]))
+        del factored, panel
+        # 3. trailing update and the panel stored, fragment by fragment
+        for f, a in list(work.items()):
+            r, c = f % gr, f // gr
+            ex = execs[f]
+            lr0 = int(np.searchsorted(rows[f], k0))
+            lr1 = int(np.searchsorted(rows[f], k0 + w))
+            lc0 = int(np.searchsorted(cols[f], k0))
+            lc1 = int(np.searchsorted(cols[f], k0 + w))
+            mine_r = move_array(row_panel.fragments[(r - k) % gr + gr * c].array, ex)
+            mine_c = move_array(col_panel.fragments[(c - k) % gc + gc * r].array, ex)
+            try:
+                if lr1 < rows[f].size and lc1 < cols[f].size:
+                    right = ex.xp.matrix_transpose(mine_c[lc1 - lc0:])
+                    if complex_:
+                        right = ex.xp.conj(right)
+                    for r0, c0, c1 in _lower_spans(rows[f], cols[f], lr1, lc1, b, ex.adapter.mutable):
+                        update = ex.xp.matmul(mine_r[r0 - lr0:], right[:, c0 - lc1:c1 - lc1])
+                        a = _replaced(ex, a, r0, c0, update, True)
+                if c == ck and lr0 < rows[f].size:
+                    a = _replaced(ex, a, lr0, lc0, mine_r, False)
+            except Exception as exc:
+                raise fail(f"{name} (trailing update {k})", f, ex, exc) from exc
+            work[f] = a
+    arrays: list[Any] = [None] * dense.nfragments
+    for f, a in work.items():
+        lower = np.greater_equal.outer(rows[f], cols[f])
+        arrays[f] = execs[f].run(
+            lambda xp, m: xp.where(xp.asarray(lower, device=m.device), m, xp.zeros_like(m)), a)
+    return new_tensor(arrays, dense, x.dtype)
+
+
+# --------------------------------------------------------------------------
+# determinants: blocked right-looking LU with partial pivoting on the grid, rows left in place
+
+
+def _panel_lu(xp: Any, p: Any, rem: np.ndarray, size: int, w: int) -> tuple[Any, Any]:
+    """Partial-pivoting LU of the panel's rows ``rem`` (global indices not yet pivoted).
+
+    Returns the multipliers of every global row (``size x w``; zero for rows already pivoted and
+    for this panel's pivot rows) and a ``w x (w + 2)`` record: the unit lower factor among the
+    pivot rows, each pivot's global row and each pivot's value.
+    """
+    sub = xp.take(p, xp.asarray(rem, device=p.device), axis=0)
+    nr = rem.size
+    used = np.zeros(nr, dtype=bool)
+    cols, pivots, values = [], [], []
+    for j in range(min(w, nr)):
+        magnitude = np.asarray(_host(xp.abs(sub[:, j])), dtype=np.float64)
+        magnitude[used] = -1.0
+        i = int(np.argmax(magnitude))
+        v = sub[i, j]
+        keep = ~used
+        keep[i] = False
+        if magnitude[i] > 0:
+            ratio = sub[:, j] / v
+            ratio = xp.where(xp.asarray(keep, device=p.device), ratio, xp.zeros_like(ratio))
+            sub = sub - ratio[:, None] * sub[i, :][None, :]
+        else:  # a zero pivot: the matrix is singular, nothing to eliminate
+            ratio = xp.zeros_like(sub[:, j])
+        cols.append(ratio)
+        pivots.append(i)
+        values.append(v)
+        used[i] = True
+    mult = xp.stack(cols, axis=1) if cols else sub[:, :0]
+    order = np.asarray(pivots, dtype=np.int64)
+    unit = xp.take(mult, xp.asarray(order, device=p.device), axis=0)  # L among the pivot rows
+    unit = unit + xp.eye(len(pivots), dtype=unit.dtype, device=p.device)
+    rows = np.zeros(size, dtype=np.int64)  # 0: a zero row; k + 1: row k of ``mult``
+    rows[rem] = np.arange(1, nr + 1)
+    rows[rem[order]] = 0
+    padded = xp.concat([xp.zeros_like(mult[:1]), mult], axis=0) if nr else xp.zeros((1, w), dtype=p.dtype,
+                                                                                   device=p.device)
+    full = xp.take(padded, xp.asarray(rows, device=p.device), axis=0)
+    where = xp.asarray(rem[order].astype(np.float64), device=p.device)
+    record = xp.concat([unit, xp.astype(where, unit.dtype)[:, None], xp.stack(values)[:, None]], axis=1)
+    return full, record
+
+
+def _host(a: Any) -> np.ndarray:
+    """A small array as NumPy on the host (through DLPack where the framework allows)."""
+    return np.asarray(move_array(a, executor("numpy", Device.parse("cpu"))))
+
+
+def slogdet_grid(x: "DistributedTensor", /) -> tuple[complex | float, float]:
+    """Sign and log-magnitude of the determinant of one square matrix split on a 2-D grid.
+
+    Blocked right-looking LU with partial pivoting, as ScaLAPACK's ``p?getrf``
+    orders it, except that rows stay where they are (the pivot order is kept as
+    a list, not applied by row swaps across fragments). For each block column
+    ``k``: the column panel moves to the diagonal block's owner, which chooses
+    the pivots among the rows not yet pivoted and computes the multipliers; the
+    multipliers are broadcast along grid rows, the pivot rows are assembled
+    from their owners (a pending sum over grid rows, each row held by one) and
+    broadcast along grid columns; each fragment solves for its part of ``U``
+    and lowers its trailing columns. The determinant is the product of the
+    pivots and the sign of the pivot order. What moves per step: one column
+    panel, one row panel; memory: the result's share as working copy plus the
+    panels.
+    """
+    name = "dlmg.linalg.slogdet"
+    lay = x.layout
+    gr, gc = lay.grid
+    size = x.shape[0]
+    b = lay.block[1]
+    nb = -(-size // b)
+    cells = gr * gc
+    devices, ranks = lay.devices[:cells], lay.ranks[:cells]
+
+    def index(r: int, c: int) -> int:
+        return r + gr * c
+
+    rows = {f: lay.owned_indices(f, 0) for f in range(cells)}
+    cols = {f: lay.owned_indices(f, 1) for f in range(cells)}
+    work: dict[int, Any] = {}
+    execs: dict[int, Executor] = {}
+    for f in range(cells):
+        frag = x.fragments[f]
+        if frag.is_local:
+            ex = execs[f] = executor(frag.framework, frag.device)
+            work[f] = ex.run(lambda xp, a: xp.asarray(a, copy=True), frag.array)
+    if not work:
+        raise LayoutError(f"{name}: this process holds no fragment of {lay!r}; every process must hold one")
+    remaining = np.ones(size, dtype=bool)
+    order: list[int] = []
+    values: list[complex] = []
+    row_layout = Layout((size, b), block=(lay.block[0], b), grid=(gr, 1),
+                        devices=[devices[index(r, c)] for c in range(gc) for r in range(gr)],
+                        ranks=[ranks[index(r, c)] for c in range(gc) for r in range(gr)])
+    everywhere = list(range(cells))
+    for k in range(nb):
+        k0 = k * b
+        w = min(b, size - k0)
+        rk, ck = k % gr, k % gc
+        diag = index(rk, ck)
+        owners = [index(r, ck) for r in range(gr)]
+        panel_layout = Layout((size, w), block=(lay.block[0], w), grid=(gr, 1), devices=[devices[f] for f in owners],
+                              ranks=[ranks[f] for f in owners])
+        pieces: list[Any] = [None] * gr
+        for r, f in enumerate(owners):
+            if f in work:
+                lc = int(np.searchsorted(cols[f], k0))
+                pieces[r] = execs[f].run(lambda xp, a: xp.concat([a[:, lc:lc + w]], axis=0), work[f])
+        single = Layout.single((size, w), devices[diag], ranks=ranks[diag])
+        panel = new_tensor(pieces, panel_layout, x.dtype).redistribute(single)
+        home = panel.fragments[0]
+        rem = np.flatnonzero(remaining)
+
+        def factor() -> tuple[Any, Any]:
+            if not home.is_local:
+                return None, None
+            ex = executor(home.framework, home.device)
+            try:
+                return ex.run(_panel_lu, home.array, rem, size, w)
+            except Exception as exc:
+                raise fail(f"{name} (panel {k})", diag, ex, exc) from exc
+
+        full, record = _agreed(name, factor, panel=k, shape=x.shape)
+        nw = min(w, rem.size)
+        mult = new_tensor([full], Layout.single((size, w), devices[diag], ranks=ranks[diag]), x.dtype)
+        rec = new_tensor([record], Layout.single((nw, nw + 2), devices[diag], ranks=ranks[diag]), x.dtype)
+        mult = mult.redistribute(row_layout.replace(shape=(size, w), block=(lay.block[0], w)))
+        rec = rec.redistribute(Layout.replicated((nw, nw + 2), [devices[f] for f in everywhere],
+                                                 ranks=[ranks[f] for f in everywhere]))
+        mine = next(f for f in everywhere if rec.fragments[f].is_local)
+        got = _host(rec.fragments[mine].array)
+        pivots = got[:, nw].real.round().astype(np.int64)
+        order.extend(int(v) for v in pivots)
+        values.extend(got[:, nw + 1].tolist())
+        # the pivot rows, each from the fragments of its grid row: a pending sum over grid rows
+        pending = Layout((nw, size), block=(max(nw, 1), lay.block[1]), grid=(1, gc),
+                         devices=[devices[index(r, c)] for r in range(gr) for c in range(gc)],
+                         ranks=[ranks[index(r, c)] for r in range(gr) for c in range(gc)],
+                         partial="sum" if gr > 1 else None)
+        arrays: list[Any] = [None] * pending.nfragments
+        for f, a in work.items():
+            r, c = f % gr, f // gr
+            at = np.searchsorted(rows[f], pivots)
+            owned = (at < rows[f].size) & (rows[f][np.minimum(at, rows[f].size - 1)] == pivots) if rows[f].size else \
+                np.zeros(nw, dtype=bool)
+
+            def pick(xp: Any, m: Any) -> Any:
+                if not owned.any():
+                    return xp.zeros((nw, m.shape[1]), dtype=m.dtype, device=m.device)
+                taken = xp.take(m, xp.asarray(np.where(owned, at, 0), device=m.device), axis=0)
+                return xp.where(xp.asarray(owned[:, None], device=m.device), taken, xp.zeros_like(taken))
+
+            arrays[c + gc * r] = execs[f].run(pick, a)
+        pivot_rows = new_tensor(arrays, pending, x.dtype).redistribute(pending.replace(partial=None))
+        remaining[pivots] = False
+        for f, a in list(work.items()):
+            r, c = f % gr, f // gr
+            ex = execs[f]
+            lc1 = int(np.searchsorted(cols[f], k0 + w))
+            if lc1 >= cols[f].size or not rows[f].size:
+                continue
+            unit = move_array(rec.fragments[f].array, ex)[:, :nw]
+            prow = move_array(pivot_rows.fragments[c + gc * r].array, ex)
+            lrows = move_array(mult.fragments[r + gr * c].array, ex)[:, :nw]
+            try:
+                upper = ex.xp.linalg.solve(unit, prow[:, lc1:])
+                # one local block column at a time where arrays are written in place: the
+                # product never needs more than one block column of new memory
+                for c0, c1 in _column_spans(cols[f], lc1, b, ex.adapter.mutable):
+                    a = _replaced(ex, a, 0, c0, ex.xp.matmul(lrows, upper[:, c0 - lc1:c1 - lc1]), True)
+                work[f] = a
+            except Exception as exc:
+                raise fail(f"{name} (trailing update {k})", f, ex, exc) from exc
+    vals = np.asarray(values)
+    magnitude = np.abs(vals)
+    if np.any(magnitude == 0):
+        return 0.0, float("-inf")
+    perm = np.asarray(order, dtype=np.int64)
+    seen = np.zeros(size, dtype=bool)
+    swaps = 0
+    for start in range(size):  # the pivot order's parity, cycle by cycle
+        length = 0
+        j = start
+        while not seen[j]:
+            seen[j] = True
+            j = int(perm[j])
+            length += 1
+        swaps += max(length - 1, 0)
+    sign = (-1.0) ** swaps * np.prod(vals / magnitude)
+    return (complex(sign) if np.iscomplexobj(vals) else float(np.real(sign))), float(np.sum(np.log(magnitude)))
+
+
+# --------------------------------------------------------------------------
+# solve and inv: blocked Gauss-Jordan elimination with partial pivoting on the grid
+
+
+def _rows_everywhere(work: dict[int, Any], execs: dict[int, Executor], lay: Layout, wanted: np.ndarray,
+                     dtype: str) -> "DistributedTensor":
+    """The global rows ``wanted`` of a tensor of ``lay`` (fragments ``work``), each fragment's local
+    columns, gathered along grid rows: a pending sum over grid rows (each row held by one) resolved
+    into a layout replicated along grid rows; fragment ``(r, c)`` reads fragment ``c + gc r``."""
+    gr, gc = lay.grid
+    q = wanted.size
+    order = [r + gr * c for r in range(gr) for c in range(gc)]
+    pending = Layout((q, lay.shape[1]), block=(max(q, 1), lay.block[1]), grid=(1, gc),
+                     devices=[lay.devices[f] for f in order], ranks=[lay.ranks[f] for f in order],
+                     partial="sum" if gr > 1 else None)
+    arrays: list[Any] = [None] * pending.nfragments
+    for f, a in work.items():
+        r, c = f % gr, f // gr
+        rows = lay.owned_indices(f, 0)
+        at = np.searchsorted(rows, wanted)
+        owned = (at < rows.size) & (rows[np.minimum(at, max(rows.size - 1, 0))] == wanted) if rows.size else \
+            np.zeros(q, dtype=bool)
+
+        def pick(xp: Any, m: Any) -> Any:
+            if not owned.any():
+                return xp.zeros((q, m.shape[1]), dtype=m.dtype, device=m.device)
+            taken = xp.take(m, xp.asarray(np.where(owned, at, 0), device=m.device), axis=0)
+            return xp.where(xp.asarray(owned[:, None], device=m.device), taken, xp.zeros_like(taken))
+
+        arrays[c + gc * r] = execs[f].run(pick, a)
+    return new_tensor(arrays, pending, dtype).redistribute(pending.replace(partial=None))
+
+
+def _set_rows(ex: Executor, a: Any, local: np.ndarray, values: Any) -> Any:
+    """``a`` with its local rows ``local`` set to ``values`` (in place where arrays can be written)."""
+    if not local.size:
+        return a
+    xp = ex.xp
+    index = xp.asarray(local, device=a.device)
+    if ex.adapter.mutable:
+        a[index] = values
+        return a
+    mapping = np.arange(a.shape[0])
+    mapping[local] = a.shape[0] + np.arange(local.size)
+    return xp.take(xp.concat([a, values], axis=0), xp.asarray(mapping, device=a.device), axis=0)
+
+
+def _gj_panel(xp: Any, p: Any, k0: int, w: int, size: int) -> tuple[Any, Any]:
+    """The pivots of the panel's rows from ``k0`` down (partial pivoting), and, with those rows
+    swapped into place, the multipliers of every row (zero for the pivot rows) and a record
+    ``[D^-1 | pivot rows]`` of the ``w x w`` pivot block ``D``."""
+    _, record = _panel_lu(xp, p, np.arange(k0, size), size, w)
+    pivots = np.asarray(_host(record[:, w]).real.round(), dtype=np.int64)
+    cur = _swapped(pivots, k0, size)
+    after = xp.take(p, xp.asarray(cur, device=p.device), axis=0)
+    dinv = xp.linalg.inv(after[k0:k0 + w])
+    keep = np.ones(size, dtype=bool)
+    keep[k0:k0 + w] = False
+    mult = xp.where(xp.asarray(keep[:, None], device=p.device), after, xp.zeros_like(after))
+    where = xp.astype(xp.asarray(pivots.astype(np.float64), device=p.device), dinv.dtype)
+    return mult, xp.concat([dinv, where[:, None]], axis=1)
+
+
+def _swapped(pivots: np.ndarray, k0: int, size: int) -> np.ndarray:
+    """``cur[g]``: the row that holds position ``g`` after swapping row ``k0 + j`` with the row
+    holding ``pivots[j]`` (LAPACK's order of interchanges)."""
+    cur = np.arange(size)
+    where = np.arange(size)  # where[row] = its position
+    for j, p in enumerate(pivots):
+        t, s = k0 + j, int(where[p])
+        rt, rs = cur[t], cur[s]
+        cur[t], cur[s] = rs, rt
+        where[rs], where[rt] = t, s
+    return cur
+
+
+def solve_grid(a: "DistributedTensor", b: "DistributedTensor", /) -> "DistributedTensor":
+    """``X`` with ``a @ X = b`` for one square matrix ``a`` split on a 2-D grid and ``b`` laid out on
+    the same grid (rows as ``a``'s, its own column blocks): blocked Gauss-Jordan elimination with
+    partial pivoting.
+
+    For each block column ``k``: the column panel moves to one owner, which picks the pivots
+    (partial pivoting among the rows from the diagonal down), and returns ``D^-1`` of the pivot
+    block and the multipliers of every row; the rows that the interchanges move are assembled
+    from their owners and broadcast along grid rows (a pending sum over grid rows, resolved into a
+    layout replicated along them), every fragment writes its moved rows, scales the pivot rows by
+    ``D^-1`` and lowers every other row (above the diagonal too) in its trailing columns of ``a``
+    and all its columns of ``b``. At the end ``b``'s working copy holds ``X`` in ``b``'s layout.
+    What moves per step: one column panel, at most ``2 b`` rows, the multipliers; memory: working
+    copies of both shares plus those panels.
+    """
+    name = "dlmg.linalg.solve"
+    lay, blay = a.layout, b.layout
+    gr, gc = lay.grid
+    size = a.shape[0]
+    bw = lay.block[1]
+    nb = -(-size // bw)
+    cells = gr * gc
+
+    def index(r: int, c: int) -> int:
+        return r + gr * c
+
+    works: list[dict[int, Any]] = [{}, {}]
+    execs: dict[int, Executor] = {}
+    for f in range(cells):
+        frag = a.fragments[f]
+        if frag.is_local:
+            ex = execs[f] = executor(frag.framework, frag.device)
+            works[0][f] = ex.run(lambda xp, m: xp.asarray(m, copy=True), frag.array)
+            works[1][f] = ex.run(lambda xp, m: xp.asarray(m, copy=True), move_array(b.fragments[f].array, ex))
+    rows = {f: lay.owned_indices(f, 0) for f in range(cells)}
+    cols = [{f: lt.owned_indices(f, 1) for f in range(cells)} for lt in (lay, blay)]
+    mult_layout = Layout((size, bw), block=(lay.block[0], bw), grid=(gr, 1),
+                         devices=[lay.devices[index(r, c)] for c in range(gc) for r in range(gr)],
+                         ranks=[lay.ranks[index(r, c)] for c in range(gc) for r in range(gr)])
+    everywhere = Layout.replicated((1, 1), lay.devices[:cells], ranks=lay.ranks[:cells])
+    for k in range(nb):
+        k0 = k * bw
+        w = min(bw, size - k0)
+        rk, ck = k % gr, k % gc
+        diag = index(rk, ck)
+        owners = [index(r, ck) for r in range(gr)]
+        panel_layout = Layout((size, w), block=(lay.block[0], w), grid=(gr, 1),
+                              devices=[lay.devices[f] for f in owners], ranks=[lay.ranks[f] for f in owners])
+        pieces: list[Any] = [None] * gr
+        for r, f in enumerate(owners):
+            if f in works[0]:
+                lc = int(np.searchsorted(cols[0][f], k0))
+                pieces[r] = execs[f].run(lambda xp, m: xp.concat([m[:, lc:lc + w]], axis=0), works[0][f])
+        single = Layout.single((size, w), lay.devices[diag], ranks=lay.ranks[diag])
+        home = new_tensor(pieces, panel_layout, a.dtype).redistribute(single).fragments[0]
+
+        def factor() -> tuple[Any, Any]:
+            if not home.is_local:
+                return None, None
+            ex = executor(home.framework, home.device)
+            try:
+                return ex.run(_gj_panel, home.array, k0, w, size)
+            except Exception as exc:
+                raise fail(f"{name} (panel {k})", diag, ex, exc) from exc
+
+        mult, record = _agreed(name, factor, panel=k, shape=a.shape)
+        here = Layout.single((size, w), lay.devices[diag], ranks=lay.ranks[diag])
+        mult = new_tensor([mult], here, a.dtype).redistribute(mult_layout.replace(shape=(size, w),
+                                                                                  block=(lay.block[0], w)))
+        rec = new_tensor([record], Layout.single((w, w + 1), lay.devices[diag], ranks=lay.ranks[diag]), a.dtype)
+        rec = rec.redistribute(everywhere.replace(shape=(w, w + 1), block=(w, w + 1)))
+        mine = next(f for f in range(cells) if rec.fragments[f].is_local)
+        pivots = np.asarray(_host(rec.fragments[mine].array)[:, w].real.round(), dtype=np.int64)
+        cur = _swapped(pivots, k0, size)
+        moved = np.flatnonzero(cur != np.arange(size))
+        sources = np.unique(np.concatenate([cur[moved], pivots]))
+        gathered = [_rows_everywhere(works[i], execs, (lay, blay)[i], sources, a.dtype) for i in (0, 1)]
+        for f in list(works[0]):
+            r, c = f % gr, f // gr
+            ex = execs[f]
+            xp = ex.xp
+            mine_rows = rows[f]
+            at = np.searchsorted(mine_rows, moved)
+            held = (at < mine_rows.size) & (mine_rows[np.minimum(at, max(mine_rows.size - 1, 0))] == moved) \
+                if mine_rows.size else np.zeros(moved.size, dtype=bool)
+            pos = np.searchsorted(mine_rows, np.arange(k0, k0 + w))
+            pivot_here = (pos < mine_rows.size) & (mine_rows[np.minimum(pos, max(mine_rows.size - 1, 0))]
+                                                   == np.arange(k0, k0 + w)) if mine_rows.size else \
+                np.zeros(w, dtype=bool)
+            dinv = move_array(rec.fragments[f].array, ex)[:, :w]
+            lrows = move_array(mult.fragments[r + gr * c].array, ex)
+            try:
+                for i in (0, 1):
+                    m = works[i][f]
+                    panel_rows = move_array(gathered[i].fragments[c + gc * r].array, ex)
+                    # the interchanges: position g takes the row cur[g]
+                    src = np.searchsorted(sources, cur[moved[held]])
+                    m = _set_rows(ex, m, at[held], xp.take(panel_rows, xp.asarray(src, device=m.device), axis=0))
+                    start = int(np.searchsorted(cols[0][f], k0 + w)) if i == 0 else 0
+                    scaled = xp.matmul(dinv, xp.take(panel_rows, xp.asarray(np.searchsorted(sources, pivots),
+                                                                            device=m.device), axis=0)[:, start:])
+                    if start < m.shape[1] and m.shape[0]:
+                        m = _replaced(ex, m, 0, start, xp.matmul(lrows, scaled), True)
+                        own = xp.asarray(np.flatnonzero(pivot_here), device=m.device)
+                        m = _set_rows_from(ex, m, pos[pivot_here], start, xp.take(scaled, own, axis=0))
+                    works[i][f] = m
+            except Exception as exc:
+                raise fail(f"{name} (elimination {k})", f, ex, exc) from exc
+    out = Layout(b.shape, block=blay.block, grid=blay.grid, devices=blay.devices[:cells], ranks=blay.ranks[:cells])
+    return new_tensor([works[1].get(f) for f in range(cells)], out, b.dtype)
+
+
+def _set_rows_from(ex: Executor, a: Any, local: np.ndarray, start: int, values: Any) -> Any:
+    """``a`` with its local rows ``local``, from column ``start`` on, set to ``values``."""
+    if not local.size:
+        return a
+    if start == 0:
+        return _set_rows(ex, a, local, values)
+    left = ex.xp.take(a, ex.xp.asarray(local, device=a.device), axis=0)[:, :start]
+    return _set_rows(ex, a, local, ex.xp.concat([left, values], axis=1))
+
+
+def inv_grid(a: "DistributedTensor", /) -> "DistributedTensor":
+    """The inverse of one square matrix split on a 2-D grid: :func:`solve_grid` with the identity
+    laid out as ``a`` (each fragment makes its own piece of it), the result in ``a``'s layout."""
+    lay = a.layout
+    cells = lay.ngrid
+    dense = Layout(a.shape, block=lay.block, grid=lay.grid, devices=lay.devices[:cells], ranks=lay.ranks[:cells])
+    arrays: list[Any] = [None] * cells
+    for f in range(cells):
+        frag = a.fragments[f]
+        if frag.is_local:
+            eye = np.equal.outer(lay.owned_indices(f, 0), lay.owned_indices(f, 1))
+            ex = executor(frag.framework, frag.device)
+            arrays[f] = ex.run(lambda xp, m: xp.astype(xp.asarray(eye, device=m.device), m.dtype), frag.array)
+    return solve_grid(a, new_tensor(arrays, dense, a.dtype))
+
+
+def solve_layout(a: Layout, nrhs: int) -> Layout:
+    """The layout :func:`solve_grid` wants for right-hand sides of ``nrhs`` columns: ``a``'s rows and
+    grid, the columns in blocks over the grid columns."""
+    gr, gc = a.grid
+    return Layout((a.shape[0], nrhs), block=(a.block[0], max(1, -(-nrhs // gc))), grid=(gr, gc),
+                  devices=a.devices[: a.ngrid], ranks=a.ranks[: a.ngrid])

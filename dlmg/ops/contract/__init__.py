@@ -7,6 +7,7 @@
 * :mod:`.plan` -- the plan, printable before anything runs;
 * :mod:`.summa` -- the 2-D block-cyclic matrix product;
 * :mod:`.run` and :mod:`.pending` -- running a plan, resolving a pending sum;
+* :mod:`.local` -- the batch-local product (whole matrices in every fragment);
 * :mod:`.api` -- the public functions.
 """
 

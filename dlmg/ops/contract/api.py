@@ -29,7 +29,7 @@ from ...layout import Layout
 from .._batch import batch_key
 from .._pending import spread_value_layout
 from ..dispatch import is_distributed, map_fragments
-from ..linalg import matmul as local_matmul
+from .local import local_matmul
 from .equation import parse
 from .plan import EinsumPlan, plan_equation
 from .run import delegation, run_delegated, run_plan
@@ -181,7 +181,7 @@ def einsum(subscripts: str, *operands: "DistributedTensor", out: "DistributedTen
 
 
 def batch_local(x1: "DistributedTensor", x2: "DistributedTensor") -> bool:
-    """Whether :func:`dlmg.ops.linalg.matmul` (whole matrices in every fragment, batch modes
+    """Whether :func:`dlmg.ops.contract.local.local_matmul` (whole matrices in every fragment, batch modes
     split alike) applies as it is."""
     nd = x1.ndim
     if nd < 2 or nd != x2.ndim or x1.shape[:-2] != x2.shape[:-2] or x1.shape[-1] != x2.shape[-2]:

@@ -1,0 +1,118 @@
+"""Case 11: distributed linear algebra: TSQR ``linalg.qr`` of a tall-skinny float64 matrix, blocked Cholesky.
+
+``A`` (2^17 x 64 float64 in the quick run; 2^13 x 16 smoke; 2^19 x 64 full)
+in 8 row slabs of NumPy fragments in host memory; ``dlmg.linalg.qr`` runs TSQR
+(a local QR per fragment, one QR of the 8 stacked 64 x 64 factors, ``Q``
+applied back to each fragment) against one ``numpy.linalg.qr`` of the whole
+array (target: ratio <= 1.3), and against ``dask.array.linalg.tsqr`` on the
+same 8 blocks with dask's threaded scheduler where dask is installed (target:
+ratio <= 1.0). The results are checked as ``Q R == A`` and ``Q^T Q == I``.
+
+Blocked right-looking Cholesky of an SPD float64 matrix (2048 x 2048 quick,
+256 smoke, 4096 full) on a 2 x 2 grid of 256 x 256 blocks (NumPy fragments),
+against one ``numpy.linalg.cholesky`` of the whole matrix (target: ratio <= 2.0,
+the issue's figure for 4 processes, here in one).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..config import Context
+from ..record import Row, Target, check_result, prepared
+from .common import FRAGMENTS, guarded, ok, run_row
+
+__all__ = ["run_linalg"]
+
+_SIZES = {"smoke": (2 ** 13, 16), "quick": (2 ** 17, 64), "full": (2 ** 19, 64)}
+_SQUARE = {"smoke": 256, "quick": 2048, "full": 4096}
+
+
+def _matrix(ctx: Context) -> np.ndarray:
+    m, n = _SIZES.get(ctx.mode.name, _SIZES["quick"])
+    return np.random.default_rng(11).standard_normal((m, n))
+
+
+def _factors_ok(q: np.ndarray, r: np.ndarray, a: np.ndarray) -> str:
+    n = a.shape[1]
+    if not np.allclose(q @ r, a, atol=1e-9) or not np.allclose(q.T @ q, np.eye(n), atol=1e-9):
+        return "mismatch: Q R != A or Q not orthonormal"
+    return "ok"
+
+
+def _tsqr(ctx: Context) -> list[Row]:
+    import dlmg
+    from dlmg import Layout
+
+    A = _matrix(ctx)
+    m, n = A.shape
+
+    def build() -> Callable[[], Any]:
+        a = dlmg.scatter(A, Layout.slab((m, n), 0, ["cpu"] * FRAGMENTS), framework="numpy")
+        return lambda: dlmg.linalg.qr(a)
+
+    fn = prepared(build)
+    params = {"framework": "numpy", "fragments": FRAGMENTS, "size": f"{m}x{n} float64", "device": "cpu"}
+    row = Row(11, "linalg.qr (TSQR), row slabs, numpy", params, "numpy.linalg.qr of the whole array",
+              targets=[Target("ratio", "<=", 1.3)])
+    run_row(row, ctx, {"dlmg": fn, "native": lambda: np.linalg.qr(A)})
+    rows = [row]
+    if ok(row, "dlmg"):
+        def check() -> str:
+            q, r = fn()
+            return _factors_ok(q.gather(framework="numpy"), r.gather(framework="numpy"), A)
+
+        row.check = check_result(check)
+    try:
+        import dask
+        import dask.array as da
+    except ImportError:
+        return rows
+    blocks = da.from_array(A, chunks=(-(-m // FRAGMENTS), n))
+
+    def dask_qr() -> Any:
+        q, r = da.linalg.tsqr(blocks)
+        with dask.config.set(scheduler="threads"):
+            return dask.compute(q, r)
+
+    drow = Row(11, "linalg.qr (TSQR), row slabs, numpy, against dask", params,
+               "dask.array.linalg.tsqr on the same blocks (threaded scheduler)", targets=[Target("ratio", "<=", 1.0)])
+    run_row(drow, ctx, {"dlmg": fn, "native": dask_qr})
+    return rows + [drow]
+
+
+def _cholesky(ctx: Context) -> list[Row]:
+    import dlmg
+    from dlmg import Layout
+
+    n = _SQUARE.get(ctx.mode.name, _SQUARE["quick"])
+    rng = np.random.default_rng(12)
+    m = rng.standard_normal((n, n))
+    spd = m @ m.T + n * np.eye(n)
+    b = min(256, n // 2)
+
+    def build() -> Callable[[], Any]:
+        lay = Layout((n, n), block=(b, b), grid=(2, 2), devices=["cpu"] * 4)
+        a = dlmg.scatter(spd, lay, framework="numpy")
+        return lambda: dlmg.linalg.cholesky(a)
+
+    fn = prepared(build)
+    row = Row(11, "linalg.cholesky (blocked right-looking), 2 x 2 grid, numpy",
+              {"framework": "numpy", "fragments": 4, "size": f"{n}x{n} float64, blocks {b}", "device": "cpu"},
+              "numpy.linalg.cholesky of the whole matrix", targets=[Target("ratio", "<=", 2.0)])
+    run_row(row, ctx, {"dlmg": fn, "native": lambda: np.linalg.cholesky(spd)})
+    if ok(row, "dlmg"):
+        want = np.linalg.cholesky(spd)
+        row.check = check_result(
+            lambda: "ok" if np.allclose(fn().gather(framework="numpy"), want, atol=1e-8) else "mismatch: L differs")
+    return [row]
+
+
+def run_linalg(ctx: Context) -> list[Row]:
+    """Case 11: TSQR against one native QR (and dask's TSQR where installed), blocked Cholesky
+    against one native Cholesky."""
+    out = guarded(11, "linalg.qr (TSQR), row slabs, numpy", "numpy", lambda: _tsqr(ctx))
+    out += guarded(11, "linalg.cholesky (blocked), 2 x 2 grid, numpy", "numpy", lambda: _cholesky(ctx))
+    return out

@@ -1,0 +1,222 @@
+"""Multi-process scenarios of distributed linear algebra (run by :mod:`tests._mp_worker`).
+
+Every process draws the same matrices from fixed seeds, holds only its own
+fragments (NumPy and torch), and checks TSQR's factors, norms and diagonals
+against NumPy on the whole matrices; one scenario bounds each process's new
+memory with ``tracemalloc`` (NumPy fragments, whose buffers it sees).
+"""
+
+from __future__ import annotations
+
+import math
+import tracemalloc
+
+import numpy as np
+
+import dlmg
+import dlmg.distributed as dd
+from dlmg import Layout
+
+la = dlmg.linalg
+
+
+def _scatter(x, layout, framework="numpy"):
+    return dlmg.scatter(x if dd.rank() == 0 else None, layout, framework=framework)
+
+
+def _rows(m, n, per_process, block):
+    """``m x n`` split along rows into ``per_process`` fragments on every process, block-cyclic."""
+    world = dd.world_size()
+    p = world * per_process
+    ranks = [i % world for i in range(p)]
+    return Layout((m, n), block=(block, n), grid=(p, 1), devices=["cpu"] * p, ranks=ranks)
+
+
+def linalg_tsqr():
+    """qr, svd, svdvals, pinv, matrix_rank and lstsq of row-split matrices (uneven last blocks,
+    two fragments per process, NumPy and torch) equal NumPy's on the whole matrix."""
+    rng = np.random.default_rng(11)
+    checked = 0
+    for framework in ("numpy", "torch"):
+        for m, n, block in ((53, 4, 5), (40, 7, 9), (9, 3, 2)):
+            a = rng.standard_normal((m, n))
+            lay = _rows(m, n, 2, block)
+            x = _scatter(a, lay, framework)
+            q, r = la.qr(x)
+            assert q.layout.same_distribution(lay), repr(q.layout)
+            assert all(f.framework == framework for f in q.fragments if f.is_local)
+            Q, R = q.gather(framework="numpy"), r.gather(framework="numpy")
+            np.testing.assert_allclose(Q @ R, a, atol=1e-12)
+            np.testing.assert_allclose(Q.T @ Q, np.eye(n), atol=1e-12)
+            u, s, vh = la.svd(x, full_matrices=False)
+            U, S, Vh = (t.gather(framework="numpy") for t in (u, s, vh))
+            np.testing.assert_allclose(S, np.linalg.svd(a, compute_uv=False), atol=1e-12)
+            np.testing.assert_allclose((U * S) @ Vh, a, atol=1e-12)
+            np.testing.assert_allclose(la.svdvals(x).gather(framework="numpy"), S, atol=1e-12)
+            np.testing.assert_allclose(la.pinv(x).gather(framework="numpy"), np.linalg.pinv(a), atol=1e-10)
+            assert int(la.matrix_rank(x)) == n
+            b = rng.standard_normal((m, 2))
+            y = _scatter(b, Layout((m, 2), block=(block, 2), grid=lay.grid, devices=lay.devices, ranks=lay.ranks),
+                         framework)
+            np.testing.assert_allclose(la.lstsq(x, y).gather(framework="numpy"),
+                                       np.linalg.lstsq(a, b, rcond=None)[0], atol=1e-10)
+            # short-fat, split along columns: through the transpose
+            wide = _scatter(a.T.copy(), Layout((n, m), block=(n, block), grid=(1, lay.ngrid),
+                                               devices=lay.devices, ranks=lay.ranks), framework)
+            u, s, vh = la.svd(wide, full_matrices=False)
+            np.testing.assert_allclose((u.gather(framework="numpy") * s.gather(framework="numpy"))
+                                       @ vh.gather(framework="numpy"), a.T, atol=1e-12)
+            checked += 1
+    return checked
+
+
+def linalg_grid():
+    """Norms, diagonal, trace, matrix_power and TSQR of a matrix on a 2-D block-cyclic grid
+    spread over the processes."""
+    world = dd.world_size()
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((11, 7))
+    lay = Layout((11, 7), block=(3, 2), grid=(2, world), devices=["cpu"] * (2 * world),
+                 ranks=[(i // 2) % world for i in range(2 * world)])
+    x = _scatter(a, lay)
+    for offset in (-3, 0, 2):
+        np.testing.assert_allclose(la.diagonal(x, offset=offset).gather(), np.diagonal(a, offset))
+        np.testing.assert_allclose(float(la.trace(x, offset=offset)), np.trace(a, offset))
+    for ord_ in ("fro", 1, -1, math.inf, -math.inf, 2, -2, "nuc"):
+        np.testing.assert_allclose(float(la.matrix_norm(x, ord=ord_)), np.linalg.norm(a, ord_), rtol=1e-12)
+    np.testing.assert_allclose(float(la.vector_norm(x, ord=3)), np.linalg.norm(a.ravel(), 3), rtol=1e-12)
+    u, s, vh = la.svd(x, full_matrices=False)
+    np.testing.assert_allclose((u.gather() * s.gather()) @ vh.gather(), a, atol=1e-12)
+    sq = rng.standard_normal((8, 8)) / 3
+    ls = Layout((8, 8), block=(3, 3), grid=(2, world), devices=["cpu"] * (2 * world),
+                ranks=[(i // 2) % world for i in range(2 * world)])
+    np.testing.assert_allclose(la.matrix_power(_scatter(sq, ls), 3).gather(), np.linalg.matrix_power(sq, 3),
+                               atol=1e-12)
+    return round(float(np.linalg.norm(a)), 9)
+
+
+def linalg_memory():
+    """Each process's new memory during qr, svd, svdvals and pinv of a tall matrix it holds a
+    share of stays within 1.5 x (its shares of operand and result) plus one block."""
+    world = dd.world_size()
+    m, n = 2 ** 14 * world, 16
+    block = 2 ** 12
+    lay = Layout((m, n), block=(block, n), grid=(world, 1), devices=["cpu"] * world, ranks=list(range(world)))
+    rng = np.random.default_rng(dd.rank())
+    mine = lay.fragments_of(dd.rank())
+    arrays = [rng.standard_normal(lay.fragment(i).shape) if i in mine else None for i in range(world)]
+    x = dlmg.from_fragments(arrays, lay)
+    share = sum(a.nbytes for a in arrays if a is not None)
+    small = n * n * 8 * world * 4  # the stacked factors and their products (size independent of m)
+    one_block = block * n * 8
+    peaks = {}
+    for name, fn, result_share in (
+        ("qr", lambda: la.qr(x), share), ("svd", lambda: la.svd(x, full_matrices=False), share),
+        ("svdvals", lambda: la.svdvals(x), 0), ("pinv", lambda: la.pinv(x), share),
+    ):
+        tracemalloc.start()
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        out = fn()
+        peak = tracemalloc.get_traced_memory()[1] - base
+        tracemalloc.stop()
+        del out
+        bound = 1.5 * (share + result_share) + one_block + small
+        assert peak <= bound, f"{name}: peak {peak} bytes > bound {bound} (share {share})"
+        peaks[name] = round(peak / share, 3)
+    return sorted(peaks)
+
+
+def _grid(n, block, world):
+    """An ``n x n`` layout on a 2 x world grid, grid column ``c`` on process ``c``."""
+    return Layout((n, n), block=block, grid=(2, world), devices=["cpu"] * (2 * world),
+                  ranks=[i // 2 for i in range(2 * world)])
+
+
+def linalg_cholesky():
+    """Blocked right-looking Cholesky on a 2 x world grid over the processes (uneven last blocks,
+    NumPy and torch) equals NumPy's, and so do determinants by blocked LU and solve and inv by
+    blocked Gauss-Jordan; a matrix that is not positive definite raises on every process."""
+    world = dd.world_size()
+    rng = np.random.default_rng(14)
+    for framework in ("numpy", "torch"):
+        for n, block in ((13, (3, 3)), (10, (4, 2))):
+            a = rng.standard_normal((n, n))
+            spd = a @ a.T + n * np.eye(n)
+            low = la.cholesky(_scatter(spd, _grid(n, block, world), framework))
+            assert all(f.framework == framework for f in low.fragments if f.is_local)
+            np.testing.assert_allclose(low.gather(framework="numpy"), np.linalg.cholesky(spd), atol=1e-12)
+    for n, block in ((12, (3, 2)), (9, (2, 4))):  # determinants by blocked LU with partial pivoting
+        g = rng.standard_normal((n, n))
+        sign, logabs = la.slogdet(_scatter(g, _grid(n, block, world)))
+        want = np.linalg.slogdet(g)
+        assert float(sign) == want[0], (float(sign), want)
+        np.testing.assert_allclose(float(logabs), want[1], rtol=1e-12)
+    for framework in ("numpy", "torch"):  # solve and inv by blocked Gauss-Jordan
+        g = rng.standard_normal((11, 11)) + 4 * np.eye(11)
+        rhs = rng.standard_normal((11, 3))
+        x = _scatter(g, _grid(11, (3, 2), world), framework)
+        y = _scatter(rhs, Layout.slab((11, 3), 0, ["cpu"] * world, ranks=list(range(world))), framework)
+        np.testing.assert_allclose(la.solve(x, y).gather(framework="numpy"), np.linalg.solve(g, rhs), atol=1e-11)
+        np.testing.assert_allclose(la.inv(x).gather(framework="numpy"), np.linalg.inv(g), atol=1e-11)
+    bad = np.eye(8)
+    bad[5, 5] = -1.0
+    try:
+        la.cholesky(_scatter(bad, _grid(8, (2, 2), world)))
+    except (dlmg.FragmentError, dlmg.CollectiveError) as exc:
+        assert "panel 2" in str(exc), str(exc)
+    else:
+        raise AssertionError("a matrix that is not positive definite was factorised")
+    return world
+
+
+def linalg_cholesky_memory():
+    """Each process's new memory during a blocked Cholesky (a blocked LU for slogdet, Gauss-Jordan
+    for inv) stays
+    within 1.5 x (its shares of the operand and the result) plus one block and the panel rows of
+    its rows and columns."""
+    world = dd.world_size()
+    n, b = 1024, 64
+    lay = _grid(n, (b, b), world)
+    rng = np.random.default_rng(15)
+    a = rng.standard_normal((n, n))
+    spd = a @ a.T + n * np.eye(n)
+    mine = lay.fragments_of(dd.rank())
+    arrays = [np.ascontiguousarray(spd[np.ix_(lay.owned_indices(i, 0), lay.owned_indices(i, 1))]) if i in mine
+              else None for i in range(lay.nfragments)]
+    x = dlmg.from_fragments(arrays, lay)
+    del a, spd
+    share = sum(arr.nbytes for arr in arrays if arr is not None)
+    panels = 2 * n * b * 8 * len(mine) * 2  # the panel rows of its rows and of its columns, and their copies
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    low = la.cholesky(x)
+    peak = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    del low
+    bound = 1.5 * (2 * share) + b * b * 8 + panels
+    assert peak <= bound, f"cholesky: peak {peak} bytes > bound {bound} (share {share})"
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    la.slogdet(x)
+    peak = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    bound = 1.5 * share + b * b * 8 + panels  # the result is two numbers
+    assert peak <= bound, f"slogdet: peak {peak} bytes > bound {bound} (share {share})"
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    inverse = la.inv(x)
+    peak = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    del inverse
+    bound = 1.5 * (2 * share) + b * b * 8 + 2 * panels  # the identity's working copy is the result's share
+    assert peak <= bound, f"inv: peak {peak} bytes > bound {bound} (share {share})"
+    return True
+
+
+SCENARIOS = {"linalg_tsqr": linalg_tsqr, "linalg_grid": linalg_grid, "linalg_memory": linalg_memory,
+             "linalg_cholesky": linalg_cholesky, "linalg_cholesky_memory": linalg_cholesky_memory}
+

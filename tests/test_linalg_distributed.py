@@ -1,0 +1,381 @@
+"""Distributed linear algebra against NumPy on the gathered operands, in one process.
+
+TSQR (``qr``, ``svd``, ``svdvals``, ``pinv``, ``matrix_rank``, ``lstsq``) over
+random row layouts (several blocks per fragment, uneven last blocks, several
+fragments per device, mixed frameworks), short-fat matrices split along
+columns, 2-D block-cyclic grids; norms, diagonals, ``trace``, ``cross`` and
+``matrix_power`` on block-cyclic grids; the batch-local factorizations on
+split batch modes. Reconstructions (``Q R``, ``U S Vh``), orthogonality and
+values.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dlmg
+from dlmg import Layout
+from _ops_support import build, gathered, need
+
+xp = dlmg.array_api
+la = dlmg.linalg
+
+#: float64 for NumPy and torch; JAX without x64 holds float32
+TOL = {"float64": 1e-10, "float32": 2e-4}
+
+
+@st.composite
+def row_layouts(draw, m: int, n: int, max_grid: int = 4):
+    """Layouts of an ``m x n`` matrix split along rows only: any block, grid up to ``max_grid``,
+    devices drawn from four (so several fragments may share one)."""
+    grid = draw(st.integers(1, max_grid))
+    block = draw(st.integers(1, max(1, -(-m // grid) + 2)))
+    devices = [f"cpu:{draw(st.integers(0, 3))}" for _ in range(grid)]
+    return Layout((m, n), block=(block, n), grid=(grid, 1), devices=devices)
+
+
+@st.composite
+def grid_layouts(draw, m: int, n: int):
+    """2-D block-cyclic layouts with uneven last blocks."""
+    g0, g1 = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    b0, b1 = draw(st.integers(1, max(1, m // 2))), draw(st.integers(1, max(1, n // 2)))
+    devices = [f"cpu:{draw(st.integers(0, 3))}" for _ in range(g0 * g1)]
+    return Layout((m, n), block=(b0, b1), grid=(g0, g1), devices=devices)
+
+
+def _data(shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * rng.standard_normal(shape)
+    return a.astype(dtype)
+
+
+ASSIGNMENTS = [("numpy", "float64"), ("torch", "float64"), ("numpy", "complex128"), ("mixed", "float32")]
+
+
+def _need(assignment):
+    need(*{"mixed": ("torch", "jax")}.get(assignment, (assignment,) if assignment != "numpy" else ()))
+
+
+@pytest.mark.parametrize("assignment,dtype", ASSIGNMENTS)
+def test_tsqr_qr_reconstructs_and_keeps_the_row_layout(assignment, dtype):
+    _need(assignment)
+    tol = TOL["float32" if dtype == "float32" else "float64"]
+
+    @settings(max_examples=12 if assignment != "mixed" else 5, deadline=None)
+    @given(st.data())
+    def run(data):
+        n = data.draw(st.integers(1, 6))
+        m = data.draw(st.integers(n, 40))
+        lay = data.draw(row_layouts(m, n))
+        a = _data((m, n), dtype, data.draw(st.integers(0, 99)))
+        x = build(a, lay, assignment)
+        q, r = la.qr(x)
+        assert q.layout.same_distribution(lay) and q.dtype == x.dtype
+        frameworks = [f.framework for f in q.fragments]
+        assert frameworks == [f.framework for f in x.fragments]
+        Q, R = gathered(q), gathered(r)
+        assert np.allclose(np.tril(R, -1), 0)
+        np.testing.assert_allclose(Q @ R, a, atol=tol * 10 * max(1, np.abs(a).max()))
+        np.testing.assert_allclose(Q.conj().T @ Q, np.eye(n), atol=tol * 10)
+        np.testing.assert_allclose(np.abs(np.diag(R)), np.abs(np.diag(np.linalg.qr(a)[1])), rtol=tol * 100, atol=tol)
+
+    run()
+
+
+@pytest.mark.parametrize("assignment,dtype", ASSIGNMENTS)
+def test_tsqr_svd_svdvals_pinv_match_numpy(assignment, dtype):
+    _need(assignment)
+    tol = TOL["float32" if dtype == "float32" else "float64"]
+
+    @settings(max_examples=10 if assignment != "mixed" else 4, deadline=None)
+    @given(st.data())
+    def run(data):
+        n = data.draw(st.integers(1, 5))
+        m = data.draw(st.integers(n, 30))
+        lay = data.draw(row_layouts(m, n))
+        a = _data((m, n), dtype, data.draw(st.integers(0, 99)))
+        x = build(a, lay, assignment)
+        u, s, vh = la.svd(x, full_matrices=False)
+        assert u.layout.same_distribution(lay)
+        U, S, Vh = gathered(u), gathered(s), gathered(vh)
+        want = np.linalg.svd(a, compute_uv=False)
+        np.testing.assert_allclose(S, want, rtol=tol * 100, atol=tol * 10)
+        np.testing.assert_allclose((U * S) @ Vh, a, atol=tol * 20 * max(1, np.abs(a).max()))
+        np.testing.assert_allclose(U.conj().T @ U, np.eye(n), atol=tol * 20)
+        np.testing.assert_allclose(gathered(la.svdvals(x)), want, rtol=tol * 100, atol=tol * 10)
+        p = la.pinv(x)
+        assert p.shape == (n, m) and p.layout.grid == (1, lay.grid[0])
+        np.testing.assert_allclose(gathered(p), np.linalg.pinv(a), atol=tol * 1000)
+
+    run()
+
+
+def test_short_fat_split_along_columns_goes_through_the_transpose():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((4, 23))
+    lay = Layout((4, 23), block=(4, 3), grid=(1, 3), devices=["cpu:0", "cpu:1", "cpu:1"])
+    x = build(a, lay)
+    u, s, vh = la.svd(x, full_matrices=False)
+    assert vh.layout.grid == (1, 3)  # Vh keeps the column split
+    np.testing.assert_allclose((gathered(u) * gathered(s)) @ gathered(vh), a, atol=1e-12)
+    np.testing.assert_allclose(gathered(vh) @ gathered(vh).T, np.eye(4), atol=1e-12)
+    np.testing.assert_allclose(gathered(la.pinv(x)), np.linalg.pinv(a), atol=1e-12)
+    np.testing.assert_allclose(gathered(la.svdvals(x)), np.linalg.svd(a, compute_uv=False), atol=1e-12)
+
+
+def test_block_cyclic_grids_are_redistributed_into_slabs_not_gathered():
+    @settings(max_examples=10, deadline=None)
+    @given(st.data())
+    def run(data):
+        m, n = data.draw(st.sampled_from([(17, 5), (5, 17), (9, 9), (30, 3)]))
+        lay = data.draw(grid_layouts(m, n))
+        a = _data((m, n), "float64", data.draw(st.integers(0, 99)))
+        x = build(a, lay, data.draw(st.sampled_from(["numpy", "torch"])) if _have_torch() else "numpy")
+        u, s, vh = la.svd(x, full_matrices=False)
+        np.testing.assert_allclose((gathered(u) * gathered(s)) @ gathered(vh), a, atol=1e-11)
+        np.testing.assert_allclose(gathered(la.pinv(x)), np.linalg.pinv(a), atol=1e-9)
+        if m >= n:
+            q, r = la.qr(x)
+            np.testing.assert_allclose(gathered(q) @ gathered(r), a, atol=1e-11)
+        assert int(la.matrix_rank(x)) == np.linalg.matrix_rank(a)
+
+    run()
+
+
+def _have_torch() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def test_rank_deficient_matrix_rank_pinv_and_lstsq():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((40, 3)) @ rng.standard_normal((3, 6))  # rank 3
+    b = rng.standard_normal((40, 2))
+    lay = Layout((40, 6), block=(7, 6), grid=(3, 1), devices=["cpu:0", "cpu:1", "cpu:2"])
+    lb = Layout((40, 2), block=(7, 2), grid=(3, 1), devices=["cpu:0", "cpu:1", "cpu:2"])
+    x, y = build(a, lay), build(b, lb)
+    assert int(la.matrix_rank(x)) == 3
+    np.testing.assert_allclose(gathered(la.pinv(x)), np.linalg.pinv(a), atol=1e-10)
+    np.testing.assert_allclose(gathered(la.lstsq(x, y)), np.linalg.lstsq(a, b, rcond=None)[0], atol=1e-10)
+
+
+def test_replicated_and_pending_operands():
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((24, 4))
+    lay = Layout((24, 4), block=(5, 4), grid=(2, 1), devices=["cpu:0", "cpu:1", "cpu:2", "cpu:3"])  # 2 replicas
+    q, r = la.qr(build(a, lay))
+    assert q.layout.nreplicas == 1
+    np.testing.assert_allclose(gathered(q) @ gathered(r), a, atol=1e-12)
+    # a pending sum (a contraction over a split mode) is settled on entry
+    left = rng.standard_normal((24, 6))
+    right = rng.standard_normal((6, 4))
+    lx = build(left, Layout((24, 6), block=(24, 3), grid=(1, 2), devices=["cpu:0", "cpu:1"]))
+    ry = build(right, Layout((6, 4), block=(3, 4), grid=(2, 1), devices=["cpu:0", "cpu:1"]))
+    pending = dlmg.matmul(lx, ry)
+    assert pending.layout.partial == "sum"
+    np.testing.assert_allclose(gathered(la.svdvals(pending)), np.linalg.svd(left @ right, compute_uv=False),
+                               atol=1e-11)
+
+
+def test_both_namespaces_are_the_same_functions():
+    for name in la.__all__:
+        assert getattr(dlmg.linalg, name) is getattr(xp.linalg, name)
+
+
+# -- norms, diagonals, products ---------------------------------------------------------------
+@given(st.data())
+@settings(max_examples=15, deadline=None)
+def test_norms_diagonal_trace_on_block_cyclic_grids(data):
+    m, n = data.draw(st.sampled_from([(7, 5), (5, 9), (8, 8), (1, 4)]))
+    lay = data.draw(grid_layouts(m, n))
+    dtype = data.draw(st.sampled_from(["float64", "complex128"]))
+    a = _data((m, n), dtype, data.draw(st.integers(0, 99)))
+    x = build(a, lay)
+    offset = data.draw(st.integers(-m, n))
+    d = la.diagonal(x, offset=offset)
+    np.testing.assert_allclose(gathered(d), np.diagonal(a, offset=offset))
+    np.testing.assert_allclose(complex(la.trace(x, offset=offset)), np.trace(a, offset=offset), atol=1e-12)
+    for ord_ in ("fro", 1, -1, math.inf, -math.inf, 2, -2, "nuc"):
+        np.testing.assert_allclose(float(la.matrix_norm(x, ord=ord_)), np.linalg.norm(a, ord=ord_), rtol=1e-10)
+    for ord_ in (2, 1, math.inf, -math.inf, 0, 3):
+        np.testing.assert_allclose(float(la.vector_norm(x, ord=ord_)), np.linalg.norm(a.ravel(), ord=ord_),
+                                   rtol=1e-10)
+    np.testing.assert_allclose(gathered(la.vector_norm(x, axis=0)), np.linalg.norm(a, axis=0), rtol=1e-10)
+
+
+def test_diagonal_of_split_matrices_moves_no_operand():
+    a = np.arange(63.0).reshape(9, 7)
+    lay = Layout((9, 7), block=(2, 3), grid=(2, 2), devices=["cpu:0", "cpu:1", "cpu:2", "cpu:3"])
+    d = la.diagonal(build(a, lay))
+    assert d.layout.grid == (2,) and d.layout.block == (2,)  # the rows' split, 7 long
+    np.testing.assert_array_equal(gathered(d), np.diagonal(a))
+    batch = np.arange(2 * 5 * 6.0).reshape(2, 5, 6)
+    lb = Layout((2, 5, 6), block=(1, 2, 4), grid=(2, 2, 2), devices=[f"cpu:{i % 4}" for i in range(8)])
+    np.testing.assert_array_equal(gathered(la.diagonal(build(batch, lb), offset=-1)), np.diagonal(batch, -1, -2, -1))
+
+
+def test_cross_and_matrix_power():
+    rng = np.random.default_rng(5)
+    u, v = rng.standard_normal((10, 3)), rng.standard_normal((10, 3))
+    lay = Layout((10, 3), block=(3, 2), grid=(2, 2), devices=["cpu:0", "cpu:1", "cpu:2", "cpu:3"])
+    slab = Layout.slab((10, 3), 0, ["cpu:0", "cpu:1"])
+    out = la.cross(build(u, lay), build(v, slab))
+    assert out.layout.grid[1] == 1 and out.layout.ngrid > 1
+    np.testing.assert_allclose(gathered(out), np.cross(u, v))
+    a = rng.standard_normal((9, 9)) / 3
+    x = build(a, Layout((9, 9), block=(4, 4), grid=(2, 2), devices=["cpu:0", "cpu:1", "cpu:2", "cpu:3"]))
+    for k in (1, 2, 5):
+        got = la.matrix_power(x, k)
+        assert got.layout.ngrid > 1
+        np.testing.assert_allclose(gathered(got), np.linalg.matrix_power(a, k), atol=1e-12)
+
+
+# -- batch-local factorizations ---------------------------------------------------------------
+@pytest.mark.parametrize("assignment", ["numpy", "torch"])
+def test_batch_local_factorizations_on_split_batch_modes(assignment):
+    _need(assignment)
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((5, 4, 4))
+    spd = a @ np.swapaxes(a, -1, -2) + 4 * np.eye(4)
+    b = rng.standard_normal((5, 4, 2))
+    lay = Layout((5, 4, 4), block=(2, 4, 4), grid=(2, 1, 1), devices=["cpu:0", "cpu:1"])
+    lb = Layout((5, 4, 2), block=(2, 4, 2), grid=(2, 1, 1), devices=["cpu:0", "cpu:1"])
+    x, s, y = build(a, lay, assignment), build(spd, lay, assignment), build(b, lb, assignment)
+    for got, want in (
+        (la.det(x), np.linalg.det(a)), (la.inv(x), np.linalg.inv(a)), (la.solve(x, y), np.linalg.solve(a, b)),
+        (la.slogdet(x).logabsdet, np.linalg.slogdet(a)[1]), (la.eigvalsh(s), np.linalg.eigvalsh(spd)),
+        (la.cholesky(s), np.linalg.cholesky(spd)), (la.svdvals(x), np.linalg.svd(a, compute_uv=False)),
+    ):
+        assert got.layout.grid[0] == 2  # computed where the matrices are
+        np.testing.assert_allclose(gathered(got), want, atol=1e-10)
+    q, r = la.qr(x)
+    np.testing.assert_allclose(gathered(q) @ gathered(r), a, atol=1e-12)
+    w, v = la.eigh(s)
+    np.testing.assert_allclose(gathered(v) @ (gathered(w)[..., None] * np.swapaxes(gathered(v), -1, -2)), spd,
+                               atol=1e-10)
+
+
+@pytest.mark.parametrize("assignment,dtype", ASSIGNMENTS)
+def test_blocked_cholesky_on_block_cyclic_grids(assignment, dtype):
+    _need(assignment)
+    tol = TOL["float32" if dtype == "float32" else "float64"]
+
+    @settings(max_examples=10 if assignment != "mixed" else 4, deadline=None)
+    @given(st.data())
+    def run(data):
+        n = data.draw(st.integers(1, 14))
+        lay = data.draw(grid_layouts(n, n))
+        a = _data((n, n), dtype, data.draw(st.integers(0, 99)))
+        spd = (a @ a.conj().T + n * np.eye(n)).astype(dtype)
+        x = build(spd, lay, assignment)
+        low = la.cholesky(x)
+        assert low.layout.grid == lay.grid and low.layout.devices == lay.devices
+        if lay.block[0] == lay.block[1]:  # (otherwise redistributed into square blocks first)
+            assert [f.framework for f in low.fragments] == [f.framework for f in x.fragments]
+        L = gathered(low)
+        assert np.allclose(np.triu(L, 1), 0)
+        np.testing.assert_allclose(L @ L.conj().T, spd, atol=tol * 100 * n)
+        np.testing.assert_allclose(L, np.linalg.cholesky(spd), atol=tol * 100)
+        up = gathered(la.cholesky(x, upper=True))
+        np.testing.assert_allclose(up, L.conj().T, atol=tol * 10)
+
+    run()
+
+
+def test_cholesky_of_a_matrix_that_is_not_positive_definite_names_the_panel():
+    lay = Layout((6, 6), block=(2, 2), grid=(2, 2), devices=["cpu:0", "cpu:1", "cpu:2", "cpu:3"])
+    bad = np.eye(6)
+    bad[4, 4] = -1.0
+    with pytest.raises(dlmg.FragmentError, match="panel 2"):
+        la.cholesky(build(bad, lay))
+
+
+@pytest.mark.parametrize("assignment,dtype", ASSIGNMENTS)
+def test_det_and_slogdet_by_blocked_lu_on_grids(assignment, dtype):
+    _need(assignment)
+    tol = TOL["float32" if dtype == "float32" else "float64"]
+
+    @settings(max_examples=10 if assignment != "mixed" else 4, deadline=None)
+    @given(st.data())
+    def run(data):
+        n = data.draw(st.integers(1, 13))
+        lay = data.draw(grid_layouts(n, n))
+        a = _data((n, n), dtype, data.draw(st.integers(0, 99)))
+        x = build(a, lay, assignment)
+        sign, logabs = la.slogdet(x)
+        want_sign, want_log = np.linalg.slogdet(a)
+        np.testing.assert_allclose(complex(sign), want_sign, atol=tol * 100)
+        np.testing.assert_allclose(float(logabs), want_log, atol=tol * 100 * n)
+        np.testing.assert_allclose(complex(la.det(x)), np.linalg.det(a), rtol=tol * 100 * n)
+
+    run()
+
+
+@pytest.mark.parametrize("assignment,dtype", ASSIGNMENTS)
+def test_solve_and_inv_by_blocked_gauss_jordan_on_grids(assignment, dtype):
+    _need(assignment)
+    tol = TOL["float32" if dtype == "float32" else "float64"]
+
+    @settings(max_examples=8 if assignment != "mixed" else 4, deadline=None)
+    @given(st.data())
+    def run(data):
+        n = data.draw(st.integers(1, 12))
+        lay = data.draw(grid_layouts(n, n))
+        a = _data((n, n), dtype, data.draw(st.integers(0, 99))) + (n * np.eye(n)).astype(dtype)
+        k = data.draw(st.integers(1, 3))
+        b = _data((n, k), dtype, 7)
+        x = build(a, lay, assignment)
+        y = build(b, Layout.slab((n, k), 0, ["cpu:0", "cpu:2"]), assignment)
+        got = la.solve(x, y)
+        assert got.layout.grid == lay.grid  # solved on a's grid
+        np.testing.assert_allclose(a @ gathered(got), b, atol=tol * 100 * n)
+        inverse = la.inv(x)
+        assert inverse.layout.same_distribution(lay.replace(devices=lay.devices[: lay.ngrid]))
+        np.testing.assert_allclose(gathered(inverse) @ a, np.eye(n), atol=tol * 100 * n)
+        v = build(b[:, 0].copy(), Layout.slab((n,), 0, ["cpu:1", "cpu:3"]), assignment)
+        np.testing.assert_allclose(a @ gathered(la.solve(x, v)), b[:, 0], atol=tol * 100 * n)
+
+    run()
+
+
+def test_det_of_a_singular_split_matrix_is_zero():
+    a = np.arange(36.0).reshape(6, 6)
+    a[4] = a[1]
+    lay = Layout((6, 6), block=(2, 2), grid=(2, 2), devices=["cpu:0", "cpu:1", "cpu:2", "cpu:3"])
+    assert abs(float(la.det(build(a, lay)))) < 1e-9
+
+
+def test_what_is_not_distributed_still_answers():
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((6, 6)) + 6 * np.eye(6)
+    lay = Layout((6, 6), block=(2, 2), grid=(2, 2), devices=["cpu:0", "cpu:1", "cpu:2", "cpu:3"])
+    x = build(a, lay)
+    batch = np.stack([a, a.T])
+    xb = build(batch, Layout((2, 6, 6), block=(1, 3, 3), grid=(1, 2, 2), devices=["cpu:0", "cpu:1", "cpu:2", "cpu:3"]))
+    np.testing.assert_allclose(gathered(la.inv(xb)), np.linalg.inv(batch), atol=1e-12)
+    np.testing.assert_allclose(gathered(la.eigvalsh(build(a @ a.T, lay))), np.linalg.eigvalsh(a @ a.T), atol=1e-10)
+    np.testing.assert_allclose(gathered(la.matrix_power(x, 0)), np.eye(6))
+    q, r = la.qr(x, mode="complete")
+    np.testing.assert_allclose(gathered(q) @ gathered(r), a, atol=1e-12)
+
+
+def test_errors_name_the_problem():
+    x = build(np.ones((4, 3), dtype="int64"), Layout.slab((4, 3), 0, ["cpu:0", "cpu:1"]))
+    with pytest.raises(dlmg.DtypeError, match="floating"):
+        la.qr(x)
+    with pytest.raises(TypeError, match="DistributedTensor"):
+        la.svdvals(np.ones((3, 3)))
+    with pytest.raises(ValueError, match="mode"):
+        dlmg.ops.linalg.qr(build(np.ones((4, 3)), Layout.slab((4, 3), 0, ["cpu:0", "cpu:1"])), mode="bogus")
+    with pytest.raises(ValueError, match="extent 3"):
+        la.cross(build(np.ones((4, 2)), Layout.single((4, 2))), build(np.ones((4, 2)), Layout.single((4, 2))))

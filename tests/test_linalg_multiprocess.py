@@ -1,0 +1,28 @@
+"""Distributed linear algebra across 2 processes on both engines (torch.distributed gloo and
+MPI): TSQR's factors, blocked Cholesky, norms and diagonals against NumPy, and each
+process's memory bound.
+
+Each setup launches its processes once for the module and runs the scenarios of
+:mod:`tests._mp_linalg` in them; the tests read the per-process results.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from _multiproc import check, launched_per_setup
+
+SCENARIOS = ["linalg_tsqr", "linalg_grid", "linalg_memory", "linalg_cholesky", "linalg_cholesky_memory"]
+SETUPS = [("torch", 2), ("mpi", 2)]
+
+pytestmark = pytest.mark.slow
+
+
+run = launched_per_setup(SETUPS, SCENARIOS, timeout=400)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_scenario(run, scenario):
+    values = check(run, scenario)
+    assert len(values) == len(run["ranks"])
+    assert all(v == values[0] for v in values)
