@@ -181,7 +181,7 @@ def test_replicated_and_pending_operands():
     right = rng.standard_normal((6, 4))
     lx = build(left, Layout((24, 6), block=(24, 3), grid=(1, 2), devices=["cpu:0", "cpu:1"]))
     ry = build(right, Layout((6, 4), block=(3, 4), grid=(2, 1), devices=["cpu:0", "cpu:1"]))
-    pending = dlmg.matmul(lx, ry)
+    pending = dlmg.matmul(lx, ry, pending=True)
     assert pending.layout.partial == "sum"
     np.testing.assert_allclose(gathered(la.svdvals(pending)), np.linalg.svd(left @ right, compute_uv=False),
                                atol=1e-11)

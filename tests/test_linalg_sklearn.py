@@ -55,11 +55,6 @@ def test_pca_full_svd_on_row_split_x(dispatch):
     np.testing.assert_allclose(got.explained_variance_.gather(), want.explained_variance_, rtol=1e-10)
 
 
-PENDING = ("`U.T @ y` (and LDA's class means) contract the split rows into a pending sum, "
-           "which the elementwise operators that follow refuse")
-
-
-@pytest.mark.xfail(strict=True, reason=PENDING)
 def test_ridge_svd_on_row_split_x(dispatch):
     X, y, _ = _data()
     got = Ridge(alpha=1.0, solver="svd").fit(_rows(X), _rows(y))
@@ -68,7 +63,6 @@ def test_ridge_svd_on_row_split_x(dispatch):
     np.testing.assert_allclose(got.coef_.gather(), want.coef_, atol=1e-10)
 
 
-@pytest.mark.xfail(strict=True, reason=PENDING)
 def test_lda_on_row_split_x(dispatch):
     X, _, labels = _data()
     got = LinearDiscriminantAnalysis().fit(_rows(X), _rows(labels))
