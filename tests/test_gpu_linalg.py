@@ -30,8 +30,11 @@ def test_tsqr_and_cholesky_on_cuda(frameworks):
     q, r = dlmg.linalg.qr(x)
     assert q.layout.same_distribution(lay)
     Q, R = host(q), host(r)
-    np.testing.assert_allclose(Q @ R, a, atol=1e-4)
-    np.testing.assert_allclose(Q.T @ Q, np.eye(6), atol=1e-4)
+    # JAX multiplies float32 on GPUs in TF32 by default (10-bit mantissa): Q applied back to
+    # its fragments is as exact as that
+    tol = 5e-3 if "jax" in frameworks else 1e-4
+    np.testing.assert_allclose(Q @ R, a, atol=tol)
+    np.testing.assert_allclose(Q.T @ Q, np.eye(6), atol=tol)
     np.testing.assert_allclose(host(dlmg.linalg.svdvals(x)), np.linalg.svd(a, compute_uv=False), rtol=1e-4)
     m = rng.standard_normal((40, 40)).astype(np.float32)
     spd = m @ m.T + 40 * np.eye(40, dtype=np.float32)

@@ -47,7 +47,6 @@ from ._creation import asarray
 from ._data_types import finfo
 from ._gathered import collected
 from ._manipulation import astype, matrix_transpose, reshape
-from ._policy import layout_for
 from ._products import matmul, outer, tensordot, vecdot
 from ._statistics import max as _max, min as _min, sum as _sum
 
@@ -104,9 +103,10 @@ def _local(x: Any) -> bool:
 
 
 def _placed(t: Any) -> Any:
-    """A small result (one fragment where it was computed) in the policy's layout for its shape."""
-    wanted = layout_for(t.shape)
-    return t if t.layout.same_distribution(wanted) else t.redistribute(wanted)
+    """A small result (one fragment where it was computed, on a device of the operand's), left
+    there: results of functions on distributed operands stay on the operands' devices, never
+    moved by the default layout policy (which would put a GPU result on the host)."""
+    return t
 
 
 def _small(x: Any, *results: Any) -> tuple[Any, ...]:
