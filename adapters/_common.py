@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from typing import Any, ClassVar
 
-from dlmg.dlpack import c_contiguous_strides as c_strides
+from dlmg.dlpack import c_contiguous_strides as c_strides  # noqa: F401  (the adapters take it from here)
 from dlmg.dlpack import inspect as dl_inspect
 from dlmg.registry import adapter_for
 from dlmg.errors import (

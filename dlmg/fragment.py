@@ -9,7 +9,7 @@ methods), never by calling the class.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .device import Device
 from .adapters.capabilities import exporter_of

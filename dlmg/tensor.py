@@ -27,10 +27,9 @@ conversions and ``repr`` run the functions that :mod:`dlmg.ops`,
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from ._element import read_element
 from ._hooks import Hook
 from ._lookup import fragment_at, fragment_for, fragments_on
 from ._surface import (
@@ -39,7 +38,6 @@ from ._surface import (
 from .device import Device
 from .distributed._state import check_ranks, current
 from .dtypes import canonical, info
-from .errors import DLPackError
 from .fragment import Fragment, process_rank, verify_fragments
 from ._protocols import FrameworkProtocols
 from .registry import adapter_for

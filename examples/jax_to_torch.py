@@ -16,7 +16,6 @@ os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 
 import jax
 import numpy as np
-import torch
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 import dlmg

@@ -145,7 +145,6 @@ def _rchar() -> int:
 def ckpt_bytes_read():
     """Saved as row slabs, loaded as column slabs: each process reads at most 1.1x its
     fragment's bytes (counted by the kernel: rchar of /proc/self/io)."""
-    world = dd.world_size()
     shape = (1024, 1024)
     x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
     path = os.path.join(_dir(), "bytes")

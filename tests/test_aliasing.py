@@ -135,7 +135,6 @@ def test_results_and_inputs_never_share_memory(name, op, dtype, fixed, assignmen
             result = op(x, y)
         except dlmg.FragmentError:  # not defined in this framework (torch imag of real data): nothing to alias
             return
-        before = _snapshot(result)
         if isinstance(result, dlmg.DistributedTensor):
             assert not any(f.readonly for f in result.fragments if f.adapter.mutable), f"{name} gave read-only memory"
         _scribble(result)

@@ -54,7 +54,6 @@ def test_torch_init_outside_torchrun(monkeypatch):
 
 
 def _layouts(draw, shape, world):
-    ndim = len(shape)
     block = [draw(st.integers(1, max(n, 1))) for n in shape]
     grid = [draw(st.integers(1, 3)) for _ in shape]
     reps = draw(st.integers(1, 2))

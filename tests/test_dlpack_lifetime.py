@@ -335,7 +335,7 @@ def test_deleter_with_exception_pending_still_releases():
 
     class Index:
         def __index__(self):
-            return [np.from_dlpack(exporter)]  # freed by CPython after it sets TypeError
+            return [np.from_dlpack(exporter)]  # noqa: F821 (exporter is deleted before this runs) freed by CPython after it sets TypeError
 
     with pytest.raises((TypeError, SystemError)):
         operator.index(Index())

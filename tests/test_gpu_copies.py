@@ -251,7 +251,7 @@ def test_uneven_or_separate_sources_on_one_gpu_take_the_copies_apart(framework):
     x = rand((100, 33), seed=29)
     gpu = ["cuda:0"] * 8
     rows, cols = Layout.slab((100, 33), 0, gpu), Layout.slab((100, 33), 1, gpu[:3])
-    from dlmg.movement import destinations, sources
+    from dlmg.movement import sources
 
     dt = dlmg.scatter(on_gpu(x, framework), rows)  # 13 rows each, 9 in the last
     assert len(sources.source_places(dt)[1]) == 8
@@ -267,7 +267,7 @@ def test_uneven_or_separate_sources_on_one_gpu_take_the_copies_apart(framework):
 def test_gather_of_a_carved_tensor_on_one_gpu_is_one_copy(framework, kind):
     # the fragments of a scatter onto one GPU share one allocation: a gather reads
     # them through it, one copy where they step regularly (uneven slabs do not)
-    from dlmg.movement import destinations, sources
+    from dlmg.movement import sources
 
     shape = (100, 33) if kind == "uneven" else (256, 96)
     x = rand(shape, seed=31)
@@ -292,7 +292,7 @@ def test_repeated_redistribution_of_pieces_batched_over_destinations_on_one_gpu(
     # destinations whose pieces are neither one copy nor a concatenation: the
     # copies of every destination go to the framework together, and later calls
     # reuse the source views remembered per destination (they must not grow)
-    from dlmg.movement import destinations, sources
+    from dlmg.movement import sources
 
     x = rand((96, 96), seed=37)
     gpu = ["cuda:0"] * 8
@@ -346,7 +346,6 @@ def test_cupy_concatenation_is_one_kernel_of_the_widest_words(dtype, start):
 
 def test_cupy_slab_gather_on_one_gpu_is_one_kernel():
     import cupy
-    import torch
     from torch.profiler import ProfilerActivity, profile
 
     x = rand((1024, 256), seed=17)

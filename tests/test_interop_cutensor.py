@@ -20,7 +20,6 @@ from dlmg import Layout, LayoutError  # noqa: E402
 from dlmg.interop.cutensor import (  # noqa: E402
     CUTENSOR_MG_DEVICE_HOST,
     CUTENSOR_MG_DEVICE_HOST_PINNED,
-    cutensormg,
     cutensormp,
     layout_from_cutensormg,
 )

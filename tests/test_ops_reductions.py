@@ -17,7 +17,6 @@ from _ops_support import (
     build,
     data,
     fragment_dtypes,
-    framework_of_fragment,
     gathered,
     layouts_for,
     need,

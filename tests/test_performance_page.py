@@ -175,7 +175,7 @@ def test_a_run_of_some_cases_takes_their_place_in_the_record():
     text = render_section(merged)
     own = text.split("### ")[2]  # the base's second case: no line of provenance of its own
     assert "Recorded separately" not in own
-    new = text.split(f"### 99.")[1]
+    new = text.split("### 99.")[1]
     assert "Recorded separately at commit `abc1234` on 2030-01-02 with " \
            "`python benchmarks/run.py --cases 99 --update-docs`" in new
     other = copy.deepcopy(run)

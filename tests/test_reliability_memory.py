@@ -24,7 +24,7 @@ import pytest
 
 import dlmg
 from dlmg.dlpack import READ_ONLY, DLPackExporter, inspect
-from dlmg.errors import DeviceError, DlmgError, FragmentError, ReadOnlyError
+from dlmg.errors import DlmgError, FragmentError, ReadOnlyError
 
 ROOT = Path(__file__).resolve().parent.parent
 

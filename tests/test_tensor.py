@@ -17,7 +17,6 @@ from dlmg import DistributedTensor, Fragment, Layout
 from dlmg.errors import (
     CopyRequiredError,
     DeviceError,
-    DLPackError,
     DtypeError,
     FragmentError,
     FrameworkError,
@@ -28,7 +27,6 @@ from _strategies import (
     check_fragments,
     expected_fragment,
     have,
-    jax_cpus,
     layouts,
     need,
     reference,
@@ -281,7 +279,7 @@ def test_to_takes_in_what_the_quick_import_declines(case, jax):
     need("torch")
     import torch
 
-    src, dst = case.split()[0], case.split()[-1]
+    dst = case.split()[-1]
     layout = Layout.slab((4, 3), 0, ["cpu:2", "cpu:5"])
     want = np.arange(12, dtype=np.float32).reshape(4, 3)
     if case == "torch columns -> jax":

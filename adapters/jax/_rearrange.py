@@ -12,7 +12,7 @@ import operator
 from functools import lru_cache
 from typing import Any, Callable
 
-from ..capabilities import Concat, Cut, Retiling, Slice, Span, Tiling
+from ..capabilities import Concat, Cut, Retiling, Slice, Tiling
 
 __all__ = ["assembler", "composer", "compiled_kinds", "decomposer", "forget_compiled", "list_operator",
            "retiler", "splitter"]

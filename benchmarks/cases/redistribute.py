@@ -35,7 +35,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..config import Context, MiB
-from ..frameworks import concatenate, copy_of, fragment_arrays, jax_device, put, to_numpy
+from ..frameworks import concatenate, copy_of, jax_device, put, to_numpy
 from ..record import Row, Target, check_result, prepared
 from .common import FRAGMENTS, fragment_devices, guarded, ok, run_row
 from .gather_scatter import layout_spec, native_scatter

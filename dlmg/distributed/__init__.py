@@ -31,7 +31,6 @@ from ..layout import Layout
 from ._state import check_ranks, current, rank, set_current, world_size
 from .engine import REDUCE_OPS, Engine
 from .registry import engine_factory, engine_names
-from ..layout import Layout
 
 __all__ = [
     "init", "finalize", "rank", "world_size", "backend", "local_device", "devices", "slab",

@@ -7,15 +7,12 @@ lists do not cover."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..adapters.capabilities import ListOperators
 from ._executor import _fail, executor
 from ._writes import partial_note
 from ._placement import local_groups, result_tensor
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..tensor import DistributedTensor
 
 __all__ = ["LIST_NAMES", "on_lists"]
 

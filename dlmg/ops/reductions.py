@@ -41,8 +41,6 @@ from ..layout import Layout
 from ..distributed._state import current
 from .reduce_across import reduce as across
 from ..registry import DEFAULT_FRAMEWORK, get_adapter
-from .._shapes import normalize_axes
-from ..dtypes import canonical
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout

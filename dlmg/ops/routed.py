@@ -395,7 +395,7 @@ def _write_across(x: "DistributedTensor", requests: list[tuple[Box, Callable[[An
     """:func:`write` across processes: per round, one all-to-all of counts, one of the
     destinations (fragment and local offset, one per replica of each element) and one of
     the values; each owner writes what it receives into its fragments."""
-    me, world = engine.rank, engine.world_size
+    world = engine.world_size
     lay = x.layout
     nfrag, ngrid = lay.nfragments, lay.ngrid
     wire = "uint8" if x.dtype == "bool" else x.dtype

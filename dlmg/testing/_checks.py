@@ -9,7 +9,7 @@ from dlmg.device import Device
 from dlmg.dtypes import NAMES, info
 from dlmg.registry import BUILTIN_PROTOCOLS, adapter_for, adapter_names
 
-from ._context import NUMPY_DLPACK, ContractContext, expected, is_capsule
+from ._context import ContractContext, expected, is_capsule
 
 __all__ = ["CORE_CHECKS"]
 

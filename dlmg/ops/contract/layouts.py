@@ -95,7 +95,6 @@ def _out_layout(letters: str, layout: Layout, out_letters: str,
                 extents: dict[str, int]) -> tuple[Layout, list[int], tuple[str, ...]]:
     """The output layout and, per output fragment, its lead fragment."""
     axes = _lead_axes(letters, layout)
-    kept = [(ch, g) for ch, g in axes if ch in out_letters]
     summed = [(ch, g) for ch, g in axes if ch not in out_letters]
     shape, block, grid = [], [], []
     for ch in out_letters:

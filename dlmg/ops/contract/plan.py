@@ -18,7 +18,7 @@ SUMMA) by the cost model of :mod:`.cost` and keeps the cheapest.
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
 
