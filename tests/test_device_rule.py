@@ -129,3 +129,14 @@ def test_replicated_operands_give_replicated_results_only_together():
     a, b = xp.sum(x, axis=0), xp.max(x, axis=0)
     assert (a + b).layout.is_replicated  # every operand replicated the same way
     assert not (a + xp.zeros(4, device=x.device, dtype=x.dtype)).layout.is_replicated
+
+
+def test_assignment_through_a_mask_of_another_framework():
+    """A mask collected for an assignment lands in the framework of the tensor written."""
+    x = rows("torch")
+    mask = dlmg.scatter(HOST > 0, Layout.single(HOST.shape, "cpu:1"))  # NumPy, another layout: collected
+    x[mask] = 0.0
+    np.testing.assert_array_equal(x.gather(framework="numpy"), np.where(HOST > 0, 0.0, HOST))
+    total = xp.sum(x)  # 0-d, replicated on x's devices (scipy.stats.pearsonr writes one so)
+    total[total > -1e9] = xp.asarray([5.0], device=x.device)
+    assert float(total) == 5.0

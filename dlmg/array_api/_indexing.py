@@ -223,13 +223,17 @@ def _write(xp: Any, frag: Any, keys: list[Any], part: Any) -> Any:
 
 def _collected_setitem(x: Any, key: Any, value: Any) -> None:
     """Assignment through one collected copy, redistributed back into ``x``'s fragments."""
-    operands = [x] + ([value] if is_distributed(value) else [])
+    keys = key if isinstance(key, tuple) else (key,)
+    indices = [k for k in keys if is_distributed(k)]
+    operands = [x] + ([value] if is_distributed(value) else []) + indices
+    # one collection: the index tensors land in x's framework too (a torch tensor indexed
+    # by a NumPy mask reads it as integers)
     got = collect("__setitem__", *operands)
     whole = got.arrays[0]
     whole = got.executor.run(lambda xp: xp.asarray(whole, copy=True))
-    if is_distributed(key) or (isinstance(key, tuple) and any(is_distributed(k) for k in key)):
-        keys = key if isinstance(key, tuple) else (key,)
-        local_key: Any = tuple(collect("__setitem__", k).arrays[0] if is_distributed(k) else k for k in keys)
+    if indices:
+        collected_keys = iter(got.arrays[len(operands) - len(indices):])
+        local_key: Any = tuple(next(collected_keys) if is_distributed(k) else k for k in keys)
         if not isinstance(key, tuple):
             local_key = local_key[0]
     else:
