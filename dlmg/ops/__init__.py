@@ -29,6 +29,7 @@ from .._surface import operations, provide_methods
 from . import blockwise, dispatch, fft, like, shape, statistics, fused, linalg, pointwise, reductions, selection
 from .blockwise import apply, map_fragments
 from .broadcast import Alignment, Move, explain, strict, strict_enabled
+from ._operands import classify_operand
 from .dispatch import is_distributed, synchronize, synchronize_tensor
 from .fused import FusedFunction, fuse
 from .linalg import cholesky
@@ -93,14 +94,23 @@ def _synchronize_method(self: Any) -> Any:
     return self
 
 
+def _refuse_regular(other: Any) -> None:
+    """A framework's array of rank > 0 next to ``@`` gets dlmg's hint (scatter it), whichever
+    side it is on and whichever framework it is of; anything else is left to Python."""
+    if getattr(other, "ndim", 0) and pointwise.adapter_known(other):
+        classify_operand(other)  # raises TypeError naming dlmg.scatter
+
+
 def _matmul_method(self: Any, other: Any) -> Any:
     if not is_distributed(other):
+        _refuse_regular(other)
         return NotImplemented
     return matmul(self, other)
 
 
 def _rmatmul_method(self: Any, other: Any) -> Any:
     if not is_distributed(other):
+        _refuse_regular(other)
         return NotImplemented
     return matmul(other, self)
 
