@@ -201,6 +201,8 @@ class Placement:
     ranks : tuple of int
         The process of each device (empty in one process).
 
+    Notes
+    -----
     Two placements are equal when they name the same devices of the same processes,
     in any order: tensors on the same devices are on the same ``device`` (the array
     API's rule for combining them), whatever order their layouts list them in.
