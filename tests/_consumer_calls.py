@@ -23,6 +23,9 @@ import json
 import subprocess
 from pathlib import Path
 
+if __name__ == "__main__":  # run as a script: this checkout's dlmg, whatever is installed
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 import numpy as np
 
 import dlmg
