@@ -29,6 +29,7 @@ from . import _printing, _protocols  # noqa: F401  (repr and str of tensors; the
 from . import array_api  # the Array API namespace; provides the array object's methods
 from .array_api import fft  # one FFT namespace: dlmg.fft is dlmg.array_api.fft
 from .array_api import default_layout, get_default_layout, set_default_layout
+from .array_api import nancumprod, nancumsum, nanmax, nanmean, nanmin, nanprod, nanstd, nansum, nanvar, pad
 from .array_api._data_types import (  # noqa: A004  (the dtype objects, as in every array namespace)
     bool, complex64, complex128, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
 )
@@ -66,6 +67,10 @@ __all__ = [
     *(name for name in _ops.__all__ if name != "install"),
     # the Array API namespace and the layout of new tensors
     "array_api", "default_layout", "get_default_layout", "set_default_layout",
+    # NumPy's NaN-ignoring reductions (np.nanmean(dt) runs them)
+    "nansum", "nanprod", "nanmean", "nanmax", "nanmin", "nanvar", "nanstd", "nancumsum", "nancumprod",
+    # NumPy's pad (np.pad(dt, ...) and xarray's rolling run it)
+    "pad",
     # dtype objects ("bool" is left out of star-imports: it would hide the builtin)
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32",
     "float64", "complex64", "complex128",

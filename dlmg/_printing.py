@@ -61,11 +61,25 @@ def _to_host(array: Any, adapter: Any, xp: Any) -> Any:
         one = from_fragments([array], Layout.single(tuple(array.shape), device, ranks=process_rank()))
         return one.gather(framework=DEFAULT_FRAMEWORK)  # the host framework, which values print from
     try:
-        return np.from_dlpack(array)
+        return np.from_dlpack(_Exported(array, adapter))
     except (TypeError, BufferError, RuntimeError, ValueError):
         # NumPy lacks some small floats (bfloat16 without ml_dtypes' help): show them in float32.
         target = xp.complex64 if "complex" in str(array.dtype) else xp.float32
-        return np.from_dlpack(xp.astype(array, target))
+        return np.from_dlpack(_Exported(xp.astype(array, target), adapter))
+
+
+class _Exported:
+    """An array handed to NumPy through its adapter's export, which knows the framework's
+    conditions (torch exports a tensor that requires grad only through ``detach()``)."""
+
+    def __init__(self, array: Any, adapter: Any) -> None:
+        self.array, self.adapter = array, adapter
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        return self.adapter.export(self.array, **kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self.adapter.dlpack_device(self.array)
 
 
 def shown_values(dt: "DistributedTensor") -> tuple[Any, list[bool]]:

@@ -116,6 +116,48 @@ def accepts(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     return True
 
 
+#: NumPy's ufuncs whose ``out=`` the same tensor is an in-place operator of the tensor
+_IN_PLACE = {
+    "add": "+=", "subtract": "-=", "multiply": "*=", "true_divide": "/=", "divide": "/=", "floor_divide": "//=",
+    "power": "**=", "remainder": "%=", "bitwise_and": "&=", "bitwise_or": "|=", "bitwise_xor": "^=",
+    "left_shift": "<<=", "right_shift": ">>=", "matmul": "@=",
+}
+
+#: Functions of other namespaces whose dlmg counterpart has another name
+_RENAMED = {
+    "norm": "dlmg.array_api.linalg.vector_norm(x, axis=...) for vectors, "
+            "dlmg.array_api.linalg.matrix_norm(x) for matrices",
+    "concatenate": "dlmg.array_api.concat([...], axis=...)",
+    "transpose": "dlmg.permute_dims(x, axes)",
+}
+
+
+def _out_hint(name: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    """What to call instead of a ufunc writing into ``out=`` (dlmg's functions take no ``out=``)."""
+    out = kwargs.get("out")
+    target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+    if set(kwargs) != {"out"} or not _is_distributed(target):
+        return None
+    op = _IN_PLACE.get(name)
+    if op is not None and inputs and inputs[0] is target:
+        return (f"the tensor's in-place operator, x {op} y (fragment by fragment, into x's memory), or "
+                f"x = dlmg.{name}(x, y)")
+    return f"result = dlmg.{name}(...) (dlmg's functions return a new tensor and take no out=)"
+
+
+def _renamed_hint(func: Any) -> str | None:
+    """dlmg's function for a function of another namespace that it names otherwise."""
+    name = func.__name__
+    if name in _RENAMED:
+        return _RENAMED[name]
+    module = getattr(func, "__module__", "") or ""
+    for sub in ("linalg", "fft"):
+        if sub in module.split(".") or module.endswith(sub):
+            if hasattr(getattr(_public.get().array_api, sub), name):
+                return f"dlmg.array_api.{sub}.{name}(...)"
+    return None
+
+
 def ufunc_hook(framework: str) -> Callable[..., Any]:
     """An ``__array_ufunc__`` (NEP 13): dlmg's elementwise function of the same name, or a refusal.
 
@@ -130,6 +172,9 @@ def ufunc_hook(framework: str) -> Callable[..., Any]:
         if method == "__call__" and not kwargs and fn is not None and accepts(fn, inputs, {}):
             return fn(*inputs)
         hint = f"dlmg.{name}(...)" if fn is not None and method == "__call__" else "dlmg's own functions"
+        better = _out_hint(name, inputs, kwargs) if fn is not None and method == "__call__" else None
+        if better is not None:
+            hint = better
         raise TypeError(
             f"{call} with {', '.join(sorted(kwargs)) or 'these arguments'} does not run on a "
             f"DistributedTensor; use {hint} (fragment by fragment, no copy), or gather the tensor "
@@ -152,7 +197,8 @@ def function_hook(framework: str) -> Callable[..., Any]:
             given = ", ".join([type(a).__name__ for a in args] + [f"{k}=" for k in kwargs])
             hint = f"dlmg.{func.__name__} does not take ({given}): see help(dlmg.{func.__name__})"
         else:
-            hint = f"dlmg has no {func.__name__}"
+            renamed = _renamed_hint(func)
+            hint = f"use {renamed}" if renamed else f"dlmg has no {func.__name__}"
         raise TypeError(
             f"{call} does not run on a DistributedTensor ({hint}); gather the tensor for one array: "
             f"dt.gather(framework={framework!r})"

@@ -200,10 +200,25 @@ class Placement:
         The distinct devices, in the order the layout lists them.
     ranks : tuple of int
         The process of each device (empty in one process).
+
+    Notes
+    -----
+    Two placements are equal when they name the same devices of the same processes,
+    in any order: tensors on the same devices are on the same ``device`` (the array
+    API's rule for combining them), whatever order their layouts list them in.
     """
 
     devices: tuple[Device, ...]
     ranks: tuple[int, ...] = ()
+
+    def _members(self) -> frozenset[tuple[Device, int]]:
+        return frozenset(zip(self.devices, self.ranks or (0,) * len(self.devices)))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Placement) and self._members() == other._members()
+
+    def __hash__(self) -> int:
+        return hash(self._members())
 
     def __str__(self) -> str:
         return "[" + ", ".join(str(d) for d in self.devices) + "]"

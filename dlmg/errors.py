@@ -19,6 +19,7 @@ __all__ = [
     "DeviceError",
     "FrameworkError",
     "FrameworkNotInstalledError",
+    "NotLocalError",
     "FragmentError",
     "ReadOnlyError",
     "UnsupportedDtypeError",
@@ -80,6 +81,12 @@ class DeviceError(DlmgError, ValueError):
 
 class FrameworkError(DlmgError, TypeError):
     """An array of an unknown framework, or an unknown framework name."""
+
+
+class NotLocalError(DlmgError, ValueError):
+    """A call that needs every value of a tensor in this process, made on a tensor
+    whose fragments lie partly in other processes; the message names the collective
+    (``gather``) that makes it whole."""
 
 
 class FrameworkNotInstalledError(DlmgError, ImportError):

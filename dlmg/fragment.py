@@ -36,10 +36,10 @@ _CREATE = object()  # guards the constructor
 def slot_dlpack_device(adapter: "Adapter", device: Device) -> tuple[int, int] | None:
     """What :meth:`Fragment.__dlpack_device__` reports for an array of ``adapter``'s
     framework made for slot ``device``, where that is known without asking the
-    array: ``(1, k)`` for host slot ``cpu:k``, else the adapter's
+    array: ``None`` (ask the array) for host slots, else the adapter's
     :meth:`~dlmg.adapters.Adapter.dlpack_device_on` (``None``: ask the array)."""
     if device.kind == "cpu":
-        return (1, device.index)
+        return None
     return adapter.dlpack_device_on(device)
 
 
@@ -509,10 +509,11 @@ class Fragment:
     def __dlpack_device__(self) -> tuple[int, int]:
         """The DLPack ``(device_type, device_id)`` of the fragment's array.
 
-        A fragment in host slot ``cpu:k`` reports ``(1, k)`` (JAX itself says
-        ``(1, 0)`` for all its CPU devices, NumPy and torch have only one), so
-        that ``jnp.from_dlpack(fragment)`` lands on JAX's CPU device ``k``,
-        zero-copy; NumPy and torch read any CPU id as the host.
+        A NumPy or torch fragment in host memory reports ``(1, 0)`` whichever host
+        slot ``cpu:k`` it fills: DLPack has one CPU device, id 0, so every consumer
+        takes it, zero-copy (``jnp.from_dlpack(fragment)`` lands on JAX's first CPU
+        device). A JAX fragment on JAX's CPU device ``k`` reports ``(1, k)``, so that
+        ``jnp.from_dlpack(fragment)`` lands on that device (which exists).
         """
         pair = self._dl_device
         if pair is not None:
@@ -525,8 +526,8 @@ class Fragment:
         pair = None if device.is_host else adapter.dlpack_device_on(device)
         if pair is None:
             pair = adapter.dlpack_device(array)
-            if pair[0] == 1 and device.kind == "cpu":
-                pair = (1, device.index)
+            if pair[0] == 1 and device.kind == "cpu":  # the framework's own host device, else DLPack's one
+                pair = (1, adapter.device_of(array).index)
         self._dl_device = pair
         return pair
 

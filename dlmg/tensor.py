@@ -38,6 +38,7 @@ from ._surface import (
 from .device import Device
 from .distributed._state import check_ranks, current
 from .dtypes import canonical, info
+from .errors import CopyRequiredError, NotLocalError
 from .fragment import Fragment, process_rank, verify_fragments
 from ._protocols import FrameworkProtocols
 from .registry import adapter_for
@@ -242,10 +243,31 @@ class DistributedTensor(FrameworkProtocols, Operators, ElementMethods, Reduction
             raise TypeError("len() of a 0-d distributed tensor")
         return self.shape[0]
 
-    def __array__(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError(
-            "a DistributedTensor is not converted implicitly; call dt.gather(framework='numpy') for one array"
-        )
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any:
+        """A host copy of the whole tensor as one NumPy array (``np.asarray(dt)``).
+
+        In one process every fragment is here, so this is ``gather(framework="numpy")``
+        (a pending sum is resolved first), converted to ``dtype`` if given. The result is
+        always a copy: ``copy=False`` raises :class:`~dlmg.errors.CopyRequiredError`.
+        Across processes the values lie partly elsewhere and making them whole is a
+        collective every process must call: :class:`~dlmg.errors.NotLocalError` names
+        :meth:`gather`, which is that collective.
+        """
+        if copy is False:
+            raise CopyRequiredError(
+                "np.asarray(dt, copy=False): a DistributedTensor's values lie in its fragments, so one NumPy "
+                "array of them is always a copy; pass copy=None (or True), or export single fragments "
+                "without a copy: np.from_dlpack(dt.fragments[i])"
+            )
+        if not all(f.is_local for f in self.fragments):
+            ranks = sorted({f.rank for f in self.fragments if not f.is_local})
+            raise NotLocalError(
+                f"np.asarray(dt): fragments of this tensor lie in other processes (ranks {ranks}); making it "
+                "whole is a collective every process calls: dt.gather(framework='numpy') (all-gather) or "
+                "dt.gather(framework='numpy', root=0)"
+            )
+        host = self.gather(framework="numpy")
+        return host if dtype is None else host.astype(dtype, copy=False)
 
     # __iter__, __getitem__, __setitem__, __dlpack__ and __dlpack_device__ come from
     # ArrayApiMethods (dlmg.array_api): the array API's indexing and its DLPack rule

@@ -30,6 +30,12 @@ def array_api_processes():
     assert total == float((host * 2 + [1, 2, 3]).sum())
     np.testing.assert_allclose(xp.mean(x, axis=0).gather(), host.mean(axis=0))
     np.testing.assert_array_equal(x[:, 1].gather(), host[:, 1])  # a view of every piece
+    try:  # a host copy needs every process: np.asarray refuses, naming the collective
+        np.asarray(x)
+    except dlmg.NotLocalError as exc:
+        assert "dt.gather(framework='numpy')" in str(exc), exc
+    else:
+        raise AssertionError("np.asarray of a tensor spread over processes did not refuse")
     # collected functions: all-gathered, computed everywhere, spread by the policy
     rng = np.random.default_rng(7)
     data = rng.integers(0, 5, size=(2 * world, 3)).astype(np.float64)  # the same on every process

@@ -235,7 +235,8 @@ def test_broadcasting_moves_only_the_operand_that_must_move():
         m += row
         np.testing.assert_array_equal(gathered(m), host + [1, 2, 3])
         other = xp.reshape(xp.arange(12.0), (4, 3)).redistribute(dlmg.Layout.slab((4, 3), 1, SLAB))
-        with pytest.raises(LayoutMismatchError, match="redistribute"):  # same shape, other layout: refused
+        np.testing.assert_array_equal(gathered(m + other), 2 * host + [1, 2, 3])  # aligned as xp.add
+        with dlmg.strict(), pytest.raises(LayoutMismatchError, match="redistribute"):  # unless strict
             m + other
 
 
@@ -499,3 +500,14 @@ def test_asarray_of_a_tensor_honours_device_with_copy_and_its_own_placement_with
         assert moved.device == dlmg.as_device("cpu:0")
         y = xp.asarray(x, device=dlmg.as_device("cpu:1"), copy=True)
         assert y.device == dlmg.as_device("cpu:1") and y.shape == x.shape
+
+
+def test_functions_beyond_the_standard_that_consumers_call():
+    """NumPy's NaN-ignoring functions and pad (tests/test_nan_and_pad.py tests them over layouts)."""
+    a = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, np.nan]])
+    x = xp.asarray(a)
+    for fn, np_fn in ((xp.nansum, np.nansum), (xp.nanprod, np.nanprod), (xp.nanmean, np.nanmean),
+                      (xp.nanmax, np.nanmax), (xp.nanmin, np.nanmin), (xp.nanvar, np.nanvar),
+                      (xp.nanstd, np.nanstd), (xp.nancumsum, np.nancumsum), (xp.nancumprod, np.nancumprod)):
+        np.testing.assert_allclose(gathered(fn(x, axis=0)), np_fn(a, axis=0))
+    np.testing.assert_array_equal(gathered(xp.pad(x, 1, mode="edge")), np.pad(a, 1, mode="edge"))

@@ -80,7 +80,7 @@ def test_a_fragment_that_changed_shape_is_refused_on_every_path(kind, expression
 def test_layouts_and_pending_sums_are_still_checked():
     _, a = _tensor("torch", 1.0)
     other = dlmg.from_fragments([torch.ones(8, 1) for _ in range(4)], dlmg.Layout.slab((8, 4), 1, ["cpu"] * 4))
-    with pytest.raises(LayoutMismatchError, match="operator \\*"):
+    with dlmg.strict(), pytest.raises(LayoutMismatchError, match="operator \\*"):
         a * other
     pending = dlmg.from_fragments([torch.ones(8, 4), torch.ones(8, 4)],
                                   dlmg.Layout((8, 4), devices=["cpu", "cpu"], partial="sum"))

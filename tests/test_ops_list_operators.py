@@ -131,10 +131,14 @@ def test_a_temporary_meeting_another_layout_is_refused():
     b = dlmg.scatter(torch.arange(60.0).reshape(12, 5), cyclic)
     with pytest.raises(dlmg.LayoutMismatchError):  # refused when the operands are collected, before the lists
         on_lists("add", a, b, True, "operator +")
-    with pytest.raises(dlmg.LayoutMismatchError):
-        (a * 1.0) + b
-    with pytest.raises(dlmg.LayoutMismatchError):
-        a + b
+    with dlmg.strict():  # operators align as the namespace does, unless implicit moves are refused
+        with pytest.raises(dlmg.LayoutMismatchError):
+            (a * 1.0) + b
+        with pytest.raises(dlmg.LayoutMismatchError):
+            a + b
+    want = np.repeat(np.arange(4.0), 3)[:, None] + np.arange(60.0).reshape(12, 5)
+    np.testing.assert_array_equal(((a * 1.0) + b).gather(framework="numpy"), want)
+    np.testing.assert_array_equal((a + b).gather(framework="numpy"), want)
 
 
 # -- CuPy (one raw kernel per operator for many arrays) and NumPy (its operator pair by pair)

@@ -346,15 +346,23 @@ def test_layout_mismatch_names_both_layouts_and_redistribute():
     lb = Layout.slab((6, 4), 1, ["cpu", "cpu"])
     a = build(data(la.shape), la)
     b = build(data(lb.shape), lb)
-    for attempt in (lambda: a + b, lambda: dlmg.maximum(a, b), lambda: dlmg.where(a > 0, a, b)):
+    # dlmg's own elementwise functions keep identical layouts: nothing moves
+    for attempt in (lambda: dlmg.maximum(a, b), lambda: dlmg.where(a > 0, a, b)):
         with pytest.raises(LayoutMismatchError) as info:
             attempt()
         msg = str(info.value)
         assert repr(la) in msg and repr(lb) in msg and "redistribute" in msg
-    with pytest.raises(LayoutMismatchError):
-        a += b
+    # operators are the array API's functions: they align as xp.add does, in a's layout
+    total = a + b
+    assert total.layout == la
+    np.testing.assert_array_equal(gathered(total), gathered(a) + gathered(b))
+    with dlmg.strict():  # ... unless implicit moves are refused
+        with pytest.raises(LayoutMismatchError, match="strict.*redistribute"):
+            a + b
+        with pytest.raises(LayoutMismatchError, match="strict"):
+            a += b
     lc = Layout.slab((6, 4), 0, ["cpu", "cpu", "cpu"])
-    with pytest.raises(LayoutMismatchError):
+    with dlmg.strict(), pytest.raises(LayoutMismatchError):
         a * build(data(lc.shape), lc)
 
 

@@ -75,7 +75,30 @@ def expected_layout(layout: Layout, axis, keepdims: bool) -> Layout:
             block.insert(a, 1)
             grid.insert(a, 1)
         out = Layout(shape, block=block, grid=grid, devices=out.devices)
-    return out
+    return _all_reduced(layout, out, sorted(a % layout.ndim for a in axes), keepdims)
+
+
+def _all_reduced(layout: Layout, out: Layout, removed: list[int], keepdims: bool) -> Layout:
+    """The device rule of a reduction over split modes: each result is replicated over the
+    distinct devices its fragments sit on, when every result has the same number of them."""
+    on: dict[tuple, dict] = {}
+    for f in layout.fragments:
+        kept = tuple(c for m, c in enumerate(f.coords) if m not in removed)
+        on.setdefault((kept, f.replica), {}).setdefault((layout.devices[f.index], layout.ranks[f.index]), None)
+    widths = {len(v) for v in on.values()}
+    if len(widths) != 1 or widths == {1}:
+        return out
+    (width,) = widths
+    devices, ranks = [], []
+    for r in range(out.nreplicas):
+        for k in range(width):
+            for g in range(out.ngrid):
+                coords = out.fragments[g].coords
+                kept = tuple(c for m, c in enumerate(coords) if not (keepdims and m in removed))
+                device, rank = list(on[(kept, r)])[k]
+                devices.append(device)
+                ranks.append(rank)
+    return Layout(out.shape, block=out.block, grid=out.grid, devices=devices, ranks=ranks)
 
 
 def check_reduction(name: str, layout: Layout, assignment: str, axis, keepdims: bool, seed: int = 0) -> None:
@@ -154,9 +177,13 @@ def test_reducing_a_distributed_mode_combines_onto_the_kept_fragments():
     x = data(layout.shape, seed=5)
     a = build(x, layout, "mixed")  # fragments cycle torch, numpy, jax
     out = a.max(axis=0)
-    kept = [f for f in a.fragments if f.coords[0] == 0]
-    assert out.layout.devices == tuple(f.device for f in kept)
-    assert [f.framework for f in out.fragments] == [f.framework for f in kept]
+    # an all-reduce: each column block replicated on the three devices that held its rows,
+    # in the framework of the fragment on that device
+    homes = [a.fragments[j + 3 * i] for i in range(2) for j in range(3)]  # (replica j of column block i)
+    assert out.layout.grid == (2,) and out.layout.nreplicas == 3
+    by_device = {f.device: f.framework for f in a.fragments}
+    assert sorted(map(str, out.layout.devices)) == sorted(str(f.device) for f in homes)
+    assert [f.framework for f in out.fragments] == [by_device[d] for d in out.layout.devices]
     np.testing.assert_array_equal(gathered(out), x.max(axis=0))
     for frag in out.fragments:  # JAX results stay on their fragment's JAX device
         assert frag.adapter.device_of(frag.array) == frag.device or frag.framework != "jax"
@@ -266,7 +293,7 @@ def test_all_eight_jax_devices():
         assert frag.adapter.device_of(frag.array) == frag.device
     np.testing.assert_allclose(gathered(z), x * y + 1, rtol=1e-6)
     cols = z.sum(axis=0)
-    assert cols.layout.devices == (layout.devices[0], layout.devices[4])
+    assert set(cols.layout.devices) == set(layout.devices) and cols.layout.nreplicas == 4  # on the input's devices
     for frag in cols.fragments:
         assert frag.adapter.device_of(frag.array) == frag.device
     np.testing.assert_allclose(gathered(cols), (x * y + 1).sum(axis=0), rtol=RTOL)

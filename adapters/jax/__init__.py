@@ -46,6 +46,8 @@ Quirks handled here (each has a test in ``tests/test_adapters.py``):
 
 from __future__ import annotations
 
+import sys
+
 from typing import Any
 
 from dlmg._protocols import conversion_refused
@@ -179,7 +181,11 @@ class JaxAdapter(BaseAdapter, QuickImport, QuickExport, Rearranging, ListOperato
         ------
         DeviceError
             When JAX has no such device.
+        FrameworkNotInstalledError
+            When JAX is not installed (what to install).
         """
+        if sys.modules.get("jax") is None:  # (not imported yet: the import says what to install)
+            self.module()
         return native_device(device)
 
     def device_from_native(self, obj: Any) -> Device | None:

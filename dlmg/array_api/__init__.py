@@ -63,6 +63,10 @@ for _name in COLLECTED[""]:
 del _name
 
 from . import fft, linalg  # noqa: E402  (they use the collected functions above)
+from ._nan import (  # noqa: E402  (NumPy's NaN-ignoring functions, beyond the standard)
+    nancumprod, nancumsum, nanmax, nanmean, nanmin, nanprod, nanstd, nansum, nanvar,
+)
+from ._pad import pad  # noqa: E402
 
 _methods.provide()
 
@@ -80,4 +84,6 @@ __all__ = [
     "all", "any", "argmax", "argmin", "count_nonzero", "max", "mean", "min", "prod", "std", "sum", "var",
     "fft", "linalg",
     *_elementwise.__all__, *COLLECTED[""],
+    # beyond the standard: what array libraries call on NumPy-like namespaces
+    "nansum", "nanprod", "nanmean", "nanmax", "nanmin", "nanvar", "nanstd", "nancumsum", "nancumprod", "pad",
 ]

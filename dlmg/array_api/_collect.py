@@ -10,8 +10,10 @@ them as three explicit steps:
    first fragment -- a no-op when it already is one fragment there;
 2. the framework's own function runs on that fragment (through
    array-api-compat);
-3. :func:`settle`: the result is laid out by the default layout policy
-   (:func:`dlmg.default_layout`) -- again a no-op under the default policy.
+3. :func:`settle`: the result is laid out on the first operand's devices (the
+   array API's device rule: a result carries its inputs' ``device``) as a creation
+   function with ``device=x.device`` lays a new tensor out: one piece per device
+   along mode 0 -- again a no-op for an operand on one device.
 
 ``docs/array-api.md`` lists which functions take this path. Both moves are
 dlmg's movement API (``redistribute``; across processes ``gather`` and
@@ -41,7 +43,7 @@ from ..distributed import _state
 from ..layout import Layout
 from ..ops._executor import Executor, executor
 from ..ops._operands import is_distributed
-from ._creation import _spread
+from ._creation import _spread, layout_of
 from ._policy import get_default_layout, layout_for
 
 __all__ = ["Collected", "collect", "settle", "run_collected"]
@@ -54,6 +56,7 @@ class Collected:
     arrays: list[Any]
     executor: Executor
     across: bool = False  # every process holds the whole operands (all-gathered)
+    device: Any = None  # the lead operand's array API device (a Device or a Placement): the result's
 
     @property
     def xp(self) -> Any:
@@ -76,7 +79,7 @@ def collect(name: str, *operands: Any) -> Collected:
         framework = mine[0] if mine else get_default_layout().framework
         device = _distributed.local_device()
         whole = [op.gather(framework=framework, device=device) if is_distributed(op) else op for op in operands]
-        return Collected(whole, executor(framework, device), across=True)
+        return Collected(whole, executor(framework, device), across=True, device=lead.device)
     framework, device = home.framework, home.layout.device
     ex = executor(framework, device)
     arrays = []
@@ -88,7 +91,7 @@ def collect(name: str, *operands: Any) -> Collected:
         if not (op.layout.same_distribution(target) and op.fragments[0].framework == framework):
             op = op.redistribute(target, framework=framework)
         arrays.append(op.fragments[0].array)
-    return Collected(arrays, ex)
+    return Collected(arrays, ex, device=lead.device)
 
 
 def settle(array: Any, like: Collected) -> Any:
@@ -102,7 +105,7 @@ def settle(array: Any, like: Collected) -> Any:
         return _spread(array, layout_for(shape), like.executor.framework)
     here = Layout.single(shape, device)
     out = from_fragments([array], here)
-    wanted = layout_for(shape)
+    wanted = layout_for(shape) if like.device is None else layout_of(shape, like.device)
     if wanted.same_distribution(here):
         return out
     return out.redistribute(wanted)

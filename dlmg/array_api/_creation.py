@@ -68,8 +68,10 @@ def layout_of(shape: Sequence[int], device: Any = None) -> Layout:
     if device is None:
         return layout_for(shape)
     if isinstance(device, Placement):
-        if len(device.devices) == 1 or not shape:
+        if len(device.devices) == 1:
             return Layout.single(shape, device.devices[0], ranks=device.ranks[:1] or None)
+        if not shape:  # one value: a copy on every device, so it is on all of them
+            return Layout.replicated(shape, device.devices, ranks=device.ranks or None)
         return Layout.slab(shape, 0, device.devices, ranks=device.ranks or None)
     return Layout.single(shape, as_device(device))
 

@@ -433,15 +433,22 @@ def _scalar_values(value: Any, n: int, dtype: str) -> Any:
 
 
 def _collected_setitem(x: Any, key: Any, value: Any) -> None:
-    """Assignment with distributed index arrays: through one collected copy, redistributed back."""
-    operands = [x] + ([value] if is_distributed(value) else [])
+    """Assignment through one collected copy, redistributed back into ``x``'s fragments."""
+    keys = key if isinstance(key, tuple) else (key,)
+    indices = [k for k in keys if is_distributed(k)]
+    operands = [x] + ([value] if is_distributed(value) else []) + indices
+    # one collection: the index tensors land in x's framework too (a torch tensor indexed
+    # by a NumPy mask reads it as integers)
     got = collect("__setitem__", *operands)
     whole = got.arrays[0]
     whole = got.executor.run(lambda xp: xp.asarray(whole, copy=True))
-    keys = key if isinstance(key, tuple) else (key,)
-    local_key: Any = tuple(collect("__setitem__", k).arrays[0] if is_distributed(k) else k for k in keys)
-    if not isinstance(key, tuple):
-        local_key = local_key[0]
+    if indices:
+        collected_keys = iter(got.arrays[len(operands) - len(indices):])
+        local_key: Any = tuple(next(collected_keys) if is_distributed(k) else k for k in keys)
+        if not isinstance(key, tuple):
+            local_key = local_key[0]
+    else:
+        local_key = key
     part = got.arrays[1] if is_distributed(value) else value
     if got.executor.adapter.mutable:
         whole[local_key] = part

@@ -18,9 +18,9 @@ from typing import Any
 from .._surface import array_api as array_api_hook, provide_methods
 from ..distributed import _state
 from ..errors import DLPackError
-from ..ops._operands import is_distributed
+from ..ops._operands import classify_operand, is_distributed
 from ..ops._pending import guard
-from ..ops.pointwise import astype as _astype
+from ..ops.pointwise import adapter_known, astype as _astype
 from . import _indexing
 from ._creation import layout_of
 from ._manipulation import matrix_transpose, reshape
@@ -139,9 +139,17 @@ def __copy__(self: Any) -> Any:
     return copy(self)
 
 
+def _refuse_regular(other: Any) -> None:
+    """A framework's array of rank > 0 next to ``@`` gets dlmg's hint (scatter it), whichever
+    side it is on and whichever framework it is of; anything else is left to Python."""
+    if getattr(other, "ndim", 0) and adapter_known(other):
+        classify_operand(other)  # raises TypeError naming dlmg.scatter
+
+
 def __matmul__(self: Any, other: Any, /) -> Any:
     """``x @ y``: the namespace's :func:`~dlmg.array_api.matmul` (a value, never a pending sum)."""
     if not is_distributed(other):
+        _refuse_regular(other)
         return NotImplemented
     return matmul(self, other)
 
@@ -149,6 +157,7 @@ def __matmul__(self: Any, other: Any, /) -> Any:
 def __rmatmul__(self: Any, other: Any, /) -> Any:
     """``y @ x`` with ``y`` not a tensor: see :func:`__matmul__`."""
     if not is_distributed(other):
+        _refuse_regular(other)
         return NotImplemented
     return matmul(other, self)
 

@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..device import Device
-from ..errors import CollectiveError, DeviceError
+from ..errors import CollectiveError, DeviceError, FrameworkNotInstalledError
 from ..registry import get_adapter
 from .engine import RECORD, Engine, record, unpickle
 
@@ -40,8 +40,13 @@ _REQUIRED_ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 
 def _torch() -> Any:
-    import torch
-    import torch.distributed as dist
+    try:
+        import torch
+        import torch.distributed as dist
+    except ImportError as exc:
+        raise FrameworkNotInstalledError(
+            f"backend='torch' needs PyTorch with torch.distributed ({exc}); install it with: pip install torch"
+        ) from exc
 
     return torch, dist
 

@@ -48,6 +48,7 @@ def is_dtensor(obj: Any) -> bool:
 
 
 def _dist() -> Any:
+    get_adapter("torch").module()  # FrameworkNotInstalledError, saying what to install, without torch
     try:
         import torch.distributed as dist
     except ImportError as exc:  # pragma: no cover - torch without distributed
@@ -228,6 +229,7 @@ def to_dtensor(tensor: "DistributedTensor", mesh: Any = None) -> Any:
         the nearest layout that it can and the ``redistribute`` call to reach
         it.
     """
+    _dist()  # (without torch: FrameworkNotInstalledError)
     import torch
     from torch.distributed.device_mesh import DeviceMesh
     from torch.distributed.tensor import DTensor, Replicate, Shard

@@ -263,6 +263,24 @@ class Layout:
         return cls(shape_t, block=block, grid=grid, devices=devices_t, ranks=ranks)
 
     @classmethod
+    def cyclic(cls, shape: Sequence[int] | int, axis: int, devices: Sequence[Device | str], *,
+               ranks: Sequence[int] | int | None = None) -> "Layout":
+        """Elements dealt to the devices round-robin along ``axis``, one at a time.
+
+        Element ``i`` along ``axis`` sits on ``devices[i % p]`` (``p = len(devices)``):
+        a block of 1 and a grid of ``p`` there, every other mode whole. The
+        block-cyclic layout with blocks of 1 (:meth:`block_cyclic`), as
+        :meth:`slab` is the one with blocks of ``ceil(n / p)``.
+        """
+        slab = cls.slab(shape, axis, devices, ranks=ranks)
+        axis_i = next(m for m, g in enumerate(slab.grid) if g > 1) if any(g > 1 for g in slab.grid) else None
+        if axis_i is None:  # one device: the whole tensor there
+            return slab
+        block = list(slab.block)
+        block[axis_i] = 1
+        return cls(slab.shape, block=block, grid=slab.grid, devices=slab.devices, ranks=ranks)
+
+    @classmethod
     def block_cyclic(
         cls,
         shape: Sequence[int] | int,

@@ -30,7 +30,9 @@ from typing import Any
 from .._surface import operations, provide_methods
 from . import blockwise, dispatch, fft, like, shape, statistics, fused, linalg, pointwise, reductions, selection
 from .blockwise import apply, map_fragments
-from .dispatch import synchronize, synchronize_tensor
+from .broadcast import Alignment, Move, explain, strict, strict_enabled
+from ._operands import classify_operand
+from .dispatch import is_distributed, synchronize, synchronize_tensor
 from .fused import FusedFunction, fuse
 from .linalg import cholesky
 from .contract import EinsumPlan, dot, einsum, einsum_plan, inner, matmul, outer, tensordot, vecdot
@@ -44,6 +46,11 @@ from .statistics import argmin, cumsum, std, var
 
 __all__ = [
     "map_fragments",
+    "strict",
+    "strict_enabled",
+    "explain",
+    "Alignment",
+    "Move",
     "apply",
     "fuse",
     "FusedFunction",

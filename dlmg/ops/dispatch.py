@@ -133,8 +133,9 @@ def collect(
     its layout (:func:`~dlmg.ops._placement.check_fragments`, with its placement
     found), and the layouts: with ``check``, every distributed operand
     must have the lead's distribution (:class:`~dlmg.errors.LayoutMismatchError`),
-    except, with ``broadcasting``, one of another shape or 0-d, which marks the
-    call as ``broadcast`` for the caller to align first. What follows (list
+    except, with ``broadcasting``, one of another shape, 0-d or another layout, which
+    marks the call as ``broadcast`` for the caller to align first (operators align
+    as the array API's functions do: :func:`dlmg.ops.broadcast.align`). What follows (list
     operations, :func:`map_fragments` with ``collected=``) reads the result,
     placements included, without checking again.
     """
@@ -172,7 +173,7 @@ def collect(
                 others.append(op)
                 if op.layout.same_distribution(lead.layout):  # (then of one shape too)
                     broadcast = broadcast or (broadcasting and op.layout.ndim == 0)
-                elif broadcasting and (op.shape != lead.shape or op.ndim == 0):
+                elif broadcasting:  # another shape, 0-d or another layout: aligned as the namespace aligns
                     broadcast = True
                 elif check:
                     check_same_layout(name, lead, op)

@@ -37,7 +37,7 @@ from ..tensor import DistributedTensor
 from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, collect, is_distributed, local_groups, map_fragments
 from ._lists import LIST_NAMES, on_lists
 from ._pending import guard, keep_or_settle, keeps_pending
-from .broadcast import align, result_shape as broadcast_shapes
+from .broadcast import align, align_to, result_shape as broadcast_shapes
 from .fused import FusedFunction, batches_operators
 
 # the array API's elementwise functions (and NumPy's aliases) are added below
@@ -457,10 +457,10 @@ def _inplace_method(symbol: str, iop: Callable[[Any, Any], Any], kinds: frozense
         dtype = _dtype_of(other)
         if kinds is not None:
             require(label, (self.dtype, dtype), kinds)
-        if is_distributed(other) and other.shape != self.shape:  # only into self's shape, as views
-            if broadcast_shapes(self.shape, other.shape) != self.shape:
+        if is_distributed(other) and not (other.shape == self.shape and other.layout.same_distribution(self.layout)):
+            if broadcast_shapes(self.shape, other.shape) != self.shape:  # only into self's shape
                 raise ValueError(f"{label}: an operand of shape {other.shape} does not broadcast to {self.shape}")
-            other = align((self, other), label, communicate=True)[1]
+            other = align_to(other, self.layout.dense, label)
         other = unalias(self, other)  # read as it was before the write (NumPy buffers overlap)
         check_inplace("truediv" if symbol == "/=" else label, self.dtype, (dtype,))
         indices = _distinct_memory(self) if self.layout.is_replicated else None

@@ -249,10 +249,9 @@ def _result(x: "DistributedTensor", name: str, reduced: tuple[int, ...], keepdim
         return _narrow(out, target, dtype or x.dtype) if name not in _NO_NARROW else out
     out_layout = plan.out_layout
     arrays: list[Any] = [None] * out_layout.nfragments
-    homes = dict(plan.groups)
-    for j, members in homes.items():
+    for j, source in enumerate(plan.sources):  # every replica: the result is whole everywhere
         frag = out_layout.fragments[j]
-        home = x.fragments[members[0]]
+        home = x.fragments[source]
         if not home.is_local:
             continue
         key = np.ix_(*[out_layout.owned_indices(j, m) for m in range(out_layout.ndim)]) if out_layout.ndim else ()

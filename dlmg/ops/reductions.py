@@ -70,12 +70,20 @@ class _Plan:
         into it, the first being the one the result lives with.
     count : int
         Elements reduced into each output element (``mean``).
+    copies : tuple of (int, int)
+        Per further replica of a result the reduction spreads: its output fragment and
+        the output fragment (a group's home) whose value it copies.
+    sources : tuple of int
+        Per output fragment: the input fragment it lives with (device, process and
+        framework).
     """
 
     axes: tuple[int, ...]
     out_layout: "Layout | None"
     groups: tuple[tuple[int, tuple[int, ...]], ...]
     count: int
+    copies: tuple[tuple[int, int], ...] = ()
+    sources: tuple[int, ...] = ()
 
 
 def _normalize_axes(axis: Any, ndim: int, name: str) -> tuple[int, ...] | None:
@@ -116,7 +124,45 @@ def _plan(layout: "Layout", axes: tuple[int, ...] | None, keepdims: bool) -> _Pl
         j = out_layout.fragment_index(coords, frag.replica)
         groups.setdefault(j, []).append(frag.index)
     count = math.prod(layout.shape[a] for a in axes)
-    return _Plan(axes, out_layout, tuple((j, tuple(groups[j])) for j in sorted(groups)), count)
+    return _spread(layout, _Plan(axes, out_layout, tuple((j, tuple(groups[j])) for j in sorted(groups)), count))
+
+
+def _spread(layout: "Layout", plan: _Plan) -> _Plan:
+    """``plan`` with each result replicated over the devices its group's fragments sit on.
+
+    A reduction over a split mode is an all-reduce (MPI's ``MPI_Allreduce``; DTensor's
+    ``Partial -> Replicate``): every device that held a part of the reduced modes keeps
+    the result, so the result is on the input's devices (the array API's device rule)
+    and broadcasts back against the input without moving anything
+    (``x - xp.mean(x, axis=0)``). Where the groups sit on different numbers of devices
+    (or each on one) the results stay with their homes.
+    """
+    out = plan.out_layout
+    assert out is not None
+    homes: list[list[int]] = []  # per group: its first fragment on each distinct (device, rank)
+    for _, members in plan.groups:
+        seen: dict[tuple[Any, int], int] = {}
+        for i in members:
+            seen.setdefault((layout.devices[i], layout.ranks[i]), i)
+        homes.append(list(seen.values()))
+    width = len(homes[0]) if homes else 1
+    if width == 1 or builtins.any(len(h) != width for h in homes):
+        return _Plan(plan.axes, out, plan.groups, plan.count, (), tuple(m[0] for _, m in plan.groups))
+    ngrid = out.ngrid
+    total = ngrid * out.nreplicas * width
+    sources = [0] * total
+    groups, copies = [], []
+    for (j, members), on in zip(plan.groups, homes):
+        g, r = j % ngrid, j // ngrid
+        home = g + ngrid * r * width
+        groups.append((home, members))
+        for k, i in enumerate(on):
+            sources[g + ngrid * (r * width + k)] = i
+            if k:
+                copies.append((g + ngrid * (r * width + k), home))
+    spread = Layout(out.shape, block=out.block, grid=out.grid, devices=[layout.devices[i] for i in sources],
+                    ranks=[layout.ranks[i] for i in sources])
+    return _Plan(plan.axes, spread, tuple(groups), plan.count, tuple(copies), tuple(sources))
 
 
 # --------------------------------------------------------------------------
@@ -356,7 +402,21 @@ def _reduce(
             raise _fail(f"dlmg.{name} (combining partials)", members[0], target, exc) from exc
     if out_layout is None:
         return results[0]
+    for j, home in plan.copies:  # the all-reduce's other replicas: copies of the home's result
+        frag = frags[plan.sources[j]]
+        if frag.is_local and results[home] is not None:
+            results[j] = _replica(results[home], executor(frag.framework, frag.device),
+                                  executor(frags[plan.sources[home]].framework, frags[plan.sources[home]].device))
     return new_tensor(results, out_layout)
+
+
+def _replica(value: Any, target: Executor, source: Executor) -> Any:
+    """``value`` as a new array on ``target``'s device and framework (never the same buffer:
+    replicas are written independently)."""
+    moved = move_array(value, target, source.adapter)
+    if moved is value or (source.device == target.device and source.adapter is target.adapter):
+        moved = target.run(lambda xp, a: xp.asarray(a, copy=True), moved)
+    return moved
 
 
 def _move(part: Any, target: Executor, source: Executor) -> Any:
