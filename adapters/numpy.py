@@ -76,8 +76,8 @@ def _agrees_on_probes(reader: Callable[[Any], int]) -> bool:
     return all(reader(a) == _interface_address(a) for a in probes)
 
 
-# Worth keeping (a 2-core CPU machine): choosing the reader probes five arrays, about
-# 15 us, against 0.05 us looked up, asked for every fragment before each copy; one answer.
+# Kept: choosing the reader probes five arrays, and the reader is asked for every
+# fragment before each copy, where a look-up costs almost nothing; one answer.
 @functools.lru_cache(maxsize=1)
 def _address_reader() -> Callable[[Any], int]:
     """How to read an ndarray's data address: on CPython from its ``data`` field,
@@ -93,9 +93,8 @@ def _address_reader() -> Callable[[Any], int]:
     return _interface_address
 
 
-# Worth keeping (a 2-core CPU machine): the copy engine makes a view of every copy's
-# destination each call; finding ``numpy.ndarray`` through the adapter's import costs
-# 0.25 us, looked up here 0.13 us (both timed through a lambda); one answer.
+# Kept: the copy engine makes a view of every copy's destination each call; looked up
+# here, ``numpy.ndarray`` is found faster than through the adapter's import; one answer.
 @functools.lru_cache(maxsize=1)
 def _ndarray() -> Any:
     """``numpy.ndarray``, the constructor of :meth:`NumpyAdapter.as_strided`'s views."""
@@ -390,7 +389,7 @@ class NumpyAdapter(BaseAdapter, QuickImport, QuickExport, ListOperators):
         itemsize = array.itemsize
         if offset >= 0 and array.flags.c_contiguous:
             make = _ndarray()
-            try:  # the fast way (0.65 us on the 2-core CPU), for views inside a contiguous array
+            try:  # the fast way, one constructor call, for views inside a contiguous array
                 return make(shape, array.dtype, array, offset * itemsize, [s * itemsize for s in strides])
             except (TypeError, ValueError):  # a view reaching outside the array's own extent
                 pass
@@ -466,11 +465,8 @@ class NumpyAdapter(BaseAdapter, QuickImport, QuickExport, ListOperators):
 
 #: Strided copies move each row (the contiguous last mode) as one element from this size
 #: on, and from the smaller one where rows are at most _SHORT_ROW bytes: NumPy's copy loop
-#: pays per row, a copy of whole-row elements per element. On the 2-core CPU, 8 MiB into
-#: views of 4096 x 4096 float32 of rows of (float32 / whole rows, ms): 8 B 4.98 / 0.98,
-#: 16 B 2.55 / 0.75, 64 B 0.90 / 0.67, 512 B 0.98 / 0.64, 4 KiB 0.34 / 0.24; at 1 MiB,
-#: 16 B rows 325 / 50 us, 512 B rows 31.6 / 31.0 us; at 64 KiB, 64 B rows 5.8 / 4.4 us
-#: but 512 B rows 2.0 / 3.7 us (making the two views costs about 3 us).
+#: pays per row, a copy of whole-row elements per element. Below these sizes making the
+#: two views of whole rows costs more than it saves, except where rows are short.
 _ROWS_FROM = 1 << 20
 _SHORT_ROWS_FROM = 1 << 16
 _SHORT_ROW = 64
@@ -502,9 +498,8 @@ _UFUNCS = {"add": "add", "subtract": "subtract", "multiply": "multiply", "divide
 #: From this many bytes of results on, a list operation carves them from one allocation. Each
 #: array of a few MiB comes from the C heap in 4 KiB pages (glibc serves it from the heap once an
 #: array that size was freed), one large one is mapped afresh with the huge pages NumPy asks for
-#: from 4 MiB: on the 2-core CPU, 8 results of 8 MiB cost 4100 page faults against 544 for one
-#: of 64 MiB, and ``a * b + c`` over 8 fragments of 8 MiB took 22.8-23.0 ms pair by pair,
-#: 15.9-16.6 ms carved, 15.9-16.0 ms on one 64 MiB array.
+#: from 4 MiB: far fewer page faults, so the carved operation runs as fast as NumPy's on one
+#: array, where results made one by one are slower.
 _CARVE_FROM = 1 << 22
 _SCALARS = (int, float, bool, complex)
 _SIZE = attrgetter("size")

@@ -152,8 +152,9 @@ _ALIASES = {
 # Cache: canonical() runs on every fragment of every operation: remember its answers
 # per (type, value) so that objects of different types that compare equal
 # (np.dtype("f8") == "float") never share an entry; a dict, not lru_cache, because
-# unhashable dtype objects must fall through. Worth it (a 2-core CPU machine): 0.5 us
-# a NumPy dtype against 12 us worked out (torch's: 2.3 us). At most 1024 entries.
+# unhashable dtype objects must fall through. It saves working the name out on every
+# call, far slower than the look-up (figure in docs/performance-history.md). At most
+# 1024 entries.
 _CANONICAL_CACHE: dict[tuple[type, Any], DataType] = {}
 
 

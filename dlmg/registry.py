@@ -199,10 +199,10 @@ def get_adapter(framework: "str | Adapter") -> "Adapter":
 
 
 #: Cache: array types and the adapter that owns them, filled as adapter_for meets them
-#: (asked for every operand of every operation): 0.1 us against 1.1 us through
-#: ``_adapter_for_type`` and ``owns`` on a 2-core CPU machine. Keyed on the type, a
-#: value; as large as the array types a process meets (a handful), emptied when an
-#: adapter is registered.
+#: (asked for every operand of every operation): it saves asking ``_adapter_for_type``
+#: and the adapters' ``owns`` again (figure in docs/performance-history.md). Keyed on
+#: the type, a value; as large as the array types a process meets (a handful), emptied
+#: when an adapter is registered.
 _OWNED: dict[type, "Adapter"] = {}
 
 

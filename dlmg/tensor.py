@@ -92,8 +92,8 @@ class DistributedTensor(FrameworkProtocols, Operators, ElementMethods, Reduction
     _remembered: Any = None
     # Where operations run this tensor's fragments (executors, frameworks, device groups):
     # a dlmg.ops._placement.Placement, made on the first operation and handed to results.
-    # Worth keeping: making it for 8 NumPy + 8 torch fragments costs 37 us, finding it
-    # 0.1 us, against an operator's 100-150 us (a 2-core CPU machine).
+    # Worth keeping: making it costs a noticeable part of an operator's time, finding
+    # it almost nothing.
     _placement: Any = None
     # Whether the tensor is a fresh operator result whose memory a following operator
     # may reuse when nothing else holds it (``a * b`` in ``a * b + c``; dlmg.ops.pointwise).
@@ -131,7 +131,7 @@ class DistributedTensor(FrameworkProtocols, Operators, ElementMethods, Reduction
     def _create(cls, layout: "Layout", fragments: Sequence[Fragment], dtype: str) -> "DistributedTensor":
         check_ranks(layout, "a distributed tensor")  # (a rank no process holds would read as missing rows)
         # __init__'s work without its call, which checks a token and unpacks arguments
-        # (0.35 us of 0.75 on a 2-core CPU machine; every wrap and operation makes one)
+        # (a large part of making a tensor; every wrap and operation makes one)
         self = object.__new__(cls)
         self.layout, self.dtype, self.fragments = layout, dtype, tuple(fragments)
         return self

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 import sys
 
 import pytest
@@ -245,7 +246,8 @@ def module_state() -> dict[str, int]:
 def test_module_state_is_each_named_with_its_reason():
     """No new module-level dict, list or set: a question's answers are kept with the
     question (an lru_cache over values, or the plan's own answers), and each one here
-    says beside it why it exists (a cache its figure)."""
+    says beside it why it exists: a cache what it saves, and where its figure is (the
+    performance page; figures stay out of code comments)."""
     found = module_state()
     assert set(found) == set(MODULE_STATE), (sorted(set(found) - set(MODULE_STATE)), sorted(set(MODULE_STATE) - set(found)))
     for entry, line in found.items():
@@ -254,7 +256,10 @@ def test_module_state_is_each_named_with_its_reason():
         kind = MODULE_STATE[entry]
         assert kind.lower() in before.lower(), f"{entry}: no comment above it says it is a {kind}"
         if kind == "cache":
-            assert " us" in before, f"{entry}: a cache's comment gives the figure that justifies it"
+            assert "save" in before.lower(), f"{entry}: a cache's comment says what it saves"
+            assert "docs/performance-history.md" in before or "performance history" in before.lower(), (
+                f"{entry}: a cache's comment points to its figure in docs/performance-history.md")
+            assert not re.search(r"\d\s*(us|µs|ms|ns)\b", before), f"{entry}: the figure belongs on the performance page"
 
 
 def test_no_identity_keyed_tables_in_movement():

@@ -96,7 +96,7 @@ class CupyAdapter(BaseAdapter, BulkCopies, Carving, QuickImport, QuickExport, Li
     # -- describing -----------------------------------------------------------
     def device_of(self, array: Any) -> Device:
         """``cuda:i`` with ``i`` the device of the array's memory."""
-        index = array.data.device_id  # without making a cupy.cuda.Device (0.12 against 0.28 us)
+        index = array.data.device_id  # the id itself: no cupy.cuda.Device made to ask it
         return _cuda_device(index)
 
     runs_backwards = runs_backwards_by_byte_strides

@@ -73,8 +73,8 @@ class JaxDelegation(Delegating):
 
 
 # Kept per pair of layouts: finding the shardings builds a mesh and checks every
-# device's piece (about 0.4 ms for 8 devices on the 2-core CPU), where the
-# device_put of the benchmark's 16 MiB takes 3 ms; a program meets few pairs.
+# device's piece, a sizeable part of the device_put it prepares; a program meets
+# few pairs.
 @lru_cache(maxsize=128)
 def reshard(source: "Layout", target: "Layout") -> Reshard | None:
     """How JAX moves arrays of ``source`` to ``target`` in one ``device_put``, or ``None``."""

@@ -47,9 +47,9 @@ def _run(program: _Program, arrays: Sequence[Any]) -> list[Any]:
     return [shards[d] for d in program.order]
 
 
-# Kept per equation and layouts: building a sharding makes a mesh and checks it (about 5 ms for
-# 8 CPU devices, as long as a 1024 x 1024 float32 product of row slabs there); the jitted
-# function then keeps one executable per operand shapes. A program meets few such triples.
+# Kept per equation and layouts: building a sharding makes a mesh and checks it, which can
+# take as long as a moderate product itself; the jitted function then keeps one executable
+# per operand shapes. A program meets few such triples.
 @lru_cache(maxsize=64)
 def einsum_program(subscripts: str, operands: tuple["Layout", ...], out: "Layout") -> Delegation | None:
     """How JAX runs the contraction as one program, or ``None`` where a layout is no sharding."""

@@ -17,9 +17,8 @@ from ..capabilities import Concat, Cut, Retiling, Slice, Tiling
 __all__ = ["assembler", "composer", "compiled_kinds", "decomposer", "forget_compiled", "list_operator",
            "retiler", "splitter"]
 
-#: Compiled rearrangements kept per kind: a few geometries per layout. Row slabs to
-#: column slabs of 2048 x 2048 float32 in 8 fragments on one CPU device took 2.3-2.5 s
-#: with the compiling, 2.8 ms through the kept call (the 2-core CPU, shared).
+#: Compiled rearrangements kept per kind: a few geometries per layout. Compiling one
+#: costs far more than running it, so each is compiled once and its call kept.
 _KEPT = 256
 
 

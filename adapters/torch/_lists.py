@@ -17,23 +17,9 @@ from ._export import current as device_current
 _FOREACH_NAMES = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div"}
 #: CUDA arrays from this size on take the operator array by array, alternating
 #: between the current stream and a second one, so that one array's kernel fills
-#: the SMs another's last wave leaves idle. ``a * b + c`` over 8 float32 fragments
-#: on an H200 (us; one array of the whole size, the list operation, array by
-#: array on one stream, on two streams; timed by a script, the 32 MiB row's two
-#: streams through dlmg's operators):
-#:
-#: =============  =====  =======  ===========  ===========
-#: fragments      one    list     one stream   two streams
-#: =============  =====  =======  ===========  ===========
-#: 8 x 8 MiB      100    107      126          158
-#: 8 x 16 MiB     192    217      227          211
-#: 8 x 32 MiB     376    446      425          382-388
-#: 8 x 64 MiB     744    866      801          750
-#: =============  =====  =======  ===========  ===========
-#:
-#: The streams cost the host about 16 us per array (allocating, switching,
-#: launching): below 32 MiB that is more than the kernel's time, and the host
-#: falls behind the device.
+#: the SMs another's last wave leaves idle. The streams cost the host time per array
+#: (allocating, switching, launching): for smaller arrays that is more than the
+#: kernel's time, and the host falls behind the device.
 _TWO_STREAM_BYTES = 32 << 20
 #: CUDA device index -> the second stream of the large list operations
 

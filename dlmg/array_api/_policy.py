@@ -73,7 +73,8 @@ class LayoutPolicy:
         return _layout(self, tuple(shape), _state.world_size(), distributed)
 
 
-# a program makes tensors of a few dozen shapes; building a layout costs about 20 us
+# a program makes tensors of a few dozen shapes; building and validating a layout anew
+# for each costs far more than a look-up
 @lru_cache(maxsize=512)
 def _layout(policy: LayoutPolicy, shape: tuple[int, ...], nprocs: int, distributed: bool) -> Layout:
     kind = policy.kind

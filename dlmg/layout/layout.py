@@ -56,10 +56,10 @@ __all__ = ["Layout"]
 sharding_of_layout: Hook = Hook("a JAX sharding of a layout", "dlmg.interop.jax")
 
 #: Cache: interned distribution keys (see ``Layout._distribution_key``), keyed on the
-#: key's value. Layouts built apart with one distribution then compare by identity:
-#: 0.2-0.4 us against 7.5 us (16 fragments) or 14 us (64) element by element on a
-#: 2-core CPU machine, and every elementwise operation compares its operands'
-#: layouts. Cleared when full, which costs only speed.
+#: key's value. Layouts built apart with one distribution then compare by identity
+#: instead of element by element, which saves time growing with the fragments on every
+#: elementwise operation, which compares its operands' layouts (figure in
+#: docs/performance-history.md). Cleared when full, which costs only speed.
 _KEYS: dict[tuple, tuple] = {}
 _KEYS_KEPT = 4096
 

@@ -197,11 +197,11 @@ class _Given:
                 and other.signature == self.signature)
 
 
-# Worth keeping (a 2-core CPU machine): gathering 512 fragments into the same out=
-# array made 512 views of it every call, about 0.5 us each, against one look-up
-# here. Kept views hold their array: few entries, and only for arrays of at most
-# GIVEN_VIEWS_MAX_BYTES (see :func:`~dlmg.movement.destinations.check_out`), so
-# that at most a few MiB of the caller's arrays outlive their use.
+# Kept: gathering many fragments into the same out= array made one view of it per
+# fragment every call, against one look-up here. Kept views hold their array: few
+# entries, and only for arrays of at most GIVEN_VIEWS_MAX_BYTES (see
+# :func:`~dlmg.movement.destinations.check_out`), so that at most a few MiB of the
+# caller's arrays outlive their use.
 @lru_cache(maxsize=4)
 def _target_views(copies: tuple["Copy", ...], given: _Given) -> tuple[Any, ...]:
     """The views of ``given``'s array that ``copies`` write (see :class:`_Given`)."""
@@ -246,9 +246,9 @@ def _source_view(
     return _piece(buf, c, dtype, b, dst.device)
 
 
-# Worth keeping (a 2-core CPU machine): working out that a gather's 8 copies are one
-# concatenation costs 34 us (64 copies: 460 us), looking it up about 1 us (6 us); keyed
-# on the copies themselves (a Copy keeps its hash), and as many as plans are kept.
+# Kept: working out that a gather's copies are one concatenation costs time growing
+# with the copies on every call, a look-up a small part of it; keyed on the copies
+# themselves (a Copy keeps its hash), and as many as plans are kept.
 @lru_cache(maxsize=256)
 def _joined(copies: tuple["Copy", ...]) -> tuple[int, tuple[int, ...], tuple["Copy", ...]] | None:
     run = concatenation(copies)
@@ -320,7 +320,7 @@ def _pool() -> ThreadPoolExecutor | None:
     """The copy threads, made on first use; ``None`` on one core."""
     if _POOL:
         return _POOL[0]
-    workers = min(os.cpu_count() or 1, 8)  # asked once: os.cpu_count() costs 8 us
+    workers = min(os.cpu_count() or 1, 8)  # asked once: os.cpu_count() asks the operating system
     if workers < 2:
         return None
     with _POOL_LOCK:
@@ -372,9 +372,9 @@ def _by_source(copies: Sequence["Copy"]) -> tuple[list[list["Copy"]], int]:
     return list(by_source.values()), size
 
 
-# Worth keeping (a 2-core CPU machine): a redistribution between two grids of 512
-# fragments asks this of 512 destinations' copies every call, 1 to 2 us each worked
-# out against 0.2 us looked up (a Copy keeps its hash); keyed on the copies tuple a
+# Kept: a redistribution between two fine grids asks this of every destination's
+# copies on every call, and looking it up costs a fraction of working it out (a Copy
+# keeps its hash); keyed on the copies tuple a
 # plan hands out for a destination, as many as eight such plans' destinations.
 @lru_cache(maxsize=4096)
 def _source_figures(copies: tuple["Copy", ...]) -> tuple[int, int]:
@@ -413,8 +413,8 @@ def _run_tasks(
     # which holds the GIL; pieces too small to be tasks of their own (a
     # redistribution between two fine grids) make one task per destination.
     # One destination (a gather) stays on one thread: first-touch page faults of
-    # a fresh buffer from several threads contend in the kernel (measured: 19 ms
-    # to 93 ms for 256 MiB on 2 cores), which outweighs the parallel copy.
+    # a fresh buffer from several threads contend in the kernel, which outweighs
+    # the parallel copy.
     by_source = nbytes >= PARALLEL_MIN_BYTES and nbytes >= ntasks * PARALLEL_MIN_TASK_BYTES
     big = by_source or (nbytes >= PARALLEL_MIN_BYTES and nbytes >= len(jobs) * PARALLEL_MIN_TASK_BYTES)
     if pool is None or not big:  # one call per destination: its copies go to the framework together

@@ -98,7 +98,7 @@ def result_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
 
 
 # a few hundred distinct (layout, shape) pairs in a program; the suite's
-# broadcasting test builds about 60 (the layout is 20 us to validate)
+# broadcasting test builds about 60 (validating a layout costs far more than a hit)
 @lru_cache(maxsize=256)
 def broadcast_layout(layout: Layout, shape: tuple[int, ...]) -> Layout | None:
     """``layout`` broadcast to ``shape`` with its devices unchanged, or ``None``
@@ -194,8 +194,8 @@ def whole_layout(layout: Layout, modes: Iterable[int]) -> Layout:
     return _whole(layout, tuple(modes))
 
 
-# one entry per (layout, modes) pair a program sorts or flips along; layouts are
-# 20 us to build and validate, a hit is a dictionary lookup
+# one entry per (layout, modes) pair a program sorts or flips along; building and
+# validating a layout costs far more than a hit, a dictionary lookup
 @lru_cache(maxsize=256)
 def _whole(layout: Layout, modes: tuple[int, ...]) -> Layout:
     kept = [f for f in layout.fragments if all(f.coords[m] == 0 for m in modes)]

@@ -60,7 +60,7 @@ class Copy:
 
     def __hash__(self) -> int:
         # Kept once worked out: copies tuples are cache keys in dlmg.movement.copies,
-        # and hashing the ten fields anew costs about 1 us a copy.
+        # and hashing the ten fields anew would repeat that work on every look-up.
         found = self._hash
         if not found:
             found = hash((self.src, self.dst, self.shape, self.src_offset, self.src_strides, self.dst_offset,
