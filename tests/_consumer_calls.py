@@ -390,16 +390,14 @@ if __name__ == "__main__":
 
 # -- what is known not to work, and why ---------------------------------------------------
 
-_PENDING_REFUSED = ("dlmg: X.T @ X over the split mode leaves a pending sum, and the next operator on it "
-                    "raises instead of resolving it")
-_PENDING_VIEWS = "dlmg: views of a pending sum (transposes, slices) lose it, giving wrong values"
-
 #: ``(consumer, call) -> (reason, strict, only on several devices)``
 KNOWN: dict[tuple[str, str], tuple[str, bool, bool]] = {
-    **{("sklearn", name): (_PENDING_REFUSED, False, True) for name in (
-        "LinearDiscriminantAnalysis", "Ridge", "RidgeCV", "RidgeClassifier", "RidgeClassifierCV",
-        "GaussianMixture")},
-    **{("sklearn", name): (_PENDING_VIEWS, False, True) for name in ("PCA(covariance_eigh)", "Nystroem")},
+    # scikit-learn's _add_to_diagonal writes covariances[k, i, i] through covariances[k, :, :],
+    # which it takes for a view; dlmg gives a copy where the integer index picks along a split
+    # mode, so the write is lost and the covariance misses its regularisation
+    ("sklearn", "GaussianMixture"): (
+        "dlmg: an integer index along a split mode gives a copy, not a view, so scikit-learn's write "
+        "into covariances[k, :, :] does not reach covariances", True, True),
     # xarray's own limitation: reported upstream as "rolling on array-API arrays needs
     # sliding_window_view, which the standard does not have"
     ("xarray", "rolling(t=3).mean()"): (

@@ -43,7 +43,7 @@ from ..ops.dispatch import map_fragments
 from ..ops.contract.pending import settled
 from ..ops._operands import is_distributed
 from . import _elementwise as _ew
-from ._creation import asarray
+from ._creation import asarray, layout_of
 from ._data_types import finfo
 from ._gathered import collected
 from ._manipulation import astype, matrix_transpose, reshape
@@ -102,18 +102,18 @@ def _local(x: Any) -> bool:
     return _la.matrix_split(x) == _la.LOCAL
 
 
-def _placed(t: Any) -> Any:
-    """A small result (one fragment where it was computed, on a device of the operand's), left
-    there: results of functions on distributed operands stay on the operands' devices, never
-    moved by the default layout policy (which would put a GPU result on the host)."""
-    return t
+def _placed(t: Any, x: Any) -> Any:
+    """A small result (one fragment where it was computed) laid out on ``x``'s devices, as a
+    new tensor made with ``device=x.device`` is: results keep their operands' device."""
+    wanted = layout_of(t.shape, x.device)
+    return t if t.layout.same_distribution(wanted) else t.redistribute(wanted)
 
 
 def _small(x: Any, *results: Any) -> tuple[Any, ...]:
     """``results`` as they are when ``x`` was batch-local, else each small one placed by the policy."""
     if _local(x):
         return results
-    return tuple(r if r.ndim == 2 and r.layout.ngrid > 1 else _placed(r) for r in results)
+    return tuple(r if r.ndim == 2 and r.layout.ngrid > 1 else _placed(r, x) for r in results)
 
 
 # --------------------------------------------------------------------------
@@ -131,7 +131,7 @@ def qr(x: Any, /, *, mode: str = "reduced") -> QRResult:
     m, n = x.shape[-2:] if x.ndim >= 2 else (0, 0)
     if _local(x) or (x.ndim == 2 and mode == "reduced" and m >= n and x.size):
         q, r = _la.qr(x, mode=mode)
-        return QRResult(q, r if _local(x) else _placed(r))
+        return QRResult(q, r if _local(x) else _placed(r, x))
     return QRResult(*_collected_qr(x, mode=mode))
 
 
@@ -163,7 +163,7 @@ def svdvals(x: Any, /) -> Any:
     x = _operand("svdvals", x)
     if _distributes(x) and x.size:
         s = _la.svdvals(x)
-        return s if _local(x) else _placed(s)
+        return s if _local(x) else _placed(s, x)
     return _collected_svd(x, full_matrices=False)[1]
 
 
