@@ -29,6 +29,11 @@ DOCS = ROOT / "docs"
 BLOCK = re.compile(r"((?:<!--[^\n]*-->\n)*)```python\n(.*?)```", re.S)
 
 
+def _pages() -> list[Path]:
+    """The site's pages: docs/*.md and the reference's docs/api/*.md."""
+    return sorted(DOCS.glob("*.md")) + sorted(DOCS.glob("api/*.md"))
+
+
 @dataclass
 class Chain:
     """Consecutive Python blocks of one page that share a namespace."""
@@ -45,17 +50,17 @@ class Chain:
 
 def _chains() -> list[Chain]:
     chains: list[Chain] = []
-    for page in sorted(DOCS.glob("*.md")):
-        text = page.read_text()
+    for page in _pages():
+        text, name = page.read_text(), str(page.relative_to(DOCS))
         for m in BLOCK.finditer(text):
             markers, code = m.group(1), m.group(2)
             line = text[: m.start(2)].count("\n") + 1
             needs = set(re.findall(r"<!-- needs: (\w+) -->", markers))
-            if "<!-- continue -->" in markers and chains and chains[-1].page == page.name:
+            if "<!-- continue -->" in markers and chains and chains[-1].page == name:
                 chains[-1].blocks.append((line, code))
                 chains[-1].needs |= needs
             else:
-                chains.append(Chain(page.name, line, [(line, code)], needs))
+                chains.append(Chain(name, line, [(line, code)], needs))
     return chains
 
 
@@ -95,10 +100,10 @@ SESSION = re.compile(r"```[a-z]*\n(>>> .*?)```", re.S)
 
 def _sessions() -> list[tuple[str, int, str]]:
     found = []
-    for page in sorted(DOCS.glob("*.md")):
+    for page in _pages():
         text = page.read_text()
         for m in SESSION.finditer(text):
-            found.append((page.name, text[: m.start(1)].count("\n") + 1, m.group(1)))
+            found.append((str(page.relative_to(DOCS)), text[: m.start(1)].count("\n") + 1, m.group(1)))
     return found
 
 
@@ -135,6 +140,18 @@ def test_every_page_is_in_the_index_once():
     assert {"getting-started", "layouts", "tensors", "operations", "frameworks", "interop", "api"} <= set(entries)
     assert sorted(entries) == sorted(set(entries)), entries
     assert pages == set(entries), ("add to a toctree of docs/index.md", sorted(pages - set(entries)),
+                                   "no such page", sorted(set(entries) - pages))
+
+
+def test_every_reference_page_is_in_the_reference_index_once():
+    """The reference's pages (docs/api/*.md) are listed by the table of contents of docs/api.md."""
+    api = (DOCS / "api.md").read_text()
+    entries = [line for block in re.findall(r"```\{toctree\}\n(.*?)```", api, flags=re.S)
+               for line in block.splitlines() if line and not line.startswith(":")]
+    pages = {f"api/{p.stem}" for p in DOCS.glob("api/*.md")}
+    assert len(pages) >= 10
+    assert sorted(entries) == sorted(set(entries)), entries
+    assert pages == set(entries), ("add to the toctree of docs/api.md", sorted(pages - set(entries)),
                                    "no such page", sorted(set(entries) - pages))
 
 
@@ -199,7 +216,7 @@ def test_every_reference_directive_made_an_entry(site):
 
 
 def test_names_of_other_projects_link_to_their_docs(site):
-    api = (site / "api.html").read_text()
+    api = "".join(page.read_text() for page in (site / "api").glob("*.html"))
     assert f'href="{NUMPY_DOCS}reference/generated/numpy.ndarray.html#numpy.ndarray"' in api
 
 
