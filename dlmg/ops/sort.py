@@ -1,0 +1,453 @@
+"""Sorting along one mode: ``sort`` and ``argsort``.
+
+Along a mode that is not split each fragment sorts what it holds, in its own
+framework. Along a split mode of a 1-D tensor, dlmg runs the parallel sample
+sort (Blelloch, Leiserson, Maggs, Plaxton, Smith and Zagha, "A comparison of
+sorting algorithms for the Connection Machine CM-2", SPAA 1991; as Heat's
+``manipulations.sort``):
+
+1. every fragment sorts its elements locally;
+2. each draws regular samples of its sorted keys; the samples of all fragments
+   are shared (:func:`~dlmg.ops.pieces.share`, a few hundred keys per fragment)
+   and every process picks the same ``p - 1`` splitters, weighting each sample
+   by the elements it stands for;
+3. each fragment cuts its sorted run at the splitters (binary searches) and one
+   all-to-all (:func:`~dlmg.ops.pieces.alltoall`) sends bucket ``j`` to fragment
+   ``j``;
+4. each fragment merges what it received by a local sort;
+5. the bucket sizes are shared and a second all-to-all rebalances the sorted
+   sequence into the tensor's own layout (a redistribution by global position).
+
+Keys are ``(value, global index)`` when the order of equal values matters
+(``argsort``; ``stable=True`` is then always honoured), else ``(value, fragment,
+position)``, so runs of equal values split between buckets and every bucket
+stays near ``n / p``. NaNs sort last, as NumPy's. ``descending`` sorts the
+reversed sequence ascending and reverses the result, as array-api-compat does for
+NumPy, so equal values keep their order.
+
+A split mode of a tensor of several modes is made whole first: one
+redistribution moves its split onto the longest other mode (the same devices and
+processes), each fragment sorts locally, and a second redistribution restores
+the tensor's layout.
+"""
+
+from __future__ import annotations
+
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import DtypeError
+from ..layout import Layout
+from ._dtypes import index_dtype, kind_of, narrow_for
+from ._executor import fail
+from .contract.pending import settled
+from .dispatch import executor, is_distributed, map_fragments, new_tensor
+from .pieces import Member, alltoall, host, members, on, share
+from .scan import is_slab_along
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..tensor import DistributedTensor
+
+__all__ = ["sort", "argsort", "sample_sort", "rebalance", "whole_along", "OVERSAMPLE"]
+
+#: samples drawn per fragment and per bucket: more samples, buckets nearer ``n / p``
+OVERSAMPLE = 32
+
+
+def sort(x: "DistributedTensor", /, *, axis: int = -1, descending: bool = False,
+         stable: bool = True) -> "DistributedTensor":
+    """``x`` sorted along ``axis`` (see the module for the algorithm).
+
+    Returns
+    -------
+    DistributedTensor
+        In ``x``'s layout, on its devices and processes.
+    """
+    return _sort(x, axis, descending, stable, "sort")
+
+
+def argsort(x: "DistributedTensor", /, *, axis: int = -1, descending: bool = False,
+            stable: bool = True) -> "DistributedTensor":
+    """The global indices that sort ``x`` along ``axis`` (always stable; see the module).
+
+    Returns
+    -------
+    DistributedTensor
+        int64 indices (int32 where a JAX fragment takes part without x64), in
+        ``x``'s layout.
+    """
+    return _sort(x, axis, descending, stable, "argsort")
+
+
+def _check(x: Any, axis: int, name: str) -> int:
+    if not is_distributed(x):
+        raise TypeError(f"dlmg.{name} takes a DistributedTensor, got {type(x).__name__}")
+    if x.ndim == 0:
+        raise ValueError(f"dlmg.{name} needs at least one mode, got a 0-d tensor")
+    if isinstance(axis, bool) or not isinstance(axis, int):
+        raise TypeError(f"dlmg.{name}: axis must be an int, got {axis!r}")
+    if not -x.ndim <= axis < x.ndim:
+        raise ValueError(f"dlmg.{name}: axis {axis} is out of bounds for shape {x.shape}")
+    if kind_of(x.dtype) == "c":
+        raise DtypeError(f"dlmg.{name} is not defined for complex tensors ({x.dtype}); sort .real or abs() of it")
+    return axis % x.ndim
+
+
+def whole_along(layout: Layout, axis: int) -> Layout:
+    """``layout`` with mode ``axis`` whole: its split moved onto the longest other mode."""
+    others = [m for m in range(layout.ndim) if m != axis]
+    m = max(others, key=lambda k: (layout.shape[k], -k))
+    grid = list(layout.grid)
+    block = list(layout.block)
+    grid[m] *= grid[axis]
+    grid[axis] = 1
+    block[axis] = max(layout.shape[axis], 1)
+    block[m] = max(-(-layout.shape[m] // grid[m]), 1)
+    return Layout(layout.shape, block=block, grid=grid, devices=layout.devices, ranks=layout.ranks)
+
+
+def _sort(x: "DistributedTensor", axis: int, descending: bool, stable: bool, name: str) -> "DistributedTensor":
+    x = settled(x)
+    a = _check(x, axis, name)
+    idx = narrow_for(index_dtype(), x.frameworks)
+    if x.layout.grid[a] == 1:
+        return _local(x, a, descending, stable, name, idx)
+    if x.ndim > 1:
+        moved = x.redistribute(whole_along(x.layout, a))
+        done = _local(moved, a, descending, stable, name, idx)
+        del moved
+        return done.redistribute(x.layout.dense)
+    return _sample_sort_1d(x, descending, name, idx)
+
+
+def _local(x: "DistributedTensor", a: int, descending: bool, stable: bool, name: str,
+           idx: str) -> "DistributedTensor":
+    """Each fragment sorts along the whole mode ``a`` it holds."""
+    if name == "sort":
+        return map_fragments(lambda xp, v: xp.sort(v, axis=a, descending=descending, stable=stable), (x,),
+                             name="dlmg.sort")
+
+    def one(xp: Any, v: Any) -> Any:
+        got = xp.argsort(v, axis=a, descending=descending, stable=True)
+        want = getattr(xp, idx)
+        return got if got.dtype == want else xp.astype(got, want)
+
+    return map_fragments(one, (x,), name="dlmg.argsort")
+
+
+# --------------------------------------------------------------------------
+# the sample sort of 1-D pieces
+
+
+def _key(value: Any, t1: int, t2: int) -> tuple:
+    nan = value != value
+    return (bool(nan), 0 if nan else value, t1, t2)
+
+
+def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties: dict[int, Any] | None,
+                mode: str, dtype: str, tie_dtype: str = "int64", order: Sequence[int] | None = None,
+                sorted_already: bool = False, **fields: Any) -> tuple[dict[int, Any], dict[int, Any], dict[int, int]]:
+    """Steps 1 to 4 of the sample sort (see the module) of 1-D pieces.
+
+    Parameters
+    ----------
+    slots : sequence of Member
+        The members that hold the pieces and receive the buckets.
+    values : dict
+        Per local slot, its 1-D values (its framework).
+    ties : dict, optional
+        Per local slot, an int array of global tie keys beside the values, increasing
+        along each slot's pieces (``mode="index"``); they travel with the values.
+    mode : {"index", "position", "value"}
+        How equal values order: by the tie keys, by (slot, position) (they may then
+        split between buckets), or not at all (every copy of a value lands in one
+        bucket: the unique values' range partitioning).
+    order : sequence of int, optional
+        Positions in ``slots`` in which received pieces are joined; when the tie keys
+        increase along that order, one stable sort merges them (else two).
+    sorted_already : bool
+        The pieces are sorted (by value, then tie key) already.
+
+    Returns
+    -------
+    tuple
+        ``(values, ties, counts)``: per local slot its sorted bucket (and its tie keys,
+        empty without ``ties``), and every slot's bucket size.
+    """
+    p = len(slots)
+    local = [m for m in slots if m.local]
+    runs: dict[int, Any] = {}
+    keys: dict[int, Any] = {}
+    for m in local:
+        ex = m.executor
+        assert ex is not None
+        v = values.pop(m.index)
+        t = None if ties is None else ties.pop(m.index)
+        try:
+            if not sorted_already:
+                if t is None:
+                    v = ex.run(lambda xp, a: xp.sort(a), v)
+                else:
+                    perm = ex.run(lambda xp, a: xp.argsort(a, stable=True), v)
+                    v, t = ex.run(lambda xp, a, b, o: (xp.take(a, o), xp.take(b, o)), v, t, perm)
+                    del perm
+        except Exception as exc:
+            raise fail(what, m.index, ex, exc) from exc
+        runs[m.index] = v
+        if t is not None:
+            keys[m.index] = t
+
+    def samples() -> dict[int, Any]:
+        found = {}
+        for pos, m in enumerate(slots):
+            if not m.local:
+                continue
+            v = runs[m.index]
+            n = int(v.shape[0])
+            k = min(n, OVERSAMPLE * p)
+            if k == 0:
+                found[m.index] = (0, [])
+                continue
+            at = ((np.arange(k) + 0.5) * n / k).astype(np.int64)
+            ex = m.executor
+            got = host(ex.run(lambda xp, a, i: xp.take(a, i), v, on(at, ex)), ex).tolist()
+            if mode == "index":
+                tie = host(ex.run(lambda xp, a, i: xp.take(a, i), keys[m.index], on(at, ex)), ex).tolist()
+                found[m.index] = (n, [(g, int(tk), 0) for g, tk in zip(got, tie)])
+            elif mode == "position":
+                found[m.index] = (n, [(g, pos, int(i)) for g, i in zip(got, at)])
+            else:
+                found[m.index] = (n, [(g, 0, 0) for g in got])
+        return found
+
+    drawn = share(f"{what} (samples)", samples, **fields)
+    total = sum(n for n, _ in drawn.values())
+    weighted = []
+    for n, pts in drawn.values():
+        w = n / len(pts) if pts else 0.0
+        weighted.extend((_key(*s), s, w) for s in pts)
+    weighted.sort(key=lambda e: e[0])
+    splitters = []
+    acc, j = 0.0, 1
+    for _, s, w in weighted:
+        acc += w
+        while j < p and acc >= j * total / p:
+            splitters.append(s)
+            j += 1
+    while len(splitters) < p - 1:
+        splitters.append(splitters[-1] if splitters else (0, 0, 0))
+
+    cuts: dict[int, list[int]] = {}
+    for pos, m in enumerate(slots):
+        if m.local:
+            try:
+                cuts[m.index] = _cuts(m, pos, runs[m.index], keys.get(m.index), splitters, mode)
+            except Exception as exc:
+                raise fail(f"{what} (cutting at the splitters)", m.index, m.executor, exc) from exc
+
+    def pieces_of(store: dict[int, Any]) -> Any:
+        def send(m: Member) -> list[Any]:
+            arr, c = store[m.index], cuts[m.index]
+            return [arr[c[d]:c[d + 1]] for d in range(p)]
+
+        return send
+
+    got_v = alltoall(f"{what} (buckets)", slots, slots, pieces_of(runs), dtype, **fields)
+    runs.clear()
+    got_t = alltoall(f"{what} (bucket keys)", slots, slots, pieces_of(keys), tie_dtype, **fields) if keys else {}
+    keys.clear()
+    joined = list(range(p)) if order is None else list(order)
+    out_v: dict[int, Any] = {}
+    out_t: dict[int, Any] = {}
+    for m in local:
+        ex = m.executor
+        vs = [got_v[m.index][i] for i in joined if got_v[m.index][i] is not None]
+        ts = [got_t[m.index][i] for i in joined if got_t and got_t[m.index][i] is not None]
+        got_v[m.index] = None  # type: ignore[assignment]
+        try:
+            v, t = ex.run(_merge, vs, ts, order is not None, ex, dtype, tie_dtype)
+        except Exception as exc:
+            raise fail(f"{what} (merging)", m.index, ex, exc) from exc
+        out_v[m.index] = v
+        if t is not None:
+            out_t[m.index] = t
+    counts = share(f"{what} (bucket sizes)", lambda: {i: int(v.shape[0]) for i, v in out_v.items()}, **fields)
+    return out_v, out_t, counts
+
+
+def _cuts(m: Member, pos: int, v: Any, t: Any, splitters: list[tuple], mode: str) -> list[int]:
+    """Where slot ``m``'s sorted run splits into the buckets: ``p + 1`` positions."""
+    ex = m.executor
+    n = int(v.shape[0])
+    out = [0]
+    if n:
+        plain = [s[0] for s in splitters if s[0] == s[0]]
+        if plain:
+            probe = on(np.asarray(plain, dtype=host(v[:1], ex).dtype), ex)
+            lo_all = host(ex.run(lambda xp, a, b: xp.searchsorted(a, b, side="left"), v, probe), ex).tolist()
+            hi_all = host(ex.run(lambda xp, a, b: xp.searchsorted(a, b, side="right"), v, probe), ex).tolist()
+        nans = None
+    k = 0
+    for s in splitters:
+        if n == 0:
+            out.append(0)
+            continue
+        sv, t1, t2 = s
+        if sv != sv:  # a NaN splitter: the run of NaNs at the end
+            if nans is None:
+                nans = int(host(ex.run(lambda xp, a: xp.sum(xp.astype(xp.isnan(a), xp.int64)), v), ex))
+            lo, hi = n - nans, n
+        else:
+            lo, hi = int(lo_all[k]), int(hi_all[k])
+            k += 1
+        if mode == "value" or lo == hi:
+            cut = lo
+        elif mode == "position":
+            cut = lo if pos > t1 else hi if pos < t1 else max(lo, min(hi, t2))
+        else:
+            below = ex.run(lambda xp, a: xp.sum(xp.astype(a < t1, xp.int64)), t[lo:hi])
+            cut = lo + int(host(below, ex))
+        out.append(max(cut, out[-1]))
+    out.append(n)
+    return out
+
+
+def _merge(xp: Any, vs: list[Any], ts: list[Any], ordered: bool, ex: Any, dtype: str,
+           tie_dtype: str) -> tuple[Any, Any]:
+    """One bucket sorted from its received pieces (values, and tie keys where they came)."""
+    if not vs:
+        return xp.empty((0,), dtype=ex.dtype(dtype)), (xp.empty((0,), dtype=ex.dtype(tie_dtype)) if ts else None)
+    v = xp.concat(vs) if len(vs) > 1 else vs[0]
+    if not ts:
+        return xp.sort(v), None
+    t = xp.concat(ts) if len(ts) > 1 else ts[0]
+    if not ordered:
+        first = xp.argsort(t)
+        v, t = xp.take(v, first), xp.take(t, first)
+    perm = xp.argsort(v, stable=True)
+    return xp.take(v, perm), xp.take(t, perm)
+
+
+def rebalance(what: str, slots: Sequence[Member], data: dict[int, Any], counts: dict[int, int],
+              target: Layout, receivers: Sequence[Member], dtype: str, *, reverse: bool = False,
+              **fields: Any) -> list[Any]:
+    """Step 5: the sorted sequence held as ``data`` (per local slot, ``counts`` its size, in the
+    order of ``slots``) laid out by the 1-D layout ``target``, reversed with ``reverse``.
+
+    Returns
+    -------
+    list
+        One array per fragment of ``target`` (``None`` for those of other processes).
+    """
+    total = sum(counts[m.index] for m in slots)
+    offsets, run = {}, 0
+    for m in slots:
+        offsets[m.index] = run
+        run += counts[m.index]
+    if reverse:
+        offsets = {i: total - o - counts[i] for i, o in offsets.items()}
+    b, g = target.block[0], target.grid[0]
+    slab = b * g >= total
+    coord_of = {r.index: target.fragments[r.index].coords[0] for r in receivers}
+
+    def send(m: Member) -> list[Any]:
+        ex = m.executor
+        arr = data.pop(m.index)
+        if reverse:
+            arr = ex.run(lambda xp, a: xp.flip(a), arr)
+        start, n = offsets[m.index], int(arr.shape[0])
+        pieces: list[Any] = []
+        where = None if slab else (np.arange(start, start + n) // b) % g
+        for r in receivers:
+            c = coord_of[r.index]
+            if slab:
+                lo, hi = max(c * b - start, 0), min((c + 1) * b - start, n)
+                pieces.append(arr[lo:hi] if hi > lo else None)
+            else:
+                assert where is not None
+                sel = np.nonzero(where == c)[0]
+                pieces.append(ex.run(lambda xp, a, i: xp.take(a, i), arr, on(sel, ex)) if sel.size else None)
+        return pieces
+
+    got = alltoall(what, slots, receivers, send, dtype, target=target, **fields)
+    joined = sorted(range(len(slots)), key=lambda k: offsets[slots[k].index])
+    out: list[Any] = [None] * target.nfragments
+    for r in receivers:
+        if not r.local:
+            continue
+        ex = r.executor
+        parts = [got[r.index][k] for k in joined if got[r.index][k] is not None]
+        got[r.index] = None  # type: ignore[assignment]
+        if not parts:
+            out[r.index] = ex.run(lambda xp: xp.empty((0,), dtype=ex.dtype(dtype)))
+        else:
+            out[r.index] = ex.run(lambda xp, ps: xp.concat(ps) if len(ps) > 1 else ps[0], parts)
+    return out
+
+
+def _sample_sort_1d(x: "DistributedTensor", descending: bool, name: str, idx: str) -> "DistributedTensor":
+    layout = x.layout
+    n = layout.shape[0]
+    slots = members(x, [layout.fragment_index((c,), 0) for c in range(layout.grid[0])])
+    boolean = x.dtype == "bool"
+    dtype = "uint8" if boolean else str(x.dtype)
+    values: dict[int, Any] = {}
+    ties: dict[int, Any] | None = {} if name == "argsort" else None
+    for m in slots:
+        if not m.local:
+            continue
+        ex = m.executor
+        v = x.fragments[m.index].array
+        if boolean:
+            v = ex.run(lambda xp, a: xp.astype(a, xp.uint8), v)
+        if descending:
+            v = ex.run(lambda xp, a: xp.flip(a), v)
+        values[m.index] = v
+        if ties is not None:
+            g = layout.owned_indices(m.index, 0).astype(np.int64)
+            if descending:
+                g = (n - 1 - g)[::-1]
+            ties[m.index] = on(g, ex)
+    ordered = is_slab_along(layout, 0)
+    order = None
+    if ordered:
+        order = list(range(len(slots)))[::-1] if descending else list(range(len(slots)))
+    fields = {"layout": layout, "op": name, "descending": descending}
+    sorted_v, sorted_t, counts = sample_sort(f"dlmg.{name}", slots, values, ties,
+                                             "index" if ties is not None else "position", dtype,
+                                             order=order, **fields)
+    receivers = members(x)
+    if name == "argsort":
+        sorted_v.clear()
+        if descending:
+            for i, t in sorted_t.items():
+                ex = next(m.executor for m in slots if m.index == i)
+                sorted_t[i] = ex.run(lambda xp, a: (n - 1) - a, t)
+        out = rebalance("dlmg.argsort (rebalance)", slots, sorted_t, counts, layout.dense, receivers, "int64",
+                        reverse=descending, **fields)
+        out = [_cast(a, r, idx) for a, r in zip(out, [_member_at(receivers, i) for i in range(len(out))])]
+        return new_tensor(out, layout.dense, idx)
+    out = rebalance("dlmg.sort (rebalance)", slots, sorted_v, counts, layout.dense, receivers, dtype,
+                    reverse=descending, **fields)
+    if boolean:
+        out = [_cast(a, _member_at(receivers, i), "bool") for i, a in enumerate(out)]
+    return new_tensor(out, layout.dense, x.dtype)
+
+
+def _member_at(ms: Sequence[Member], index: int) -> Member | None:
+    return ms[index] if index < len(ms) and ms[index].index == index else next(
+        (m for m in ms if m.index == index), None)
+
+
+def _cast(a: Any, m: Member | None, dtype: str) -> Any:
+    if a is None or m is None or m.executor is None:
+        return a
+    ex = m.executor
+    want = ex.dtype(dtype)
+    return a if a.dtype == want else ex.run(lambda xp, v: xp.astype(v, want), a)
+
+
+
