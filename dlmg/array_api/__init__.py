@@ -12,8 +12,10 @@ tensors. How each group of functions runs:
   the fragments allow;
 * ``matmul``, ``tensordot``, ``vecdot`` and ``linalg.outer`` are dlmg's
   contractions (:mod:`dlmg.ops.contract`), over any layouts;
-* the functions whose results depend on the whole tensor (sorting, sets,
-  ``concat``, ``take``, the ``linalg`` and ``fft`` extensions...) collect
+* scans, sorting, ``unique_values``/``unique_counts`` and ``nonzero`` run
+  dlmg's distributed algorithms (:mod:`dlmg.array_api._sorting`);
+* the other functions whose results depend on the whole tensor (``concat``,
+  ``take``, ``searchsorted``, the ``linalg`` and ``fft`` extensions...) collect
   their operands onto one fragment first (:mod:`dlmg.array_api._collect`).
 
 ``docs/array-api.md`` lists which functions take which path, the
@@ -39,6 +41,9 @@ from ._gathered import COLLECTED, collected
 from ._info import __array_namespace_info__
 from ._manipulation import astype, broadcast_arrays, broadcast_to, matrix_transpose, permute_dims, reshape
 from ._products import matmul, tensordot, vecdot
+from ._sorting import (
+    argsort, cumulative_prod, cumulative_sum, diff, nonzero, sort, unique_counts, unique_values,
+)
 from ._policy import LayoutPolicy, default_layout, get_default_layout, layout_for, set_default_layout
 from ._statistics import all, any, argmax, argmin, count_nonzero, max, mean, min, prod, std, sum, var
 
@@ -69,5 +74,6 @@ __all__ = [
     "complex64", "complex128", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
     "all", "any", "argmax", "argmin", "count_nonzero", "max", "mean", "min", "prod", "std", "sum", "var",
     "fft", "linalg",
+    "argsort", "cumulative_prod", "cumulative_sum", "diff", "nonzero", "sort", "unique_counts", "unique_values",
     *_elementwise.__all__, *COLLECTED[""],
 ]

@@ -127,9 +127,7 @@ def collected(name: str, framework_name: str | None = None) -> Callable[..., Any
 COLLECTED: dict[str, tuple[str, ...]] = {
     "": (
         "concat", "stack", "unstack", "roll", "flip", "repeat", "tile", "squeeze", "expand_dims", "moveaxis",
-        "take", "take_along_axis", "nonzero", "searchsorted", "unique_all",
-        "unique_counts", "unique_inverse", "unique_values", "diff", "cumulative_sum", "cumulative_prod",
-        "sort", "argsort",
+        "take", "take_along_axis", "searchsorted", "unique_all", "unique_inverse",
     ),
     "linalg": (
         "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matrix_norm", "matrix_power",
