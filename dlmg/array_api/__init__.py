@@ -12,7 +12,7 @@ tensors. How each group of functions runs:
   the fragments allow;
 * ``matmul``, ``tensordot``, ``vecdot`` and ``linalg.outer`` are dlmg's
   contractions (:mod:`dlmg.ops.contract`), over any layouts;
-* scans, sorting, ``unique_values``/``unique_counts`` and ``nonzero`` run
+* scans, sorting, ``searchsorted``, the ``unique_*`` functions and ``nonzero`` run
   dlmg's distributed algorithms (:mod:`dlmg.array_api._sorting`);
 * the other functions whose results depend on the whole tensor (``concat``,
   ``take``, ``searchsorted``, the ``linalg`` and ``fft`` extensions...) collect
@@ -42,7 +42,8 @@ from ._info import __array_namespace_info__
 from ._manipulation import astype, broadcast_arrays, broadcast_to, matrix_transpose, permute_dims, reshape
 from ._products import matmul, tensordot, vecdot
 from ._sorting import (
-    argsort, cumulative_prod, cumulative_sum, diff, nonzero, sort, unique_counts, unique_values,
+    argsort, cumulative_prod, cumulative_sum, diff, nonzero, searchsorted, sort, unique_all, unique_counts,
+    unique_inverse, unique_values,
 )
 from ._policy import LayoutPolicy, default_layout, get_default_layout, layout_for, set_default_layout
 from ._statistics import all, any, argmax, argmin, count_nonzero, max, mean, min, prod, std, sum, var
@@ -74,6 +75,7 @@ __all__ = [
     "complex64", "complex128", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
     "all", "any", "argmax", "argmin", "count_nonzero", "max", "mean", "min", "prod", "std", "sum", "var",
     "fft", "linalg",
-    "argsort", "cumulative_prod", "cumulative_sum", "diff", "nonzero", "sort", "unique_counts", "unique_values",
+    "argsort", "cumulative_prod", "cumulative_sum", "diff", "nonzero", "searchsorted", "sort", "unique_all",
+    "unique_counts", "unique_inverse", "unique_values",
     *_elementwise.__all__, *COLLECTED[""],
 ]

@@ -127,7 +127,7 @@ def collected(name: str, framework_name: str | None = None) -> Callable[..., Any
 COLLECTED: dict[str, tuple[str, ...]] = {
     "": (
         "concat", "stack", "unstack", "roll", "flip", "repeat", "tile", "squeeze", "expand_dims", "moveaxis",
-        "take", "take_along_axis", "searchsorted", "unique_all", "unique_inverse",
+        "take", "take_along_axis",
     ),
     "linalg": (
         "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matrix_norm", "matrix_power",

@@ -3,22 +3,23 @@
 Each is one of dlmg's distributed algorithms: :mod:`dlmg.ops.scan` (parallel
 prefix, halo), :mod:`dlmg.ops.sort` (parallel sample sort) and
 :mod:`dlmg.ops.unique` (range partitioning, exclusive scan of counts). Forms those
-do not cover yet (``diff`` with ``prepend``/``append``, ``searchsorted`` and the
-index-returning set functions) run on collected operands (:mod:`._gathered`).
+do not cover yet (``diff`` with ``prepend``/``append``, ``searchsorted`` with a
+``sorter`` or of a regular array) run on collected operands (:mod:`._gathered`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..ops import scan as _scan, sort as _sort, unique as _unique
+from ..ops import scan as _scan, search as _search, sort as _sort, unique as _unique
 from ..ops._operands import is_distributed
 from ._gathered import collected
 
-__all__ = ["cumulative_sum", "cumulative_prod", "diff", "sort", "argsort", "unique_values", "unique_counts",
-           "nonzero"]
+__all__ = ["cumulative_sum", "cumulative_prod", "diff", "sort", "argsort", "searchsorted", "unique_values",
+           "unique_counts", "unique_inverse", "unique_all", "nonzero"]
 
 _collected_diff = collected("diff")
+_collected_searchsorted = collected("searchsorted")
 
 
 def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False) -> Any:
@@ -54,6 +55,14 @@ def argsort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool
     return _sort.argsort(x, axis=axis, descending=descending, stable=stable)
 
 
+def searchsorted(x1: Any, x2: Any, /, *, side: str = "left", sorter: Any = None) -> Any:
+    """Where ``x2``'s values go in the sorted ``x1`` (:func:`dlmg.ops.search.searchsorted`);
+    with a ``sorter``, or where an operand is a regular array, on collected operands."""
+    if sorter is None and is_distributed(x1) and is_distributed(x2):
+        return _search.searchsorted(x1, x2, side=side)
+    return _collected_searchsorted(x1, x2, side=side, sorter=sorter)
+
+
 def unique_values(x: Any, /) -> Any:
     """The distinct values of ``x``, sorted (:func:`dlmg.ops.unique.unique_values`)."""
     return _unique.unique_values(x)
@@ -62,6 +71,16 @@ def unique_values(x: Any, /) -> Any:
 def unique_counts(x: Any, /) -> Any:
     """The distinct values of ``x`` and their counts (:func:`dlmg.ops.unique.unique_counts`)."""
     return _unique.unique_counts(x)
+
+
+def unique_inverse(x: Any, /) -> Any:
+    """The distinct values and each element's index among them (:func:`dlmg.ops.unique.unique_inverse`)."""
+    return _unique.unique_inverse(x)
+
+
+def unique_all(x: Any, /) -> Any:
+    """Distinct values, first indices, inverse indices and counts (:func:`dlmg.ops.unique.unique_all`)."""
+    return _unique.unique_all(x)
 
 
 def nonzero(x: Any, /) -> Any:

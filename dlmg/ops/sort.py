@@ -149,7 +149,9 @@ def _key(value: Any, t1: int, t2: int) -> tuple:
 
 def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties: dict[int, Any] | None,
                 mode: str, dtype: str, tie_dtype: str = "int64", order: Sequence[int] | None = None,
-                sorted_already: bool = False, **fields: Any) -> tuple[dict[int, Any], dict[int, Any], dict[int, int]]:
+                sorted_already: bool = False, payload: dict[int, Any] | None = None,
+                payload_dtype: str = "int64",
+                **fields: Any) -> tuple[dict[int, Any], dict[int, Any], dict[int, int]]:
     """Steps 1 to 4 of the sample sort (see the module) of 1-D pieces.
 
     Parameters
@@ -170,6 +172,9 @@ def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties
         increase along that order, one stable sort merges them (else two).
     sorted_already : bool
         The pieces are sorted (by value, then tie key) already.
+    payload : dict, optional
+        Per local slot, one more 1-D array (``payload_dtype``) that travels beside the
+        values and is permuted with them; it comes back in ``payload`` itself.
 
     Returns
     -------
@@ -181,24 +186,30 @@ def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties
     local = [m for m in slots if m.local]
     runs: dict[int, Any] = {}
     keys: dict[int, Any] = {}
+    extra: dict[int, Any] = {}
     for m in local:
         ex = m.executor
         assert ex is not None
         v = values.pop(m.index)
         t = None if ties is None else ties.pop(m.index)
+        e = None if payload is None else payload.pop(m.index)
         try:
             if not sorted_already:
-                if t is None:
+                if t is None and e is None:
                     v = ex.run(lambda xp, a: xp.sort(a), v)
                 else:
                     perm = ex.run(lambda xp, a: xp.argsort(a, stable=True), v)
-                    v, t = ex.run(lambda xp, a, b, o: (xp.take(a, o), xp.take(b, o)), v, t, perm)
+                    v = ex.run(lambda xp, a, o: xp.take(a, o), v, perm)
+                    t = None if t is None else ex.run(lambda xp, a, o: xp.take(a, o), t, perm)
+                    e = None if e is None else ex.run(lambda xp, a, o: xp.take(a, o), e, perm)
                     del perm
         except Exception as exc:
             raise fail(what, m.index, ex, exc) from exc
         runs[m.index] = v
         if t is not None:
             keys[m.index] = t
+        if e is not None:
+            extra[m.index] = e
 
     def samples() -> dict[int, Any]:
         found = {}
@@ -257,23 +268,31 @@ def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties
 
     got_v = alltoall(f"{what} (buckets)", slots, slots, pieces_of(runs), dtype, **fields)
     runs.clear()
-    got_t = alltoall(f"{what} (bucket keys)", slots, slots, pieces_of(keys), tie_dtype, **fields) if keys else {}
+    got_t = alltoall(f"{what} (bucket keys)", slots, slots, pieces_of(keys), tie_dtype, **fields) \
+        if ties is not None else {}
     keys.clear()
+    got_e = alltoall(f"{what} (bucket payload)", slots, slots, pieces_of(extra), payload_dtype, **fields) \
+        if payload is not None else {}
+    extra.clear()
     joined = list(range(p)) if order is None else list(order)
     out_v: dict[int, Any] = {}
     out_t: dict[int, Any] = {}
     for m in local:
         ex = m.executor
         vs = [got_v[m.index][i] for i in joined if got_v[m.index][i] is not None]
-        ts = [got_t[m.index][i] for i in joined if got_t and got_t[m.index][i] is not None]
+        ts = [got_t[m.index][i] for i in joined if got_t[m.index][i] is not None] if got_t else None
+        es = [got_e[m.index][i] for i in joined if got_e[m.index][i] is not None] if got_e else None
         got_v[m.index] = None  # type: ignore[assignment]
         try:
-            v, t = ex.run(_merge, vs, ts, order is not None, ex, dtype, tie_dtype)
+            v, t, e = ex.run(_merge, vs, ts, es, order is not None, ex, dtype, tie_dtype, payload_dtype)
         except Exception as exc:
             raise fail(f"{what} (merging)", m.index, ex, exc) from exc
         out_v[m.index] = v
         if t is not None:
             out_t[m.index] = t
+        if e is not None:
+            assert payload is not None
+            payload[m.index] = e
     counts = share(f"{what} (bucket sizes)", lambda: {i: int(v.shape[0]) for i, v in out_v.items()}, **fields)
     return out_v, out_t, counts
 
@@ -315,20 +334,28 @@ def _cuts(m: Member, pos: int, v: Any, t: Any, splitters: list[tuple], mode: str
     return out
 
 
-def _merge(xp: Any, vs: list[Any], ts: list[Any], ordered: bool, ex: Any, dtype: str,
-           tie_dtype: str) -> tuple[Any, Any]:
-    """One bucket sorted from its received pieces (values, and tie keys where they came)."""
-    if not vs:
-        return xp.empty((0,), dtype=ex.dtype(dtype)), (xp.empty((0,), dtype=ex.dtype(tie_dtype)) if ts else None)
-    v = xp.concat(vs) if len(vs) > 1 else vs[0]
-    if not ts:
-        return xp.sort(v), None
-    t = xp.concat(ts) if len(ts) > 1 else ts[0]
-    if not ordered:
+def _merge(xp: Any, vs: list[Any], ts: list[Any] | None, es: list[Any] | None, ordered: bool, ex: Any,
+           dtype: str, tie_dtype: str, payload_dtype: str) -> tuple[Any, Any, Any]:
+    """One bucket sorted from its received pieces (values, and tie keys and payload where
+    they came)."""
+    def join(parts: list[Any] | None, name: str) -> Any:
+        if parts is None:
+            return None
+        if not parts:
+            return xp.empty((0,), dtype=ex.dtype(name))
+        return xp.concat(parts) if len(parts) > 1 else parts[0]
+
+    v, t, e = join(vs, dtype), join(ts, tie_dtype), join(es, payload_dtype)
+    if t is None and e is None:
+        return xp.sort(v), None, None
+    first = None
+    if t is not None and not ordered:
         first = xp.argsort(t)
         v, t = xp.take(v, first), xp.take(t, first)
     perm = xp.argsort(v, stable=True)
-    return xp.take(v, perm), xp.take(t, perm)
+    whole = perm if first is None else xp.take(first, perm)
+    return (xp.take(v, perm), None if t is None else xp.take(t, perm),
+            None if e is None else xp.take(e, whole))
 
 
 def rebalance(what: str, slots: Sequence[Member], data: dict[int, Any], counts: dict[int, int],

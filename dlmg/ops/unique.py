@@ -1,4 +1,4 @@
-"""Results whose size depends on the data: ``unique_values``, ``unique_counts``, ``nonzero``.
+"""Results whose size depends on the data: the ``unique_*`` functions and ``nonzero``.
 
 ``unique_values`` and ``unique_counts`` run the classic distributed
 duplicate elimination by range partitioning (as the sample sort's
@@ -12,6 +12,11 @@ keeps one copy again, adding the counts; the owners' sizes are shared and the
 sorted values are laid out as a balanced slab over the devices and processes of
 the tensor's fragments (replica 0), by a second all-to-all
 (:func:`~dlmg.ops.sort.rebalance`). Each NaN is its own value, as the standard says.
+``unique_inverse`` and ``unique_all`` then find each element's value among the
+distinct ones by a distributed :func:`~dlmg.ops.search.searchsorted` (requests
+routed to the owner of their range), so the inverse indices come out in the
+tensor's own layout; each NaN's own place is found from the NaNs' positions,
+shared (one integer per NaN).
 
 ``nonzero`` finds each fragment's nonzero elements and their global row-major
 positions locally; where the fragments' positions follow fragment order (a slab
@@ -34,17 +39,21 @@ from ..layout import Layout
 from ._dtypes import index_dtype, kind_of, narrow_for
 from ._executor import fail
 from .contract.pending import settled
-from .dispatch import is_distributed, map_fragments, new_tensor
-from .pieces import Member, members, on, share
+from .dispatch import executor, is_distributed, map_fragments, new_tensor
+from .pieces import Member, host, members, on, share
+from .search import searchsorted
 from .scan import is_slab_along
 from .sort import rebalance, sample_sort
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
 
-__all__ = ["unique_values", "unique_counts", "nonzero", "UniqueCountsResult"]
+__all__ = ["unique_values", "unique_counts", "unique_inverse", "unique_all", "nonzero", "UniqueCountsResult",
+           "UniqueInverseResult", "UniqueAllResult"]
 
 UniqueCountsResult = namedtuple("UniqueCountsResult", ["values", "counts"])
+UniqueInverseResult = namedtuple("UniqueInverseResult", ["values", "inverse_indices"])
+UniqueAllResult = namedtuple("UniqueAllResult", ["values", "indices", "inverse_indices", "counts"])
 
 
 def _check(x: Any, name: str) -> Any:
@@ -80,7 +89,48 @@ def _runs(xp: Any, v: Any, counts: Any) -> tuple[Any, Any]:
     return xp.take(v, starts), xp.take(total, ends) - xp.take(total, starts)
 
 
-def _unique(x: "DistributedTensor", name: str, with_counts: bool) -> Any:
+def _flat_positions(layout: Layout, index: int) -> np.ndarray:
+    """The global row-major positions of fragment ``index``'s elements, in its local order."""
+    strides = [math.prod(layout.shape[m + 1:]) for m in range(layout.ndim)]
+    pos = np.zeros((), dtype=np.int64)
+    for m in range(layout.ndim):
+        own = layout.owned_indices(index, m).astype(np.int64) * strides[m]
+        pos = np.add.outer(pos, own) if m else own
+    return np.ascontiguousarray(pos).reshape(-1)
+
+
+def _local_runs(xp: Any, a: Any, boolean: bool, first: Any) -> tuple[Any, Any, Any]:
+    """One fragment's distinct values, their counts and (given ``first``, the elements' global
+    positions) the first position holding each."""
+    flat = xp.reshape(a, (-1,))
+    if boolean:
+        flat = xp.astype(flat, xp.uint8)
+    if first is None:
+        v, c = _runs(xp, xp.sort(flat), None)
+        return v, c, None
+    perm = xp.argsort(flat, stable=True)
+    v = xp.take(flat, perm)
+    pos = xp.take(first, perm)
+    n = v.shape[0]
+    if n == 0:
+        return v, xp.zeros((0,), dtype=xp.int64), pos
+    keep = xp.concat([xp.ones((1,), dtype=xp.bool), v[1:] != v[:-1]])
+    starts = xp.nonzero(keep)[0]
+    ends = xp.concat([starts[1:], xp.asarray([n], dtype=starts.dtype)])
+    return xp.take(v, starts), xp.astype(ends - starts, xp.int64), xp.take(pos, starts)
+
+
+def _merged_runs(xp: Any, v: Any, counts: Any, first: Any) -> tuple[Any, Any, Any]:
+    """A bucket's distinct values, summed counts and smallest first positions (sorted by
+    value, then first position)."""
+    values, summed = _runs(xp, v, counts)
+    if first is None or v.shape[0] == 0:
+        return values, summed, first
+    keep = xp.concat([xp.ones((1,), dtype=xp.bool), v[1:] != v[:-1]])
+    return values, summed, xp.take(first, xp.nonzero(keep)[0])
+
+
+def _unique(x: "DistributedTensor", name: str, with_counts: bool, with_indices: bool = False) -> Any:
     x = _check(x, name)
     if kind_of(x.dtype) == "c":
         raise DtypeError(f"dlmg.{name} is not defined for complex tensors ({x.dtype})")
@@ -89,29 +139,33 @@ def _unique(x: "DistributedTensor", name: str, with_counts: bool) -> Any:
     dtype = "uint8" if boolean else str(x.dtype)
     values: dict[int, Any] = {}
     weights: dict[int, Any] = {}
+    firsts: dict[int, Any] | None = {} if with_indices else None
     for m in slots:
         if not m.local:
             continue
         ex = m.executor
+        pos = on(_flat_positions(x.layout, m.index), ex) if with_indices else None
         try:
-            def local(xp: Any, a: Any) -> tuple[Any, Any]:
-                flat = xp.reshape(a, (-1,))
-                if boolean:
-                    flat = xp.astype(flat, xp.uint8)
-                return _runs(xp, xp.sort(flat), None)
-
-            values[m.index], weights[m.index] = ex.run(local, x.fragments[m.index].array)
+            v, c, f = ex.run(_local_runs, x.fragments[m.index].array, boolean, pos)
         except Exception as exc:
             raise fail(f"dlmg.{name}", m.index, ex, exc) from exc
+        values[m.index], weights[m.index] = v, c
+        if firsts is not None:
+            firsts[m.index] = f
     fields = {"layout": x.layout, "op": name}
-    merged, merged_w, _ = sample_sort(f"dlmg.{name}", slots, values, weights, "value", dtype,
-                                      order=list(range(len(slots))), sorted_already=True, **fields)
+    merged, merged_f, _ = sample_sort(f"dlmg.{name}", slots, values, firsts, "value", dtype,
+                                      order=None if with_indices else list(range(len(slots))),
+                                      sorted_already=True, payload=weights, **fields)
     distinct: dict[int, Any] = {}
     counted: dict[int, Any] = {}
+    earliest: dict[int, Any] = {}
     for m in slots:
         if m.local:
             ex = m.executor
-            distinct[m.index], counted[m.index] = ex.run(_runs, merged.pop(m.index), merged_w.pop(m.index))
+            distinct[m.index], counted[m.index], f = ex.run(_merged_runs, merged.pop(m.index), weights.pop(m.index),
+                                                           merged_f.pop(m.index, None))
+            if f is not None:
+                earliest[m.index] = f
     sizes = share(f"dlmg.{name} (sizes)", lambda: {i: int(v.shape[0]) for i, v in distinct.items()}, **fields)
     total = sum(sizes.values())
     layout, receivers = _slab_over(slots, total)
@@ -123,10 +177,75 @@ def _unique(x: "DistributedTensor", name: str, with_counts: bool) -> Any:
     if not with_counts:
         return result
     idx = narrow_for(index_dtype(), x.frameworks)
-    got = rebalance(f"dlmg.{name} (counts)", slots, counted, sizes, layout, receivers, "int64", **fields)
-    got = [None if a is None else r.executor.run(lambda xp, v: xp.astype(v, getattr(xp, idx)), a)
-           for a, r in zip(got, receivers)]
-    return UniqueCountsResult(result, new_tensor(got, layout, idx))
+
+    def laid_out(what: str, store: dict[int, Any]) -> "DistributedTensor":
+        got = rebalance(f"dlmg.{name} ({what})", slots, store, sizes, layout, receivers, "int64", **fields)
+        got = [None if a is None else r.executor.run(lambda xp, v: xp.astype(v, getattr(xp, idx)), a)
+               for a, r in zip(got, receivers)]
+        return new_tensor(got, layout, idx)
+
+    counts = laid_out("counts", counted)
+    if not with_indices:
+        return UniqueCountsResult(result, counts)
+    return result, laid_out("indices", earliest), counts
+
+
+def _inverse(x: "DistributedTensor", values: "DistributedTensor") -> "DistributedTensor":
+    """Each element's position in the distinct ``values`` (a distributed search); each NaN,
+    a distinct value, maps to its own place after the numbers, in row-major order."""
+    found = searchsorted(values, x, side="left")
+    if kind_of(x.dtype) != "f":
+        return found
+    lay = x.layout
+
+    def nans() -> dict[int, Any]:
+        out = {}
+        for f in x.fragments:
+            if f.is_local and f.replica == 0:
+                ex = executor(f.framework, f.device)
+                mask = host(ex.run(lambda xp, a: xp.reshape(xp.isnan(a), (-1,)), f.array), ex)
+                out[f.index] = _flat_positions(lay, f.index)[np.asarray(mask, dtype=bool)]
+        return out
+
+    every = share("dlmg.unique_inverse (NaN positions)", nans, layout=lay)
+    where = np.sort(np.concatenate([np.zeros(0, dtype=np.int64), *every.values()]))
+    if where.size == 0:
+        return found
+    numbers = values.shape[0] - where.size
+    arrays: list[Any] = [None] * lay.nfragments
+    for f in x.fragments:
+        if not f.is_local:
+            continue
+        ex = executor(f.framework, f.device)
+        rank = on((numbers + np.searchsorted(where, _flat_positions(lay, f.index))).reshape(f.shape), ex)
+        arrays[f.index] = ex.run(lambda xp, a, r, g: xp.where(xp.isnan(a), xp.astype(r, g.dtype), g),
+                                 f.array, rank, found.fragments[f.index].array)
+    return new_tensor(arrays, found.layout, found.dtype)
+
+
+def unique_inverse(x: "DistributedTensor", /) -> UniqueInverseResult:
+    """The distinct values of ``x`` and, per element, the position of its value among them.
+
+    Returns
+    -------
+    UniqueInverseResult
+        ``(values, inverse_indices)``: the values as :func:`unique_values` gives them, the
+        indices in ``x``'s shape and layout (a :func:`~dlmg.ops.search.searchsorted` of
+        ``x`` in the values).
+    """
+    values = _unique(x, "unique_inverse", False)
+    return UniqueInverseResult(values, _inverse(settled(x), values))
+
+
+def unique_all(x: "DistributedTensor", /) -> UniqueAllResult:
+    """The distinct values of ``x``, the first position of each, the inverse indices and the
+    counts (see :func:`unique_values` and :func:`unique_inverse`).
+
+    The first positions (row-major, into the flattened ``x``) travel beside the values
+    during the range partitioning, and each owner keeps the smallest.
+    """
+    values, indices, counts = _unique(x, "unique_all", True, True)
+    return UniqueAllResult(values, indices, _inverse(settled(x), values), counts)
 
 
 def unique_values(x: "DistributedTensor", /) -> "DistributedTensor":
