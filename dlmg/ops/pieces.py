@@ -130,6 +130,10 @@ def alltoall(what: str, sources: Sequence[Member], targets: Sequence[Member],
                 pieces = send(m)
             except Exception as exc:
                 raise fail(what, m.index, m.executor, exc) from exc
+            ex = m.executor
+            want = ex.dtype(dtype)
+            pieces = [p if p is None or p.dtype == want else ex.run(lambda xp, a: xp.astype(a, want), p)
+                      for p in pieces]
             outgoing[m.index] = pieces
             counts[m.index] = [0 if p is None else int(p.shape[0]) for p in pieces]
         return counts

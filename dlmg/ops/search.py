@@ -62,7 +62,8 @@ def searchsorted(x1: "DistributedTensor", x2: "DistributedTensor", /, *, side: s
         raise ValueError(f"dlmg.searchsorted: x1 must be 1-D, got shape {x1.shape}")
     if "c" in (kind_of(x1.dtype), kind_of(x2.dtype)):
         raise DtypeError("dlmg.searchsorted is not defined for complex tensors")
-    common = str(np.result_type(np.dtype(str(x1.dtype)), np.dtype(str(x2.dtype))))
+    common = narrow_for(str(np.result_type(np.dtype(str(x1.dtype)), np.dtype(str(x2.dtype)))),
+                        (*x1.frameworks, *x2.frameworks))
     idx = narrow_for(index_dtype(), (*x1.frameworks, *x2.frameworks))
     if not is_slab_along(x1.layout, 0):
         x1 = x1.redistribute(slab_along(x1.layout, 0))
@@ -82,6 +83,10 @@ def searchsorted(x1: "DistributedTensor", x2: "DistributedTensor", /, *, side: s
     owners = [k for k, m in enumerate(slots) if sizes[k]]  # positions in slots of runs with elements
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     bounds = np.asarray([first[slots[k].index] for k in owners], dtype=common)
+    floating = kind_of(common) == "f"
+    # not every framework's searchsorted orders NaNs: they are searched for apart
+    numbered = int(np.count_nonzero(~np.isnan(bounds))) if floating else len(bounds)
+    total = int(offsets[-1])
     askers = members(x2)
     plan: dict[int, tuple[Any, Any, list[int]]] = {}
 
@@ -95,11 +100,16 @@ def searchsorted(x1: "DistributedTensor", x2: "DistributedTensor", /, *, side: s
                 v = xp.astype(v, ex.dtype(common))
             if not owners:
                 return v, None, None
-            where = xp.searchsorted(on(bounds, ex), v, side=side) - 1
-            where = xp.where(where < 0, xp.zeros_like(where), where)
+            if numbered:
+                where = xp.searchsorted(on(bounds[:numbered], ex), v, side=side) - 1
+                where = xp.where(where < 0, xp.zeros_like(where), where)
+            else:
+                where = xp.zeros(v.shape, dtype=xp.int32)
+            if floating:
+                where = xp.where(xp.isnan(v), xp.full_like(where, max(numbered - 1, 0)), where)
             perm = xp.argsort(where, stable=True)
             ordered = xp.take(v, perm)
-            cuts = xp.searchsorted(xp.take(where, perm), on(np.arange(len(owners) + 1), ex))
+            cuts = xp.searchsorted(xp.take(where, perm), on(np.arange(len(owners) + 1, dtype=np.int32), ex))
             return ordered, perm, cuts
 
         ordered, perm, cuts = ex.run(route, arr)
@@ -127,15 +137,28 @@ def searchsorted(x1: "DistributedTensor", x2: "DistributedTensor", /, *, side: s
         def answer(xp: Any, r: Any, pieces: list[Any]) -> list[Any]:
             if str(r.dtype) != str(ex.dtype(common)):
                 r = xp.astype(r, ex.dtype(common))
-            return [None if p is None else xp.astype(xp.searchsorted(r, p, side=side), xp.int64) + off
-                    for p in pieces]
+            want = getattr(xp, idx)
+            numbers = r.shape[0]
+            if floating and numbers:
+                numbers -= int(host(xp.sum(xp.astype(xp.isnan(r), xp.int32)), ex))
+            nan_at = numbers if side == "left" else total - off
+            out = []
+            for p in pieces:
+                if p is None:
+                    out.append(None)
+                    continue
+                found = xp.astype(xp.searchsorted(r[:numbers], p, side=side), want)
+                if floating:
+                    found = xp.where(xp.isnan(p), xp.full_like(found, nan_at), found)
+                out.append(found + off)
+            return out
 
         try:
             answers[m.index] = ex.run(answer, run, got)
         except Exception as exc:
             raise fail("dlmg.searchsorted", m.index, ex, exc) from exc
     asked.clear()
-    back = alltoall("dlmg.searchsorted (answers)", slots, askers, lambda m: answers.pop(m.index), "int64", **fields)
+    back = alltoall("dlmg.searchsorted (answers)", slots, askers, lambda m: answers.pop(m.index), idx, **fields)
     out: list[Any] = [None] * x2.layout.nfragments
     for m in askers:
         if not m.local:
@@ -149,7 +172,7 @@ def searchsorted(x1: "DistributedTensor", x2: "DistributedTensor", /, *, side: s
             want = getattr(xp, idx)
             if perm is None:
                 return xp.zeros(shape, dtype=want)
-            got = xp.concat(parts) if len(parts) > 1 else parts[0] if parts else xp.zeros((0,), dtype=xp.int64)
+            got = xp.concat(parts) if len(parts) > 1 else parts[0] if parts else xp.zeros((0,), dtype=want)
             inverse = xp.argsort(perm)
             return xp.reshape(xp.astype(xp.take(got, inverse), want), shape)
 

@@ -222,7 +222,7 @@ def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties
             if k == 0:
                 found[m.index] = (0, [])
                 continue
-            at = ((np.arange(k) + 0.5) * n / k).astype(np.int64)
+            at = ((np.arange(k) + 0.5) * n / k).astype(np.int32 if n < 2**31 else np.int64)
             ex = m.executor
             got = host(ex.run(lambda xp, a, i: xp.take(a, i), v, on(at, ex)), ex).tolist()
             if mode == "index":
@@ -298,27 +298,28 @@ def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties
 
 
 def _cuts(m: Member, pos: int, v: Any, t: Any, splitters: list[tuple], mode: str) -> list[int]:
-    """Where slot ``m``'s sorted run splits into the buckets: ``p + 1`` positions."""
+    """Where slot ``m``'s sorted run splits into the buckets: ``p + 1`` positions. The binary
+    searches run on the run's numbers only (NaNs, at its end, are counted apart: not every
+    framework's ``searchsorted`` orders them)."""
     ex = m.executor
     n = int(v.shape[0])
     out = [0]
-    if n:
-        plain = [s[0] for s in splitters if s[0] == s[0]]
-        if plain:
-            probe = on(np.asarray(plain, dtype=host(v[:1], ex).dtype), ex)
-            lo_all = host(ex.run(lambda xp, a, b: xp.searchsorted(a, b, side="left"), v, probe), ex).tolist()
-            hi_all = host(ex.run(lambda xp, a, b: xp.searchsorted(a, b, side="right"), v, probe), ex).tolist()
-        nans = None
+    nans = 0
+    if n and "float" in str(v.dtype):
+        nans = int(host(ex.run(lambda xp, a: xp.sum(xp.astype(xp.isnan(a), xp.int32)), v), ex))
+    numbers = n - nans
+    plain = [s[0] for s in splitters if s[0] == s[0]]
+    if plain and numbers:
+        probe = on(np.asarray(plain, dtype=host(v[:1], ex).dtype), ex)
+        lo_all = host(ex.run(lambda xp, a, b: xp.searchsorted(a, b, side="left"), v[:numbers], probe), ex).tolist()
+        hi_all = host(ex.run(lambda xp, a, b: xp.searchsorted(a, b, side="right"), v[:numbers], probe), ex).tolist()
+    else:
+        lo_all = hi_all = [0] * len(plain)
     k = 0
     for s in splitters:
-        if n == 0:
-            out.append(0)
-            continue
         sv, t1, t2 = s
         if sv != sv:  # a NaN splitter: the run of NaNs at the end
-            if nans is None:
-                nans = int(host(ex.run(lambda xp, a: xp.sum(xp.astype(xp.isnan(a), xp.int64)), v), ex))
-            lo, hi = n - nans, n
+            lo, hi = numbers, n
         else:
             lo, hi = int(lo_all[k]), int(hi_all[k])
             k += 1
@@ -327,7 +328,7 @@ def _cuts(m: Member, pos: int, v: Any, t: Any, splitters: list[tuple], mode: str
         elif mode == "position":
             cut = lo if pos > t1 else hi if pos < t1 else max(lo, min(hi, t2))
         else:
-            below = ex.run(lambda xp, a: xp.sum(xp.astype(a < t1, xp.int64)), t[lo:hi])
+            below = ex.run(lambda xp, a: xp.sum(xp.astype(a < t1, a.dtype)), t[lo:hi])
             cut = lo + int(host(below, ex))
         out.append(max(cut, out[-1]))
     out.append(n)
@@ -395,7 +396,7 @@ def rebalance(what: str, slots: Sequence[Member], data: dict[int, Any], counts: 
                 pieces.append(arr[lo:hi] if hi > lo else None)
             else:
                 assert where is not None
-                sel = np.nonzero(where == c)[0]
+                sel = np.nonzero(where == c)[0].astype(np.int32 if total < 2**31 else np.int64)
                 pieces.append(ex.run(lambda xp, a, i: xp.take(a, i), arr, on(sel, ex)) if sel.size else None)
         return pieces
 
@@ -437,7 +438,7 @@ def _sample_sort_1d(x: "DistributedTensor", descending: bool, name: str, idx: st
             g = layout.owned_indices(m.index, 0).astype(np.int64)
             if descending:
                 g = (n - 1 - g)[::-1]
-            ties[m.index] = on(g, ex)
+            ties[m.index] = on(g.astype(idx), ex)
     ordered = is_slab_along(layout, 0)
     order = None
     if ordered:
@@ -445,7 +446,7 @@ def _sample_sort_1d(x: "DistributedTensor", descending: bool, name: str, idx: st
     fields = {"layout": layout, "op": name, "descending": descending}
     sorted_v, sorted_t, counts = sample_sort(f"dlmg.{name}", slots, values, ties,
                                              "index" if ties is not None else "position", dtype,
-                                             order=order, **fields)
+                                             tie_dtype=idx, order=order, **fields)
     receivers = members(x)
     if name == "argsort":
         sorted_v.clear()
@@ -453,9 +454,8 @@ def _sample_sort_1d(x: "DistributedTensor", descending: bool, name: str, idx: st
             for i, t in sorted_t.items():
                 ex = next(m.executor for m in slots if m.index == i)
                 sorted_t[i] = ex.run(lambda xp, a: (n - 1) - a, t)
-        out = rebalance("dlmg.argsort (rebalance)", slots, sorted_t, counts, layout.dense, receivers, "int64",
+        out = rebalance("dlmg.argsort (rebalance)", slots, sorted_t, counts, layout.dense, receivers, idx,
                         reverse=descending, **fields)
-        out = [_cast(a, r, idx) for a, r in zip(out, [_member_at(receivers, i) for i in range(len(out))])]
         return new_tensor(out, layout.dense, idx)
     out = rebalance("dlmg.sort (rebalance)", slots, sorted_v, counts, layout.dense, receivers, dtype,
                     reverse=descending, **fields)

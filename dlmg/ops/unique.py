@@ -73,18 +73,19 @@ def _slab_over(slots: list[Member], n: int) -> tuple[Layout, list[Member]]:
     return layout, [Member(j, m.rank, m.device, m.executor) for j, m in enumerate(slots)]
 
 
-def _runs(xp: Any, v: Any, counts: Any) -> tuple[Any, Any]:
+def _runs(xp: Any, v: Any, counts: Any, idx: str) -> tuple[Any, Any]:
     """The distinct values of the sorted ``v`` and how many each stands for (``counts``: the
-    weight of each element, ``None`` for 1 each)."""
+    weight of each element, ``None`` for 1 each), counted in ``idx``."""
     n = v.shape[0]
+    want = getattr(xp, idx)
     if n == 0:
-        return v, xp.zeros((0,), dtype=xp.int64)
+        return v, xp.zeros((0,), dtype=want)
     keep = xp.concat([xp.ones((1,), dtype=xp.bool), v[1:] != v[:-1]])
     starts = xp.nonzero(keep)[0]
     if counts is None:
         ends = xp.concat([starts[1:], xp.asarray([n], dtype=starts.dtype)])
-        return xp.take(v, starts), xp.astype(ends - starts, xp.int64)
-    total = xp.cumulative_sum(xp.astype(counts, xp.int64), include_initial=True)
+        return xp.take(v, starts), xp.astype(ends - starts, want)
+    total = xp.cumulative_sum(xp.astype(counts, want), include_initial=True)
     ends = xp.concat([starts[1:], xp.asarray([n], dtype=starts.dtype)])
     return xp.take(v, starts), xp.take(total, ends) - xp.take(total, starts)
 
@@ -99,31 +100,31 @@ def _flat_positions(layout: Layout, index: int) -> np.ndarray:
     return np.ascontiguousarray(pos).reshape(-1)
 
 
-def _local_runs(xp: Any, a: Any, boolean: bool, first: Any) -> tuple[Any, Any, Any]:
+def _local_runs(xp: Any, a: Any, boolean: bool, first: Any, idx: str) -> tuple[Any, Any, Any]:
     """One fragment's distinct values, their counts and (given ``first``, the elements' global
     positions) the first position holding each."""
     flat = xp.reshape(a, (-1,))
     if boolean:
         flat = xp.astype(flat, xp.uint8)
     if first is None:
-        v, c = _runs(xp, xp.sort(flat), None)
+        v, c = _runs(xp, xp.sort(flat), None, idx)
         return v, c, None
     perm = xp.argsort(flat, stable=True)
     v = xp.take(flat, perm)
     pos = xp.take(first, perm)
     n = v.shape[0]
     if n == 0:
-        return v, xp.zeros((0,), dtype=xp.int64), pos
+        return v, xp.zeros((0,), dtype=getattr(xp, idx)), pos
     keep = xp.concat([xp.ones((1,), dtype=xp.bool), v[1:] != v[:-1]])
     starts = xp.nonzero(keep)[0]
     ends = xp.concat([starts[1:], xp.asarray([n], dtype=starts.dtype)])
-    return xp.take(v, starts), xp.astype(ends - starts, xp.int64), xp.take(pos, starts)
+    return xp.take(v, starts), xp.astype(ends - starts, getattr(xp, idx)), xp.take(pos, starts)
 
 
-def _merged_runs(xp: Any, v: Any, counts: Any, first: Any) -> tuple[Any, Any, Any]:
+def _merged_runs(xp: Any, v: Any, counts: Any, first: Any, idx: str) -> tuple[Any, Any, Any]:
     """A bucket's distinct values, summed counts and smallest first positions (sorted by
     value, then first position)."""
-    values, summed = _runs(xp, v, counts)
+    values, summed = _runs(xp, v, counts, idx)
     if first is None or v.shape[0] == 0:
         return values, summed, first
     keep = xp.concat([xp.ones((1,), dtype=xp.bool), v[1:] != v[:-1]])
@@ -140,22 +141,23 @@ def _unique(x: "DistributedTensor", name: str, with_counts: bool, with_indices: 
     values: dict[int, Any] = {}
     weights: dict[int, Any] = {}
     firsts: dict[int, Any] | None = {} if with_indices else None
+    idx = narrow_for(index_dtype(), x.frameworks)
     for m in slots:
         if not m.local:
             continue
         ex = m.executor
-        pos = on(_flat_positions(x.layout, m.index), ex) if with_indices else None
+        pos = on(_flat_positions(x.layout, m.index).astype(idx), ex) if with_indices else None
         try:
-            v, c, f = ex.run(_local_runs, x.fragments[m.index].array, boolean, pos)
+            v, c, f = ex.run(_local_runs, x.fragments[m.index].array, boolean, pos, idx)
         except Exception as exc:
             raise fail(f"dlmg.{name}", m.index, ex, exc) from exc
         values[m.index], weights[m.index] = v, c
         if firsts is not None:
             firsts[m.index] = f
     fields = {"layout": x.layout, "op": name}
-    merged, merged_f, _ = sample_sort(f"dlmg.{name}", slots, values, firsts, "value", dtype,
+    merged, merged_f, _ = sample_sort(f"dlmg.{name}", slots, values, firsts, "value", dtype, tie_dtype=idx,
                                       order=None if with_indices else list(range(len(slots))),
-                                      sorted_already=True, payload=weights, **fields)
+                                      sorted_already=True, payload=weights, payload_dtype=idx, **fields)
     distinct: dict[int, Any] = {}
     counted: dict[int, Any] = {}
     earliest: dict[int, Any] = {}
@@ -163,7 +165,7 @@ def _unique(x: "DistributedTensor", name: str, with_counts: bool, with_indices: 
         if m.local:
             ex = m.executor
             distinct[m.index], counted[m.index], f = ex.run(_merged_runs, merged.pop(m.index), weights.pop(m.index),
-                                                           merged_f.pop(m.index, None))
+                                                           merged_f.pop(m.index, None), idx)
             if f is not None:
                 earliest[m.index] = f
     sizes = share(f"dlmg.{name} (sizes)", lambda: {i: int(v.shape[0]) for i, v in distinct.items()}, **fields)
@@ -176,12 +178,9 @@ def _unique(x: "DistributedTensor", name: str, with_counts: bool, with_indices: 
     result = new_tensor(out, layout, x.dtype)
     if not with_counts:
         return result
-    idx = narrow_for(index_dtype(), x.frameworks)
 
     def laid_out(what: str, store: dict[int, Any]) -> "DistributedTensor":
-        got = rebalance(f"dlmg.{name} ({what})", slots, store, sizes, layout, receivers, "int64", **fields)
-        got = [None if a is None else r.executor.run(lambda xp, v: xp.astype(v, getattr(xp, idx)), a)
-               for a, r in zip(got, receivers)]
+        got = rebalance(f"dlmg.{name} ({what})", slots, store, sizes, layout, receivers, idx, **fields)
         return new_tensor(got, layout, idx)
 
     counts = laid_out("counts", counted)
@@ -217,7 +216,8 @@ def _inverse(x: "DistributedTensor", values: "DistributedTensor") -> "Distribute
         if not f.is_local:
             continue
         ex = executor(f.framework, f.device)
-        rank = on((numbers + np.searchsorted(where, _flat_positions(lay, f.index))).reshape(f.shape), ex)
+        rank = (numbers + np.searchsorted(where, _flat_positions(lay, f.index))).reshape(f.shape)
+        rank = on(rank.astype(str(found.dtype)), ex)
         arrays[f.index] = ex.run(lambda xp, a, r, g: xp.where(xp.isnan(a), xp.astype(r, g.dtype), g),
                                  f.array, rank, found.fragments[f.index].array)
     return new_tensor(arrays, found.layout, found.dtype)
@@ -287,17 +287,18 @@ def nonzero(x: "DistributedTensor", /) -> tuple["DistributedTensor", ...]:
     strides = [math.prod(shape[m + 1:]) for m in range(x.ndim)]
     slots = _slots(x)
     flat: dict[int, Any] = {}
+    idx = narrow_for(index_dtype(), x.frameworks)
     for m in slots:
         if not m.local:
             continue
         ex = m.executor
-        owned = [on(lay.owned_indices(m.index, k).astype(np.int64), ex) for k in range(x.ndim)]
+        owned = [on(lay.owned_indices(m.index, k).astype(idx), ex) for k in range(x.ndim)]
 
         def local(xp: Any, a: Any) -> Any:
             where = xp.nonzero(a if a.ndim else xp.reshape(a, (1,)))
             pos = None
             for k, w in enumerate(where):
-                g = xp.take(owned[k], xp.astype(w, xp.int64)) * strides[k]
+                g = xp.take(owned[k], xp.astype(w, getattr(xp, idx))) * strides[k]
                 pos = g if pos is None else pos + g
             return pos
 
@@ -310,11 +311,10 @@ def nonzero(x: "DistributedTensor", /) -> tuple["DistributedTensor", ...]:
     if in_order:
         counts = share("dlmg.nonzero (counts)", lambda: {i: int(v.shape[0]) for i, v in flat.items()}, **fields)
     else:
-        flat, _, counts = sample_sort("dlmg.nonzero", slots, flat, None, "position", "int64", **fields)
+        flat, _, counts = sample_sort("dlmg.nonzero", slots, flat, None, "position", idx, **fields)
     layout, receivers = _slab_over(slots, sum(counts.values()))
-    got = rebalance("dlmg.nonzero (rebalance)", slots, flat, counts, layout, receivers, "int64", **fields)
-    positions = new_tensor(got, layout, "int64")
-    idx = narrow_for(index_dtype(), x.frameworks)
+    got = rebalance("dlmg.nonzero (rebalance)", slots, flat, counts, layout, receivers, idx, **fields)
+    positions = new_tensor(got, layout, idx)
     out = []
     for k in range(x.ndim):
         s, n = strides[k], shape[k]
