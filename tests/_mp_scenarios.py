@@ -549,3 +549,7 @@ SCENARIOS.update(_ARRAY_API)
 from tests._mp_agree import SCENARIOS as _AGREE  # noqa: E402  (the agreement's rounds)
 
 SCENARIOS.update(_AGREE)
+
+from tests._mp_sorting import SCENARIOS as _SORTING  # noqa: E402  (scans, sorting, unique values)
+
+SCENARIOS.update(_SORTING)

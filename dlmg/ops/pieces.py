@@ -95,7 +95,8 @@ def share(what: str, local: Callable[[], dict[int, Any]], **fields: Any) -> dict
 
 
 def alltoall(what: str, sources: Sequence[Member], targets: Sequence[Member],
-             send: Callable[[Member], list[Any]], dtype: str, **fields: Any) -> dict[int, list[Any]]:
+             send: Callable[[Member], list[Any]], dtype: str, *, joined: bool = False,
+             **fields: Any) -> dict[int, Any]:
     """One all-to-all of 1-D pieces (see the module).
 
     Parameters
@@ -110,12 +111,22 @@ def alltoall(what: str, sources: Sequence[Member], targets: Sequence[Member],
         ``targets``.
     dtype : str
         The pieces' element type (a dlmg dtype name).
+    joined : bool
+        Give each target one array, its pieces joined in the order of ``sources`` (across
+        processes a view of the receive buffer where they lie in that order in it: one
+        target per process, sources in rank order).
 
     Returns
     -------
     dict
         For each local target's index: the pieces it received, one per source in the
-        order of ``sources`` (1-D arrays of its framework; ``None`` where nothing came).
+        order of ``sources`` (1-D arrays of its framework; ``None`` where nothing came),
+        or with ``joined`` one array.
+
+    Notes
+    -----
+    ``send`` should hand over its arrays (pop them from where the caller keeps them):
+    each is released once its bytes are packed, before the receive buffer fills.
     """
     engine = _across()
     outgoing: dict[int, list[Any]] = {}
@@ -149,18 +160,34 @@ def alltoall(what: str, sources: Sequence[Member], targets: Sequence[Member],
                     continue
                 received[t.index][s_pos] = p if t.executor is m.executor else move_array(p, t.executor,
                                                                                         m.executor.adapter)  # type: ignore[union-attr]
-        return received
+        return _joined(received, targets, dtype) if joined else received
     with exclusive(engine, what):
         _, votes = prepare_vote(engine, describe(what, **fields, dtype=dtype, sources=[m.index for m in sources],
                                                  targets=[t.index for t in targets]), lambda: (None, prepare()))
         counts: dict[int, list[int]] = {}
         for vote in votes:
             counts.update(vote)
-        return _exchange(engine, sources, targets, outgoing, counts, np.dtype(canonical(dtype)))
+        return _exchange(engine, sources, targets, outgoing, counts, np.dtype(canonical(dtype)), joined, dtype)
+
+
+def _joined(received: dict[int, list[Any]], targets: Sequence[Member], dtype: str) -> dict[int, Any]:
+    out = {}
+    for t in targets:
+        if t.index not in received:
+            continue
+        parts = [p for p in received.pop(t.index) if p is not None]
+        ex = t.executor
+        assert ex is not None
+        if not parts:
+            out[t.index] = ex.run(lambda xp: xp.empty((0,), dtype=ex.dtype(dtype)))
+        else:
+            out[t.index] = parts[0] if len(parts) == 1 else ex.run(lambda xp, ps: xp.concat(ps), parts)
+            del parts
+    return out
 
 
 def _exchange(engine: Any, sources: Sequence[Member], targets: Sequence[Member], outgoing: dict[int, list[Any]],
-              counts: dict[int, list[int]], dt: np.dtype) -> dict[int, list[Any]]:
+              counts: dict[int, list[int]], dt: np.dtype, joined: bool, dtype: str) -> dict[int, Any]:
     """The pieces' bytes in one ``alltoallv`` (order per pair of processes: source, then target)."""
     me, world = engine.rank, engine.world_size
     item = dt.itemsize
@@ -188,9 +215,17 @@ def _exchange(engine: Any, sources: Sequence[Member], targets: Sequence[Member],
             raw = raw.astype(dt, copy=False).view(np.uint8)
             buf[cursor[t.rank]:cursor[t.rank] + raw.size] = raw
             cursor[t.rank] += raw.size
+            pieces[t_pos] = raw = p = None
+        del pieces  # (the source's arrays are released once packed)
     recv = np.empty(sum(recv_counts), dtype=np.uint8)
     engine.alltoallv(buf, send_counts, recv, recv_counts)
     del buf
+    mine = [t for t in targets if t.rank == me]
+    ranks = [m.rank for m in sources]
+    if joined and len(mine) == 1 and ranks == sorted(ranks):  # one target: its pieces lie in source order
+        ex = mine[0].executor
+        return {mine[0].index: on(recv.view(dt), ex) if recv.size else
+                ex.run(lambda xp: xp.empty((0,), dtype=ex.dtype(dtype)))}
     received: dict[int, list[Any]] = {t.index: [None] * len(sources) for t in targets if t.rank == me}
     rstarts = np.concatenate([[0], np.cumsum(recv_counts)[:-1]]).astype(np.int64)
     rcursor = list(rstarts)
@@ -204,4 +239,4 @@ def _exchange(engine: Any, sources: Sequence[Member], targets: Sequence[Member],
             raw = recv[rcursor[m.rank]:rcursor[m.rank] + n]
             rcursor[m.rank] += n
             received[t.index][s_pos] = on(raw.view(dt), t.executor)  # type: ignore[arg-type]
-    return received
+    return _joined(received, targets, dtype) if joined else received

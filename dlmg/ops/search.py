@@ -100,28 +100,27 @@ def searchsorted(x1: "DistributedTensor", x2: "DistributedTensor", /, *, side: s
                 v = xp.astype(v, ex.dtype(common))
             if not owners:
                 return v, None, None
-            if numbered:
-                where = xp.searchsorted(on(bounds[:numbered], ex), v, side=side) - 1
-                where = xp.where(where < 0, xp.zeros_like(where), where)
+            if numbered > 1:  # the run of each value: how many runs after the first start at or below it
+                where = xp.searchsorted(on(bounds[1:numbered], ex), v, side=side)
             else:
                 where = xp.zeros(v.shape, dtype=xp.int32)
-            if floating:
+            if floating and bool(xp.any(xp.isnan(v))):
                 where = xp.where(xp.isnan(v), xp.full_like(where, max(numbered - 1, 0)), where)
             perm = xp.argsort(where, stable=True)
-            ordered = xp.take(v, perm)
-            cuts = xp.searchsorted(xp.take(where, perm), on(np.arange(len(owners) + 1, dtype=np.int32), ex))
-            return ordered, perm, cuts
+            cuts = [0]
+            for j in range(len(owners)):
+                cuts.append(cuts[-1] + int(xp.sum(xp.astype(where == j, xp.int32))))
+            del where
+            return xp.take(v, perm), perm, cuts
 
-        ordered, perm, cuts = ex.run(route, arr)
+        ordered, perm, c = ex.run(route, arr)
         pieces: list[Any] = [None] * len(slots)
+        plan[m.index] = [perm]
         if perm is None:
-            plan[m.index] = (perm, None, [])
             return pieces
-        c = host(cuts, ex).tolist()
         for j, k in enumerate(owners):
             if c[j + 1] > c[j]:
                 pieces[k] = ordered[c[j]:c[j + 1]]
-        plan[m.index] = (perm, ordered, c)
         return pieces
 
     asked = alltoall("dlmg.searchsorted (requests)", askers, slots, requests, common, **fields)
@@ -130,7 +129,7 @@ def searchsorted(x1: "DistributedTensor", x2: "DistributedTensor", /, *, side: s
         if not m.local:
             continue
         ex = m.executor
-        got = asked.get(m.index, [])
+        got = asked.pop(m.index, [])
         run = x1.fragments[m.index].array
         off = int(offsets[k])
 
@@ -158,26 +157,26 @@ def searchsorted(x1: "DistributedTensor", x2: "DistributedTensor", /, *, side: s
         except Exception as exc:
             raise fail("dlmg.searchsorted", m.index, ex, exc) from exc
     asked.clear()
-    back = alltoall("dlmg.searchsorted (answers)", slots, askers, lambda m: answers.pop(m.index), idx, **fields)
+    back = alltoall("dlmg.searchsorted (answers)", slots, askers, lambda m: answers.pop(m.index), idx, joined=True,
+                    **fields)
     out: list[Any] = [None] * x2.layout.nfragments
     for m in askers:
         if not m.local:
             continue
         ex = m.executor
-        perm, _, c = plan.pop(m.index)
+        box = plan.pop(m.index) + [back.pop(m.index)]
         shape = x2.layout.fragments[m.index].shape
-        parts = [p for p in back.get(m.index, []) if p is not None]
 
-        def place(xp: Any, perm: Any, parts: list[Any]) -> Any:
+        def place(xp: Any, box: list[Any]) -> Any:
             want = getattr(xp, idx)
-            if perm is None:
+            if box[0] is None:
                 return xp.zeros(shape, dtype=want)
-            got = xp.concat(parts) if len(parts) > 1 else parts[0] if parts else xp.zeros((0,), dtype=want)
-            inverse = xp.argsort(perm)
-            return xp.reshape(xp.astype(xp.take(got, inverse), want), shape)
+            inverse, box[0] = xp.argsort(box[0]), None  # (the permutation is released once inverted)
+            got, box[1] = box[1], None
+            return xp.reshape(xp.astype(xp.take(got, inverse), want, copy=False), shape)
 
         try:
-            out[m.index] = ex.run(place, perm, parts)
+            out[m.index] = ex.run(place, box)
         except Exception as exc:
             raise fail("dlmg.searchsorted", m.index, ex, exc) from exc
     return new_tensor(out, x2.layout.dense, idx)

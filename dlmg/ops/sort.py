@@ -148,9 +148,9 @@ def _key(value: Any, t1: int, t2: int) -> tuple:
 
 
 def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties: dict[int, Any] | None,
-                mode: str, dtype: str, tie_dtype: str = "int64", order: Sequence[int] | None = None,
+                mode: str, dtype: str, tie_dtype: str = "int64", ordered: bool = False,
                 sorted_already: bool = False, payload: dict[int, Any] | None = None,
-                payload_dtype: str = "int64",
+                payload_dtype: str = "int64", need_values: bool = True,
                 **fields: Any) -> tuple[dict[int, Any], dict[int, Any], dict[int, int]]:
     """Steps 1 to 4 of the sample sort (see the module) of 1-D pieces.
 
@@ -162,19 +162,22 @@ def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties
         Per local slot, its 1-D values (its framework).
     ties : dict, optional
         Per local slot, an int array of global tie keys beside the values, increasing
-        along each slot's pieces (``mode="index"``); they travel with the values.
+        along each slot's pieces (``mode="index"``), or an int: the keys are the local
+        positions plus it; they travel with the values.
     mode : {"index", "position", "value"}
         How equal values order: by the tie keys, by (slot, position) (they may then
         split between buckets), or not at all (every copy of a value lands in one
         bucket: the unique values' range partitioning).
-    order : sequence of int, optional
-        Positions in ``slots`` in which received pieces are joined; when the tie keys
-        increase along that order, one stable sort merges them (else two).
+    ordered : bool
+        The tie keys increase along ``slots``: one stable sort merges what a slot
+        receives (else two).
     sorted_already : bool
         The pieces are sorted (by value, then tie key) already.
     payload : dict, optional
         Per local slot, one more 1-D array (``payload_dtype``) that travels beside the
         values and is permuted with them; it comes back in ``payload`` itself.
+    need_values : bool
+        Whether the sorted values are wanted back (``argsort`` keeps only the keys).
 
     Returns
     -------
@@ -200,9 +203,14 @@ def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties
                 else:
                     perm = ex.run(lambda xp, a: xp.argsort(a, stable=True), v)
                     v = ex.run(lambda xp, a, o: xp.take(a, o), v, perm)
-                    t = None if t is None else ex.run(lambda xp, a, o: xp.take(a, o), t, perm)
+                    if isinstance(t, int):  # keys are positions plus an offset: the permutation itself
+                        t = ex.run(_shifted, perm, t, ex.dtype(tie_dtype))
+                    elif t is not None:
+                        t = ex.run(lambda xp, a, o: xp.take(a, o), t, perm)
                     e = None if e is None else ex.run(lambda xp, a, o: xp.take(a, o), e, perm)
                     del perm
+            elif isinstance(t, int):
+                t = ex.run(lambda xp, n, k: xp.arange(n, dtype=ex.dtype(tie_dtype)) + k, int(v.shape[0]), t)
         except Exception as exc:
             raise fail(what, m.index, ex, exc) from exc
         runs[m.index] = v
@@ -210,6 +218,7 @@ def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties
             keys[m.index] = t
         if e is not None:
             extra[m.index] = e
+        v = t = e = None
 
     def samples() -> dict[int, Any]:
         found = {}
@@ -261,30 +270,23 @@ def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties
 
     def pieces_of(store: dict[int, Any]) -> Any:
         def send(m: Member) -> list[Any]:
-            arr, c = store[m.index], cuts[m.index]
+            arr, c = store.pop(m.index), cuts[m.index]  # handed over: released once packed
             return [arr[c[d]:c[d + 1]] for d in range(p)]
 
         return send
 
-    got_v = alltoall(f"{what} (buckets)", slots, slots, pieces_of(runs), dtype, **fields)
-    runs.clear()
-    got_t = alltoall(f"{what} (bucket keys)", slots, slots, pieces_of(keys), tie_dtype, **fields) \
+    got_v = alltoall(f"{what} (buckets)", slots, slots, pieces_of(runs), dtype, joined=True, **fields)
+    got_t = alltoall(f"{what} (bucket keys)", slots, slots, pieces_of(keys), tie_dtype, joined=True, **fields) \
         if ties is not None else {}
-    keys.clear()
-    got_e = alltoall(f"{what} (bucket payload)", slots, slots, pieces_of(extra), payload_dtype, **fields) \
-        if payload is not None else {}
-    extra.clear()
-    joined = list(range(p)) if order is None else list(order)
+    got_e = alltoall(f"{what} (bucket payload)", slots, slots, pieces_of(extra), payload_dtype, joined=True,
+                     **fields) if payload is not None else {}
     out_v: dict[int, Any] = {}
     out_t: dict[int, Any] = {}
     for m in local:
         ex = m.executor
-        vs = [got_v[m.index][i] for i in joined if got_v[m.index][i] is not None]
-        ts = [got_t[m.index][i] for i in joined if got_t[m.index][i] is not None] if got_t else None
-        es = [got_e[m.index][i] for i in joined if got_e[m.index][i] is not None] if got_e else None
-        got_v[m.index] = None  # type: ignore[assignment]
+        box = [got_v.pop(m.index), got_t.pop(m.index, None), got_e.pop(m.index, None)]
         try:
-            v, t, e = ex.run(_merge, vs, ts, es, order is not None, ex, dtype, tie_dtype, payload_dtype)
+            v, t, e = ex.run(_merge, box, ordered, need_values)
         except Exception as exc:
             raise fail(f"{what} (merging)", m.index, ex, exc) from exc
         out_v[m.index] = v
@@ -293,8 +295,18 @@ def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties
         if e is not None:
             assert payload is not None
             payload[m.index] = e
-    counts = share(f"{what} (bucket sizes)", lambda: {i: int(v.shape[0]) for i, v in out_v.items()}, **fields)
+        v = t = e = None
+    sizes = {i: int((v if v is not None else out_t[i]).shape[0]) for i, v in out_v.items()}
+    counts = share(f"{what} (bucket sizes)", lambda: sizes, **fields)
     return out_v, out_t, counts
+
+
+def _shifted(xp: Any, perm: Any, by: int, dtype: Any) -> Any:
+    """``perm + by`` in ``dtype``, in place where the framework allows (no second array)."""
+    keys = xp.astype(perm, dtype, copy=False)
+    if by:
+        keys += by
+    return keys
 
 
 def _cuts(m: Member, pos: int, v: Any, t: Any, splitters: list[tuple], mode: str) -> list[int]:
@@ -335,28 +347,24 @@ def _cuts(m: Member, pos: int, v: Any, t: Any, splitters: list[tuple], mode: str
     return out
 
 
-def _merge(xp: Any, vs: list[Any], ts: list[Any] | None, es: list[Any] | None, ordered: bool, ex: Any,
-           dtype: str, tie_dtype: str, payload_dtype: str) -> tuple[Any, Any, Any]:
-    """One bucket sorted from its received pieces (values, and tie keys and payload where
-    they came)."""
-    def join(parts: list[Any] | None, name: str) -> Any:
-        if parts is None:
-            return None
-        if not parts:
-            return xp.empty((0,), dtype=ex.dtype(name))
-        return xp.concat(parts) if len(parts) > 1 else parts[0]
-
-    v, t, e = join(vs, dtype), join(ts, tie_dtype), join(es, payload_dtype)
-    if t is None and e is None:
+def _merge(xp: Any, box: list[Any], ordered: bool, need_values: bool) -> tuple[Any, Any, Any]:
+    """One bucket sorted from what it received: ``box`` holds the values, the tie keys and the
+    payload (``None`` where absent), emptied as they are used, so each is released early."""
+    v, box[0] = box[0], None
+    if box[1] is None and box[2] is None:
         return xp.sort(v), None, None
     first = None
-    if t is not None and not ordered:
-        first = xp.argsort(t)
-        v, t = xp.take(v, first), xp.take(t, first)
+    if box[1] is not None and not ordered:
+        first = xp.argsort(box[1])
+        v, box[1] = xp.take(v, first), xp.take(box[1], first)
     perm = xp.argsort(v, stable=True)
-    whole = perm if first is None else xp.take(first, perm)
-    return (xp.take(v, perm), None if t is None else xp.take(t, perm),
-            None if e is None else xp.take(e, whole))
+    v = xp.take(v, perm) if need_values else None
+    t, box[1] = (None if box[1] is None else xp.take(box[1], perm)), None
+    if box[2] is not None:
+        e, box[2] = xp.take(box[2], perm if first is None else xp.take(first, perm)), None
+    else:
+        e = None
+    return v, t, e
 
 
 def rebalance(what: str, slots: Sequence[Member], data: dict[int, Any], counts: dict[int, int],
@@ -400,19 +408,12 @@ def rebalance(what: str, slots: Sequence[Member], data: dict[int, Any], counts: 
                 pieces.append(ex.run(lambda xp, a, i: xp.take(a, i), arr, on(sel, ex)) if sel.size else None)
         return pieces
 
-    got = alltoall(what, slots, receivers, send, dtype, target=target, **fields)
-    joined = sorted(range(len(slots)), key=lambda k: offsets[slots[k].index])
+    by_offset = sorted(slots, key=lambda m: offsets[m.index])
+    got = alltoall(what, by_offset, receivers, send, dtype, joined=True, target=target, **fields)
     out: list[Any] = [None] * target.nfragments
     for r in receivers:
-        if not r.local:
-            continue
-        ex = r.executor
-        parts = [got[r.index][k] for k in joined if got[r.index][k] is not None]
-        got[r.index] = None  # type: ignore[assignment]
-        if not parts:
-            out[r.index] = ex.run(lambda xp: xp.empty((0,), dtype=ex.dtype(dtype)))
-        else:
-            out[r.index] = ex.run(lambda xp, ps: xp.concat(ps) if len(ps) > 1 else ps[0], parts)
+        if r.local:
+            out[r.index] = got.pop(r.index)
     return out
 
 
@@ -424,6 +425,7 @@ def _sample_sort_1d(x: "DistributedTensor", descending: bool, name: str, idx: st
     dtype = "uint8" if boolean else str(x.dtype)
     values: dict[int, Any] = {}
     ties: dict[int, Any] | None = {} if name == "argsort" else None
+    ordered = is_slab_along(layout, 0)
     for m in slots:
         if not m.local:
             continue
@@ -435,18 +437,22 @@ def _sample_sort_1d(x: "DistributedTensor", descending: bool, name: str, idx: st
             v = ex.run(lambda xp, a: xp.flip(a), v)
         values[m.index] = v
         if ties is not None:
-            g = layout.owned_indices(m.index, 0).astype(np.int64)
-            if descending:
-                g = (n - 1 - g)[::-1]
-            ties[m.index] = on(g.astype(idx), ex)
-    ordered = is_slab_along(layout, 0)
-    order = None
-    if ordered:
-        order = list(range(len(slots)))[::-1] if descending else list(range(len(slots)))
+            if ordered:  # one run: the keys are the local positions plus the run's first key
+                start = layout.fragments[m.index].coords[0] * layout.block[0]
+                ties[m.index] = (n - start - int(v.shape[0])) if descending else start
+            else:
+                g = layout.owned_indices(m.index, 0).astype(np.int64)
+                if descending:
+                    g = (n - 1 - g)[::-1]
+                ties[m.index] = on(g.astype(idx, copy=False), ex)
+        v = None
     fields = {"layout": layout, "op": name, "descending": descending}
-    sorted_v, sorted_t, counts = sample_sort(f"dlmg.{name}", slots, values, ties,
+    # descending: the reversed sequence, whose keys increase along the slots reversed
+    along = slots[::-1] if descending else slots
+    sorted_v, sorted_t, counts = sample_sort(f"dlmg.{name}", along, values, ties,
                                              "index" if ties is not None else "position", dtype,
-                                             tie_dtype=idx, order=order, **fields)
+                                             tie_dtype=idx, ordered=ordered, need_values=name == "sort",
+                                             **fields)
     receivers = members(x)
     if name == "argsort":
         sorted_v.clear()
@@ -454,10 +460,10 @@ def _sample_sort_1d(x: "DistributedTensor", descending: bool, name: str, idx: st
             for i, t in sorted_t.items():
                 ex = next(m.executor for m in slots if m.index == i)
                 sorted_t[i] = ex.run(lambda xp, a: (n - 1) - a, t)
-        out = rebalance("dlmg.argsort (rebalance)", slots, sorted_t, counts, layout.dense, receivers, idx,
+        out = rebalance("dlmg.argsort (rebalance)", along, sorted_t, counts, layout.dense, receivers, idx,
                         reverse=descending, **fields)
         return new_tensor(out, layout.dense, idx)
-    out = rebalance("dlmg.sort (rebalance)", slots, sorted_v, counts, layout.dense, receivers, dtype,
+    out = rebalance("dlmg.sort (rebalance)", along, sorted_v, counts, layout.dense, receivers, dtype,
                     reverse=descending, **fields)
     if boolean:
         out = [_cast(a, _member_at(receivers, i), "bool") for i, a in enumerate(out)]

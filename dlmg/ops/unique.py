@@ -73,21 +73,29 @@ def _slab_over(slots: list[Member], n: int) -> tuple[Layout, list[Member]]:
     return layout, [Member(j, m.rank, m.device, m.executor) for j, m in enumerate(slots)]
 
 
-def _runs(xp: Any, v: Any, counts: Any, idx: str) -> tuple[Any, Any]:
-    """The distinct values of the sorted ``v`` and how many each stands for (``counts``: the
-    weight of each element, ``None`` for 1 each), counted in ``idx``."""
+def _runs(xp: Any, v: Any, counts: Any, idx: str, count: bool = True) -> tuple[Any, Any]:
+    """The distinct values of the sorted ``v`` and (with ``count``) how many each stands for
+    (``counts``: the weight of each element, ``None`` for 1 each), counted in ``idx``. Where
+    every value is distinct, ``v`` itself."""
     n = v.shape[0]
     want = getattr(xp, idx)
     if n == 0:
-        return v, xp.zeros((0,), dtype=want)
+        return v, (xp.zeros((0,), dtype=want) if count else None)
     keep = xp.concat([xp.ones((1,), dtype=xp.bool), v[1:] != v[:-1]])
+    if bool(xp.all(keep)):
+        if not count:
+            return v, None
+        return v, (xp.ones((n,), dtype=want) if counts is None else xp.astype(counts, want))
     starts = xp.nonzero(keep)[0]
-    if counts is None:
-        ends = xp.concat([starts[1:], xp.asarray([n], dtype=starts.dtype)])
-        return xp.take(v, starts), xp.astype(ends - starts, want)
-    total = xp.cumulative_sum(xp.astype(counts, want), include_initial=True)
+    del keep
+    values = xp.take(v, starts)
+    if not count:
+        return values, None
     ends = xp.concat([starts[1:], xp.asarray([n], dtype=starts.dtype)])
-    return xp.take(v, starts), xp.take(total, ends) - xp.take(total, starts)
+    if counts is None:
+        return values, xp.astype(ends - starts, want)
+    total = xp.cumulative_sum(xp.astype(counts, want), include_initial=True)
+    return values, xp.astype(xp.take(total, ends) - xp.take(total, starts), want)
 
 
 def _flat_positions(layout: Layout, index: int) -> np.ndarray:
@@ -100,14 +108,14 @@ def _flat_positions(layout: Layout, index: int) -> np.ndarray:
     return np.ascontiguousarray(pos).reshape(-1)
 
 
-def _local_runs(xp: Any, a: Any, boolean: bool, first: Any, idx: str) -> tuple[Any, Any, Any]:
-    """One fragment's distinct values, their counts and (given ``first``, the elements' global
-    positions) the first position holding each."""
+def _local_runs(xp: Any, a: Any, boolean: bool, first: Any, idx: str, count: bool) -> tuple[Any, Any, Any]:
+    """One fragment's distinct values, (with ``count``) their counts and (given ``first``, the
+    elements' global positions) the first position holding each."""
     flat = xp.reshape(a, (-1,))
     if boolean:
         flat = xp.astype(flat, xp.uint8)
     if first is None:
-        v, c = _runs(xp, xp.sort(flat), None, idx)
+        v, c = _runs(xp, xp.sort(flat), None, idx, count)
         return v, c, None
     perm = xp.argsort(flat, stable=True)
     v = xp.take(flat, perm)
@@ -121,10 +129,10 @@ def _local_runs(xp: Any, a: Any, boolean: bool, first: Any, idx: str) -> tuple[A
     return xp.take(v, starts), xp.astype(ends - starts, getattr(xp, idx)), xp.take(pos, starts)
 
 
-def _merged_runs(xp: Any, v: Any, counts: Any, first: Any, idx: str) -> tuple[Any, Any, Any]:
+def _merged_runs(xp: Any, v: Any, counts: Any, first: Any, idx: str, count: bool) -> tuple[Any, Any, Any]:
     """A bucket's distinct values, summed counts and smallest first positions (sorted by
     value, then first position)."""
-    values, summed = _runs(xp, v, counts, idx)
+    values, summed = _runs(xp, v, counts, idx, count)
     if first is None or v.shape[0] == 0:
         return values, summed, first
     keep = xp.concat([xp.ones((1,), dtype=xp.bool), v[1:] != v[:-1]])
@@ -148,26 +156,33 @@ def _unique(x: "DistributedTensor", name: str, with_counts: bool, with_indices: 
         ex = m.executor
         pos = on(_flat_positions(x.layout, m.index).astype(idx), ex) if with_indices else None
         try:
-            v, c, f = ex.run(_local_runs, x.fragments[m.index].array, boolean, pos, idx)
+            v, c, f = ex.run(_local_runs, x.fragments[m.index].array, boolean, pos, idx, with_counts)
         except Exception as exc:
             raise fail(f"dlmg.{name}", m.index, ex, exc) from exc
-        values[m.index], weights[m.index] = v, c
+        values[m.index] = v
+        if c is not None:
+            weights[m.index] = c
         if firsts is not None:
             firsts[m.index] = f
+        v = c = f = pos = None
     fields = {"layout": x.layout, "op": name}
     merged, merged_f, _ = sample_sort(f"dlmg.{name}", slots, values, firsts, "value", dtype, tie_dtype=idx,
-                                      order=None if with_indices else list(range(len(slots))),
-                                      sorted_already=True, payload=weights, payload_dtype=idx, **fields)
+                                      ordered=not with_indices,
+                                      sorted_already=True, payload=weights if with_counts else None,
+                                      payload_dtype=idx, **fields)
     distinct: dict[int, Any] = {}
     counted: dict[int, Any] = {}
     earliest: dict[int, Any] = {}
     for m in slots:
         if m.local:
             ex = m.executor
-            distinct[m.index], counted[m.index], f = ex.run(_merged_runs, merged.pop(m.index), weights.pop(m.index),
-                                                           merged_f.pop(m.index, None), idx)
+            distinct[m.index], c, f = ex.run(_merged_runs, merged.pop(m.index), weights.pop(m.index, None),
+                                             merged_f.pop(m.index, None), idx, with_counts)
+            if c is not None:
+                counted[m.index] = c
             if f is not None:
                 earliest[m.index] = f
+            c = f = None
     sizes = share(f"dlmg.{name} (sizes)", lambda: {i: int(v.shape[0]) for i, v in distinct.items()}, **fields)
     total = sum(sizes.values())
     layout, receivers = _slab_over(slots, total)
@@ -292,13 +307,22 @@ def nonzero(x: "DistributedTensor", /) -> tuple["DistributedTensor", ...]:
         if not m.local:
             continue
         ex = m.executor
-        owned = [on(lay.owned_indices(m.index, k).astype(idx), ex) for k in range(x.ndim)]
+        fl = lay.fragments[m.index]
+        # per mode: the first global index of a fragment holding one run there, else its indices
+        owned = [fl.coords[k] * lay.block[k] if fl.nblocks[k] <= 1 else
+                 on(lay.owned_indices(m.index, k).astype(idx), ex) for k in range(x.ndim)]
 
         def local(xp: Any, a: Any) -> Any:
-            where = xp.nonzero(a if a.ndim else xp.reshape(a, (1,)))
+            where = xp.nonzero(a)
             pos = None
             for k, w in enumerate(where):
-                g = xp.take(owned[k], xp.astype(w, getattr(xp, idx))) * strides[k]
+                g = xp.astype(w, getattr(xp, idx), copy=False)
+                if not isinstance(owned[k], int):
+                    g = xp.take(owned[k], g)
+                elif owned[k]:
+                    g = g + owned[k]
+                if strides[k] != 1:
+                    g = g * strides[k]
                 pos = g if pos is None else pos + g
             return pos
 
@@ -315,6 +339,8 @@ def nonzero(x: "DistributedTensor", /) -> tuple["DistributedTensor", ...]:
     layout, receivers = _slab_over(slots, sum(counts.values()))
     got = rebalance("dlmg.nonzero (rebalance)", slots, flat, counts, layout, receivers, idx, **fields)
     positions = new_tensor(got, layout, idx)
+    if x.ndim == 1:
+        return (positions,)
     out = []
     for k in range(x.ndim):
         s, n = strides[k], shape[k]
