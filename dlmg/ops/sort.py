@@ -203,12 +203,12 @@ def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties
                 else:
                     perm = ex.run(lambda xp, a: xp.argsort(a, stable=True), v)
                     v = ex.run(lambda xp, a, o: xp.take(a, o), v, perm)
+                    e = None if e is None else ex.run(lambda xp, a, o: xp.take(a, o), e, perm)
                     if isinstance(t, int):  # keys are positions plus an offset: the permutation itself
                         t = ex.run(_shifted, perm, t, ex.dtype(tie_dtype))
                     elif t is not None:
                         t = ex.run(lambda xp, a, o: xp.take(a, o), t, perm)
-                    e = None if e is None else ex.run(lambda xp, a, o: xp.take(a, o), e, perm)
-                    del perm
+                    del perm  # (last: the keys of a slab may be the permutation itself, shifted in place)
             elif isinstance(t, int):
                 t = ex.run(lambda xp, n, k: xp.arange(n, dtype=ex.dtype(tie_dtype)) + k, int(v.shape[0]), t)
         except Exception as exc:
