@@ -2,10 +2,11 @@
 
 Under :func:`dlmg.distributed.init` the default layout policy puts one piece
 of every new tensor on each process; the standard's elementwise functions,
-reductions, views and creation functions work there; the functions that
-collect a tensor (sorting, sets, ``concat``, ``linalg``) all-gather it, compute
-on every process and spread rank 0's result; the products are dlmg's
-contractions across processes.
+reductions, views and creation functions work there; sorting and the set
+functions run distributed (sample sort, range partitioning); the functions that
+collect a tensor (``concat``, ``linalg``) all-gather it, compute on every
+process and spread rank 0's result; the products are dlmg's contractions across
+processes.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def array_api_processes():
     assert total == float((host * 2 + [1, 2, 3]).sum())
     np.testing.assert_allclose(xp.mean(x, axis=0).gather(), host.mean(axis=0))
     np.testing.assert_array_equal(x[:, 1].gather(), host[:, 1])  # a view of every piece
-    # collected functions: all-gathered, computed everywhere, spread by the policy
+    # sorting and sets: distributed, the result on the operand's processes
     rng = np.random.default_rng(7)
     data = rng.integers(0, 5, size=(2 * world, 3)).astype(np.float64)  # the same on every process
     d = xp.asarray(data)
