@@ -262,3 +262,23 @@ def test_nonzero_matches_numpy(pair):
     for g, w in zip(got, want):
         _equal(_host(g), w.astype(_index_dtype(x)))
         _balanced(g, x)
+
+
+@pytest.mark.gpu
+def test_on_gpu_fragments_each_fragment_works_on_its_device():
+    torch = pytest.importorskip("torch")
+    value = np.random.default_rng(5).integers(0, 9, 1000).astype(np.float64)
+    value[::11] = np.nan
+    layout = Layout((1000,), block=(64,), grid=(4,), devices=["cuda:0"] * 4)
+    x = dlmg.scatter(torch.from_numpy(value).cuda(), layout)
+    got = xp.sort(x)
+    assert all(f.array.is_cuda for f in got.fragments)
+    np.testing.assert_array_equal(to_numpy(got.gather()), np.sort(value))
+    np.testing.assert_array_equal(to_numpy(xp.argsort(x, descending=True).gather()),
+                                  cnp.argsort(value, descending=True))
+    np.testing.assert_allclose(to_numpy(xp.cumulative_sum(x).gather()), np.cumsum(value), equal_nan=True)
+    np.testing.assert_array_equal(to_numpy(xp.unique_values(x).gather()), cnp.unique_values(value))
+    np.testing.assert_array_equal(to_numpy(xp.nonzero(x)[0].gather()), np.nonzero(value)[0])
+    ordered = xp.sort(x)
+    np.testing.assert_array_equal(to_numpy(xp.searchsorted(ordered, x).gather()),
+                                  np.searchsorted(np.sort(value), value))

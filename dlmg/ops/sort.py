@@ -352,7 +352,7 @@ def _merge(xp: Any, box: list[Any], ordered: bool, need_values: bool) -> tuple[A
     payload (``None`` where absent), emptied as they are used, so each is released early."""
     v, box[0] = box[0], None
     if box[1] is None and box[2] is None:
-        return xp.sort(v), None, None
+        return xp.sort(v, stable=True), None, None  # (a merge of sorted runs: stable sorts find them)
     first = None
     if box[1] is not None and not ordered:
         first = xp.argsort(box[1])
