@@ -27,6 +27,7 @@ from .contract.pending import settled
 from .dispatch import is_distributed, new_tensor
 from .pieces import alltoall, host, members, on, share
 from .scan import is_slab_along, slab_along
+from .sort import work_dtype
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -62,8 +63,9 @@ def searchsorted(x1: "DistributedTensor", x2: "DistributedTensor", /, *, side: s
         raise ValueError(f"dlmg.searchsorted: x1 must be 1-D, got shape {x1.shape}")
     if "c" in (kind_of(x1.dtype), kind_of(x2.dtype)):
         raise DtypeError("dlmg.searchsorted is not defined for complex tensors")
-    common = narrow_for(str(np.result_type(np.dtype(str(x1.dtype)), np.dtype(str(x2.dtype)))),
-                        (*x1.frameworks, *x2.frameworks))
+    frameworks = (*x1.frameworks, *x2.frameworks)
+    common = work_dtype(narrow_for(str(np.result_type(np.dtype(str(x1.dtype)), np.dtype(str(x2.dtype)))),
+                                   frameworks), frameworks)
     idx = narrow_for(index_dtype(), (*x1.frameworks, *x2.frameworks))
     if not is_slab_along(x1.layout, 0):
         x1 = x1.redistribute(slab_along(x1.layout, 0))

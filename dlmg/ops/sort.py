@@ -51,7 +51,7 @@ from .scan import is_slab_along
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
 
-__all__ = ["sort", "argsort", "sample_sort", "rebalance", "whole_along", "OVERSAMPLE"]
+__all__ = ["sort", "argsort", "sample_sort", "rebalance", "whole_along", "work_dtype", "OVERSAMPLE"]
 
 #: samples drawn per fragment and per bucket: more samples, buckets nearer ``n / p``
 OVERSAMPLE = 32
@@ -94,6 +94,19 @@ def _check(x: Any, axis: int, name: str) -> int:
     if kind_of(x.dtype) == "c":
         raise DtypeError(f"dlmg.{name} is not defined for complex tensors ({x.dtype}); sort .real or abs() of it")
     return axis % x.ndim
+
+
+#: the element type the sample sort compares and moves, where it is not the tensor's own: bools
+#: as bytes, and unsigned 16- and 32-bit integers in the signed type twice as wide (same order),
+#: since frameworks lack comparisons, takes or searches for them (torch)
+_WORK = {"bool": "uint8", "uint16": "int32", "uint32": "int64"}
+
+
+def work_dtype(dtype: str, frameworks: Sequence[str]) -> str:
+    """The element type the distributed sort, unique and search algorithms work in for
+    ``dtype`` (see ``_WORK``), where every framework taking part holds it."""
+    wider = _WORK.get(str(dtype), str(dtype))
+    return wider if narrow_for(wider, frameworks) == wider else str(dtype)
 
 
 def whole_along(layout: Layout, axis: int) -> Layout:
@@ -421,8 +434,8 @@ def _sample_sort_1d(x: "DistributedTensor", descending: bool, name: str, idx: st
     layout = x.layout
     n = layout.shape[0]
     slots = members(x, [layout.fragment_index((c,), 0) for c in range(layout.grid[0])])
-    boolean = x.dtype == "bool"
-    dtype = "uint8" if boolean else str(x.dtype)
+    dtype = work_dtype(x.dtype, x.frameworks)
+    converted = dtype != str(x.dtype)
     values: dict[int, Any] = {}
     ties: dict[int, Any] | None = {} if name == "argsort" else None
     ordered = is_slab_along(layout, 0)
@@ -431,8 +444,8 @@ def _sample_sort_1d(x: "DistributedTensor", descending: bool, name: str, idx: st
             continue
         ex = m.executor
         v = x.fragments[m.index].array
-        if boolean:
-            v = ex.run(lambda xp, a: xp.astype(a, xp.uint8), v)
+        if converted:
+            v = ex.run(lambda xp, a: xp.astype(a, ex.dtype(dtype)), v)
         if descending:
             v = ex.run(lambda xp, a: xp.flip(a), v)
         values[m.index] = v
@@ -465,8 +478,8 @@ def _sample_sort_1d(x: "DistributedTensor", descending: bool, name: str, idx: st
         return new_tensor(out, layout.dense, idx)
     out = rebalance("dlmg.sort (rebalance)", along, sorted_v, counts, layout.dense, receivers, dtype,
                     reverse=descending, **fields)
-    if boolean:
-        out = [_cast(a, _member_at(receivers, i), "bool") for i, a in enumerate(out)]
+    if converted:
+        out = [_cast(a, _member_at(receivers, i), str(x.dtype)) for i, a in enumerate(out)]
     return new_tensor(out, layout.dense, x.dtype)
 
 

@@ -43,7 +43,7 @@ from .dispatch import executor, is_distributed, map_fragments, new_tensor
 from .pieces import Member, host, members, on, share
 from .search import searchsorted
 from .scan import is_slab_along
-from .sort import rebalance, sample_sort
+from .sort import rebalance, sample_sort, work_dtype
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -108,12 +108,12 @@ def _flat_positions(layout: Layout, index: int) -> np.ndarray:
     return np.ascontiguousarray(pos).reshape(-1)
 
 
-def _local_runs(xp: Any, a: Any, boolean: bool, first: Any, idx: str, count: bool) -> tuple[Any, Any, Any]:
+def _local_runs(xp: Any, a: Any, work: Any, first: Any, idx: str, count: bool) -> tuple[Any, Any, Any]:
     """One fragment's distinct values, (with ``count``) their counts and (given ``first``, the
-    elements' global positions) the first position holding each."""
+    elements' global positions) the first position holding each; compared in ``work``."""
     flat = xp.reshape(a, (-1,))
-    if boolean:
-        flat = xp.astype(flat, xp.uint8)
+    if flat.dtype != work:
+        flat = xp.astype(flat, work)
     if first is None:
         v, c = _runs(xp, xp.sort(flat), None, idx, count)
         return v, c, None
@@ -144,8 +144,7 @@ def _unique(x: "DistributedTensor", name: str, with_counts: bool, with_indices: 
     if kind_of(x.dtype) == "c":
         raise DtypeError(f"dlmg.{name} is not defined for complex tensors ({x.dtype})")
     slots = _slots(x)
-    boolean = x.dtype == "bool"
-    dtype = "uint8" if boolean else str(x.dtype)
+    dtype = work_dtype(x.dtype, x.frameworks)
     values: dict[int, Any] = {}
     weights: dict[int, Any] = {}
     firsts: dict[int, Any] | None = {} if with_indices else None
@@ -156,7 +155,7 @@ def _unique(x: "DistributedTensor", name: str, with_counts: bool, with_indices: 
         ex = m.executor
         pos = on(_flat_positions(x.layout, m.index).astype(idx), ex) if with_indices else None
         try:
-            v, c, f = ex.run(_local_runs, x.fragments[m.index].array, boolean, pos, idx, with_counts)
+            v, c, f = ex.run(_local_runs, x.fragments[m.index].array, ex.dtype(dtype), pos, idx, with_counts)
         except Exception as exc:
             raise fail(f"dlmg.{name}", m.index, ex, exc) from exc
         values[m.index] = v
@@ -187,8 +186,8 @@ def _unique(x: "DistributedTensor", name: str, with_counts: bool, with_indices: 
     total = sum(sizes.values())
     layout, receivers = _slab_over(slots, total)
     out = rebalance(f"dlmg.{name} (rebalance)", slots, distinct, sizes, layout, receivers, dtype, **fields)
-    if boolean:
-        out = [None if a is None else r.executor.run(lambda xp, v: xp.astype(v, xp.bool), a)
+    if dtype != str(x.dtype):
+        out = [None if a is None else r.executor.run(lambda xp, v: xp.astype(v, r.executor.dtype(str(x.dtype))), a)
                for a, r in zip(out, receivers)]
     result = new_tensor(out, layout, x.dtype)
     if not with_counts:
