@@ -207,10 +207,11 @@ def _finish(xp: Any, s: Any, offset: Any, grand: Any, a: int, include_initial: b
     ``include_initial`` the exclusive scan, and the whole total where it holds the end."""
     dt = ex.dtype(out_dtype)
     off = None if offset is None else on(offset, ex)
+    # in place where the framework allows: ``s`` is this call's own fresh scan (one pass, no new array)
     if off is not None and s.shape[a] and identity == 0:
-        s = s + off
+        s += off
     elif off is not None and s.shape[a]:
-        s = s * off
+        s *= off
     if not include_initial:
         return s
     cut = [slice(None)] * s.ndim
