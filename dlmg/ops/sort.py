@@ -4,7 +4,8 @@ Along a mode that is not split each fragment sorts what it holds, in its own
 framework. Along a split mode of a 1-D tensor, dlmg runs the parallel sample
 sort (Blelloch, Leiserson, Maggs, Plaxton, Smith and Zagha, "A comparison of
 sorting algorithms for the Connection Machine CM-2", SPAA 1991; as Heat's
-``manipulations.sort``):
+``manipulations.sort``), in its form with regular samples of locally sorted runs
+(PSRS: Shi and Schaeffer, "Parallel sorting by regular sampling", JPDC 1992):
 
 1. every fragment sorts its elements locally;
 2. each draws regular samples of its sorted keys; the samples of all fragments
