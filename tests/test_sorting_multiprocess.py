@@ -11,7 +11,7 @@ import pytest
 
 from _multiproc import check, launched_per_setup
 
-SCENARIOS = ["sorting_across", "sorting_memory"]
+SCENARIOS = ["sorting_across", "sorting_memory", "sorting_memory_cyclic"]
 SETUPS = [("torch", 2), ("torch", 4), ("mpi", 2), ("mpi", 4)]
 
 pytestmark = pytest.mark.slow
@@ -27,3 +27,8 @@ def test_results_equal_numpy(run):
 def test_memory_within_the_bound(run):
     peaks = check(run, "sorting_memory")  # each process asserts its own peaks
     assert len(peaks) == len(run["ranks"])
+
+
+def test_memory_of_cyclic_blocks(run):
+    peaks = check(run, "sorting_memory_cyclic")  # the scans and unique values within the bound
+    assert all(p["cumulative_sum"] < 2 for p in peaks)

@@ -8,10 +8,12 @@ fragments' totals are scanned exclusively along the split mode (one small
 fragment adds (multiplies) its offset. Along a mode that is not split, the scan is
 local to each fragment.
 
-The prefix needs each fragment to hold one contiguous run along the mode (a
-slab). A tensor dealt out cyclically there is first redistributed into the
-slab of the same grid and devices, and the result back into the tensor's own
-layout: two redistributions, each moving at most the tensor's bytes.
+A fragment holding several blocks along the mode scans each block where it
+lies, and the totals are those of the blocks, in global block order. With more
+than :data:`BLOCKS_IN_PLACE` blocks per fragment (a cyclic deal), the tensor is
+first redistributed into the slab of the same grid and devices, and the result
+back into its own layout: two redistributions, each moving at most the tensor's
+bytes.
 
 ``diff`` takes one slice from the next fragment along the mode (a halo, one
 :func:`~dlmg.ops.pieces.alltoall` of one slice per fragment) and differences
@@ -36,7 +38,7 @@ from .pieces import alltoall, host, members, on, share
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
 
-__all__ = ["cumulative_sum", "cumulative_prod", "diff", "slab_along", "is_slab_along"]
+__all__ = ["cumulative_sum", "cumulative_prod", "diff", "slab_along", "is_slab_along", "BLOCKS_IN_PLACE"]
 
 
 def is_slab_along(layout: Layout, axis: int) -> bool:
@@ -109,7 +111,8 @@ def _scan(x: "DistributedTensor", name: str, axis: int | None, dtype: Any,
     if kind_of(out_dtype) == "b":
         raise DtypeError(f"dlmg.{name}: dtype bool cannot accumulate; pass an integer or floating dtype")
     layout = x.layout
-    work = x if is_slab_along(layout, a) else x.redistribute(slab_along(layout, a))
+    in_place = max((f.nblocks[a] for f in layout.fragments), default=0) <= BLOCKS_IN_PLACE
+    work = x if in_place else x.redistribute(slab_along(layout, a))
     out = _slab_scan(work, name, a, out_dtype, include_initial)
     if work is x:
         return out
@@ -126,76 +129,109 @@ def _grown(layout: Layout, axis: int, by: int) -> Layout:
     return layout.replace(shape=tuple(shape), block=tuple(block))
 
 
+#: most blocks per fragment along the scanned mode for which each block is scanned where it
+#: lies (a Python step per block, one total per block shared); beyond, the tensor moves to the slab
+BLOCKS_IN_PLACE = 64
+
+
+def _pieces(fl: Any, a: int) -> list[tuple[int, slice]]:
+    """Fragment ``fl``'s blocks along mode ``a``: (global block, local slice), in order."""
+    out, start = [], 0
+    for j, (lo, hi) in zip(fl.blocks[a], fl.ranges[a]):
+        out.append((j, slice(start, start + hi - lo)))
+        start += hi - lo
+    return out
+
+
 def _slab_scan(x: "DistributedTensor", name: str, a: int, out_dtype: str,
                include_initial: bool) -> "DistributedTensor":
-    """The scan of a tensor holding one run per fragment along mode ``a``."""
+    """The scan of a tensor along mode ``a``, each block scanned where it lies (see the module)."""
     layout = x.layout
     n = layout.shape[a]
+    b, g = layout.block[a], layout.grid[a]
     out_layout = _grown(layout.dense, a, 1 if include_initial else 0)
     fn = "cumulative_sum" if name == "cumulative_sum" else "cumulative_prod"
     identity = 0 if fn == "cumulative_sum" else 1
     frags = x.fragments
-    scanned: dict[int, Any] = {}
+    scanned: dict[int, list[Any]] = {}
     for f in frags:
         if not f.is_local:
             continue
         ex = executor(f.framework, f.device)
         try:
-            scanned[f.index] = ex.run(
+            scanned[f.index] = [ex.run(
                 lambda xp, arr: getattr(xp, fn)(arr, axis=a, dtype=ex.dtype(out_dtype)) if arr.shape[a]
-                else xp.astype(arr, ex.dtype(out_dtype)), f.array)
+                else xp.astype(arr, ex.dtype(out_dtype)), f.array[(slice(None),) * a + (cut,)])
+                for _, cut in _pieces(f.layout, a)] or [ex.run(lambda xp, arr: xp.astype(arr, ex.dtype(out_dtype)),
+                                                               f.array)]
         except Exception as exc:
             raise fail(f"dlmg.{name}", f.index, ex, exc) from exc
-    split = layout.grid[a] > 1
+    split = layout.nblocks[a] > 1
     np_dtype = np.dtype(out_dtype)
 
-    def totals() -> dict[int, Any]:
+    def totals() -> dict[Any, Any]:
         found = {}
         for f in frags:
             if not f.is_local or f.replica != 0:
                 continue
             ex = executor(f.framework, f.device)
-            s = scanned[f.index]
-            if s.shape[a] == 0:
-                found[f.index] = None
-                continue
-            last = ex.run(lambda xp, arr: arr[(slice(None),) * a + (slice(-1, None),)], s)
-            found[f.index] = np.array(host(last, ex), copy=True)
+            for (j, _), s in zip(_pieces(f.layout, a), scanned[f.index]):
+                last = ex.run(lambda xp, arr: arr[(slice(None),) * a + (slice(-1, None),)], s)
+                found[(j, f.index)] = np.array(host(last, ex), copy=True)
         return found
 
-    all_totals = share(f"dlmg.{name} (fragment totals)", totals, layout=layout, axis=a, dtype=out_dtype) \
+    all_totals = share(f"dlmg.{name} (block totals)", totals, layout=layout, axis=a, dtype=out_dtype) \
         if split else {}
+    by_block = {(j, _others(layout, i, a)): t for (j, i), t in all_totals.items()}
+    end_block = n // max(b, 1)
     arrays: list[Any] = [None] * out_layout.nfragments
     for f in frags:
         if not f.is_local:
             continue
         ex = executor(f.framework, f.device)
         coords = f.layout.coords
-        fshape = f.layout.shape
-        owns_end = include_initial and (n // max(out_layout.block[a], 1)) % out_layout.grid[a] == coords[a]
-        offset = grand = None
-        if split:
-            cshape = tuple(1 if m == a else s for m, s in enumerate(fshape))
-            offset = _combine(all_totals, layout, coords, a, range(coords[a]), cshape, identity, np_dtype)
-            if owns_end:
-                grand = _combine(all_totals, layout, coords, a, range(layout.grid[a]), cshape, identity, np_dtype)
+        others = _others(layout, f.index, a)
+        cshape = tuple(1 if m == a else s for m, s in enumerate(f.layout.shape))
+        blocks = [j for j, _ in _pieces(f.layout, a)]
+        # index n of the grown mode starts a block of its own where n is a multiple of the block
+        extra = include_initial and n % max(b, 1) == 0 and end_block % g == coords[a] and (split or n == 0)
+        parts = []
         try:
-            arrays[f.index] = ex.run(_finish, scanned.pop(f.index), offset, grand, a, include_initial, owns_end,
-                                     identity, ex, out_dtype)
+            for k, j in enumerate(blocks):
+                owns_end = include_initial and j == end_block
+                offset = _combine(by_block, others, range(j), cshape, identity, np_dtype) if split else None
+                grand = (_combine(by_block, others, range(layout.nblocks[a]), cshape, identity, np_dtype)
+                         if split and owns_end else None)
+                parts.append(ex.run(_finish, scanned[f.index][k], offset, grand, a, include_initial,
+                                    owns_end or (not split and include_initial), identity, ex, out_dtype))
+                scanned[f.index][k] = None
+            if extra or (not blocks and include_initial and coords[a] == end_block % g):
+                whole = (_combine(by_block, others, range(layout.nblocks[a]), cshape, identity, np_dtype) if split
+                         else np.full(cshape, identity, dtype=np_dtype))
+                parts.append(ex.run(lambda xp, t: xp.astype(on(t, ex), ex.dtype(out_dtype)), whole))
+            if not parts:
+                parts.append(ex.run(lambda xp, arr: xp.astype(arr, ex.dtype(out_dtype)), f.array))
+            arrays[f.index] = parts[0] if len(parts) == 1 else ex.run(lambda xp, ps: xp.concat(ps, axis=a), parts)
         except Exception as exc:
             raise fail(f"dlmg.{name} (adding the offsets)", f.index, ex, exc) from exc
+        del parts
+        scanned.pop(f.index)
     return new_tensor(arrays, out_layout, out_dtype)
 
 
-def _combine(totals: dict[int, Any], layout: Layout, coords: tuple[int, ...], a: int, along: range,
-             shape: tuple[int, ...], identity: int, dtype: np.dtype) -> np.ndarray:
-    """The sum (``identity`` 0) or product of the totals of the fragments at ``along`` on mode ``a``
-    (the other coordinates those of ``coords``), in scan order."""
+def _others(layout: Layout, index: int, a: int) -> tuple[int, ...]:
+    """Fragment ``index``'s grid coordinates on the modes other than ``a``."""
+    c = layout.fragments[index].coords
+    return tuple(c[m] for m in range(layout.ndim) if m != a)
+
+
+def _combine(totals: dict[Any, Any], others: tuple[int, ...], along: range, shape: tuple[int, ...],
+             identity: int, dtype: np.dtype) -> np.ndarray:
+    """The sum (``identity`` 0) or product of the totals of global blocks ``along`` (with the other
+    grid coordinates ``others``), in scan order."""
     acc = np.full(shape, identity, dtype=dtype)
-    for c in along:
-        before = list(coords)
-        before[a] = c
-        t = totals.get(layout.fragment_index(before, 0))
+    for j in along:
+        t = totals.get((j, others))
         if t is not None:
             acc = acc + t if identity == 0 else acc * t
     return acc.astype(dtype, copy=False)
