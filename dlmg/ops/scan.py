@@ -166,7 +166,7 @@ def _slab_scan(x: "DistributedTensor", name: str, a: int, out_dtype: str,
                                                                f.array)]
         except Exception as exc:
             raise fail(f"dlmg.{name}", f.index, ex, exc) from exc
-    split = layout.nblocks[a] > 1
+    split = layout.grid[a] > 1 or layout.nblocks[a] > 1
     np_dtype = np.dtype(out_dtype)
 
     def totals() -> dict[Any, Any]:
