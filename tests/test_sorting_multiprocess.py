@@ -30,5 +30,5 @@ def test_memory_within_the_bound(run):
 
 
 def test_memory_of_cyclic_blocks(run):
-    peaks = check(run, "sorting_memory_cyclic")  # the scans and unique values within the bound
+    peaks = check(run, "sorting_memory_cyclic")  # the scans within the bound
     assert all(p["cumulative_sum"] < 2 for p in peaks)
