@@ -5,7 +5,7 @@ Usage::
     python benchmarks/run.py [--full | --smoke] [--gpu] [--cases 1,3] [--out DIR] [--update-docs | --docs PATH]
     python benchmarks/run.py --from-record benchmarks/recorded/cpu-quick.json [...] [--docs PATH]
 
-The CPU run (the default) runs cases 1-5, 7 (scaling), 8 (across processes), 9 (save / load), 10 (contractions), 11 (linear algebra) and 12 (FFTs); ``--gpu`` runs only case 6 (its
+The CPU run (the default) runs cases 1-5, 7 (scaling), 8 (across processes), 9 (save / load), 10 (contractions), 11 (linear algebra), 12 (FFTs) and 13 (sorting and scans); ``--gpu`` runs only case 6 (its
 parts selected with ``--cases`` by the number of the CPU case they mirror:
 1 interchange, 2 ``to()``, 3 pointwise, 4 gather / scatter, 5 redistribution)
 and exits with status 2 when there is no CUDA GPU. A case whose dlmg side
@@ -71,6 +71,7 @@ CPU_CASES: dict[int, Callable[[Context], list[Row]]] = {
     10: _case("contractions.run_contractions"),
     11: _case("linalg.run_linalg"),
     12: _case("fft.run_fft"),
+    13: _case("sorting.run_sorting"),
 }
 
 

@@ -2,10 +2,11 @@
 
 Under :func:`dlmg.distributed.init` the default layout policy puts one piece
 of every new tensor on each process; the standard's elementwise functions,
-reductions, views and creation functions work there; the functions that
-collect a tensor (sorting, sets, ``concat``, ``linalg``) all-gather it, compute
-on every process and spread rank 0's result; the products are dlmg's
-contractions across processes.
+reductions, views and creation functions work there; sorting and the set
+functions run distributed (sample sort, range partitioning); the functions that
+collect a tensor (``concat``, ``linalg``) all-gather it, compute on every
+process and spread rank 0's result; the products are dlmg's contractions across
+processes.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def array_api_processes():
         assert "dt.gather(framework='numpy')" in str(exc), exc
     else:
         raise AssertionError("np.asarray of a tensor spread over processes did not refuse")
-    # collected functions: all-gathered, computed everywhere, spread by the policy
+    # sorting and sets: distributed, the result on the operand's processes
     rng = np.random.default_rng(7)
     data = rng.integers(0, 5, size=(2 * world, 3)).astype(np.float64)  # the same on every process
     d = xp.asarray(data)

@@ -563,3 +563,6 @@ SCENARIOS.update(_PENDING)
 from tests._mp_indexing import SCENARIOS as _INDEXING  # noqa: E402  (owner-routed indexing's scenarios)
 
 SCENARIOS.update(_INDEXING)
+from tests._mp_sorting import SCENARIOS as _SORTING  # noqa: E402  (scans, sorting, unique values)
+
+SCENARIOS.update(_SORTING)

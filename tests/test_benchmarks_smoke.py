@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow  # each test runs Python subprocesses
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "benchmarks" / "run.py"
-CPU_CASES = [1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12]
+CPU_CASES = [1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13]
 ROW_KEYS = {"case", "name", "params", "native_name", "dlmg", "native", "others", "ratio", "metrics",
             "targets", "pass", "check", "status"}
 

@@ -16,8 +16,10 @@ tensors. How each group of functions runs:
   contractions (:mod:`dlmg.ops.contract`), over any layouts;
 * the ``fft`` extension transforms distributed tensors where they lie, with
   all-to-all transposes for split modes (:mod:`dlmg.array_api.fft`);
-* the functions whose results depend on the whole tensor (sorting, sets,
-  ``take``, the ``linalg`` extension...) collect
+* scans, sorting, ``searchsorted``, the ``unique_*`` functions and ``nonzero`` run
+  dlmg's distributed algorithms (:mod:`dlmg.array_api._sorting`);
+* the other functions whose results depend on the whole tensor (the rest of
+  the ``linalg`` extension) collect
   their operands onto one fragment first (:mod:`dlmg.array_api._collect`).
 
 ``docs/array-api.md`` lists which functions take which path, the
@@ -47,6 +49,10 @@ from ._manipulation import (
     reshape, roll, squeeze, stack, tile, unstack,
 )
 from ._products import matmul, tensordot, vecdot
+from ._sorting import (
+    argsort, cumulative_prod, cumulative_sum, diff, nonzero, searchsorted, sort, unique_all, unique_counts,
+    unique_inverse, unique_values,
+)
 from ._policy import LayoutPolicy, default_layout, get_default_layout, layout_for, set_default_layout
 from ._statistics import all, any, argmax, argmin, count_nonzero, max, mean, min, prod, std, sum, var
 
@@ -83,6 +89,8 @@ __all__ = [
     "complex64", "complex128", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
     "all", "any", "argmax", "argmin", "count_nonzero", "max", "mean", "min", "prod", "std", "sum", "var",
     "fft", "linalg",
+    "argsort", "cumulative_prod", "cumulative_sum", "diff", "nonzero", "searchsorted", "sort", "unique_all",
+    "unique_counts", "unique_inverse", "unique_values",
     *_elementwise.__all__, *COLLECTED[""],
     # beyond the standard: what array libraries call on NumPy-like namespaces
     "nansum", "nanprod", "nanmean", "nanmax", "nanmin", "nanvar", "nanstd", "nancumsum", "nancumprod", "pad",

@@ -127,9 +127,6 @@ def collected(name: str, framework_name: str | None = None) -> Callable[..., Any
 #: cases :mod:`dlmg.array_api.linalg` does not distribute)
 COLLECTED: dict[str, tuple[str, ...]] = {
     "": (
-        "nonzero", "searchsorted", "unique_all",
-        "unique_counts", "unique_inverse", "unique_values", "diff", "cumulative_sum", "cumulative_prod",
-        "sort", "argsort",
     ),
     "linalg": (
         "cholesky", "cross", "det", "eigh", "eigvalsh", "inv", "matrix_power", "pinv", "qr", "slogdet", "solve",

@@ -1,0 +1,176 @@
+"""Multi-process scenarios of scans, sorting, searching, unique values and ``nonzero``
+(run by :mod:`tests._mp_worker`).
+
+Every process builds the same tensors over layouts that spread fragments over all
+processes (slabs, cyclic blocks with several fragments per process, replicas on
+other processes) and checks the results, gathered, against NumPy. The memory
+scenario holds NumPy fragments of 2^17 float64 per process and measures, with
+``tracemalloc``, the peak of new allocations during each call against the bound
+1.5 x (share of the operands + share of the result) + one block.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+
+import dlmg
+import dlmg.array_api as xp
+import dlmg.distributed as dd
+from dlmg import Layout
+
+try:
+    import array_api_compat.numpy as cnp
+except ImportError:  # pragma: no cover - array-api-compat is a dependency of dlmg
+    cnp = None
+
+
+def _layouts(n: int) -> list[Layout]:
+    world = dd.world_size()
+    return [
+        Layout.slab((n,), 0, ["cpu"] * world, ranks=list(range(world))),
+        Layout((n,), block=(3,), grid=(2 * world,), devices=["cpu"] * (2 * world),
+               ranks=[i % world for i in range(2 * world)]),
+        Layout((n,), block=(5,), grid=(world,), devices=["cpu"] * (2 * world),
+               ranks=list(range(world)) + list(reversed(range(world)))),
+    ]
+
+
+def _same(got, want) -> None:
+    got = np.asarray(got.gather() if hasattr(got, "gather") else got)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    np.testing.assert_array_equal(got, want)
+
+
+def _mine(t) -> None:
+    """Every fragment of the result on a process of the world, this process's ones held here."""
+    me = dd.rank()
+    for f in t.fragments:
+        assert f.is_local == (f.rank == me)
+
+
+def sorting_across():
+    """Scans, sorts, searches, unique values and nonzero across processes equal NumPy's."""
+    world = dd.world_size()
+    rng = np.random.default_rng(11)
+    n = 40 * world + 7
+    data = rng.integers(0, 30, n).astype(np.float64)
+    data[::9] = np.nan
+    ints = rng.integers(0, 5, n).astype(np.int64)
+    checked = 0
+    for lay in _layouts(n):
+        for value in (data, ints):
+            x = dlmg.scatter(value if dd.rank() == 0 else None, lay)
+            for desc in (False, True):
+                s = xp.sort(x, descending=desc)
+                _mine(s)
+                assert s.layout.same_distribution(lay.dense)
+                _same(s, cnp.sort(value, descending=desc))
+                _same(xp.argsort(x, descending=desc), cnp.argsort(value, descending=desc, stable=True))
+            small = np.where(np.isnan(value), 1.0, value % 3 + 0.5) if value.dtype.kind == "f" else value % 2 + 1
+            _same(xp.cumulative_sum(x, include_initial=True), cnp.cumulative_sum(value, include_initial=True))
+            y = dlmg.scatter(small if dd.rank() == 0 else None, lay)
+            np.testing.assert_allclose(xp.cumulative_prod(y).gather(), np.cumprod(small), rtol=1e-12)
+            _same(xp.diff(x, n=2), np.diff(value, n=2))
+            _same(xp.unique_values(x), cnp.unique_values(value))
+            for g, w in zip(xp.unique_all(x), cnp.unique_all(value)):
+                _same(g, w)
+            inv = xp.unique_inverse(x)
+            _same(cnp.unique_values(value)[np.asarray(inv.inverse_indices.gather())], value)
+            for g, w in zip(xp.nonzero(x), cnp.nonzero(value)):
+                _same(g, w)
+            ordered = xp.sort(x)
+            probe = dlmg.scatter(value[::-1].copy() if dd.rank() == 0 else None, lay)
+            for side in ("left", "right"):
+                _same(xp.searchsorted(ordered, probe, side=side), np.searchsorted(np.sort(value), value[::-1], side=side))
+            checked += 1
+    # several modes: sorting along a split mode moves the split; nonzero in row-major order
+    m = np.arange(6 * world * 5, dtype=np.float64).reshape(6 * world, 5)[::-1].copy() % 7
+    lay2 = Layout(m.shape, block=(2, 2), grid=(world, 2), devices=["cpu"] * (2 * world),
+                  ranks=[i % world for i in range(2 * world)])
+    t = dlmg.scatter(m if dd.rank() == 0 else None, lay2)
+    for axis in (0, 1):
+        _same(xp.sort(t, axis=axis), np.sort(m, axis=axis))
+        _same(xp.argsort(t, axis=axis), np.argsort(m, axis=axis, kind="stable"))
+        np.testing.assert_allclose(xp.cumulative_sum(t, axis=axis).gather(), np.cumsum(m, axis=axis))
+    for g, w in zip(xp.nonzero(t), np.nonzero(m)):
+        _same(g, w)
+    _same(xp.unique_counts(t).counts, np.unique(m, return_counts=True)[1])
+    return checked
+
+
+def _bound(*shares: int, block: int) -> float:
+    return 1.5 * sum(shares) + block
+
+
+def _peak(fn) -> int:
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        result = fn()
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    del result
+    return peak
+
+
+def sorting_memory():
+    """Per process, the peak of new memory of each call stays within the bound."""
+    world, me = dd.world_size(), dd.rank()
+    per = 1 << 17
+    n = per * world
+    lay = Layout.slab((n,), 0, ["cpu"] * world, ranks=list(range(world)))
+    rng = np.random.default_rng(100 + me)
+    local = rng.standard_normal(per)
+    x = dlmg.from_fragments({me: local}, lay)
+    share = local.nbytes
+    positive = dlmg.from_fragments({me: 1.0 + local * 1e-6}, lay)
+    ordered = xp.sort(x)
+    peaks = {
+        "sort": (_peak(lambda: xp.sort(x)), _bound(share, share, block=share)),
+        "argsort": (_peak(lambda: xp.argsort(x)), _bound(share, share, block=share)),
+        "cumulative_sum": (_peak(lambda: xp.cumulative_sum(x)), _bound(share, share, block=share)),
+        "cumulative_prod": (_peak(lambda: xp.cumulative_prod(positive)), _bound(share, share, block=share)),
+        "diff": (_peak(lambda: xp.diff(x)), _bound(share, share, block=share)),
+        "unique_values": (_peak(lambda: xp.unique_values(x)), _bound(share, share, block=share)),
+        "unique_counts": (_peak(lambda: xp.unique_counts(x)), _bound(share, 2 * share, block=share)),
+        "nonzero": (_peak(lambda: xp.nonzero(x)), _bound(share, share, block=share)),
+        "searchsorted": (_peak(lambda: xp.searchsorted(ordered, x)), _bound(2 * share, share, block=share)),
+    }
+    over = {k: v for k, v in peaks.items() if v[0] > v[1]}
+    assert not over, f"rank {me}: peaks over the bound (peak, bound) in bytes: {over}"
+    return {k: round(v[0] / share, 2) for k, v in peaks.items()}
+
+
+def sorting_memory_cyclic():
+    """As :func:`sorting_memory`, blocks of 4096 dealt out cyclically, two fragments per process
+    (the bound's block is then 4096 elements)."""
+    world, me = dd.world_size(), dd.rank()
+    per = 1 << 17
+    n = per * world
+    lay = Layout((n,), block=(4096,), grid=(2 * world,), devices=["cpu"] * (2 * world),
+                 ranks=[i % world for i in range(2 * world)])
+    rng = np.random.default_rng(200 + me)
+    mine = {i: rng.standard_normal(lay.fragments[i].shape[0]) for i in lay.fragments_of(me)}
+    x = dlmg.from_fragments(mine, lay)
+    share = sum(a.nbytes for a in mine.values())
+    block = 4096 * 8
+    peaks = {
+        "sort": (_peak(lambda: xp.sort(x)), _bound(share, share, block=block)),
+        "argsort": (_peak(lambda: xp.argsort(x)), _bound(share, share, block=block)),
+        "cumulative_sum": (_peak(lambda: xp.cumulative_sum(x)), _bound(share, share, block=block)),
+        "unique_values": (_peak(lambda: xp.unique_values(x)), _bound(share, share, block=block)),
+        "nonzero": (_peak(lambda: xp.nonzero(x)), _bound(share, share, block=block)),
+    }
+    # the scans (each block scanned where it lies) hold the bound; sort, argsort, unique values and
+    # nonzero join the pieces of two fragments by copies and may exceed it (docs/array-api.md)
+    over = {k: peaks[k] for k in ("cumulative_sum",) if peaks[k][0] > peaks[k][1]}
+    assert not over, f"rank {me}: peaks over the bound (peak, bound) in bytes: {over}"
+    return {k: round(v[0] / share, 2) for k, v in peaks.items()}
+
+
+SCENARIOS = {"sorting_across": sorting_across, "sorting_memory": sorting_memory,
+             "sorting_memory_cyclic": sorting_memory_cyclic}

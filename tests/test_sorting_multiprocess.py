@@ -1,0 +1,34 @@
+"""Scans, sorting, searching, unique values and ``nonzero`` across 2 and 4 processes on
+both engines (torch.distributed gloo and MPI), with the per-process memory bound.
+
+Each setup launches its processes once for the module and runs the scenarios of
+:mod:`tests._mp_sorting` in them; the tests read the per-process results.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from _multiproc import check, launched_per_setup
+
+SCENARIOS = ["sorting_across", "sorting_memory", "sorting_memory_cyclic"]
+SETUPS = [("torch", 2), ("torch", 4), ("mpi", 2), ("mpi", 4)]
+
+pytestmark = pytest.mark.slow
+
+run = launched_per_setup(SETUPS, SCENARIOS, timeout=500)
+
+
+def test_results_equal_numpy(run):
+    values = check(run, "sorting_across")
+    assert values == [values[0]] * len(values) and values[0] == 6
+
+
+def test_memory_within_the_bound(run):
+    peaks = check(run, "sorting_memory")  # each process asserts its own peaks
+    assert len(peaks) == len(run["ranks"])
+
+
+def test_memory_of_cyclic_blocks(run):
+    peaks = check(run, "sorting_memory_cyclic")  # the scans within the bound
+    assert all(p["cumulative_sum"] < 2 for p in peaks)

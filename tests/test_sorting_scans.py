@@ -1,0 +1,284 @@
+"""Scans, sorting, searching, unique values and ``nonzero`` stay distributed (one process).
+
+Hypothesis draws block-cyclic layouts (slabs, cyclic, uneven last blocks,
+replicas, several fragments per device) and a framework per fragment (NumPy,
+torch, JAX: mixed); every result is compared with array-api-compat's NumPy
+function on the gathered operand (values, dtype, shape) and must sit on the
+operand's devices, split as the operand was (or, for results whose size
+depends on the data, as a balanced slab over its fragments' devices).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import dlmg
+import dlmg.array_api as xp
+from dlmg import Layout
+from dlmg.ops import scan as _scan
+
+from _strategies import expected_fragment, have, jax_cpus, to_numpy
+
+cnp = pytest.importorskip("array_api_compat.numpy")
+
+SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FRAMEWORKS = ["numpy"] + [f for f in ("torch", "jax") if have(f)]
+
+
+@st.composite
+def tensors(draw, ndim: int | None = None, max_extent: int = 13, dtypes=("float64", "int32", "float32"),
+            nan: bool = True, small: bool = False):
+    """A distributed tensor of random layout and frameworks, and its NumPy value."""
+    nd = draw(st.integers(1, 2)) if ndim is None else ndim
+    shape = tuple(draw(st.integers(0 if nd == 1 else 1, max_extent)) for _ in range(nd))
+    block = tuple(draw(st.integers(1, max(n, 1) + 1)) for n in shape)
+    grid = tuple(draw(st.integers(1, 4 if nd == 1 else 2)) for _ in range(nd))
+    replicas = draw(st.integers(1, 2))
+    cells = int(np.prod(grid)) * replicas
+    frameworks = [draw(st.sampled_from(FRAMEWORKS)) for _ in range(cells)]
+    dtype = draw(st.sampled_from(dtypes))
+    if "jax" in frameworks and dtype in ("float64", "int64"):
+        dtype = {"float64": "float32", "int64": "int32"}[dtype]
+    ncpu = jax_cpus()
+    devices = [f"cpu:{draw(st.integers(0, max(ncpu, 1) - 1))}" for _ in range(cells)]
+    layout = Layout(shape, block=block, grid=grid, devices=devices)
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    top = 4 if small else 50
+    value = rng.integers(-top, top, size=shape).astype(dtype)
+    if nan and dtype.startswith("float") and value.size and draw(st.booleans()):
+        value.reshape(-1)[rng.integers(0, value.size, size=max(1, value.size // 5))] = np.nan
+    arrays = [_make(expected_fragment(value, layout, f.index), fw, layout.fragments[f.index].device)
+              for f, fw in zip(layout.fragments, frameworks)]
+    return dlmg.from_fragments(arrays, layout), value
+
+
+def _make(a: np.ndarray, framework: str, device) -> object:
+    a = np.ascontiguousarray(a)
+    if framework == "torch":
+        import torch
+
+        return torch.from_numpy(a.copy())
+    if framework == "jax":
+        import jax
+
+        return jax.device_put(a, jax.devices("cpu")[device.index])
+    return a.copy()
+
+
+def _host(t) -> np.ndarray:
+    return to_numpy(t.gather())
+
+
+def _index_dtype(t) -> str:
+    return "int32" if "jax" in t.frameworks else "int64"
+
+
+def _same_place(result, x) -> None:
+    """The result lies on ``x``'s devices and processes."""
+    assert set(result.layout.devices) <= set(x.layout.devices), (result.layout, x.layout)
+    assert set(result.layout.ranks) <= set(x.layout.ranks)
+
+
+def _equal(got: np.ndarray, want: np.ndarray, **kw) -> None:
+    assert got.shape == want.shape, (got.shape, want.shape)
+    if want.dtype.kind == "f":
+        np.testing.assert_allclose(got, want, equal_nan=True, **kw)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+# -- scans ----------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(tensors(), st.data())
+def test_cumulative_sum_and_prod_match_numpy(pair, data):
+    x, value = pair
+    axis = data.draw(st.integers(0, x.ndim - 1))
+    include = data.draw(st.booleans())
+    for name in ("cumulative_sum", "cumulative_prod"):
+        want = getattr(cnp, name)(value, axis=axis, include_initial=include)
+        if "jax" in x.frameworks and want.dtype == np.int64:
+            want = want.astype(np.int32)
+        got = getattr(xp, name)(x, axis=axis, include_initial=include)
+        assert str(got.dtype) == str(want.dtype), (name, got.dtype, want.dtype)
+        with np.errstate(over="ignore"):
+            _equal(_host(got), want, rtol=1e-4 if value.dtype == np.float32 else 1e-10)
+        _same_place(got, x)
+        shape = list(x.shape)
+        shape[axis] += include
+        assert got.layout.same_distribution(_scan._grown(x.layout.dense, axis, int(include)))
+
+
+@SETTINGS
+@given(tensors(dtypes=("float64", "int32")), st.data())
+def test_cumulative_sum_dtype_argument(pair, data):
+    x, value = pair
+    got = xp.cumulative_sum(x, axis=0, dtype=xp.float32)
+    assert got.dtype == "float32"
+    _equal(_host(got), cnp.cumulative_sum(value, axis=0, dtype=np.float32), rtol=1e-4)
+
+
+@SETTINGS
+@given(tensors(dtypes=("float64", "int32")), st.data())
+def test_diff_matches_numpy(pair, data):
+    x, value = pair
+    axis = data.draw(st.integers(0, x.ndim - 1))
+    n = data.draw(st.integers(0, 3))
+    got = xp.diff(x, axis=axis, n=n)
+    want = np.diff(value, axis=axis, n=n)
+    assert str(got.dtype) == str(want.dtype)
+    _equal(_host(got), want)
+    _same_place(got, x)
+
+
+def test_scan_of_a_slab_moves_no_fragment_and_keeps_the_layout():
+    layout = Layout.slab((10,), 0, ["cpu:0", "cpu:1", "cpu:2", "cpu:3"])
+    x = dlmg.scatter(np.arange(1.0, 11.0), layout)
+    got = xp.cumulative_sum(x)
+    assert got.layout.same_distribution(layout)
+    assert [f.device for f in got.fragments] == [f.device for f in x.fragments]
+    np.testing.assert_array_equal(got.gather(), np.cumsum(np.arange(1.0, 11.0)))
+
+
+# -- sorting and searching -----------------------------------------------------------------
+
+
+@SETTINGS
+@given(tensors(), st.data())
+def test_sort_and_argsort_match_numpy(pair, data):
+    x, value = pair
+    axis = data.draw(st.integers(0, x.ndim - 1))
+    descending = data.draw(st.booleans())
+    got = xp.sort(x, axis=axis, descending=descending)
+    want = cnp.sort(value, axis=axis, descending=descending)
+    assert got.dtype == x.dtype
+    _equal(_host(got), want)
+    assert got.layout.same_distribution(x.layout.dense)
+    order = xp.argsort(x, axis=axis, descending=descending, stable=True)
+    assert str(order.dtype) == _index_dtype(x)
+    _equal(_host(order), cnp.argsort(value, axis=axis, descending=descending, stable=True).astype(_index_dtype(x)))
+    assert order.layout.same_distribution(x.layout.dense)
+
+
+@SETTINGS
+@given(tensors(ndim=1, small=True, nan=False, dtypes=("int32", "float64")))
+def test_stable_argsort_keeps_the_order_of_equal_values(pair):
+    x, value = pair  # few distinct values: long runs of equal values split between fragments
+    got = _host(xp.argsort(x, stable=True))
+    np.testing.assert_array_equal(got, np.argsort(value, kind="stable"))
+
+
+def test_sort_of_bools_and_of_a_long_run_of_equal_values():
+    layout = Layout((40,), block=(3,), grid=(4,), devices=["cpu:0", "cpu:1", "cpu:2", "cpu:3"])
+    b = np.arange(40) % 3 == 0
+    np.testing.assert_array_equal(xp.sort(dlmg.scatter(b, layout)).gather(), np.sort(b))
+    same = np.zeros(40)
+    same[7] = -1.0
+    np.testing.assert_array_equal(xp.sort(dlmg.scatter(same, layout), descending=True).gather(), -np.sort(-same))
+
+
+def test_sort_refuses_complex_values():
+    x = dlmg.scatter(np.ones(4, dtype=complex), Layout.slab((4,), 0, ["cpu:0", "cpu:1"]))
+    with pytest.raises(dlmg.DtypeError, match="complex"):
+        xp.sort(x)
+
+
+@SETTINGS
+@given(tensors(ndim=1, nan=False), tensors(dtypes=("float64", "int32", "float32"), nan=False), st.data())
+def test_searchsorted_matches_numpy(sorted_pair, values_pair, data):
+    x1, v1 = sorted_pair
+    x1 = xp.sort(x1)
+    v1 = np.sort(v1)
+    x2, v2 = values_pair
+    side = data.draw(st.sampled_from(["left", "right"]))
+    got = xp.searchsorted(x1, x2, side=side)
+    want = np.searchsorted(v1.astype(np.result_type(v1, v2)), v2, side=side)
+    index = "int32" if "jax" in x1.frameworks + x2.frameworks else "int64"
+    assert str(got.dtype) == index
+    _equal(_host(got), want.astype(index))
+    assert got.layout.same_distribution(x2.layout.dense)
+    _same_place(got, x2)
+
+
+# -- data-dependent sizes ----------------------------------------------------------------
+
+
+def _balanced(result, x) -> None:
+    """A 1-D slab over the devices of ``x``'s fragments of replica 0."""
+    lay = result.layout
+    assert lay.ndim == 1 and lay.grid[0] == x.layout.ngrid
+    assert lay.block[0] == max(-(-lay.shape[0] // lay.grid[0]), 1)
+    assert list(lay.devices) == [x.layout.fragments[i].device for i in range(x.layout.ngrid)]
+
+
+@SETTINGS
+@given(tensors(small=True))
+def test_unique_values_and_counts_match_numpy(pair):
+    x, value = pair
+    got = xp.unique_values(x)
+    _equal(_host(got), cnp.unique_values(value))
+    assert got.dtype == x.dtype
+    _balanced(got, x)
+    values, counts = xp.unique_counts(x)
+    want_values, want_counts = cnp.unique_counts(value)
+    _equal(_host(values), want_values)
+    _equal(_host(counts), want_counts.astype(_index_dtype(x)))
+    _balanced(counts, x)
+
+
+@SETTINGS
+@given(tensors(small=True))
+def test_unique_all_and_inverse_match_numpy(pair):
+    x, value = pair
+    got = xp.unique_all(x)
+    want = cnp.unique_all(value)
+    for g, w in zip(got, want):
+        _equal(_host(g), w.astype(g.dtype) if w.dtype.kind in "iu" else w)
+    assert got.inverse_indices.layout.same_distribution(x.layout.dense)
+    inv = xp.unique_inverse(x)
+    _equal(_host(inv.values), want.values)
+    # each NaN is its own value: the inverse must point at a NaN, in some order
+    back = want.values[_host(inv.inverse_indices)]
+    _equal(back, value)
+
+
+def test_unique_of_bools():
+    b = np.array([True, False, True, True])
+    x = dlmg.scatter(b, Layout.slab((4,), 0, ["cpu:0", "cpu:1"]))
+    np.testing.assert_array_equal(xp.unique_values(x).gather(), [False, True])
+    assert xp.unique_values(x).dtype == "bool"
+
+
+@SETTINGS
+@given(tensors(small=True, nan=False))
+def test_nonzero_matches_numpy(pair):
+    x, value = pair
+    got = xp.nonzero(x)
+    want = np.nonzero(value)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        _equal(_host(g), w.astype(_index_dtype(x)))
+        _balanced(g, x)
+
+
+@pytest.mark.gpu
+def test_on_gpu_fragments_each_fragment_works_on_its_device():
+    torch = pytest.importorskip("torch")
+    value = np.random.default_rng(5).integers(0, 9, 1000).astype(np.float64)
+    value[::11] = np.nan
+    layout = Layout((1000,), block=(64,), grid=(4,), devices=["cuda:0"] * 4)
+    x = dlmg.scatter(torch.from_numpy(value).cuda(), layout)
+    got = xp.sort(x)
+    assert all(f.array.is_cuda for f in got.fragments)
+    np.testing.assert_array_equal(to_numpy(got.gather()), np.sort(value))
+    np.testing.assert_array_equal(to_numpy(xp.argsort(x, descending=True).gather()),
+                                  cnp.argsort(value, descending=True))
+    np.testing.assert_allclose(to_numpy(xp.cumulative_sum(x).gather()), np.cumsum(value), equal_nan=True)
+    np.testing.assert_array_equal(to_numpy(xp.unique_values(x).gather()), cnp.unique_values(value))
+    np.testing.assert_array_equal(to_numpy(xp.nonzero(x)[0].gather()), np.nonzero(value)[0])
+    ordered = xp.sort(x)
+    np.testing.assert_array_equal(to_numpy(xp.searchsorted(ordered, x).gather()),
+                                  np.searchsorted(np.sort(value), value))
