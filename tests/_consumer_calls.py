@@ -29,7 +29,6 @@ if __name__ == "__main__":  # run as a script: this checkout's dlmg, whatever is
 import numpy as np
 
 import dlmg
-import dlmg.array_api as xp
 
 RNG = np.random.default_rng(3)
 N, D = 24, 4

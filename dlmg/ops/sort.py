@@ -45,7 +45,7 @@ from ..layout import Layout
 from ._dtypes import index_dtype, kind_of, narrow_for
 from ._executor import fail
 from .contract.pending import settled
-from .dispatch import executor, is_distributed, map_fragments, new_tensor
+from .dispatch import is_distributed, map_fragments, new_tensor
 from .pieces import Member, alltoall, host, members, on, share
 from .scan import is_slab_along
 
