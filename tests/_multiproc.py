@@ -124,11 +124,31 @@ def launch(engine: str, nprocs: int, scenarios: list[str], *, timeout: float = 2
         for r, log in enumerate(logs):
             log.seek(0)
             output += f"--- process {r} ---\n{log.read()[-6000:]}\n"
-        return {"ranks": ranks, "returncodes": codes, "output": output}
+        return {"ranks": ranks, "returncodes": codes, "output": output, "engine": engine}
     finally:
         for log in logs:
             log.close()
         shutil.rmtree(out, ignore_errors=True)
+
+
+#: The engines under which the memory scenarios (tracemalloc) run: under torch.distributed,
+#: tracing every allocation while gloo's own threads run crashed the interpreter now and then,
+#: so the per-process bound is measured under MPI, whose collectives run on the caller's thread.
+MEMORY_ENGINES = ("mpi",)
+
+
+def with_memory(scenarios: list[str], memory: list[str]) -> Callable[[str], list[str]]:
+    """``scenarios`` for every engine, plus the ``memory`` ones under :data:`MEMORY_ENGINES`
+    (for :func:`launched_per_setup`)."""
+    return lambda engine: scenarios + (memory if engine in MEMORY_ENGINES else [])
+
+
+def check_memory(result: dict[str, Any], scenario: str) -> list[Any]:
+    """:func:`check` of a memory scenario, skipped under engines it does not run on."""
+    if result.get("engine") not in MEMORY_ENGINES:
+        pytest.skip(f"the memory bound is measured under {', '.join(MEMORY_ENGINES)}: tracemalloc beside "
+                    "gloo's threads is not safe")
+    return check(result, scenario)
 
 
 def check(result: dict[str, Any], scenario: str, ranks: list[int] | None = None) -> list[Any]:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from _multiproc import check, launched_per_setup
+from _multiproc import check, check_memory, launched_per_setup, with_memory
 
-SCENARIOS = ["manipulation_values", "manipulation_memory"]
 
 pytestmark = pytest.mark.slow
 
-run = launched_per_setup([("torch", 2), ("mpi", 2)], SCENARIOS, timeout=400)
+run = launched_per_setup([("torch", 2), ("mpi", 2)], with_memory(["manipulation_values"], ["manipulation_memory"]),
+                         timeout=400)
 run4 = launched_per_setup([("torch", 4), ("mpi", 4)], ["manipulation_values"], timeout=400)
 
 
@@ -29,5 +29,5 @@ def test_values_on_four_processes(run4):
 
 
 def test_peak_memory_within_the_bound(run):
-    peaks = check(run, "manipulation_memory")
+    peaks = check_memory(run, "manipulation_memory")
     assert all(set(p) == set(peaks[0]) for p in peaks)

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from _multiproc import check, launched_per_setup
+from _multiproc import check, check_memory, launched_per_setup, with_memory
 
-SCENARIOS = ["fft_processes", "fft_memory"]
 SETUPS = [("torch", 2), ("mpi", 2)]
 
 pytestmark = pytest.mark.slow
 
-run = launched_per_setup(SETUPS, SCENARIOS, timeout=400)
+run = launched_per_setup(SETUPS, with_memory(["fft_processes"], ["fft_memory"]), timeout=400)
 
 
 def test_transforms_across_processes(run):
@@ -21,5 +20,5 @@ def test_transforms_across_processes(run):
 
 
 def test_memory_within_the_bound(run):
-    values = check(run, "fft_memory")  # per case: peak / (share + result), peak / bound
+    values = check_memory(run, "fft_memory")  # per case: peak / (share + result), peak / bound
     assert len(values) == 2 and all(of_bound <= 1 for v in values for _, of_bound in v.values())

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from _multiproc import check, launched_per_setup
+from _multiproc import check, check_memory, launched_per_setup, with_memory
 
 pytestmark = pytest.mark.slow
 
-run = launched_per_setup([("torch", 2), ("mpi", 2)], ["indexing_routed", "indexing_memory"])
+run = launched_per_setup([("torch", 2), ("mpi", 2)], with_memory(["indexing_routed"], ["indexing_memory"]))
 
 
 def test_routed_indexing_values(run):
@@ -17,6 +17,6 @@ def test_routed_indexing_values(run):
 
 
 def test_routed_take_memory_bound(run):
-    for figures in check(run, "indexing_memory"):
+    for figures in check_memory(run, "indexing_memory"):
         for name, (peak, bound) in figures.items():
             assert peak <= bound, (name, peak, bound)

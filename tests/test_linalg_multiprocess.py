@@ -10,19 +10,20 @@ from __future__ import annotations
 
 import pytest
 
-from _multiproc import check, launched_per_setup
+from _multiproc import check, check_memory, launched_per_setup, with_memory
 
-SCENARIOS = ["linalg_tsqr", "linalg_grid", "linalg_memory", "linalg_cholesky", "linalg_cholesky_memory"]
+VALUES = ["linalg_tsqr", "linalg_grid", "linalg_cholesky"]
+MEMORY = ["linalg_memory", "linalg_cholesky_memory"]
 SETUPS = [("torch", 2), ("mpi", 2)]
 
 pytestmark = pytest.mark.slow
 
 
-run = launched_per_setup(SETUPS, SCENARIOS, timeout=400)
+run = launched_per_setup(SETUPS, with_memory(VALUES, MEMORY), timeout=400)
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("scenario", VALUES + MEMORY)
 def test_scenario(run, scenario):
-    values = check(run, scenario)
+    values = check_memory(run, scenario) if scenario in MEMORY else check(run, scenario)
     assert len(values) == len(run["ranks"])
     assert all(v == values[0] for v in values)

@@ -123,6 +123,8 @@ NO_TENSOR = {
     "get_adapter", "default_layout", "get_default_layout", "set_default_layout", "layout_for",
     "layout_from_sharding", "sharding_from_layout", "to_sharding", "delegation", "delegation_enabled",
     "plan_redistribution", "__array_namespace_info__", "synchronize",
+    # what would move and the context that refuses moves: layouts, no values
+    "explain", "strict", "strict_enabled",
 }
 
 

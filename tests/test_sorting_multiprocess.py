@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import pytest
 
-from _multiproc import check, launched_per_setup
+from _multiproc import check, check_memory, launched_per_setup, with_memory
 
-SCENARIOS = ["sorting_across", "sorting_memory", "sorting_memory_cyclic"]
 SETUPS = [("torch", 2), ("torch", 4), ("mpi", 2), ("mpi", 4)]
 
 pytestmark = pytest.mark.slow
 
-run = launched_per_setup(SETUPS, SCENARIOS, timeout=500)
+run = launched_per_setup(SETUPS, with_memory(["sorting_across"], ["sorting_memory", "sorting_memory_cyclic"]),
+                         timeout=500)
 
 
 def test_results_equal_numpy(run):
@@ -25,10 +25,10 @@ def test_results_equal_numpy(run):
 
 
 def test_memory_within_the_bound(run):
-    peaks = check(run, "sorting_memory")  # each process asserts its own peaks
+    peaks = check_memory(run, "sorting_memory")  # each process asserts its own peaks
     assert len(peaks) == len(run["ranks"])
 
 
 def test_memory_of_cyclic_blocks(run):
-    peaks = check(run, "sorting_memory_cyclic")  # the scans within the bound
+    peaks = check_memory(run, "sorting_memory_cyclic")  # the scans within the bound
     assert all(p["cumulative_sum"] < 2 for p in peaks)

@@ -41,7 +41,6 @@ from ._data_types import (
     result_type, uint8, uint16, uint32, uint64,
 )
 from ._elementwise import *  # noqa: F403  (the elementwise functions)
-from ._gathered import COLLECTED, collected
 from ._indexing import take, take_along_axis
 from ._info import __array_namespace_info__
 from ._manipulation import (
@@ -64,11 +63,7 @@ nan = math.nan
 pi = math.pi
 newaxis = None
 
-for _name in COLLECTED[""]:
-    globals()[_name] = collected(_name)
-del _name
-
-from . import fft, linalg  # noqa: E402  (they use the collected functions above)
+from . import fft, linalg  # noqa: E402
 from ._nan import (  # noqa: E402  (NumPy's NaN-ignoring functions, beyond the standard)
     nancumprod, nancumsum, nanmax, nanmean, nanmin, nanprod, nanstd, nansum, nanvar,
 )
@@ -91,7 +86,7 @@ __all__ = [
     "fft", "linalg",
     "argsort", "cumulative_prod", "cumulative_sum", "diff", "nonzero", "searchsorted", "sort", "unique_all",
     "unique_counts", "unique_inverse", "unique_values",
-    *_elementwise.__all__, *COLLECTED[""],
+    *_elementwise.__all__,
     # beyond the standard: what array libraries call on NumPy-like namespaces
     "nansum", "nanprod", "nanmean", "nanmax", "nanmin", "nanvar", "nanstd", "nancumsum", "nancumprod", "pad",
 ]

@@ -126,8 +126,6 @@ def collected(name: str, framework_name: str | None = None) -> Callable[..., Any
 #: the namespace's functions that run on one collected fragment, by module (``linalg``: in the
 #: cases :mod:`dlmg.array_api.linalg` does not distribute)
 COLLECTED: dict[str, tuple[str, ...]] = {
-    "": (
-    ),
     "linalg": (
         "cholesky", "cross", "det", "eigh", "eigvalsh", "inv", "matrix_power", "pinv", "qr", "slogdet", "solve",
         "svd",
