@@ -179,7 +179,7 @@ def _joined(received: dict[int, list[Any]], targets: Sequence[Member], dtype: st
         ex = t.executor
         assert ex is not None
         if not parts:
-            out[t.index] = ex.run(lambda xp: xp.empty((0,), dtype=ex.dtype(dtype)))
+            out[t.index] = ex.adapter.empty((0,), dtype, ex.device)
         else:
             out[t.index] = parts[0] if len(parts) == 1 else ex.run(lambda xp, ps: xp.concat(ps), parts)
             del parts
@@ -225,7 +225,7 @@ def _exchange(engine: Any, sources: Sequence[Member], targets: Sequence[Member],
     if joined and len(mine) == 1 and ranks == sorted(ranks):  # one target: its pieces lie in source order
         ex = mine[0].executor
         return {mine[0].index: on(recv.view(dt), ex) if recv.size else
-                ex.run(lambda xp: xp.empty((0,), dtype=ex.dtype(dtype)))}
+                ex.adapter.empty((0,), dtype, ex.device)}
     received: dict[int, list[Any]] = {t.index: [None] * len(sources) for t in targets if t.rank == me}
     rstarts = np.concatenate([[0], np.cumsum(recv_counts)[:-1]]).astype(np.int64)
     rcursor = list(rstarts)

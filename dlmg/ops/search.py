@@ -35,6 +35,14 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["searchsorted"]
 
 
+def _device(a: Any) -> Any:
+    """The framework's device object of ``a``: arrays made beside it go there (torch makes new
+    arrays on the host unless told)."""
+    import array_api_compat
+
+    return array_api_compat.device(a)
+
+
 def searchsorted(x1: "DistributedTensor", x2: "DistributedTensor", /, *, side: str = "left") -> "DistributedTensor":
     """Where the values of ``x2`` would go in the sorted 1-D ``x1`` (see the module).
 
@@ -105,7 +113,7 @@ def searchsorted(x1: "DistributedTensor", x2: "DistributedTensor", /, *, side: s
             if numbered > 1:  # the run of each value: how many runs after the first start at or below it
                 where = xp.searchsorted(on(bounds[1:numbered], ex), v, side=side)
             else:
-                where = xp.zeros(v.shape, dtype=xp.int32)
+                where = xp.zeros(v.shape, dtype=xp.int32, device=_device(v))
             if floating and bool(xp.any(xp.isnan(v))):
                 where = xp.where(xp.isnan(v), xp.full_like(where, max(numbered - 1, 0)), where)
             perm = xp.argsort(where, stable=True)
@@ -172,7 +180,7 @@ def searchsorted(x1: "DistributedTensor", x2: "DistributedTensor", /, *, side: s
         def place(xp: Any, box: list[Any]) -> Any:
             want = getattr(xp, idx)
             if box[0] is None:
-                return xp.zeros(shape, dtype=want)
+                return ex.adapter.full(shape, 0, idx, ex.device)
             inverse, box[0] = xp.argsort(box[0]), None  # (the permutation is released once inverted)
             got, box[1] = box[1], None
             return xp.reshape(xp.astype(xp.take(got, inverse), want, copy=False), shape)

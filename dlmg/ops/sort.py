@@ -58,6 +58,14 @@ __all__ = ["sort", "argsort", "sample_sort", "rebalance", "whole_along", "work_d
 OVERSAMPLE = 32
 
 
+def _device(a: Any) -> Any:
+    """The framework's device object of ``a``: arrays made beside it go there (torch makes new
+    arrays on the host unless told)."""
+    import array_api_compat
+
+    return array_api_compat.device(a)
+
+
 def sort(x: "DistributedTensor", /, *, axis: int = -1, descending: bool = False,
          stable: bool = True) -> "DistributedTensor":
     """``x`` sorted along ``axis`` (see the module for the algorithm).
@@ -224,7 +232,8 @@ def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties
                         t = ex.run(lambda xp, a, o: xp.take(a, o), t, perm)
                     del perm  # (last: the keys of a slab may be the permutation itself, shifted in place)
             elif isinstance(t, int):
-                t = ex.run(lambda xp, n, k: xp.arange(n, dtype=ex.dtype(tie_dtype)) + k, int(v.shape[0]), t)
+                t = ex.run(lambda xp, n, k, a: xp.arange(n, dtype=ex.dtype(tie_dtype), device=_device(a)) + k,
+                           int(v.shape[0]), t, v)
         except Exception as exc:
             raise fail(what, m.index, ex, exc) from exc
         runs[m.index] = v
