@@ -137,6 +137,7 @@ def pad(x: Any, /, pad_width: Any, mode: str = "constant", *, constant_values: A
         x = x.redistribute(Layout.slab(x.shape, axis, devices, ranks=ranks))
         x = _pad_local(x, [w if k == m else (0, 0) for k, w in enumerate(widths)], mode, values)
     if split:
+        assert home is not None  # (a split mode exists)
         x = x.redistribute(Layout.slab(x.shape, home, devices, ranks=ranks))
     return x
 

@@ -216,7 +216,7 @@ def _zero_d_operand(t: "DistributedTensor") -> Any:
     return t.gather()
 
 
-def _target(tensors: Sequence[Any]) -> tuple[tuple[int, ...], Any, Layout]:
+def _target(tensors: Sequence[Any]) -> tuple[tuple[int, ...], Any, Any]:
     """The result shape, the operand the others align to (or ``None``) and its layout.
 
     The lead is the first operand of the result shape that is not replicated, else the

@@ -582,7 +582,7 @@ def _joined(parts: list[tuple[int, "DistributedTensor"]], layout: Layout, axis: 
     offset in blocks), which lies on the same device by construction. ``parts`` is emptied: each
     part's fragment is let go once joined, so moved copies are freed as the result grows."""
     maps = [_shifted(layout, axis, -shift) for shift, _ in parts]
-    tables = [list(t.fragments) for _, t in parts]
+    tables: list[list[Any]] = [list(t.fragments) for _, t in parts]
     parts.clear()
     arrays: list[Any] = [None] * layout.nfragments
     for i in range(layout.nfragments):

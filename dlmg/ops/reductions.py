@@ -402,11 +402,12 @@ def _reduce(
             raise _fail(f"dlmg.{name} (combining partials)", members[0], target, exc) from exc
     if out_layout is None:
         return results[0]
-    for j, home in plan.copies:  # the all-reduce's other replicas: copies of the home's result
-        frag = frags[plan.sources[j]]
-        if frag.is_local and results[home] is not None:
-            results[j] = _replica(results[home], executor(frag.framework, frag.device),
-                                  executor(frags[plan.sources[home]].framework, frags[plan.sources[home]].device))
+    for copy_at, origin in plan.copies:  # the all-reduce's other replicas: copies of the origin's result
+        held = frags[plan.sources[copy_at]]
+        if held.is_local and results[origin] is not None:
+            source = frags[plan.sources[origin]]
+            results[copy_at] = _replica(results[origin], executor(held.framework, held.device),
+                                        executor(source.framework, source.device))
     return new_tensor(results, out_layout)
 
 
