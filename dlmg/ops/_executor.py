@@ -15,7 +15,7 @@ from ..errors import DlmgError, FragmentError
 from ..registry import adapter_for, get_adapter
 from ..errors import DtypeError
 
-__all__ = ["Executor", "executor", "move_array", "fail"]
+__all__ = ["Executor", "executor", "move_array", "fail", "array_device"]
 
 
 class Executor:
@@ -106,3 +106,11 @@ def _fail(name: str, index: int, ex: Executor, exc: BaseException) -> FragmentEr
 
 
 fail = _fail
+
+
+def array_device(a: Any) -> Any:
+    """The framework's own device object of the array ``a`` (array-api-compat's ``device``), for
+    arrays made beside it: torch makes new arrays on the host unless told where."""
+    import array_api_compat
+
+    return array_api_compat.device(a)

@@ -32,7 +32,7 @@ from ..errors import LayoutMismatchError
 from ..fragment import process_rank
 from ..layout import Layout
 from ..registry import adapter_for
-from ._executor import executor, move_array
+from ._executor import array_device, executor, move_array
 from ._operands import is_distributed
 from ._pending import guard
 from .dispatch import new_tensor
@@ -182,7 +182,7 @@ def _part(xp: Any, a: Any, index: Any, mode: int) -> Any:
         return a[key]
     if not len(index):
         return a[(slice(None),) * mode + (slice(0, 0),)]
-    return xp.take(a, xp.asarray(index, device=_device(a)), axis=mode)
+    return xp.take(a, xp.asarray(index, device=array_device(a)), axis=mode)
 
 
 def whole_layout(layout: Layout, modes: Iterable[int]) -> Layout:
@@ -422,11 +422,6 @@ def _cut(xp: Any, whole: Any, frag: Any, lead: int) -> Any:
         if a.shape[m] == 1:
             continue
         index = frag.owned_indices(m)
-        a = xp.take(a, xp.asarray(index, device=_device(a)), axis=m)
+        a = xp.take(a, xp.asarray(index, device=array_device(a)), axis=m)
     return xp.asarray(xp.broadcast_to(a, frag.shape), copy=True)
 
-
-def _device(a: Any) -> Any:
-    from array_api_compat import device  # (dlmg imports without array-api-compat)
-
-    return device(a)

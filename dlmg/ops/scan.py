@@ -32,7 +32,7 @@ from ..layout import Layout
 from ._dtypes import kind_of, narrow_for, sum_dtype
 from .contract.pending import settled
 from .dispatch import executor, is_distributed, new_tensor
-from ._executor import fail
+from ._executor import array_device, fail
 from .pieces import alltoall, host, members, on, share
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,13 +40,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["cumulative_sum", "cumulative_prod", "diff", "slab_along", "is_slab_along", "BLOCKS_IN_PLACE"]
 
-
-def _device(a: Any) -> Any:
-    """The framework's device object of ``a``: arrays made beside it go there (torch makes new
-    arrays on the host unless told)."""
-    import array_api_compat
-
-    return array_api_compat.device(a)
 
 
 def is_slab_along(layout: Layout, axis: int) -> bool:
@@ -261,7 +254,7 @@ def _finish(xp: Any, s: Any, offset: Any, grand: Any, a: int, include_initial: b
     cut = [slice(None)] * s.ndim
     cut[a] = slice(0, max(s.shape[a] - 1, 0))
     first_shape = tuple(1 if m == a else n for m, n in enumerate(s.shape))
-    first = xp.full(first_shape, identity, dtype=dt, device=_device(s)) if off is None else xp.astype(off, dt)
+    first = xp.full(first_shape, identity, dtype=dt, device=array_device(s)) if off is None else xp.astype(off, dt)
     parts = [first, s[tuple(cut)]] if s.shape[a] else []
     if owns_end:
         if grand is not None:

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import DtypeError
 from ._dtypes import index_dtype, kind_of, narrow_for
-from ._executor import fail
+from ._executor import array_device, fail
 from .contract.pending import settled
 from .dispatch import is_distributed, new_tensor
 from .pieces import alltoall, host, members, on, share
@@ -34,13 +34,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["searchsorted"]
 
-
-def _device(a: Any) -> Any:
-    """The framework's device object of ``a``: arrays made beside it go there (torch makes new
-    arrays on the host unless told)."""
-    import array_api_compat
-
-    return array_api_compat.device(a)
 
 
 def searchsorted(x1: "DistributedTensor", x2: "DistributedTensor", /, *, side: str = "left") -> "DistributedTensor":
@@ -113,7 +106,7 @@ def searchsorted(x1: "DistributedTensor", x2: "DistributedTensor", /, *, side: s
             if numbered > 1:  # the run of each value: how many runs after the first start at or below it
                 where = xp.searchsorted(on(bounds[1:numbered], ex), v, side=side)
             else:
-                where = xp.zeros(v.shape, dtype=xp.int32, device=_device(v))
+                where = xp.zeros(v.shape, dtype=xp.int32, device=array_device(v))
             if floating and bool(xp.any(xp.isnan(v))):
                 where = xp.where(xp.isnan(v), xp.full_like(where, max(numbered - 1, 0)), where)
             perm = xp.argsort(where, stable=True)

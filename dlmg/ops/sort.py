@@ -43,7 +43,7 @@ import numpy as np
 from ..errors import DtypeError
 from ..layout import Layout
 from ._dtypes import index_dtype, kind_of, narrow_for
-from ._executor import fail
+from ._executor import array_device, fail
 from .contract.pending import settled
 from .dispatch import is_distributed, map_fragments, new_tensor
 from .pieces import Member, alltoall, host, members, on, share
@@ -57,13 +57,6 @@ __all__ = ["sort", "argsort", "sample_sort", "rebalance", "whole_along", "work_d
 #: samples drawn per fragment and per bucket: more samples, buckets nearer ``n / p``
 OVERSAMPLE = 32
 
-
-def _device(a: Any) -> Any:
-    """The framework's device object of ``a``: arrays made beside it go there (torch makes new
-    arrays on the host unless told)."""
-    import array_api_compat
-
-    return array_api_compat.device(a)
 
 
 def sort(x: "DistributedTensor", /, *, axis: int = -1, descending: bool = False,
@@ -232,7 +225,7 @@ def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties
                         t = ex.run(lambda xp, a, o: xp.take(a, o), t, perm)
                     del perm  # (last: the keys of a slab may be the permutation itself, shifted in place)
             elif isinstance(t, int):
-                t = ex.run(lambda xp, n, k, a: xp.arange(n, dtype=ex.dtype(tie_dtype), device=_device(a)) + k,
+                t = ex.run(lambda xp, n, k, a: xp.arange(n, dtype=ex.dtype(tie_dtype), device=array_device(a)) + k,
                            int(v.shape[0]), t, v)
         except Exception as exc:
             raise fail(what, m.index, ex, exc) from exc

@@ -37,7 +37,7 @@ import numpy as np
 from ..errors import DtypeError
 from ..layout import Layout
 from ._dtypes import index_dtype, kind_of, narrow_for
-from ._executor import fail
+from ._executor import array_device, fail
 from .contract.pending import settled
 from .dispatch import executor, is_distributed, map_fragments, new_tensor
 from .pieces import Member, host, members, on, share
@@ -73,13 +73,6 @@ def _slab_over(slots: list[Member], n: int) -> tuple[Layout, list[Member]]:
     return layout, [Member(j, m.rank, m.device, m.executor) for j, m in enumerate(slots)]
 
 
-def _device(a: Any) -> Any:
-    """The framework's device object of ``a``: arrays made beside it go there (torch makes new
-    arrays on the host unless told)."""
-    import array_api_compat
-
-    return array_api_compat.device(a)
-
 
 def _runs(xp: Any, v: Any, counts: Any, idx: str, count: bool = True) -> tuple[Any, Any]:
     """The distinct values of the sorted ``v`` and (with ``count``) how many each stands for
@@ -88,18 +81,18 @@ def _runs(xp: Any, v: Any, counts: Any, idx: str, count: bool = True) -> tuple[A
     n = v.shape[0]
     want = getattr(xp, idx)
     if n == 0:
-        return v, (xp.zeros((0,), dtype=want, device=_device(v)) if count else None)
-    keep = xp.concat([xp.ones((1,), dtype=xp.bool, device=_device(v)), v[1:] != v[:-1]])
+        return v, (xp.zeros((0,), dtype=want, device=array_device(v)) if count else None)
+    keep = xp.concat([xp.ones((1,), dtype=xp.bool, device=array_device(v)), v[1:] != v[:-1]])
     if bool(xp.all(keep)):
         if not count:
             return v, None
-        return v, (xp.ones((n,), dtype=want, device=_device(v)) if counts is None else xp.astype(counts, want))
+        return v, (xp.ones((n,), dtype=want, device=array_device(v)) if counts is None else xp.astype(counts, want))
     starts = xp.nonzero(keep)[0]
     del keep
     values = xp.take(v, starts)
     if not count:
         return values, None
-    ends = xp.concat([starts[1:], xp.asarray([n], dtype=starts.dtype, device=_device(starts))])
+    ends = xp.concat([starts[1:], xp.asarray([n], dtype=starts.dtype, device=array_device(starts))])
     if counts is None:
         return values, xp.astype(ends - starts, want)
     total = xp.cumulative_sum(xp.astype(counts, want), include_initial=True)
@@ -130,10 +123,10 @@ def _local_runs(xp: Any, a: Any, work: Any, first: Any, idx: str, count: bool) -
     pos = xp.take(first, perm)
     n = v.shape[0]
     if n == 0:
-        return v, xp.zeros((0,), dtype=getattr(xp, idx), device=_device(v)), pos
-    keep = xp.concat([xp.ones((1,), dtype=xp.bool, device=_device(v)), v[1:] != v[:-1]])
+        return v, xp.zeros((0,), dtype=getattr(xp, idx), device=array_device(v)), pos
+    keep = xp.concat([xp.ones((1,), dtype=xp.bool, device=array_device(v)), v[1:] != v[:-1]])
     starts = xp.nonzero(keep)[0]
-    ends = xp.concat([starts[1:], xp.asarray([n], dtype=starts.dtype, device=_device(starts))])
+    ends = xp.concat([starts[1:], xp.asarray([n], dtype=starts.dtype, device=array_device(starts))])
     return xp.take(v, starts), xp.astype(ends - starts, getattr(xp, idx)), xp.take(pos, starts)
 
 
@@ -143,7 +136,7 @@ def _merged_runs(xp: Any, v: Any, counts: Any, first: Any, idx: str, count: bool
     values, summed = _runs(xp, v, counts, idx, count)
     if first is None or v.shape[0] == 0:
         return values, summed, first
-    keep = xp.concat([xp.ones((1,), dtype=xp.bool, device=_device(v)), v[1:] != v[:-1]])
+    keep = xp.concat([xp.ones((1,), dtype=xp.bool, device=array_device(v)), v[1:] != v[:-1]])
     return values, summed, xp.take(first, xp.nonzero(keep)[0])
 
 
