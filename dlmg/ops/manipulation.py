@@ -170,16 +170,7 @@ def _into(x: "DistributedTensor", layout: Layout) -> "DistributedTensor":
 
 def _normal_shape(x: "DistributedTensor", shape: Sequence[int] | int, name: str) -> tuple[int, ...]:
     shape = (int(shape),) if isinstance(shape, int) else tuple(int(n) for n in shape)
-    if shape.count(-1) > 1:
-        raise ValueError(f"dlmg.{name}: shape {shape} has more than one -1")
-    if -1 in shape:
-        known = math.prod(n for n in shape if n != -1)
-        if known == 0 or x.size % known:
-            raise ValueError(f"dlmg.{name}: cannot reshape {x.shape} into {shape}")
-        shape = tuple(x.size // known if n == -1 else n for n in shape)
-    if math.prod(shape) != x.size or any(n < 0 for n in shape):
-        raise ValueError(f"dlmg.{name}: cannot reshape a tensor of shape {x.shape} ({x.size} elements) into {shape}")
-    return shape
+    return _shape.complete_shape(x.shape, shape, name)
 
 
 # --------------------------------------------------------------------------

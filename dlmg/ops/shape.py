@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
     from ..tensor import DistributedTensor
 
-__all__ = ["permute_dims", "transpose", "reshape", "METHODS"]
+__all__ = ["permute_dims", "transpose", "reshape", "complete_shape", "METHODS"]
 
 
 def _tensor(x: Any, name: str) -> None:
@@ -200,6 +200,27 @@ def reshaped_layout(layout: "Layout", shape: tuple[int, ...]) -> "Layout | str":
     return Layout(shape, block=block, grid=grid, devices=layout.devices, ranks=layout.ranks, partial=layout.partial)
 
 
+def complete_shape(have: tuple[int, ...], shape: tuple[int, ...], name: str) -> tuple[int, ...]:
+    """``shape`` for a tensor of shape ``have``, its one ``-1`` filled in.
+
+    Raises
+    ------
+    ValueError
+        For more than one ``-1``, or a shape with another number of elements.
+    """
+    size = math.prod(have)
+    if shape.count(-1) > 1:
+        raise ValueError(f"dlmg.{name}: shape {shape} has more than one -1")
+    if -1 in shape:
+        known = math.prod(n for n in shape if n != -1)
+        if known == 0 or size % known:
+            raise ValueError(f"dlmg.{name}: cannot reshape {have} into {shape}")
+        shape = tuple(size // known if n == -1 else n for n in shape)
+    if math.prod(shape) != size or any(n < 0 for n in shape):
+        raise ValueError(f"dlmg.{name}: cannot reshape a tensor of shape {have} ({size} elements) into {shape}")
+    return shape
+
+
 def reshape(x: "DistributedTensor", /, shape: Sequence[int] | int, *, copy: bool | None = None) -> "DistributedTensor":
     """``x`` with another shape of the same size, where the layout allows it (array API ``reshape``).
 
@@ -227,15 +248,7 @@ def reshape(x: "DistributedTensor", /, shape: Sequence[int] | int, *, copy: bool
     """
     _tensor(x, "reshape")
     shape = shape_argument(shape, "dlmg.reshape")  # np.reshape(dt, 24) too; (2.0, 3) refused as NumPy does
-    if shape.count(-1) > 1:
-        raise ValueError(f"dlmg.reshape: shape {shape} has more than one -1")
-    if -1 in shape:
-        known = math.prod(n for n in shape if n != -1)
-        if known == 0 or x.size % known:
-            raise ValueError(f"dlmg.reshape: cannot reshape {x.shape} into {shape}")
-        shape = tuple(x.size // known if n == -1 else n for n in shape)
-    if math.prod(shape) != x.size or any(n < 0 for n in shape):
-        raise ValueError(f"dlmg.reshape: cannot reshape a tensor of shape {x.shape} ({x.size} elements) into {shape}")
+    shape = complete_shape(x.shape, shape, "reshape")
     layout = reshaped_layout(x.layout, shape)
     if isinstance(layout, str):
         target = Layout.slab(x.shape, 0, list(dict.fromkeys(x.layout.devices))) if x.ndim else x.layout
