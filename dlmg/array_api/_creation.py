@@ -226,10 +226,6 @@ def full(shape: Any, fill_value: Any, *, dtype: Any = None, device: Any = None) 
     return _full(layout, fill_value, name, framework=_framework())
 
 
-def _like_device(x: Any, device: Any) -> Any:
-    return x.device if device is None else device
-
-
 def empty_like(x: Any, /, *, dtype: Any = None, device: Any = None) -> Any:
     """An uninitialised tensor of ``x``'s shape, dtype and layout."""
     if device is None:
