@@ -49,7 +49,6 @@ from ..registry import adapter_for
 from ..construct import device_fits, from_fragments
 from ..dtypes import canonical
 from ..construct import scatter
-from ..testing import host_values
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -546,7 +545,8 @@ def _irregular_copy(
     framework = adapter_for(first).name
     full = None
     for pos, row in arrays.items():
-        values = host_values(adapter_for(row[0]), row[0])
+        one = from_fragments([row[0]], Layout.single(tuple(row[0].shape), adapter_for(row[0]).device_of(row[0]), ranks=me))
+        values = one.gather(framework="numpy")
         if full is None:
             full = np.empty(shape, dtype=values.dtype)
         key = tuple(slice(spans[m][k][0], spans[m][k][0] + spans[m][k][1]) for m, k in enumerate(pos))
