@@ -14,7 +14,7 @@ _CUDA_LIKE = frozenset({2, 13})  # CUDA, CUDA managed: CUDA stream values
 _ROCM = 10
 
 
-def _as_int(value: Any, field: str) -> int:
+def as_int(value: Any, field: str) -> int:
     if isinstance(value, bool):
         raise TypeError(f"{field} must be an int, got {value!r}")
     try:
@@ -23,27 +23,27 @@ def _as_int(value: Any, field: str) -> int:
         raise TypeError(f"{field} must be an int, got {value!r} of type {type(value).__name__}") from None
 
 
-def _as_ints(values: Any, field: str) -> tuple[int, ...]:
+def as_ints(values: Any, field: str) -> tuple[int, ...]:
     if isinstance(values, (str, bytes)):
         raise TypeError(f"{field} must be a sequence of ints, got {values!r}")
     if not hasattr(values, "__iter__"):
-        return (_as_int(values, field),)  # a lone int is a 1-d shape
-    return tuple(_as_int(v, f"{field}[{i}]") for i, v in enumerate(values))
+        return (as_int(values, field),)  # a lone int is a 1-d shape
+    return tuple(as_int(v, f"{field}[{i}]") for i, v in enumerate(values))
 
 
-def _negotiate(max_version: Any) -> tuple[int, int] | None:
+def negotiate_version(max_version: Any) -> tuple[int, int] | None:
     if max_version is None:
         return None
     try:
         major, minor = max_version
-        major, minor = _as_int(major, "max_version[0]"), _as_int(minor, "max_version[1]")
+        major, minor = as_int(major, "max_version[0]"), as_int(minor, "max_version[1]")
     except (TypeError, ValueError):
         raise TypeError(f"max_version must be None or a (major, minor) tuple of ints, got {max_version!r}") from None
     # Minor versions share one ABI, so any 1.x (or later) consumer gets dlmg's 1.x.
     return DLPACK_VERSION if major >= 1 else None
 
 
-def _check_stream(stream: Any, device: Device) -> None:
+def check_stream(stream: Any, device: Device) -> None:
     if stream is None:
         return
     code = device.dlpack[0]
@@ -62,7 +62,7 @@ def _check_stream(stream: Any, device: Device) -> None:
     raise ValueError(f"stream must be None for {device} memory (it has no streams), got {stream!r}")
 
 
-def _span(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int, byte_offset: int) -> tuple[int, int]:
+def memory_span(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int, byte_offset: int) -> tuple[int, int]:
     """Byte range ``[lo, hi)``, relative to the pointer, that a view touches."""
     low = high = 0
     for extent, stride in zip(shape, strides):

@@ -45,7 +45,7 @@ from .abi import (
     DLManagedTensorVersioned,
 )
 from .capsule import capsule_name, new_capsule
-from ._arguments import _as_int, _as_ints, _check_stream, _negotiate, _span
+from ._arguments import as_int, as_ints, check_stream, negotiate_version, memory_span
 from .reader import c_contiguous_strides
 
 __all__ = ["DLPackExporter", "live_exports"]
@@ -290,7 +290,7 @@ class DLPackExporter:
         readonly: bool = False,
         byte_offset: int = 0,
     ) -> None:
-        shape_t = _as_ints(shape, "shape")
+        shape_t = as_ints(shape, "shape")
         if len(shape_t) > DLPACK_MAX_NDIM:
             raise ValueError(f"shape has {len(shape_t)} modes; at most {DLPACK_MAX_NDIM} are supported")
         for axis, extent in enumerate(shape_t):
@@ -299,14 +299,14 @@ class DLPackExporter:
         if strides is None:
             strides_t = c_contiguous_strides(shape_t)
         else:
-            strides_t = _as_ints(strides, "strides")
+            strides_t = as_ints(strides, "strides")
             if len(strides_t) != len(shape_t):
                 raise ValueError(
                     f"strides has {len(strides_t)} entries but shape {shape_t} has {len(shape_t)} modes"
                 )
         self._dtype = info(canonical(dtype))
         self._device = as_device(device)
-        self._byte_offset = _as_int(byte_offset, "byte_offset")
+        self._byte_offset = as_int(byte_offset, "byte_offset")
         if self._byte_offset < 0:
             raise ValueError(f"byte_offset must be >= 0, got {self._byte_offset}")
         if not isinstance(readonly, bool):
@@ -330,7 +330,7 @@ class DLPackExporter:
             data, view = _buffer_address(pointer_or_buffer)
             readonly = readonly or view.readonly
             if view.c_contiguous and size:
-                lo, hi = _span(shape_t, strides_t, self._dtype.itemsize, self._byte_offset)
+                lo, hi = memory_span(shape_t, strides_t, self._dtype.itemsize, self._byte_offset)
                 if lo < 0 or hi > view.nbytes:
                     raise ValueError(
                         f"shape {shape_t}, strides {strides_t} and byte_offset {self._byte_offset} "
@@ -458,9 +458,9 @@ class DLPackExporter:
         TypeError
             For malformed arguments.
         """
-        version = _negotiate(max_version)
+        version = negotiate_version(max_version)
         device = self._target_device(dl_device)
-        _check_stream(stream, device)
+        check_stream(stream, device)
         if copy not in (None, True, False):
             raise TypeError(f"copy must be None, True or False, got {copy!r}")
         if copy:
@@ -486,7 +486,7 @@ class DLPackExporter:
             return self._device
         try:
             code, index = dl_device
-            pair = (_as_int(code, "dl_device[0]"), _as_int(index, "dl_device[1]"))
+            pair = (as_int(code, "dl_device[0]"), as_int(index, "dl_device[1]"))
         except (TypeError, ValueError):
             raise TypeError(f"dl_device must be None or a (device_type, device_id) pair, got {dl_device!r}") from None
         if pair == self._device.dlpack:
@@ -505,7 +505,7 @@ class DLPackExporter:
                 "copy with the memory's framework instead"
             )
         itemsize = self._dtype.itemsize
-        lo, hi = _span(self._shape, self._strides, itemsize, self._byte_offset)
+        lo, hi = memory_span(self._shape, self._strides, itemsize, self._byte_offset)
         nbytes = hi - lo
         buf = (ctypes.c_char * (nbytes + 64))()
         aligned = (ctypes.addressof(buf) + 63) & ~63  # JAX imports 64-byte aligned memory in place

@@ -31,12 +31,12 @@ def _adapter() -> Any:
     return get_adapter("jax")
 
 
-def _jax() -> Any:
+def jax_module() -> Any:
     """The jax module (FrameworkNotInstalledError, with what to install, without it)."""
     return _adapter().module()
 
 
-def _dlmg_device(jdev: Any) -> Device:
+def dlmg_device(jdev: Any) -> Device:
     """The dlmg device of a JAX device, by the JAX adapter's convention
     (``cpu:<id>`` for JAX's CPU devices, the local hardware id for GPUs)."""
     found = _adapter().device_from_native(jdev)
@@ -45,9 +45,9 @@ def _dlmg_device(jdev: Any) -> Device:
     return found
 
 
-def _jax_devices() -> dict[Device, Any]:
+def jax_devices() -> dict[Device, Any]:
     """The addressable JAX devices of every available backend, keyed by dlmg device."""
-    jax = _jax()
+    jax = jax_module()
     out: dict[Device, Any] = {}
     for backend in ("cpu", "gpu"):
         try:
@@ -56,7 +56,7 @@ def _jax_devices() -> dict[Device, Any]:
             continue
         for d in devices:
             try:
-                out.setdefault(_dlmg_device(d), d)
+                out.setdefault(dlmg_device(d), d)
             except DeviceError:  # pragma: no cover - a platform dlmg has no kind for
                 continue
     return out
@@ -69,7 +69,7 @@ def _process_of(jdev: Any) -> int:
 
 def _global_jax_devices() -> dict[tuple[int, Device], Any]:
     """Every JAX device of every process, keyed by ``(process, dlmg device)``."""
-    jax = _jax()
+    jax = jax_module()
     out: dict[tuple[int, Device], Any] = {}
     for backend in ("cpu", "gpu"):
         try:
@@ -78,7 +78,7 @@ def _global_jax_devices() -> dict[tuple[int, Device], Any]:
             continue
         for d in devices:
             try:
-                out.setdefault((_process_of(d), _dlmg_device(d)), d)
+                out.setdefault((_process_of(d), dlmg_device(d)), d)
             except DeviceError:  # pragma: no cover - a platform dlmg has no kind for
                 continue
     return out
@@ -86,7 +86,7 @@ def _global_jax_devices() -> dict[tuple[int, Device], Any]:
 
 def _jax_device(device: Device, table: Mapping[Device, Any] | None = None) -> Any:
     """The JAX device that is ``device``; a DeviceError when JAX has none."""
-    table = _jax_devices() if table is None else table
+    table = jax_devices() if table is None else table
     try:
         return table[device]
     except KeyError:
@@ -97,7 +97,7 @@ def _jax_device(device: Device, table: Mapping[Device, Any] | None = None) -> An
 
 def _local_pool(kind: str) -> list[Any]:
     """The addressable JAX devices holding memory of ``kind`` (``cpu``/``cuda``)."""
-    jax = _jax()
+    jax = jax_module()
     backend = "cpu" if Device(kind).is_host else "gpu"
     try:
         return list(jax.local_devices(backend=backend))
@@ -229,7 +229,7 @@ def layout_from_sharding(sharding: "jax.sharding.Sharding", shape: Sequence[int]
     except Exception as exc:  # JAX's IndivisibleError, ValueError...
         raise LayoutError(f"sharding {sharding} does not fit shape {shape_t}: {exc}") from exc
     block, grid, ordered, _ = _geometry(index_map, shape_t)
-    return Layout(shape_t, block=block, grid=grid, devices=[_dlmg_device(d) for d in ordered],
+    return Layout(shape_t, block=block, grid=grid, devices=[dlmg_device(d) for d in ordered],
                   ranks=[_process_of(d) for d in ordered])
 
 
@@ -267,7 +267,7 @@ def _check_expressible(layout: Layout) -> None:
     if problems:
         raise LayoutError(
             f"JAX cannot express layout {layout!r}: {'; '.join(problems)}. "
-            f"A layout it can express: {_layout_expr(jax_compatible_layout(layout))}"
+            f"A layout it can express: {layout_expression(jax_compatible_layout(layout))}"
         )
 
 
@@ -275,7 +275,7 @@ def _mesh_for(layout: Layout, table: Mapping[Device, Any]) -> tuple[Any, tuple]:
     """A mesh of the layout's devices and the PartitionSpec entries over it."""
     import numpy as np
 
-    jax = _jax()
+    jax = jax_module()
     if any(layout.ranks):  # devices of several processes (multi-controller JAX)
         everyone = _global_jax_devices()
         missing = [f"{r}:{d}" for r, d in zip(layout.ranks, layout.devices) if (r, d) not in everyone]
@@ -301,7 +301,7 @@ def _mesh_for(layout: Layout, table: Mapping[Device, Any]) -> tuple[Any, tuple]:
     return mesh, tuple(spec)
 
 
-def _spec_on_mesh(layout: Layout, mesh: Any) -> tuple:
+def spec_on_mesh(layout: Layout, mesh: Any) -> tuple:
     """The PartitionSpec entries placing ``layout`` on the given ``mesh``.
 
     For each mode, the mesh axes along which the device's grid coordinate
@@ -311,7 +311,7 @@ def _spec_on_mesh(layout: Layout, mesh: Any) -> tuple:
 
     mesh_devs = np.asarray(mesh.devices)
     names = tuple(mesh.axis_names)
-    where = {_dlmg_device(d): i for i, d in enumerate(mesh_devs.flat)}
+    where = {dlmg_device(d): i for i, d in enumerate(mesh_devs.flat)}
     context = f"mesh {dict(zip(names, mesh_devs.shape))} with devices {[str(d) for d in where]}"
     if len(where) != layout.nfragments or set(where) != set(layout.devices):
         raise LayoutError(
@@ -384,13 +384,13 @@ def sharding_from_layout(layout: Layout, mesh: "jax.sharding.Mesh | None" = None
     DeviceError
         When a device of the layout is no JAX device.
     """
-    jax = _jax()
+    jax = jax_module()
     _check_expressible(layout)
-    table = _jax_devices()
+    table = jax_devices()
     if mesh is None:
         mesh, spec = _mesh_for(layout, table)
     else:
-        spec = _spec_on_mesh(layout, mesh)
+        spec = spec_on_mesh(layout, mesh)
     sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(*spec))
     _cross_check(sharding, layout)
     return sharding
@@ -404,17 +404,17 @@ def to_sharding(layout: Layout, mesh: "jax.sharding.Mesh | None" = None) -> "jax
 def _cross_check(sharding: Any, layout: Layout) -> None:
     """Every device's piece under ``sharding`` is what its fragment owns."""
     index_map = sharding.devices_indices_map(layout.shape)
-    by_device = {(_process_of(d), _dlmg_device(d)): ix for d, ix in index_map.items()}
+    by_device = {(_process_of(d), dlmg_device(d)): ix for d, ix in index_map.items()}
     for frag in layout.fragments:
         index = by_device.get((frag.rank, frag.device))
-        if index is None or _index_spans(index, layout.shape) != _fragment_spans(frag):
+        if index is None or index_spans(index, layout.shape) != fragment_spans(frag):
             raise LayoutError(  # a bug, not a user error: say everything
                 f"internal: sharding {sharding} gives device {frag.device} index {index} but "
                 f"fragment {frag.index} of {layout!r} owns {frag.ranges}"
             )
 
 
-def _index_spans(index: tuple, shape: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+def index_spans(index: tuple, shape: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
     index = tuple(index) + (slice(None),) * (len(shape) - len(tuple(index)))
     out = []
     for m, (ix, n) in enumerate(zip(index, shape)):
@@ -423,7 +423,7 @@ def _index_spans(index: tuple, shape: tuple[int, ...]) -> tuple[tuple[int, int],
     return tuple(out)
 
 
-def _fragment_spans(frag: Any) -> tuple[tuple[int, int] | None, ...]:
+def fragment_spans(frag: Any) -> tuple[tuple[int, int] | None, ...]:
     """Per mode, the one contiguous ``(start, stop)`` a fragment owns
     (``(0, 0)`` when empty; ``None`` when not contiguous)."""
     out: list[tuple[int, int] | None] = []
@@ -442,7 +442,7 @@ def _fragment_spans(frag: Any) -> tuple[tuple[int, int] | None, ...]:
 # a layout JAX can express
 
 
-def _layout_expr(layout: Layout) -> str:
+def layout_expression(layout: Layout) -> str:
     """A constructor expression for ``layout`` (``Layout.slab(...)`` when it is one)."""
     devices = [str(d) for d in layout.devices]
     split = [m for m, g in enumerate(layout.grid) if g > 1]
@@ -477,7 +477,7 @@ def jax_compatible_layout(layout: Layout, mesh: "jax.sharding.Mesh | None" = Non
     Layout
     """
     shape = layout.shape
-    table = _jax_devices()
+    table = jax_devices()
     if mesh is None:
         if not jax_layout_problems(layout) and all(d in table for d in layout.devices):
             return layout
@@ -485,12 +485,12 @@ def jax_compatible_layout(layout: Layout, mesh: "jax.sharding.Mesh | None" = Non
             if all(n % g == 0 for n, g in zip(shape, layout.grid)):
                 block = tuple(n // g if g > 1 else max(n, 1) for n, g in zip(shape, layout.grid))
                 return Layout(shape, block=block, grid=layout.grid, devices=layout.devices)
-        pool = [_dlmg_device(d) for d in _local_pool(layout.devices[0].kind)] or list(table)
+        pool = [dlmg_device(d) for d in _local_pool(layout.devices[0].kind)] or list(table)
         counts: Sequence[int] = range(len(pool), 1, -1)
     else:
         import numpy as np
 
-        pool = [_dlmg_device(d) for d in np.asarray(mesh.devices).flat]
+        pool = [dlmg_device(d) for d in np.asarray(mesh.devices).flat]
         counts = [len(pool)]
     modes = sorted(range(len(shape)), key=lambda m: (layout.grid[m] == 1, m))
     for p in counts:
@@ -500,7 +500,7 @@ def jax_compatible_layout(layout: Layout, mesh: "jax.sharding.Mesh | None" = Non
                 if mesh is None:
                     return target
                 try:
-                    _spec_on_mesh(target, mesh)
+                    spec_on_mesh(target, mesh)
                     return target
                 except LayoutError:
                     continue

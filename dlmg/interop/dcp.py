@@ -28,7 +28,7 @@ from ..layout import Layout
 from ..ops._pending import guard
 from ..tensor import DistributedTensor
 from ._dtensor_layout import expressibility_problems
-from .dtensor import _dist, to_dtensor
+from .dtensor import torch_distributed, to_dtensor
 
 __all__ = ["dcp_state_dict", "dcp_save", "dcp_load"]
 
@@ -173,7 +173,7 @@ def dcp_load(templates: Mapping[str, Any], checkpoint_id: Any, **kwargs: Any) ->
         tensor's (DCP's ``CheckpointException``, a ``BaseException``, is the
         ``__cause__``), naming the checkpoint and each failing rank's error.
     """
-    dist = _dist()
+    dist = torch_distributed()
     world = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
     holders: dict[str, tuple[DistributedTensor, DistributedTensor]] = {}
 

@@ -47,7 +47,7 @@ def is_dtensor(obj: Any) -> bool:
     return False
 
 
-def _dist() -> Any:
+def torch_distributed() -> Any:
     get_adapter("torch").module()  # FrameworkNotInstalledError, saying what to install, without torch
     try:
         import torch.distributed as dist
@@ -138,7 +138,7 @@ def from_dtensor(x: Any, *, reduce: bool = False, devices: Any = None) -> "Distr
     """
     if not is_dtensor(x):
         raise TypeError(f"from_dtensor needs a torch DTensor, got {type(x).__module__}.{type(x).__name__}")
-    dist = _dist()
+    dist = torch_distributed()
     me = _check_processes(dist)
     placements = [_placement(p, i) for i, p in enumerate(x.placements)]
     partial = [i for i, p in enumerate(placements) if p[0] == "partial"]
@@ -229,12 +229,12 @@ def to_dtensor(tensor: "DistributedTensor", mesh: Any = None) -> Any:
         the nearest layout that it can and the ``redistribute`` call to reach
         it.
     """
-    _dist()  # (without torch: FrameworkNotInstalledError)
+    torch_distributed()  # (without torch: FrameworkNotInstalledError)
     import torch
     from torch.distributed.device_mesh import DeviceMesh
     from torch.distributed.tensor import DTensor, Replicate, Shard
 
-    dist = _dist()
+    dist = torch_distributed()
     me = _check_processes(dist)
     layout = tensor.layout
     problems = expressibility_problems(layout)

@@ -36,13 +36,13 @@ from typing import TYPE_CHECKING, Any
 from ..device import Device
 from ..errors import FragmentError, FrameworkError, LayoutError
 from ._jax_sharding import (
-    _dlmg_device,
-    _fragment_spans,
-    _index_spans,
-    _jax,
-    _jax_devices,
-    _layout_expr,
-    _spec_on_mesh,
+    dlmg_device,
+    fragment_spans,
+    index_spans,
+    jax_module,
+    jax_devices,
+    layout_expression,
+    spec_on_mesh,
     jax_compatible_layout,
     jax_layout_problems,
     layout_from_sharding,
@@ -154,13 +154,13 @@ def _sharding_layout(sharding: Any, shape: tuple[int, ...]) -> tuple["Layout", d
     owns; remembered per (sharding, shape), since JAX shardings are hashable."""
     layout = layout_from_sharding(sharding, shape)
     index_map = sharding.devices_indices_map(shape)
-    by_device = {_dlmg_device(d): d for d in index_map}
+    by_device = {dlmg_device(d): d for d in index_map}
     fragment_of = {}
     for frag in layout.fragments:
         device = by_device.get(frag.device)
         if device is None:  # pragma: no cover - the layout was derived from the same map
             raise FragmentError(f"the sharding places nothing on {frag.device} (fragment {frag.index})")
-        if _index_spans(index_map[device], shape) != _fragment_spans(frag):
+        if index_spans(index_map[device], shape) != fragment_spans(frag):
             raise LayoutError(  # pragma: no cover - the geometry was derived from the same map
                 f"device {frag.device} holds index {index_map[device]} but fragment {frag.index} "
                 f"of {layout!r} owns {frag.ranges}"
@@ -234,18 +234,18 @@ def to_jax(
         For a 64-bit dtype while ``jax_enable_x64`` is off (JAX would narrow it
         silently).
     """
-    jax = _jax()
+    jax = jax_module()
 
     tensor = guard(tensor, "to_jax")  # a pending reduction: its value
     get_adapter("jax").check_dtype(canonical(tensor.dtype))
     layout = tensor.layout
-    table = _jax_devices()
+    table = jax_devices()
     problems = jax_layout_problems(layout)
     mine = [f.device for f in tensor.fragments if f.rank == process_rank()]
     problems += [f"device {d} is no JAX device" for d in dict.fromkeys(mine) if d not in table]
     if mesh is not None and not problems:
         try:
-            _spec_on_mesh(layout, mesh)
+            spec_on_mesh(layout, mesh)
         except LayoutError as exc:
             problems.append(str(exc))
     if problems:
@@ -253,7 +253,7 @@ def to_jax(
         if not redistribute or any(layout.ranks):
             raise LayoutError(
                 f"to_jax: JAX cannot express layout {layout!r}: {'; '.join(problems)}. "
-                f"Redistribute first, e.g. tensor.redistribute({_layout_expr(target)}), "
+                f"Redistribute first, e.g. tensor.redistribute({layout_expression(target)}), "
                 "or call to_jax(redistribute=True), which does that"
             )
         tensor = tensor.redistribute(target)
