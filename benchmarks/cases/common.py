@@ -7,9 +7,10 @@ from typing import Any, Callable
 from ..config import Context
 from ..frameworks import make_sync
 from ..harness import Timing, describe_error, measure
-from ..record import Row
+from ..record import Row, check_result
 
-__all__ = ["FRAGMENTS", "fragment_devices", "guarded", "ok", "run_row", "same_pointers"]
+__all__ = ["FRAGMENTS", "fragment_devices", "guarded", "ok", "run_checked", "run_row", "same_pointers",
+           "torch_slabs"]
 
 #: Fragments per distributed tensor in every CPU case (and the GPU pointwise
 #: and gather / scatter cases).
@@ -34,6 +35,34 @@ def run_row(row: Row, ctx: Context, callables: dict[str, Callable[[], Any]]) -> 
     """Time ``callables`` for ``row`` (device work timed to completion)."""
     row.timings = measure(callables, ctx.settings, make_sync(ctx.device))
     return row
+
+
+def run_checked(row: Row, ctx: Context, callables: dict[str, Callable[[], Any]], check: Callable[[], str]) -> Row:
+    """Check dlmg's result once, then time ``callables`` for ``row``; a wrong result is not timed.
+
+    ``check`` runs dlmg's call and compares its result with the native one
+    (``"ok ..."`` or ``"mismatch ..."``; an exception becomes ``"error: ..."``).
+    Unless it is ``"ok"``, the dlmg contender is left out of the timing: the
+    row keeps the check as its status and has no ratio, so a wrong value
+    fails the row instead of being reported as fast.
+    """
+    row.check = check_result(check)
+    if not row.check.startswith("ok"):
+        callables = {who: fn for who, fn in callables.items() if who != "dlmg"}
+    return run_row(row, ctx, callables)
+
+
+def torch_slabs(whole: Any, axis: int, count: int = FRAGMENTS) -> Any:
+    """``whole`` (a torch tensor) as a distributed tensor of ``count`` slabs along ``axis``
+    on its device, each fragment a contiguous tensor of its own (not a view of ``whole``)."""
+    import dlmg
+    import torch
+
+    device = str(whole.device)
+    layout = dlmg.Layout.slab(tuple(whole.shape), axis, [device] * count)
+    step = -(-whole.shape[axis] // count)
+    pieces = [p.clone(memory_format=torch.contiguous_format) for p in torch.split(whole, step, dim=axis)]
+    return dlmg.from_fragments(pieces, layout)
 
 
 def same_pointers(outputs: list[Any], inputs: list[Any]) -> bool:
