@@ -141,11 +141,18 @@ class Context:
         ``"cpu"`` or ``"cuda:0"``.
     notes : list of str
         Free-form remarks a case adds for the report.
+    profile : bool
+        Profile one dlmg call of every timed row (``--profile``; see
+        :mod:`benchmarks.profiling`).
+    profiles : list of (str, str)
+        ``(row name, profiler table)`` of the rows that missed a target.
     """
 
     mode: Mode
     device: str = "cpu"
     notes: list[str] = field(default_factory=list)
+    profile: bool = False
+    profiles: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def settings(self) -> Settings:

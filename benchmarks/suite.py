@@ -2,14 +2,18 @@
 
 Usage::
 
-    python benchmarks/run.py [--full | --smoke] [--gpu] [--cases 1,3] [--out DIR] [--update-docs | --docs PATH]
+    python benchmarks/run.py [--full | --smoke] [--gpu [--profile]] [--cases 1,3] [--out DIR]
+                             [--update-docs | --docs PATH]
     python benchmarks/run.py --from-record benchmarks/recorded/cpu-quick.json [...] [--docs PATH]
 
 The CPU run (the default) runs cases 1-5, 7 (scaling), 8 (across processes), 9 (save / load), 10 (contractions), 11 (linear algebra), 12 (FFTs) and 13 (sorting and scans); ``--gpu`` runs only case 6 (its
 parts selected with ``--cases`` by the number of the CPU case they mirror:
 1 interchange, 2 ``to()``, 3 pointwise, 4 gather / scatter, 5 redistribution,
 9 save / load, 10 contractions, 11 TSQR, 12 FFTs, 13 sort and cumulative sum)
-and exits with status 2 when there is no CUDA GPU. A case whose dlmg side
+and exits with status 2 when there is no CUDA GPU. With ``--profile`` every
+GPU row also profiles one dlmg call, and the tables of the rows that miss a
+target go to ``gpu-<mode>-profiles.md`` in the output folder
+(:mod:`benchmarks.profiling`). A case whose dlmg side
 fails records the error in its rows; a case that fails as a whole records it as
 the case's status; the run goes on either way.
 
@@ -39,6 +43,7 @@ from typing import Any, Callable, Sequence
 from .config import MODES, Context, GiB, KiB, MiB
 from .harness import describe_error
 from .page import load_record, merge_runs, update_docs
+from .profiling import write_profiles
 from .record import Row
 
 __all__ = ["CPU_CASES", "main", "parse_args", "run_suite"]
@@ -92,6 +97,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     size.add_argument("--smoke", action="store_true",
                       help="tiny sizes and 1 repeat: checks that the suite runs (no meaningful figures)")
     p.add_argument("--gpu", action="store_true", help="run only the GPU cases (case 6); fails without a CUDA GPU")
+    p.add_argument("--profile", action="store_true",
+                   help="with --gpu: profile one dlmg call of each row (torch.profiler) and write the top "
+                        "15 operations by CUDA time of every row that misses a target to "
+                        "<out>/gpu-<mode>-profiles.md")
     p.add_argument("--cases", default=None,
                    help="comma-separated case numbers, e.g. 1,3 (with --gpu: the parts of case 6 by the CPU case "
                         "they mirror, 1-5 and 9-13, e.g. --gpu --cases 9,10,11,12,13)")
@@ -108,9 +117,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.from_record is not None:
         clashing = [flag for flag, on in (("--full", args.full), ("--smoke", args.smoke), ("--gpu", args.gpu),
-                                          ("--cases", args.cases), ("--no-docs", args.no_docs)) if on]
+                                          ("--profile", args.profile), ("--cases", args.cases),
+                                          ("--no-docs", args.no_docs)) if on]
         if clashing:
             p.error(f"--from-record runs nothing; it cannot be combined with {', '.join(clashing)}")
+    if args.profile and not args.gpu:
+        p.error("--profile profiles the GPU rows: use it with --gpu")
     args.mode = "full" if args.full else "smoke" if args.smoke else "quick"
     try:
         args.selected = sorted({int(c) for c in args.cases.split(",") if c.strip()}) if args.cases else None
@@ -191,7 +203,7 @@ def run_suite(args: argparse.Namespace) -> dict[str, Any]:
     started = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
     load_start = _load()
     t0 = time.perf_counter()
-    ctx = Context(MODES[args.mode], device="cuda:0" if args.gpu else "cpu")
+    ctx = Context(MODES[args.mode], device="cuda:0" if args.gpu else "cpu", profile=args.profile)
     cases: list[dict[str, Any]] = []
     if args.gpu:
         from .cases.gpu import run_gpu
@@ -218,7 +230,7 @@ def run_suite(args: argparse.Namespace) -> dict[str, Any]:
             "over intra-op threads and stall when one is descheduled, so torch CPU times "
             "jump (4 ms vs 60 ms for the same copy) for dlmg and native alike"
         )
-    return {
+    run = {
         "schema": 1,
         "kind": "gpu" if args.gpu else "cpu",
         "mode": args.mode,
@@ -231,6 +243,12 @@ def run_suite(args: argparse.Namespace) -> dict[str, Any]:
         "notes": ctx.notes,
         "cases": cases,
     }
+    if args.profile:
+        stem = f"{run['kind']}-{args.mode}-profiles.md"
+        ctx.notes.append(f"--profile: the profiler tables of the {len(ctx.profiles)} rows that miss a target "
+                         f"are in {stem} beside this record")
+        write_profiles(ctx.profiles, args.out / stem, f"Where the time of the missed rows goes ({args.mode} run)")
+    return run
 
 
 def _from_records(records: Sequence[Path], page: Path) -> int:

@@ -292,3 +292,26 @@ def test_gpu_parts_run_on_the_gpu(tmp_path):
     for row in rows:
         assert row["status"] == "ok" and row["check"].startswith("ok"), (row["name"], row["status"], row["check"])
         assert row["params"]["device"] == "cuda:0"
+
+
+def test_profile_keeps_a_table_of_the_dlmg_call_for_the_rows_that_miss(tmp_path):
+    from benchmarks.cases.gpu import PARTS
+    from benchmarks.config import MODES, Context
+    from benchmarks.profiling import missed_profiles, write_profiles
+    from benchmarks.record import Target
+    from benchmarks.suite import parse_args
+
+    part = next(fn for n, _, fn in PARTS if n == 11)
+    rows = part(Context(MODES["smoke"], device="cpu", profile=True))
+    assert rows and all("aten::" in r.profile and "Name" in r.profile for r in rows), rows[0].profile
+    assert "profile" not in rows[0].as_dict()
+    rows[0].targets = [Target("ratio", "<=", 0.0)]  # a target no row meets
+    missed = missed_profiles(rows)
+    assert [name for name, _ in missed] == [rows[0].name]
+    page = write_profiles(missed, tmp_path / "gpu-smoke-profiles.md", "profiles").read_text()
+    assert f"## {rows[0].name}" in page and "aten::" in page
+    assert "No row missed" in write_profiles([], tmp_path / "none.md", "profiles").read_text()
+    assert not part(Context(MODES["smoke"], device="cpu"))[0].profile
+    assert parse_args(["--gpu", "--profile"]).profile
+    with pytest.raises(SystemExit):
+        parse_args(["--profile"])

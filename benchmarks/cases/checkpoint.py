@@ -48,7 +48,7 @@ from ..config import Context, GiB, KiB, MiB
 from ..frameworks import make_sync
 from ..harness import describe_error, measure
 from ..record import Row, Target, check_result
-from .common import FRAGMENTS, guarded, torch_slabs
+from .common import FRAGMENTS, guarded, profile_row, torch_slabs
 from .multiprocess import run_workers, timing
 
 __all__ = ["run_checkpoint", "run_checkpoint_gpu"]
@@ -302,6 +302,7 @@ def _gpu_rows(ctx: Context, work: Path) -> list[Row]:
         if not verdict.startswith("ok"):
             callables.pop("dlmg")
         row.timings = measure(callables, settings, sync)
+        profile_row(row, ctx, callables.get("dlmg"))
         _step_metrics(row, nbytes, op)
         rows.append(row)
     return rows

@@ -9,8 +9,8 @@ from ..frameworks import make_sync
 from ..harness import Timing, describe_error, measure
 from ..record import Row, check_result
 
-__all__ = ["FRAGMENTS", "fragment_devices", "guarded", "ok", "run_checked", "run_row", "same_pointers",
-           "torch_slabs"]
+__all__ = ["FRAGMENTS", "fragment_devices", "guarded", "ok", "profile_row", "run_checked", "run_row",
+           "same_pointers", "torch_slabs"]
 
 #: Fragments per distributed tensor in every CPU case (and the GPU pointwise
 #: and gather / scatter cases).
@@ -32,9 +32,21 @@ def fragment_devices(framework: str, device: str, count: int = FRAGMENTS) -> lis
 
 
 def run_row(row: Row, ctx: Context, callables: dict[str, Callable[[], Any]]) -> Row:
-    """Time ``callables`` for ``row`` (device work timed to completion)."""
-    row.timings = measure(callables, ctx.settings, make_sync(ctx.device))
+    """Time ``callables`` for ``row`` (device work timed to completion); with
+    ``ctx.profile``, profile one more dlmg call (see :func:`profile_row`)."""
+    sync = make_sync(ctx.device)
+    row.timings = measure(callables, ctx.settings, sync)
+    profile_row(row, ctx, callables.get("dlmg"))
     return row
+
+
+def profile_row(row: Row, ctx: Context, fn: Callable[[], Any] | None) -> None:
+    """With ``ctx.profile``, keep the profiler's table of one warm call of ``fn`` (dlmg's) on
+    ``row``, while its operands are still alive; nothing when dlmg's call was not timed."""
+    if ctx.profile and fn is not None and isinstance(row.timings.get("dlmg"), Timing):
+        from ..profiling import profile_table
+
+        row.profile = profile_table(fn, ctx.device, make_sync(ctx.device))
 
 
 def run_checked(row: Row, ctx: Context, callables: dict[str, Callable[[], Any]], check: Callable[[], str]) -> Row:

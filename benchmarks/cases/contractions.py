@@ -228,7 +228,10 @@ def _gpu_operands(n: int, dtype: str, device: str) -> tuple[Any, Any]:
     return a.to(getattr(torch, dtype)), b.to(getattr(torch, dtype))
 
 
-def _gpu_operand_builders(n: int, device: str) -> dict[str, tuple[str, Callable[[Any, Any], tuple[Any, Any, Callable[[], Any]]]]]:
+_Operands = Callable[[Any, Any], tuple[Any, Any, Callable[[], Any]]]
+
+
+def _gpu_operand_builders(n: int, device: str) -> dict[str, tuple[str, _Operands]]:
     """Each layout pair: its title, and a builder of the two distributed operands and dlmg's
     call from the whole operands."""
     import dlmg
@@ -298,20 +301,21 @@ def _gpu_size(ctx: Context, n: int, dtype: str) -> list[Row]:
     for key in ("local", "pending", "columns"):
         rows += guarded(10, f"A @ B, {key}, torch {dtype}", "torch.matmul",
                         lambda key=key: [_gpu_row(ctx, n, dtype, key, a_whole, b_whole, want)])
-    del a_whole, b_whole, want
-    if ctx.gpu:
-        torch.cuda.empty_cache()  # the next size starts from free memory
     return rows
 
 
 def run_contractions_gpu(ctx: Context) -> list[Row]:
     """Case 6's contractions: ``A @ B`` in 8 torch fragments on ``ctx.device`` against one
     ``torch.matmul`` (float32 with TF32 off, and bfloat16), for three layout pairs."""
+    import torch
+
     rows: list[Row] = []
     with tf32_off():
         for n in ctx.mode.gpu_matmul_n:
             for dtype in ("float32", "bfloat16"):
-                rows += _gpu_size(ctx, n, dtype)
+                rows += _gpu_size(ctx, n, dtype)  # its operands are freed on return
+                if ctx.gpu:
+                    torch.cuda.empty_cache()  # the next size starts from free memory
     if rows:
         ctx.notes.append("contractions: " + _TF32_NOTE)
     return rows

@@ -77,7 +77,9 @@ def run_gpu(ctx: Context, parts: Iterable[int] | None = None) -> list[Row]:
     """
     from ..harness import describe_error
 
-    gpu_ctx = Context(ctx.mode, device="cuda:0", notes=ctx.notes)
+    from ..profiling import missed_profiles
+
+    gpu_ctx = Context(ctx.mode, device="cuda:0", notes=ctx.notes, profile=ctx.profile, profiles=ctx.profiles)
     rows: list[Row] = []
     chosen = None if parts is None else set(parts)
     for number, label, part in PARTS:
@@ -90,5 +92,6 @@ def run_gpu(ctx: Context, parts: Iterable[int] | None = None) -> list[Row]:
         for row in part_rows:
             row.name = f"{label}: {row.name}"
             row.case = 6
+        ctx.profiles.extend(missed_profiles(part_rows))
         rows.extend(part_rows)
     return rows
