@@ -258,13 +258,14 @@ def test_a_wrong_result_fails_the_row_and_is_not_timed():
         calls.append(1)
 
     ctx = Context(MODES["smoke"], device="cpu")
-    for check in (lambda: "mismatch: differs", lambda: 1 / 0):
+    for check, status in ((lambda: "mismatch: differs", "error: wrong result: mismatch: differs"),
+                          (lambda: 1 / 0, "error: ZeroDivisionError")):
         calls.clear()
         row = Row(6, "x", {}, "y", targets=[Target("ratio", "<=", 1.1)])
         run_checked(row, ctx, {"dlmg": dlmg_side, "native": lambda: None}, check)
-        assert "dlmg" not in row.timings and not calls
+        assert not calls and row.time("dlmg") is None and row.time("native") is not None
         assert row.ratio is None and row.passed() is None
-        assert row.status.startswith("error"), row.status
+        assert row.status.startswith(status), row.status
     row = Row(6, "x", {}, "y")
     run_checked(row, ctx, {"dlmg": dlmg_side, "native": lambda: None}, lambda: "ok")
     assert row.status == "ok" and row.ratio is not None and calls

@@ -45,10 +45,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..config import Context, GiB, KiB, MiB
-from ..frameworks import make_sync
-from ..harness import describe_error, measure
+from ..harness import describe_error
 from ..record import Row, Target, check_result
-from .common import FRAGMENTS, guarded, profile_row, torch_slabs
+from .common import FRAGMENTS, guarded, run_checked, torch_slabs
 from .multiprocess import run_workers, timing
 
 __all__ = ["run_checkpoint", "run_checkpoint_gpu"]
@@ -177,9 +176,9 @@ def _memory_store(metadata: dict[str, Any]) -> Any:
 class _Steps:
     """The steps of a save and a load, each on its own, on the bytes of ``tensor``'s fragments."""
 
-    def __init__(self, tensor: Any, checkpoint: str, work: Path) -> None:
+    def __init__(self, tensor: Any, work: Path) -> None:
+        from dlmg.io.format import array_metadata
         from dlmg.io.geometry import fragment_index
-        from dlmg.io.store import read_metadata
 
         self.device = tensor.fragments[0].array.device
         self.fragments = [f.array for f in tensor.fragments]
@@ -188,7 +187,8 @@ class _Steps:
         self.host = [f.detach().to("cpu", copy=True) for f in self.fragments]
         self.host_np = [h.numpy() for h in self.host]
         self.out_np = [h.numpy().copy() for h in self.host]
-        self.metadata = read_metadata(checkpoint, checkpoint)
+        # the metadata dlmg.save writes: the same chunks, shards and codecs
+        self.metadata = array_metadata(tensor.layout, tensor.dtype, [f.framework for f in tensor.fragments])
         self.codecs = _codec_names(self.metadata.get("codecs"))
         self.stores = {"with": _memory_store(self.metadata),
                        "without": _memory_store(dict(self.metadata,
@@ -253,10 +253,10 @@ def _gpu_rows(ctx: Context, work: Path) -> list[Row]:
     whole = torch.rand((n, n), generator=torch.Generator(device=ctx.device).manual_seed(9), device=ctx.device)
     tensor = torch_slabs(whole, 0)
     checkpoint, pt = str(work / "dlmg-checkpoint"), work / "whole.pt"
-    dlmg.save(checkpoint, tensor)
     torch.save(whole, pt)
 
     def check() -> str:
+        dlmg.save(checkpoint, tensor)
         back = dlmg.load(checkpoint)
         where = {str(f.array.device) for f in back.fragments}
         if type(back.fragments[0].array) is not torch.Tensor or where != {str(whole.device)}:
@@ -265,7 +265,7 @@ def _gpu_rows(ctx: Context, work: Path) -> list[Row]:
             else "mismatch: loaded values differ"
 
     verdict = check_result(check)
-    steps = _Steps(tensor, checkpoint, work)
+    steps = _Steps(tensor, work)
     compression = [c for c in steps.codecs if c not in _LAYOUT_CODECS]
     params = {"framework": "torch", "fragments": FRAGMENTS, "shape": [n, n], "bytes": nbytes, "size": _size(nbytes),
               "dtype": "float32", "device": ctx.device, "codecs": ", ".join(dict.fromkeys(steps.codecs)),
@@ -273,7 +273,6 @@ def _gpu_rows(ctx: Context, work: Path) -> list[Row]:
     # 1 GiB a call: few repeats keep the part within minutes, as in case 9's large rows
     settings = ctx.settings if ctx.mode.name == "smoke" else replace(
         ctx.settings, repeats=min(ctx.settings.repeats, 3), warmup=1)
-    sync = make_sync(ctx.device)
     save_steps: dict[str, Callable[[], Any]] = {
         "device-to-host copy": steps.to_host,
         "dlmg's host copy (io.host.on_host)": steps.dlmg_to_host,
@@ -294,15 +293,12 @@ def _gpu_rows(ctx: Context, work: Path) -> list[Row]:
         ("load", lambda: dlmg.load(checkpoint), "torch.load of the whole tensor to the same device",
          lambda: torch.load(pt, map_location=ctx.device), load_steps),
     ):
-        row = Row(9, f"{op}, 8 torch fragments", dict(params), native, check=verdict,
+        row = Row(9, f"{op}, 8 torch fragments", dict(params), native,
                   targets=[Target("throughput vs torch", ">=", 0.8)])
         callables = {"dlmg": dlmg_call, "native": native_call, **parts}
         if op == "save":
             callables["torch.save+fsync"] = lambda: _torch_save_fsync(whole, pt)
-        if not verdict.startswith("ok"):
-            callables.pop("dlmg")
-        row.timings = measure(callables, settings, sync)
-        profile_row(row, ctx, callables.get("dlmg"))
+        run_checked(row, ctx, callables, lambda: verdict, settings)
         _step_metrics(row, nbytes, op)
         rows.append(row)
     return rows

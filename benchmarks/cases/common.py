@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from ..config import Context
 from ..frameworks import make_sync
-from ..harness import Timing, describe_error, measure
+from ..harness import Settings, Timing, describe_error, measure
 from ..record import Row, check_result
 
 __all__ = ["FRAGMENTS", "fragment_devices", "guarded", "ok", "profile_row", "run_checked", "run_row",
@@ -31,11 +31,13 @@ def fragment_devices(framework: str, device: str, count: int = FRAGMENTS) -> lis
     return ["cpu"] * count
 
 
-def run_row(row: Row, ctx: Context, callables: dict[str, Callable[[], Any]]) -> Row:
-    """Time ``callables`` for ``row`` (device work timed to completion); with
-    ``ctx.profile``, profile one more dlmg call (see :func:`profile_row`)."""
+def run_row(row: Row, ctx: Context, callables: dict[str, Callable[[], Any]],
+            settings: Settings | None = None) -> Row:
+    """Time ``callables`` for ``row`` (device work timed to completion) with ``settings``
+    (by default the context's); with ``ctx.profile``, profile one more dlmg call (see
+    :func:`profile_row`)."""
     sync = make_sync(ctx.device)
-    row.timings = measure(callables, ctx.settings, sync)
+    row.timings = measure(callables, ctx.settings if settings is None else settings, sync)
     profile_row(row, ctx, callables.get("dlmg"))
     return row
 
@@ -49,19 +51,27 @@ def profile_row(row: Row, ctx: Context, fn: Callable[[], Any] | None) -> None:
         row.profile = profile_table(fn, ctx.device, make_sync(ctx.device))
 
 
-def run_checked(row: Row, ctx: Context, callables: dict[str, Callable[[], Any]], check: Callable[[], str]) -> Row:
+def run_checked(row: Row, ctx: Context, callables: dict[str, Callable[[], Any]], check: Callable[[], str],
+                settings: Settings | None = None) -> Row:
     """Check dlmg's result once, then time ``callables`` for ``row``; a wrong result is not timed.
 
     ``check`` runs dlmg's call and compares its result with the native one
-    (``"ok ..."`` or ``"mismatch ..."``; an exception becomes ``"error: ..."``).
-    Unless it is ``"ok"``, the dlmg contender is left out of the timing: the
-    row keeps the check as its status and has no ratio, so a wrong value
-    fails the row instead of being reported as fast.
+    (``"ok ..."`` or ``"mismatch ..."``). Unless it is ``"ok"``, the dlmg
+    contender is left out of the timing, so a wrong value fails the row
+    instead of being reported as fast: a mismatch stays the row's check (its
+    status: ``"error: wrong result: ..."``), and a check that raised (dlmg's
+    call failing) becomes dlmg's error.
     """
-    row.check = check_result(check)
-    if not row.check.startswith("ok"):
-        callables = {who: fn for who, fn in callables.items() if who != "dlmg"}
-    return run_row(row, ctx, callables)
+    verdict = check_result(check)
+    if verdict.startswith("ok"):
+        row.check = verdict
+        return run_row(row, ctx, callables, settings)
+    run_row(row, ctx, {who: fn for who, fn in callables.items() if who != "dlmg"}, settings)
+    if verdict.startswith("error"):
+        row.timings = {"dlmg": verdict, **row.timings}
+    else:
+        row.check = verdict
+    return row
 
 
 def torch_slabs(whole: Any, axis: int, count: int = FRAGMENTS) -> Any:
