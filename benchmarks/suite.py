@@ -21,7 +21,8 @@ Results go to ``benchmarks/results/`` (ignored by git) unless ``--out`` says
 otherwise; the checkout stays clean. ``--update-docs`` rewrites
 ``docs/performance.md``'s section of the run's kind (CPU or GPU) and keeps the
 run's JSON and Markdown in ``benchmarks/recorded/`` (with ``--cases``, the
-run's cases replace theirs in the record already there, the others stay:
+run's cases replace theirs in the record already there, the others stay, and
+with ``--gpu`` the run's parts of case 6 replace theirs:
 :func:`benchmarks.page.merge_runs`); ``--docs PATH`` rewrites
 another page. ``--from-record`` runs nothing: it rewrites the page's sections
 from recorded runs (after a change to how the page shows them).
