@@ -197,9 +197,10 @@ def run_contractions(ctx: Context) -> list[Row]:
 
 # --- on a GPU (a part of case 6) ---------------------------------------------------------
 
-#: Largest difference from the native product, relative to its largest element, by data type
-#: (the same products summed in another order; bfloat16 rounds each of the k-split addends).
-_GPU_TOLERANCE = {"float32": 1e-4, "bfloat16": 2e-2}
+#: Largest difference from the native product, relative to its largest element, by data type:
+#: the same products summed in another order, and in bfloat16 each of the 8 k-split addends and
+#: each sum of them rounded to 8 bits (a lost addend would be off by an eighth).
+_GPU_TOLERANCE = {"float32": 1e-4, "bfloat16": 5e-2}
 _TF32_NOTE = ("TF32 off: torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32 "
               "set to False for the part, restored after")
 
