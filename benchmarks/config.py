@@ -37,6 +37,17 @@ class Mode:
         The scaling case's matrix is ``n x n`` float32.
     gpu_* :
         The same on the GPU.
+    gpu_matmul_n : tuple of int
+        The GPU contractions multiply ``n x n`` matrices, for each ``n``.
+    gpu_checkpoint_bytes : int
+        Bytes of the float32 matrix the GPU checkpoint saves and loads.
+    gpu_fft_n : int
+        Elements of the GPU FFTs' complex128 signal (1-D; the 2-D one is
+        ``sqrt(n) x sqrt(n)``).
+    gpu_qr_shape : tuple of int
+        The tall-skinny float64 matrix of the GPU TSQR.
+    gpu_sort_n : int
+        Elements of the float64 vector the GPU sort sorts.
     """
 
     name: str
@@ -51,6 +62,11 @@ class Mode:
     gpu_pointwise_bytes: int
     gpu_gather_shape: tuple[int, int]
     gpu_redistribute_n: int
+    gpu_matmul_n: tuple[int, ...]
+    gpu_checkpoint_bytes: int
+    gpu_fft_n: int
+    gpu_qr_shape: tuple[int, int]
+    gpu_sort_n: int
 
 
 MODES: dict[str, Mode] = {
@@ -67,6 +83,11 @@ MODES: dict[str, Mode] = {
         gpu_pointwise_bytes=1 * MiB,
         gpu_gather_shape=(512, 512),
         gpu_redistribute_n=512,
+        gpu_matmul_n=(256,),
+        gpu_checkpoint_bytes=256 * KiB,
+        gpu_fft_n=1 << 14,
+        gpu_qr_shape=(1 << 13, 16),
+        gpu_sort_n=1 << 14,
     ),
     "quick": Mode(
         name="quick",
@@ -81,6 +102,11 @@ MODES: dict[str, Mode] = {
         gpu_pointwise_bytes=256 * MiB,
         gpu_gather_shape=(8192, 8192),
         gpu_redistribute_n=8192,
+        gpu_matmul_n=(8192, 16384),
+        gpu_checkpoint_bytes=1 * GiB,
+        gpu_fft_n=1 << 26,
+        gpu_qr_shape=(1 << 20, 64),
+        gpu_sort_n=1 << 25,
     ),
     "full": Mode(
         name="full",
@@ -95,6 +121,11 @@ MODES: dict[str, Mode] = {
         gpu_pointwise_bytes=1 * GiB,
         gpu_gather_shape=(16384, 16384),
         gpu_redistribute_n=16384,
+        gpu_matmul_n=(8192, 16384),
+        gpu_checkpoint_bytes=1 * GiB,
+        gpu_fft_n=1 << 28,
+        gpu_qr_shape=(1 << 22, 64),
+        gpu_sort_n=1 << 27,
     ),
 }
 
@@ -110,11 +141,18 @@ class Context:
         ``"cpu"`` or ``"cuda:0"``.
     notes : list of str
         Free-form remarks a case adds for the report.
+    profile : bool
+        Profile one dlmg call of every timed row (``--profile``; see
+        :mod:`benchmarks.profiling`).
+    profiles : list of (str, str)
+        ``(row name, profiler table)`` of the rows that missed a target.
     """
 
     mode: Mode
     device: str = "cpu"
     notes: list[str] = field(default_factory=list)
+    profile: bool = False
+    profiles: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def settings(self) -> Settings:

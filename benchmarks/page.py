@@ -146,8 +146,11 @@ def merge_runs(base: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     the whole suite this way instead of replacing it: every other case keeps
     its figures, and each case records where it comes from (``"run"``: the
     command, start, commit and load of its run), which the page shows where
-    it differs from the record's own. The sizes and notes of both are kept,
-    ``run``'s winning; the machine and settings stay ``base``'s.
+    it differs from the record's own. A case of parts (the GPU case: rows
+    named ``"part: row"``) merges part by part: ``run``'s parts replace
+    ``base``'s (a new part comes after the others), the other parts stay, and
+    ``"parts_run"`` says where each part comes from. The sizes and notes of
+    both are kept, ``run``'s winning; the machine and settings stay ``base``'s.
 
     Raises
     ------
@@ -162,13 +165,38 @@ def merge_runs(base: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     cases = {c["case"]: {**c, "run": c.get("run", own)} for c in merged["cases"]}
     fresh = _provenance(run)
     for case in run["cases"]:
-        cases[case["case"]] = {**json.loads(json.dumps(case)), "run": fresh}
+        new = {**json.loads(json.dumps(case)), "run": fresh}
+        if case["case"] in PARTED_CASES and case["case"] in cases:
+            new = _merge_parts(cases[case["case"]], new)
+        cases[case["case"]] = new
     merged["cases"] = [cases[k] for k in sorted(cases)]
     merged["sizes"] = {**base.get("sizes", {}), **run.get("sizes", {})}
     numbers = ", ".join(str(c["case"]) for c in run["cases"])
     merged["notes"] = [n for n in base.get("notes", []) if not n.startswith(f"case(s) {numbers}: ")]
     merged["notes"] += [f"case(s) {numbers}: {note}" for note in run.get("notes", [])]
     return merged
+
+
+def _part_of(row: dict[str, Any]) -> str:
+    part, _, name = row["name"].partition(": ")
+    return part if name else "other"
+
+
+def _merge_parts(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """A parted case of ``base`` with the parts ``new`` ran in place of its own (in their place,
+    new parts after), the others kept; ``parts_run`` says where each part comes from."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    origins = dict(base.get("parts_run") or {})
+    for row in base["rows"]:
+        groups.setdefault(_part_of(row), []).append(row)
+        origins.setdefault(_part_of(row), base["run"])
+    fresh: dict[str, list[dict[str, Any]]] = {}
+    for row in new["rows"]:
+        fresh.setdefault(_part_of(row), []).append(row)
+    for part, rows in fresh.items():
+        groups[part] = rows
+        origins[part] = new["run"]
+    return {**new, "rows": [row for rows in groups.values() for row in rows], "parts_run": origins}
 
 
 def _parts(case: dict[str, Any]) -> list[tuple[str | None, list[tuple[str, dict[str, Any]]]]]:
@@ -180,6 +208,15 @@ def _parts(case: dict[str, Any]) -> list[tuple[str | None, list[tuple[str, dict[
         part, _, name = row["name"].partition(": ")
         parts.setdefault(part if name else "other", []).append((name or part, row))
     return list(parts.items())
+
+
+def _separately(origin: dict[str, Any], reference: dict[str, Any]) -> list[str]:
+    """The line that says where a case or part was recorded, where that is not ``reference``'s run."""
+    if (origin["command"], origin["started"]) == (reference["command"], reference["started"]):
+        return []
+    return ["", f"Recorded separately at commit `{origin.get('git_commit')}` on {str(origin['started'])[:10]}"
+                f" with `{origin['command']}`; load average {origin.get('load_average')} at the start,"
+                f" {origin.get('load_average_end')} at the end."]
 
 
 def _count(rows: list[dict[str, Any]]) -> tuple[int, int, int]:
@@ -220,11 +257,8 @@ def render_section(run: dict[str, Any]) -> str:
         lines.append(f"| {case['case']}. {case['title']} | {len(case['rows'])} | {passed} | {missed} | {other} |")
     for case in run["cases"]:
         lines += ["", f"### {case['case']}. {case.get('title') or case_title(case['case'])}"]
-        origin = case.get("run")
-        if origin and (origin["command"], origin["started"]) != (run["command"], run["started"]):
-            lines += ["", f"Recorded separately at commit `{origin.get('git_commit')}` on {str(origin['started'])[:10]}"
-                          f" with `{origin['command']}`; load average {origin.get('load_average')} at the start,"
-                          f" {origin.get('load_average_end')} at the end."]
+        origin = case.get("run") or _provenance(run)
+        lines += _separately(origin, _provenance(run))
         if case["status"] != "ok":
             lines += ["", f"Case status: {_cell(case['status'])}"]
         for part, rows in _parts(case):
@@ -232,6 +266,7 @@ def render_section(run: dict[str, Any]) -> str:
                 continue
             if part is not None:
                 lines += ["", f"#### {part if '(' in part else part[:1].upper() + part[1:]}"]
+                lines += _separately((case.get("parts_run") or {}).get(part) or origin, origin)
             lines += ["", _HEADER] + [_row(row, name) for name, row in rows]
         plot = run.get("plots", {}).get(str(case["case"]))
         if plot:

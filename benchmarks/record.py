@@ -67,6 +67,9 @@ class Row:
     targets : list of Target
     check : str
         Result check: ``""`` (none), ``"ok ..."`` or ``"mismatch ..."``.
+    profile : str
+        With ``--profile``, the profiler's table of one dlmg call
+        (:mod:`benchmarks.profiling`); not part of :meth:`as_dict`.
     """
 
     case: int
@@ -77,6 +80,7 @@ class Row:
     metrics: dict[str, float | None] = field(default_factory=dict)
     targets: list[Target] = field(default_factory=list)
     check: str = ""
+    profile: str = field(default="", repr=False)
 
     def time(self, who: str) -> float | None:
         """The median seconds of contender ``who``, or None."""

@@ -18,7 +18,8 @@ _CASE_TITLES = {
     3: "Pointwise a * b + c over 8 fragments, and dispatch overhead",
     4: "Gather and scatter (slab, cyclic, block-cyclic)",
     5: "Redistribution over JAX's 8 CPU devices",
-    6: "GPU: interchange, pointwise, gather / scatter, redistribution on cuda:0",
+    6: "GPU: interchange, pointwise, gather / scatter, redistribution, save / load, contractions, TSQR, FFTs, "
+       "sorting on cuda:0",
     7: "Scaling: cost versus fragment count and layout complexity",
     8: "Across processes: all-gather and redistribution (torch.distributed, MPI)",
     9: "Saving and loading: dlmg.save / dlmg.load against numpy.save / load, zarr-python and DCP",

@@ -2,13 +2,18 @@
 
 Usage::
 
-    python benchmarks/run.py [--full | --smoke] [--gpu] [--cases 1,3] [--out DIR] [--update-docs | --docs PATH]
+    python benchmarks/run.py [--full | --smoke] [--gpu [--profile]] [--cases 1,3] [--out DIR]
+                             [--update-docs | --docs PATH]
     python benchmarks/run.py --from-record benchmarks/recorded/cpu-quick.json [...] [--docs PATH]
 
 The CPU run (the default) runs cases 1-5, 7 (scaling), 8 (across processes), 9 (save / load), 10 (contractions), 11 (linear algebra), 12 (FFTs) and 13 (sorting and scans); ``--gpu`` runs only case 6 (its
 parts selected with ``--cases`` by the number of the CPU case they mirror:
-1 interchange, 2 ``to()``, 3 pointwise, 4 gather / scatter, 5 redistribution)
-and exits with status 2 when there is no CUDA GPU. A case whose dlmg side
+1 interchange, 2 ``to()``, 3 pointwise, 4 gather / scatter, 5 redistribution,
+9 save / load, 10 contractions, 11 TSQR, 12 FFTs, 13 sort and cumulative sum)
+and exits with status 2 when there is no CUDA GPU. With ``--profile`` every
+GPU row also profiles one dlmg call, and the tables of the rows that miss a
+target go to ``gpu-<mode>-profiles.md`` in the output folder
+(:mod:`benchmarks.profiling`). A case whose dlmg side
 fails records the error in its rows; a case that fails as a whole records it as
 the case's status; the run goes on either way.
 
@@ -16,7 +21,8 @@ Results go to ``benchmarks/results/`` (ignored by git) unless ``--out`` says
 otherwise; the checkout stays clean. ``--update-docs`` rewrites
 ``docs/performance.md``'s section of the run's kind (CPU or GPU) and keeps the
 run's JSON and Markdown in ``benchmarks/recorded/`` (with ``--cases``, the
-run's cases replace theirs in the record already there, the others stay:
+run's cases replace theirs in the record already there, the others stay, and
+with ``--gpu`` the run's parts of case 6 replace theirs:
 :func:`benchmarks.page.merge_runs`); ``--docs PATH`` rewrites
 another page. ``--from-record`` runs nothing: it rewrites the page's sections
 from recorded runs (after a change to how the page shows them).
@@ -26,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+from math import isqrt
 import os
 import shlex
 import sys
@@ -34,9 +41,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .config import MODES, Context, KiB, MiB
+from .config import MODES, Context, GiB, KiB, MiB
 from .harness import describe_error
 from .page import load_record, merge_runs, update_docs
+from .profiling import write_profiles
 from .record import Row
 
 __all__ = ["CPU_CASES", "main", "parse_args", "run_suite"]
@@ -75,6 +83,13 @@ CPU_CASES: dict[int, Callable[[Context], list[Row]]] = {
 }
 
 
+def _gpu_parts() -> set[int]:
+    """The numbers ``--gpu --cases`` selects case 6's parts by (the CPU cases they mirror)."""
+    from .cases.gpu import PARTS
+
+    return {number for number, _, _ in PARTS}
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Parse the command line."""
     p = argparse.ArgumentParser(prog="python benchmarks/run.py", description=__doc__.split("\n\n")[0])
@@ -83,8 +98,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     size.add_argument("--smoke", action="store_true",
                       help="tiny sizes and 1 repeat: checks that the suite runs (no meaningful figures)")
     p.add_argument("--gpu", action="store_true", help="run only the GPU cases (case 6); fails without a CUDA GPU")
+    p.add_argument("--profile", action="store_true",
+                   help="with --gpu: profile one dlmg call of each row (torch.profiler) and write the top "
+                        "15 operations by CUDA time of every row that misses a target to "
+                        "<out>/gpu-<mode>-profiles.md")
     p.add_argument("--cases", default=None,
-                   help="comma-separated case numbers, e.g. 1,3 (with --gpu: the parts of case 6 by CPU case number)")
+                   help="comma-separated case numbers, e.g. 1,3 (with --gpu: the parts of case 6 by the CPU case "
+                        "they mirror, 1-5 and 9-13, e.g. --gpu --cases 9,10,11,12,13)")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results",
                    help="folder for <kind>-<mode>.json and .md (default: benchmarks/results, ignored by git)")
     docs = p.add_mutually_exclusive_group()
@@ -98,15 +118,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.from_record is not None:
         clashing = [flag for flag, on in (("--full", args.full), ("--smoke", args.smoke), ("--gpu", args.gpu),
-                                          ("--cases", args.cases), ("--no-docs", args.no_docs)) if on]
+                                          ("--profile", args.profile), ("--cases", args.cases),
+                                          ("--no-docs", args.no_docs)) if on]
         if clashing:
             p.error(f"--from-record runs nothing; it cannot be combined with {', '.join(clashing)}")
+    if args.profile and not args.gpu:
+        p.error("--profile profiles the GPU rows: use it with --gpu")
     args.mode = "full" if args.full else "smoke" if args.smoke else "quick"
     try:
         args.selected = sorted({int(c) for c in args.cases.split(",") if c.strip()}) if args.cases else None
     except ValueError:
         p.error(f"--cases must be comma-separated case numbers, got {args.cases!r}")
-    allowed = set(range(1, 7)) if args.gpu else set(CPU_CASES)
+    allowed = _gpu_parts() | {6} if args.gpu else set(CPU_CASES)
     if args.selected is not None and not set(args.selected) <= allowed:
         p.error(f"--cases {args.cases!r}: choose among {sorted(allowed)}")
     args.recorded = None
@@ -121,7 +144,7 @@ def _sizes(ctx: Context) -> dict[str, str]:
     m = ctx.mode
 
     def b(n: int) -> str:
-        return f"{n / MiB:g} MiB" if n >= MiB else f"{n / KiB:g} KiB"
+        return f"{n / GiB:g} GiB" if n >= GiB else f"{n / MiB:g} MiB" if n >= MiB else f"{n / KiB:g} KiB"
 
     if ctx.gpu:
         return {
@@ -129,6 +152,11 @@ def _sizes(ctx: Context) -> dict[str, str]:
             "pointwise": f"3 operands x {b(m.gpu_pointwise_bytes)} (8 fragments)",
             "gather/scatter": f"{m.gpu_gather_shape[0]}x{m.gpu_gather_shape[1]} float32",
             "redistribution": f"{m.gpu_redistribute_n}x{m.gpu_redistribute_n} float32 (4 fragments)",
+            "save/load": f"{b(m.gpu_checkpoint_bytes)} float32 (8 torch fragments)",
+            "contractions": " and ".join(f"{n}x{n}" for n in m.gpu_matmul_n) + " float32 and bfloat16 A @ B",
+            "TSQR": f"{m.gpu_qr_shape[0]}x{m.gpu_qr_shape[1]} float64",
+            "FFTs": f"{m.gpu_fft_n} complex128 (1-D), {isqrt(m.gpu_fft_n)}x{isqrt(m.gpu_fft_n)} complex128 (2-D)",
+            "sort/scan": f"{m.gpu_sort_n} float64",
         }
     return {
         "interchange": f"8 fragments x {b(m.interchange_bytes[0])} and x {b(m.interchange_bytes[1])}",
@@ -176,7 +204,7 @@ def run_suite(args: argparse.Namespace) -> dict[str, Any]:
     started = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
     load_start = _load()
     t0 = time.perf_counter()
-    ctx = Context(MODES[args.mode], device="cuda:0" if args.gpu else "cpu")
+    ctx = Context(MODES[args.mode], device="cuda:0" if args.gpu else "cpu", profile=args.profile)
     cases: list[dict[str, Any]] = []
     if args.gpu:
         from .cases.gpu import run_gpu
@@ -203,7 +231,7 @@ def run_suite(args: argparse.Namespace) -> dict[str, Any]:
             "over intra-op threads and stall when one is descheduled, so torch CPU times "
             "jump (4 ms vs 60 ms for the same copy) for dlmg and native alike"
         )
-    return {
+    run = {
         "schema": 1,
         "kind": "gpu" if args.gpu else "cpu",
         "mode": args.mode,
@@ -216,6 +244,12 @@ def run_suite(args: argparse.Namespace) -> dict[str, Any]:
         "notes": ctx.notes,
         "cases": cases,
     }
+    if args.profile:
+        stem = f"{run['kind']}-{args.mode}-profiles.md"
+        ctx.notes.append(f"--profile: the profiler tables of the {len(ctx.profiles)} rows that miss a target "
+                         f"are in {stem} beside this record")
+        write_profiles(ctx.profiles, args.out / stem, f"Where the time of the missed rows goes ({args.mode} run)")
+    return run
 
 
 def _from_records(records: Sequence[Path], page: Path) -> int:

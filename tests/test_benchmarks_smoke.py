@@ -184,3 +184,135 @@ def test_results_folder_is_ignored_and_no_page_by_default():
     assert update.docs == DOCS_PAGE and update.recorded == RECORDED
     assert subprocess.run(["git", "check-ignore", "-q", "benchmarks/recorded/cpu-quick.json"],
                           cwd=ROOT).returncode == 1
+
+
+# --- case 6's parts on the CPU: the GPU code, run with torch CPU fragments ---------------------
+
+#: The parts of case 6 that mirror CPU cases 9-13, by that number, and the rows each gives in the smoke run.
+GPU_PARTS = {9: 2, 10: 6, 11: 1, 12: 2, 13: 2}
+
+
+def _gpu_part_rows(number):
+    from benchmarks.cases.gpu import PARTS
+    from benchmarks.config import MODES, Context
+
+    part = next(fn for n, _, fn in PARTS if n == number)
+    ctx = Context(MODES["smoke"], device="cpu")
+    return part(ctx), ctx
+
+
+@pytest.mark.parametrize("number", sorted(GPU_PARTS))
+def test_gpu_part_runs_on_the_cpu_with_checked_rows(number):
+    from benchmarks.harness import Timing
+
+    rows, _ = _gpu_part_rows(number)
+    assert len(rows) == GPU_PARTS[number], [r.name for r in rows]
+    for row in rows:
+        assert row.status == "ok", (row.name, row.status)
+        assert row.check.startswith("ok"), (row.name, row.check)
+        assert isinstance(row.timings["native"], Timing) and isinstance(row.timings["dlmg"], Timing)
+        assert row.ratio is not None and row.ratio > 0
+        assert row.targets and row.passed() is not None, row.name
+        assert row.params["framework"] == "torch" and row.params["device"] == "cpu"
+        assert row.params["fragments"] == 8
+
+
+def test_gpu_contractions_report_tflops_per_layout_and_restore_tf32():
+    import torch
+
+    before = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    rows, ctx = _gpu_part_rows(10)
+    assert (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32) == before
+    assert any("TF32 off" in note for note in ctx.notes)
+    assert {r.params["size"] for r in rows} == {"256x256 float32", "256x256 bfloat16"}
+    assert {r.params["strategy"] for r in rows} == {"local", "pending sum", "move x1"}
+    for row in rows:
+        assert row.metrics["dlmg TFLOP/s"] > 0 and row.metrics["native TFLOP/s"] > 0
+        assert [str(t) for t in row.targets] == ["ratio <= 1.1"]
+        assert ("TF32" in row.params) == row.params["size"].endswith("float32")
+
+
+def test_gpu_checkpoint_rows_say_where_the_time_goes_and_leave_no_files():
+    rows, _ = _gpu_part_rows(9)
+    save, load = rows
+    assert save.name.startswith("save") and load.name.startswith("load")
+    assert {"device-to-host copy", "encode", "encode without checksums", "file write+fsync",
+            "torch.save+fsync"} <= set(save.timings)
+    assert {"file read", "decode", "decode without checksums", "host-to-device copy"} <= set(load.timings)
+    for row in rows:
+        assert row.metrics["GB/s"] > 0 and row.metrics["torch GB/s"] > 0
+        assert "checksums share" in row.metrics
+        assert row.params["compression"] == "none" and "crc32c" in row.params["codecs"]
+        assert row.params["folder"].startswith("/tmp/")
+        assert not Path(row.params["folder"]).exists()
+
+
+def test_a_wrong_result_fails_the_row_and_is_not_timed():
+    from benchmarks.cases.common import run_checked
+    from benchmarks.config import MODES, Context
+    from benchmarks.record import Row, Target
+
+    calls = []
+
+    def dlmg_side():
+        calls.append(1)
+
+    ctx = Context(MODES["smoke"], device="cpu")
+    for check, status in ((lambda: "mismatch: differs", "error: wrong result: mismatch: differs"),
+                          (lambda: 1 / 0, "error: ZeroDivisionError")):
+        calls.clear()
+        row = Row(6, "x", {}, "y", targets=[Target("ratio", "<=", 1.1)])
+        run_checked(row, ctx, {"dlmg": dlmg_side, "native": lambda: None}, check)
+        assert not calls and row.time("dlmg") is None and row.time("native") is not None
+        assert row.ratio is None and row.passed() is None
+        assert row.status.startswith(status), row.status
+    row = Row(6, "x", {}, "y")
+    run_checked(row, ctx, {"dlmg": dlmg_side, "native": lambda: None}, lambda: "ok")
+    assert row.status == "ok" and row.ratio is not None and calls
+
+
+def test_gpu_cases_select_the_parts_by_the_cpu_case_they_mirror():
+    from benchmarks.suite import parse_args
+
+    assert parse_args(["--gpu", "--cases", "9,10,11,12,13"]).selected == [9, 10, 11, 12, 13]
+    with pytest.raises(SystemExit):
+        parse_args(["--gpu", "--cases", "7"])
+
+
+@pytest.mark.gpu
+def test_gpu_parts_run_on_the_gpu(tmp_path):
+    done = subprocess.run(
+        [sys.executable, str(RUN), "--gpu", "--smoke", "--cases", ",".join(map(str, GPU_PARTS)),
+         "--out", str(tmp_path), "--no-docs"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    run = json.loads((tmp_path / "gpu-smoke.json").read_text())
+    rows = run["cases"][0]["rows"]
+    assert len(rows) == sum(GPU_PARTS.values())
+    for row in rows:
+        assert row["status"] == "ok" and row["check"].startswith("ok"), (row["name"], row["status"], row["check"])
+        assert row["params"]["device"] == "cuda:0"
+
+
+def test_profile_keeps_a_table_of_the_dlmg_call_for_the_rows_that_miss(tmp_path):
+    from benchmarks.cases.gpu import PARTS
+    from benchmarks.config import MODES, Context
+    from benchmarks.profiling import missed_profiles, write_profiles
+    from benchmarks.record import Target
+    from benchmarks.suite import parse_args
+
+    part = next(fn for n, _, fn in PARTS if n == 11)
+    rows = part(Context(MODES["smoke"], device="cpu", profile=True))
+    assert rows and all("aten::" in r.profile and "Name" in r.profile for r in rows), rows[0].profile
+    assert "profile" not in rows[0].as_dict()
+    rows[0].targets = [Target("ratio", "<=", 0.0)]  # a target no row meets
+    missed = missed_profiles(rows)
+    assert [name for name, _ in missed] == [rows[0].name]
+    page = write_profiles(missed, tmp_path / "gpu-smoke-profiles.md", "profiles").read_text()
+    assert f"## {rows[0].name}" in page and "aten::" in page
+    assert "No row missed" in write_profiles([], tmp_path / "none.md", "profiles").read_text()
+    assert not part(Context(MODES["smoke"], device="cpu"))[0].profile
+    assert parse_args(["--gpu", "--profile"]).profile
+    with pytest.raises(SystemExit):
+        parse_args(["--profile"])

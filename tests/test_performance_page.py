@@ -182,3 +182,35 @@ def test_a_run_of_some_cases_takes_their_place_in_the_record():
     other["mode"] = "full"
     with pytest.raises(ValueError, match="mode differs"):
         merge_runs(base, other)
+
+
+def test_a_run_of_some_gpu_parts_takes_their_place_and_keeps_the_others():
+    from benchmarks.page import merge_runs
+
+    base = copy.deepcopy(load_record(RECORDS[1]))
+    rows = base["cases"][0]["rows"]
+    parts = list(dict.fromkeys(r["name"].partition(": ")[0] for r in rows))
+    assert "pointwise" in parts and len(parts) > 2
+    run = copy.deepcopy(base)
+    run["command"] = "python benchmarks/run.py --gpu --cases 3,10 --update-docs"
+    run["started"] = "2030-01-02T03:04:05+00:00"
+    old_pointwise = [r for r in rows if r["name"].startswith("pointwise: ")]
+    new_pointwise = {**copy.deepcopy(old_pointwise[0]), "name": "pointwise: again"}
+    contraction = {**copy.deepcopy(old_pointwise[0]), "name": "contractions: A @ B"}
+    run["cases"][0]["rows"] = [new_pointwise, contraction]
+    merged = merge_runs(base, run)
+    names = [r["name"] for r in merged["cases"][0]["rows"]]
+    assert "pointwise: again" in names and not any(r["name"] in names for r in old_pointwise)
+    assert names[-1] == "contractions: A @ B"  # a new part comes after the others
+    assert len(names) == len(rows) - len(old_pointwise) + 2
+    kept = [n for n in names if n.partition(": ")[0] not in ("pointwise", "contractions")]
+    assert kept == [r["name"] for r in rows if not r["name"].startswith("pointwise: ")]
+    assert list(dict.fromkeys(n.partition(": ")[0] for n in names)) == parts + ["contractions"]
+    origins = merged["cases"][0]["parts_run"]
+    assert origins["pointwise"]["started"] == origins["contractions"]["started"] == run["started"]
+    assert origins["interchange"]["started"] == base["started"]
+    text = render_section(merged)
+    interchange = text.split("#### Interchange")[1].split("####")[0]
+    assert f"Recorded separately at commit `{base['machine']['git_commit']}`" in interchange
+    assert "Recorded separately" not in text.split("#### Pointwise")[1].split("####")[0]
+    assert "--gpu --cases 3,10" in text.split("#### Interchange")[0]  # the case's own line: the latest run

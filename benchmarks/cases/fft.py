@@ -20,6 +20,15 @@
 
 The sizes: n = 32 (smoke), 128 (quick and full). Results are compared with
 ``numpy.fft.fftn``.
+
+On a GPU (a part of case 6, :func:`run_fft_gpu`): ``dlmg.fft.fft`` along the
+split axis of 8 torch fragments on the one GPU, of a 1-D complex128 signal
+(``2^26`` elements in the quick run: the four-step decomposition) and of a
+square complex128 matrix of as many elements in row slabs, transformed along
+the rows' axis (a slab transpose there and back), against one
+``torch.fft.fft`` of the whole array on the same GPU (target: ratio <= 1.5),
+``transposed_out=True`` timed beside it. Each result is compared once with
+torch's before anything is timed.
 """
 
 from __future__ import annotations
@@ -27,16 +36,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+import math
+
 import numpy as np
 
 from ..config import Context
 from ..frameworks import block
 from ..harness import describe_error
 from ..record import Row, Target, check_result, prepared
-from .common import FRAGMENTS, guarded, ok, run_row
+from .common import FRAGMENTS, guarded, ok, run_checked, run_row, torch_slabs
 from .multiprocess import launch, timing
 
-__all__ = ["run_fft"]
+__all__ = ["run_fft", "run_fft_gpu"]
 
 _SIZES = {"smoke": 32, "quick": 128, "full": 128}
 
@@ -171,3 +182,40 @@ def _processes(ctx: Context) -> list[Row]:
             row.metrics["ratio transposed_out"] = kept / row.time("native") if kept and row.time("native") else None
             rows.append(row)
     return rows
+
+
+# --- on a GPU (a part of case 6) ---------------------------------------------------------
+
+
+def _gpu_fft(ctx: Context, shape: tuple[int, ...]) -> list[Row]:
+    import dlmg.array_api as xp
+    import torch
+
+    gen = torch.Generator(device=ctx.device).manual_seed(12)
+    whole = torch.randn(shape, generator=gen, device=ctx.device, dtype=torch.complex128)
+    x = torch_slabs(whole, 0)
+    size = "x".join(str(e) for e in shape)
+    what = "1-D signal (four-step)" if len(shape) == 1 else "matrix in row slabs, along the rows' axis"
+    row = Row(12, f"fft along the split axis, {what}, 8 torch fragments",
+              {"framework": "torch", "fragments": FRAGMENTS, "size": f"{size} complex128", "device": ctx.device},
+              "one torch.fft.fft of the whole array along the same axis", targets=[Target("ratio", "<=", 1.5)])
+
+    def check() -> str:
+        want = torch.fft.fft(whole, dim=0)
+        err = float((xp.fft.fft(x, axis=0).gather() - want).abs().max() / want.abs().max())
+        return f"ok (max relative error {err:.1e})" if err < 1e-10 else f"mismatch: max relative error {err:.1e}"
+
+    run_checked(row, ctx, {"dlmg": lambda: xp.fft.fft(x, axis=0), "native": lambda: torch.fft.fft(whole, dim=0),
+                           "dlmg transposed_out": lambda: xp.fft.fft(x, axis=0, transposed_out=True)}, check)
+    kept, native = row.time("dlmg transposed_out"), row.time("native")
+    row.metrics["ratio transposed_out"] = kept / native if kept and native and row.time("dlmg") else None
+    return [row]
+
+
+def run_fft_gpu(ctx: Context) -> list[Row]:
+    """Case 6's FFTs: ``fft`` along the split axis of 8 torch fragments against one ``torch.fft.fft``."""
+    n = ctx.mode.gpu_fft_n
+    side = math.isqrt(n)
+    return (guarded(12, "fft, 1-D signal, torch fragments", "torch.fft.fft", lambda: _gpu_fft(ctx, (n,)))
+            + guarded(12, "fft, matrix in row slabs, torch fragments", "torch.fft.fft",
+                      lambda: _gpu_fft(ctx, (side, side))))

@@ -5,7 +5,17 @@ interchange and ``to()`` (cases 1 and 2, torch -> CuPy, CuPy -> JAX, JAX ->
 torch), pointwise and dispatch (case 3), gather and scatter (case 4), each
 against the native framework and the device's copy bandwidth (torch
 ``dst.copy_(src)`` of the same bytes), and redistribution with 4 torch
-fragments against the same moves written in torch.
+fragments against the same moves written in torch. Then, with 8 torch
+fragments against one torch call on the whole array on the same GPU:
+``dlmg.save`` / ``dlmg.load`` against ``torch.save`` / ``torch.load``, with the
+steps dlmg's time goes to (case 9); ``A @ B`` in float32 (TF32 off) and
+bfloat16 for three layout pairs, in TFLOP/s (case 10); TSQR ``linalg.qr``
+(case 11); ``fft`` along the split axis (case 12); sort and cumulative sum
+(case 13).
+
+Every part is written for any device: on the CPU (``Context.device ==
+"cpu"``) the same code runs with torch CPU fragments, which is how the tests
+run it without a GPU.
 """
 
 from __future__ import annotations
@@ -14,10 +24,15 @@ from typing import Callable, Iterable
 
 from ..config import Context
 from ..record import Row
+from .checkpoint import run_checkpoint_gpu
+from .contractions import run_contractions_gpu
+from .fft import run_fft_gpu
 from .gather_scatter import run_gather_scatter
 from .interchange import run_interchange, run_to
+from .linalg import run_linalg_gpu
 from .pointwise import run_pointwise
 from .redistribute import run_redistribute_gpu
+from .sorting import run_sorting_gpu
 
 __all__ = ["PARTS", "require_gpu", "run_gpu"]
 
@@ -28,6 +43,11 @@ PARTS: tuple[tuple[int, str, Callable[[Context], list[Row]]], ...] = (
     (3, "pointwise", run_pointwise),
     (4, "gather / scatter", run_gather_scatter),
     (5, "redistribution", run_redistribute_gpu),
+    (9, "checkpoints", run_checkpoint_gpu),
+    (10, "contractions", run_contractions_gpu),
+    (11, "linear algebra", run_linalg_gpu),
+    (12, "FFTs", run_fft_gpu),
+    (13, "sorting and scans", run_sorting_gpu),
 )
 
 
@@ -57,7 +77,9 @@ def run_gpu(ctx: Context, parts: Iterable[int] | None = None) -> list[Row]:
     """
     from ..harness import describe_error
 
-    gpu_ctx = Context(ctx.mode, device="cuda:0", notes=ctx.notes)
+    from ..profiling import missed_profiles
+
+    gpu_ctx = Context(ctx.mode, device="cuda:0", notes=ctx.notes, profile=ctx.profile, profiles=ctx.profiles)
     rows: list[Row] = []
     chosen = None if parts is None else set(parts)
     for number, label, part in PARTS:
@@ -70,5 +92,6 @@ def run_gpu(ctx: Context, parts: Iterable[int] | None = None) -> list[Row]:
         for row in part_rows:
             row.name = f"{label}: {row.name}"
             row.case = 6
+        ctx.profiles.extend(missed_profiles(part_rows))
         rows.extend(part_rows)
     return rows

@@ -12,6 +12,13 @@ Blocked right-looking Cholesky of an SPD float64 matrix (2048 x 2048 quick,
 256 smoke, 4096 full) on a 2 x 2 grid of 256 x 256 blocks (NumPy fragments),
 against one ``numpy.linalg.cholesky`` of the whole matrix (target: ratio <= 2.0,
 the issue's figure for 4 processes, here in one).
+
+On a GPU (a part of case 6, :func:`run_linalg_gpu`): TSQR ``linalg.qr`` of a
+tall-skinny float64 matrix (2^20 x 64 in the quick run) in 8 row slabs of
+torch fragments on the one GPU, against one ``torch.linalg.qr`` of the whole
+matrix on the same GPU (target: ratio <= 1.3). The factors are checked once,
+before the timing: ``Q R == A``, ``Q^T Q == I``, and ``|R|`` equal to the
+native ``|R|`` (R is unique up to the signs of its rows).
 """
 
 from __future__ import annotations
@@ -22,9 +29,9 @@ import numpy as np
 
 from ..config import Context
 from ..record import Row, Target, check_result, prepared
-from .common import FRAGMENTS, guarded, ok, run_row
+from .common import FRAGMENTS, guarded, ok, run_checked, run_row, torch_slabs
 
-__all__ = ["run_linalg"]
+__all__ = ["run_linalg", "run_linalg_gpu"]
 
 _SIZES = {"smoke": (2 ** 13, 16), "quick": (2 ** 17, 64), "full": (2 ** 19, 64)}
 _SQUARE = {"smoke": 256, "quick": 2048, "full": 4096}
@@ -116,3 +123,39 @@ def run_linalg(ctx: Context) -> list[Row]:
     out = guarded(11, "linalg.qr (TSQR), row slabs, numpy", "numpy", lambda: _tsqr(ctx))
     out += guarded(11, "linalg.cholesky (blocked), 2 x 2 grid, numpy", "numpy", lambda: _cholesky(ctx))
     return out
+
+
+# --- on a GPU (a part of case 6) ---------------------------------------------------------
+
+
+def _gpu_tsqr(ctx: Context) -> list[Row]:
+    import dlmg.array_api as xp
+    import torch
+
+    m, n = ctx.mode.gpu_qr_shape
+    whole = torch.randn((m, n), generator=torch.Generator(device=ctx.device).manual_seed(11), device=ctx.device,
+                        dtype=torch.float64)
+    a = torch_slabs(whole, 0)
+    row = Row(11, "linalg.qr (TSQR), row slabs, 8 torch fragments",
+              {"framework": "torch", "fragments": FRAGMENTS, "size": f"{m}x{n} float64", "device": ctx.device},
+              "one torch.linalg.qr of the whole matrix on the same device", targets=[Target("ratio", "<=", 1.3)])
+
+    def check() -> str:
+        q, r = xp.linalg.qr(a)
+        q, r = q.gather(), r.gather()
+        r_native = torch.linalg.qr(whole).R
+        scale = float(whole.abs().max())
+        eye = torch.eye(n, dtype=whole.dtype, device=whole.device)
+        if not torch.allclose(q @ r, whole, atol=1e-9 * scale) or not torch.allclose(q.T @ q, eye, atol=1e-9):
+            return "mismatch: Q R != A or Q not orthonormal"
+        if not torch.allclose(r.abs(), r_native.abs(), atol=1e-8 * float(r_native.abs().max())):
+            return "mismatch: |R| differs from torch.linalg.qr's"
+        return "ok (Q R == A, Q^T Q == I, |R| as torch's)"
+
+    run_checked(row, ctx, {"dlmg": lambda: xp.linalg.qr(a), "native": lambda: torch.linalg.qr(whole)}, check)
+    return [row]
+
+
+def run_linalg_gpu(ctx: Context) -> list[Row]:
+    """Case 6's linear algebra: TSQR of 8 torch fragments against one ``torch.linalg.qr``."""
+    return guarded(11, "linalg.qr (TSQR), row slabs, torch fragments", "torch.linalg.qr", lambda: _gpu_tsqr(ctx))

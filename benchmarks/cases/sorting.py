@@ -7,6 +7,11 @@ all the elements and, for the sort, ``jax.jit(jnp.sort)`` of the same data on
 a ``NamedSharding`` over JAX's 8 CPU devices (64-bit types on for the call).
 Targets: sort <= 1.5x ``numpy.sort`` and <= 1.0x JAX's; cumulative sum <= 1.2x
 ``numpy.cumsum``.
+
+On a GPU (a part of case 6, :func:`run_sorting_gpu`): the same two functions
+on ``2^25`` float64 (quick run) in 8 slabs of torch fragments on the one GPU,
+against ``torch.sort`` and ``torch.cumsum`` of the whole vector on the same GPU
+(the same targets), each result compared once with torch's before the timing.
 """
 
 from __future__ import annotations
@@ -17,9 +22,9 @@ import numpy as np
 
 from ..config import Context
 from ..record import Row, Target, check_result, prepared
-from .common import FRAGMENTS, fragment_devices, guarded, ok, run_row
+from .common import FRAGMENTS, fragment_devices, guarded, ok, run_checked, run_row, torch_slabs
 
-__all__ = ["run_sorting"]
+__all__ = ["run_sorting", "run_sorting_gpu"]
 
 
 def _n(ctx: Context) -> int:
@@ -111,3 +116,59 @@ def run_sorting(ctx: Context) -> list[Row]:
     rows.extend(guarded(13, "sort, 8 host fragments (sample sort)", "numpy", lambda: _sort(ctx)))
     rows.extend(guarded(13, "cumulative_sum, 8 host fragments (blocked scan)", "numpy", lambda: _cumsum(ctx)))
     return rows
+
+
+# --- on a GPU (a part of case 6) ---------------------------------------------------------
+
+
+def _gpu_vector(ctx: Context, seed: int) -> Any:
+    import torch
+
+    gen = torch.Generator(device=ctx.device).manual_seed(seed)
+    return torch.randn(ctx.mode.gpu_sort_n, generator=gen, device=ctx.device, dtype=torch.float64)
+
+
+def _gpu_params(ctx: Context) -> dict[str, Any]:
+    return {"framework": "torch", "fragments": FRAGMENTS, "size": f"{ctx.mode.gpu_sort_n} float64",
+            "device": ctx.device}
+
+
+def _gpu_sort(ctx: Context) -> list[Row]:
+    import dlmg.array_api as xp
+    import torch
+
+    whole = _gpu_vector(ctx, 11)
+    x = torch_slabs(whole, 0)
+    row = Row(13, "sort, 8 torch fragments (sample sort)", _gpu_params(ctx),
+              "one torch.sort of the whole vector on the same device", targets=[Target("ratio", "<=", 1.5)])
+
+    def check() -> str:
+        return "ok" if torch.equal(xp.sort(x).gather(), torch.sort(whole).values) else "mismatch: sort differs"
+
+    run_checked(row, ctx, {"dlmg": lambda: xp.sort(x), "native": lambda: torch.sort(whole)}, check)
+    return [row]
+
+
+def _gpu_cumsum(ctx: Context) -> list[Row]:
+    import dlmg.array_api as xp
+    import torch
+
+    whole = _gpu_vector(ctx, 12)
+    x = torch_slabs(whole, 0)
+    row = Row(13, "cumulative_sum, 8 torch fragments (blocked scan)", _gpu_params(ctx),
+              "one torch.cumsum of the whole vector on the same device", targets=[Target("ratio", "<=", 1.2)])
+
+    def check() -> str:
+        same = torch.allclose(xp.cumulative_sum(x).gather(), torch.cumsum(whole, 0), rtol=1e-9, atol=1e-6)
+        return "ok" if same else "mismatch: cumulative sum differs"
+
+    run_checked(row, ctx, {"dlmg": lambda: xp.cumulative_sum(x), "native": lambda: torch.cumsum(whole, 0)}, check)
+    return [row]
+
+
+def run_sorting_gpu(ctx: Context) -> list[Row]:
+    """Case 6's sorting and scans: sample sort and blocked cumulative sum of 8 torch fragments
+    against ``torch.sort`` and ``torch.cumsum`` of the whole vector."""
+    return (guarded(13, "sort, 8 torch fragments (sample sort)", "torch.sort", lambda: _gpu_sort(ctx))
+            + guarded(13, "cumulative_sum, 8 torch fragments (blocked scan)", "torch.cumsum",
+                      lambda: _gpu_cumsum(ctx)))
