@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import movement
-from ._lookup import fragment_at, fragment_for, fragments_on
+from ._lookup import fragment_holding, fragment_on_device, fragments_on_device
 from ._printing import format_repr, format_spec, format_str
 from ._protocols import FrameworkProtocols
 from .array_api import array_object, matrix_transpose
@@ -108,11 +108,6 @@ class DistributedTensor(FrameworkProtocols, TensorBase):
             return f
 
         return attach if func is None else attach(func)
-
-    # finding fragments by device or by the part of the tensor they hold (dlmg._lookup)
-    fragment_for = fragment_for
-    fragments_on = fragments_on
-    fragment_at = fragment_at
 
     # -- descriptive attributes ----------------------------------------------
     @property
@@ -195,6 +190,55 @@ class DistributedTensor(FrameworkProtocols, TensorBase):
         host = self.gather(framework="numpy")
         return host if dtype is None else host.astype(dtype, copy=False)
 
+
+    # -- finding fragments by device or by the part of the tensor they hold (dlmg._lookup)
+    def fragments_on(self, device: Any) -> tuple[Fragment, ...]:
+        """The fragments whose layout slot is ``device``, in fragment order.
+
+        Parameters
+        ----------
+        device : Device, str, int or a framework's device object
+            ``"cpu:3"``, ``dlmg.Device("cuda", 1)``, a ``jax.Device``, a
+            ``torch.device``...
+
+        Returns
+        -------
+        tuple of Fragment
+            Empty when no fragment sits on ``device``.
+        """
+        return fragments_on_device(self, device)
+
+    def fragment_for(self, device: Any) -> Fragment:
+        """The one fragment on ``device``: ``dt.fragment_for(shard.device)``.
+
+        Raises
+        ------
+        LookupError
+            When no fragment, or more than one, sits on ``device`` (the message
+            lists them; use :meth:`fragments_on` or :meth:`fragment_at` then).
+        """
+        return fragment_on_device(self, device)
+
+    def fragment_at(self, index: Any, replica: int = 0) -> Fragment:
+        """The fragment holding exactly the global slices ``index``.
+
+        ``index`` is a tuple of slices, one per mode, such as a JAX shard's
+        ``shard.index``: ``dt.fragment_at(shard.index)``. Only fragments holding
+        one contiguous range per mode (slabs, grids of single blocks) can match.
+
+        Parameters
+        ----------
+        index : tuple of slice
+            The global ranges, ``slice(None)`` for a whole mode.
+        replica : int
+            Which copy of a replicated layout (0 by default).
+
+        Raises
+        ------
+        LookupError
+            When no fragment of that replica covers exactly those ranges.
+        """
+        return fragment_holding(self, index, replica)
 
     # -- moving data ---------------------------------------------------------
     def gather(self, framework: str | None = None, device: Any = None, out: Any = None, *,

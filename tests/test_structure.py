@@ -212,8 +212,7 @@ def test_every_method_is_a_def_in_the_class_body():
     inherited = set(vars(FrameworkProtocols)) | set(vars(TensorBase)) | set(vars(object))
     public = {n for n in dir(cls) if not n.startswith("_")}
     dunders = {n for n in vars(cls) if n.startswith("__") and callable(getattr(cls, n, None))}
-    missing = sorted(n for n in public | dunders if n not in defs and n not in inherited
-                     and n not in ("fragment_for", "fragments_on", "fragment_at"))
+    missing = sorted(n for n in public | dunders if n not in defs and n not in inherited)
     assert not missing, f"not a def in the body of DistributedTensor: {missing}"
     assert {"__add__", "__radd__", "__iadd__", "__matmul__", "sum", "redistribute", "gather"} <= defs
     undocumented = sorted(n for n in defs if not n.startswith("_") and not (getattr(cls, n).__doc__ or "").strip())
