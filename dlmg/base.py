@@ -48,7 +48,7 @@ class TensorBase:
 
     # The class TensorBase._create makes (dlmg.DistributedTensor once dlmg.tensor is
     # imported, which `import dlmg` does): see register_tensor_class.
-    made: ClassVar[type["TensorBase"]]
+    _made: ClassVar[type["TensorBase"]]
 
     # What movement worked out about this tensor's current fragments (plans, source
     # buffers and views): a dlmg.movement.sources.Remembered, made on the first move.
@@ -81,12 +81,13 @@ class TensorBase:
     # -- construction (trusted, unvalidated) ---------------------------------
     @classmethod
     def _create(cls, layout: "Layout", fragments: Sequence[Fragment], dtype: str) -> "DistributedTensor":
-        """A tensor of ``cls`` (of :attr:`made` when called on :class:`TensorBase` itself)
-        holding ``fragments``, which fit ``layout`` by construction."""
+        """A tensor of ``cls`` holding ``fragments``, which fit ``layout`` by construction;
+        called on :class:`TensorBase` itself, a tensor of the class named by
+        :func:`register_tensor_class` (:class:`dlmg.DistributedTensor`)."""
         check_ranks(layout, "a distributed tensor")  # (a rank no process holds would read as missing rows)
         # __init__'s work without its call, which checks a token and unpacks arguments
         # (a large part of making a tensor; every wrap and operation makes one)
-        self = object.__new__(TensorBase.made if cls is TensorBase else cls)
+        self = object.__new__(TensorBase._made if cls is TensorBase else cls)
         self.layout, self.dtype, self.fragments = layout, dtype, tuple(fragments)
         return self  # type: ignore[return-value]  # (every class made is DistributedTensor or its subclass)
 
@@ -120,7 +121,7 @@ class TensorBase:
         self.fragments = tuple(frags)
 
 
-TensorBase.made = TensorBase  # until dlmg.tensor names the public class
+TensorBase._made = TensorBase  # until dlmg.tensor names the public class
 
 
 def register_tensor_class(cls: type[TensorBase]) -> None:
@@ -129,7 +130,7 @@ def register_tensor_class(cls: type[TensorBase]) -> None:
     layers below the public class build their results through it)."""
     if not (isinstance(cls, type) and issubclass(cls, TensorBase)):
         raise TypeError(f"register_tensor_class takes a subclass of TensorBase, got {cls!r}")
-    TensorBase.made = cls
+    TensorBase._made = cls
 
 
 def is_tensor(obj: Any) -> TypeGuard["DistributedTensor"]:
