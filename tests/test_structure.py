@@ -221,6 +221,23 @@ def test_every_method_is_a_def_in_the_class_body():
     assert cls.__hash__ is object.__hash__  # == is elementwise; identity hashing
 
 
+def test_the_tensor_sits_above_the_parts_it_calls():
+    """dlmg.tensor imports the parts its methods call, so none of them (nor anything they
+    import) may import it back: the circle test above fails on the first that does."""
+    reach: set[str] = set()
+    graph = import_graph()
+    todo = ["dlmg.tensor"]
+    while todo:
+        for dep in graph.get(todo.pop(), ()):
+            if dep not in reach:
+                reach.add(dep)
+                todo.append(dep)
+    for part in ("dlmg.ops.pointwise", "dlmg.ops.reductions", "dlmg.movement", "dlmg.interop.jax",
+                 "dlmg.array_api.array_object", "dlmg._printing", "dlmg.construct"):
+        assert part in reach, part
+    assert "dlmg.tensor" not in reach
+
+
 def test_lower_layers_build_the_public_class():
     """The layers below the public class build results through TensorBase; every tensor is a
     DistributedTensor (the one registration, dlmg.base.register_tensor_class)."""
