@@ -1,13 +1,13 @@
 """Hooks: what a lower part of dlmg asks of a higher one, provided by the higher part.
 
 Imports run one way (errors, devices and dtypes at the bottom; layouts, plans,
-adapters, the tensor, movement, operations and interop above them). Where a lower
+adapters, movement, operations, interop and the tensor above them). Where a lower
 part offers something only a higher part can do -- :meth:`Layout.to_sharding
 <dlmg.Layout.to_sharding>` (interop), :func:`~dlmg.as_device` of a framework's
-own device object (the adapters, through the registry), the tensor's moves
-(movement) -- it declares a :class:`Hook` next to its question and calls it; the
-higher part provides the answer when it is imported (``import dlmg`` imports
-every part).
+own device object (the adapters, through the registry) -- it declares a
+:class:`Hook` next to its question and calls it; the higher part provides the
+answer when it is imported (``import dlmg`` imports every part). The tensor uses
+none: its methods call the parts below it by direct import (:mod:`dlmg.tensor`).
 """
 
 from __future__ import annotations

@@ -16,37 +16,18 @@ from .device import as_device
 if TYPE_CHECKING:  # pragma: no cover
     from .tensor import DistributedTensor, Fragment
 
-__all__ = ["fragment_for", "fragments_on", "fragment_at"]
+__all__ = ["fragment_on_device", "fragments_on_device", "fragment_holding"]
 
 
-def fragments_on(self: "DistributedTensor", device: Any) -> tuple["Fragment", ...]:
-    """The fragments whose layout slot is ``device``, in fragment order.
-
-    Parameters
-    ----------
-    device : Device, str, int or a framework's device object
-        ``"cpu:3"``, ``dlmg.Device("cuda", 1)``, a ``jax.Device``, a
-        ``torch.device``...
-
-    Returns
-    -------
-    tuple of Fragment
-        Empty when no fragment sits on ``device``.
-    """
+def fragments_on_device(self: "DistributedTensor", device: Any) -> tuple["Fragment", ...]:
+    """The fragments on ``device`` (:meth:`DistributedTensor.fragments_on <dlmg.DistributedTensor.fragments_on>`)."""
     dev = as_device(device)
     return tuple(f for f in self.fragments if f.device == dev)
 
 
-def fragment_for(self: "DistributedTensor", device: Any) -> "Fragment":
-    """The one fragment on ``device``: ``dt.fragment_for(shard.device)``.
-
-    Raises
-    ------
-    LookupError
-        When no fragment, or more than one, sits on ``device`` (the message
-        lists them; use :meth:`fragments_on` or :meth:`fragment_at` then).
-    """
-    found = fragments_on(self, device)
+def fragment_on_device(self: "DistributedTensor", device: Any) -> "Fragment":
+    """The one fragment on ``device`` (:meth:`DistributedTensor.fragment_for <dlmg.DistributedTensor.fragment_for>`)."""
+    found = fragments_on_device(self, device)
     if len(found) == 1:
         return found[0]
     dev = as_device(device)
@@ -88,25 +69,8 @@ def _span(ranges: Any) -> tuple[int, int] | None:
     return (int(start), int(stop))
 
 
-def fragment_at(self: "DistributedTensor", index: Any, replica: int = 0) -> "Fragment":
-    """The fragment holding exactly the global slices ``index``.
-
-    ``index`` is a tuple of slices, one per mode, such as a JAX shard's
-    ``shard.index``: ``dt.fragment_at(shard.index)``. Only fragments holding
-    one contiguous range per mode (slabs, grids of single blocks) can match.
-
-    Parameters
-    ----------
-    index : tuple of slice
-        The global ranges, ``slice(None)`` for a whole mode.
-    replica : int
-        Which copy of a replicated layout (0 by default).
-
-    Raises
-    ------
-    LookupError
-        When no fragment of that replica covers exactly those ranges.
-    """
+def fragment_holding(self: "DistributedTensor", index: Any, replica: int = 0) -> "Fragment":
+    """The fragment holding the global slices ``index`` (:meth:`DistributedTensor.fragment_at <dlmg.DistributedTensor.fragment_at>`)."""
     want = _normalize(index, self.shape)
     for frag in self.fragments:
         if frag.replica != replica:

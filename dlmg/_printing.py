@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._surface import printing, provide_methods
 from .construct import from_fragments
 from .layout import Layout
 from .ops._pending import guard
 from .registry import DEFAULT_FRAMEWORK
-from .tensor import process_rank
+from .fragment import process_rank
 
 if TYPE_CHECKING:  # pragma: no cover
     from .tensor import DistributedTensor
@@ -227,6 +226,3 @@ def format_spec(dt: "DistributedTensor", spec: str) -> str:
     raise TypeError(f"unsupported format string {spec!r} passed to a DistributedTensor of shape {dt.shape}; "
                     "only 0-d tensors take one (format x.item())")
 
-
-# repr(), str() and format() of a tensor (declared in dlmg._surface) run these functions.
-provide_methods(printing, {"__repr__": format_repr, "__str__": format_str, "__format__": format_spec})

@@ -28,7 +28,8 @@ from .errors import DeviceError, FragmentError, FrameworkError, LayoutError
 from .layout import Layout
 from .registry import DEFAULT_FRAMEWORK, adapter_for, viewing_frameworks
 from .fragment import slot_dlpack_device
-from .tensor import DistributedTensor, Fragment, process_rank
+from .fragment import Fragment, process_rank
+from .base import TensorBase
 from .dlpack import DLPackExporter
 from .registry import get_adapter
 from .movement import scatter as _scatter
@@ -36,6 +37,7 @@ from .movement import scatter as _scatter
 if TYPE_CHECKING:  # pragma: no cover
     from .adapters import Adapter
     from .layout import FragmentLayout
+    from .tensor import DistributedTensor
 
 __all__ = ["from_fragments", "from_pointers", "empty", "zeros", "ones", "full", "scatter"]
 
@@ -240,7 +242,7 @@ def from_fragments(
         keep(wrap(frag, array, adapter.name, adapter, False, seen_dl, array.__dlpack__ if direct else None))
     if want is None:
         raise FragmentError("from_fragments: this process holds no fragment; pass dtype= to name the element type")
-    return DistributedTensor._create(layout, frags, want)
+    return TensorBase._create(layout, frags, want)
 
 
 def _wrap_alike(arrays: Sequence[Any], layout: "Layout", want: str | None) -> DistributedTensor | None:
@@ -284,7 +286,7 @@ def _wrap_alike(arrays: Sequence[Any], layout: "Layout", want: str | None) -> Di
         frags = Fragment.of_alike(layout.fragments, arrays, adapter, dl_devices, exports_itself(adapter, raw))
     except (AttributeError, DeviceError):  # the fragment-by-fragment loop names the fragment
         return None
-    return None if frags is None else DistributedTensor._create(layout, frags, got)
+    return None if frags is None else TensorBase._create(layout, frags, got)
 
 
 def _dlpack_devices(adapter: "Adapter", arrays: Sequence[Any], slots: Sequence[Device]) -> list[Any] | None:
@@ -439,7 +441,7 @@ def from_pointers(
             exporter = DLPackExporter(ptr, (frag.span,), name, dev, owner=owner)
             memory = adapter.from_dlpack(exporter, device=frag.device, copy=False)
             frags.append(Fragment.of_memory(frag, memory, adapter.name, rank=rank))
-    return DistributedTensor._create(layout, frags, name)
+    return TensorBase._create(layout, frags, name)
 
 
 # -- allocation ---------------------------------------------------------------------
@@ -496,7 +498,7 @@ def _allocate(layout: Any, dtype: Any, framework: str, fill: Any, what: str) -> 
             frags.append(Fragment.of_array(frag, view, adapter.name, rank=rank))
         else:
             frags.append(Fragment.of_memory(frag, base, adapter.name, rank=rank))
-    return DistributedTensor._create(layout, frags, name)
+    return TensorBase._create(layout, frags, name)
 
 
 def empty(layout: "Layout", dtype: Any = "float32", framework: str = DEFAULT_FRAMEWORK) -> DistributedTensor:

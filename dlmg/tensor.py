@@ -1,4 +1,4 @@
-"""The distributed tensor and its fragments.
+"""The distributed tensor: :class:`DistributedTensor`, every method and operator in one class.
 
 A :class:`DistributedTensor` is one logical array of one element type whose
 elements are spread over fragments as its :class:`~dlmg.layout.Layout` says.
@@ -18,30 +18,38 @@ Processes: the layout names the process (``rank``) holding every fragment;
 only this process's fragments carry arrays (:attr:`Fragment.is_local`).
 Without :func:`dlmg.distributed.init` dlmg runs in one process (rank 0).
 
-Every method and property is visible from the class: defined here, or in the
-mixins of :mod:`dlmg._surface` it names, whose operators, reductions,
-conversions and ``repr`` run the functions that :mod:`dlmg.ops`,
-:mod:`dlmg.interop` and :mod:`dlmg._printing` provide.
+This module sits at the top of the import order: every method below is a ``def``
+whose body calls one function of the module that implements it (:mod:`dlmg.ops`,
+:mod:`dlmg.movement`, :mod:`dlmg.interop`, :mod:`dlmg.array_api`,
+:mod:`dlmg._printing`), imported here. The layers below build their results
+through :class:`dlmg.base.TensorBase`, the data this class holds, and
+:func:`~dlmg.base.register_tensor_class` (called once, at the end of this module)
+makes every tensor they build one of this class.
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Callable
 
-from ._hooks import Hook
-from ._lookup import fragment_at, fragment_for, fragments_on
-from ._surface import (
-    ArrayApiMethods, ConversionMethods, ElementMethods, Operators, PrintingMethods, ReductionMethods, ShapeMethods,
-)
+from . import movement
+from ._lookup import fragment_holding, fragment_on_device, fragments_on_device
+from ._printing import format_repr, format_spec, format_str
+from ._protocols import FrameworkProtocols
+from .array_api import array_object, matrix_transpose
+from .base import TensorBase, register_tensor_class
 from .device import Device
-from .distributed._state import check_ranks, current
-from .dtypes import canonical, info
+from .distributed._state import current
+from .dtypes import info
 from .errors import CopyRequiredError, NotLocalError
 from .fragment import Fragment, process_rank, verify_fragments
-from ._protocols import FrameworkProtocols
-from .registry import adapter_for
+from .interop.dtensor import to_dtensor
+from .interop.jax import to_jax
+from .interop.partitioned import partitioned
+from .ops import dispatch, like, pointwise, reductions, statistics
+from .ops import shape as shapes
+from .ops.contract import resolve
 
 if TYPE_CHECKING:  # pragma: no cover
     from .layout import Layout
@@ -50,20 +58,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["DistributedTensor", "Fragment", "process_rank"]
 
 
-_CREATE = object()  # guards the constructor
-
-
-#: The moves of a tensor (gather, redistribute, to...): :mod:`dlmg.movement`, which
-#: lies above the tensor, provides itself here when it is imported.
-moves: Hook = Hook("moving a tensor's data", "dlmg.movement")
-
-#: Resolving a pending sum (``layout.partial``) into a layout (``None``: its own split), as
-#: ``(tensor, layout, framework) -> tensor``: :mod:`dlmg.ops.contract` provides it.
-resolve_pending: Hook = Hook("resolving a pending sum", "dlmg.ops.contract")
-
-
-class DistributedTensor(FrameworkProtocols, Operators, ElementMethods, ReductionMethods, ShapeMethods,
-                        ConversionMethods, PrintingMethods, ArrayApiMethods):
+class DistributedTensor(FrameworkProtocols, TensorBase):
     """One logical array spread over fragments on several devices.
 
     Made by :func:`dlmg.from_fragments`, :func:`dlmg.from_pointers`,
@@ -81,28 +76,11 @@ class DistributedTensor(FrameworkProtocols, Operators, ElementMethods, Reduction
 
     Notes
     -----
-    Distributed tensors do not implement ``__dlpack__``: the array API
-    leaves distributed arrays out of the protocol. Export single fragments
-    (``torch.from_dlpack(dt.fragments[i])``) or :meth:`gather` the tensor
-    into one array first.
+    Distributed tensors implement ``__dlpack__`` only where one fragment holds
+    the whole tensor: the array API leaves distributed arrays out of the
+    protocol. Export single fragments (``torch.from_dlpack(dt.fragments[i])``)
+    or :meth:`gather` the tensor into one array first.
     """
-
-    # What movement worked out about this tensor's current fragments (plans, source
-    # buffers and views): a dlmg.movement.sources.Remembered, made on the first move.
-    _remembered: Any = None
-    # Where operations run this tensor's fragments (executors, frameworks, device groups):
-    # a dlmg.ops._placement.Placement, made on the first operation and handed to results.
-    # Worth keeping: making it costs a noticeable part of an operator's time, finding
-    # it almost nothing.
-    _placement: Any = None
-    # Whether the tensor is a fresh operator result whose memory a following operator
-    # may reuse when nothing else holds it (``a * b`` in ``a * b + c``; dlmg.ops.pointwise).
-    _fresh: bool = False
-
-    # finding fragments by device or by the part of the tensor they hold (dlmg._lookup)
-    fragment_for = fragment_for
-    fragments_on = fragments_on
-    fragment_at = fragment_at
 
     # the names register_method may not replace
     _CORE = frozenset(
@@ -110,69 +88,12 @@ class DistributedTensor(FrameworkProtocols, Operators, ElementMethods, Reduction
          "to", "fragment", "frameworks", "__getitem__", "__dlpack__", "__dlpack_device__", "__repr__"}
     )
 
-    def __init__(self, *args: Any, token: object = None, **kwargs: Any) -> None:
-        if token is not _CREATE:
-            raise TypeError(
-                "DistributedTensor objects are made by dlmg.from_fragments, dlmg.from_pointers, "
-                "dlmg.empty/zeros/ones/full, dlmg.scatter, redistribute() and to()"
-            )
-        layout, fragments, dtype = args
-        self.layout: "Layout" = layout
-        self.dtype: str = dtype
-        self.fragments: tuple[Fragment, ...] = tuple(fragments)
-
-    def __getstate__(self) -> dict[str, Any]:
-        """What pickling and copying keep: the layout, the dtype and the fragments
-        (what operations remember about the tensor is found again on use)."""
-        return {"layout": self.layout, "dtype": self.dtype, "fragments": self.fragments}
-
-    # -- construction helpers (trusted, unvalidated) -------------------------
-    @classmethod
-    def _create(cls, layout: "Layout", fragments: Sequence[Fragment], dtype: str) -> "DistributedTensor":
-        check_ranks(layout, "a distributed tensor")  # (a rank no process holds would read as missing rows)
-        # __init__'s work without its call, which checks a token and unpacks arguments
-        # (a large part of making a tensor; every wrap and operation makes one)
-        self = object.__new__(cls)
-        self.layout, self.dtype, self.fragments = layout, dtype, tuple(fragments)
-        return self
-
-    @classmethod
-    def _from_arrays(
-        cls, arrays: Sequence[Any], layout: "Layout", dtype: str | None = None
-    ) -> "DistributedTensor":
-        """A tensor whose fragment ``i`` is ``arrays[i]`` (``None`` for remote ones), unchecked.
-
-        For dlmg's own modules, which build arrays that fit by construction.
-        """
-        frags = []
-        last_type: type | None = None
-        adapter: Any = None
-        for frag, array in zip(layout.fragments, arrays):
-            if array is None:
-                frags.append(Fragment.remote(frag))
-                continue
-            if type(array) is not last_type:  # results of one operation share a type
-                adapter, last_type = adapter_for(array), type(array)
-            frags.append(Fragment.of_result(frag, array, adapter.name, adapter))
-        if dtype is None:
-            first = next((f for f in frags if f._array is not None), None)
-            dtype = first.adapter.dtype_of(first._array) if first is not None else "float32"
-        return cls._create(layout, frags, canonical(dtype))
-
-    def _replace_arrays(self, arrays: Mapping[int, Any]) -> None:
-        """Put new arrays (same shape, dtype and device) in place of some fragments (in-place
-        updates of immutable JAX fragments)."""
-        frags = list(self.fragments)
-        for index, array in arrays.items():
-            frags[index] = frags[index].with_array(array)
-        self.fragments = tuple(frags)
-
     @classmethod
     def register_method(cls, name: str, func: Callable[..., Any] | None = None, *, override: bool = False) -> Any:
         """Attach ``func`` as method ``name`` (usable as a decorator).
 
         For packages outside dlmg adding methods of their own; dlmg's methods are
-        all declared in the class. The core attributes (``gather``,
+        all defined in the class. The core attributes (``gather``,
         ``layout``...) are refused unless ``override``.
 
         Examples
@@ -269,8 +190,55 @@ class DistributedTensor(FrameworkProtocols, Operators, ElementMethods, Reduction
         host = self.gather(framework="numpy")
         return host if dtype is None else host.astype(dtype, copy=False)
 
-    # __iter__, __getitem__, __setitem__, __dlpack__ and __dlpack_device__ come from
-    # ArrayApiMethods (dlmg.array_api): the array API's indexing and its DLPack rule
+
+    # -- finding fragments by device or by the part of the tensor they hold (dlmg._lookup)
+    def fragments_on(self, device: Any) -> tuple[Fragment, ...]:
+        """The fragments whose layout slot is ``device``, in fragment order.
+
+        Parameters
+        ----------
+        device : Device, str, int or a framework's device object
+            ``"cpu:3"``, ``dlmg.Device("cuda", 1)``, a ``jax.Device``, a
+            ``torch.device``...
+
+        Returns
+        -------
+        tuple of Fragment
+            Empty when no fragment sits on ``device``.
+        """
+        return fragments_on_device(self, device)
+
+    def fragment_for(self, device: Any) -> Fragment:
+        """The one fragment on ``device``: ``dt.fragment_for(shard.device)``.
+
+        Raises
+        ------
+        LookupError
+            When no fragment, or more than one, sits on ``device`` (the message
+            lists them; use :meth:`fragments_on` or :meth:`fragment_at` then).
+        """
+        return fragment_on_device(self, device)
+
+    def fragment_at(self, index: Any, replica: int = 0) -> Fragment:
+        """The fragment holding exactly the global slices ``index``.
+
+        ``index`` is a tuple of slices, one per mode, such as a JAX shard's
+        ``shard.index``: ``dt.fragment_at(shard.index)``. Only fragments holding
+        one contiguous range per mode (slabs, grids of single blocks) can match.
+
+        Parameters
+        ----------
+        index : tuple of slice
+            The global ranges, ``slice(None)`` for a whole mode.
+        replica : int
+            Which copy of a replicated layout (0 by default).
+
+        Raises
+        ------
+        LookupError
+            When no fragment of that replica covers exactly those ranges.
+        """
+        return fragment_holding(self, index, replica)
 
     # -- moving data ---------------------------------------------------------
     def gather(self, framework: str | None = None, device: Any = None, out: Any = None, *,
@@ -311,8 +279,8 @@ class DistributedTensor(FrameworkProtocols, Operators, ElementMethods, Reduction
         if current() is None:  # (across processes the collective checks, inside its agreement)
             verify_fragments(self.fragments)
         if self.layout.partial is not None:  # a pending sum: its value first
-            return resolve_pending(self, None, None).gather(framework, device, out, root=root)
-        return moves.get().gather(self, framework=framework, device=device, out=out, root=root)
+            return resolve(self).gather(framework, device, out, root=root)
+        return movement.gather(self, framework=framework, device=device, out=out, root=root)
 
     def redistribute(self, layout: "Layout", framework: str | None = None) -> "DistributedTensor":
         """The tensor in another layout of the same shape.
@@ -332,8 +300,8 @@ class DistributedTensor(FrameworkProtocols, Operators, ElementMethods, Reduction
         if current() is None:  # (across processes the collective checks, inside its agreement)
             verify_fragments(self.fragments)
         if self.layout.partial is not None:  # resolving a pending sum is a redistribution
-            return resolve_pending(self, layout, framework)
-        return moves.get().redistribute(self, layout, framework=framework)
+            return resolve(self, layout, framework)
+        return movement.redistribute(self, layout, framework=framework)
 
     def plan_redistribution(self, layout: "Layout") -> "RedistributionPlan":
         """The copy plan :meth:`redistribute` would run for ``layout``.
@@ -342,7 +310,7 @@ class DistributedTensor(FrameworkProtocols, Operators, ElementMethods, Reduction
         messages instead: :class:`~dlmg.plans.routes.Routes`, with the
         bytes per pair of processes (``bytes_by_ranks``) and the transport.
         """
-        return moves.get().tensor_plan(self, layout)
+        return movement.tensor_plan(self, layout)
 
     def to(self, framework: str, copy: bool | None = None) -> "DistributedTensor":
         """The same tensor with every fragment handed to ``framework`` through DLPack.
@@ -357,4 +325,426 @@ class DistributedTensor(FrameworkProtocols, Operators, ElementMethods, Reduction
             :class:`~dlmg.errors.CopyRequiredError` where the target would
             need one (JAX and unaligned host buffers, 64-bit types without x64...).
         """
-        return moves.get().to_framework(self, framework, copy=copy)
+        return movement.to_framework(self, framework, copy=copy)
+
+    # -- Python's operators (dlmg.ops.pointwise) --------------------------------
+    # Each broadcasts its operands as the array API says, aligning layouts that differ
+    # (dlmg.explain shows the moves; inside dlmg.strict() they are refused).
+    __hash__ = object.__hash__  # == is elementwise; tensors hash by identity
+
+    def __add__(self, other: Any, /) -> Any:
+        """``x + y``, element by element."""
+        return pointwise.operator_add(self, other)
+
+    def __radd__(self, other: Any, /) -> Any:
+        """``y + x`` with ``y`` not a tensor."""
+        return pointwise.operator_radd(self, other)
+
+    def __iadd__(self, other: Any, /) -> Any:
+        """``x += y``: into ``x``'s memory (JAX fragments are replaced by new arrays)."""
+        return pointwise.operator_iadd(self, other)
+
+    def __sub__(self, other: Any, /) -> Any:
+        """``x - y``, element by element."""
+        return pointwise.operator_sub(self, other)
+
+    def __rsub__(self, other: Any, /) -> Any:
+        """``y - x`` with ``y`` not a tensor."""
+        return pointwise.operator_rsub(self, other)
+
+    def __isub__(self, other: Any, /) -> Any:
+        """``x -= y``: into ``x``'s memory (JAX fragments are replaced by new arrays)."""
+        return pointwise.operator_isub(self, other)
+
+    def __mul__(self, other: Any, /) -> Any:
+        """``x * y``, element by element."""
+        return pointwise.operator_mul(self, other)
+
+    def __rmul__(self, other: Any, /) -> Any:
+        """``y * x`` with ``y`` not a tensor."""
+        return pointwise.operator_rmul(self, other)
+
+    def __imul__(self, other: Any, /) -> Any:
+        """``x *= y``: into ``x``'s memory (JAX fragments are replaced by new arrays)."""
+        return pointwise.operator_imul(self, other)
+
+    def __truediv__(self, other: Any, /) -> Any:
+        """``x / y``, element by element."""
+        return pointwise.operator_truediv(self, other)
+
+    def __rtruediv__(self, other: Any, /) -> Any:
+        """``y / x`` with ``y`` not a tensor."""
+        return pointwise.operator_rtruediv(self, other)
+
+    def __itruediv__(self, other: Any, /) -> Any:
+        """``x /= y``: into ``x``'s memory (JAX fragments are replaced by new arrays)."""
+        return pointwise.operator_itruediv(self, other)
+
+    def __floordiv__(self, other: Any, /) -> Any:
+        """``x // y``, element by element."""
+        return pointwise.operator_floordiv(self, other)
+
+    def __rfloordiv__(self, other: Any, /) -> Any:
+        """``y // x`` with ``y`` not a tensor."""
+        return pointwise.operator_rfloordiv(self, other)
+
+    def __ifloordiv__(self, other: Any, /) -> Any:
+        """``x //= y``: into ``x``'s memory (JAX fragments are replaced by new arrays)."""
+        return pointwise.operator_ifloordiv(self, other)
+
+    def __mod__(self, other: Any, /) -> Any:
+        """``x % y``, element by element."""
+        return pointwise.operator_mod(self, other)
+
+    def __rmod__(self, other: Any, /) -> Any:
+        """``y % x`` with ``y`` not a tensor."""
+        return pointwise.operator_rmod(self, other)
+
+    def __imod__(self, other: Any, /) -> Any:
+        """``x %= y``: into ``x``'s memory (JAX fragments are replaced by new arrays)."""
+        return pointwise.operator_imod(self, other)
+
+    def __pow__(self, other: Any, /) -> Any:
+        """``x ** y``, element by element."""
+        return pointwise.operator_pow(self, other)
+
+    def __rpow__(self, other: Any, /) -> Any:
+        """``y ** x`` with ``y`` not a tensor."""
+        return pointwise.operator_rpow(self, other)
+
+    def __ipow__(self, other: Any, /) -> Any:
+        """``x **= y``: into ``x``'s memory (JAX fragments are replaced by new arrays)."""
+        return pointwise.operator_ipow(self, other)
+
+    def __and__(self, other: Any, /) -> Any:
+        """``x & y``, element by element."""
+        return pointwise.operator_and(self, other)
+
+    def __rand__(self, other: Any, /) -> Any:
+        """``y & x`` with ``y`` not a tensor."""
+        return pointwise.operator_rand(self, other)
+
+    def __iand__(self, other: Any, /) -> Any:
+        """``x &= y``: into ``x``'s memory (JAX fragments are replaced by new arrays)."""
+        return pointwise.operator_iand(self, other)
+
+    def __or__(self, other: Any, /) -> Any:
+        """``x | y``, element by element."""
+        return pointwise.operator_or(self, other)
+
+    def __ror__(self, other: Any, /) -> Any:
+        """``y | x`` with ``y`` not a tensor."""
+        return pointwise.operator_ror(self, other)
+
+    def __ior__(self, other: Any, /) -> Any:
+        """``x |= y``: into ``x``'s memory (JAX fragments are replaced by new arrays)."""
+        return pointwise.operator_ior(self, other)
+
+    def __xor__(self, other: Any, /) -> Any:
+        """``x ^ y``, element by element."""
+        return pointwise.operator_xor(self, other)
+
+    def __rxor__(self, other: Any, /) -> Any:
+        """``y ^ x`` with ``y`` not a tensor."""
+        return pointwise.operator_rxor(self, other)
+
+    def __ixor__(self, other: Any, /) -> Any:
+        """``x ^= y``: into ``x``'s memory (JAX fragments are replaced by new arrays)."""
+        return pointwise.operator_ixor(self, other)
+
+    def __lshift__(self, other: Any, /) -> Any:
+        """``x << y``, element by element."""
+        return pointwise.operator_lshift(self, other)
+
+    def __rlshift__(self, other: Any, /) -> Any:
+        """``y << x`` with ``y`` not a tensor."""
+        return pointwise.operator_rlshift(self, other)
+
+    def __ilshift__(self, other: Any, /) -> Any:
+        """``x <<= y``: into ``x``'s memory (JAX fragments are replaced by new arrays)."""
+        return pointwise.operator_ilshift(self, other)
+
+    def __rshift__(self, other: Any, /) -> Any:
+        """``x >> y``, element by element."""
+        return pointwise.operator_rshift(self, other)
+
+    def __rrshift__(self, other: Any, /) -> Any:
+        """``y >> x`` with ``y`` not a tensor."""
+        return pointwise.operator_rrshift(self, other)
+
+    def __irshift__(self, other: Any, /) -> Any:
+        """``x >>= y``: into ``x``'s memory (JAX fragments are replaced by new arrays)."""
+        return pointwise.operator_irshift(self, other)
+
+    def __eq__(self, other: Any, /) -> Any:  # type: ignore[override]
+        """``x == y``, element by element: a boolean tensor."""
+        return pointwise.operator_eq(self, other)
+
+    def __ne__(self, other: Any, /) -> Any:  # type: ignore[override]
+        """``x != y``, element by element: a boolean tensor."""
+        return pointwise.operator_ne(self, other)
+
+    def __lt__(self, other: Any, /) -> Any:
+        """``x < y``, element by element: a boolean tensor."""
+        return pointwise.operator_lt(self, other)
+
+    def __le__(self, other: Any, /) -> Any:
+        """``x <= y``, element by element: a boolean tensor."""
+        return pointwise.operator_le(self, other)
+
+    def __gt__(self, other: Any, /) -> Any:
+        """``x > y``, element by element: a boolean tensor."""
+        return pointwise.operator_gt(self, other)
+
+    def __ge__(self, other: Any, /) -> Any:
+        """``x >= y``, element by element: a boolean tensor."""
+        return pointwise.operator_ge(self, other)
+
+    def __neg__(self) -> DistributedTensor:
+        """``-x``, element by element."""
+        return pointwise.operator_neg(self)
+
+    def __pos__(self) -> DistributedTensor:
+        """``+x``, element by element."""
+        return pointwise.operator_pos(self)
+
+    def __abs__(self) -> DistributedTensor:
+        """``abs(x)``, element by element."""
+        return pointwise.operator_abs(self)
+
+    def __invert__(self) -> DistributedTensor:
+        """``~x``, element by element."""
+        return pointwise.operator_invert(self)
+
+    def __bool__(self) -> bool:
+        """The truth value of a one-element tensor; others raise ``ValueError``, as NumPy's arrays."""
+        return pointwise.truth(self)
+
+    def __round__(self, ndigits: int | None = None) -> DistributedTensor:
+        """``round(x)`` and ``round(x, n)``: half to even, as NumPy's ``round``."""
+        return like.round(self, ndigits or 0)
+
+    # -- element types, complex parts, placement (dlmg.ops) -----------------------
+    def astype(self, dtype: Any, /, *, copy: bool = True) -> DistributedTensor:
+        """The tensor converted to element type ``dtype``: :func:`dlmg.astype`."""
+        return pointwise.astype(self, dtype, copy=copy)
+
+    def conj(self) -> DistributedTensor:
+        """The complex conjugate (a new tensor): :func:`dlmg.conj`."""
+        return pointwise.conj(self)  # type: ignore[attr-defined]  # (made from pointwise's table)
+
+    @property
+    def real(self) -> DistributedTensor:
+        """The real part (a new tensor)."""
+        return pointwise.real(self)  # type: ignore[attr-defined]  # (made from pointwise's table)
+
+    @property
+    def imag(self) -> DistributedTensor:
+        """The imaginary part (a new tensor)."""
+        return pointwise.imag(self)  # type: ignore[attr-defined]  # (made from pointwise's table)
+
+    @property
+    def device(self) -> Any:
+        """The array API ``device``: the one device every fragment is on, or, for a tensor
+        on several devices (or processes), their :class:`~dlmg.device.Placement`.
+
+        Creation functions take either back (``xp.zeros(n, device=x.device)``); see
+        :attr:`devices` for the device of every fragment.
+        """
+        return like.device_of(self)
+
+    def synchronize(self) -> DistributedTensor:
+        """Wait until all queued work producing this tensor's local fragments is done; returns the tensor."""
+        dispatch.synchronize_tensor(self)
+        return self
+
+    def to_device(self, device: Any, /, *, stream: Any = None) -> DistributedTensor:
+        """The tensor laid out on ``device`` (one fragment there, or a placement's slab)."""
+        return array_object.to_device(self, device, stream=stream)
+
+    # -- reductions and statistics (dlmg.ops.reductions, dlmg.ops.statistics) -----
+    def sum(self, axis: Any = None, **kwargs: Any) -> Any:
+        """:func:`dlmg.sum` of the tensor."""
+        return reductions.sum(self, axis=axis, **kwargs)
+
+    def prod(self, axis: Any = None, **kwargs: Any) -> Any:
+        """:func:`dlmg.prod` of the tensor."""
+        return reductions.prod(self, axis=axis, **kwargs)
+
+    def min(self, axis: Any = None, **kwargs: Any) -> Any:
+        """:func:`dlmg.min` of the tensor."""
+        return reductions.min(self, axis=axis, **kwargs)
+
+    def max(self, axis: Any = None, **kwargs: Any) -> Any:
+        """:func:`dlmg.max` of the tensor."""
+        return reductions.max(self, axis=axis, **kwargs)
+
+    def mean(self, axis: Any = None, **kwargs: Any) -> Any:
+        """:func:`dlmg.mean` of the tensor."""
+        return reductions.mean(self, axis=axis, **kwargs)
+
+    def all(self, axis: Any = None, **kwargs: Any) -> Any:
+        """:func:`dlmg.all` of the tensor."""
+        return reductions.all(self, axis=axis, **kwargs)
+
+    def any(self, axis: Any = None, **kwargs: Any) -> Any:
+        """:func:`dlmg.any` of the tensor."""
+        return reductions.any(self, axis=axis, **kwargs)
+
+    def argmax(self, axis: Any = None, **kwargs: Any) -> Any:
+        """:func:`dlmg.argmax` of the tensor."""
+        return reductions.argmax(self, axis=axis, **kwargs)
+
+    def argmin(self, axis: Any = None, **kwargs: Any) -> Any:
+        """:func:`dlmg.argmin` of the tensor."""
+        return statistics.argmin(self, axis=axis, **kwargs)
+
+    def var(self, axis: Any = None, **kwargs: Any) -> Any:
+        """:func:`dlmg.var` of the tensor."""
+        return statistics.var(self, axis=axis, **kwargs)
+
+    def std(self, axis: Any = None, **kwargs: Any) -> Any:
+        """:func:`dlmg.std` of the tensor."""
+        return statistics.std(self, axis=axis, **kwargs)
+
+    def cumsum(self, axis: Any = None, **kwargs: Any) -> Any:
+        """:func:`dlmg.cumsum` of the tensor."""
+        return statistics.cumsum(self, axis=axis, **kwargs)
+
+    # -- mode permutations and reshapes (dlmg.ops.shape, dlmg.array_api) ---------
+    @property
+    def T(self) -> DistributedTensor:
+        """The transpose of a 2-D tensor (array API ``.T``); other ranks use :meth:`permute_dims`."""
+        return shapes.transpose_matrix(self)
+
+    @property
+    def mT(self) -> DistributedTensor:
+        """The last two modes swapped (array API ``mT``)."""
+        return matrix_transpose(self)
+
+    def permute_dims(self, axes: Any) -> DistributedTensor:
+        """The modes reordered (no data moves): :func:`dlmg.permute_dims`."""
+        return shapes.permute_dims(self, axes)
+
+    def transpose(self, *axes: Any) -> DistributedTensor:
+        """``x.transpose()``, ``x.transpose(1, 0)`` or ``x.transpose((1, 0))``: :func:`dlmg.transpose`."""
+        if len(axes) == 1 and not isinstance(axes[0], int):
+            axes = tuple(axes[0])
+        return shapes.transpose(self, axes or None)
+
+    def reshape(self, *shape: Any, copy: bool | None = None) -> DistributedTensor:
+        """``x.reshape(2, 8)`` or ``x.reshape((2, 8))``: :func:`dlmg.reshape`."""
+        if len(shape) == 1 and not isinstance(shape[0], int):
+            shape = tuple(shape[0])
+        return shapes.reshape(self, shape, copy=copy)
+
+    def flatten(self) -> DistributedTensor:
+        """The elements as a new 1-D tensor in row-major order (always a copy, as NumPy's)."""
+        return array_object.flatten(self)
+
+    def ravel(self) -> DistributedTensor:
+        """The elements as a 1-D tensor in row-major order (a view where the layout allows)."""
+        return array_object.ravel(self)
+
+    # -- indexing, iteration, products (dlmg.array_api) ---------------------------
+    def __getitem__(self, key: Any, /) -> DistributedTensor:
+        """``x[key]``: the array API's indexing (views where the layout allows)."""
+        return array_object.getitem(self, key)
+
+    def __setitem__(self, key: Any, value: Any, /) -> None:
+        """``x[key] = value``: the array API's assignment; refused into a pending reduction."""
+        array_object.setitem(self, key, value)
+
+    def __iter__(self) -> Iterator[DistributedTensor]:
+        """The sub-tensors along mode 0, ``x[0]``, ``x[1]``... (views where the layout allows), as NumPy iterates."""
+        return array_object.rows(self)
+
+    def __matmul__(self, other: Any, /) -> Any:
+        """``x @ y``: the namespace's :func:`~dlmg.array_api.matmul` (a value, never a pending sum)."""
+        return array_object.matmul_operator(self, other)
+
+    def __rmatmul__(self, other: Any, /) -> Any:
+        """``y @ x`` with ``y`` not a tensor: see :meth:`__matmul__`."""
+        return array_object.rmatmul_operator(self, other)
+
+    def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
+        """The array API namespace of distributed tensors, :mod:`dlmg.array_api`."""
+        return array_object.namespace(self, api_version=api_version)
+
+    # -- Python values and copies (dlmg.array_api) --------------------------------
+    def item(self) -> Any:
+        """The one element as a Python scalar (``int``, ``float``, ``complex`` or ``bool``)."""
+        return array_object.item(self)
+
+    def __int__(self) -> int:
+        """``int(x)`` of a one-element tensor."""
+        return array_object.as_int(self)
+
+    def __float__(self) -> float:
+        """``float(x)`` of a one-element tensor."""
+        return array_object.as_float(self)
+
+    def __complex__(self) -> complex:
+        """``complex(x)`` of a one-element tensor."""
+        return array_object.as_complex(self)
+
+    def __index__(self) -> int:
+        """``operator.index(x)`` of a one-element integer tensor."""
+        return array_object.as_index(self)
+
+    def tolist(self) -> Any:
+        """The elements as nested Python lists (gathered; across processes every process gets them)."""
+        return array_object.tolist(self)
+
+    def copy(self) -> DistributedTensor:
+        """A copy: same layout, frameworks and devices, new memory (of the value, for a pending
+        reduction: its layout without the pending replicas)."""
+        return array_object.copy(self)
+
+    def __copy__(self) -> DistributedTensor:
+        """``copy.copy``: a copy with new memory, as NumPy's arrays make (see :meth:`copy`)."""
+        return array_object.copy(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> DistributedTensor:
+        """``copy.deepcopy``: a copy with new memory (see :meth:`copy`)."""
+        return array_object.copy(self)
+
+    # -- DLPack (dlmg.array_api) --------------------------------------------------
+    def __dlpack__(self, /, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+                   copy: bool | None = None) -> Any:
+        """The one buffer of a tensor held by one fragment; refused (``BufferError``) otherwise."""
+        return array_object.dlpack(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """The DLPack device of the one fragment holding the tensor (see :meth:`__dlpack__`)."""
+        return array_object.dlpack_device(self)
+
+    # -- other libraries' distributed arrays (dlmg.interop) -----------------------
+    def to_jax(self, *, mesh: Any = None, redistribute: bool = False) -> Any:
+        """One sharded ``jax.Array`` over the fragments: :func:`dlmg.to_jax`."""
+        return to_jax(self, mesh=mesh, redistribute=redistribute)
+
+    def to_dtensor(self, mesh: Any = None) -> Any:
+        """A torch ``DTensor`` over the fragments: :func:`dlmg.to_dtensor`."""
+        return to_dtensor(self, mesh)
+
+    @property
+    def __partitioned__(self) -> dict[str, Any]:
+        """The ``__partitioned__`` dictionary of the tensor: :func:`dlmg.interop.partitioned`."""
+        return partitioned(self)
+
+    # -- printing (dlmg._printing) ------------------------------------------------
+    def __repr__(self) -> str:
+        """``DistributedTensor(<values>, <layout summary>)``: the values as NumPy prints them."""
+        return format_repr(self)
+
+    def __str__(self) -> str:
+        """The values as ``str`` of a NumPy array, then the layout summary."""
+        return format_str(self)
+
+    def __format__(self, spec: str) -> str:
+        """``format(x, spec)``: ``str(x)`` for an empty ``spec``; the one element of a 0-d tensor formatted by ``spec``."""
+        return format_spec(self, spec)
+
+
+register_tensor_class(DistributedTensor)  # the one registration: lower layers build results of this class

@@ -190,19 +190,67 @@ def attached_from_outside() -> dict[str, str]:
 
 
 def test_the_tensor_surface_is_in_the_class():
-    """Every method and property is defined in the class or a mixin it names: nothing
-    of dlmg (adapters included) attaches attributes to it from outside."""
+    """Nothing of dlmg (adapters included) attaches attributes to the tensor class from outside."""
     # (packages outside dlmg may add methods through register_method: the docs show one)
     attached = {n: m for n, m in attached_from_outside().items() if m.startswith("dlmg")}
     assert not attached, attached
 
 
-def test_the_surface_methods_carry_the_docs_of_their_functions():
+def test_every_method_is_a_def_in_the_class_body():
+    """Every public method, property and operator of DistributedTensor is a ``def`` in the
+    class body of dlmg/tensor.py (a reader greps ``def __add__`` and finds it there), with
+    a docstring; only the frameworks' protocols (dlmg._protocols) and the data the layers
+    below build (dlmg.base) come from its bases."""
     import dlmg
+    from dlmg._protocols import FrameworkProtocols
+    from dlmg.base import TensorBase
 
-    assert dlmg.DistributedTensor.sum.__doc__ == dlmg.sum.__doc__
-    assert "Sum" in dlmg.DistributedTensor.sum.__doc__
-    assert dlmg.DistributedTensor.__hash__ is object.__hash__  # == is elementwise; identity hashing
+    cls = dlmg.DistributedTensor
+    tree = ast.parse(pathlib.Path(sys.modules[cls.__module__].__file__ or "").read_text())
+    (body,) = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cls.__name__]
+    defs = {n.name for n in body.body if isinstance(n, ast.FunctionDef)}
+    inherited = set(vars(FrameworkProtocols)) | set(vars(TensorBase)) | set(vars(object))
+    public = {n for n in dir(cls) if not n.startswith("_")}
+    dunders = {n for n in vars(cls) if n.startswith("__") and callable(getattr(cls, n, None))}
+    missing = sorted(n for n in public | dunders if n not in defs and n not in inherited)
+    assert not missing, f"not a def in the body of DistributedTensor: {missing}"
+    assert {"__add__", "__radd__", "__iadd__", "__matmul__", "sum", "redistribute", "gather"} <= defs
+    undocumented = sorted(n for n in defs if not n.startswith("_") and not (getattr(cls, n).__doc__ or "").strip())
+    assert not undocumented, undocumented
+    assert not {n for n in vars(TensorBase) if not n.startswith("_")}, "the base holds data, not methods"
+    assert cls.__hash__ is object.__hash__  # == is elementwise; identity hashing
+
+
+def test_the_tensor_sits_above_the_parts_it_calls():
+    """dlmg.tensor imports the parts its methods call, so none of them (nor anything they
+    import) may import it back: the circle test above fails on the first that does."""
+    reach: set[str] = set()
+    graph = import_graph()
+    todo = ["dlmg.tensor"]
+    while todo:
+        for dep in graph.get(todo.pop(), ()):
+            if dep not in reach:
+                reach.add(dep)
+                todo.append(dep)
+    for part in ("dlmg.ops.pointwise", "dlmg.ops.reductions", "dlmg.movement", "dlmg.interop.jax",
+                 "dlmg.array_api.array_object", "dlmg._printing", "dlmg.construct"):
+        assert part in reach, part
+    assert "dlmg.tensor" not in reach
+
+
+def test_lower_layers_build_the_public_class():
+    """The layers below the public class build results through TensorBase; every tensor is a
+    DistributedTensor (the one registration, dlmg.base.register_tensor_class)."""
+    import numpy as np
+
+    import dlmg
+    from dlmg.base import TensorBase
+
+    assert TensorBase._made is dlmg.DistributedTensor
+    x = dlmg.scatter(np.arange(6.0), dlmg.Layout.slab((6,), 0, ["cpu:0", "cpu:1"]))
+    for y in (x, x + 1, x.sum(axis=0, keepdims=True), x.redistribute(dlmg.Layout.single((6,), "cpu:0")),
+              dlmg.array_api.zeros(3), x[1:4], x.to("numpy")):
+        assert isinstance(y, dlmg.DistributedTensor), type(y)
 
 
 _MUTABLE_CALLS = {"dict", "list", "set", "WeakKeyDictionary", "WeakValueDictionary", "OrderedDict", "defaultdict"}

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 
-from . import _data_types, _elementwise, _methods
+from . import _data_types, _elementwise
 from ._collect import collect, settle
 from ._creation import (
     arange, asarray, empty, empty_like, eye, from_dlpack, full, full_like, linspace, meshgrid, ones, ones_like,
@@ -68,8 +68,6 @@ from ._nan import (  # noqa: E402  (NumPy's NaN-ignoring functions, beyond the s
     nancumprod, nancumsum, nanmax, nanmean, nanmin, nanprod, nanstd, nansum, nanvar,
 )
 from ._pad import pad  # noqa: E402
-
-_methods.provide()
 
 __all__ = [
     "__array_api_version__", "__array_namespace_info__", "e", "inf", "nan", "pi", "newaxis",

@@ -11,7 +11,6 @@ function is called.
 
 from __future__ import annotations
 
-from .._surface import conversions, provide_methods
 from .cutensor import cutensormg, cutensormp, layout_from_cutensormg
 from .dtensor import from_dtensor, to_dtensor
 from .dcp import dcp_load, dcp_save, dcp_state_dict
@@ -46,6 +45,3 @@ __all__ = [
     "layout_from_cutensormg",
 ]
 
-
-# The tensor's conversions (declared in dlmg._surface) run these functions.
-provide_methods(conversions, {"to_jax": to_jax, "to_dtensor": to_dtensor, "__partitioned__": partitioned})

@@ -20,15 +20,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..construct import empty
 from ..errors import CheckpointError
 from ..layout import Layout
 from ..ops._pending import guard
-from ..tensor import DistributedTensor
+from ..base import is_tensor
 from ._dtensor_layout import expressibility_problems
 from .dtensor import torch_distributed, to_dtensor
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..tensor import DistributedTensor
 
 __all__ = ["dcp_state_dict", "dcp_save", "dcp_load"]
 
@@ -73,7 +76,7 @@ def dcp_state_dict(state: Mapping[str, Any]) -> dict[str, Any]:
     """
     out: dict[str, Any] = {}
     for key, value in state.items():
-        if isinstance(value, DistributedTensor):
+        if is_tensor(value):
             out[key] = to_dtensor(value)
         elif isinstance(value, Mapping):
             out[key] = dcp_state_dict(value)
@@ -124,7 +127,7 @@ def _values(state: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in state.items():
         if isinstance(value, Mapping):
             out[key] = _values(value)
-        elif isinstance(value, DistributedTensor) and value.layout.partial is not None:
+        elif is_tensor(value) and value.layout.partial is not None:
             out[key] = guard(value, "dcp_save", into=value.layout.replace(partial=None))
         else:
             out[key] = value
@@ -180,7 +183,7 @@ def dcp_load(templates: Mapping[str, Any], checkpoint_id: Any, **kwargs: Any) ->
     def swap(state: Mapping[str, Any], prefix: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key, value in state.items():
-            if isinstance(value, DistributedTensor):
+            if is_tensor(value):
                 holder = empty(_holder_layout(value, world), value.dtype, "torch")
                 holders[prefix + key] = (holder, value)
                 out[key] = to_dtensor(holder)
@@ -197,7 +200,7 @@ def dcp_load(templates: Mapping[str, Any], checkpoint_id: Any, **kwargs: Any) ->
     def finish(state: Mapping[str, Any], prefix: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key, value in state.items():
-            if isinstance(value, DistributedTensor):
+            if is_tensor(value):
                 holder, template = holders[prefix + key]
                 local = [f.framework for f in template.fragments if f.is_local]
                 out[key] = holder.redistribute(template.layout, framework=local[0] if local else None)

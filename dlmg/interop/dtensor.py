@@ -29,7 +29,7 @@ from ._dtensor_layout import (
     placements_for_layout,
 )
 from ._wrap import wrap_fragments
-from ..tensor import process_rank
+from ..fragment import process_rank
 from ..device import as_device
 from ..registry import get_adapter
 

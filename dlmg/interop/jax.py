@@ -49,7 +49,7 @@ from ._jax_sharding import (
     sharding_from_layout,
     to_sharding,
 )
-from ..tensor import process_rank
+from ..fragment import process_rank
 from ..construct import from_fragments
 from ..dtypes import canonical
 from ..distributed._state import current

@@ -43,7 +43,7 @@ from ..device import Device
 from ..errors import FragmentError, LayoutError
 from ..layout import Layout
 from ._wrap import wrap_fragments
-from ..tensor import process_rank
+from ..fragment import process_rank
 from ..ops._pending import guard
 from ..registry import adapter_for
 from ..construct import device_fits, from_fragments

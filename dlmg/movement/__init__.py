@@ -36,9 +36,6 @@ read sources                :func:`source_endpoints`, :func:`source_buffers`, :f
 
 from __future__ import annotations
 
-import sys
-
-from ..tensor import moves
 from .copies import Buffer, copy_framework, run_copies, run_jobs, synchronize
 from .delegated import delegation, delegation_enabled
 from .destinations import allocate, allocate_all, choose_framework, copy_jobs, destination, finish_fragment, reuse
@@ -50,8 +47,6 @@ from .gathering import gather
 from .handover import to_framework
 from .relayout import redistribute, tensor_plan
 from .scattering import scatter
-
-moves.provide(sys.modules[__name__])  # DistributedTensor.gather, redistribute, plan and to run here
 
 __all__ = [
     "Buffer", "copy_framework", "run_copies", "run_jobs", "synchronize",

@@ -41,7 +41,8 @@ from ..layout import Layout
 from ..plans.endpoints import full_endpoint, layout_endpoints, same_memory
 from ..plans.routes import Routes, full_places, layout_places, plan_routes
 from ..registry import adapter_for, get_adapter
-from ..tensor import DistributedTensor, Fragment
+from ..fragment import Fragment
+from ..base import TensorBase
 from . import exchange
 from .copies import Buffer, copy_framework
 from .destinations import allocate, choose_framework, destination, finish_fragment, reuse
@@ -50,6 +51,7 @@ from .sources import source_buffers, source_endpoints, source_geometry
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..distributed.engine import Engine
+    from ..tensor import DistributedTensor
 
 __all__ = ["gather", "scatter", "redistribute", "gather_routes", "redistribution_routes", "scatter_routes"]
 
@@ -279,7 +281,7 @@ def _redistribute(engine: "Engine", dt: "DistributedTensor", layout: "Layout", f
                 out.append(reuse(dt.fragments[reused[i]], frag))
             else:
                 out.append(_remote(frag, layout.ranks[i]))
-        return DistributedTensor._create(layout, out, dt.dtype)
+        return type(dt)._create(layout, out, dt.dtype)
 
     return conclude(engine, description, run)
 
@@ -365,6 +367,6 @@ def _scatter(engine: "Engine", array: Any, layout: "Layout", framework: str | No
             finish_fragment(f, written[f.index], target) if f.index in written else _remote(f, layout.ranks[f.index])
             for f in layout.fragments
         ]
-        return DistributedTensor._create(layout, out, dtype)
+        return TensorBase._create(layout, out, dtype)
 
     return conclude(engine, description, run)

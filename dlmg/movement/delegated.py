@@ -22,11 +22,12 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Iterator
 
 from ..adapters.capabilities import Delegating, Delegation
-from ..tensor import DistributedTensor, Fragment
+from ..fragment import Fragment
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..adapters import Adapter
     from ..layout import Layout
+    from ..tensor import DistributedTensor
 
 __all__ = ["delegated", "delegation", "delegation_enabled", "delegation_of"]
 
@@ -97,4 +98,4 @@ def delegated(dt: DistributedTensor, layout: "Layout", framework: str | None) ->
         return None
     name = a.name
     out = [Fragment.of_result(frag, array, name, a) for frag, array in zip(layout.fragments, arrays)]
-    return DistributedTensor._create(layout, out, dt.dtype)
+    return type(dt)._create(layout, out, dt.dtype)

@@ -20,7 +20,7 @@ from ..errors import DeviceError, DtypeError, FrameworkError, LayoutError, Layou
 from ..fragment import slot_dlpack_device
 from ..plans.plan import RedistributionPlan, one_copy
 from ..registry import DEFAULT_FRAMEWORK, adapter_for, get_adapter, viewing_frameworks
-from ..tensor import Fragment, process_rank
+from ..fragment import Fragment, process_rank
 from .copies import GIVEN_VIEWS_MAX_BYTES, Buffer, copy_framework, synchronize
 
 if TYPE_CHECKING:  # pragma: no cover

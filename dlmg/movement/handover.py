@@ -10,10 +10,11 @@ from ..device import Device
 from ..errors import CopyRequiredError, FragmentError, LayoutError
 from ..fragment import slot_dlpack_device
 from ..registry import get_adapter
-from ..tensor import DistributedTensor, Fragment, process_rank
+from ..fragment import Fragment, process_rank
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..adapters import Adapter
+    from ..tensor import DistributedTensor
 
 __all__ = ["to_framework"]
 
@@ -64,7 +65,7 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
             # memory in slot cpu:k exports as (1, k); a layout's equal devices are one object
             last_device, dl_device = device, slot_dlpack_device(target, device)
         out.append(Fragment.of_result(frag.layout, new, name, target, readonly, dl_device))  # frag.rank is me
-    return DistributedTensor._create(dt.layout, out, dt.dtype)
+    return type(dt)._create(dt.layout, out, dt.dtype)
 
 
 def _copied(frag: Fragment, target: "Adapter", new: Any, src: "Adapter", array: Any) -> bool:

@@ -39,12 +39,14 @@ from typing import TYPE_CHECKING, Any, Callable
 from .._shapes import c_strides
 from ..adapters.capabilities import Concat, Cut, Rearranging, Retiling, Slice, Span, Tiling
 from ..device import Device, as_device
-from ..tensor import DistributedTensor, Fragment
+from ..fragment import Fragment
+from ..base import TensorBase
 from ..plans.plan import Copy, RedistributionPlan, concatenation, contiguous
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..adapters import Adapter
     from ..layout import Layout
+    from ..tensor import DistributedTensor
 
 __all__ = ["assembled", "box_of", "grid_geometry", "retiled", "slice_of", "split"]
 
@@ -160,7 +162,7 @@ def _tensor(arrays: list[Any], a: "Adapter", layout: "Layout", device: Device, d
     dl_device = (1, device.index) if device.kind == "cpu" else None
     name = a.name
     out = [Fragment.of_result(frag, part, name, a, False, dl_device) for frag, part in zip(layout.fragments, arrays)]
-    return DistributedTensor._create(layout, out, dtype)
+    return TensorBase._create(layout, out, dtype)
 
 
 def _decomposed(array: Any, a: Rearranging, layout: "Layout", grid: tuple[Any, ...]) -> list[Any] | None:

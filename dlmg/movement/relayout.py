@@ -21,7 +21,6 @@ from ..plans.endpoints import Endpoint, layout_endpoints
 from ..plans.build import build_plan
 from ..plans.delegated import DelegatedPlan
 from ..plans.plan import RedistributionPlan
-from ..tensor import DistributedTensor
 from . import across
 from .copies import Buffer, run_jobs
 from .delegated import delegated, delegation_of
@@ -35,6 +34,7 @@ from .sources import KEPT, PLAN_CACHE_SIZE, all_local, engine_for, remembered, s
 if TYPE_CHECKING:  # pragma: no cover
     from ..adapters import Adapter
     from ..tensor import Fragment
+    from ..tensor import DistributedTensor
 
 __all__ = ["redistribute", "tensor_plan"]
 
@@ -173,7 +173,7 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
             out.append(finish_fragment(frag, buf, target))
         else:
             out.append(reuse(dt.fragments[plan.reused[frag.index]], frag))
-    return DistributedTensor._create(layout, out, dt.dtype)
+    return type(dt)._create(layout, out, dt.dtype)
 
 
 def _relaid(dt: "DistributedTensor", layout: "Layout", move: "_Move") -> "DistributedTensor | None":

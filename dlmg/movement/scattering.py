@@ -15,7 +15,8 @@ from ..plans.endpoints import full_endpoint, layout_endpoints
 from ..plans.build import build_plan
 from ..plans.plan import RedistributionPlan
 from ..registry import adapter_for, get_adapter
-from ..tensor import DistributedTensor, process_rank
+from ..fragment import process_rank
+from ..base import TensorBase
 from . import across
 from .copies import Buffer, run_jobs
 from .destinations import allocate_all, copy_jobs, finish_fragment
@@ -24,6 +25,7 @@ from .sources import PLAN_CACHE_SIZE
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..adapters import Adapter
+    from ..tensor import DistributedTensor
 
 __all__ = ["scatter", "scatter_plan"]
 
@@ -74,7 +76,7 @@ def scatter(array: Any, layout: "Layout", framework: str | None = None, root: in
     run_jobs(copy_jobs(plan, sources, dict(enumerate(written)), carvings), dtype)
     me = process_rank()
     out = [finish_fragment(frag, buf, target, me) for frag, buf in zip(layout.fragments, written)]
-    return DistributedTensor._create(layout, out, dtype)
+    return TensorBase._create(layout, out, dtype)
 
 
 def _unsupported(adapter: "Adapter", layout: "Layout") -> tuple[Device, ...]:

@@ -16,7 +16,7 @@ from ..distributed._state import current
 from ..errors import FragmentError
 from ..fragment import verify_fragments
 from ..plans.endpoints import Endpoint, array_endpoint, layout_endpoints
-from ..tensor import process_rank
+from ..fragment import process_rank
 from .copies import Buffer
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -18,21 +18,17 @@
 * :mod:`.contract` -- ``einsum``, ``matmul``, ``tensordot`` over any layouts,
   and pending sums.
 
-Importing this package provides the functions behind the operators and methods
-that :class:`~dlmg.DistributedTensor` declares (:mod:`dlmg._surface`); it
-imports no framework.
+The methods and operators of :class:`~dlmg.DistributedTensor` call the
+functions of these modules by name; this package imports no framework.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from .._surface import operations, provide_methods
 from . import blockwise, dispatch, fft, like, shape, statistics, fused, linalg, pointwise, reductions, selection
 from .blockwise import apply, map_fragments
 from .broadcast import Alignment, Move, explain, strict, strict_enabled
 from ._operands import classify_operand
-from .dispatch import is_distributed, synchronize, synchronize_tensor
+from .dispatch import is_distributed, synchronize
 from .fused import FusedFunction, fuse
 from .linalg import cholesky
 from .contract import EinsumPlan, dot, einsum, einsum_plan, inner, matmul, outer, tensordot, vecdot
@@ -87,17 +83,5 @@ __all__ = [
     "isclose",
     "allclose",
     "around",
-] + ["where", "clip"] + [n for n in _pointwise_all if n != "OPERATORS"]
+] + ["where", "clip"] + list(_pointwise_all)
 
-
-def _synchronize_method(self: Any) -> Any:
-    """Wait until all queued work producing this tensor's local fragments is done; returns the tensor."""
-    synchronize_tensor(self)
-    return self
-
-
-# The tensor's operators and methods (declared in dlmg._surface) run these functions.
-provide_methods(operations, {
-    **pointwise.OPERATORS, **reductions.METHODS, **statistics.METHODS, **shape.METHODS, **like.METHODS,
-    "synchronize": _synchronize_method,
-})

@@ -9,7 +9,7 @@ from typing import Any
 from ..errors import FrameworkError
 from ..registry import adapter_for, as_zero_d
 from ._executor import Executor, move_array
-from ..tensor import DistributedTensor
+from ..base import TensorBase
 
 __all__ = ["SCALAR_TYPES", "is_distributed", "classify_operand"]
 
@@ -19,7 +19,7 @@ SCALAR_TYPES = (bool, int, float, complex)
 
 def is_distributed(obj: Any) -> bool:
     """Whether ``obj`` is a :class:`~dlmg.DistributedTensor`."""
-    return isinstance(obj, DistributedTensor)
+    return isinstance(obj, TensorBase)
 
 
 class _ZeroD:

@@ -35,7 +35,6 @@ from typing import Any
 
 from ..errors import LayoutError
 from ..layout import Layout
-from ..tensor import resolve_pending
 from ._dtypes import kind_of
 from ._operands import SCALAR_TYPES, _ZeroD, is_distributed
 
@@ -135,7 +134,7 @@ def settled(x: Any, into: Layout | None = None) -> Any:
     (default :func:`value_layout`; a redistribution, so across processes every process calls it)."""
     if not _is_pending(x):
         return x
-    return resolve_pending(x, into, None)
+    return x.redistribute(into if into is not None else value_layout(x.layout))  # (resolves it)
 
 
 def guard(x: Any, what: str, *, writes: bool = False, into: Layout | None = None) -> Any:

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any, Sequence
 from ..distributed._state import rank as process_rank
 from ..dtypes import canonical
 from ..fragment import Fragment, verify_fragments
-from ..tensor import DistributedTensor
+from ..base import TensorBase
 from ._executor import Executor, executor
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
+    from ..tensor import DistributedTensor
 
 __all__ = ["Placement", "placement", "check_fragments", "local_groups", "inherit", "result_tensor"]
 
@@ -150,6 +151,6 @@ def result_tensor(outs: Sequence[Any], layout: "Layout", lead: Placement, adapte
         frags = [of_result(slot, held[slot.index], name, adapter) if slot.index in held else Fragment.remote(slot)
                  for slot in slots]
     dtype = canonical(adapter.dtype_of(outs[0])) if outs else canonical("float32")
-    result = DistributedTensor._create(layout, frags, dtype)
+    result = TensorBase._create(layout, frags, dtype)
     _inherited(result, lead, outs if type(outs) is list else list(outs), lead.shapes)
     return result

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ..movement.transfer import synchronize_arrays
 from ..dlpack.bounds import ranges_meet
 from ..errors import LayoutMismatchError
-from ..tensor import DistributedTensor
+from ..base import TensorBase
 from ..registry import DEFAULT_FRAMEWORK, adapter_for, adapter_names, get_adapter
 from ._dtypes import check_inplace
 from ._executor import Executor, _fail, executor, move_array
@@ -91,7 +91,7 @@ def new_tensor(arrays: Sequence[Any], layout: "Layout", dtype: str | None = None
     tensor class's trusted, unvalidated constructor is used. ``dtype`` is
     the first local array's unless given.
     """
-    return DistributedTensor._from_arrays(arrays, layout, dtype)
+    return TensorBase._from_arrays(arrays, layout, dtype)
 
 
 def replace_fragment_arrays(tensor: "DistributedTensor", arrays: dict[int, Any]) -> None:
@@ -141,7 +141,7 @@ def collect(
     """
     if not pending:
         for op in operands:  # the full check only where an operand holds a pending reduction
-            if isinstance(op, DistributedTensor) and op.layout.partial is not None:
+            if isinstance(op, TensorBase) and op.layout.partial is not None:
                 operands = keep_or_settle(name, operands, reflected=reflected)
                 break
     lead = None
@@ -152,10 +152,10 @@ def collect(
     placements: list[_Placement] = []
     broadcast = False
     for position, op in enumerate(operands):
-        distributed = isinstance(op, DistributedTensor)  # the common operand, recognised first
+        distributed = isinstance(op, TensorBase)  # the common operand, recognised first
         if not distributed and op is not None and not isinstance(op, (SCALAR_TYPES, _ZeroD)):
             op = classify_operand(op)
-            distributed = isinstance(op, DistributedTensor)
+            distributed = isinstance(op, TensorBase)
         if distributed:
             # its fragments checked against its layout, once per call (placement() written out:
             # this runs for every operand of every operator)

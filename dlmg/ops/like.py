@@ -7,7 +7,7 @@ layout's distribution.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..device import Placement
 from ..dtypes import canonical
@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..device import Device
     from ..tensor import DistributedTensor
 
-__all__ = ["empty_like", "zeros_like", "ones_like", "full_like", "isclose", "allclose", "round", "around", "METHODS"]
+__all__ = ["empty_like", "zeros_like", "ones_like", "full_like", "isclose", "allclose", "round", "around", "device_of"]
 
 
 def _like(x: "DistributedTensor", name: str, fill: Any, dtype: Any) -> "DistributedTensor":
@@ -112,12 +112,7 @@ def round(x: Any, /, decimals: int = 0) -> "DistributedTensor":  # noqa: A001
 around = round
 
 
-def _round(self: "DistributedTensor", ndigits: int | None = None) -> "DistributedTensor":
-    """``round(x)`` and ``round(x, n)``: half to even, as NumPy's ``round``."""
-    return round(self, ndigits or 0)
-
-
-def _device(self: "DistributedTensor") -> "Device | Placement":
+def device_of(self: "DistributedTensor") -> "Device | Placement":
     """The array API ``device``: the one device every fragment is on, or, for a tensor
     on several devices (or processes), their :class:`~dlmg.device.Placement`.
 
@@ -130,7 +125,3 @@ def _device(self: "DistributedTensor") -> "Device | Placement":
         return pairs[0][0]
     ranks = tuple(r for _, r in pairs)
     return Placement(tuple(d for d, _ in pairs), ranks if any(ranks) else ())
-
-
-#: The functions behind the tensor's ``device`` property and ``round()``.
-METHODS: dict[str, Callable[..., Any]] = {"device": _device, "__round__": _round}

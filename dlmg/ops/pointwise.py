@@ -23,25 +23,26 @@ from __future__ import annotations
 import operator
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._element import read_element
-from .._hooks import Hook
-from .._surface import delegate
 from ..dtypes import canonical
 from ..errors import DtypeError, FrameworkError
 from ..registry import adapter_for
 from ._dtypes import INEXACT, INT, NUMERIC, REAL, check_inplace, kind_of, narrow_for, require
 from ._writes import check_writable, unalias
-from ..tensor import DistributedTensor
+from ..base import TensorBase
 from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, collect, is_distributed, local_groups, map_fragments
 from ._lists import LIST_NAMES, on_lists
 from ._pending import guard, keep_or_settle, keeps_pending
 from .broadcast import align, align_to, result_shape as broadcast_shapes
 from .fused import FusedFunction, batches_operators
 
+if TYPE_CHECKING:  # pragma: no cover
+    from ..tensor import DistributedTensor
+
 # the array API's elementwise functions (and NumPy's aliases) are added below
-__all__ = ["astype", "OPERATORS"]
+__all__ = ["astype"]
 
 _SIGNED = frozenset("iufc")  # numeric but not bool
 _UINT_INT = frozenset("iu")
@@ -275,21 +276,21 @@ def _operator_kernel(op: Callable[[Any, Any], Any], reflected: bool, label: str)
 
 
 def _temporary_refcount() -> int | None:
-    """The reference count ``self`` has inside a binary operator's function
-    (called by the tensor's method, :func:`dlmg._surface.delegate`) when the
-    left operand is a temporary (the result of another operation), or
-    ``None`` when this interpreter does not tell temporaries from named
-    values apart (then temporaries are never reused)."""
+    """The reference count ``self`` has inside a binary operator's function (called
+    by the tensor's method, ``DistributedTensor.__add__`` calling :data:`operator_add`)
+    when the left operand is a temporary (the result of another operation), or
+    ``None`` when this interpreter does not tell temporaries from named values apart
+    (then temporaries are never reused)."""
     getrefcount = getattr(sys, "getrefcount", None)
     if getrefcount is None:  # not CPython
         return None
 
-    counter = getrefcount
-    probe: Hook = Hook("a probe of reference counts", __name__)
-    probe.provide({"__add__": lambda self, other: counter(self)})
+    def counted(self: Any, other: Any) -> int:
+        return getrefcount(self)
 
-    class Probe:  # called as the tensor's operators are: through a delegating method
-        __add__ = delegate(probe, "__add__")
+    class Probe:  # called as the tensor's operators are: a method calling the operator's function
+        def __add__(self, other: Any) -> int:
+            return counted(self, other)
 
     temporary = Probe() + 0
     named = Probe()
@@ -299,7 +300,7 @@ def _temporary_refcount() -> int | None:
 
 _TEMPORARY_REFS = _temporary_refcount()
 #: The operands a binary operator takes as they are (a Python scalar, a distributed tensor).
-_COMMON = (*SCALAR_TYPES, DistributedTensor)
+_COMMON = (*SCALAR_TYPES, TensorBase)
 #: How many operator results had their memory reused for the next operation
 #: (a diagnostic, read by the tests).
 ELIDED = [0]
@@ -494,38 +495,59 @@ def _distinct_memory(tensor: "DistributedTensor") -> list[int]:
     return out
 
 
-#: symbol, forward name, reflected name, in-place name, function, in-place function, kinds
-_BINARY = (
-    ("+", "__add__", "__radd__", "__iadd__", operator.add, operator.iadd, None),
-    ("-", "__sub__", "__rsub__", "__isub__", operator.sub, operator.isub, None),
-    ("*", "__mul__", "__rmul__", "__imul__", operator.mul, operator.imul, None),
-    ("/", "__truediv__", "__rtruediv__", "__itruediv__", operator.truediv, operator.itruediv, None),
-    ("//", "__floordiv__", "__rfloordiv__", "__ifloordiv__", operator.floordiv, operator.ifloordiv, REAL),
-    ("%", "__mod__", "__rmod__", "__imod__", operator.mod, operator.imod, REAL),
-    ("**", "__pow__", "__rpow__", "__ipow__", operator.pow, operator.ipow, None),
-    ("&", "__and__", "__rand__", "__iand__", operator.and_, operator.iand, INT),
-    ("|", "__or__", "__ror__", "__ior__", operator.or_, operator.ior, INT),
-    ("^", "__xor__", "__rxor__", "__ixor__", operator.xor, operator.ixor, INT),
-    ("<<", "__lshift__", "__rlshift__", "__ilshift__", operator.lshift, operator.ilshift, _UINT_INT),
-    (">>", "__rshift__", "__rrshift__", "__irshift__", operator.rshift, operator.irshift, _UINT_INT),
-)
-_COMPARISONS = (
-    ("==", "__eq__", operator.eq, None),
-    ("!=", "__ne__", operator.ne, None),
-    ("<", "__lt__", operator.lt, REAL),
-    ("<=", "__le__", operator.le, REAL),
-    (">", "__gt__", operator.gt, REAL),
-    (">=", "__ge__", operator.ge, REAL),
-)
-_UNARY = (
-    ("-", "__neg__", operator.neg, _SIGNED),
-    ("+", "__pos__", operator.pos, NUMERIC),
-    ("abs", "__abs__", operator.abs, _SIGNED),
-    ("~", "__invert__", operator.invert, INT),
-)
+# The operators of :class:`~dlmg.DistributedTensor`: its method ``__add__`` calls
+# ``operator_add``, ``__radd__`` ``operator_radd``, ``__iadd__`` ``operator_iadd``... (dlmg/tensor.py).
+# Each broadcasts its operands (aligning their layouts, see dlmg.ops.broadcast); ``kinds``
+# are the element kinds the operator takes (``None``: every kind).
+operator_add = _binary_method("+", operator.add, None, reflected=False, iop=operator.iadd)
+operator_radd = _binary_method("+", operator.add, None, reflected=True)
+operator_iadd = _inplace_method("+=", operator.iadd, None)
+operator_sub = _binary_method("-", operator.sub, None, reflected=False, iop=operator.isub)
+operator_rsub = _binary_method("-", operator.sub, None, reflected=True)
+operator_isub = _inplace_method("-=", operator.isub, None)
+operator_mul = _binary_method("*", operator.mul, None, reflected=False, iop=operator.imul)
+operator_rmul = _binary_method("*", operator.mul, None, reflected=True)
+operator_imul = _inplace_method("*=", operator.imul, None)
+operator_truediv = _binary_method("/", operator.truediv, None, reflected=False, iop=operator.itruediv)
+operator_rtruediv = _binary_method("/", operator.truediv, None, reflected=True)
+operator_itruediv = _inplace_method("/=", operator.itruediv, None)
+operator_floordiv = _binary_method("//", operator.floordiv, REAL, reflected=False, iop=operator.ifloordiv)
+operator_rfloordiv = _binary_method("//", operator.floordiv, REAL, reflected=True)
+operator_ifloordiv = _inplace_method("//=", operator.ifloordiv, REAL)
+operator_mod = _binary_method("%", operator.mod, REAL, reflected=False, iop=operator.imod)
+operator_rmod = _binary_method("%", operator.mod, REAL, reflected=True)
+operator_imod = _inplace_method("%=", operator.imod, REAL)
+operator_pow = _binary_method("**", operator.pow, None, reflected=False, iop=operator.ipow)
+operator_rpow = _binary_method("**", operator.pow, None, reflected=True)
+operator_ipow = _inplace_method("**=", operator.ipow, None)
+operator_and = _binary_method("&", operator.and_, INT, reflected=False, iop=operator.iand)
+operator_rand = _binary_method("&", operator.and_, INT, reflected=True)
+operator_iand = _inplace_method("&=", operator.iand, INT)
+operator_or = _binary_method("|", operator.or_, INT, reflected=False, iop=operator.ior)
+operator_ror = _binary_method("|", operator.or_, INT, reflected=True)
+operator_ior = _inplace_method("|=", operator.ior, INT)
+operator_xor = _binary_method("^", operator.xor, INT, reflected=False, iop=operator.ixor)
+operator_rxor = _binary_method("^", operator.xor, INT, reflected=True)
+operator_ixor = _inplace_method("^=", operator.ixor, INT)
+operator_lshift = _binary_method("<<", operator.lshift, _UINT_INT, reflected=False, iop=operator.ilshift)
+operator_rlshift = _binary_method("<<", operator.lshift, _UINT_INT, reflected=True)
+operator_ilshift = _inplace_method("<<=", operator.ilshift, _UINT_INT)
+operator_rshift = _binary_method(">>", operator.rshift, _UINT_INT, reflected=False, iop=operator.irshift)
+operator_rrshift = _binary_method(">>", operator.rshift, _UINT_INT, reflected=True)
+operator_irshift = _inplace_method(">>=", operator.irshift, _UINT_INT)
+operator_eq = _binary_method("==", operator.eq, None, reflected=False)
+operator_ne = _binary_method("!=", operator.ne, None, reflected=False)
+operator_lt = _binary_method("<", operator.lt, REAL, reflected=False)
+operator_le = _binary_method("<=", operator.le, REAL, reflected=False)
+operator_gt = _binary_method(">", operator.gt, REAL, reflected=False)
+operator_ge = _binary_method(">=", operator.ge, REAL, reflected=False)
+operator_neg = _unary_method("-", operator.neg, _SIGNED)
+operator_pos = _unary_method("+", operator.pos, NUMERIC)
+operator_abs = _unary_method("abs", operator.abs, _SIGNED)
+operator_invert = _unary_method("~", operator.invert, INT)
 
 
-def _bool(self: "DistributedTensor") -> bool:
+def truth(self: "DistributedTensor") -> bool:
     """The truth value of a one-element tensor; others raise like NumPy arrays."""
     if self.size != 1:
         raise ValueError(
@@ -535,35 +557,3 @@ def _bool(self: "DistributedTensor") -> bool:
     if self.layout.partial is not None:  # its value, on every process alike
         return bool(guard(self, "bool()").item())
     return bool(read_element(self, (0,) * self.ndim))
-
-
-def _operators() -> dict[str, Any]:
-    methods: dict[str, Any] = {}
-    for symbol, fwd, rev, inp, op, iop, kinds in _BINARY:
-        methods[fwd] = _binary_method(symbol, op, kinds, reflected=False, iop=iop)
-        methods[rev] = _binary_method(symbol, op, kinds, reflected=True)
-        methods[inp] = _inplace_method(symbol + "=", iop, kinds)
-    for symbol, name, op, kinds in _COMPARISONS:
-        methods[name] = _binary_method(symbol, op, kinds, reflected=False)
-    for symbol, name, unary, kinds in _UNARY:
-        methods[name] = _unary_method(symbol, unary, kinds)
-    methods["__bool__"] = _bool
-    methods["astype"] = astype
-    methods["conj"] = globals()["conj"]
-    methods["real"] = _part(globals()["real"], "The real part (a new tensor).")
-    methods["imag"] = _part(globals()["imag"], "The imaginary part (a new tensor).")
-    return methods
-
-
-def _part(fn: Callable[..., Any], doc: str) -> Callable[..., Any]:
-    def part(x: Any) -> Any:
-        return fn(x)
-
-    part.__doc__ = doc
-    return part
-
-
-#: The functions behind the operators and elementwise methods of
-#: :class:`~dlmg.DistributedTensor` (declared in :mod:`dlmg._surface`; ``real``
-#: and ``imag``: the properties' getters).
-OPERATORS: dict[str, Any] = _operators()

@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
     from ..tensor import DistributedTensor
 
-__all__ = ["sum", "prod", "min", "max", "mean", "all", "any", "argmax", "METHODS"]
+__all__ = ["sum", "prod", "min", "max", "mean", "all", "any", "argmax"]
 
 Axis = "int | Sequence[int] | None"
 
@@ -628,18 +628,3 @@ def _real(x: Any, name: str) -> None:
     _tensor(x, name)
     if kind_of(x.dtype) == "c":
         raise DtypeError(f"dlmg.{name} is not defined for complex tensors ({x.dtype}); reduce .real or abs() of it")
-
-
-def _method(fn: Callable[..., Any]) -> Callable[..., Any]:
-    def method(self: "DistributedTensor", axis: Any = None, **kwargs: Any) -> Any:
-        return fn(self, axis=axis, **kwargs)
-
-    method.__name__ = fn.__name__
-    method.__doc__ = fn.__doc__
-    return method
-
-
-#: The reduction methods of :class:`~dlmg.DistributedTensor`.
-METHODS: dict[str, Callable[..., Any]] = {
-    f.__name__: _method(f) for f in (sum, prod, min, max, mean, all, any, argmax)
-}

@@ -16,7 +16,7 @@ stays pending: the permuted (reshaped) addends are the addends of the permuted
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .._shapes import normalize_axis, shape_argument
 from ..errors import LayoutError
@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
     from ..tensor import DistributedTensor
 
-__all__ = ["permute_dims", "transpose", "reshape", "complete_shape", "METHODS"]
+__all__ = ["permute_dims", "transpose", "reshape", "complete_shape", "transpose_matrix"]
 
 
 def _tensor(x: Any, name: str) -> None:
@@ -110,7 +110,7 @@ def transpose(x: "DistributedTensor", /, axes: Sequence[int] | None = None) -> "
     return permute_dims(x, tuple(reversed(range(x.ndim))) if axes is None else axes)
 
 
-def _matrix_transpose(self: "DistributedTensor") -> "DistributedTensor":
+def transpose_matrix(self: "DistributedTensor") -> "DistributedTensor":
     """The transpose of a 2-D tensor (array API ``.T``); other ranks use :func:`permute_dims`."""
     if self.ndim != 2:
         raise ValueError(
@@ -265,22 +265,3 @@ def reshape(x: "DistributedTensor", /, shape: Sequence[int] | int, *, copy: bool
             local = xp.reshape(array, new.shape)
             out[frag.index] = xp.asarray(local, copy=True) if copy else local
     return new_tensor(out, layout, x.dtype)
-
-
-def _reshape_method(self: "DistributedTensor", *shape: Any, copy: bool | None = None) -> "DistributedTensor":
-    """``x.reshape(2, 8)`` or ``x.reshape((2, 8))``: :func:`reshape`."""
-    if len(shape) == 1 and not isinstance(shape[0], int):
-        shape = tuple(shape[0])
-    return reshape(self, shape, copy=copy)
-
-
-def _transpose_method(self: "DistributedTensor", *axes: Any) -> "DistributedTensor":
-    """``x.transpose()``, ``x.transpose(1, 0)`` or ``x.transpose((1, 0))``: :func:`transpose`."""
-    if len(axes) == 1 and not isinstance(axes[0], int):
-        axes = tuple(axes[0])
-    return transpose(self, axes or None)
-
-
-#: The functions behind the tensor's shape methods (``T``: the property's getter).
-METHODS: dict[str, Callable[..., Any]] = {"T": _matrix_transpose, "permute_dims": permute_dims, "transpose": _transpose_method,
-           "reshape": _reshape_method}

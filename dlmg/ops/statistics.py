@@ -25,7 +25,7 @@ from ..layout import Layout
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
 
-__all__ = ["argmin", "var", "std", "cumsum", "METHODS"]
+__all__ = ["argmin", "var", "std", "cumsum"]
 
 
 def argmin(x: "DistributedTensor", /, *, axis: int | None = None, keepdims: bool = False) -> Any:
@@ -199,16 +199,3 @@ def cumsum(x: "DistributedTensor", /, *, axis: int | None = None, dtype: Any = N
     out = map_fragments(per_fragment, (x,), name="dlmg.cumsum")
     assert out is not None
     return out
-
-
-def _method(fn: Any) -> Any:
-    def method(self: "DistributedTensor", axis: Any = None, **kwargs: Any) -> Any:
-        return fn(self, axis=axis, **kwargs)
-
-    method.__name__ = fn.__name__
-    method.__doc__ = fn.__doc__
-    return method
-
-
-#: The methods :func:`install` attaches.
-METHODS = {f.__name__: _method(f) for f in (argmin, var, std, cumsum)}

@@ -19,7 +19,3 @@ from .plan import EinsumPlan
 
 __all__ = ["einsum", "einsum_plan", "EinsumPlan", "matmul", "tensordot", "vecdot", "dot", "inner", "outer",
            "resolve", "settled"]
-
-from ...tensor import resolve_pending
-
-resolve_pending.provide(resolve)  # redistribute and gather resolve pending sums through it

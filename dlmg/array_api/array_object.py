@@ -1,4 +1,5 @@
-"""The array object's side of the standard, and NumPy's habits, on :class:`~dlmg.DistributedTensor`.
+"""The array object's side of the standard, and NumPy's habits: what the methods of
+:class:`~dlmg.DistributedTensor` run.
 
 ``__array_namespace__``, indexing and assignment, ``to_device``, ``mT``,
 conversions of one-element tensors (``int()``, ``float()``, ``item()``),
@@ -15,7 +16,6 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .._surface import array_api as array_api_hook, provide_methods
 from ..distributed import _state
 from ..errors import DLPackError
 from ..ops._operands import classify_operand, is_distributed
@@ -23,13 +23,16 @@ from ..ops._pending import guard
 from ..ops.pointwise import adapter_known, astype as _astype
 from . import _indexing
 from ._creation import layout_of
-from ._manipulation import matrix_transpose, reshape
+from ._manipulation import reshape
 from ._products import matmul
 
-__all__ = ["METHODS", "provide"]
+__all__ = [
+    "namespace", "to_device", "item", "as_int", "as_float", "as_complex", "as_index", "tolist", "copy", "getitem",
+    "setitem", "flatten", "ravel", "rows", "matmul_operator", "rmatmul_operator", "dlpack", "dlpack_device",
+]
 
 
-def __array_namespace__(self: Any, /, *, api_version: str | None = None) -> Any:
+def namespace(self: Any, /, *, api_version: str | None = None) -> Any:
     """The array API namespace of distributed tensors, :mod:`dlmg.array_api`."""
     if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12", "2024.12"):
         raise ValueError(f"api_version {api_version!r} is not one dlmg.array_api implements (2024.12 and earlier)")
@@ -62,19 +65,19 @@ def item(self: Any) -> Any:
     return got
 
 
-def __int__(self: Any) -> int:
+def as_int(self: Any) -> int:
     return int(item(self))
 
 
-def __float__(self: Any) -> float:
+def as_float(self: Any) -> float:
     return float(item(self))
 
 
-def __complex__(self: Any) -> complex:
+def as_complex(self: Any) -> complex:
     return complex(item(self))
 
 
-def __index__(self: Any) -> int:
+def as_index(self: Any) -> int:
     if self.dtype.kind not in "iu":
         raise TypeError(f"only integer tensors convert to an index; this one is {self.dtype}")
     return int(item(self))
@@ -122,7 +125,7 @@ def ravel(self: Any) -> Any:
     return reshape(self, (self.size,))
 
 
-def __iter__(self: Any) -> Any:
+def rows(self: Any) -> Any:
     """The sub-tensors along mode 0, ``x[0]``, ``x[1]``... (views where the layout allows), as NumPy iterates."""
     if self.ndim == 0:
         raise TypeError("iteration over a 0-d distributed tensor")
@@ -134,11 +137,6 @@ def _rows(x: Any) -> Any:
         yield x[i]
 
 
-def __copy__(self: Any) -> Any:
-    """``copy.copy``: a copy with new memory, as NumPy's arrays make (see :func:`copy`)."""
-    return copy(self)
-
-
 def _refuse_regular(other: Any) -> None:
     """A framework's array of rank > 0 next to ``@`` gets dlmg's hint (scatter it), whichever
     side it is on and whichever framework it is of; anything else is left to Python."""
@@ -146,7 +144,7 @@ def _refuse_regular(other: Any) -> None:
         classify_operand(other)  # raises TypeError naming dlmg.scatter
 
 
-def __matmul__(self: Any, other: Any, /) -> Any:
+def matmul_operator(self: Any, other: Any, /) -> Any:
     """``x @ y``: the namespace's :func:`~dlmg.array_api.matmul` (a value, never a pending sum)."""
     if not is_distributed(other):
         _refuse_regular(other)
@@ -154,20 +152,15 @@ def __matmul__(self: Any, other: Any, /) -> Any:
     return matmul(self, other)
 
 
-def __rmatmul__(self: Any, other: Any, /) -> Any:
-    """``y @ x`` with ``y`` not a tensor: see :func:`__matmul__`."""
+def rmatmul_operator(self: Any, other: Any, /) -> Any:
+    """``y @ x`` with ``y`` not a tensor: see :func:`matmul_operator`."""
     if not is_distributed(other):
         _refuse_regular(other)
         return NotImplemented
     return matmul(other, self)
 
 
-def __deepcopy__(self: Any, memo: dict[int, Any]) -> Any:
-    """``copy.deepcopy``: a copy with new memory (see :func:`copy`)."""
-    return copy(self)
-
-
-def __dlpack__(self: Any, /, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+def dlpack(self: Any, /, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
                copy: bool | None = None) -> Any:
     """The one buffer of a tensor held by one fragment; refused (``BufferError``) otherwise."""
     frag = _single(self)
@@ -176,7 +169,7 @@ def __dlpack__(self: Any, /, *, stream: Any = None, max_version: Any = None, dl_
     return frag.__dlpack__(**kwargs)
 
 
-def __dlpack_device__(self: Any) -> tuple[int, int]:
+def dlpack_device(self: Any) -> tuple[int, int]:
     return _single(self).__dlpack_device__()
 
 
@@ -188,35 +181,3 @@ def _single(self: Any) -> Any:
         "(no single buffer holds it; the array API leaves distributed arrays out of the protocol); gather() "
         "it into one array, or export single fragments: any framework's from_dlpack(dt.fragments[i])"
     )
-
-
-#: What :func:`install` attaches (``__getitem__`` and ``__dlpack__`` replace the core's versions).
-METHODS: dict[str, Any] = {
-    "__array_namespace__": __array_namespace__,
-    "__getitem__": getitem,
-    "__setitem__": setitem,
-    "to_device": to_device,
-    "mT": property(matrix_transpose, doc="The last two modes swapped (array API ``mT``)."),
-    "item": item,
-    "__int__": __int__,
-    "__float__": __float__,
-    "__complex__": __complex__,
-    "__index__": __index__,
-    "tolist": tolist,
-    "copy": copy,
-    "flatten": flatten,
-    "ravel": ravel,
-    "__copy__": __copy__,
-    "__deepcopy__": __deepcopy__,
-    "__iter__": __iter__,
-    "__matmul__": __matmul__,
-    "__rmatmul__": __rmatmul__,
-    "__dlpack__": __dlpack__,
-    "__dlpack_device__": __dlpack_device__,
-}
-
-
-def provide() -> None:
-    """Provide :data:`METHODS` behind the tensor's :class:`~dlmg._surface.ArrayApiMethods`."""
-    functions: dict[str, Any] = {name: (m.fget if isinstance(m, property) else m) for name, m in METHODS.items()}
-    provide_methods(array_api_hook, functions)
