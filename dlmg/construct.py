@@ -173,76 +173,107 @@ def from_fragments(
             return alike
     rank_of = _ranks(layout)
     slots = _slots(layout, arrays, rank_of, "from_fragments")
-    first = None
+    checker = _FragmentChecker(layout, want)
     frags: list[Fragment] = []
-    last_type: type | None = None
-    adapter: Any = None
-    explicit_strides = layout.element_strides is not None
-    # what the fragment before had, checked already: most fragments repeat it
-    seen_raw = seen_adapter = seen_got = seen_have = seen_slot = seen_host = seen_dl = _UNSEEN
-    opaque = False  # an adapter that may hand another adapter the next array of the same type
-    direct = False  # whether the arrays' own __dlpack__ is the whole export (asked per dtype, not per export)
-    wrap, keep = Fragment.of_result, frags.append  # looked up once: this loop runs per fragment of every wrap
     for frag, array, rank in zip(layout.fragments, slots, rank_of):
-        i = frag.index
         if rank != me:
             if array is not None:
                 raise FragmentError(
-                    f"fragment {i} belongs to process {rank}, but this is process {me}: pass None for it"
+                    f"fragment {frag.index} belongs to process {rank}, but this is process {me}: pass None for it"
                 )
             frags.append(Fragment.remote(frag, rank))
-            continue
-        if array is None:
-            raise FragmentError(f"fragment {i} (on {frag.device}) belongs to this process but no array was given")
+        elif array is None:
+            raise FragmentError(
+                f"fragment {frag.index} (on {frag.device}) belongs to this process but no array was given"
+            )
+        else:
+            frags.append(checker.wrap(frag, array))
+    if checker.want is None:
+        raise FragmentError("from_fragments: this process holds no fragment; pass dtype= to name the element type")
+    return TensorBase._create(layout, frags, checker.want)
+
+
+class _FragmentChecker:
+    """:func:`from_fragments`' checks of one array against its fragment, fragment after
+    fragment, remembering what the fragment before had: most fragments of one tensor
+    repeat its type, dtype object and device objects, which are then checked once."""
+
+    def __init__(self, layout: "Layout", want: str | None) -> None:
+        self.layout = layout
+        self.want = want
+        self.first: int | None = None
+        self.explicit_strides = layout.element_strides is not None
+        self.last_type: type | None = None
+        self.adapter: Any = None
+        self.opaque = False  # an adapter that may hand another adapter the next array of the same type
+        self.direct = False  # whether the arrays' own __dlpack__ is the whole export (asked per dtype)
+        self.seen_raw = self.seen_adapter = self.seen_got = _UNSEEN
+        self.seen_have = self.seen_slot = self.seen_host = self.seen_dl = _UNSEEN
+
+    def wrap(self, frag: "FragmentLayout", array: Any) -> Fragment:
+        """``array`` as fragment ``frag``, after checking its shape, dtype and device."""
+        adapter = self._adapter(array)
+        self._check_shape(frag, array, adapter)
+        self._check_dtype(frag.index, array, adapter)
+        self._check_device(frag, array, adapter)
+        if self.explicit_strides:
+            _check_strides(frag, adapter, array)
+        export = array.__dlpack__ if self.direct else None
+        return Fragment.of_result(frag, array, adapter.name, adapter, False, self.seen_dl, export)
+
+    def _adapter(self, array: Any) -> Any:
         cls = type(array)
-        if cls is not last_type:  # fragments of one tensor are mostly of one type
-            adapter, last_type = adapter_for(array), cls
-            opaque = adapter.name == "dlpack"
-        elif opaque:
-            adapter = adapter_for(array)
+        if cls is not self.last_type:  # fragments of one tensor are mostly of one type
+            self.adapter, self.last_type = adapter_for(array), cls
+            self.opaque = self.adapter.name == "dlpack"
+        elif self.opaque:
+            self.adapter = adapter_for(array)
+        return self.adapter
+
+    def _check_shape(self, frag: "FragmentLayout", array: Any, adapter: Any) -> None:
         shape = getattr(array, "shape", None)
         if shape != frag.shape:  # the framework's own shape first: a tuple (or torch.Size) of ints
             shape = adapter.shape_of(array)
         if shape != frag.shape:
+            i, layout = frag.index, self.layout
             raise FragmentError(
                 f"fragment {i}: the {adapter.name} array has shape {shape}, but fragment {i} of the "
                 f"layout has local shape {frag.shape} (global shape {layout.shape}, coords {frag.coords})"
             )
+
+    def _check_dtype(self, i: int, array: Any, adapter: Any) -> None:
         raw = getattr(array, "dtype", None)
-        if raw is None or raw is not seen_raw or adapter is not seen_adapter:
+        if raw is None or raw is not self.seen_raw or adapter is not self.seen_adapter:
             got = canonical(adapter.dtype_of(array))
-            seen_raw, seen_adapter, seen_got = raw, adapter, got
-            direct = raw is not None and exports_itself(adapter, raw)
+            self.seen_raw, self.seen_adapter, self.seen_got = raw, adapter, got
+            self.direct = raw is not None and exports_itself(adapter, raw)
         else:  # the dtype object of the fragment before (frameworks share one per dtype)
-            got = seen_got
-        if want is None:
-            want, first = got, i
-        elif got is not want and got != want:  # canonical names are shared objects: mostly the same one
-            origin = f"fragment {first}" if first is not None else "dtype="
-            raise FragmentError(f"fragment {i} has dtype {got}, but {origin} has {want}: one dtype per tensor")
+            got = self.seen_got
+        if self.want is None:
+            self.want, self.first = got, i
+        elif got is not self.want and got != self.want:  # canonical names are shared objects
+            origin = f"fragment {self.first}" if self.first is not None else "dtype="
+            raise FragmentError(f"fragment {i} has dtype {got}, but {origin} has {self.want}: one dtype per tensor")
+
+    def _check_device(self, frag: "FragmentLayout", array: Any, adapter: Any) -> None:
         try:
             have = adapter.device_of(array)
         except DeviceError as exc:
-            raise FragmentError(f"fragment {i}: {exc}") from exc
+            raise FragmentError(f"fragment {frag.index}: {exc}") from exc
         slot = frag.device
         # checked once per run of fragments with the same device objects and adapter (a
         # layout's equal devices are one object; whether host slots fit depends on the adapter)
-        if have is not seen_have or slot is not seen_slot or adapter is not seen_host:
-            if have != slot and not device_fits(adapter, have, slot):
-                raise FragmentError(
-                    f"fragment {i}: the {adapter.name} array lies on {have}, but the layout puts fragment "
-                    f"{i} on {slot}" + (unreachable_hint([slot]) if have.is_host else "")
-                )
-            seen_have, seen_slot, seen_host = have, slot, adapter
-            # what Fragment.__dlpack_device__ would find, where known without asking the array
-            # (plain host memory in slot cpu:k: (1, k))
-            seen_dl = slot_dlpack_device(adapter, slot) if have.kind == slot.kind else None
-        if explicit_strides:
-            _check_strides(frag, adapter, array)
-        keep(wrap(frag, array, adapter.name, adapter, False, seen_dl, array.__dlpack__ if direct else None))
-    if want is None:
-        raise FragmentError("from_fragments: this process holds no fragment; pass dtype= to name the element type")
-    return TensorBase._create(layout, frags, want)
+        if have is self.seen_have and slot is self.seen_slot and adapter is self.seen_host:
+            return
+        if have != slot and not device_fits(adapter, have, slot):
+            raise FragmentError(
+                f"fragment {frag.index}: the {adapter.name} array lies on {have}, but the layout puts fragment "
+                f"{frag.index} on {slot}" + (unreachable_hint([slot]) if have.is_host else "")
+            )
+        self.seen_have, self.seen_slot, self.seen_host = have, slot, adapter
+        # what Fragment.__dlpack_device__ would find, where known without asking the array
+        # (plain host memory in slot cpu:k: (1, k))
+        self.seen_dl = slot_dlpack_device(adapter, slot) if have.kind == slot.kind else None
 
 
 def _wrap_alike(arrays: Sequence[Any], layout: "Layout", want: str | None) -> DistributedTensor | None:
