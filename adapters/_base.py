@@ -30,7 +30,7 @@ from dlmg.dlpack.bounds import ranges_meet, strided_extent
 from dlmg.dtypes import canonical, info
 from dlmg.errors import DtypeError, FrameworkNotInstalledError
 
-__all__ = ["Adapter", "ArrayInfo"]
+__all__ = ["PROTOCOL_QUESTIONS", "Adapter", "ArrayInfo", "ProtocolHook"]
 
 _Capability = TypeVar("_Capability")
 
@@ -76,6 +76,43 @@ class ArrayInfo(NamedTuple):
     def itemsize(self) -> int:
         """Bytes per element."""
         return info(self.dtype).itemsize
+
+
+#: The ways a framework calls a protocol method (:attr:`ProtocolHook.asks`), each with
+#: the call's signature: the questions :mod:`dlmg._protocols` answers.
+PROTOCOL_QUESTIONS: dict[str, str] = {
+    "ufunc": "NEP 13: (self, ufunc, method, *inputs, **kwargs), an elementwise function by name",
+    "function": "NEP 18: (self, func, types, args, kwargs), a function of the namespace by name",
+    "dispatch": "(cls, func, types, args=(), kwargs=None) on the class, for every function and "
+                "method of the framework, its internal ones included",
+    "array": "(self), asking for one array of the framework; its operators take an answer that "
+             "is no array as NotImplemented, its conversions call the answer's __array__",
+}
+
+
+class ProtocolHook(NamedTuple):
+    """One of the framework's own protocols through which its functions meet an object
+    they do not know (a :class:`~dlmg.DistributedTensor`): a fact about the framework.
+
+    What dlmg answers through it is dlmg's policy, built from this record by
+    :mod:`dlmg._protocols`; the adapter only says which method the framework calls
+    and how it calls it.
+
+    Attributes
+    ----------
+    name : str
+        The method the framework calls on the object (``"__array_function__"``).
+    asks : str
+        How the framework calls it, a key of :data:`PROTOCOL_QUESTIONS`.
+    hint : str
+        What else to call, appended to dlmg's refusal (``"; for a sharded jax.Array
+        on the same buffers: dt.to_jax()"``); may be empty.
+    """
+
+    name: str
+    asks: str
+    hint: str = ""
+
 
 
 class Adapter:
@@ -129,16 +166,14 @@ class Adapter:
     negative_strides : bool
         Whether arrays can have negative strides (``False`` where the
         framework has no such views, as JAX: importers then need not ask).
-    tensor_protocols : dict of str to callable
-        The answers to this framework's own protocols (NumPy's
-        ``__array_ufunc__``, JAX's ``__jax_array__``...), so that the framework's
-        functions meet dlmg's answer -- run dlmg's function, or refuse saying what
-        to call -- instead of failing with a message of their own. Each takes the
-        tensor first (its class for ``__torch_function__``).
-        :class:`~dlmg.DistributedTensor` carries the methods of the protocols
-        :data:`dlmg.registry.BUILTIN_PROTOCOLS` names; each looks its answer up
-        when called (:func:`dlmg.registry.tensor_protocol`), so nothing is
-        attached to the class and importing dlmg loads no adapter.
+    protocols : tuple of ProtocolHook
+        The framework's own protocols through which its functions meet a
+        distributed tensor (NumPy's ``__array_function__``, JAX's
+        ``__jax_array__``...): facts, from which :mod:`dlmg._protocols` builds
+        dlmg's answers. :class:`~dlmg.DistributedTensor` carries the methods that
+        :data:`dlmg.registry.BUILTIN_PROTOCOLS` names; each finds its declaration
+        when called (:func:`dlmg.registry.protocol_hook`), so importing dlmg loads
+        no adapter.
     """
 
     name: ClassVar[str] = ""
@@ -155,7 +190,7 @@ class Adapter:
     host_only: ClassVar[bool] = False
     dlpack_dtypes: ClassVar[frozenset[str] | None] = None
     negative_strides: ClassVar[bool] = True
-    tensor_protocols: ClassVar[dict[str, Any]] = {}
+    protocols: ClassVar[tuple[ProtocolHook, ...]] = ()
 
     # -- the framework itself -------------------------------------------------
     def capability(self, kind: type[_Capability]) -> _Capability | None:

@@ -17,9 +17,9 @@ from typing import Any, Callable
 
 from dlmg.device import Device
 from dlmg.dtypes import canonical
-from dlmg._protocols import function_hook, ufunc_hook
 from dlmg.errors import DeviceError, DLPackError, DtypeError, LayoutError
 
+from ._base import ProtocolHook
 from ._common import (
     NUMPY_DLPACK_DTYPES,
     BaseAdapter,
@@ -151,8 +151,7 @@ class NumpyAdapter(BaseAdapter, QuickImport, QuickExport, ListOperators):
     package = "numpy"
     install_hint = "pip install numpy"
     #: np.sqrt(dt), np.sum(dt, axis=0) run as dlmg's functions; np.ones(...) + dt says to scatter.
-    tensor_protocols = {"__array_ufunc__": ufunc_hook("numpy"),
-                        "__array_function__": function_hook("numpy")}
+    protocols = (ProtocolHook("__array_ufunc__", "ufunc"), ProtocolHook("__array_function__", "function"))
     mutable = True
     host_only = True  # device_of: always the host
     can_view = True

@@ -149,6 +149,46 @@ def test_no_import_circle():
     assert not circles, "import circles among dlmg modules:\n" + "\n".join(" -> ".join(c) for c in circles)
 
 
+#: What the adapters may import of dlmg: the layers below them (values, devices,
+#: dtypes, DLPack). The registry imports the adapters, never the other way, and no
+#: adapter imports the tensor layer (its protocol policy is built in dlmg._protocols
+#: from the facts the adapters declare).
+ADAPTERS_MAY_IMPORT = ("dlmg.adapters", "dlmg.errors", "dlmg.device", "dlmg.dtypes", "dlmg.dlpack")
+
+
+def adapter_imports_above() -> list[str]:
+    """``module -> target`` for every import of an adapter module (top level or inside a
+    function; under ``TYPE_CHECKING`` left out) that reaches above the adapters."""
+    out = []
+    for name, path in MODULES.items():
+        if not path.is_relative_to(ADAPTERS):
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        hidden = {id(n) for node in tree.body if _is_type_checking(node) for n in ast.walk(node)}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in hidden:
+                for target in _targets(name, node):
+                    if not any(target == ok or target.startswith(ok + ".") for ok in ADAPTERS_MAY_IMPORT):
+                        out.append(f"{name} -> {target}")
+    return sorted(out)
+
+
+def test_adapters_import_nothing_above_them():
+    """No module under adapters/ imports dlmg's registry or tensor layer (``_protocols``,
+    the tensor, ops, movement...): imports run one way, registry above adapters."""
+    assert adapter_imports_above() == []
+    graph = import_graph()
+    assert "dlmg.adapters" in graph["dlmg.registry"]  # the registry reads the adapters' table
+
+
+def test_the_adapter_import_scan_can_fail():
+    """The scan sees an adapter importing the registry (what the test above forbids)."""
+    tree = ast.parse("from dlmg.registry import get_adapter\nfrom ._protocols import x\n")
+    targets = [t for node in tree.body for t in _targets("dlmg.adapters.numpy", node)]
+    assert "dlmg.registry" in targets
+    assert not any(t.startswith(ADAPTERS_MAY_IMPORT) for t in targets if t == "dlmg.registry")
+
+
 def test_no_dlmg_import_inside_functions():
     found = lazy_imports()
     assert not found, f"{len(found)} imports of dlmg modules inside functions:\n" + "\n".join(found)

@@ -42,11 +42,11 @@ from typing import Any
 
 import numpy
 
-from dlmg._protocols import function_refused
 from dlmg.device import Device
 from dlmg.dtypes import canonical
 from dlmg.errors import CopyRequiredError, DeviceError, DLPackError, DtypeError
 
+from .._base import ProtocolHook
 from .._common import (
     BaseAdapter,
     DLPackShim,
@@ -171,11 +171,6 @@ def _importer_of(torch: Any, source: Any) -> Any:
     return take_in
 
 
-def _torch_function(cls: type, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
-    """torch functions and tensor methods meeting a distributed tensor: refuse, naming the fix."""
-    raise function_refused("torch", getattr(func, "__name__", str(func)), (*args, *(kwargs or {}).values()))
-
-
 _REQUIRES_GRAD = attrgetter("requires_grad")
 
 # Not Delegating: DTensor.redistribute was slower than dlmg's all-to-all at 64 MiB on
@@ -211,7 +206,7 @@ class TorchAdapter(BaseAdapter, BulkCopies, Carving, QuickImport, QuickExport, L
     package = "torch"
     install_hint = "pip install torch (see https://pytorch.org for CUDA builds)"
     #: torch.ones(8, 4) + dt says to scatter; torch.sum(dt) names dlmg.sum and gather.
-    tensor_protocols = {"__torch_function__": classmethod(_torch_function)}
+    protocols = (ProtocolHook("__torch_function__", "dispatch"),)
     mutable = True
     can_view = True
     done_on_return = True  # host work is finished when the call returns

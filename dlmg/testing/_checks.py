@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dlmg.adapters import PROTOCOL_QUESTIONS, ProtocolHook
 from dlmg.adapters.capabilities import exporter_of
 from dlmg.device import Device
 from dlmg.dtypes import NAMES, info
@@ -317,7 +318,7 @@ def check_ascontiguous(ctx: ContractContext) -> None:
 
 def check_landing(ctx: ContractContext) -> None:
     """landing_device answers a device the adapter holds arrays on for its own devices;
-    tensor_protocols maps dunder names to callables."""
+    ``protocols`` declares protocols the tensor carries, each asking a question dlmg answers."""
     a = ctx.adapter
     assert a.landing_device(ctx.device) == ctx.device, (
         f"landing_device({ctx.device}) must be {ctx.device} itself: the adapter supports it"
@@ -325,13 +326,14 @@ def check_landing(ctx: ContractContext) -> None:
     for other in (Device("cpu", 0), Device("cuda", 0)):
         got = a.landing_device(other)
         assert isinstance(got, Device), f"landing_device({other}) must return a Device, got {got!r}"
-    protocols = a.tensor_protocols
-    assert isinstance(protocols, dict), f"tensor_protocols must be a dict, got {protocols!r}"
-    for name, method in protocols.items():
-        assert name in BUILTIN_PROTOCOLS, (
-            f"tensor_protocols key {name!r} is no protocol DistributedTensor carries ({sorted(BUILTIN_PROTOCOLS)})"
+    protocols = a.protocols
+    assert isinstance(protocols, tuple), f"protocols must be a tuple of ProtocolHook, got {protocols!r}"
+    for hook in protocols:
+        assert isinstance(hook, ProtocolHook), f"protocols holds {hook!r}, not a ProtocolHook"
+        assert hook.name in BUILTIN_PROTOCOLS, (
+            f"protocol {hook.name!r} is no protocol DistributedTensor carries ({sorted(BUILTIN_PROTOCOLS)})"
         )
-        assert callable(method) or isinstance(method, (classmethod, staticmethod)), f"{name} is not callable"
+        assert hook.asks in PROTOCOL_QUESTIONS, f"{hook.name} asks {hook.asks!r}, not one of {sorted(PROTOCOL_QUESTIONS)}"
 
 
 def check_index_assign(ctx: ContractContext) -> None:
