@@ -23,7 +23,7 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, ClassVar, NamedTuple, TypeVar
+from typing import Any, ClassVar, NamedTuple
 
 from dlmg.device import Device
 from dlmg.dlpack.bounds import ranges_meet, strided_extent
@@ -31,9 +31,6 @@ from dlmg.dtypes import canonical, info
 from dlmg.errors import DtypeError, FrameworkNotInstalledError
 
 __all__ = ["PROTOCOL_QUESTIONS", "Adapter", "ArrayInfo", "ProtocolHook"]
-
-_Capability = TypeVar("_Capability")
-
 
 class ArrayInfo(NamedTuple):
     """What dlmg knows about an array or DLPack producer without importing it.
@@ -149,9 +146,6 @@ class Adapter:
     synchronizes_device : bool
         Whether :meth:`synchronize_array` waits for the array's whole device,
         so one wait per device is enough.
-    done_on_return : bool
-        Whether host work is complete when the framework's call returns, so
-        host arrays never need a wait.
     distinct_host_devices : bool
         Whether the framework tells host devices apart (``cpu:0``,
         ``cpu:1``...), so that an array on ``cpu:0`` does not fit a slot on
@@ -163,9 +157,6 @@ class Adapter:
     dlpack_dtypes : frozenset of str or None
         The dlmg dtypes the framework takes in and hands out through DLPack;
         ``None`` for all of them.
-    negative_strides : bool
-        Whether arrays can have negative strides (``False`` where the
-        framework has no such views, as JAX: importers then need not ask).
     protocols : tuple of ProtocolHook
         The framework's own protocols through which its functions meet a
         distributed tensor (NumPy's ``__array_function__``, JAX's
@@ -185,19 +176,12 @@ class Adapter:
     stream_ordered: ClassVar[bool] = False
     orders_across_devices: ClassVar[bool] = False
     synchronizes_device: ClassVar[bool] = False
-    done_on_return: ClassVar[bool] = False
     distinct_host_devices: ClassVar[bool] = False
     host_only: ClassVar[bool] = False
     dlpack_dtypes: ClassVar[frozenset[str] | None] = None
-    negative_strides: ClassVar[bool] = True
     protocols: ClassVar[tuple[ProtocolHook, ...]] = ()
 
     # -- the framework itself -------------------------------------------------
-    def capability(self, kind: type[_Capability]) -> _Capability | None:
-        """This adapter as capability ``kind`` (a class of
-        :mod:`dlmg.adapters.capabilities`) where it declares it, else ``None``."""
-        return self if isinstance(self, kind) else None
-
     def available(self) -> bool:
         """Whether the framework can be imported."""
         try:
@@ -353,10 +337,8 @@ class Adapter:
 
     def runs_backwards(self, array: Any) -> bool:
         """Whether a mode of ``array`` longer than 1 has a negative stride (which an
-        importer must copy or refuse). The default reads :meth:`strides_of`, where
-        :attr:`negative_strides` says the framework's arrays can have them."""
-        if not self.negative_strides:
-            return False
+        importer must copy or refuse). The default reads :meth:`strides_of`; a
+        framework without views (JAX) answers ``False``."""
         shape, strides = self.shape_of(array), self.strides_of(array)
         return math.prod(shape) > 0 and any(s < 0 for n, s in zip(shape, strides) if n > 1)
 
@@ -397,28 +379,11 @@ class Adapter:
         dev_type, dev_id = array.__dlpack_device__()
         return (int(dev_type), int(dev_id))
 
-    def dlpack_device_on(self, device: Device) -> tuple[int, int] | None:
-        """What ``__dlpack_device__`` of every array of this framework on
-        ``device`` (a device other than the host) reports, or ``None`` where it
-        depends on the array (the default: the array is asked, once per
-        fragment). Declared where the answer follows from the device alone, so
-        that a fragment knows it from the moment it is made: asking some
-        frameworks' arrays costs more than a DLPack export."""
-        return None
-
-    def tracks_gradients(self, array: Any) -> bool:
-        """Whether an autograd graph records ``array`` (so it must not be
-        overwritten behind the framework's back)."""
+    def tracks_gradients(self, arrays: Sequence[Any]) -> bool:
+        """Whether an autograd graph records any of ``arrays`` (so they must not be
+        overwritten behind the framework's back): one call for all of an operand's
+        fragments. ``False`` for a framework without autograd."""
         return False
-
-    def tracks_any_gradients(self, arrays: Sequence[Any]) -> bool:
-        """Whether an autograd graph records any of ``arrays`` (:meth:`tracks_gradients`
-        of each): one call for all of an operand's fragments. A framework that does not
-        override :meth:`tracks_gradients` has no autograd and answers without a call per array."""
-        if type(self).tracks_gradients is Adapter.tracks_gradients:
-            return False
-        tracks = self.tracks_gradients
-        return any(tracks(a) for a in arrays)
 
     def landing_device(self, device: Device) -> Device:
         """Where a whole array gathered from fragments on ``device`` goes when no device is asked for.
@@ -494,7 +459,9 @@ class Adapter:
         return None
 
     def synchronize_array(self, array: Any) -> None:
-        """Wait until the work producing ``array`` is done (by default: its device's)."""
+        """Wait until the work producing ``array`` is done (by default: its device's).
+        Returns at once where nothing can be pending (host arrays of a framework whose
+        host work is done when its call returns)."""
         self.synchronize(self.device_of(array))
 
     # -- what the framework computes in and what its results share ------------

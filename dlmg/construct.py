@@ -27,7 +27,6 @@ from .dtypes import canonical, info
 from .errors import DeviceError, FragmentError, FrameworkError, LayoutError
 from .layout import Layout
 from .registry import DEFAULT_FRAMEWORK, adapter_for, viewing_frameworks
-from .fragment import slot_dlpack_device
 from .tensor import DistributedTensor, Fragment, process_rank
 from .dlpack import DLPackExporter
 from .registry import get_adapter
@@ -177,7 +176,7 @@ def from_fragments(
     adapter: Any = None
     explicit_strides = layout.element_strides is not None
     # what the fragment before had, checked already: most fragments repeat it
-    seen_raw = seen_adapter = seen_got = seen_have = seen_slot = seen_host = seen_dl = _UNSEEN
+    seen_raw = seen_adapter = seen_got = seen_have = seen_slot = seen_host = _UNSEEN
     opaque = False  # an adapter that may hand another adapter the next array of the same type
     direct = False  # whether the arrays' own __dlpack__ is the whole export (asked per dtype, not per export)
     wrap, keep = Fragment.of_result, frags.append  # looked up once: this loop runs per fragment of every wrap
@@ -232,12 +231,9 @@ def from_fragments(
                     f"{i} on {slot}" + (unreachable_hint([slot]) if have.is_host else "")
                 )
             seen_have, seen_slot, seen_host = have, slot, adapter
-            # what Fragment.__dlpack_device__ would find, where known without asking the array
-            # (plain host memory in slot cpu:k: (1, k))
-            seen_dl = slot_dlpack_device(adapter, slot) if have.kind == slot.kind else None
         if explicit_strides:
             _check_strides(frag, adapter, array)
-        keep(wrap(frag, array, adapter.name, adapter, False, seen_dl, array.__dlpack__ if direct else None))
+        keep(wrap(frag, array, adapter.name, adapter, False, None, array.__dlpack__ if direct else None))
     if want is None:
         raise FragmentError("from_fragments: this process holds no fragment; pass dtype= to name the element type")
     return DistributedTensor._create(layout, frags, want)
@@ -274,38 +270,30 @@ def _wrap_alike(arrays: Sequence[Any], layout: "Layout", want: str | None) -> Di
         if adapter.host_only and slots.count(slot) == len(slots):  # the usual case: no array asked its device
             if not (slot.is_host and (not adapter.distinct_host_devices or slot == _HOST)):
                 return None
-            dl_devices: Any = slot_dlpack_device(adapter, slot)
-        else:
-            dl_devices = _dlpack_devices(adapter, arrays, slots)
-            if dl_devices is None:
-                return None
+        elif not _devices_fit(adapter, arrays, slots):
+            return None
         # where the arrays' own __dlpack__ is the whole export (NumPy, for the dtypes it
         # exports), the fragments keep it from the start: asked once per dtype here
-        frags = Fragment.of_alike(layout.fragments, arrays, adapter, dl_devices, exports_itself(adapter, raw))
+        frags = Fragment.of_alike(layout.fragments, arrays, adapter, None, exports_itself(adapter, raw))
     except (AttributeError, DeviceError):  # the fragment-by-fragment loop names the fragment
         return None
     return None if frags is None else DistributedTensor._create(layout, frags, got)
 
 
-def _dlpack_devices(adapter: "Adapter", arrays: Sequence[Any], slots: Sequence[Device]) -> list[Any] | None:
-    """What each array's fragment reports as its DLPack device where known without asking
-    the array (plain host memory in slot ``cpu:k``: ``(1, k)``); ``None`` when an array is
-    not of the first one's type (its adapter is asked nothing) or its device does not fit
-    its slot."""
+def _devices_fit(adapter: "Adapter", arrays: Sequence[Any], slots: Sequence[Device]) -> bool:
+    """Whether every array is of the first one's type (its adapter is asked nothing
+    otherwise) and lies on a device that fits its slot."""
     kind = type(arrays[0])
-    seen_have = seen_slot = seen_dl = _UNSEEN
-    out = []
+    seen_have = seen_slot = _UNSEEN
     for array, slot in zip(arrays, slots):
         if type(array) is not kind:
-            return None
+            return False
         have = adapter.device_of(array)
         if have is not seen_have or slot is not seen_slot:  # a layout's equal devices are one object
             if have != slot and not device_fits(adapter, have, slot):
-                return None
+                return False
             seen_have, seen_slot = have, slot
-            seen_dl = slot_dlpack_device(adapter, slot) if have.kind == slot.kind else None
-        out.append(seen_dl)
-    return out
+    return True
 
 
 def _check_strides(frag: "FragmentLayout", adapter: "Adapter", array: Any) -> None:

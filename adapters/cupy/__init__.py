@@ -33,7 +33,7 @@ from .._common import (
 )
 from ..builtin import builtin_adapter
 from ..capabilities import (
-    BulkCopies, Carving, CompiledElementwise, ListOperators, QuickExport, QuickImport, concatenate_by_views,
+    BulkCopies, CompiledElementwise, ListOperators, QuickExport, QuickImport, concatenate_by_views,
 )
 from . import _kernels
 from ._copies import DEVICE_TO_DEVICE, WORDS_FROM, copy_engine, current, in_words
@@ -47,7 +47,7 @@ def _cuda_device(index: int) -> Device:
     return Device("cuda", int(index))
 
 
-class CupyAdapter(BaseAdapter, BulkCopies, Carving, QuickImport, QuickExport, ListOperators,
+class CupyAdapter(BaseAdapter, BulkCopies, QuickImport, QuickExport, ListOperators,
                   CompiledElementwise):
     """Adapter for :class:`cupy.ndarray` (CUDA device memory)."""
 

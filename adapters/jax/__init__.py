@@ -95,7 +95,6 @@ class JaxAdapter(BaseAdapter, QuickImport, QuickExport, Rearranging, ListOperato
     protocols = (ProtocolHook("__jax_array__", "array", "; for a sharded jax.Array on the same buffers: dt.to_jax()"),)
     mutable = False
     distinct_host_devices = True  # cpu:0 ... cpu:7 are JAX devices of their own
-    negative_strides = False  # JAX has no views: its buffers never run backwards
 
     def owns(self, array: Any) -> bool:
         """Whether ``array`` is a ``jax.Array`` (type module ``jaxlib._jax``), checked without importing JAX."""
@@ -195,6 +194,10 @@ class JaxAdapter(BaseAdapter, QuickImport, QuickExport, Rearranging, ListOperato
     def dlpack_device(self, array: Any) -> tuple[int, int]:
         """``array.__dlpack_device__()``, kept per sharding (see :func:`~dlmg.adapters.jax._devices.dlpack_of_sharding`)."""
         return dlpack_of_sharding(by_sharding(array))
+
+    def runs_backwards(self, array: Any) -> bool:
+        """False: JAX has no views, its buffers never run backwards."""
+        return False
 
     def strides_of(self, array: Any) -> tuple[int, ...]:
         """Element strides of the buffer, from its layout (``format.layout.major_to_minor``).

@@ -223,7 +223,6 @@ def check_capabilities(ctx: ContractContext) -> None:
         "orders_across_devices": a.orders_across_devices,
         "synchronizes_device": a.synchronizes_device,
         "distinct_host_devices": a.distinct_host_devices,
-        "done_on_return": a.done_on_return,
         "host_only": a.host_only,
     }
     for flag, value in flags.items():
@@ -273,7 +272,7 @@ def check_native(ctx: ContractContext) -> None:
 
 def check_describe_all(ctx: ContractContext) -> None:
     """describe agrees with the single questions; dlpack_device is the memory's DLPack device
-    (what the array says, and what dlpack_device_on declares for its device, if anything);
+    (what the array says);
     producer hands over the same memory; tracks_gradients is False for new arrays."""
     a = ctx.adapter
     x = ctx.array((2, 3))
@@ -290,15 +289,11 @@ def check_describe_all(ctx: ContractContext) -> None:
         assert a.dlpack_device(x) == pair, "dlpack_device answers differently when asked again"
     here = Device.from_dlpack(*pair)
     assert here == d.device or (here.is_host and d.device.is_host), f"dlpack_device {pair} is not {d.device}"
-    declared = a.dlpack_device_on(d.device)
-    assert declared is None or declared == pair, (
-        f"dlpack_device_on({d.device}) declares {declared!r}, but the array reports {pair}"
-    )
     p = a.producer(x)
     assert hasattr(p, "__dlpack__"), "producer must give a DLPack producer"
     y = a.from_dlpack(p, copy=False)
     assert a.data_ptr(y) == a.data_ptr(x), "from_dlpack(producer(x), copy=False) moved the data"
-    assert a.tracks_gradients(x) is False, "tracks_gradients of a new array must be False"
+    assert a.tracks_gradients([x]) is False, "tracks_gradients of a new array must be False"
 
 
 def check_ascontiguous(ctx: ContractContext) -> None:
