@@ -30,7 +30,10 @@ from dlmg.dlpack.bounds import ranges_meet, strided_extent
 from dlmg.dtypes import canonical, info
 from dlmg.errors import DtypeError, FrameworkNotInstalledError
 
-__all__ = ["PROTOCOL_QUESTIONS", "Adapter", "ArrayInfo", "ProtocolHook"]
+__all__ = [
+    "PROTOCOL_QUESTIONS", "Adapter", "ArrayInfo", "ProtocolHook", "available", "carries", "holds_dtype", "in_use",
+    "memory_range",
+]
 
 class ArrayInfo(NamedTuple):
     """What dlmg knows about an array or DLPack producer without importing it.
@@ -115,9 +118,17 @@ class ProtocolHook(NamedTuple):
 class Adapter:
     """Base class of the framework adapters.
 
-    Subclasses set the class attributes and implement the methods that raise
-    ``NotImplementedError`` here. Instances are stateless singletons obtained
-    through :func:`dlmg.registry.get_adapter`.
+    Required of every adapter: the attributes :attr:`name`, :attr:`modules`,
+    :attr:`package` and :attr:`install_hint`, and the eleven methods that raise
+    ``NotImplementedError`` here (:meth:`namespace`, :meth:`device_of`,
+    :meth:`strides_of`, :meth:`data_ptr`, :meth:`supports`, :meth:`empty`,
+    :meth:`full`, :meth:`from_dlpack`, :meth:`to_device`, :meth:`as_strided`,
+    :meth:`ascontiguous`). Everything else is a fact about the framework (the
+    other class attributes) or an optional method, each with the default that
+    is right for a simple, synchronous host framework; the optional fast paths
+    are capabilities (:mod:`dlmg.adapters.capabilities`). The architecture page
+    tables all three. Instances are stateless singletons obtained through
+    :func:`dlmg.registry.get_adapter`.
 
     Attributes
     ----------
@@ -153,7 +164,8 @@ class Adapter:
     host_only : bool
         Whether every array of the framework lies in host memory, so that
         :meth:`device_of` always answers ``cpu:0`` (NumPy): wrapping then asks
-        no array its device.
+        no array its device (a third of :func:`dlmg.from_fragments`' time over
+        64 small arrays: the figure is in docs/performance-history.md).
     dlpack_dtypes : frozenset of str or None
         The dlmg dtypes the framework takes in and hands out through DLPack;
         ``None`` for all of them.
@@ -182,14 +194,6 @@ class Adapter:
     protocols: ClassVar[tuple[ProtocolHook, ...]] = ()
 
     # -- the framework itself -------------------------------------------------
-    def available(self) -> bool:
-        """Whether the framework can be imported."""
-        try:
-            self.module()
-        except FrameworkNotInstalledError:
-            return False
-        return True
-
     def module(self) -> Any:
         """Import and return the framework's module.
 
@@ -205,10 +209,6 @@ class Adapter:
                 f"dlmg needs {self.package!r} for framework {self.name!r} but it is not "
                 f"installed ({exc}); install it with: {self.install_hint}"
             ) from exc
-
-    def in_use(self) -> bool:
-        """Whether the framework has been imported (it may have queued work); imports nothing."""
-        return bool(self.package) and self.package in sys.modules
 
     def owns(self, array: Any) -> bool:
         """Whether ``array`` is an array of this framework (checked without importing it).
@@ -282,18 +282,6 @@ class Adapter:
         """
         return None
 
-    def holds_dtype(self, dtype: str) -> bool:
-        """Whether the framework holds ``dtype`` as it is now (:meth:`check_dtype` passes)."""
-        try:
-            self.check_dtype(dtype)
-        except DtypeError:
-            return False
-        return True
-
-    def carries(self, dtype: str) -> bool:
-        """Whether ``dtype`` can go in and out of the framework through DLPack."""
-        return self.dlpack_dtypes is None or dtype in self.dlpack_dtypes
-
     def native_device(self, device: Device) -> Any:
         """The framework's device object for a dlmg device (``None`` where it has none).
 
@@ -351,7 +339,9 @@ class Adapter:
         and compare: equal signatures of one array at two moments mean that views
         made of it in between still show its memory. Only compared, never read
         (a framework may give strides in its own units). The default asks
-        :meth:`shape_of`, :meth:`strides_of` and :meth:`data_ptr`."""
+        :meth:`shape_of`, :meth:`strides_of` and :meth:`data_ptr`; NumPy and torch
+        answer from their own fields at a fraction of that, which every gather and
+        redistribution pays per fragment (figures in docs/performance-history.md)."""
         return (self.shape_of(array), self.strides_of(array), self.data_ptr(array))
 
     def supports(self, device: Device) -> bool:
@@ -486,15 +476,48 @@ class Adapter:
         """
         if not self.mutable:
             return False
-        return ranges_meet(self.memory_range(a), self.memory_range(b))
+        return ranges_meet(memory_range(self, a), memory_range(self, b))
 
-    def memory_range(self, array: Any) -> tuple[int, int] | None:
-        """The bytes ``[start, end)`` that ``array``'s elements span, from its data
-        pointer, shape and strides (``None`` when it has no elements)."""
-        shape = self.shape_of(array)
-        if not all(shape):
-            return None
-        itemsize = info(self.dtype_of(array)).itemsize
-        start = self.data_ptr(array)
-        low, high = strided_extent(shape, self.strides_of(array))
-        return start + low * itemsize, start + (high + 1) * itemsize
+
+# -- questions with one answer for every adapter, asked through the contract ------------
+def available(adapter: Adapter) -> bool:
+    """Whether ``adapter``'s framework can be imported."""
+    try:
+        adapter.module()
+    except FrameworkNotInstalledError:
+        return False
+    return True
+
+
+def in_use(adapter: Adapter) -> bool:
+    """Whether ``adapter``'s framework has been imported (it may have queued work); imports nothing."""
+    return bool(adapter.package) and adapter.package in sys.modules
+
+
+def holds_dtype(adapter: Adapter, dtype: str) -> bool:
+    """Whether ``adapter``'s framework holds ``dtype`` as it is now
+    (:meth:`Adapter.check_dtype` passes)."""
+    try:
+        adapter.check_dtype(dtype)
+    except DtypeError:
+        return False
+    return True
+
+
+def carries(adapter: Adapter, dtype: str) -> bool:
+    """Whether ``dtype`` can go in and out of ``adapter``'s framework through DLPack
+    (:attr:`Adapter.dlpack_dtypes`)."""
+    kinds = adapter.dlpack_dtypes
+    return kinds is None or dtype in kinds
+
+
+def memory_range(adapter: Adapter, array: Any) -> tuple[int, int] | None:
+    """The bytes ``[start, end)`` that ``array``'s elements span, from its data
+    pointer, shape and strides (``None`` when it has no elements)."""
+    shape = adapter.shape_of(array)
+    if not all(shape):
+        return None
+    itemsize = info(adapter.dtype_of(array)).itemsize
+    start = adapter.data_ptr(array)
+    low, high = strided_extent(shape, adapter.strides_of(array))
+    return start + low * itemsize, start + (high + 1) * itemsize

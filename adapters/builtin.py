@@ -56,7 +56,7 @@ def known_adapter(obj: Any) -> Adapter | None:
     """The built-in adapter that owns ``obj`` as one of its framework's arrays, or
     ``None`` (an object of another framework, or no array: such producers are read
     through DLPack). Loads only the adapter whose type modules name ``obj``'s."""
-    adapter = _builtin_for_type(type(obj))
+    adapter = _builtin_for_type(type(obj))  # type: ignore[arg-type]  # classes are hashable
     return adapter if adapter is not None and adapter.owns(obj) else None
 
 

@@ -212,10 +212,9 @@ class NumpyAdapter(BaseAdapter, QuickImport, QuickExport, ListOperators):
         The address is read from the array object's ``data`` field, the first
         after the object header in NumPy's public ``PyArrayObject`` struct (the
         same in NumPy 1 and 2), where CPython is checked to put it
-        (:func:`_address_reader`); elsewhere from ``__array_interface__``. Measured
-        on a 2-core CPU machine: 0.16 us against 1.5 us, which the copy engine's
-        check of every fragment before each gather or redistribution pays (512
-        fragments: 0.8 ms a call)."""
+        (:func:`_address_reader`); elsewhere from ``__array_interface__``: the copy
+        engine checks every fragment before each gather or redistribution (figure
+        in docs/performance-history.md)."""
         return (array.shape, array.strides, _address_reader()(array))
 
     def is_readonly(self, array: Any) -> bool:

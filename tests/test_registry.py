@@ -14,6 +14,7 @@ import textwrap
 import pytest
 
 from dlmg import registry
+from dlmg.adapters import available
 from dlmg.errors import FrameworkError, FrameworkNotInstalledError
 from dlmg.registry import BUILTIN_ADAPTERS, adapter_for, adapter_names, framework_of, get_adapter
 
@@ -167,7 +168,7 @@ def test_unknown_name_lists_known_ones(fresh_registry):
 def test_missing_framework_says_what_to_install(fresh_registry):
     if importlib.util.find_spec("cupy") is None:
         cupy = get_adapter("cupy")  # the adapter loads without CuPy...
-        assert not cupy.available()
+        assert not available(cupy)
         with pytest.raises(FrameworkNotInstalledError, match="pip install cupy"):
             cupy.module()  # ...and says what to install when used
         with pytest.raises(ImportError):
@@ -197,7 +198,7 @@ def test_entry_point_adapter_is_found_and_passes_the_contract(third_party):
 
 def test_entry_point_not_installed_framework(third_party):
     ghost = get_adapter("ghostfw")
-    assert not ghost.available()
+    assert not available(ghost)
     with pytest.raises(FrameworkNotInstalledError, match="pip install ghostfw"):
         ghost.module()
 
