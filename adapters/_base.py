@@ -79,7 +79,7 @@ class ArrayInfo(NamedTuple):
 
 
 #: The ways a framework calls a protocol method (:attr:`ProtocolHook.asks`), each with
-#: the call's signature: the questions :mod:`dlmg._protocols` answers.
+#: the call's signature: the questions ``dlmg._protocols`` answers.
 PROTOCOL_QUESTIONS: dict[str, str] = {
     "ufunc": "NEP 13: (self, ufunc, method, *inputs, **kwargs), an elementwise function by name",
     "function": "NEP 18: (self, func, types, args, kwargs), a function of the namespace by name",
@@ -95,7 +95,7 @@ class ProtocolHook(NamedTuple):
     they do not know (a :class:`~dlmg.DistributedTensor`): a fact about the framework.
 
     What dlmg answers through it is dlmg's policy, built from this record by
-    :mod:`dlmg._protocols`; the adapter only says which method the framework calls
+    ``dlmg._protocols``; the adapter only says which method the framework calls
     and how it calls it.
 
     Attributes
@@ -157,6 +157,11 @@ class Adapter:
     synchronizes_device : bool
         Whether :meth:`synchronize_array` waits for the array's whole device,
         so one wait per device is enough.
+    done_on_return : bool
+        Whether host work is complete when the framework's call returns, so
+        host arrays never need a wait: waiting for a tensor's fragments then
+        asks no host array (a 64-fragment torch wait costs several times more
+        asking each: the figure is in docs/performance-history.md).
     distinct_host_devices : bool
         Whether the framework tells host devices apart (``cpu:0``,
         ``cpu:1``...), so that an array on ``cpu:0`` does not fit a slot on
@@ -172,7 +177,7 @@ class Adapter:
     protocols : tuple of ProtocolHook
         The framework's own protocols through which its functions meet a
         distributed tensor (NumPy's ``__array_function__``, JAX's
-        ``__jax_array__``...): facts, from which :mod:`dlmg._protocols` builds
+        ``__jax_array__``...): facts, from which ``dlmg._protocols`` builds
         dlmg's answers. :class:`~dlmg.DistributedTensor` carries the methods that
         :data:`dlmg.registry.BUILTIN_PROTOCOLS` names; each finds its declaration
         when called (:func:`dlmg.registry.protocol_hook`), so importing dlmg loads
@@ -188,6 +193,7 @@ class Adapter:
     stream_ordered: ClassVar[bool] = False
     orders_across_devices: ClassVar[bool] = False
     synchronizes_device: ClassVar[bool] = False
+    done_on_return: ClassVar[bool] = False
     distinct_host_devices: ClassVar[bool] = False
     host_only: ClassVar[bool] = False
     dlpack_dtypes: ClassVar[frozenset[str] | None] = None
@@ -449,9 +455,7 @@ class Adapter:
         return None
 
     def synchronize_array(self, array: Any) -> None:
-        """Wait until the work producing ``array`` is done (by default: its device's).
-        Returns at once where nothing can be pending (host arrays of a framework whose
-        host work is done when its call returns)."""
+        """Wait until the work producing ``array`` is done (by default: its device's)."""
         self.synchronize(self.device_of(array))
 
     # -- what the framework computes in and what its results share ------------

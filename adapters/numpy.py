@@ -155,6 +155,7 @@ class NumpyAdapter(BaseAdapter, QuickImport, QuickExport, ListOperators):
     mutable = True
     host_only = True  # device_of: always the host
     can_view = True
+    done_on_return = True  # host work is finished when the call returns
     dlpack_dtypes = NUMPY_DLPACK_DTYPES
 
     def owns(self, array: Any) -> bool:

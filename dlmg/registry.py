@@ -296,7 +296,7 @@ def framework_of(array: Any) -> str:
 def protocol_hook(name: str) -> tuple[str, ProtocolHook]:
     """The framework that declares protocol ``name`` (``"__torch_function__"``...) and
     its declaration (:class:`~dlmg.adapters.ProtocolHook`), from which
-    :mod:`dlmg._protocols` builds the answer :class:`~dlmg.DistributedTensor`'s method
+    ``dlmg._protocols`` builds the answer :class:`~dlmg.DistributedTensor`'s method
     of that name gives: from the adapter registered last that declares it in
     ``protocols``, else from the built-in adapter :data:`BUILTIN_PROTOCOLS` names,
     loaded now (the framework asking is in use).

@@ -35,6 +35,7 @@ class StrictAdapter(Adapter):
     package = "array_api_strict"
     install_hint = "pip install array-api-strict"
     mutable = True
+    done_on_return = True
 
     def owns(self, array):
         return super().owns(array) and type(array).__name__ == "Array"

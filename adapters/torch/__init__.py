@@ -209,6 +209,7 @@ class TorchAdapter(BaseAdapter, BulkCopies, QuickImport, QuickExport, ListOperat
     protocols = (ProtocolHook("__torch_function__", "dispatch"),)
     mutable = True
     can_view = True
+    done_on_return = True  # host work is finished when the call returns
     stream_ordered = True
     orders_across_devices = True  # a device-to-device copy waits for the source's stream
     synchronizes_device = True

@@ -223,6 +223,7 @@ def check_capabilities(ctx: ContractContext) -> None:
         "orders_across_devices": a.orders_across_devices,
         "synchronizes_device": a.synchronizes_device,
         "distinct_host_devices": a.distinct_host_devices,
+        "done_on_return": a.done_on_return,
         "host_only": a.host_only,
     }
     for flag, value in flags.items():
