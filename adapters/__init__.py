@@ -9,11 +9,20 @@ of its methods first needs it.
 """
 
 from ._base import (
-    PROTOCOL_QUESTIONS, Adapter, ArrayInfo, ProtocolHook, available, carries, holds_dtype, in_use, memory_range,
+    PROTOCOL_QUESTIONS,
+    Adapter,
+    AdapterCore,
+    ArrayInfo,
+    ProtocolHook,
+    available,
+    carries,
+    holds_dtype,
+    in_use,
+    memory_range,
 )
 from . import builtin, capabilities
 
 __all__ = [
-    "PROTOCOL_QUESTIONS", "Adapter", "ArrayInfo", "ProtocolHook", "available", "builtin", "capabilities", "carries",
-    "holds_dtype", "in_use", "memory_range",
+    "PROTOCOL_QUESTIONS", "Adapter", "AdapterCore", "ArrayInfo", "ProtocolHook", "available", "builtin",
+    "capabilities", "carries", "holds_dtype", "in_use", "memory_range",
 ]

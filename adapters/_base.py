@@ -23,7 +23,7 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
 from dlmg.device import Device
 from dlmg.dlpack.bounds import ranges_meet, strided_extent
@@ -31,7 +31,7 @@ from dlmg.dtypes import canonical, info
 from dlmg.errors import DtypeError, FrameworkNotInstalledError
 
 __all__ = [
-    "PROTOCOL_QUESTIONS", "Adapter", "ArrayInfo", "ProtocolHook", "available", "carries", "holds_dtype", "in_use",
+    "PROTOCOL_QUESTIONS", "Adapter", "AdapterCore", "ArrayInfo", "ProtocolHook", "available", "carries", "holds_dtype", "in_use",
     "memory_range",
 ]
 
@@ -115,12 +115,62 @@ class ProtocolHook(NamedTuple):
 
 
 
+@runtime_checkable
+class AdapterCore(Protocol):
+    """What every framework must answer: the required part of the adapter contract.
+
+    :class:`Adapter` declares these (its methods that raise
+    ``NotImplementedError``) beside the framework's facts and the optional
+    methods with defaults; an adapter is a subclass of :class:`Adapter` that
+    implements at least these. Everything else a framework may do better is a
+    capability (:mod:`dlmg.adapters.capabilities`).
+    """
+
+    name: str
+    modules: tuple[str, ...]
+    package: str
+    install_hint: str
+
+    def namespace(self) -> Any:
+        """The framework's array-API namespace."""
+
+    def device_of(self, array: Any) -> Device:
+        """The device holding ``array``."""
+
+    def strides_of(self, array: Any) -> tuple[int, ...]:
+        """``array``'s strides in elements."""
+
+    def data_ptr(self, array: Any) -> int:
+        """The address of ``array``'s first element."""
+
+    def supports(self, device: Device) -> bool:
+        """Whether the framework holds arrays on ``device``."""
+
+    def empty(self, shape: tuple[int, ...], dtype: str, device: Device) -> Any:
+        """An uninitialised array on ``device``."""
+
+    def full(self, shape: tuple[int, ...], fill_value: Any, dtype: str, device: Device) -> Any:
+        """An array filled with ``fill_value`` on ``device``."""
+
+    def from_dlpack(self, obj: Any, *, device: Device | None = None, copy: bool | None = None) -> Any:
+        """Any DLPack producer as the framework's array."""
+
+    def to_device(self, array: Any, device: Device) -> Any:
+        """``array`` on ``device``."""
+
+    def as_strided(self, array: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int = 0) -> Any:
+        """A view of ``array``'s memory."""
+
+    def ascontiguous(self, array: Any) -> Any:
+        """``array`` as a C-contiguous array."""
+
+
 class Adapter:
     """Base class of the framework adapters.
 
-    Required of every adapter: the attributes :attr:`name`, :attr:`modules`,
-    :attr:`package` and :attr:`install_hint`, and the eleven methods that raise
-    ``NotImplementedError`` here (:meth:`namespace`, :meth:`device_of`,
+    Required of every adapter (:class:`AdapterCore`): the attributes :attr:`name`,
+    :attr:`modules`, :attr:`package` and :attr:`install_hint`, and the eleven
+    methods that raise ``NotImplementedError`` here (:meth:`namespace`, :meth:`device_of`,
     :meth:`strides_of`, :meth:`data_ptr`, :meth:`supports`, :meth:`empty`,
     :meth:`full`, :meth:`from_dlpack`, :meth:`to_device`, :meth:`as_strided`,
     :meth:`ascontiguous`). Everything else is a fact about the framework (the

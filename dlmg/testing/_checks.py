@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlmg.adapters import PROTOCOL_QUESTIONS, ProtocolHook, available, carries, holds_dtype, in_use
+from dlmg.adapters import PROTOCOL_QUESTIONS, AdapterCore, ProtocolHook, available, carries, holds_dtype, in_use
 from dlmg.adapters.capabilities import exporter_of
 from dlmg.device import Device
 from dlmg.dtypes import NAMES, info
@@ -22,6 +22,8 @@ def check_identity(ctx: ContractContext) -> None:
     assert isinstance(a.package, str) and a.package, "adapter.package must name the framework module"
     assert isinstance(a.install_hint, str), "adapter.install_hint must be a string"
     assert isinstance(a.mutable, bool), "adapter.mutable must be a bool"
+    core: object = a  # (the check below would narrow ``a`` to the protocol for what follows)
+    assert isinstance(core, AdapterCore), f"{a.name} does not answer the required part of the contract (AdapterCore)"
     x = ctx.array((2, 3))
     assert a.owns(x), f"{a.name}.owns() does not recognise its own array {type(x)}"
     for other in (None, 1.5, [1, 2], "text", object()):
