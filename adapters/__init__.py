@@ -8,7 +8,21 @@ framework is first used, and the adapter imports its framework only when one
 of its methods first needs it.
 """
 
-from ._base import Adapter, ArrayInfo
-from . import capabilities
+from ._base import (
+    PROTOCOL_QUESTIONS,
+    Adapter,
+    AdapterCore,
+    ArrayInfo,
+    ProtocolHook,
+    available,
+    carries,
+    holds_dtype,
+    in_use,
+    memory_range,
+)
+from . import builtin, capabilities
 
-__all__ = ["Adapter", "ArrayInfo", "capabilities"]
+__all__ = [
+    "PROTOCOL_QUESTIONS", "Adapter", "AdapterCore", "ArrayInfo", "ProtocolHook", "available", "builtin",
+    "capabilities", "carries", "holds_dtype", "in_use", "memory_range",
+]

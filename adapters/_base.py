@@ -23,17 +23,17 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, ClassVar, NamedTuple, TypeVar
+from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
 from dlmg.device import Device
 from dlmg.dlpack.bounds import ranges_meet, strided_extent
 from dlmg.dtypes import canonical, info
 from dlmg.errors import DtypeError, FrameworkNotInstalledError
 
-__all__ = ["Adapter", "ArrayInfo"]
-
-_Capability = TypeVar("_Capability")
-
+__all__ = [
+    "PROTOCOL_QUESTIONS", "Adapter", "AdapterCore", "ArrayInfo", "ProtocolHook", "available", "carries", "holds_dtype", "in_use",
+    "memory_range",
+]
 
 class ArrayInfo(NamedTuple):
     """What dlmg knows about an array or DLPack producer without importing it.
@@ -78,12 +78,107 @@ class ArrayInfo(NamedTuple):
         return info(self.dtype).itemsize
 
 
+#: The ways a framework calls a protocol method (:attr:`ProtocolHook.asks`), each with
+#: the call's signature: the questions ``dlmg._protocols`` answers.
+PROTOCOL_QUESTIONS: dict[str, str] = {
+    "ufunc": "NEP 13: (self, ufunc, method, *inputs, **kwargs), an elementwise function by name",
+    "function": "NEP 18: (self, func, types, args, kwargs), a function of the namespace by name",
+    "dispatch": "(cls, func, types, args=(), kwargs=None) on the class, for every function and "
+                "method of the framework, its internal ones included",
+    "array": "(self), asking for one array of the framework; its operators take an answer that "
+             "is no array as NotImplemented, its conversions call the answer's __array__",
+}
+
+
+class ProtocolHook(NamedTuple):
+    """One of the framework's own protocols through which its functions meet an object
+    they do not know (a :class:`~dlmg.DistributedTensor`): a fact about the framework.
+
+    What dlmg answers through it is dlmg's policy, built from this record by
+    ``dlmg._protocols``; the adapter only says which method the framework calls
+    and how it calls it.
+
+    Attributes
+    ----------
+    name : str
+        The method the framework calls on the object (``"__array_function__"``).
+    asks : str
+        How the framework calls it, a key of :data:`PROTOCOL_QUESTIONS`.
+    hint : str
+        What else to call, appended to dlmg's refusal (``"; for a sharded jax.Array
+        on the same buffers: dt.to_jax()"``); may be empty.
+    """
+
+    name: str
+    asks: str
+    hint: str = ""
+
+
+
+@runtime_checkable
+class AdapterCore(Protocol):
+    """What every framework must answer: the required part of the adapter contract.
+
+    :class:`Adapter` declares these (its methods that raise
+    ``NotImplementedError``) beside the framework's facts and the optional
+    methods with defaults; an adapter is a subclass of :class:`Adapter` that
+    implements at least these. Everything else a framework may do better is a
+    capability (:mod:`dlmg.adapters.capabilities`).
+    """
+
+    name: str
+    modules: tuple[str, ...]
+    package: str
+    install_hint: str
+
+    def namespace(self) -> Any:
+        """The framework's array-API namespace."""
+
+    def device_of(self, array: Any) -> Device:
+        """The device holding ``array``."""
+
+    def strides_of(self, array: Any) -> tuple[int, ...]:
+        """``array``'s strides in elements."""
+
+    def data_ptr(self, array: Any) -> int:
+        """The address of ``array``'s first element."""
+
+    def supports(self, device: Device) -> bool:
+        """Whether the framework holds arrays on ``device``."""
+
+    def empty(self, shape: tuple[int, ...], dtype: str, device: Device) -> Any:
+        """An uninitialised array on ``device``."""
+
+    def full(self, shape: tuple[int, ...], fill_value: Any, dtype: str, device: Device) -> Any:
+        """An array filled with ``fill_value`` on ``device``."""
+
+    def from_dlpack(self, obj: Any, *, device: Device | None = None, copy: bool | None = None) -> Any:
+        """Any DLPack producer as the framework's array."""
+
+    def to_device(self, array: Any, device: Device) -> Any:
+        """``array`` on ``device``."""
+
+    def as_strided(self, array: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int = 0) -> Any:
+        """A view of ``array``'s memory."""
+
+    def ascontiguous(self, array: Any) -> Any:
+        """``array`` as a C-contiguous array."""
+
+
 class Adapter:
     """Base class of the framework adapters.
 
-    Subclasses set the class attributes and implement the methods that raise
-    ``NotImplementedError`` here. Instances are stateless singletons obtained
-    through :func:`dlmg.registry.get_adapter`.
+    Required of every adapter (:class:`AdapterCore`): the attributes :attr:`name`,
+    :attr:`modules`, :attr:`package` and :attr:`install_hint`, and the eleven
+    methods that raise ``NotImplementedError`` here (:meth:`namespace`, :meth:`device_of`,
+    :meth:`strides_of`, :meth:`data_ptr`, :meth:`supports`, :meth:`empty`,
+    :meth:`full`, :meth:`from_dlpack`, :meth:`to_device`, :meth:`as_strided`,
+    :meth:`ascontiguous`). Everything else is a fact about the framework (the
+    other class attributes) or an optional method, each with the default that
+    is right for a simple, synchronous host framework; the optional fast paths
+    are capabilities (:mod:`dlmg.adapters.capabilities`). The architecture page
+    tables all three. Instances are stateless singletons obtained through
+    :func:`dlmg.registry.get_adapter`.
 
     Attributes
     ----------
@@ -114,7 +209,9 @@ class Adapter:
         so one wait per device is enough.
     done_on_return : bool
         Whether host work is complete when the framework's call returns, so
-        host arrays never need a wait.
+        host arrays never need a wait: waiting for a tensor's fragments then
+        asks no host array (a 64-fragment torch wait costs several times more
+        asking each: the figure is in docs/performance-history.md).
     distinct_host_devices : bool
         Whether the framework tells host devices apart (``cpu:0``,
         ``cpu:1``...), so that an array on ``cpu:0`` does not fit a slot on
@@ -122,23 +219,19 @@ class Adapter:
     host_only : bool
         Whether every array of the framework lies in host memory, so that
         :meth:`device_of` always answers ``cpu:0`` (NumPy): wrapping then asks
-        no array its device.
+        no array its device (a third of :func:`dlmg.from_fragments`' time over
+        64 small arrays: the figure is in docs/performance-history.md).
     dlpack_dtypes : frozenset of str or None
         The dlmg dtypes the framework takes in and hands out through DLPack;
         ``None`` for all of them.
-    negative_strides : bool
-        Whether arrays can have negative strides (``False`` where the
-        framework has no such views, as JAX: importers then need not ask).
-    tensor_protocols : dict of str to callable
-        The answers to this framework's own protocols (NumPy's
-        ``__array_ufunc__``, JAX's ``__jax_array__``...), so that the framework's
-        functions meet dlmg's answer -- run dlmg's function, or refuse saying what
-        to call -- instead of failing with a message of their own. Each takes the
-        tensor first (its class for ``__torch_function__``).
-        :class:`~dlmg.DistributedTensor` carries the methods of the protocols
-        :data:`dlmg.registry.BUILTIN_PROTOCOLS` names; each looks its answer up
-        when called (:func:`dlmg.registry.tensor_protocol`), so nothing is
-        attached to the class and importing dlmg loads no adapter.
+    protocols : tuple of ProtocolHook
+        The framework's own protocols through which its functions meet a
+        distributed tensor (NumPy's ``__array_function__``, JAX's
+        ``__jax_array__``...): facts, from which ``dlmg._protocols`` builds
+        dlmg's answers. :class:`~dlmg.DistributedTensor` carries the methods that
+        :data:`dlmg.registry.BUILTIN_PROTOCOLS` names; each finds its declaration
+        when called (:func:`dlmg.registry.protocol_hook`), so importing dlmg loads
+        no adapter.
     """
 
     name: ClassVar[str] = ""
@@ -154,23 +247,9 @@ class Adapter:
     distinct_host_devices: ClassVar[bool] = False
     host_only: ClassVar[bool] = False
     dlpack_dtypes: ClassVar[frozenset[str] | None] = None
-    negative_strides: ClassVar[bool] = True
-    tensor_protocols: ClassVar[dict[str, Any]] = {}
+    protocols: ClassVar[tuple[ProtocolHook, ...]] = ()
 
     # -- the framework itself -------------------------------------------------
-    def capability(self, kind: type[_Capability]) -> _Capability | None:
-        """This adapter as capability ``kind`` (a class of
-        :mod:`dlmg.adapters.capabilities`) where it declares it, else ``None``."""
-        return self if isinstance(self, kind) else None
-
-    def available(self) -> bool:
-        """Whether the framework can be imported."""
-        try:
-            self.module()
-        except FrameworkNotInstalledError:
-            return False
-        return True
-
     def module(self) -> Any:
         """Import and return the framework's module.
 
@@ -186,10 +265,6 @@ class Adapter:
                 f"dlmg needs {self.package!r} for framework {self.name!r} but it is not "
                 f"installed ({exc}); install it with: {self.install_hint}"
             ) from exc
-
-    def in_use(self) -> bool:
-        """Whether the framework has been imported (it may have queued work); imports nothing."""
-        return bool(self.package) and self.package in sys.modules
 
     def owns(self, array: Any) -> bool:
         """Whether ``array`` is an array of this framework (checked without importing it).
@@ -263,18 +338,6 @@ class Adapter:
         """
         return None
 
-    def holds_dtype(self, dtype: str) -> bool:
-        """Whether the framework holds ``dtype`` as it is now (:meth:`check_dtype` passes)."""
-        try:
-            self.check_dtype(dtype)
-        except DtypeError:
-            return False
-        return True
-
-    def carries(self, dtype: str) -> bool:
-        """Whether ``dtype`` can go in and out of the framework through DLPack."""
-        return self.dlpack_dtypes is None or dtype in self.dlpack_dtypes
-
     def native_device(self, device: Device) -> Any:
         """The framework's device object for a dlmg device (``None`` where it has none).
 
@@ -318,10 +381,8 @@ class Adapter:
 
     def runs_backwards(self, array: Any) -> bool:
         """Whether a mode of ``array`` longer than 1 has a negative stride (which an
-        importer must copy or refuse). The default reads :meth:`strides_of`, where
-        :attr:`negative_strides` says the framework's arrays can have them."""
-        if not self.negative_strides:
-            return False
+        importer must copy or refuse). The default reads :meth:`strides_of`; a
+        framework without views (JAX) answers ``False``."""
         shape, strides = self.shape_of(array), self.strides_of(array)
         return math.prod(shape) > 0 and any(s < 0 for n, s in zip(shape, strides) if n > 1)
 
@@ -334,7 +395,9 @@ class Adapter:
         and compare: equal signatures of one array at two moments mean that views
         made of it in between still show its memory. Only compared, never read
         (a framework may give strides in its own units). The default asks
-        :meth:`shape_of`, :meth:`strides_of` and :meth:`data_ptr`."""
+        :meth:`shape_of`, :meth:`strides_of` and :meth:`data_ptr`; NumPy and torch
+        answer from their own fields at a fraction of that, which every gather and
+        redistribution pays per fragment (figures in docs/performance-history.md)."""
         return (self.shape_of(array), self.strides_of(array), self.data_ptr(array))
 
     def supports(self, device: Device) -> bool:
@@ -362,28 +425,11 @@ class Adapter:
         dev_type, dev_id = array.__dlpack_device__()
         return (int(dev_type), int(dev_id))
 
-    def dlpack_device_on(self, device: Device) -> tuple[int, int] | None:
-        """What ``__dlpack_device__`` of every array of this framework on
-        ``device`` (a device other than the host) reports, or ``None`` where it
-        depends on the array (the default: the array is asked, once per
-        fragment). Declared where the answer follows from the device alone, so
-        that a fragment knows it from the moment it is made: asking some
-        frameworks' arrays costs more than a DLPack export."""
-        return None
-
-    def tracks_gradients(self, array: Any) -> bool:
-        """Whether an autograd graph records ``array`` (so it must not be
-        overwritten behind the framework's back)."""
+    def tracks_gradients(self, arrays: Sequence[Any]) -> bool:
+        """Whether an autograd graph records any of ``arrays`` (so they must not be
+        overwritten behind the framework's back): one call for all of an operand's
+        fragments. ``False`` for a framework without autograd."""
         return False
-
-    def tracks_any_gradients(self, arrays: Sequence[Any]) -> bool:
-        """Whether an autograd graph records any of ``arrays`` (:meth:`tracks_gradients`
-        of each): one call for all of an operand's fragments. A framework that does not
-        override :meth:`tracks_gradients` has no autograd and answers without a call per array."""
-        if type(self).tracks_gradients is Adapter.tracks_gradients:
-            return False
-        tracks = self.tracks_gradients
-        return any(tracks(a) for a in arrays)
 
     def landing_device(self, device: Device) -> Device:
         """Where a whole array gathered from fragments on ``device`` goes when no device is asked for.
@@ -484,15 +530,48 @@ class Adapter:
         """
         if not self.mutable:
             return False
-        return ranges_meet(self.memory_range(a), self.memory_range(b))
+        return ranges_meet(memory_range(self, a), memory_range(self, b))
 
-    def memory_range(self, array: Any) -> tuple[int, int] | None:
-        """The bytes ``[start, end)`` that ``array``'s elements span, from its data
-        pointer, shape and strides (``None`` when it has no elements)."""
-        shape = self.shape_of(array)
-        if not all(shape):
-            return None
-        itemsize = info(self.dtype_of(array)).itemsize
-        start = self.data_ptr(array)
-        low, high = strided_extent(shape, self.strides_of(array))
-        return start + low * itemsize, start + (high + 1) * itemsize
+
+# -- questions with one answer for every adapter, asked through the contract ------------
+def available(adapter: Adapter) -> bool:
+    """Whether ``adapter``'s framework can be imported."""
+    try:
+        adapter.module()
+    except FrameworkNotInstalledError:
+        return False
+    return True
+
+
+def in_use(adapter: Adapter) -> bool:
+    """Whether ``adapter``'s framework has been imported (it may have queued work); imports nothing."""
+    return bool(adapter.package) and adapter.package in sys.modules
+
+
+def holds_dtype(adapter: Adapter, dtype: str) -> bool:
+    """Whether ``adapter``'s framework holds ``dtype`` as it is now
+    (:meth:`Adapter.check_dtype` passes)."""
+    try:
+        adapter.check_dtype(dtype)
+    except DtypeError:
+        return False
+    return True
+
+
+def carries(adapter: Adapter, dtype: str) -> bool:
+    """Whether ``dtype`` can go in and out of ``adapter``'s framework through DLPack
+    (:attr:`Adapter.dlpack_dtypes`)."""
+    kinds = adapter.dlpack_dtypes
+    return kinds is None or dtype in kinds
+
+
+def memory_range(adapter: Adapter, array: Any) -> tuple[int, int] | None:
+    """The bytes ``[start, end)`` that ``array``'s elements span, from its data
+    pointer, shape and strides (``None`` when it has no elements)."""
+    shape = adapter.shape_of(array)
+    if not all(shape):
+        return None
+    itemsize = info(adapter.dtype_of(array)).itemsize
+    start = adapter.data_ptr(array)
+    low, high = strided_extent(shape, adapter.strides_of(array))
+    return start + low * itemsize, start + (high + 1) * itemsize

@@ -33,17 +33,16 @@ from typing import Any, ClassVar
 
 from dlmg.dlpack import c_contiguous_strides as c_strides  # noqa: F401  (the adapters take it from here)
 from dlmg.dlpack import inspect as dl_inspect
-from dlmg.registry import adapter_for
 from dlmg.errors import (
     CopyRequiredError,
     DLPackError,
-    FrameworkError,
     FrameworkNotInstalledError,
     UnsupportedDtypeError,
     ViewNotSupportedError,
 )
 
 from ._base import Adapter, ArrayInfo
+from .builtin import known_adapter
 
 __all__ = [
     "ALREADY_CURRENT",
@@ -355,12 +354,10 @@ def other_known_framework(target: "BaseAdapter", source: "BaseAdapter") -> bool:
 
 
 def _known_adapter(obj: Any) -> "BaseAdapter | None":
-    """The adapter of ``obj`` when it is an array of a known framework (no import)."""
-    try:
-        adapter = adapter_for(obj)
-    except FrameworkError:
-        return None
-    if adapter.name == "dlpack":
+    """The adapter of ``obj`` when it is an array of a built-in framework (no import).
+    Arrays of frameworks added by an entry point or at run time are read through DLPack."""
+    adapter = known_adapter(obj)
+    if adapter is None or adapter.name == "dlpack":
         return None
     return adapter  # type: ignore[return-value]
 

@@ -7,12 +7,11 @@ rearrangements for frameworks without views, quicker DLPack imports and
 exports, a whole operation handed to the framework that owns every fragment --
 is a small class here, which an adapter names among its bases::
 
-    class TorchAdapter(BaseAdapter, BulkCopies, Carving, ListOperators):
+    class TorchAdapter(BaseAdapter, BulkCopies, ListOperators):
         ...
 
-dlmg's core asks for a capability (``isinstance(adapter, BulkCopies)``, or
-:meth:`Adapter.capability`) and takes the general path where an adapter does
-not declare it; it never probes an adapter with ``getattr``. The functions at
+dlmg's core asks for a capability (``isinstance(adapter, BulkCopies)``) and
+takes the general path where an adapter does not declare it; it never probes an adapter with ``getattr``. The functions at
 the end of this module (:func:`copy_pairs`, :func:`concatenate`,
 :func:`exporter_of`, :func:`compiled`) are those questions with their general
 answers. :func:`dlmg.testing.check_adapter` checks every capability an adapter
@@ -39,7 +38,6 @@ __all__ = [
     "CAPABILITIES",
     "LIST_OPERATORS",
     "BulkCopies",
-    "Carving",
     "CompiledElementwise",
     "Concat",
     "Cut",
@@ -132,9 +130,10 @@ LIST_OPERATORS = ("add", "subtract", "multiply", "divide", "pow", "floor_divide"
 
 # -- the capabilities -------------------------------------------------------------------
 class BulkCopies:
-    """Many copies among one framework's arrays issued together.
+    """Many copies among one framework's arrays issued together, and views carved out
+    of one allocation recognised as such (so that one copy reads several of them).
 
-    Both calls queue their copies in order on the framework's current stream,
+    The copying calls queue their copies in order on the framework's current stream,
     with no host-side wait.
     """
 
@@ -152,10 +151,6 @@ class BulkCopies:
         (1-D pieces), and so are the bands of rows that row slabs give a column
         slab (2-D strided pieces). :func:`concatenate_by_views` is the general way."""
         raise NotImplementedError
-
-
-class Carving:
-    """Views carved out of one allocation, recognised as such."""
 
     def allocation_of(self, array: Any) -> tuple[Any, int] | None:
         """The one-dimensional C-contiguous array whose memory ``array`` views, and
@@ -343,7 +338,7 @@ class Delegating:
 
 #: Every capability an adapter may declare.
 CAPABILITIES: tuple[type, ...] = (
-    BulkCopies, Carving, QuickImport, QuickExport, ListOperators, CompiledElementwise, Rearranging, Delegating,
+    BulkCopies, QuickImport, QuickExport, ListOperators, CompiledElementwise, Rearranging, Delegating,
 )
 
 

@@ -17,9 +17,9 @@ from typing import Any, Callable
 
 from dlmg.device import Device
 from dlmg.dtypes import canonical
-from dlmg._protocols import function_hook, ufunc_hook
 from dlmg.errors import DeviceError, DLPackError, DtypeError, LayoutError
 
+from ._base import ProtocolHook
 from ._common import (
     NUMPY_DLPACK_DTYPES,
     BaseAdapter,
@@ -151,8 +151,7 @@ class NumpyAdapter(BaseAdapter, QuickImport, QuickExport, ListOperators):
     package = "numpy"
     install_hint = "pip install numpy"
     #: np.sqrt(dt), np.sum(dt, axis=0) run as dlmg's functions; np.ones(...) + dt says to scatter.
-    tensor_protocols = {"__array_ufunc__": ufunc_hook("numpy"),
-                        "__array_function__": function_hook("numpy")}
+    protocols = (ProtocolHook("__array_ufunc__", "ufunc"), ProtocolHook("__array_function__", "function"))
     mutable = True
     host_only = True  # device_of: always the host
     can_view = True
@@ -214,10 +213,9 @@ class NumpyAdapter(BaseAdapter, QuickImport, QuickExport, ListOperators):
         The address is read from the array object's ``data`` field, the first
         after the object header in NumPy's public ``PyArrayObject`` struct (the
         same in NumPy 1 and 2), where CPython is checked to put it
-        (:func:`_address_reader`); elsewhere from ``__array_interface__``. Measured
-        on a 2-core CPU machine: 0.16 us against 1.5 us, which the copy engine's
-        check of every fragment before each gather or redistribution pays (512
-        fragments: 0.8 ms a call)."""
+        (:func:`_address_reader`); elsewhere from ``__array_interface__``: the copy
+        engine checks every fragment before each gather or redistribution (figure
+        in docs/performance-history.md)."""
         return (array.shape, array.strides, _address_reader()(array))
 
     def is_readonly(self, array: Any) -> bool:

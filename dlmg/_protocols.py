@@ -6,26 +6,34 @@ Frameworks ask an unknown object through a protocol before they fail with a
 message of their own (NumPy's ``__array_ufunc__`` and ``__array_function__``,
 JAX's ``__jax_array__``, torch's ``__torch_function__``). The tensor carries
 these methods itself (:class:`FrameworkProtocols`, a base of
-:class:`~dlmg.DistributedTensor`); each looks up, when called, the answer the
-framework's adapter declares in ``Adapter.tensor_protocols``
-(:func:`dlmg.registry.tensor_protocol`), built from the helpers here, so that
-importing dlmg loads no adapter module. The answers:
+:class:`~dlmg.DistributedTensor`); each looks up, when called, how the framework
+asks (the :class:`~dlmg.adapters.ProtocolHook` its adapter declares in
+``Adapter.protocols``, found by :func:`dlmg.registry.protocol_hook`) and answers
+with the policy built here (:func:`protocol_answer`), so that importing dlmg loads
+no adapter module and the adapters state facts only. The answers:
 
 * a function dlmg has under the same (or the array API's) name, called with
   arguments dlmg accepts, runs as dlmg's function (``np.sqrt(dt)``,
   ``np.sum(dt, axis=0)``);
 * anything else raises ``TypeError`` saying what to call instead:
   ``dlmg.scatter(array, dt.layout)`` for a regular array next to a tensor, or
-  ``dt.gather(framework=...)`` for the tensor.
+  ``dt.gather(framework=...)`` for the tensor;
+* a framework asking for one array of its own (``__jax_array__``) gets an
+  object that is no array (:class:`NotConverted`): its operators then go on to
+  the tensor's reflected operator, its conversions refuse, saying what to call;
+* a framework asking about every function and method (``__torch_function__``)
+  is refused, naming dlmg's function of the same name where there is one.
 """
 
 from __future__ import annotations
 
 import inspect
+from functools import lru_cache
 from typing import Any, Callable
 
 from ._hooks import Hook
-from .registry import tensor_protocol
+from .adapters import ProtocolHook
+from .registry import protocol_hook
 
 __all__ = [
     "FrameworkProtocols",
@@ -36,13 +44,18 @@ __all__ = [
     "ufunc_hook",
     "function_hook",
     "conversion_refused",
+    "function_refused",
+    "dispatch_hook",
+    "array_hook",
+    "NotConverted",
+    "protocol_answer",
 ]
 
 
 class FrameworkProtocols:
     """The protocols of other frameworks a distributed tensor answers: each method
-    calls the answer the framework's adapter declares, found when it is first called
-    (:func:`dlmg.registry.tensor_protocol`)."""
+    calls dlmg's answer to the protocol as the framework's adapter declares it, found
+    when it is first called (:func:`protocol_answer`)."""
 
     __slots__ = ()
     #: NumPy asks the operand of the highest priority to answer mixed operators first.
@@ -50,20 +63,20 @@ class FrameworkProtocols:
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """NEP 13: NumPy's ufuncs meeting the tensor (``np.sqrt(dt)``)."""
-        return tensor_protocol("__array_ufunc__")(self, ufunc, method, *inputs, **kwargs)
+        return protocol_answer("__array_ufunc__")(self, ufunc, method, *inputs, **kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """NEP 18: NumPy's functions meeting the tensor (``np.sum(dt, axis=0)``)."""
-        return tensor_protocol("__array_function__")(self, func, types, args, kwargs)
+        return protocol_answer("__array_function__")(self, func, types, args, kwargs)
 
     def __jax_array__(self) -> Any:
         """JAX asking for one ``jax.Array`` (``jnp.asarray(dt)``, ``jax_array + dt``)."""
-        return tensor_protocol("__jax_array__")(self)
+        return protocol_answer("__jax_array__")(self)
 
     @classmethod
     def __torch_function__(cls, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
         """torch's functions and tensor methods meeting the tensor (``torch.sum(dt)``)."""
-        return tensor_protocol("__torch_function__")(cls, func, types, args, kwargs)
+        return protocol_answer("__torch_function__")(cls, func, types, args, kwargs)
 
 
 #: The ``dlmg`` namespace, whose public functions the protocols run (see :func:`install`).
@@ -228,6 +241,85 @@ def function_refused(framework: str, name: str, args: Any) -> TypeError:
         f"one array: dt.gather(framework={framework!r}), or hand single fragments over through DLPack "
         "(dt.fragments[i])"
     )
+
+
+def dispatch_hook(framework: str) -> Callable[..., Any]:
+    """A class-level dispatch protocol (``__torch_function__``): every function and method
+    of the framework refuses a distributed tensor, naming dlmg's function and the gather."""
+
+    def dispatch(cls: type, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+        raise function_refused(framework, getattr(func, "__name__", str(func)), (*args, *(kwargs or {}).values()))
+
+    return dispatch
+
+
+class NotConverted:
+    """What a distributed tensor gives a framework asking for one array of its own
+    (``__jax_array__``): no array.
+
+    The framework's operators (``jax_array + dt``) take an answer that is no array as
+    ``NotImplemented``, so that Python goes on to the tensor's reflected operator
+    (which takes 0-d arrays and refuses larger ones, saying to scatter them). Its
+    conversions (``jnp.asarray(dt)``) turn the answer into an array through
+    ``__array__``, which refuses here, saying what to call. Both through the
+    framework's public protocols: nothing asks who called.
+    """
+
+    __slots__ = ("framework", "hint")
+
+    def __init__(self, framework: str, hint: str = "") -> None:
+        self.framework = framework
+        self.hint = hint
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        raise conversion_refused(self.framework, self.hint)
+
+    def __repr__(self) -> str:
+        return (f"<a DistributedTensor, not converted to a {self.framework} array: "
+                f"dt.gather(framework={self.framework!r}){self.hint}>")
+
+
+def array_hook(framework: str, hint: str = "") -> Callable[..., Any]:
+    """A protocol asking for one array of the framework: answered with a :class:`NotConverted`."""
+    answer = NotConverted(framework, hint)
+
+    def to_array(self: Any) -> Any:
+        return answer
+
+    return to_array
+
+
+def _answer(framework: str, hook: ProtocolHook) -> Callable[..., Any]:
+    """dlmg's answer to ``hook`` of ``framework``, by how the framework asks."""
+    if hook.asks == "ufunc":
+        return ufunc_hook(framework)
+    if hook.asks == "function":
+        return function_hook(framework)
+    if hook.asks == "dispatch":
+        return dispatch_hook(framework)
+    if hook.asks == "array":
+        return array_hook(framework, hook.hint)
+    raise TypeError(f"the {framework} adapter declares {hook.name} asking {hook.asks!r}, which dlmg does not answer")
+
+
+# The answer per (framework, declaration), both values: a protocol call does not build
+# its answer again, and an adapter registered with another declaration is another key.
+@lru_cache(maxsize=16)
+def _built(framework: str, hook: ProtocolHook) -> Callable[..., Any]:
+    return _answer(framework, hook)
+
+
+def protocol_answer(name: str) -> Callable[..., Any]:
+    """dlmg's answer to protocol ``name`` (``"__array_function__"``...): built from the
+    declaration of the framework that asks (:func:`dlmg.registry.protocol_hook`). A
+    function taking the tensor first (its class for ``"dispatch"`` protocols).
+
+    Raises
+    ------
+    FrameworkError
+        For a protocol no adapter declares.
+    """
+    return _built(*protocol_hook(name))
 
 
 def install(public: Any) -> None:

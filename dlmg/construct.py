@@ -27,7 +27,6 @@ from .dtypes import canonical, info
 from .errors import DeviceError, FragmentError, FrameworkError, LayoutError
 from .layout import Layout
 from .registry import DEFAULT_FRAMEWORK, adapter_for, viewing_frameworks
-from .fragment import slot_dlpack_device
 from .fragment import Fragment, process_rank
 from .base import TensorBase
 from .dlpack import DLPackExporter
@@ -208,7 +207,7 @@ class _FragmentChecker:
         self.opaque = False  # an adapter that may hand another adapter the next array of the same type
         self.direct = False  # whether the arrays' own __dlpack__ is the whole export (asked per dtype)
         self.seen_raw = self.seen_adapter = self.seen_got = _UNSEEN
-        self.seen_have = self.seen_slot = self.seen_host = self.seen_dl = _UNSEEN
+        self.seen_have = self.seen_slot = self.seen_host = _UNSEEN
 
     def wrap(self, frag: "FragmentLayout", array: Any) -> Fragment:
         """``array`` as fragment ``frag``, after checking its shape, dtype and device."""
@@ -219,7 +218,7 @@ class _FragmentChecker:
         if self.explicit_strides:
             _check_strides(frag, adapter, array)
         export = array.__dlpack__ if self.direct else None
-        return Fragment.of_result(frag, array, adapter.name, adapter, False, self.seen_dl, export)
+        return Fragment.of_result(frag, array, adapter.name, adapter, False, None, export)
 
     def _adapter(self, array: Any) -> Any:
         cls = type(array)
@@ -271,9 +270,6 @@ class _FragmentChecker:
                 f"{frag.index} on {slot}" + (unreachable_hint([slot]) if have.is_host else "")
             )
         self.seen_have, self.seen_slot, self.seen_host = have, slot, adapter
-        # what Fragment.__dlpack_device__ would find, where known without asking the array
-        # (plain host memory in slot cpu:k: (1, k))
-        self.seen_dl = slot_dlpack_device(adapter, slot) if have.kind == slot.kind else None
 
 
 def _wrap_alike(arrays: Sequence[Any], layout: "Layout", want: str | None) -> DistributedTensor | None:
@@ -307,38 +303,30 @@ def _wrap_alike(arrays: Sequence[Any], layout: "Layout", want: str | None) -> Di
         if adapter.host_only and slots.count(slot) == len(slots):  # the usual case: no array asked its device
             if not (slot.is_host and (not adapter.distinct_host_devices or slot == _HOST)):
                 return None
-            dl_devices: Any = slot_dlpack_device(adapter, slot)
-        else:
-            dl_devices = _dlpack_devices(adapter, arrays, slots)
-            if dl_devices is None:
-                return None
+        elif not _devices_fit(adapter, arrays, slots):
+            return None
         # where the arrays' own __dlpack__ is the whole export (NumPy, for the dtypes it
         # exports), the fragments keep it from the start: asked once per dtype here
-        frags = Fragment.of_alike(layout.fragments, arrays, adapter, dl_devices, exports_itself(adapter, raw))
+        frags = Fragment.of_alike(layout.fragments, arrays, adapter, None, exports_itself(adapter, raw))
     except (AttributeError, DeviceError):  # the fragment-by-fragment loop names the fragment
         return None
     return None if frags is None else TensorBase._create(layout, frags, got)
 
 
-def _dlpack_devices(adapter: "Adapter", arrays: Sequence[Any], slots: Sequence[Device]) -> list[Any] | None:
-    """What each array's fragment reports as its DLPack device where known without asking
-    the array (plain host memory in slot ``cpu:k``: ``(1, k)``); ``None`` when an array is
-    not of the first one's type (its adapter is asked nothing) or its device does not fit
-    its slot."""
+def _devices_fit(adapter: "Adapter", arrays: Sequence[Any], slots: Sequence[Device]) -> bool:
+    """Whether every array is of the first one's type (its adapter is asked nothing
+    otherwise) and lies on a device that fits its slot."""
     kind = type(arrays[0])
-    seen_have = seen_slot = seen_dl = _UNSEEN
-    out = []
+    seen_have = seen_slot = _UNSEEN
     for array, slot in zip(arrays, slots):
         if type(array) is not kind:
-            return None
+            return False
         have = adapter.device_of(array)
         if have is not seen_have or slot is not seen_slot:  # a layout's equal devices are one object
             if have != slot and not device_fits(adapter, have, slot):
-                return None
+                return False
             seen_have, seen_slot = have, slot
-            seen_dl = slot_dlpack_device(adapter, slot) if have.kind == slot.kind else None
-        out.append(seen_dl)
-    return out
+    return True
 
 
 def _check_strides(frag: "FragmentLayout", adapter: "Adapter", array: Any) -> None:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .adapters import Adapter
     from .layout import FragmentLayout
 
-__all__ = ["Fragment", "process_rank", "slot_dlpack_device", "verify_fragments"]
+__all__ = ["Fragment", "process_rank", "verify_fragments"]
 
 
 def process_rank() -> int:
@@ -31,16 +31,6 @@ def process_rank() -> int:
 
 
 _CREATE = object()  # guards the constructor
-
-
-def slot_dlpack_device(adapter: "Adapter", device: Device) -> tuple[int, int] | None:
-    """What :meth:`Fragment.__dlpack_device__` reports for an array of ``adapter``'s
-    framework made for slot ``device``, where that is known without asking the
-    array: ``None`` (ask the array) for host slots, else the adapter's
-    :meth:`~dlmg.adapters.Adapter.dlpack_device_on` (``None``: ask the array)."""
-    if device.kind == "cpu":
-        return None
-    return adapter.dlpack_device_on(device)
 
 
 class Fragment:
@@ -523,11 +513,9 @@ class Fragment:
             raise DLPackError(f"fragment {self.index} cannot be exported here (remote or padded)")
         device = self.layout.device  # the array's, or for host memory any host slot
         adapter = self._adapter or self.adapter
-        pair = None if device.is_host else adapter.dlpack_device_on(device)
-        if pair is None:
-            pair = adapter.dlpack_device(array)
-            if pair[0] == 1 and device.kind == "cpu":  # the framework's own host device, else DLPack's one
-                pair = (1, adapter.device_of(array).index)
+        pair = adapter.dlpack_device(array)
+        if pair[0] == 1 and device.kind == "cpu":  # the framework's own host device, else DLPack's one
+            pair = (1, adapter.device_of(array).index)
         self._dl_device = pair
         return pair
 

@@ -1,10 +1,14 @@
 """Finding the adapter of an array or of a framework name.
 
 Adapters are loaded lazily from one table: the built-in adapters
-(:data:`BUILTIN_ADAPTERS`, the only place dlmg names frameworks), then the
-entry-point group ``dlmg.adapters`` (so an installed package adds a framework
-without touching dlmg), then adapters given to :func:`register` at run time. An array's framework is found from its type's module name, looked up
-without importing any framework, and cached per type.
+(:data:`BUILTIN_ADAPTERS`, read from :mod:`dlmg.adapters.builtin`, the only place
+dlmg names frameworks), then the entry-point group ``dlmg.adapters`` (so an
+installed package adds a framework without touching dlmg), then adapters given to
+:func:`register` at run time. An array's framework is found from its type's
+module name, looked up without importing any framework, and cached per type.
+
+Imports run one way: the registry imports the adapters; no adapter imports the
+registry (or anything of the tensor layer above it).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from functools import lru_cache
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
-from .adapters import Adapter
+from .adapters import PROTOCOL_QUESTIONS, Adapter, ProtocolHook, builtin
 from .device import native_device
 from .errors import FrameworkError
 
@@ -36,28 +40,17 @@ __all__ = [
     "device_from_native",
     "BUILTIN_PROTOCOLS",
     "BUILTIN_MODULES",
-    "tensor_protocol",
+    "protocol_hook",
 ]
 
-#: The built-in adapters: framework name -> ``"module:Class"``.
-BUILTIN_ADAPTERS: dict[str, str] = {
-    "numpy": "dlmg.adapters.numpy:NumpyAdapter",
-    "torch": "dlmg.adapters.torch:TorchAdapter",
-    "jax": "dlmg.adapters.jax:JaxAdapter",
-    "cupy": "dlmg.adapters.cupy:CupyAdapter",
-    "dlpack": "dlmg.adapters.generic:GenericAdapter",
-}
+#: The built-in adapters: framework name -> ``"module:Class"`` (:data:`dlmg.adapters.builtin.BUILTIN_ADAPTERS`).
+BUILTIN_ADAPTERS: dict[str, str] = builtin.BUILTIN_ADAPTERS
 #: The top-level modules whose array types each built-in adapter owns (its ``modules``):
 #: finding an array's adapter loads no built-in adapter that cannot own it.
-BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
-    "numpy": ("numpy",),
-    "torch": ("torch",),
-    "jax": ("jaxlib", "jax"),
-    "cupy": ("cupy", "cupy_backends"),
-}
+BUILTIN_MODULES: dict[str, tuple[str, ...]] = builtin.BUILTIN_MODULES
 #: The protocols of other frameworks a :class:`~dlmg.DistributedTensor` answers, and the
-#: built-in framework whose adapter answers each (``Adapter.tensor_protocols``): the
-#: tensor's method looks the answer up when it is called, so importing dlmg loads no
+#: built-in framework whose adapter declares each (``Adapter.protocols``): the tensor's
+#: method looks the declaration up when it is called, so importing dlmg loads no
 #: adapter module.
 BUILTIN_PROTOCOLS: dict[str, str] = {
     "__array_ufunc__": "numpy",
@@ -72,6 +65,9 @@ _ALIASES = {"np": "numpy", "pytorch": "torch", "jnp": "jax", "cp": "cupy", "gene
 
 
 def _load(target: str) -> "Adapter":
+    for name, known in BUILTIN_ADAPTERS.items():
+        if target == known:
+            return builtin.builtin_adapter(name)  # the instance the adapters themselves find
     module_name, _, attr = target.partition(":")
     return getattr(importlib.import_module(module_name), attr)()
 
@@ -94,7 +90,7 @@ def _clear_caches() -> None:
     _adapters.cache_clear()
     _instance.cache_clear()
     _adapter_for_type.cache_clear()
-    tensor_protocol.cache_clear()
+    protocol_hook.cache_clear()
     _OWNED.clear()
 
 
@@ -122,7 +118,8 @@ def register(adapter: "Adapter | type[Adapter]", *, replace: bool = False) -> "A
     FrameworkError
         When ``adapter`` is no :class:`dlmg.adapters.Adapter`, has no name, its
         name is taken and ``replace`` is false, or it answers a protocol the tensor
-        does not carry (the keys of :data:`BUILTIN_PROTOCOLS`).
+        does not carry (the keys of :data:`BUILTIN_PROTOCOLS`) or asks a question dlmg
+        does not answer (:data:`dlmg.adapters.PROTOCOL_QUESTIONS`).
     """
     if isinstance(adapter, type) and issubclass(adapter, Adapter):
         adapter = adapter()
@@ -133,12 +130,18 @@ def register(adapter: "Adapter | type[Adapter]", *, replace: bool = False) -> "A
         raise FrameworkError(f"adapter {adapter!r} has no name (set the class attribute 'name')")
     if name in _adapters() and not replace:
         raise FrameworkError(f"a framework named {name!r} is registered already; pass replace=True to replace it")
-    unknown = sorted(set(adapter.tensor_protocols) - BUILTIN_PROTOCOLS.keys())
+    unknown = sorted({hook.name for hook in adapter.protocols} - BUILTIN_PROTOCOLS.keys())
     if unknown:
         raise FrameworkError(
             f"adapter {name!r} answers protocols {unknown} that DistributedTensor does not carry; "
             f"it carries {sorted(BUILTIN_PROTOCOLS)}"
         )
+    for hook in adapter.protocols:
+        if hook.asks not in PROTOCOL_QUESTIONS:
+            raise FrameworkError(
+                f"adapter {name!r} declares protocol {hook.name} asking {hook.asks!r}; "
+                f"dlmg answers {sorted(PROTOCOL_QUESTIONS)}"
+            )
     _REGISTERED[name] = adapter
     _clear_caches()
     return adapter
@@ -290,31 +293,31 @@ def framework_of(array: Any) -> str:
 
 
 @lru_cache(maxsize=16)
-def tensor_protocol(name: str) -> Any:
-    """The answer to protocol ``name`` (``"__torch_function__"``...) that
-    :class:`~dlmg.DistributedTensor`'s method of that name calls: from the
-    adapter registered last that declares it in ``tensor_protocols``, else from
-    the built-in adapter :data:`BUILTIN_PROTOCOLS` names, loaded now (the
-    framework asking is in use). A function taking the tensor (the tensor's class
-    for class-level protocols such as ``__torch_function__``) first.
+def protocol_hook(name: str) -> tuple[str, ProtocolHook]:
+    """The framework that declares protocol ``name`` (``"__torch_function__"``...) and
+    its declaration (:class:`~dlmg.adapters.ProtocolHook`), from which
+    ``dlmg._protocols`` builds the answer :class:`~dlmg.DistributedTensor`'s method
+    of that name gives: from the adapter registered last that declares it in
+    ``protocols``, else from the built-in adapter :data:`BUILTIN_PROTOCOLS` names,
+    loaded now (the framework asking is in use).
 
     Raises
     ------
     FrameworkError
-        For a protocol no adapter answers.
+        For a protocol no adapter declares.
     """
     for adapter in reversed(list(_REGISTERED.values())):
-        if name in adapter.tensor_protocols:
-            return _unwrapped(adapter.tensor_protocols[name])
+        for hook in adapter.protocols:
+            if hook.name == name:
+                return adapter.name, hook
     framework = BUILTIN_PROTOCOLS.get(name)
     if framework is None:
         raise FrameworkError(f"no framework adapter answers the protocol {name!r}")
-    return _unwrapped(get_adapter(framework).tensor_protocols[name])
-
-
-def _unwrapped(method: Any) -> Any:
-    """The function of a ``classmethod``/``staticmethod`` a protocol was declared as."""
-    return method.__func__ if isinstance(method, (classmethod, staticmethod)) else method
+    adapter = get_adapter(framework)
+    for hook in adapter.protocols:
+        if hook.name == name:
+            return adapter.name, hook
+    raise FrameworkError(f"the {framework} adapter declares no protocol {name!r}")
 
 
 native_device.provide(device_from_native)  # as_device of a framework's device object

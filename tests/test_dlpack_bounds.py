@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import dlmg
+from dlmg.adapters import memory_range
 from dlmg.dlpack import bounds
 from dlmg.errors import DLPackError
 
@@ -189,5 +190,5 @@ def test_an_arrays_memory_range_is_its_byte_bounds(modes, dtype):
     shape = tuple(n for n, _ in modes)
     base = np.zeros(tuple(n * abs(step) for n, step in modes), dtype=dtype)
     view = base[tuple(slice(None, None, step) for _, step in modes)]
-    assert get_adapter("numpy").memory_range(view) == byte_bounds(view)
+    assert memory_range(get_adapter("numpy"), view) == byte_bounds(view)
     assert view.shape == shape

@@ -14,6 +14,7 @@ import textwrap
 import pytest
 
 from dlmg import registry
+from dlmg.adapters import available
 from dlmg.errors import FrameworkError, FrameworkNotInstalledError
 from dlmg.registry import BUILTIN_ADAPTERS, adapter_for, adapter_names, framework_of, get_adapter
 
@@ -167,7 +168,7 @@ def test_unknown_name_lists_known_ones(fresh_registry):
 def test_missing_framework_says_what_to_install(fresh_registry):
     if importlib.util.find_spec("cupy") is None:
         cupy = get_adapter("cupy")  # the adapter loads without CuPy...
-        assert not cupy.available()
+        assert not available(cupy)
         with pytest.raises(FrameworkNotInstalledError, match="pip install cupy"):
             cupy.module()  # ...and says what to install when used
         with pytest.raises(ImportError):
@@ -197,7 +198,7 @@ def test_entry_point_adapter_is_found_and_passes_the_contract(third_party):
 
 def test_entry_point_not_installed_framework(third_party):
     ghost = get_adapter("ghostfw")
-    assert not ghost.available()
+    assert not available(ghost)
     with pytest.raises(FrameworkNotInstalledError, match="pip install ghostfw"):
         ghost.module()
 
@@ -213,3 +214,55 @@ def test_broken_entry_point_warns_and_is_skipped(third_party):
         from dlmg.adapters._common import DLPackShim
 
         assert adapter_for(DLPackShim(np.ones(2))).name == "dlpack"
+
+
+def test_the_adapters_find_built_in_peers_without_the_registry():
+    """An adapter describing another built-in framework's array finds that adapter in
+    the adapters' own table (``dlmg.adapters.builtin``): the same instance the
+    registry hands out, and nothing for objects no built-in adapter owns."""
+    from dlmg.adapters.builtin import builtin_adapter, known_adapter
+
+    assert get_adapter("numpy") is builtin_adapter("numpy")
+    assert known_adapter(np.ones(3)) is builtin_adapter("numpy")
+    assert known_adapter(np.float32(1)) is None  # a NumPy scalar is no array
+    assert known_adapter(object()) is None and known_adapter([1, 2]) is None
+    assert set(registry.BUILTIN_ADAPTERS) == set(BUILTIN_ADAPTERS) >= set(registry.BUILTIN_MODULES)
+
+
+def test_an_adapter_states_protocol_facts_and_dlmg_answers(fresh_registry):
+    """An adapter declares how its framework calls a protocol (``ProtocolHook``); an
+    unknown protocol or question is refused when it registers, and a known one gets
+    dlmg's answer, built outside the adapter."""
+    import dlmg
+    from dlmg._protocols import NotConverted, protocol_answer
+    from dlmg.adapters import ProtocolHook
+    from dlmg.adapters.numpy import NumpyAdapter
+
+    class Asking(NumpyAdapter):
+        name = "asking"
+        modules = ("asking_arrays",)
+        protocols = (ProtocolHook("__jax_array__", "array", "; or ask nicely"),)
+
+    class Unknown(Asking):
+        name = "unknown_question"
+        protocols = (ProtocolHook("__jax_array__", "telepathy"),)
+
+    class Foreign(Asking):
+        name = "foreign_protocol"
+        protocols = (ProtocolHook("__dask_graph__", "array"),)
+
+    with pytest.raises(FrameworkError, match="telepathy"):
+        registry.register(Unknown)
+    with pytest.raises(FrameworkError, match="__dask_graph__"):
+        registry.register(Foreign)
+    registry.register(Asking)
+    try:
+        assert registry.protocol_hook("__jax_array__")[0] == "asking"
+        dt = dlmg.scatter(np.ones(4), dlmg.Layout.single(4))
+        answer = protocol_answer("__jax_array__")(dt)
+        assert isinstance(answer, NotConverted)
+        with pytest.raises(TypeError, match="asking.*or ask nicely"):
+            answer.__array__()
+    finally:
+        registry.unregister("asking")
+    assert registry.protocol_hook("__jax_array__")[0] == "jax"

@@ -149,6 +149,60 @@ def test_no_import_circle():
     assert not circles, "import circles among dlmg modules:\n" + "\n".join(" -> ".join(c) for c in circles)
 
 
+#: What the adapters may import of dlmg: the layers below them (values, devices,
+#: dtypes, DLPack). The registry imports the adapters, never the other way, and no
+#: adapter imports the tensor layer (its protocol policy is built in dlmg._protocols
+#: from the facts the adapters declare).
+ADAPTERS_MAY_IMPORT = ("dlmg.adapters", "dlmg.errors", "dlmg.device", "dlmg.dtypes", "dlmg.dlpack")
+
+
+def _imports_above(name: str, tree: ast.Module) -> list[str]:
+    """``module -> target`` for each import of adapter module ``name`` (top level or inside
+    a function; under ``TYPE_CHECKING`` left out) that reaches above the adapters."""
+    hidden = {id(n) for node in tree.body if _is_type_checking(node) for n in ast.walk(node)}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in hidden:
+            for target in _targets(name, node):
+                if not any(target == ok or target.startswith(ok + ".") for ok in ADAPTERS_MAY_IMPORT):
+                    out.append(f"{name} -> {target}")
+    return out
+
+
+def adapter_imports_above() -> list[str]:
+    """Every import of a module under adapters/ that reaches above the adapters."""
+    out = []
+    for name, path in MODULES.items():
+        if path.is_relative_to(ADAPTERS):
+            out.extend(_imports_above(name, ast.parse(path.read_text(), str(path))))
+    return sorted(out)
+
+
+def test_adapters_import_nothing_above_them():
+    """No module under adapters/ imports dlmg's registry or tensor layer (``_protocols``,
+    the tensor, ops, movement...): imports run one way, registry above adapters."""
+    assert adapter_imports_above() == []
+    graph = import_graph()
+    assert "dlmg.adapters" in graph["dlmg.registry"]  # the registry reads the adapters' table
+
+
+def test_the_adapter_import_scan_can_fail():
+    """The scan flags an adapter importing the registry or the protocol policy, in a
+    function too, and lets the layers below through."""
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "from dlmg.errors import DtypeError\n"
+        "from .._common import BaseAdapter\n"
+        "if TYPE_CHECKING:\n"
+        "    from dlmg.layout import Layout\n"
+        "def f():\n"
+        "    from dlmg.registry import get_adapter\n"
+        "from dlmg._protocols import function_hook\n"
+    )
+    found = _imports_above("dlmg.adapters.torch", ast.parse(source))
+    assert sorted(found) == ["dlmg.adapters.torch -> dlmg._protocols", "dlmg.adapters.torch -> dlmg.registry"]
+
+
 def test_no_dlmg_import_inside_functions():
     found = lazy_imports()
     assert not found, f"{len(found)} imports of dlmg modules inside functions:\n" + "\n".join(found)

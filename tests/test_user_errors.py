@@ -203,18 +203,19 @@ def test_protocol_answers_come_from_the_adapters():
     from dlmg.adapters.numpy import NumpyAdapter
     from dlmg.adapters.torch import TorchAdapter
 
-    from dlmg._protocols import FrameworkProtocols
-    from dlmg.registry import BUILTIN_PROTOCOLS, tensor_protocol
+    from dlmg._protocols import FrameworkProtocols, protocol_answer
+    from dlmg.registry import BUILTIN_PROTOCOLS, protocol_hook
 
     for adapter, names in ((NumpyAdapter, {"__array_ufunc__", "__array_function__"}),
                            (JaxAdapter, {"__jax_array__"}), (TorchAdapter, {"__torch_function__"})):
-        assert set(adapter.tensor_protocols) == names
+        assert {hook.name for hook in adapter.protocols} == names
         for name in names:
-            # defined on the tensor's class (a base of it), answered by the adapter when called
+            # defined on the tensor's class (a base of it), declared by the adapter, answered by dlmg
             assert name in vars(FrameworkProtocols) and hasattr(dlmg.DistributedTensor, name)
             assert BUILTIN_PROTOCOLS[name] == adapter.name
-            declared = adapter.tensor_protocols[name]
-            assert tensor_protocol(name) is getattr(declared, "__func__", declared)
+            declared = next(hook for hook in adapter.protocols if hook.name == name)
+            assert protocol_hook(name) == (adapter.name, declared)
+            assert callable(protocol_answer(name))
     assert set(BUILTIN_PROTOCOLS) == {n for n in vars(FrameworkProtocols) if n.startswith("__") and n.endswith("__")
                                       and callable(getattr(FrameworkProtocols, n)) and n not in vars(object)
                                       and n not in ("__init_subclass__", "__subclasshook__")}

@@ -18,7 +18,6 @@ from typing import Any, Sequence
 
 from dlmg.device import Device
 from dlmg.errors import CopyRequiredError, DeviceError, DLPackError
-from dlmg.registry import get_adapter
 
 from .._common import (
     BaseAdapter,
@@ -32,8 +31,9 @@ from .._common import (
     runs_backwards_by_byte_strides,
     other_known_framework,
 )
+from ..builtin import builtin_adapter
 from ..capabilities import (
-    BulkCopies, Carving, CompiledElementwise, ListOperators, QuickExport, QuickImport, concatenate_by_views,
+    BulkCopies, CompiledElementwise, ListOperators, QuickExport, QuickImport, concatenate_by_views,
 )
 from . import _kernels
 from ._copies import DEVICE_TO_DEVICE, WORDS_FROM, copy_engine, current, in_words
@@ -47,7 +47,7 @@ def _cuda_device(index: int) -> Device:
     return Device("cuda", int(index))
 
 
-class CupyAdapter(BaseAdapter, BulkCopies, Carving, QuickImport, QuickExport, ListOperators,
+class CupyAdapter(BaseAdapter, BulkCopies, QuickImport, QuickExport, ListOperators,
                   CompiledElementwise):
     """Adapter for :class:`cupy.ndarray` (CUDA device memory)."""
 
@@ -71,7 +71,7 @@ class CupyAdapter(BaseAdapter, BulkCopies, Carving, QuickImport, QuickExport, Li
     # -- conversions ----------------------------------------------------------
     def native_dtype(self, dtype: Any) -> Any:
         """The dtype CuPy uses for a dlmg dtype (NumPy's, bfloat16 through ml_dtypes)."""
-        return get_adapter("numpy").native_dtype(dtype)
+        return builtin_adapter("numpy").native_dtype(dtype)
 
     def device_from_native(self, obj: Any) -> Device | None:
         """The dlmg device of a ``cupy.cuda.Device``; ``None`` for other objects."""
@@ -182,7 +182,7 @@ class CupyAdapter(BaseAdapter, BulkCopies, Carving, QuickImport, QuickExport, Li
         here = src.device if src is not None else known.device_of(inner)  # type: ignore[union-attr]
         if here.kind != "cuda":
             if copy is True and here.is_host:
-                host = get_adapter("numpy").from_dlpack(obj)
+                host = builtin_adapter("numpy").from_dlpack(obj)
                 idx = device.index if device is not None else cp.cuda.runtime.getDevice()
                 with cp.cuda.Device(idx):
                     return cp.array(host, copy=True)

@@ -50,12 +50,12 @@ import sys
 
 from typing import Any
 
-from dlmg._protocols import conversion_refused
 from dlmg.device import Device
 from dlmg.dlpack import DLPackExporter
 from dlmg.dtypes import canonical
 from dlmg.errors import CopyRequiredError, DeviceError, DLPackError, DtypeError
 
+from .._base import ProtocolHook
 from .._common import (
     SIXTY_FOUR_BIT,
     BaseAdapter,
@@ -83,35 +83,6 @@ __all__ = ["JaxAdapter"]
 JAX_HOST_ALIGNMENT = 64
 
 
-class _NotConverted:
-    """What a distributed tensor gives JAX for ``__jax_array__``: no array.
-
-    JAX's operators (``jax_array + dt``) ask ``__jax_array__`` and return
-    ``NotImplemented`` for an answer that is no array, so that Python goes on to
-    the tensor's reflected operator (which takes 0-d arrays and refuses larger
-    ones, saying to scatter them). JAX's conversions (``jnp.asarray(dt)``) turn
-    the answer into an array through ``__array__``, which refuses here, saying
-    what to call. Both through JAX's public protocols: nothing asks who called.
-    """
-
-    __slots__ = ()
-
-    def __array__(self, *args: Any, **kwargs: Any) -> Any:
-        raise conversion_refused("jax", "; for a sharded jax.Array on the same buffers: dt.to_jax()")
-
-    def __repr__(self) -> str:
-        return "<a DistributedTensor, not converted to a jax.Array: dt.gather(framework='jax') or dt.to_jax()>"
-
-
-_NOT_CONVERTED = _NotConverted()
-
-
-def _jax_array(self: Any) -> Any:
-    """JAX asks for one ``jax.Array``; a distributed tensor is not converted implicitly
-    (see :class:`_NotConverted`)."""
-    return _NOT_CONVERTED
-
-
 class JaxAdapter(BaseAdapter, QuickImport, QuickExport, Rearranging, ListOperators, CompiledElementwise,
                  JaxDelegation):
     """Adapter for single-device ``jax.Array`` (immutable)."""
@@ -121,10 +92,9 @@ class JaxAdapter(BaseAdapter, QuickImport, QuickExport, Rearranging, ListOperato
     package = "jax"
     install_hint = "pip install jax (or jax[cuda12] for GPUs)"
     #: jnp.asarray(dt) says to gather; jax_array + dt goes on to the tensor's reflected operator.
-    tensor_protocols = {"__jax_array__": _jax_array}
+    protocols = (ProtocolHook("__jax_array__", "array", "; for a sharded jax.Array on the same buffers: dt.to_jax()"),)
     mutable = False
     distinct_host_devices = True  # cpu:0 ... cpu:7 are JAX devices of their own
-    negative_strides = False  # JAX has no views: its buffers never run backwards
 
     def owns(self, array: Any) -> bool:
         """Whether ``array`` is a ``jax.Array`` (type module ``jaxlib._jax``), checked without importing JAX."""
@@ -224,6 +194,10 @@ class JaxAdapter(BaseAdapter, QuickImport, QuickExport, Rearranging, ListOperato
     def dlpack_device(self, array: Any) -> tuple[int, int]:
         """``array.__dlpack_device__()``, kept per sharding (see :func:`~dlmg.adapters.jax._devices.dlpack_of_sharding`)."""
         return dlpack_of_sharding(by_sharding(array))
+
+    def runs_backwards(self, array: Any) -> bool:
+        """False: JAX has no views, its buffers never run backwards."""
+        return False
 
     def strides_of(self, array: Any) -> tuple[int, ...]:
         """Element strides of the buffer, from its layout (``format.layout.major_to_minor``).

@@ -42,11 +42,11 @@ from typing import Any
 
 import numpy
 
-from dlmg._protocols import function_refused
 from dlmg.device import Device
 from dlmg.dtypes import canonical
 from dlmg.errors import CopyRequiredError, DeviceError, DLPackError, DtypeError
 
+from .._base import ProtocolHook
 from .._common import (
     BaseAdapter,
     DLPackShim,
@@ -61,7 +61,7 @@ from .._common import (
     other_known_framework,
 )
 from ..capabilities import (
-    BulkCopies, Carving, CompiledElementwise, ListOperators, QuickExport, QuickImport, concatenate_by_views,
+    BulkCopies, CompiledElementwise, ListOperators, QuickExport, QuickImport, concatenate_by_views,
 )
 from . import _compile, _copies, _lists
 from ._export import consumer_stream, current, current_device, plain, quick_export
@@ -171,11 +171,6 @@ def _importer_of(torch: Any, source: Any) -> Any:
     return take_in
 
 
-def _torch_function(cls: type, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
-    """torch functions and tensor methods meeting a distributed tensor: refuse, naming the fix."""
-    raise function_refused("torch", getattr(func, "__name__", str(func)), (*args, *(kwargs or {}).values()))
-
-
 _REQUIRES_GRAD = attrgetter("requires_grad")
 
 # Not Delegating: DTensor.redistribute was slower than dlmg's all-to-all at 64 MiB on
@@ -202,7 +197,7 @@ def _positive_steps(key: tuple[Any, ...], shape: Sequence[int]) -> tuple[tuple[A
     return tuple(plain), flips
 
 
-class TorchAdapter(BaseAdapter, BulkCopies, Carving, QuickImport, QuickExport, ListOperators,
+class TorchAdapter(BaseAdapter, BulkCopies, QuickImport, QuickExport, ListOperators,
                    CompiledElementwise):
     """Adapter for :class:`torch.Tensor` (CPU and CUDA)."""
 
@@ -211,7 +206,7 @@ class TorchAdapter(BaseAdapter, BulkCopies, Carving, QuickImport, QuickExport, L
     package = "torch"
     install_hint = "pip install torch (see https://pytorch.org for CUDA builds)"
     #: torch.ones(8, 4) + dt says to scatter; torch.sum(dt) names dlmg.sum and gather.
-    tensor_protocols = {"__torch_function__": classmethod(_torch_function)}
+    protocols = (ProtocolHook("__torch_function__", "dispatch"),)
     mutable = True
     can_view = True
     done_on_return = True  # host work is finished when the call returns
@@ -282,11 +277,7 @@ class TorchAdapter(BaseAdapter, BulkCopies, Carving, QuickImport, QuickExport, L
             return None
         return partial(current, self.module(), device.index)
 
-    def tracks_gradients(self, array: Any) -> bool:
-        """``array.requires_grad``."""
-        return bool(getattr(array, "requires_grad", False))
-
-    def tracks_any_gradients(self, arrays: Sequence[Any]) -> bool:
+    def tracks_gradients(self, arrays: Sequence[Any]) -> bool:
         """Whether any of ``arrays`` has ``requires_grad``."""
         try:  # (map: no Python frame per array; every operator asks this of its operands)
             return any(map(_REQUIRES_GRAD, arrays))
@@ -305,6 +296,10 @@ class TorchAdapter(BaseAdapter, BulkCopies, Carving, QuickImport, QuickExport, L
     def strides_of(self, array: Any) -> tuple[int, ...]:
         """``array.stride()`` (already in elements)."""
         return tuple(array.stride())
+
+    def runs_backwards(self, array: Any) -> bool:
+        """False: torch has no negative strides (see :meth:`index`)."""
+        return False
 
     def data_ptr(self, array: Any) -> int:
         """``array.data_ptr()`` (includes the storage offset)."""
@@ -561,16 +556,6 @@ class TorchAdapter(BaseAdapter, BulkCopies, Carving, QuickImport, QuickExport, L
             return False
         return not tensor.is_cuda or tensor.get_device() == current_device(self.module())()
 
-    def dlpack_device_on(self, device: Device) -> tuple[int, int] | None:
-        """The device's own pair, or ``(kDLROCM, i)`` for ``cuda:i`` under ROCm
-        (torch's HIP build): torch reports a tensor's device alone. ``None`` on
-        the host, where pinned memory reports another type."""
-        if device.is_host:
-            return None
-        if device.kind == "cuda" and self.module().version.hip is not None:
-            return (10, device.index)
-        return device.dlpack
-
     def producer(self, array: Any) -> Any:
         """``array`` itself where its own ``__dlpack__`` works as is (on the host or
         the current CUDA device, without grad or the lazy conjugate bit), for a
@@ -609,8 +594,9 @@ class TorchAdapter(BaseAdapter, BulkCopies, Carving, QuickImport, QuickExport, L
             torch.cuda.synchronize(i)
 
     def synchronize_array(self, array: Any) -> None:
-        """Synchronise the CUDA device of ``array`` (nothing for CPU tensors)."""
-        if array.device.type == "cuda":
+        """Synchronise the CUDA device of ``array`` (nothing for CPU tensors: torch's host
+        work is done when its call returns)."""
+        if array.is_cuda:
             self.module().cuda.synchronize(array.device.index)
 
     # -- compiling --------------------------------------------------------------

@@ -36,6 +36,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..adapters import carries, in_use
 from ..device import Device
 from ..dtypes import info
 from ..errors import CollectiveError, DeviceError, FrameworkNotInstalledError
@@ -259,14 +260,14 @@ def _holder(device: Device, dtype: str) -> Any:
     """The adapter that allocates message buffers of ``dtype`` on ``device``: NumPy on the
     host where it carries the dtype, else the first framework in use that reaches the
     device and carries it (a CuPy-only program gets CuPy buffers, never torch ones)."""
-    if device.is_host and get_adapter("numpy").carries(dtype):
+    if device.is_host and carries(get_adapter("numpy"), dtype):
         return get_adapter("numpy")
     for name in adapter_names():
         try:
             adapter = get_adapter(name)
         except Exception:  # a broken third-party adapter: not a candidate
             continue
-        if adapter.in_use() and adapter.supports(device) and adapter.carries(dtype):
+        if in_use(adapter) and adapter.supports(device) and carries(adapter, dtype):
             return adapter
     raise DeviceError(f"the MPI engine found no framework in use that holds {dtype} on {device}")
 
@@ -303,7 +304,7 @@ def _local_gpu() -> Device | None:
             adapter = get_adapter(name)
         except Exception:  # a broken third-party adapter
             continue
-        if not adapter.in_use() or adapter.supports(Device("cuda", _NO_SUCH_GPU)):
+        if not in_use(adapter) or adapter.supports(Device("cuda", _NO_SUCH_GPU)):
             continue  # (an adapter that takes any device, such as the DLPack one, counts no GPU)
         count = 0
         while adapter.supports(Device("cuda", count)):

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..adapters import available, carries, holds_dtype
 from ..construct import from_fragments, from_pointers
 from ..device import Device
 from ..errors import DtypeError, FrameworkError
@@ -60,9 +61,9 @@ def host_framework(preferred: "Adapter", dtype: str) -> "Adapter":
             adapter = get_adapter(name)
         except FrameworkError:
             continue
-        if not (adapter.available() and adapter.supports(_HOST) and adapter.holds_dtype(dtype)):
+        if not (available(adapter) and adapter.supports(_HOST) and holds_dtype(adapter, dtype)):
             continue
-        if adapter.carries(dtype) or _holds_numpy(adapter):  # NumPy's own arrays need no DLPack
+        if carries(adapter, dtype) or _holds_numpy(adapter):  # NumPy's own arrays need no DLPack
             return adapter
     raise DtypeError(f"no installed framework holds {dtype} arrays in host memory (tried {', '.join(dict.fromkeys(names))})")
 

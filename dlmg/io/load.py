@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..adapters import available
 from ..construct import from_fragments
 from ..distributed.agree import describe
 from ..errors import CheckpointError, ChunkError, FrameworkError, LayoutError
@@ -96,7 +97,7 @@ def _framework(meta: dict[str, Any], framework: str | None) -> Any:
             adapter = get_adapter(name)
         except FrameworkError:
             continue
-        if adapter.available():
+        if available(adapter):
             return adapter
     return get_adapter(DEFAULT_FRAMEWORK)
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from .transfer import move, same_memory, synchronize_arrays
 from ..adapters.capabilities import concatenate, copy_pairs
+from ..adapters import available, carries
 from ..device import Device
 from ..errors import CopyRequiredError, DLPackError, DtypeError, FragmentError, FrameworkError
 from ..registry import adapter_names, get_adapter
@@ -73,7 +74,7 @@ def copy_framework(device: Device, dtype: str, prefer: Iterable[str] = ()) -> "A
         except FrameworkError:
             continue
         # capabilities first: they import nothing
-        if a.can_view and a.carries(dtype) and a.available() and a.supports(device):
+        if a.can_view and carries(a, dtype) and available(a) and a.supports(device):
             return a
     raise FrameworkError(
         f"no installed framework can hold and write {dtype} memory on {device} "

@@ -17,7 +17,6 @@ from .._shapes import c_strides
 from ..device import Device, as_device, unreachable_hint
 from ..dtypes import canonical, info
 from ..errors import DeviceError, DtypeError, FrameworkError, LayoutError, LayoutMismatchError, ReadOnlyError
-from ..fragment import slot_dlpack_device
 from ..plans.plan import RedistributionPlan, one_copy
 from ..registry import DEFAULT_FRAMEWORK, adapter_for, get_adapter, viewing_frameworks
 from ..fragment import Fragment, process_rank
@@ -182,7 +181,7 @@ def finish_fragment(frag: "FragmentLayout", buf: Buffer, framework: "Adapter", r
             synchronize([buf])  # the staging framework's queued copies, before another framework reads
             array = framework.from_dlpack(buf.adapter.producer(array), device=device)
         return Fragment.of_array(frag, array, framework.name, rank=rank if rank is not None else process_rank(),
-                                 adapter=framework, dl_device=slot_dlpack_device(framework, device))
+                                 adapter=framework)
     if frag.is_strided:
         view = buf.adapter.as_strided(buf.base, frag.shape, frag.strides, 0)
         return Fragment.of_array(frag, view, framework.name, rank=process_rank())

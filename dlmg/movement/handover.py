@@ -6,9 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..adapters.capabilities import QuickImport
-from ..device import Device
 from ..errors import CopyRequiredError, FragmentError, LayoutError
-from ..fragment import slot_dlpack_device
 from ..registry import get_adapter
 from ..fragment import Fragment, process_rank
 
@@ -29,8 +27,6 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
     out = []
     take_in = target.from_dlpack
     quick, quick_source = None, None  # the target's importer of the last source framework's arrays
-    last_device: Device | None = None
-    dl_device: tuple[int, int] | None = None  # what Fragment.__dlpack_device__ reports on last_device
     for frag in dt.fragments:
         # attributes read directly: this loop is the whole cost of to()
         array = frag._array
@@ -61,10 +57,7 @@ def to_framework(dt: "DistributedTensor", framework: str, copy: bool | None = No
             except Exception as exc:
                 raise _hand_over_error(frag, target, copy, exc) from exc
             readonly = readonly and not _copied(frag, target, new, src, array)
-        if device is not last_device:  # the import put it on the fragment's device: host
-            # memory in slot cpu:k exports as (1, k); a layout's equal devices are one object
-            last_device, dl_device = device, slot_dlpack_device(target, device)
-        out.append(Fragment.of_result(frag.layout, new, name, target, readonly, dl_device))  # frag.rank is me
+        out.append(Fragment.of_result(frag.layout, new, name, target, readonly, None))  # frag.rank is me
     return type(dt)._create(dt.layout, out, dt.dtype)
 
 
@@ -121,5 +114,4 @@ def _handed_over(frag: Fragment, target: "Adapter", copy: bool | None, me: int) 
     readonly = readonly and copy is not True and not _copied(frag, target, new, src, base)
     if padded:
         return Fragment.of_memory(frag.layout, new, name, rank=me, readonly=readonly)
-    return Fragment.of_array(frag.layout, new, name, rank=me, readonly=readonly, adapter=target,
-                             dl_device=slot_dlpack_device(target, device))
+    return Fragment.of_array(frag.layout, new, name, rank=me, readonly=readonly, adapter=target)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ..adapters.capabilities import Carving
+from ..adapters.capabilities import BulkCopies
 from ..distributed._state import current
 from ..errors import FragmentError
 from ..fragment import verify_fragments
@@ -177,7 +177,7 @@ def source_places(dt: "DistributedTensor") -> tuple[dict[int, Buffer], dict[int,
             if buf.device.is_host:
                 continue
             adapter = buf.adapter
-            found_whole = adapter.allocation_of(buf.base) if isinstance(adapter, Carving) else None
+            found_whole = adapter.allocation_of(buf.base) if isinstance(adapter, BulkCopies) else None
             if found_whole is not None:
                 whole, offset = found_whole
                 key = (adapter.name, buf.device, adapter.data_ptr(whole), adapter.shape_of(whole))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from ..adapters import available
 from ..device import Device
 from ..errors import DeviceError, DlmgError, DLPackError, DtypeError, FrameworkError
 from ..registry import adapter_names, get_adapter
@@ -35,7 +36,7 @@ def _installed(name: str) -> "Adapter | None":
         adapter = get_adapter(name)
     except FrameworkError:
         return None
-    return adapter if adapter.available() else None
+    return adapter if available(adapter) else None
 
 
 def move(array: Any, src: "Adapter", dst: "Adapter", device: Device) -> Any:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from ..adapters import holds_dtype
 from ..dtypes import NAMES, info
 from ..errors import DtypeError
 from ..registry import get_adapter
@@ -154,6 +155,6 @@ def narrow_for(dtype: str, frameworks: Iterable[str]) -> str:
     """
     if dtype not in _NARROW:
         return dtype
-    if all(get_adapter(name).holds_dtype(dtype) for name in set(frameworks)):
+    if all(holds_dtype(get_adapter(name), dtype) for name in set(frameworks)):
         return dtype
     return _NARROW[dtype]

@@ -81,8 +81,8 @@ def on_lists(name: str, ops: Any, in_place: bool, label: str, lead_untracked: bo
     call = adapter.list_operator(name, in_place)
     if call is None:
         return None
-    if (not lead_untracked and adapter.tracks_any_gradients(placed.arrays)) or (
-        other_frags is not None and adapter.tracks_any_gradients(other_placed.arrays)
+    if (not lead_untracked and adapter.tracks_gradients(placed.arrays)) or (
+        other_frags is not None and adapter.tracks_gradients(other_placed.arrays)
     ):
         return None  # autograd records the per-fragment operators
     if len(groups) == 1:  # one device: the placements' arrays are the lists (their order, every local fragment)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ..movement.transfer import synchronize_arrays
 from ..dlpack.bounds import ranges_meet
 from ..errors import LayoutMismatchError
+from ..adapters import in_use, memory_range
 from ..base import TensorBase
 from ..registry import DEFAULT_FRAMEWORK, adapter_for, adapter_names, get_adapter
 from ._dtypes import check_inplace
@@ -208,7 +209,7 @@ def _fresh(result: Any, call: Sequence[Any], positions: Sequence[int], adapter: 
             shared = adapter.shares_memory(result, arg)
         else:
             owner = adapter_for(result)
-            shared = ranges_meet(owner.memory_range(result), adapter_for(arg).memory_range(arg))
+            shared = ranges_meet(memory_range(owner, result), memory_range(adapter_for(arg), arg))
         if shared:
             return xp.asarray(result, copy=True)
     if owner.is_readonly(result):
@@ -528,5 +529,5 @@ def synchronize() -> None:
             adapter = get_adapter(name)
         except Exception:  # a broken adapter cannot have queued work
             continue
-        if adapter.in_use():
+        if in_use(adapter):
             adapter.synchronize(None)

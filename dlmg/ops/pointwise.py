@@ -331,10 +331,10 @@ def _reusable(tensor: "DistributedTensor", placed: Any) -> bool:
         return False
     groups = local_groups(placed)
     if len(groups) == 1:  # one framework and device: the placement's list of the arrays
-        return not groups[0][0].tracks_any_gradients(placed.arrays)
+        return not groups[0][0].tracks_gradients(placed.arrays)
     frags = tensor.fragments
     for adapter, _, indices in groups:  # one call per framework and device
-        if adapter.tracks_any_gradients([frags[i]._array for i in indices]):
+        if adapter.tracks_gradients([frags[i]._array for i in indices]):
             return False
     return True
 

@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from dlmg.adapters.capabilities import (
-    CAPABILITIES, LIST_OPERATORS, Carving, CompiledElementwise, Concat, Cut, Delegating, Delegation, ListOperators,
+    CAPABILITIES, LIST_OPERATORS, BulkCopies, CompiledElementwise, Concat, Cut, Delegating, Delegation, ListOperators,
     QuickExport, QuickImport, Rearranging, Retiling, Slice, Span, concatenate, copy_pairs,
 )
 from dlmg.device import Device
@@ -216,10 +216,10 @@ def check_quick_export(ctx: ContractContext) -> None:
 
 
 def check_carving(ctx: ContractContext) -> None:
-    """Carving: allocation_of a view carved out of a 1-D array names memory that holds
+    """BulkCopies: allocation_of a view carved out of a 1-D array names memory that holds
     the view (``None`` is allowed; a wrong answer reads the wrong memory)."""
     a = ctx.adapter
-    if not isinstance(a, Carving) or not a.can_view:
+    if not isinstance(a, BulkCopies) or not a.can_view:
         return
     whole = a.empty((24,), "float32", ctx.device)
     view = a.as_strided(whole, (2, 3), (3, 1), 5)
