@@ -283,58 +283,14 @@ def from_partitioned(obj: Any, *, copy: bool = False) -> "DistributedTensor":
         device than its location names without ``copy=True``.
     """
     d = _dictionary(obj)
-    for key in ("shape", "partition_tiling", "partitions"):
-        if key not in d:
-            raise LayoutError(f"__partitioned__ has no {key!r} (keys: {sorted(map(str, d))})")
-    shape = _tuple(d["shape"], "shape")
-    tiling = _tuple(d["partition_tiling"], "partition_tiling", len(shape))
-    bad = [m for m, (n, t) in enumerate(zip(shape, tiling)) if t < 0 or (t == 0 and n != 0)]
-    if bad:  # (no partition at all would wrap memory nobody wrote)
-        raise LayoutError(
-            f"__partitioned__: partition_tiling={tiling} must cut every mode into at least one partition; "
-            f"mode {bad[0]} of extent {shape[bad[0]]} has {tiling[bad[0]]} (shape={shape})"
-        )
-    raw = d["partitions"]
-    if not isinstance(raw, Mapping):
-        raise LayoutError(f"__partitioned__: partitions must be a dict, got {type(raw).__name__}")
-    parts = {tuple(k) if isinstance(k, (tuple, list)) else (k,): v for k, v in raw.items()}
-    expect = set(itertools.product(*(range(t) for t in tiling)))
-    if set(parts) != expect:
-        missing = sorted(expect - set(parts))[:4]
-        extra = sorted(set(parts) - expect, key=str)[:4]
-        raise LayoutError(
-            f"__partitioned__: partitions must have every position of partition_tiling={tiling}; "
-            f"missing {missing}, unexpected {extra}"
-        )
-    get = d.get("get")
+    shape, tiling, parts = _read_tiling(d)
     if not parts:
         return _empty(shape, d.get("dtype"))
     spans, irregular = _mode_tiling(parts, shape, tiling)
-    me = _me()
-    # what this process holds: data through ``get``, per replica
-    nrep = None
-    owners: dict[tuple[int, ...], list[tuple[int, Device | None]]] = {}
-    arrays: dict[tuple[int, ...], list[Any]] = {}
-    for pos, part in parts.items():
-        loc = part.get("location")
-        if not isinstance(loc, (list, tuple)) or (
-            len(loc) == 2 and isinstance(loc[1], (list, tuple)) and not isinstance(loc[0], (list, tuple))
-        ):
-            loc = [loc]  # one location given bare: a rank, an address or one (rank, device) pair
-        entries = [_location(e, f"partitions[{pos}]['location'][{r}]") for r, e in enumerate(loc)]
-        if not entries:
-            raise LayoutError(f"__partitioned__: partitions[{pos}]['location'] is empty")
-        if nrep is None:
-            nrep = len(entries)
-        elif len(entries) != nrep:
-            raise LayoutError(
-                f"__partitioned__: partitions[{pos}] has {len(entries)} locations, others {nrep}; "
-                "dlmg reads several locations as replicas, the same number for every partition"
-            )
-        owners[pos] = entries
-        arrays[pos] = _replica_arrays(part, entries, me, get, pos)
-    assert nrep is not None
+    owners, arrays = _read_owners(parts, d.get("get"))
+    nrep = len(next(iter(owners.values())))
     local_device = next((_device_of(a) for row in arrays.values() for a in row if a is not None), None)
+    me = _me()
     devices = {
         pos: [dev if dev is not None else _guess_device(pos, r, rank, arrays[pos][r], me, local_device)
               for r, (rank, dev) in enumerate(entries)]
@@ -367,6 +323,64 @@ def from_partitioned(obj: Any, *, copy: bool = False) -> "DistributedTensor":
         return _wrap(fine, parts, arrays, owners)
     tensor = _wrap(fine, parts, arrays, owners)
     return tensor.redistribute(coarse) if copy else tensor
+
+
+def _read_tiling(d: Mapping[str, Any]) -> tuple[tuple[int, ...], tuple[int, ...], dict[tuple[int, ...], Any]]:
+    """The shape, the partition tiling and the partitions by position, each checked."""
+    for key in ("shape", "partition_tiling", "partitions"):
+        if key not in d:
+            raise LayoutError(f"__partitioned__ has no {key!r} (keys: {sorted(map(str, d))})")
+    shape = _tuple(d["shape"], "shape")
+    tiling = _tuple(d["partition_tiling"], "partition_tiling", len(shape))
+    bad = [m for m, (n, t) in enumerate(zip(shape, tiling)) if t < 0 or (t == 0 and n != 0)]
+    if bad:  # (no partition at all would wrap memory nobody wrote)
+        raise LayoutError(
+            f"__partitioned__: partition_tiling={tiling} must cut every mode into at least one partition; "
+            f"mode {bad[0]} of extent {shape[bad[0]]} has {tiling[bad[0]]} (shape={shape})"
+        )
+    raw = d["partitions"]
+    if not isinstance(raw, Mapping):
+        raise LayoutError(f"__partitioned__: partitions must be a dict, got {type(raw).__name__}")
+    parts = {tuple(k) if isinstance(k, (tuple, list)) else (k,): v for k, v in raw.items()}
+    expect = set(itertools.product(*(range(t) for t in tiling)))
+    if set(parts) != expect:
+        missing = sorted(expect - set(parts))[:4]
+        extra = sorted(set(parts) - expect, key=str)[:4]
+        raise LayoutError(
+            f"__partitioned__: partitions must have every position of partition_tiling={tiling}; "
+            f"missing {missing}, unexpected {extra}"
+        )
+    return shape, tiling, parts
+
+
+def _read_owners(
+    parts: Mapping[tuple[int, ...], Any], get: Any,
+) -> tuple[dict[tuple[int, ...], list[tuple[int, Device | None]]], dict[tuple[int, ...], list[Any]]]:
+    """Each partition's locations, read as replicas ``(rank, device or None)``, and the
+    arrays this process holds of each (through ``get`` where the producer gives one)."""
+    me = _me()
+    nrep = None
+    owners: dict[tuple[int, ...], list[tuple[int, Device | None]]] = {}
+    arrays: dict[tuple[int, ...], list[Any]] = {}
+    for pos, part in parts.items():
+        loc = part.get("location")
+        if not isinstance(loc, (list, tuple)) or (
+            len(loc) == 2 and isinstance(loc[1], (list, tuple)) and not isinstance(loc[0], (list, tuple))
+        ):
+            loc = [loc]  # one location given bare: a rank, an address or one (rank, device) pair
+        entries = [_location(e, f"partitions[{pos}]['location'][{r}]") for r, e in enumerate(loc)]
+        if not entries:
+            raise LayoutError(f"__partitioned__: partitions[{pos}]['location'] is empty")
+        if nrep is None:
+            nrep = len(entries)
+        elif len(entries) != nrep:
+            raise LayoutError(
+                f"__partitioned__: partitions[{pos}] has {len(entries)} locations, others {nrep}; "
+                "dlmg reads several locations as replicas, the same number for every partition"
+            )
+        owners[pos] = entries
+        arrays[pos] = _replica_arrays(part, entries, me, get, pos)
+    return owners, arrays
 
 
 def _replica_arrays(part: Mapping[str, Any], entries: list, me: int, get: Any, pos: tuple) -> list[Any]:
