@@ -133,9 +133,10 @@ def _row(row: dict[str, Any], name: str) -> str:
 
 
 def _provenance(run: dict[str, Any]) -> dict[str, Any]:
-    """Where a run's cases come from: its command, start, commit and load."""
+    """Where a run's cases come from: its command, start, commit, GPU (if any) and load."""
     m = run.get("machine", {})
-    return {"command": run["command"], "started": run["started"], "git_commit": m.get("git_commit"),
+    gpu = (m.get("gpu") or {}).get("name")
+    return {"command": run["command"], "started": run["started"], "git_commit": m.get("git_commit"), "gpu": gpu,
             "load_average": m.get("load_average"), "load_average_end": m.get("load_average_end")}
 
 
@@ -214,7 +215,8 @@ def _separately(origin: dict[str, Any], reference: dict[str, Any]) -> list[str]:
     """The line that says where a case or part was recorded, where that is not ``reference``'s run."""
     if (origin["command"], origin["started"]) == (reference["command"], reference["started"]):
         return []
-    return ["", f"Recorded separately at commit `{origin.get('git_commit')}` on {str(origin['started'])[:10]}"
+    where = f" on an {origin['gpu']}" if origin.get("gpu") else ""
+    return ["", f"Recorded separately at commit `{origin.get('git_commit')}` on {str(origin['started'])[:10]}{where}"
                 f" with `{origin['command']}`; load average {origin.get('load_average')} at the start,"
                 f" {origin.get('load_average_end')} at the end."]
 

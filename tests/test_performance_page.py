@@ -196,18 +196,18 @@ def test_a_run_of_some_gpu_parts_takes_their_place_and_keeps_the_others():
     run["started"] = "2030-01-02T03:04:05+00:00"
     old_pointwise = [r for r in rows if r["name"].startswith("pointwise: ")]
     new_pointwise = {**copy.deepcopy(old_pointwise[0]), "name": "pointwise: again"}
-    contraction = {**copy.deepcopy(old_pointwise[0]), "name": "contractions: A @ B"}
+    contraction = {**copy.deepcopy(old_pointwise[0]), "name": "a part not recorded: A @ B"}
     run["cases"][0]["rows"] = [new_pointwise, contraction]
     merged = merge_runs(base, run)
     names = [r["name"] for r in merged["cases"][0]["rows"]]
     assert "pointwise: again" in names and not any(r["name"] in names for r in old_pointwise)
-    assert names[-1] == "contractions: A @ B"  # a new part comes after the others
+    assert names[-1] == "a part not recorded: A @ B"  # a new part comes after the others
     assert len(names) == len(rows) - len(old_pointwise) + 2
-    kept = [n for n in names if n.partition(": ")[0] not in ("pointwise", "contractions")]
+    kept = [n for n in names if n.partition(": ")[0] not in ("pointwise", "a part not recorded")]
     assert kept == [r["name"] for r in rows if not r["name"].startswith("pointwise: ")]
-    assert list(dict.fromkeys(n.partition(": ")[0] for n in names)) == parts + ["contractions"]
+    assert list(dict.fromkeys(n.partition(": ")[0] for n in names)) == parts + ["a part not recorded"]
     origins = merged["cases"][0]["parts_run"]
-    assert origins["pointwise"]["started"] == origins["contractions"]["started"] == run["started"]
+    assert origins["pointwise"]["started"] == origins["a part not recorded"]["started"] == run["started"]
     assert origins["interchange"]["started"] == base["started"]
     text = render_section(merged)
     interchange = text.split("#### Interchange")[1].split("####")[0]
