@@ -37,7 +37,7 @@ import math
 import operator
 from typing import Any, NamedTuple
 
-from ..ops import contract as _contract, linalg as _la
+from ..ops import contract as _contract, jacobi as _jacobi, linalg as _la
 from ..ops._batch import batch_key, suggest_whole
 from ..ops.dispatch import map_fragments
 from ..ops.contract.pending import settled
@@ -424,21 +424,37 @@ class EighResult(NamedTuple):
     eigenvectors: Any
 
 
+def _grid_hermitian(x: Any) -> bool:
+    """One square matrix split across fragments, of a dtype the Jacobi eigensolver takes."""
+    return _grid_square(x) and x.dtype in _jacobi.JACOBI_DTYPES
+
+
 def eigh(x: Any, /) -> EighResult:
-    """Eigenvalues and eigenvectors of Hermitian matrices: batch-local, else collected."""
+    """Eigenvalues (ascending) and eigenvectors of Hermitian matrices: batch-local when every
+    fragment holds whole matrices; for one split matrix one-sided block Jacobi (Hestenes 1958)
+    in Brent and Luk's parallel ordering (``dlmg.ops.jacobi.eigh_jacobi``), the eigenvectors in
+    ``x``'s layout and the eigenvalues in slabs over its devices; split matrices with batch modes
+    are collected. The split case reads both triangles (LAPACK reads one)."""
     x = _operand("eigh", x)
     if _square_local("eigh", x):
         n = x.shape[-1]
         w, v = _la.batch_local("dlmg.linalg.eigh", x, lambda xp, a: tuple(xp.linalg.eigh(a)),
                                [((n,), _la.REAL_OF.get(x.dtype, x.dtype)), ((n, n), x.dtype)])
         return EighResult(w, v)
+    if _grid_hermitian(x):
+        w, v = _jacobi.eigh_jacobi(x, float(matrix_norm(x)))
+        return EighResult(w, v)
     return EighResult(*_collected_eigh(x))
 
 
 def eigvalsh(x: Any, /) -> Any:
-    """Eigenvalues of Hermitian matrices: batch-local, else collected."""
+    """Eigenvalues (ascending) of Hermitian matrices: batch-local, or one-sided block Jacobi for
+    one split matrix (as :func:`eigh`, the eigenvectors not formed); split matrices with batch
+    modes are collected."""
     x = _operand("eigvalsh", x)
     if _square_local("eigvalsh", x):
         return _batch_one("eigvalsh", x, (x.shape[-1],), _la.REAL_OF.get(x.dtype, x.dtype),
                           lambda xp, a: xp.linalg.eigvalsh(a))
+    if _grid_hermitian(x):
+        return _jacobi.eigh_jacobi(x, float(matrix_norm(x)), vectors=False)[0]
     return _collected_eigvalsh(x)
