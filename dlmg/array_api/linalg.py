@@ -17,13 +17,14 @@ Distributed operands stay distributed (``dlmg.ops.linalg`` has the algorithms):
 * ``cholesky``, ``det``, ``slogdet``, ``inv``, ``solve``, ``eigh``,
   ``eigvalsh``: batch-local when every fragment holds whole matrices; one
   split matrix: blocked Cholesky, blocked LU (``det``, ``slogdet``) and
-  blocked Gauss-Jordan (``solve``, ``inv``) on its grid.
+  blocked Gauss-Jordan (``solve``, ``inv``) on its grid, one-sided block
+  Jacobi (``eigh``, ``eigvalsh``) in column blocks over its fragments;
+* ``qr(mode="complete")`` of a tall split matrix from TSQR's factors, ``Q``
+  (``m x m``) and ``R`` in its row distribution.
 
 What is not distributed is collected onto one fragment as before (see
 ``dlmg.array_api._collect``; across processes an all-gather), and said so
-in each function's docstring: ``eigh`` and ``eigvalsh`` of matrices split
-across fragments;
-``qr(mode="complete")``, ``qr`` of a short-fat matrix and ``svd(full_matrices=True)``
+in each function's docstring: ``qr`` of a short-fat matrix and ``svd(full_matrices=True)``
 of split matrices; ``matrix_power`` with ``n <= 0``; split matrices with batch
 modes; ``cross`` of operands of different shapes.
 
@@ -123,15 +124,17 @@ def _small(x: Any, *results: Any) -> tuple[Any, ...]:
 def qr(x: Any, /, *, mode: str = "reduced") -> QRResult:
     """QR factorization: batch-local for whole matrices, TSQR for one tall matrix split along rows.
 
-    ``Q`` keeps ``x``'s row distribution; ``R`` (``n x n``) is laid out by the
-    policy. ``mode="complete"`` of a split matrix, a short-fat split matrix
-    and split matrices with batch modes are collected (see the module).
+    ``Q`` keeps ``x``'s row distribution; in ``mode="reduced"`` ``R``
+    (``n x n``) is laid out by the policy; in ``mode="complete"`` ``Q`` is
+    ``m x m`` and ``R`` ``m x n``, both in ``x``'s row distribution
+    (``dlmg.ops.linalg.qr_complete``). A short-fat split matrix and split
+    matrices with batch modes are collected (see the module).
     """
     x = _operand("qr", x)
     m, n = x.shape[-2:] if x.ndim >= 2 else (0, 0)
-    if _local(x) or (x.ndim == 2 and mode == "reduced" and m >= n and x.size):
+    if _local(x) or (x.ndim == 2 and mode in ("reduced", "complete") and m >= n and x.size):
         q, r = _la.qr(x, mode=mode)
-        return QRResult(q, r if _local(x) else _placed(r, x))
+        return QRResult(q, r if _local(x) or mode == "complete" else _placed(r, x))
     return QRResult(*_collected_qr(x, mode=mode))
 
 

@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "cholesky", "batch_local", "matrix_split", "tsqr", "qr", "svd", "svdvals", "pinv", "REAL_OF", "TALL", "WIDE",
     "LOCAL", "diagonal", "batch_local_layout", "cholesky_grid", "slogdet_grid", "solve_grid", "inv_grid",
-    "solve_layout",
+    "solve_layout", "qr_complete",
 ]
 
 #: the real dtype of each inexact dtype (singular values, norms)
@@ -275,7 +275,7 @@ def tsqr(
     small: Callable[..., tuple[Any, ...]],
     smalls: Sequence[tuple[tuple[int, ...], str]],
     width: int | None,
-    apply: Callable[[Any, Any, Any], Any] | None = None,
+    apply: Callable[[Any, Any, Any, int], Any] | None = None,
     out_layout: Layout | None = None,
 ) -> tuple["DistributedTensor | None", tuple["DistributedTensor", ...]]:
     """TSQR of a tall matrix split along rows (see the module), with a small step on the stacked factors.
@@ -295,7 +295,7 @@ def tsqr(
     width : int or None
         The columns of ``W``; ``None``: no distributed result (``Q_f`` are dropped).
     apply : callable, optional
-        ``apply(xp, Q_f, W_f)`` makes a fragment of the distributed result (default ``Q_f W_f``).
+        ``apply(xp, Q_f, W_f, f)`` makes fragment ``f`` of the distributed result (default ``Q_f W_f``).
     out_layout : Layout, optional
         The distributed result's layout (default: ``x``'s, ``width`` columns, no replicas).
 
@@ -357,13 +357,13 @@ def tsqr(
         out_layout = Layout((m, width), block=(lay.block[0], max(width, 1)), grid=(p, 1),
                             devices=lay.devices[:p], ranks=lay.ranks[:p])
     arrays: list[Any] = [None] * out_layout.nfragments
-    run = apply if apply is not None else (lambda xp, q, wf: xp.matmul(q, wf))
+    run = apply if apply is not None else (lambda xp, q, wf, _f: xp.matmul(q, wf))
     for j, piece in pieces.items():
         i = order[j]
         ex = piece.ex
         try:
             wf = move_array(w.fragments[j].array, ex)[: piece.k]
-            arrays[i] = ex.run(run, piece.q, wf)
+            arrays[i] = ex.run(run, piece.q, wf, i)
         except Exception as exc:
             raise fail(f"{name} (applying Q)", i, ex, exc) from exc
         piece.q = None  # each local Q_f freed once used
@@ -384,7 +384,8 @@ def qr(x: "DistributedTensor", /, *, mode: str = "reduced") -> tuple["Distribute
         (``m >= n``) matrix split in any way (redistributed into row slabs
         first when its columns are split).
     mode : {"reduced", "complete"}
-        ``"complete"`` only for whole matrices in every fragment.
+        ``"complete"``: ``Q`` is ``m x m``, ``R`` ``m x n`` (for a split
+        matrix both in its row distribution, :func:`qr_complete`).
 
     Returns
     -------
@@ -396,8 +397,8 @@ def qr(x: "DistributedTensor", /, *, mode: str = "reduced") -> tuple["Distribute
     Raises
     ------
     LayoutError
-        For a short-fat matrix split along columns, ``mode="complete"`` of a
-        split matrix, or split matrix modes with batch modes.
+        For a short-fat matrix split along columns, or split matrix modes with
+        batch modes.
     """
     name = "dlmg.linalg.qr"
     x = _check(name, x)
@@ -410,14 +411,16 @@ def qr(x: "DistributedTensor", /, *, mode: str = "reduced") -> tuple["Distribute
         q, r = batch_local(name, x, lambda xp, a: tuple(xp.linalg.qr(a, mode=mode)),
                            [((m, k), x.dtype), ((k, n), x.dtype)])
         return q, r
-    if x.ndim != 2 or m < n or mode != "reduced":
+    if x.ndim != 2 or m < n:
         raise LayoutError(
-            f"{name}: distributed QR is TSQR of one tall matrix (m >= n, mode 'reduced'); got shape "
+            f"{name}: distributed QR is TSQR of one tall matrix (m >= n); got shape "
             f"{x.shape}, mode {mode!r}, layout {x.layout!r}. Make the matrices whole in every fragment "
             "first (redistribute) for the other cases"
         )
     if split is None:
         x = _slabs_of_long_mode(x)
+    if mode == "complete":
+        return qr_complete(x)
 
     def small(xp: Any, s: Any) -> tuple[Any, Any]:
         qs, r = xp.linalg.qr(s)
@@ -426,6 +429,77 @@ def qr(x: "DistributedTensor", /, *, mode: str = "reduced") -> tuple["Distribute
     q, (r,) = tsqr(name, x, small, [((n, n), x.dtype)], n)
     assert q is not None
     return q, r
+
+
+def _complete_rows(xp: Any, q: Any, wf: Any, m: int, offset: int) -> Any:
+    """Fragment rows of the complete ``Q``: ``Q_f W_f`` in the first columns, the orthonormal
+    complement of ``Q_f``'s columns at ``offset``, zeros elsewhere."""
+    mf, kf = q.shape
+    parts = [xp.matmul(q, wf)]
+    if mf > kf:
+        zeros = xp.zeros((mf, offset - wf.shape[1]), dtype=q.dtype, device=q.device)
+        complement = xp.linalg.qr(q, mode="complete")[0][:, kf:] if kf else xp.eye(mf, dtype=q.dtype,
+                                                                                     device=q.device)
+        parts += [zeros, complement]
+    end = sum(part.shape[1] for part in parts)
+    parts.append(xp.zeros((mf, m - end), dtype=q.dtype, device=q.device))
+    return xp.concat(parts, axis=1)
+
+
+def qr_complete(x: "DistributedTensor", /) -> tuple["DistributedTensor", "DistributedTensor"]:
+    """The complete QR ``x = Q R`` (``Q`` is ``m x m``) of a tall matrix split along rows, from TSQR.
+
+    Each fragment's QR ``A_f = Q_f R_f`` (``Q_f``: ``m_f x k_f``, ``k_f = min(m_f, n)``) and the
+    complete QR of the stacked ``R_f`` (``K = sum k_f`` rows), ``[R_1; ...; R_p] = Q_s R_s``,
+    give ``Q = diag(Q_f) [E Q_s | 0] + diag(Q_f^perp) F``: fragment ``f``'s rows of ``Q`` are
+    ``Q_f Q_s[f]`` in the first ``K`` columns and the orthonormal complement ``Q_f^perp`` of
+    ``Q_f``'s columns (``m_f - k_f`` of them, from a local complete QR of ``Q_f``) in a column
+    span of its own after them. What moves is TSQR's (the small factors, ``K x K`` on the way
+    back); ``Q`` and ``R`` (``m x n``, zero below row ``n``) keep ``x``'s row distribution, and
+    each fragment makes its rows of them where it is.
+    """
+    name = "dlmg.linalg.qr"
+    lay = x.layout
+    m, n = x.shape
+    p = lay.ngrid
+    rows = [lay.fragment(i).shape[0] for i in range(p)]
+    kept = [min(r, n) for r in rows]
+    total = sum(kept)
+    offsets, start = [], total
+    for r, k in zip(rows, kept):
+        offsets.append(start)
+        start += r - k
+    order = sorted(range(p), key=lambda i: (rows[i] < n, i))  # tsqr's stacking order
+    valid = np.concatenate([np.arange(kept[i]) + n * j for j, i in enumerate(order)]) if total else \
+        np.zeros(0, dtype=np.int64)
+    mapping = np.full(p * n, total, dtype=np.int64)
+    mapping[valid] = np.arange(total)
+
+    def small(xp: Any, s: Any) -> tuple[Any, Any]:
+        qs, r = xp.linalg.qr(xp.take(s, xp.asarray(valid, device=s.device), axis=0), mode="complete")
+        padded = xp.concat([qs, xp.zeros((1, total), dtype=qs.dtype, device=qs.device)], axis=0)
+        return xp.take(padded, xp.asarray(mapping, device=s.device), axis=0), r[:n]
+
+    out_layout = Layout((m, m), block=(lay.block[0], max(m, 1)), grid=(p, 1), devices=lay.devices[:p],
+                        ranks=lay.ranks[:p])
+    q, (r_small,) = tsqr(name, x, small, [((n, n), x.dtype)], total,
+                         lambda xp, qf, wf, f: _complete_rows(xp, qf, wf, m, offsets[f]), out_layout)
+    assert q is not None
+    dense = Layout((m, n), block=(lay.block[0], max(n, 1)), grid=(p, 1), devices=lay.devices[:p],
+                   ranks=lay.ranks[:p])
+    r_all = r_small.redistribute(Layout.replicated((n, n), lay.devices[:p], ranks=lay.ranks[:p]))
+    arrays: list[Any] = [None] * p
+    for i in range(p):
+        frag = r_all.fragments[i]
+        if not frag.is_local:
+            continue
+        idx = lay.owned_indices(i, 0)
+        top = idx[idx < n]
+        ex = executor(frag.framework, frag.device)
+        arrays[i] = ex.run(lambda xp, a: xp.concat([xp.take(a, xp.asarray(top, device=a.device), axis=0),
+                                                    xp.zeros((idx.size - top.size, n), dtype=a.dtype,
+                                                             device=a.device)], axis=0), frag.array)
+    return q, new_tensor(arrays, dense, x.dtype)
 
 
 def svd(x: "DistributedTensor", /) -> tuple["DistributedTensor", "DistributedTensor", "DistributedTensor"]:
@@ -519,7 +593,7 @@ def pinv(x: "DistributedTensor", /, *, rtol: float | None = None) -> "Distribute
         inv = xp.where(keep, 1 / xp.where(keep, sv, xp.ones_like(sv)), xp.zeros_like(sv))
         return (xp.matmul(xp.matmul(qs, u) * xp.astype(inv, u.dtype)[None, :], vh),)
 
-    def apply(xp: Any, q: Any, wf: Any) -> Any:
+    def apply(xp: Any, q: Any, wf: Any, _f: int) -> Any:
         left, right = xp.matrix_transpose(wf), xp.matrix_transpose(q)
         if complex_:
             left, right = xp.conj(left), xp.conj(right)
