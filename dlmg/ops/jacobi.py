@@ -145,11 +145,11 @@ def _gram_step(xp: Any, ylo: Any, yhi: Any) -> tuple[Any, float]:
 
 def _rotate(ex: Executor, u: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
     """``[lo; hi]`` multiplied by ``U^H``: in place, ``b`` columns at a time, where the framework's
-    arrays can be written; else two new blocks."""
+    arrays can be written (and these two are not read-only views); else two new blocks."""
     xp = ex.xp
     uh = xp.conj(xp.matrix_transpose(u))
     bl = lo.shape[0]
-    if not ex.adapter.mutable:
+    if not ex.adapter.mutable or ex.adapter.is_readonly(lo) or ex.adapter.is_readonly(hi):
         return (xp.matmul(uh[:bl, :bl], lo) + xp.matmul(uh[:bl, bl:], hi),
                 xp.matmul(uh[bl:, :bl], lo) + xp.matmul(uh[bl:, bl:], hi))
     step = max(u.shape[0], 1)
