@@ -121,52 +121,86 @@ class _Slots:
 
 
 def _gram_step(xp: Any, ylo: Any, yhi: Any) -> tuple[Any, float]:
-    """The eigenvectors ``U`` (ascending) of ``[ylo; yhi] [ylo; yhi]^H`` and how far the pair is
+    """The eigenvectors ``U`` (ascending) of ``G = [ylo; yhi] [ylo; yhi]^H`` and how far the pair is
     from done: the largest cosine between two of its rows and the largest inversion of order
-    between consecutive rows' squared norms (relative)."""
-    def dot(a: Any, b: Any) -> Any:
-        return xp.matmul(a, xp.conj(xp.matrix_transpose(b)))
+    between consecutive rows' squared norms (relative). ``G`` is built from its four quarters,
+    the measure taken on them, so that no more than two ``G``-sized arrays live at once."""
+    complex_ = xp.isdtype(ylo.dtype, "complex floating")
 
-    top = xp.concat([dot(ylo, ylo), dot(ylo, yhi)], axis=1)
-    bottom = xp.concat([dot(yhi, ylo), dot(yhi, yhi)], axis=1)
-    g = xp.concat([top, bottom], axis=0)
-    k = g.shape[0]
+    def dot(a: Any, b: Any) -> Any:
+        bt = xp.matrix_transpose(b)
+        return xp.matmul(a, xp.conj(bt) if complex_ else bt)
+
+    def diag(g: Any) -> Any:
+        d = xp.linalg.diagonal(g)
+        return xp.real(d) if complex_ else d
+
+    def cosines(g: Any, left: Any, right: Any) -> Any:
+        return xp.abs(g) * left[:, None] * right[None, :]
+
+    gll, glh, ghh = dot(ylo, ylo), dot(ylo, yhi), dot(yhi, yhi)
+    k = gll.shape[0] + ghh.shape[0]
     if k == 0:
-        return g, 0.0
-    d = xp.real(xp.linalg.diagonal(g)) if xp.isdtype(g.dtype, "complex floating") else xp.linalg.diagonal(g)
-    scale = xp.sqrt(d[:, None] * d[None, :])
-    off = xp.abs(g) / scale - xp.eye(k, dtype=d.dtype, device=d.device)
-    measure = float(xp.max(off))
+        return xp.zeros((0, 0), dtype=ylo.dtype, device=ylo.device), 0.0
+    d = xp.concat([diag(gll), diag(ghh)])
+    r = 1 / xp.sqrt(d)
+    bl = gll.shape[0]
+    measure = 0.0
+    for g, left, right in ((gll, r[:bl], r[:bl]), (ghh, r[bl:], r[bl:]), (glh, r[:bl], r[bl:])):
+        if g.shape[0] and g.shape[1]:
+            c = cosines(g, left, right)
+            if g is not glh:
+                c = c - xp.eye(c.shape[0], dtype=c.dtype, device=c.device)
+            measure = max(measure, float(xp.max(c)))
+            del c
     if k > 1:
         measure = max(measure, float(xp.max((d[:-1] - d[1:]) / d[:-1])))
+    top = xp.concat([gll, glh], axis=1)
+    del gll
+    bottom = xp.concat([xp.conj(xp.matrix_transpose(glh)) if complex_ else xp.matrix_transpose(glh), ghh], axis=1)
+    del glh, ghh
+    g = xp.concat([top, bottom], axis=0)
+    del top, bottom
     _, u = xp.linalg.eigh(g)
     return u, measure
 
 
 def _rotate(ex: Executor, u: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
-    """``[lo; hi]`` multiplied by ``U^H``: in place, ``b`` columns at a time, where the framework's
-    arrays can be written (and these two are not read-only views); else two new blocks."""
+    """``[lo; hi]`` multiplied by ``U^H``: in place, a strip of about ``b / 2`` columns at a time, where
+    the framework's arrays can be written; else two new blocks."""
     xp = ex.xp
-    uh = xp.conj(xp.matrix_transpose(u))
+    uh = xp.matrix_transpose(u)
+    if xp.isdtype(u.dtype, "complex floating"):
+        uh = xp.conj(uh)
     bl = lo.shape[0]
-    if not ex.adapter.mutable or ex.adapter.is_readonly(lo) or ex.adapter.is_readonly(hi):
+    if not ex.adapter.mutable:
         return (xp.matmul(uh[:bl, :bl], lo) + xp.matmul(uh[:bl, bl:], hi),
                 xp.matmul(uh[bl:, :bl], lo) + xp.matmul(uh[bl:, bl:], hi))
-    step = max(u.shape[0], 1)
+    step = max(u.shape[0] // 4, 1)
     for c0 in range(0, lo.shape[1], step):
         c1 = c0 + step
         new = xp.matmul(uh, xp.concat([lo[:, c0:c1], hi[:, c0:c1]], axis=0))
         lo[:, c0:c1] = new[:bl]
         hi[:, c0:c1] = new[bl:]
+        del new
     return lo, hi
+
+
+def _writable(ex: Executor, a: Any) -> Any:
+    """``a``, or a copy of it where the framework writes in place but ``a`` is a read-only view (a
+    block received from another process may be), so the rotation can be applied in place."""
+    if ex.adapter.mutable and ex.adapter.is_readonly(a):
+        return ex.run(lambda xp, m: xp.asarray(m, copy=True), a)
+    return a
 
 
 def _start(x: "DistributedTensor", slots: _Slots, b: int, slot_of: list[int],
            s: float) -> tuple["DistributedTensor", "DistributedTensor"]:
-    """``Y = A + s I`` and ``Z = I`` in row blocks of ``b`` on ``slot_of`` (own copies, written in place)."""
+    """``Y = A + s I`` and ``Z = I`` in row blocks of ``b`` on ``slot_of`` (own copies, written in
+    place), block by block, each moved block of ``A`` freed once shifted."""
     n = x.shape[0]
     lay = slots.layout(n, n, b, slot_of)
-    a = x.redistribute(lay)
+    moved = [f.array if f.is_local else None for f in x.redistribute(lay).fragments]
     ys: list[Any] = [None] * len(slot_of)
     zs: list[Any] = [None] * len(slot_of)
     for j, slot in enumerate(slot_of):
@@ -180,8 +214,8 @@ def _start(x: "DistributedTensor", slots: _Slots, b: int, slot_of: list[int],
             ident = xp.astype(xp.asarray(eye, device=m.device), m.dtype)
             return m + s * ident, ident
 
-        ys[j], zs[j] = ex.run(shifted, move_array(a.fragments[j].array, ex))
-    del a
+        ys[j], zs[j] = ex.run(shifted, move_array(moved[j], ex))
+        moved[j] = None
     return new_tensor(ys, lay, x.dtype), new_tensor(zs, lay, x.dtype)
 
 
@@ -193,11 +227,12 @@ def _assignments(pairs: list[tuple[int, int]], nblocks: int) -> tuple[list[int],
     return slot_of, {top for top, _ in pairs}
 
 
-def _round(name: str, y: "DistributedTensor", z: "DistributedTensor", slots: _Slots,
-           pairs: list[tuple[int, int]]) -> tuple["DistributedTensor", "DistributedTensor", float]:
-    """One round: every local slot rotates its pair of blocks of ``y`` and ``z``."""
-    ys = [f.array if f.is_local else None for f in y.fragments]
-    zs = [f.array if f.is_local else None for f in z.fragments]
+def _round(name: str, state: dict[str, "DistributedTensor"], slots: _Slots, pairs: list[tuple[int, int]]) -> float:
+    """One round: every local slot rotates its pair of blocks of ``Y`` and ``Z`` (``state``'s
+    tensors, replaced); returns how far the slots' pairs were from done."""
+    layouts = {key: (t.layout, t.dtype) for key, t in state.items()}
+    # the tensors leave ``state``: a block copied to be written frees the received one at once
+    arrays = {key: [f.array if f.is_local else None for f in state.pop(key).fragments] for key in layouts}
     worst = 0.0
     for k, (i, j) in enumerate(pairs):
         ex = slots.execs.get(k)
@@ -205,32 +240,59 @@ def _round(name: str, y: "DistributedTensor", z: "DistributedTensor", slots: _Sl
             continue
         lo, hi = min(i, j), max(i, j)
         try:
-            ylo, yhi, zlo, zhi = (move_array(arrs[t], ex) for arrs in (ys, zs) for t in (lo, hi))
-            u, measure = ex.run(_gram_step, ylo, yhi)
-            ys[lo], ys[hi] = _rotate(ex, u, ylo, yhi)
-            zs[lo], zs[hi] = _rotate(ex, u, zlo, zhi)
+            for arrs in arrays.values():
+                for t in (lo, hi):
+                    arrs[t] = _writable(ex, move_array(arrs[t], ex))
+            ys, zs = arrays["y"], arrays["z"]
+            u, measure = ex.run(_gram_step, ys[lo], ys[hi])
+            ys[lo], ys[hi] = _rotate(ex, u, ys[lo], ys[hi])
+            zs[lo], zs[hi] = _rotate(ex, u, zs[lo], zs[hi])
         except Exception as exc:
             raise fail(f"{name} (pair {lo}, {hi})", k, ex, exc) from exc
         worst = max(worst, measure) if not math.isnan(measure) else math.inf
-    return new_tensor(ys, y.layout, y.dtype), new_tensor(zs, z.layout, z.dtype), worst
+    for key, (lay, dtype) in layouts.items():
+        state[key] = new_tensor(arrays[key], lay, dtype)
+    return worst
 
 
-def _moved(t: "DistributedTensor", slots: _Slots, old: list[int], new: list[int], first: set[int]) -> \
-        "DistributedTensor":
-    """``t``'s blocks moved from slots ``old`` to ``new``: the ring's first row, then the second."""
-    n, cols = t.shape
-    b = t.layout.block[0]
-    middle = [new[j] if j in first else old[j] for j in range(len(old))]
-    for stage in (middle, new):
-        lay = slots.layout(n, cols, b, stage)
-        if not t.layout.same_distribution(lay):
-            t = t.redistribute(lay)
-    return t
+def _stages(old: list[int], new: list[int], first: set[int], was_first: set[int]) -> list[list[int]]:
+    """The blocks' slots after each stage of a move from ``old`` to ``new``: in each stage a slot
+    sends at most one block and receives at most one (blocks entering the ring's first row first,
+    then those leaving it, then the rest), so it never holds more than three."""
+    moving = [j for j in range(len(old)) if old[j] != new[j]]
+    moving.sort(key=lambda j: (0 if j in first else 1 if j in was_first else 2, j))
+    stages, where = [], list(old)
+    while moving:
+        sent, got, later = set(), set(), []
+        for j in moving:
+            if where[j] in sent or new[j] in got:
+                later.append(j)
+                continue
+            sent.add(where[j])
+            got.add(new[j])
+            where[j] = new[j]
+        stages.append(list(where))
+        moving = later
+    return stages
 
 
-def _finish(y: "DistributedTensor", z: "DistributedTensor", slots: _Slots, s: float,
-            out_layout: Layout, vectors: bool) -> tuple["DistributedTensor", "DistributedTensor | None"]:
-    """The eigenvalues ``v_k^H w_k - s`` (ascending, as the blocks are) and ``V = Z^H`` in ``out_layout``."""
+def _moved(state: dict[str, "DistributedTensor"], slots: _Slots, stages: list[list[int]]) -> None:
+    """``state``'s tensors' blocks moved through ``stages`` (see :func:`_stages`), one tensor at a
+    time; each tensor replaced in ``state`` as soon as it moved, so that its previous blocks are freed."""
+    for key in state:
+        for stage in stages:
+            t = state[key]
+            n, cols = t.shape
+            lay = slots.layout(n, cols, t.layout.block[0], stage)
+            if not t.layout.same_distribution(lay):
+                state[key] = t.redistribute(lay)
+            del t
+
+
+def _eigenvalues(state: dict[str, "DistributedTensor"], slots: _Slots, s: float) -> "DistributedTensor":
+    """The eigenvalues ``v_k^H w_k - s`` (ascending, as the blocks are), in slabs over the slots;
+    ``state`` is emptied (``Y`` freed)."""
+    y, z = state["y"], state["z"]
     n = y.shape[0]
     real = {"complex64": "float32", "complex128": "float64"}.get(y.dtype, y.dtype)
     lay = y.layout
@@ -243,14 +305,54 @@ def _finish(y: "DistributedTensor", z: "DistributedTensor", slots: _Slots, s: fl
                              fy.array, move_array(fz.array, ex))
     vlay = Layout((n,), block=lay.block[:1], grid=lay.grid[:1], devices=lay.devices, ranks=lay.ranks)
     w = new_tensor(vals, vlay, real).redistribute(Layout.slab((n,), 0, slots.devices, ranks=slots.ranks))
-    del y
-    if not vectors:
-        return w, None
-    v = permute_dims(z, (1, 0))
-    if z.dtype.startswith("complex"):
-        v = map_fragments(lambda xp, a: xp.conj(a), (v,), name="dlmg.linalg.eigh")
+    del y, z, vals
+    state.clear()
+    return w
+
+
+def _vectors(state: dict[str, "DistributedTensor"], slots: _Slots, out_layout: Layout) -> "DistributedTensor":
+    """``V = Z^H`` in ``out_layout`` (``Z`` taken out of ``state``).
+
+    For a row-split ``out_layout`` one block of ``Z`` at a time: its ``b`` eigenvectors move as
+    columns into the rows of ``out_layout`` and are written into each fragment's result, and the
+    block is freed, so that the transpose never holds more than the result, what is left of ``Z``
+    and one block in flight. Other layouts take one redistribution of ``Z^H``."""
+    z = state.pop("z")
+    conj = z.dtype.startswith("complex")
+    if out_layout.grid[1] != 1:
+        v = permute_dims(z, (1, 0))
+        del z
+        if conj:
+            v = map_fragments(lambda xp, a: xp.conj(a), (v,), name="dlmg.linalg.eigh")
+        return v.redistribute(out_layout)
+    n = z.shape[0]
+    zlay, dtype = z.layout, z.dtype
+    blocks = [f.array if f.is_local else None for f in z.fragments]
     del z
-    return w, v.redistribute(out_layout)
+    g = out_layout.ngrid
+    local = [f for f in range(g) if f in slots.execs]
+    pieces: dict[int, list[Any]] = {f: [] for f in local}
+    for j in range(zlay.ngrid):
+        width = zlay.fragment(j).shape[0]
+        if not width:
+            continue
+        one = new_tensor([blocks[j]], Layout.single((width, n), zlay.devices[j], ranks=zlay.ranks[j]), dtype)
+        blocks[j] = None
+        target = Layout((n, width), block=(out_layout.block[0], width), grid=(g, 1),
+                        devices=out_layout.devices, ranks=out_layout.ranks)
+        moved = permute_dims(one, (1, 0)).redistribute(target)
+        del one
+        for f in local:
+            ex = slots.execs[f]
+            piece = move_array(moved.fragments[f].array, ex)
+            pieces[f].append(ex.run(lambda xp, a: xp.conj(a), piece) if conj else
+                             ex.run(lambda xp, a: xp.asarray(a, copy=True), piece))
+        del moved
+    arrays: list[Any] = [None] * g
+    for f in local:
+        ex = slots.execs[f]
+        arrays[f] = ex.run(lambda xp, *ps: xp.concat(ps, axis=1), *pieces.pop(f))
+    return new_tensor(arrays, out_layout, dtype)
 
 
 def eigh_jacobi(x: "DistributedTensor", norm: float, /, *, vectors: bool = True) -> \
@@ -301,19 +403,20 @@ def eigh_jacobi(x: "DistributedTensor", norm: float, /, *, vectors: bool = True)
     b = max(1, -(-n // nblocks))
     rounds = ring_rounds(nblocks)
     s = 2.0 * norm if norm > 0 else 1.0
-    slot_of, _ = _assignments(rounds[0], nblocks)
-    y, z = _start(x, slots, b, slot_of, s)
+    slot_of, was_first = _assignments(rounds[0], nblocks)
+    state = dict(zip(("y", "z"), _start(x, slots, b, slot_of, s)))
     eps = float(np.finfo(np.dtype({"complex64": "float32", "complex128": "float64"}.get(x.dtype, x.dtype))).eps)
     tol = 4 * n * eps
-    for sweep in range(_MAX_SWEEPS):
+    for _ in range(_MAX_SWEEPS):
         worst = 0.0
-        for r, pairs in enumerate(rounds):
+        for pairs in rounds:
             new, first = _assignments(pairs, nblocks)
-            y, z = _moved(y, slots, slot_of, new, first), _moved(z, slots, slot_of, new, first)
-            slot_of = new
-            y, z, measure = _round(name, y, z, slots, pairs)
-            worst = max(worst, measure)
+            _moved(state, slots, _stages(slot_of, new, first, was_first))
+            slot_of, was_first = new, first
+            worst = max(worst, _round(name, state, slots, pairs))
         if slots.reduce_max({k: worst for k in slots.execs}) <= tol:
-            return _finish(y, z, slots, s, out_layout, vectors)
+            zs = {"z": state["z"]} if vectors else {}
+            w = _eigenvalues(state, slots, s)
+            return w, (_vectors(zs, slots, out_layout) if vectors else None)
     raise DlmgError(f"{name}: one-sided Jacobi did not converge in {_MAX_SWEEPS} sweeps (n = {n}, "
                     f"{x.dtype}); the matrix may not be Hermitian")
