@@ -712,6 +712,31 @@ def diagonal(x: "DistributedTensor", /, *, offset: int = 0) -> "DistributedTenso
 # blocked right-looking Cholesky on a 2-D block-cyclic grid
 
 
+def _positions(rows: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where the global indices ``wanted`` sit among a fragment's sorted owned ``rows``, and which
+    of them it owns: the one search that the pivot rows, the interchanges and the pivot block of
+    the LU and Gauss-Jordan eliminations all make."""
+    at = np.searchsorted(rows, wanted)
+    if not rows.size:
+        return at, np.zeros(wanted.size, dtype=bool)
+    return at, (at < rows.size) & (rows[np.minimum(at, rows.size - 1)] == wanted)
+
+
+def _working_copies(x: "DistributedTensor", cells: int,
+                    execs: dict[int, Executor] | None = None) -> tuple[dict[int, Any], dict[int, Executor]]:
+    """Copies of ``x``'s local fragments among the first ``cells`` (replica 0), to be worked on in
+    place, and their executors (``execs`` when given: ``x``'s arrays moved onto them)."""
+    work: dict[int, Any] = {}
+    execs = {} if execs is None else execs
+    for f in range(cells):
+        frag = x.fragments[f]
+        if not frag.is_local:
+            continue
+        ex = execs.setdefault(f, executor(frag.framework, frag.device))
+        work[f] = ex.run(lambda xp, a: xp.asarray(a, copy=True), move_array(frag.array, ex))
+    return work, execs
+
+
 def _replaced(ex: Executor, a: Any, r0: int, c0: int, block: Any, subtract: bool) -> Any:
     """``a`` with its sub-block at ``(r0, c0)`` (of ``block``'s shape) replaced by ``block``, or
     lowered by it with ``subtract``: in place where the framework's arrays can be written, else a
@@ -809,100 +834,99 @@ def cholesky_grid(x: "DistributedTensor", /) -> "DistributedTensor":
         lay = Layout(x.shape, block=(b, b), grid=lay.grid, devices=lay.devices[: lay.ngrid],
                      ranks=lay.ranks[: lay.ngrid])
         x = x.redistribute(lay)
-    gr, gc = lay.grid
     size = x.shape[0]
     b = lay.block[0]
-    nb = -(-size // b)
-    complex_ = x.dtype in REAL_OF
     dense = Layout(x.shape, block=lay.block, grid=lay.grid, devices=lay.devices[: lay.ngrid],
                    ranks=lay.ranks[: lay.ngrid])
-
-    def index(r: int, c: int) -> int:
-        return r + gr * c
-
-    rows = {f: lay.owned_indices(f, 0) for f in range(gr * gc)}
-    cols = {f: lay.owned_indices(f, 1) for f in range(gr * gc)}
-    work: dict[int, Any] = {}
-    execs: dict[int, Executor] = {}
-    for f in range(gr * gc):
-        frag = x.fragments[f]
-        if frag.is_local:
-            ex = execs[f] = executor(frag.framework, frag.device)
-            work[f] = ex.run(lambda xp, a: xp.asarray(a, copy=True), frag.array)
-
-    def dev(f: int) -> Any:
-        return lay.devices[f]
-
-    def rank(f: int) -> int:
-        return lay.ranks[f]
-
-    for k in range(nb):
-        k0 = k * b
-        w = min(b, size - k0)
-        rest = size - k0
-        rk, ck = k % gr, k % gc
-        # 1. the panel, to the diagonal block's owner
-        owners = [index((c + k) % gr, ck) for c in range(gr)]
-        panel_layout = Layout((rest, w), block=(b, w), grid=(gr, 1), devices=[dev(f) for f in owners],
-                              ranks=[rank(f) for f in owners])
-        pieces: list[Any] = [None] * gr
-        for c, f in enumerate(owners):
-            if f in work:
-                lr0 = int(np.searchsorted(rows[f], k0))
-                lc = int(np.searchsorted(cols[f], k0))
-                pieces[c] = execs[f].run(lambda xp, a: xp.concat([a[lr0:, lc:lc + w]], axis=0), work[f])
-        diag = index(rk, ck)
-        single = Layout.single((rest, w), dev(diag), ranks=rank(diag))
-        panel = new_tensor(pieces, panel_layout, x.dtype).redistribute(single)
-        home = panel.fragments[0]
-
-        def factor() -> Any:
-            if not home.is_local:
-                return None
-            ex = executor(home.framework, home.device)
-            try:
-                return ex.run(_factor_panel, home.array, w, complex_)
-            except Exception as exc:
-                raise fail(f"{name} (panel {k})", diag, ex, exc) from exc
-
-        factored = new_tensor([_agreed(name, factor, panel=k, shape=x.shape)], single, x.dtype)
-        # 2. broadcast along grid rows and grid columns
-        by_rows = [index((c + k) % gr, cc) for cc in range(gc) for c in range(gr)]
-        by_cols = [index(rr, (c + k) % gc) for rr in range(gr) for c in range(gc)]
-        row_panel = factored.redistribute(Layout((rest, w), block=(b, w), grid=(gr, 1),
-                                                 devices=[dev(f) for f in by_rows], ranks=[rank(f) for f in by_rows]))
-        col_panel = factored.redistribute(Layout((rest, w), block=(b, w), grid=(gc, 1),
-                                                 devices=[dev(f) for f in by_cols], ranks=[rank(f) for f in by_cols]))
-        del factored, panel
-        # 3. trailing update and the panel stored, fragment by fragment
-        for f, a in list(work.items()):
-            r, c = f % gr, f // gr
-            ex = execs[f]
-            lr0 = int(np.searchsorted(rows[f], k0))
-            lr1 = int(np.searchsorted(rows[f], k0 + w))
-            lc0 = int(np.searchsorted(cols[f], k0))
-            lc1 = int(np.searchsorted(cols[f], k0 + w))
-            mine_r = move_array(row_panel.fragments[(r - k) % gr + gr * c].array, ex)
-            mine_c = move_array(col_panel.fragments[(c - k) % gc + gc * r].array, ex)
-            try:
-                if lr1 < rows[f].size and lc1 < cols[f].size:
-                    right = ex.xp.matrix_transpose(mine_c[lc1 - lc0:])
-                    if complex_:
-                        right = ex.xp.conj(right)
-                    for r0, c0, c1 in _lower_spans(rows[f], cols[f], lr1, lc1, b, ex.adapter.mutable):
-                        update = ex.xp.matmul(mine_r[r0 - lr0:], right[:, c0 - lc1:c1 - lc1])
-                        a = _replaced(ex, a, r0, c0, update, True)
-                if c == ck and lr0 < rows[f].size:
-                    a = _replaced(ex, a, lr0, lc0, mine_r, False)
-            except Exception as exc:
-                raise fail(f"{name} (trailing update {k})", f, ex, exc) from exc
-            work[f] = a
+    rows = {f: lay.owned_indices(f, 0) for f in range(lay.ngrid)}
+    cols = {f: lay.owned_indices(f, 1) for f in range(lay.ngrid)}
+    work, execs = _working_copies(x, lay.ngrid)
+    for k in range(-(-size // b)):
+        row_panel, col_panel = _cholesky_panel(name, x, work, execs, lay, (rows, cols), k)
+        _cholesky_update(name, work, execs, lay, (rows, cols), k, row_panel, col_panel, x.dtype in REAL_OF)
     arrays: list[Any] = [None] * dense.nfragments
     for f, a in work.items():
         lower = np.greater_equal.outer(rows[f], cols[f])
         arrays[f] = execs[f].run(
             lambda xp, m: xp.where(xp.asarray(lower, device=m.device), m, xp.zeros_like(m)), a)
     return new_tensor(arrays, dense, x.dtype)
+
+
+def _cholesky_panel(name: str, x: "DistributedTensor", work: dict[int, Any], execs: dict[int, Executor],
+                    lay: Layout, owned: tuple[dict[int, np.ndarray], dict[int, np.ndarray]],
+                    k: int) -> tuple["DistributedTensor", "DistributedTensor"]:
+    """Steps 1 and 2 of :func:`cholesky_grid` for block column ``k``: the panel to the diagonal
+    block's owner, factorised there, and broadcast along grid rows and grid columns."""
+    rows, cols = owned
+    gr, gc = lay.grid
+    b, size = lay.block[0], x.shape[0]
+    k0 = k * b
+    w, rest = min(b, size - k0), size - k0
+    ck = k % gc
+    devices, ranks = lay.devices, lay.ranks
+    owners = [(c + k) % gr + gr * ck for c in range(gr)]
+    panel_layout = Layout((rest, w), block=(b, w), grid=(gr, 1), devices=[devices[f] for f in owners],
+                          ranks=[ranks[f] for f in owners])
+    pieces: list[Any] = [None] * gr
+    for c, f in enumerate(owners):
+        if f in work:
+            lr0 = int(np.searchsorted(rows[f], k0))
+            lc = int(np.searchsorted(cols[f], k0))
+            pieces[c] = execs[f].run(lambda xp, a: xp.concat([a[lr0:, lc:lc + w]], axis=0), work[f])
+    diag = k % gr + gr * ck
+    single = Layout.single((rest, w), devices[diag], ranks=ranks[diag])
+    home = new_tensor(pieces, panel_layout, x.dtype).redistribute(single).fragments[0]
+    complex_ = x.dtype in REAL_OF
+
+    def factor() -> Any:
+        if not home.is_local:
+            return None
+        ex = executor(home.framework, home.device)
+        try:
+            return ex.run(_factor_panel, home.array, w, complex_)
+        except Exception as exc:
+            raise fail(f"{name} (panel {k})", diag, ex, exc) from exc
+
+    factored = new_tensor([_agreed(name, factor, panel=k, shape=x.shape)], single, x.dtype)
+    by_rows = [(c + k) % gr + gr * cc for cc in range(gc) for c in range(gr)]
+    by_cols = [rr + gr * ((c + k) % gc) for rr in range(gr) for c in range(gc)]
+    row_panel = factored.redistribute(Layout((rest, w), block=(b, w), grid=(gr, 1),
+                                             devices=[devices[f] for f in by_rows], ranks=[ranks[f] for f in by_rows]))
+    col_panel = factored.redistribute(Layout((rest, w), block=(b, w), grid=(gc, 1),
+                                             devices=[devices[f] for f in by_cols], ranks=[ranks[f] for f in by_cols]))
+    return row_panel, col_panel
+
+
+def _cholesky_update(name: str, work: dict[int, Any], execs: dict[int, Executor], lay: Layout,
+                     owned: tuple[dict[int, np.ndarray], dict[int, np.ndarray]], k: int,
+                     row_panel: "DistributedTensor", col_panel: "DistributedTensor", complex_: bool) -> None:
+    """Step 3 of :func:`cholesky_grid`: every fragment lowers its trailing part by ``L_i L_j^H``
+    and the owners of block column ``k`` store the panel (``work`` updated)."""
+    rows, cols = owned
+    gr, gc = lay.grid
+    b, size = lay.block[0], lay.shape[0]
+    k0 = k * b
+    w = min(b, size - k0)
+    for f, a in list(work.items()):
+        r, c = f % gr, f // gr
+        ex = execs[f]
+        lr0, lr1 = (int(v) for v in np.searchsorted(rows[f], [k0, k0 + w]))
+        lc0, lc1 = (int(v) for v in np.searchsorted(cols[f], [k0, k0 + w]))
+        mine_r = move_array(row_panel.fragments[(r - k) % gr + gr * c].array, ex)
+        mine_c = move_array(col_panel.fragments[(c - k) % gc + gc * r].array, ex)
+        try:
+            if lr1 < rows[f].size and lc1 < cols[f].size:
+                right = ex.xp.matrix_transpose(mine_c[lc1 - lc0:])
+                if complex_:
+                    right = ex.xp.conj(right)
+                for r0, c0, c1 in _lower_spans(rows[f], cols[f], lr1, lc1, b, ex.adapter.mutable):
+                    update = ex.xp.matmul(mine_r[r0 - lr0:], right[:, c0 - lc1:c1 - lc1])
+                    a = _replaced(ex, a, r0, c0, update, True)
+            if c == k % gc and lr0 < rows[f].size:
+                a = _replaced(ex, a, lr0, lc0, mine_r, False)
+        except Exception as exc:
+            raise fail(f"{name} (trailing update {k})", f, ex, exc) from exc
+        work[f] = a
 
 
 # --------------------------------------------------------------------------
