@@ -999,49 +999,20 @@ def slogdet_grid(x: "DistributedTensor", /) -> tuple[complex | float, float]:
     """
     name = "dlmg.linalg.slogdet"
     lay = x.layout
-    gr, gc = lay.grid
-    size = x.shape[0]
-    b = lay.block[1]
-    nb = -(-size // b)
-    cells = gr * gc
+    size, b = x.shape[0], lay.block[1]
+    cells = lay.ngrid
     devices, ranks = lay.devices[:cells], lay.ranks[:cells]
-
-    def index(r: int, c: int) -> int:
-        return r + gr * c
-
     rows = {f: lay.owned_indices(f, 0) for f in range(cells)}
     cols = {f: lay.owned_indices(f, 1) for f in range(cells)}
-    work: dict[int, Any] = {}
-    execs: dict[int, Executor] = {}
-    for f in range(cells):
-        frag = x.fragments[f]
-        if frag.is_local:
-            ex = execs[f] = executor(frag.framework, frag.device)
-            work[f] = ex.run(lambda xp, a: xp.asarray(a, copy=True), frag.array)
+    work, execs = _working_copies(x, cells)
     if not work:
         raise LayoutError(f"{name}: this process holds no fragment of {lay!r}; every process must hold one")
     remaining = np.ones(size, dtype=bool)
     order: list[int] = []
     values: list[complex] = []
-    row_layout = Layout((size, b), block=(lay.block[0], b), grid=(gr, 1),
-                        devices=[devices[index(r, c)] for c in range(gc) for r in range(gr)],
-                        ranks=[ranks[index(r, c)] for c in range(gc) for r in range(gr)])
-    everywhere = list(range(cells))
-    for k in range(nb):
-        k0 = k * b
-        w = min(b, size - k0)
-        rk, ck = k % gr, k % gc
-        diag = index(rk, ck)
-        owners = [index(r, ck) for r in range(gr)]
-        panel_layout = Layout((size, w), block=(lay.block[0], w), grid=(gr, 1), devices=[devices[f] for f in owners],
-                              ranks=[ranks[f] for f in owners])
-        pieces: list[Any] = [None] * gr
-        for r, f in enumerate(owners):
-            if f in work:
-                lc = int(np.searchsorted(cols[f], k0))
-                pieces[r] = execs[f].run(lambda xp, a: xp.concat([a[:, lc:lc + w]], axis=0), work[f])
-        single = Layout.single((size, w), devices[diag], ranks=ranks[diag])
-        panel = new_tensor(pieces, panel_layout, x.dtype).redistribute(single)
+    for k in range(-(-size // b)):
+        k0, w = k * b, min(b, size - k * b)
+        panel, diag = _column_panel(work, execs, lay, cols, k, w, x.dtype)
         home = panel.fragments[0]
         rem = np.flatnonzero(remaining)
 
@@ -1058,53 +1029,78 @@ def slogdet_grid(x: "DistributedTensor", /) -> tuple[complex | float, float]:
         nw = min(w, rem.size)
         mult = new_tensor([full], Layout.single((size, w), devices[diag], ranks=ranks[diag]), x.dtype)
         rec = new_tensor([record], Layout.single((nw, nw + 2), devices[diag], ranks=ranks[diag]), x.dtype)
-        mult = mult.redistribute(row_layout.replace(shape=(size, w), block=(lay.block[0], w)))
-        rec = rec.redistribute(Layout.replicated((nw, nw + 2), [devices[f] for f in everywhere],
-                                                 ranks=[ranks[f] for f in everywhere]))
-        mine = next(f for f in everywhere if rec.fragments[f].is_local)
-        got = _host(rec.fragments[mine].array)
+        mult = mult.redistribute(_multiplier_layout(lay, w))
+        rec = rec.redistribute(Layout.replicated((nw, nw + 2), devices, ranks=ranks))
+        got = _host(next(f.array for f in rec.fragments if f.is_local))
         pivots = got[:, nw].real.round().astype(np.int64)
         order.extend(int(v) for v in pivots)
         values.extend(got[:, nw + 1].tolist())
         # the pivot rows, each from the fragments of its grid row: a pending sum over grid rows
-        pending = Layout((nw, size), block=(max(nw, 1), lay.block[1]), grid=(1, gc),
-                         devices=[devices[index(r, c)] for r in range(gr) for c in range(gc)],
-                         ranks=[ranks[index(r, c)] for r in range(gr) for c in range(gc)],
-                         partial="sum" if gr > 1 else None)
-        arrays: list[Any] = [None] * pending.nfragments
-        for f, a in work.items():
-            r, c = f % gr, f // gr
-            at = np.searchsorted(rows[f], pivots)
-            owned = (at < rows[f].size) & (rows[f][np.minimum(at, rows[f].size - 1)] == pivots) if rows[f].size else \
-                np.zeros(nw, dtype=bool)
-
-            def pick(xp: Any, m: Any) -> Any:
-                if not owned.any():
-                    return xp.zeros((nw, m.shape[1]), dtype=m.dtype, device=m.device)
-                taken = xp.take(m, xp.asarray(np.where(owned, at, 0), device=m.device), axis=0)
-                return xp.where(xp.asarray(owned[:, None], device=m.device), taken, xp.zeros_like(taken))
-
-            arrays[c + gc * r] = execs[f].run(pick, a)
-        pivot_rows = new_tensor(arrays, pending, x.dtype).redistribute(pending.replace(partial=None))
+        pivot_rows = _rows_everywhere(work, execs, lay, pivots, x.dtype)
         remaining[pivots] = False
-        for f, a in list(work.items()):
-            r, c = f % gr, f // gr
-            ex = execs[f]
-            lc1 = int(np.searchsorted(cols[f], k0 + w))
-            if lc1 >= cols[f].size or not rows[f].size:
-                continue
-            unit = move_array(rec.fragments[f].array, ex)[:, :nw]
-            prow = move_array(pivot_rows.fragments[c + gc * r].array, ex)
-            lrows = move_array(mult.fragments[r + gr * c].array, ex)[:, :nw]
-            try:
-                upper = ex.xp.linalg.solve(unit, prow[:, lc1:])
-                # one local block column at a time where arrays are written in place: the
-                # product never needs more than one block column of new memory
-                for c0, c1 in _column_spans(cols[f], lc1, b, ex.adapter.mutable):
-                    a = _replaced(ex, a, 0, c0, ex.xp.matmul(lrows, upper[:, c0 - lc1:c1 - lc1]), True)
-                work[f] = a
-            except Exception as exc:
-                raise fail(f"{name} (trailing update {k})", f, ex, exc) from exc
+        _lu_update(name, work, execs, lay, cols, k, (rec, pivot_rows, mult), nw)
+    return _sign_and_log(order, values, size)
+
+
+def _multiplier_layout(lay: Layout, w: int) -> Layout:
+    """Multipliers of every row (``w`` columns) split along ``lay``'s rows, replicated along its
+    grid columns: fragment ``(r, c)`` is ``r + gr c``."""
+    gr, gc = lay.grid
+    cells = [r + gr * c for c in range(gc) for r in range(gr)]
+    return Layout((lay.shape[0], w), block=(lay.block[0], w), grid=(gr, 1), devices=[lay.devices[f] for f in cells],
+                  ranks=[lay.ranks[f] for f in cells])
+
+
+def _column_panel(work: dict[int, Any], execs: dict[int, Executor], lay: Layout, cols: dict[int, np.ndarray],
+                  k: int, w: int, dtype: str) -> tuple["DistributedTensor", int]:
+    """Block column ``k`` (``w`` columns, every row) of the working copies moved to the diagonal
+    block's owner, and that owner's fragment index."""
+    gr, gc = lay.grid
+    size, k0, ck = lay.shape[0], k * lay.block[1], k % gc
+    diag = k % gr + gr * ck
+    owners = [r + gr * ck for r in range(gr)]
+    panel_layout = Layout((size, w), block=(lay.block[0], w), grid=(gr, 1), devices=[lay.devices[f] for f in owners],
+                          ranks=[lay.ranks[f] for f in owners])
+    pieces: list[Any] = [None] * gr
+    for r, f in enumerate(owners):
+        if f in work:
+            lc = int(np.searchsorted(cols[f], k0))
+            pieces[r] = execs[f].run(lambda xp, a: xp.concat([a[:, lc:lc + w]], axis=0), work[f])
+    single = Layout.single((size, w), lay.devices[diag], ranks=lay.ranks[diag])
+    return new_tensor(pieces, panel_layout, dtype).redistribute(single), diag
+
+
+def _lu_update(name: str, work: dict[int, Any], execs: dict[int, Executor], lay: Layout,
+               cols: dict[int, np.ndarray], k: int, panels: tuple[Any, Any, Any], nw: int) -> None:
+    """The LU's trailing update of block column ``k``: each fragment solves for its part of ``U``
+    with the unit lower factor among the pivot rows (``panels``: that record, the pivot rows and
+    the multipliers) and lowers its trailing columns, one local block column at a time."""
+    rec, pivot_rows, mult = panels
+    gr, gc = lay.grid
+    b = lay.block[1]
+    end = min(k * b + b, lay.shape[0])
+    for f, a in list(work.items()):
+        r, c = f % gr, f // gr
+        ex = execs[f]
+        lc1 = int(np.searchsorted(cols[f], end))
+        if lc1 >= cols[f].size or not a.shape[0]:
+            continue
+        unit = move_array(rec.fragments[f].array, ex)[:, :nw]
+        prow = move_array(pivot_rows.fragments[c + gc * r].array, ex)
+        lrows = move_array(mult.fragments[r + gr * c].array, ex)[:, :nw]
+        try:
+            upper = ex.xp.linalg.solve(unit, prow[:, lc1:])
+            # one local block column at a time where arrays are written in place: the
+            # product never needs more than one block column of new memory
+            for c0, c1 in _column_spans(cols[f], lc1, b, ex.adapter.mutable):
+                a = _replaced(ex, a, 0, c0, ex.xp.matmul(lrows, upper[:, c0 - lc1:c1 - lc1]), True)
+            work[f] = a
+        except Exception as exc:
+            raise fail(f"{name} (trailing update {k})", f, ex, exc) from exc
+
+
+def _sign_and_log(order: list[int], values: list[complex], size: int) -> tuple[complex | float, float]:
+    """The determinant's sign and log-magnitude from the pivots' values and the pivot order."""
     vals = np.asarray(values)
     magnitude = np.abs(vals)
     if np.any(magnitude == 0):
@@ -1142,10 +1138,7 @@ def _rows_everywhere(work: dict[int, Any], execs: dict[int, Executor], lay: Layo
     arrays: list[Any] = [None] * pending.nfragments
     for f, a in work.items():
         r, c = f % gr, f // gr
-        rows = lay.owned_indices(f, 0)
-        at = np.searchsorted(rows, wanted)
-        owned = (at < rows.size) & (rows[np.minimum(at, max(rows.size - 1, 0))] == wanted) if rows.size else \
-            np.zeros(q, dtype=bool)
+        at, owned = _positions(lay.owned_indices(f, 0), wanted)
 
         def pick(xp: Any, m: Any) -> Any:
             if not owned.any():
