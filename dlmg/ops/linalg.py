@@ -683,11 +683,9 @@ def diagonal(x: "DistributedTensor", /, *, offset: int = 0) -> "DistributedTenso
         idx = lay.owned_indices(s, along)
         idx = idx[idx < length]
         want_r, want_c = (idx, idx + offset) if offset >= 0 else (idx - offset, idx)
-        li = np.searchsorted(rows, want_r)
-        lj = np.searchsorted(cols, want_c)
-        ok = (li < rows.size) & (lj < cols.size)
-        ok &= rows[np.minimum(li, max(rows.size - 1, 0))] == want_r if rows.size else False
-        ok &= cols[np.minimum(lj, max(cols.size - 1, 0))] == want_c if cols.size else False
+        li, ok_r = _positions(rows, want_r)
+        lj, ok_c = _positions(cols, want_c)
+        ok = ok_r & ok_c
         ex = executor(frag.framework, frag.device)
 
         def take(xp: Any, a: Any) -> Any:
@@ -1210,44 +1208,18 @@ def solve_grid(a: "DistributedTensor", b: "DistributedTensor", /) -> "Distribute
     """
     name = "dlmg.linalg.solve"
     lay, blay = a.layout, b.layout
-    gr, gc = lay.grid
-    size = a.shape[0]
-    bw = lay.block[1]
-    nb = -(-size // bw)
-    cells = gr * gc
-
-    def index(r: int, c: int) -> int:
-        return r + gr * c
-
-    works: list[dict[int, Any]] = [{}, {}]
-    execs: dict[int, Executor] = {}
-    for f in range(cells):
-        frag = a.fragments[f]
-        if frag.is_local:
-            ex = execs[f] = executor(frag.framework, frag.device)
-            works[0][f] = ex.run(lambda xp, m: xp.asarray(m, copy=True), frag.array)
-            works[1][f] = ex.run(lambda xp, m: xp.asarray(m, copy=True), move_array(b.fragments[f].array, ex))
+    size, bw = a.shape[0], lay.block[1]
+    cells = lay.ngrid
+    work_a, execs = _working_copies(a, cells)
+    work_b, _ = _working_copies(b, cells, execs)
+    works = [work_a, work_b]
     rows = {f: lay.owned_indices(f, 0) for f in range(cells)}
-    cols = [{f: lt.owned_indices(f, 1) for f in range(cells)} for lt in (lay, blay)]
-    mult_layout = Layout((size, bw), block=(lay.block[0], bw), grid=(gr, 1),
-                         devices=[lay.devices[index(r, c)] for c in range(gc) for r in range(gr)],
-                         ranks=[lay.ranks[index(r, c)] for c in range(gc) for r in range(gr)])
+    cols = {f: lay.owned_indices(f, 1) for f in range(cells)}
     everywhere = Layout.replicated((1, 1), lay.devices[:cells], ranks=lay.ranks[:cells])
-    for k in range(nb):
-        k0 = k * bw
-        w = min(bw, size - k0)
-        rk, ck = k % gr, k % gc
-        diag = index(rk, ck)
-        owners = [index(r, ck) for r in range(gr)]
-        panel_layout = Layout((size, w), block=(lay.block[0], w), grid=(gr, 1),
-                              devices=[lay.devices[f] for f in owners], ranks=[lay.ranks[f] for f in owners])
-        pieces: list[Any] = [None] * gr
-        for r, f in enumerate(owners):
-            if f in works[0]:
-                lc = int(np.searchsorted(cols[0][f], k0))
-                pieces[r] = execs[f].run(lambda xp, m: xp.concat([m[:, lc:lc + w]], axis=0), works[0][f])
-        single = Layout.single((size, w), lay.devices[diag], ranks=lay.ranks[diag])
-        home = new_tensor(pieces, panel_layout, a.dtype).redistribute(single).fragments[0]
+    for k in range(-(-size // bw)):
+        k0, w = k * bw, min(bw, size - k * bw)
+        panel, diag = _column_panel(works[0], execs, lay, cols, k, w, a.dtype)
+        home = panel.fragments[0]
 
         def factor() -> tuple[Any, Any]:
             if not home.is_local:
@@ -1260,49 +1232,59 @@ def solve_grid(a: "DistributedTensor", b: "DistributedTensor", /) -> "Distribute
 
         mult, record = _agreed(name, factor, panel=k, shape=a.shape)
         here = Layout.single((size, w), lay.devices[diag], ranks=lay.ranks[diag])
-        mult = new_tensor([mult], here, a.dtype).redistribute(mult_layout.replace(shape=(size, w),
-                                                                                  block=(lay.block[0], w)))
+        mult = new_tensor([mult], here, a.dtype).redistribute(_multiplier_layout(lay, w))
         rec = new_tensor([record], Layout.single((w, w + 1), lay.devices[diag], ranks=lay.ranks[diag]), a.dtype)
         rec = rec.redistribute(everywhere.replace(shape=(w, w + 1), block=(w, w + 1)))
-        mine = next(f for f in range(cells) if rec.fragments[f].is_local)
-        pivots = np.asarray(_host(rec.fragments[mine].array)[:, w].real.round(), dtype=np.int64)
-        cur = _swapped(pivots, k0, size)
-        moved = np.flatnonzero(cur != np.arange(size))
-        sources = np.unique(np.concatenate([cur[moved], pivots]))
-        gathered = [_rows_everywhere(works[i], execs, (lay, blay)[i], sources, a.dtype) for i in (0, 1)]
-        for f in list(works[0]):
-            r, c = f % gr, f // gr
-            ex = execs[f]
-            xp = ex.xp
-            mine_rows = rows[f]
-            at = np.searchsorted(mine_rows, moved)
-            held = (at < mine_rows.size) & (mine_rows[np.minimum(at, max(mine_rows.size - 1, 0))] == moved) \
-                if mine_rows.size else np.zeros(moved.size, dtype=bool)
-            pos = np.searchsorted(mine_rows, np.arange(k0, k0 + w))
-            pivot_here = (pos < mine_rows.size) & (mine_rows[np.minimum(pos, max(mine_rows.size - 1, 0))]
-                                                   == np.arange(k0, k0 + w)) if mine_rows.size else \
-                np.zeros(w, dtype=bool)
-            dinv = move_array(rec.fragments[f].array, ex)[:, :w]
-            lrows = move_array(mult.fragments[r + gr * c].array, ex)
-            try:
-                for i in (0, 1):
-                    m = works[i][f]
-                    panel_rows = move_array(gathered[i].fragments[c + gc * r].array, ex)
-                    # the interchanges: position g takes the row cur[g]
-                    src = np.searchsorted(sources, cur[moved[held]])
-                    m = _set_rows(ex, m, at[held], xp.take(panel_rows, xp.asarray(src, device=m.device), axis=0))
-                    start = int(np.searchsorted(cols[0][f], k0 + w)) if i == 0 else 0
-                    scaled = xp.matmul(dinv, xp.take(panel_rows, xp.asarray(np.searchsorted(sources, pivots),
-                                                                            device=m.device), axis=0)[:, start:])
-                    if start < m.shape[1] and m.shape[0]:
-                        m = _replaced(ex, m, 0, start, xp.matmul(lrows, scaled), True)
-                        own = xp.asarray(np.flatnonzero(pivot_here), device=m.device)
-                        m = _set_rows_from(ex, m, pos[pivot_here], start, xp.take(scaled, own, axis=0))
-                    works[i][f] = m
-            except Exception as exc:
-                raise fail(f"{name} (elimination {k})", f, ex, exc) from exc
+        pivots = np.asarray(_host(next(f.array for f in rec.fragments if f.is_local))[:, w].real.round(),
+                            dtype=np.int64)
+        _gj_update(name, works, execs, (lay, blay), (rows, cols), k, (rec, mult), pivots, a.dtype)
     out = Layout(b.shape, block=blay.block, grid=blay.grid, devices=blay.devices[:cells], ranks=blay.ranks[:cells])
     return new_tensor([works[1].get(f) for f in range(cells)], out, b.dtype)
+
+
+def _gj_update(name: str, works: list[dict[int, Any]], execs: dict[int, Executor], layouts: tuple[Layout, Layout],
+               owned: tuple[dict[int, np.ndarray], dict[int, np.ndarray]], k: int, panels: tuple[Any, Any],
+               pivots: np.ndarray, dtype: str) -> None:
+    """The Gauss-Jordan step of block column ``k`` on the working copies of ``a`` and ``b``
+    (``works``): the rows the interchanges move, gathered along grid rows, are written; the pivot
+    rows are scaled by ``D^-1`` (``panels``: that record and the multipliers) and every other row
+    lowered, in ``a``'s trailing columns and all of ``b``'s."""
+    rec, mult = panels
+    lay = layouts[0]
+    rows, cols = owned
+    gr, gc = lay.grid
+    size = lay.shape[0]
+    k0, w = k * lay.block[1], pivots.size
+    cur = _swapped(pivots, k0, size)
+    moved = np.flatnonzero(cur != np.arange(size))
+    sources = np.unique(np.concatenate([cur[moved], pivots]))
+    gathered = [_rows_everywhere(works[i], execs, layouts[i], sources, dtype) for i in (0, 1)]
+    diagonal = np.arange(k0, k0 + w)
+    for f in list(works[0]):
+        r, c = f % gr, f // gr
+        ex = execs[f]
+        xp = ex.xp
+        at, held = _positions(rows[f], moved)
+        pos, pivot_here = _positions(rows[f], diagonal)
+        dinv = move_array(rec.fragments[f].array, ex)[:, :w]
+        lrows = move_array(mult.fragments[r + gr * c].array, ex)
+        try:
+            for i in (0, 1):
+                m = works[i][f]
+                panel_rows = move_array(gathered[i].fragments[c + gc * r].array, ex)
+                # the interchanges: position g takes the row cur[g]
+                src = np.searchsorted(sources, cur[moved[held]])
+                m = _set_rows(ex, m, at[held], xp.take(panel_rows, xp.asarray(src, device=m.device), axis=0))
+                start = int(np.searchsorted(cols[f], k0 + w)) if i == 0 else 0
+                scaled = xp.matmul(dinv, xp.take(panel_rows, xp.asarray(np.searchsorted(sources, pivots),
+                                                                        device=m.device), axis=0)[:, start:])
+                if start < m.shape[1] and m.shape[0]:
+                    m = _replaced(ex, m, 0, start, xp.matmul(lrows, scaled), True)
+                    own = xp.asarray(np.flatnonzero(pivot_here), device=m.device)
+                    m = _set_rows_from(ex, m, pos[pivot_here], start, xp.take(scaled, own, axis=0))
+                works[i][f] = m
+        except Exception as exc:
+            raise fail(f"{name} (elimination {k})", f, ex, exc) from exc
 
 
 def _set_rows_from(ex: Executor, a: Any, local: np.ndarray, start: int, values: Any) -> Any:
