@@ -105,6 +105,14 @@ def test_eigh_of_degenerate_and_special_spectra(case):
     _check_eigh(a, gathered(w), gathered(v), 1e-10)
 
 
+def test_eigh_of_a_replicated_split_matrix_reads_replica_0():
+    a = _hermitian(9, "float64", 4)
+    lay = Layout((9, 9), block=(3, 9), grid=(2, 1), devices=["cpu:0", "cpu:1", "cpu:2", "cpu:3"])
+    w, v = la.eigh(build(a, lay))
+    assert v.layout.devices == lay.devices[:2]
+    _check_eigh(a, gathered(w), gathered(v), 1e-10)
+
+
 def test_eigh_does_not_collect(monkeypatch):
     """The split case never reaches the collecting fallback, and each fragment's framework does
     the work where it is."""

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..device import Device
-from ..errors import DlmgError, DtypeError
+from ..errors import DlmgError, DtypeError, LayoutError
 from ..layout import Layout
 from ._executor import Executor, executor, fail, move_array
 from .dispatch import map_fragments, new_tensor
@@ -385,6 +385,8 @@ def eigh_jacobi(x: "DistributedTensor", norm: float, /, *, vectors: bool = True)
         For dtypes other than float32, float64, complex64 and complex128.
     ValueError
         For non-finite entries.
+    LayoutError
+        On a process that holds no fragment of replica 0.
     DlmgError
         When the sweeps do not converge (on every process).
     """
@@ -399,6 +401,9 @@ def eigh_jacobi(x: "DistributedTensor", norm: float, /, *, vectors: bool = True)
     out_layout = Layout(x.shape, block=lay.block, grid=lay.grid, devices=lay.devices[: lay.ngrid],
                         ranks=lay.ranks[: lay.ngrid])
     slots = _Slots(x)
+    if not slots.execs:
+        raise LayoutError(f"{name}: this process holds no fragment of replica 0 of {lay!r}; every process "
+                          "must hold one (redistribute without replicas first)")
     nblocks = 2 * slots.count
     b = max(1, -(-n // nblocks))
     rounds = ring_rounds(nblocks)
