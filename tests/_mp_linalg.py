@@ -217,6 +217,92 @@ def linalg_cholesky_memory():
     return True
 
 
+def _hermitian(n, seed, dtype="float64"):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((n, n))
+    if dtype.startswith("complex"):
+        a = a + 1j * rng.standard_normal((n, n))
+    return ((a + a.conj().T) / 2).astype(dtype)
+
+
+def _check_eigh(a, w, v, tol=1e-10):
+    n = a.shape[0]
+    scale = max(1.0, np.abs(a).max()) * n
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(a), atol=tol * scale)
+    assert np.all(np.diff(w) >= -tol * scale)
+    np.testing.assert_allclose(a @ v - v * w, 0, atol=tol * scale)
+    np.testing.assert_allclose(v.conj().T @ v, np.eye(n), atol=tol * n)
+
+
+def linalg_eigh():
+    """eigh and eigvalsh of a Hermitian matrix split over the processes (row block-cyclic, column
+    slabs, a 2 x world grid; NumPy and torch; real and complex) by one-sided block Jacobi, and the
+    complete QR of a tall row-split matrix, against NumPy on the whole matrices."""
+    world = dd.world_size()
+    layouts = [
+        _rows(13, 13, 2, 3),
+        Layout((10, 10), block=(10, 3), grid=(1, world), devices=["cpu"] * world, ranks=list(range(world))),
+        _grid(11, (3, 2), world),
+    ]
+    checked = 0
+    for framework, dtype in (("numpy", "float64"), ("torch", "float64"), ("numpy", "complex128")):
+        for k, lay in enumerate(layouts):
+            a = _hermitian(lay.shape[0], 20 + k, dtype)
+            x = _scatter(a, lay, framework)
+            w, v = la.eigh(x)
+            assert v.layout.same_distribution(lay.replace(devices=lay.devices[: lay.ngrid],
+                                                          ranks=lay.ranks[: lay.ngrid])), repr(v.layout)
+            assert all(f.framework == framework for f in v.fragments if f.is_local)
+            W, V = w.gather(framework="numpy"), v.gather(framework="numpy")
+            _check_eigh(a, W, V)
+            np.testing.assert_allclose(la.eigvalsh(x).gather(framework="numpy"), W, atol=1e-10)
+            checked += 1
+    rng = np.random.default_rng(21)
+    for framework in ("numpy", "torch"):
+        for m, n, block in ((17, 4, 3), (9, 3, 2), (6, 5, 4)):
+            a = rng.standard_normal((m, n))
+            lay = _rows(m, n, 2, block)
+            q, r = la.qr(_scatter(a, lay, framework), mode="complete")
+            assert q.shape == (m, m) and r.layout.same_distribution(lay)
+            Q, R = q.gather(framework="numpy"), r.gather(framework="numpy")
+            np.testing.assert_allclose(Q @ R, a, atol=1e-12)
+            np.testing.assert_allclose(Q.T @ Q, np.eye(m), atol=1e-12)
+            assert np.allclose(np.tril(R, -1), 0)
+            checked += 1
+    return checked
+
+
+def linalg_eigh_memory():
+    """Each process's new memory during eigh of a row block-cyclic matrix (two blocks of ``b`` rows
+    per process) stays within 1.5 x (its shares of the operand and the eigenvectors) plus one block
+    and the small Gram matrices."""
+    world = dd.world_size()
+    n = 192 * world
+    b = n // (2 * world)
+    lay = Layout((n, n), block=(b, n), grid=(world, 1), devices=["cpu"] * world, ranks=list(range(world)))
+    a = _hermitian(n, 22)
+    mine = lay.fragments_of(dd.rank())
+    arrays = [np.ascontiguousarray(a[lay.owned_indices(i, 0)]) if i in mine else None for i in range(world)]
+    x = dlmg.from_fragments(arrays, lay)
+    del a
+    share = sum(arr.nbytes for arr in arrays if arr is not None)
+    gram = 3 * (2 * b) ** 2 * 8
+    # a first call fills the caches of the rounds' redistribution plans (kept for the next
+    # call, not memory of one call), as the memory of a call is measured once they exist
+    la.eigvalsh(x)
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    w, v = la.eigh(x)
+    peak = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    del w, v
+    bound = 1.5 * (2 * share) + b * n * 8 + gram
+    assert peak <= bound, f"eigh: peak {peak} bytes > bound {bound} (share {share})"
+    return True
+
+
 SCENARIOS = {"linalg_tsqr": linalg_tsqr, "linalg_grid": linalg_grid, "linalg_memory": linalg_memory,
-             "linalg_cholesky": linalg_cholesky, "linalg_cholesky_memory": linalg_cholesky_memory}
+             "linalg_cholesky": linalg_cholesky, "linalg_cholesky_memory": linalg_cholesky_memory,
+             "linalg_eigh": linalg_eigh, "linalg_eigh_memory": linalg_eigh_memory}
 

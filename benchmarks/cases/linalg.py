@@ -13,6 +13,12 @@ Blocked right-looking Cholesky of an SPD float64 matrix (2048 x 2048 quick,
 against one ``numpy.linalg.cholesky`` of the whole matrix (target: ratio <= 2.0,
 the issue's figure for 4 processes, here in one).
 
+``eigh`` of a symmetric float64 matrix (1024 x 1024 quick, 128 smoke, 2048
+full) split in rows over 4 NumPy fragments (two blocks each), by one-sided
+block Jacobi, against one ``numpy.linalg.eigh`` of the whole matrix (LAPACK's
+divide and conquer; no target: the row records the price of not gathering).
+Checked through the eigenvalues and the residual ``A V - V diag(w)``.
+
 On a GPU (a part of case 6, :func:`run_linalg_gpu`): TSQR ``linalg.qr`` of a
 tall-skinny float64 matrix (2^20 x 64 in the quick run) in 8 row slabs of
 torch fragments on the one GPU, against one ``torch.linalg.qr`` of the whole
@@ -35,6 +41,7 @@ __all__ = ["run_linalg", "run_linalg_gpu"]
 
 _SIZES = {"smoke": (2 ** 13, 16), "quick": (2 ** 17, 64), "full": (2 ** 19, 64)}
 _SQUARE = {"smoke": 256, "quick": 2048, "full": 4096}
+_EIGH = {"smoke": 128, "quick": 1024, "full": 2048}
 
 
 def _matrix(ctx: Context) -> np.ndarray:
@@ -117,11 +124,47 @@ def _cholesky(ctx: Context) -> list[Row]:
     return [row]
 
 
+def _eigh(ctx: Context) -> list[Row]:
+    import dlmg
+    from dlmg import Layout
+
+    n = _EIGH.get(ctx.mode.name, _EIGH["quick"])
+    rng = np.random.default_rng(13)
+    m = rng.standard_normal((n, n))
+    sym = (m + m.T) / 2
+    p = 4
+
+    def build() -> Callable[[], Any]:
+        lay = Layout((n, n), block=(-(-n // (2 * p)), n), grid=(p, 1), devices=["cpu"] * p)
+        a = dlmg.scatter(sym, lay, framework="numpy")
+        return lambda: dlmg.linalg.eigh(a)
+
+    fn = prepared(build)
+    row = Row(11, "linalg.eigh (one-sided block Jacobi), row blocks, numpy",
+              {"framework": "numpy", "fragments": p, "size": f"{n}x{n} float64", "device": "cpu"},
+              "numpy.linalg.eigh of the whole matrix", targets=[])
+    run_row(row, ctx, {"dlmg": fn, "native": lambda: np.linalg.eigh(sym)})
+    if ok(row, "dlmg"):
+        want = np.linalg.eigvalsh(sym)
+
+        def check() -> str:
+            w, v = fn()
+            w, v = w.gather(framework="numpy"), v.gather(framework="numpy")
+            scale = n * np.abs(sym).max()
+            if not np.allclose(w, want, atol=1e-10 * scale) or not np.allclose(sym @ v, v * w, atol=1e-10 * scale):
+                return "mismatch: eigenvalues or residual"
+            return "ok"
+
+        row.check = check_result(check)
+    return [row]
+
+
 def run_linalg(ctx: Context) -> list[Row]:
     """Case 11: TSQR against one native QR (and dask's TSQR where installed), blocked Cholesky
-    against one native Cholesky."""
+    against one native Cholesky, Jacobi eigh against one native eigh."""
     out = guarded(11, "linalg.qr (TSQR), row slabs, numpy", "numpy", lambda: _tsqr(ctx))
     out += guarded(11, "linalg.cholesky (blocked), 2 x 2 grid, numpy", "numpy", lambda: _cholesky(ctx))
+    out += guarded(11, "linalg.eigh (one-sided block Jacobi), row blocks, numpy", "numpy", lambda: _eigh(ctx))
     return out
 
 

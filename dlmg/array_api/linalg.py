@@ -17,13 +17,14 @@ Distributed operands stay distributed (``dlmg.ops.linalg`` has the algorithms):
 * ``cholesky``, ``det``, ``slogdet``, ``inv``, ``solve``, ``eigh``,
   ``eigvalsh``: batch-local when every fragment holds whole matrices; one
   split matrix: blocked Cholesky, blocked LU (``det``, ``slogdet``) and
-  blocked Gauss-Jordan (``solve``, ``inv``) on its grid.
+  blocked Gauss-Jordan (``solve``, ``inv``) on its grid, one-sided block
+  Jacobi (``eigh``, ``eigvalsh``) in column blocks over its fragments;
+* ``qr(mode="complete")`` of a tall split matrix from TSQR's factors, ``Q``
+  (``m x m``) and ``R`` in its row distribution.
 
 What is not distributed is collected onto one fragment as before (see
 ``dlmg.array_api._collect``; across processes an all-gather), and said so
-in each function's docstring: ``eigh`` and ``eigvalsh`` of matrices split
-across fragments;
-``qr(mode="complete")``, ``qr`` of a short-fat matrix and ``svd(full_matrices=True)``
+in each function's docstring: ``qr`` of a short-fat matrix and ``svd(full_matrices=True)``
 of split matrices; ``matrix_power`` with ``n <= 0``; split matrices with batch
 modes; ``cross`` of operands of different shapes.
 
@@ -37,7 +38,7 @@ import math
 import operator
 from typing import Any, NamedTuple
 
-from ..ops import contract as _contract, linalg as _la
+from ..ops import contract as _contract, jacobi as _jacobi, linalg as _la
 from ..ops._batch import batch_key, suggest_whole
 from ..ops.dispatch import map_fragments
 from ..ops.contract.pending import settled
@@ -123,15 +124,17 @@ def _small(x: Any, *results: Any) -> tuple[Any, ...]:
 def qr(x: Any, /, *, mode: str = "reduced") -> QRResult:
     """QR factorization: batch-local for whole matrices, TSQR for one tall matrix split along rows.
 
-    ``Q`` keeps ``x``'s row distribution; ``R`` (``n x n``) is laid out by the
-    policy. ``mode="complete"`` of a split matrix, a short-fat split matrix
-    and split matrices with batch modes are collected (see the module).
+    ``Q`` keeps ``x``'s row distribution; in ``mode="reduced"`` ``R``
+    (``n x n``) is laid out by the policy; in ``mode="complete"`` ``Q`` is
+    ``m x m`` and ``R`` ``m x n``, both in ``x``'s row distribution
+    (``dlmg.ops.linalg.qr_complete``). A short-fat split matrix and split
+    matrices with batch modes are collected (see the module).
     """
     x = _operand("qr", x)
     m, n = x.shape[-2:] if x.ndim >= 2 else (0, 0)
-    if _local(x) or (x.ndim == 2 and mode == "reduced" and m >= n and x.size):
+    if _local(x) or (x.ndim == 2 and mode in ("reduced", "complete") and m >= n and x.size):
         q, r = _la.qr(x, mode=mode)
-        return QRResult(q, r if _local(x) else _placed(r, x))
+        return QRResult(q, r if _local(x) or mode == "complete" else _placed(r, x))
     return QRResult(*_collected_qr(x, mode=mode))
 
 
@@ -424,21 +427,37 @@ class EighResult(NamedTuple):
     eigenvectors: Any
 
 
+def _grid_hermitian(x: Any) -> bool:
+    """One square matrix split across fragments, of a dtype the Jacobi eigensolver takes."""
+    return _grid_square(x) and x.dtype in _jacobi.JACOBI_DTYPES
+
+
 def eigh(x: Any, /) -> EighResult:
-    """Eigenvalues and eigenvectors of Hermitian matrices: batch-local, else collected."""
+    """Eigenvalues (ascending) and eigenvectors of Hermitian matrices: batch-local when every
+    fragment holds whole matrices; for one split matrix one-sided block Jacobi (Hestenes 1958)
+    in Brent and Luk's parallel ordering (``dlmg.ops.jacobi.eigh_jacobi``), the eigenvectors in
+    ``x``'s layout and the eigenvalues in slabs over its devices; split matrices with batch modes
+    are collected. The split case reads both triangles (LAPACK reads one)."""
     x = _operand("eigh", x)
     if _square_local("eigh", x):
         n = x.shape[-1]
         w, v = _la.batch_local("dlmg.linalg.eigh", x, lambda xp, a: tuple(xp.linalg.eigh(a)),
                                [((n,), _la.REAL_OF.get(x.dtype, x.dtype)), ((n, n), x.dtype)])
         return EighResult(w, v)
+    if _grid_hermitian(x):
+        w, v = _jacobi.eigh_jacobi(x, float(matrix_norm(x)))
+        return EighResult(w, v)
     return EighResult(*_collected_eigh(x))
 
 
 def eigvalsh(x: Any, /) -> Any:
-    """Eigenvalues of Hermitian matrices: batch-local, else collected."""
+    """Eigenvalues (ascending) of Hermitian matrices: batch-local, or one-sided block Jacobi for
+    one split matrix (as :func:`eigh`, the eigenvectors not formed); split matrices with batch
+    modes are collected."""
     x = _operand("eigvalsh", x)
     if _square_local("eigvalsh", x):
         return _batch_one("eigvalsh", x, (x.shape[-1],), _la.REAL_OF.get(x.dtype, x.dtype),
                           lambda xp, a: xp.linalg.eigvalsh(a))
+    if _grid_hermitian(x):
+        return _jacobi.eigh_jacobi(x, float(matrix_norm(x)), vectors=False)[0]
     return _collected_eigvalsh(x)

@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "cholesky", "batch_local", "matrix_split", "tsqr", "qr", "svd", "svdvals", "pinv", "REAL_OF", "TALL", "WIDE",
     "LOCAL", "diagonal", "batch_local_layout", "cholesky_grid", "slogdet_grid", "solve_grid", "inv_grid",
-    "solve_layout",
+    "solve_layout", "qr_complete",
 ]
 
 #: the real dtype of each inexact dtype (singular values, norms)
@@ -275,7 +275,7 @@ def tsqr(
     small: Callable[..., tuple[Any, ...]],
     smalls: Sequence[tuple[tuple[int, ...], str]],
     width: int | None,
-    apply: Callable[[Any, Any, Any], Any] | None = None,
+    apply: Callable[[Any, Any, Any, int], Any] | None = None,
     out_layout: Layout | None = None,
 ) -> tuple["DistributedTensor | None", tuple["DistributedTensor", ...]]:
     """TSQR of a tall matrix split along rows (see the module), with a small step on the stacked factors.
@@ -295,7 +295,7 @@ def tsqr(
     width : int or None
         The columns of ``W``; ``None``: no distributed result (``Q_f`` are dropped).
     apply : callable, optional
-        ``apply(xp, Q_f, W_f)`` makes a fragment of the distributed result (default ``Q_f W_f``).
+        ``apply(xp, Q_f, W_f, f)`` makes fragment ``f`` of the distributed result (default ``Q_f W_f``).
     out_layout : Layout, optional
         The distributed result's layout (default: ``x``'s, ``width`` columns, no replicas).
 
@@ -357,13 +357,13 @@ def tsqr(
         out_layout = Layout((m, width), block=(lay.block[0], max(width, 1)), grid=(p, 1),
                             devices=lay.devices[:p], ranks=lay.ranks[:p])
     arrays: list[Any] = [None] * out_layout.nfragments
-    run = apply if apply is not None else (lambda xp, q, wf: xp.matmul(q, wf))
+    run = apply if apply is not None else (lambda xp, q, wf, _f: xp.matmul(q, wf))
     for j, piece in pieces.items():
         i = order[j]
         ex = piece.ex
         try:
             wf = move_array(w.fragments[j].array, ex)[: piece.k]
-            arrays[i] = ex.run(run, piece.q, wf)
+            arrays[i] = ex.run(run, piece.q, wf, i)
         except Exception as exc:
             raise fail(f"{name} (applying Q)", i, ex, exc) from exc
         piece.q = None  # each local Q_f freed once used
@@ -384,7 +384,8 @@ def qr(x: "DistributedTensor", /, *, mode: str = "reduced") -> tuple["Distribute
         (``m >= n``) matrix split in any way (redistributed into row slabs
         first when its columns are split).
     mode : {"reduced", "complete"}
-        ``"complete"`` only for whole matrices in every fragment.
+        ``"complete"``: ``Q`` is ``m x m``, ``R`` ``m x n`` (for a split
+        matrix both in its row distribution, :func:`qr_complete`).
 
     Returns
     -------
@@ -396,8 +397,8 @@ def qr(x: "DistributedTensor", /, *, mode: str = "reduced") -> tuple["Distribute
     Raises
     ------
     LayoutError
-        For a short-fat matrix split along columns, ``mode="complete"`` of a
-        split matrix, or split matrix modes with batch modes.
+        For a short-fat matrix split along columns, or split matrix modes with
+        batch modes.
     """
     name = "dlmg.linalg.qr"
     x = _check(name, x)
@@ -410,14 +411,16 @@ def qr(x: "DistributedTensor", /, *, mode: str = "reduced") -> tuple["Distribute
         q, r = batch_local(name, x, lambda xp, a: tuple(xp.linalg.qr(a, mode=mode)),
                            [((m, k), x.dtype), ((k, n), x.dtype)])
         return q, r
-    if x.ndim != 2 or m < n or mode != "reduced":
+    if x.ndim != 2 or m < n:
         raise LayoutError(
-            f"{name}: distributed QR is TSQR of one tall matrix (m >= n, mode 'reduced'); got shape "
+            f"{name}: distributed QR is TSQR of one tall matrix (m >= n); got shape "
             f"{x.shape}, mode {mode!r}, layout {x.layout!r}. Make the matrices whole in every fragment "
             "first (redistribute) for the other cases"
         )
     if split is None:
         x = _slabs_of_long_mode(x)
+    if mode == "complete":
+        return qr_complete(x)
 
     def small(xp: Any, s: Any) -> tuple[Any, Any]:
         qs, r = xp.linalg.qr(s)
@@ -426,6 +429,77 @@ def qr(x: "DistributedTensor", /, *, mode: str = "reduced") -> tuple["Distribute
     q, (r,) = tsqr(name, x, small, [((n, n), x.dtype)], n)
     assert q is not None
     return q, r
+
+
+def _complete_rows(xp: Any, q: Any, wf: Any, m: int, offset: int) -> Any:
+    """Fragment rows of the complete ``Q``: ``Q_f W_f`` in the first columns, the orthonormal
+    complement of ``Q_f``'s columns at ``offset``, zeros elsewhere."""
+    mf, kf = q.shape
+    parts = [xp.matmul(q, wf)]
+    if mf > kf:
+        zeros = xp.zeros((mf, offset - wf.shape[1]), dtype=q.dtype, device=q.device)
+        complement = xp.linalg.qr(q, mode="complete")[0][:, kf:] if kf else xp.eye(mf, dtype=q.dtype,
+                                                                                     device=q.device)
+        parts += [zeros, complement]
+    end = sum(part.shape[1] for part in parts)
+    parts.append(xp.zeros((mf, m - end), dtype=q.dtype, device=q.device))
+    return xp.concat(parts, axis=1)
+
+
+def qr_complete(x: "DistributedTensor", /) -> tuple["DistributedTensor", "DistributedTensor"]:
+    """The complete QR ``x = Q R`` (``Q`` is ``m x m``) of a tall matrix split along rows, from TSQR.
+
+    Each fragment's QR ``A_f = Q_f R_f`` (``Q_f``: ``m_f x k_f``, ``k_f = min(m_f, n)``) and the
+    complete QR of the stacked ``R_f`` (``K = sum k_f`` rows), ``[R_1; ...; R_p] = Q_s R_s``,
+    give ``Q = diag(Q_f) [E Q_s | 0] + diag(Q_f^perp) F``: fragment ``f``'s rows of ``Q`` are
+    ``Q_f Q_s[f]`` in the first ``K`` columns and the orthonormal complement ``Q_f^perp`` of
+    ``Q_f``'s columns (``m_f - k_f`` of them, from a local complete QR of ``Q_f``) in a column
+    span of its own after them. What moves is TSQR's (the small factors, ``K x K`` on the way
+    back); ``Q`` and ``R`` (``m x n``, zero below row ``n``) keep ``x``'s row distribution, and
+    each fragment makes its rows of them where it is.
+    """
+    name = "dlmg.linalg.qr"
+    lay = x.layout
+    m, n = x.shape
+    p = lay.ngrid
+    rows = [lay.fragment(i).shape[0] for i in range(p)]
+    kept = [min(r, n) for r in rows]
+    total = sum(kept)
+    offsets, start = [], total
+    for r, k in zip(rows, kept):
+        offsets.append(start)
+        start += r - k
+    order = sorted(range(p), key=lambda i: (rows[i] < n, i))  # tsqr's stacking order
+    valid = np.concatenate([np.arange(kept[i]) + n * j for j, i in enumerate(order)]) if total else \
+        np.zeros(0, dtype=np.int64)
+    mapping = np.full(p * n, total, dtype=np.int64)
+    mapping[valid] = np.arange(total)
+
+    def small(xp: Any, s: Any) -> tuple[Any, Any]:
+        qs, r = xp.linalg.qr(xp.take(s, xp.asarray(valid, device=s.device), axis=0), mode="complete")
+        padded = xp.concat([qs, xp.zeros((1, total), dtype=qs.dtype, device=qs.device)], axis=0)
+        return xp.take(padded, xp.asarray(mapping, device=s.device), axis=0), r[:n]
+
+    out_layout = Layout((m, m), block=(lay.block[0], max(m, 1)), grid=(p, 1), devices=lay.devices[:p],
+                        ranks=lay.ranks[:p])
+    q, (r_small,) = tsqr(name, x, small, [((n, n), x.dtype)], total,
+                         lambda xp, qf, wf, f: _complete_rows(xp, qf, wf, m, offsets[f]), out_layout)
+    assert q is not None
+    dense = Layout((m, n), block=(lay.block[0], max(n, 1)), grid=(p, 1), devices=lay.devices[:p],
+                   ranks=lay.ranks[:p])
+    r_all = r_small.redistribute(Layout.replicated((n, n), lay.devices[:p], ranks=lay.ranks[:p]))
+    arrays: list[Any] = [None] * p
+    for i in range(p):
+        frag = r_all.fragments[i]
+        if not frag.is_local:
+            continue
+        idx = lay.owned_indices(i, 0)
+        top = idx[idx < n]
+        ex = executor(frag.framework, frag.device)
+        arrays[i] = ex.run(lambda xp, a: xp.concat([xp.take(a, xp.asarray(top, device=a.device), axis=0),
+                                                    xp.zeros((idx.size - top.size, n), dtype=a.dtype,
+                                                             device=a.device)], axis=0), frag.array)
+    return q, new_tensor(arrays, dense, x.dtype)
 
 
 def svd(x: "DistributedTensor", /) -> tuple["DistributedTensor", "DistributedTensor", "DistributedTensor"]:
@@ -519,7 +593,7 @@ def pinv(x: "DistributedTensor", /, *, rtol: float | None = None) -> "Distribute
         inv = xp.where(keep, 1 / xp.where(keep, sv, xp.ones_like(sv)), xp.zeros_like(sv))
         return (xp.matmul(xp.matmul(qs, u) * xp.astype(inv, u.dtype)[None, :], vh),)
 
-    def apply(xp: Any, q: Any, wf: Any) -> Any:
+    def apply(xp: Any, q: Any, wf: Any, _f: int) -> Any:
         left, right = xp.matrix_transpose(wf), xp.matrix_transpose(q)
         if complex_:
             left, right = xp.conj(left), xp.conj(right)
@@ -609,11 +683,9 @@ def diagonal(x: "DistributedTensor", /, *, offset: int = 0) -> "DistributedTenso
         idx = lay.owned_indices(s, along)
         idx = idx[idx < length]
         want_r, want_c = (idx, idx + offset) if offset >= 0 else (idx - offset, idx)
-        li = np.searchsorted(rows, want_r)
-        lj = np.searchsorted(cols, want_c)
-        ok = (li < rows.size) & (lj < cols.size)
-        ok &= rows[np.minimum(li, max(rows.size - 1, 0))] == want_r if rows.size else False
-        ok &= cols[np.minimum(lj, max(cols.size - 1, 0))] == want_c if cols.size else False
+        li, ok_r = _positions(rows, want_r)
+        lj, ok_c = _positions(cols, want_c)
+        ok = ok_r & ok_c
         ex = executor(frag.framework, frag.device)
 
         def take(xp: Any, a: Any) -> Any:
@@ -636,6 +708,31 @@ def diagonal(x: "DistributedTensor", /, *, offset: int = 0) -> "DistributedTenso
 
 # --------------------------------------------------------------------------
 # blocked right-looking Cholesky on a 2-D block-cyclic grid
+
+
+def _positions(rows: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where the global indices ``wanted`` sit among a fragment's sorted owned ``rows``, and which
+    of them it owns: the one search that the pivot rows, the interchanges and the pivot block of
+    the LU and Gauss-Jordan eliminations all make."""
+    at = np.searchsorted(rows, wanted)
+    if not rows.size:
+        return at, np.zeros(wanted.size, dtype=bool)
+    return at, (at < rows.size) & (rows[np.minimum(at, rows.size - 1)] == wanted)
+
+
+def _working_copies(x: "DistributedTensor", cells: int,
+                    execs: dict[int, Executor] | None = None) -> tuple[dict[int, Any], dict[int, Executor]]:
+    """Copies of ``x``'s local fragments among the first ``cells`` (replica 0), to be worked on in
+    place, and their executors (``execs`` when given: ``x``'s arrays moved onto them)."""
+    work: dict[int, Any] = {}
+    execs = {} if execs is None else execs
+    for f in range(cells):
+        frag = x.fragments[f]
+        if not frag.is_local:
+            continue
+        ex = execs.setdefault(f, executor(frag.framework, frag.device))
+        work[f] = ex.run(lambda xp, a: xp.asarray(a, copy=True), move_array(frag.array, ex))
+    return work, execs
 
 
 def _replaced(ex: Executor, a: Any, r0: int, c0: int, block: Any, subtract: bool) -> Any:
@@ -735,100 +832,99 @@ def cholesky_grid(x: "DistributedTensor", /) -> "DistributedTensor":
         lay = Layout(x.shape, block=(b, b), grid=lay.grid, devices=lay.devices[: lay.ngrid],
                      ranks=lay.ranks[: lay.ngrid])
         x = x.redistribute(lay)
-    gr, gc = lay.grid
     size = x.shape[0]
     b = lay.block[0]
-    nb = -(-size // b)
-    complex_ = x.dtype in REAL_OF
     dense = Layout(x.shape, block=lay.block, grid=lay.grid, devices=lay.devices[: lay.ngrid],
                    ranks=lay.ranks[: lay.ngrid])
-
-    def index(r: int, c: int) -> int:
-        return r + gr * c
-
-    rows = {f: lay.owned_indices(f, 0) for f in range(gr * gc)}
-    cols = {f: lay.owned_indices(f, 1) for f in range(gr * gc)}
-    work: dict[int, Any] = {}
-    execs: dict[int, Executor] = {}
-    for f in range(gr * gc):
-        frag = x.fragments[f]
-        if frag.is_local:
-            ex = execs[f] = executor(frag.framework, frag.device)
-            work[f] = ex.run(lambda xp, a: xp.asarray(a, copy=True), frag.array)
-
-    def dev(f: int) -> Any:
-        return lay.devices[f]
-
-    def rank(f: int) -> int:
-        return lay.ranks[f]
-
-    for k in range(nb):
-        k0 = k * b
-        w = min(b, size - k0)
-        rest = size - k0
-        rk, ck = k % gr, k % gc
-        # 1. the panel, to the diagonal block's owner
-        owners = [index((c + k) % gr, ck) for c in range(gr)]
-        panel_layout = Layout((rest, w), block=(b, w), grid=(gr, 1), devices=[dev(f) for f in owners],
-                              ranks=[rank(f) for f in owners])
-        pieces: list[Any] = [None] * gr
-        for c, f in enumerate(owners):
-            if f in work:
-                lr0 = int(np.searchsorted(rows[f], k0))
-                lc = int(np.searchsorted(cols[f], k0))
-                pieces[c] = execs[f].run(lambda xp, a: xp.concat([a[lr0:, lc:lc + w]], axis=0), work[f])
-        diag = index(rk, ck)
-        single = Layout.single((rest, w), dev(diag), ranks=rank(diag))
-        panel = new_tensor(pieces, panel_layout, x.dtype).redistribute(single)
-        home = panel.fragments[0]
-
-        def factor() -> Any:
-            if not home.is_local:
-                return None
-            ex = executor(home.framework, home.device)
-            try:
-                return ex.run(_factor_panel, home.array, w, complex_)
-            except Exception as exc:
-                raise fail(f"{name} (panel {k})", diag, ex, exc) from exc
-
-        factored = new_tensor([_agreed(name, factor, panel=k, shape=x.shape)], single, x.dtype)
-        # 2. broadcast along grid rows and grid columns
-        by_rows = [index((c + k) % gr, cc) for cc in range(gc) for c in range(gr)]
-        by_cols = [index(rr, (c + k) % gc) for rr in range(gr) for c in range(gc)]
-        row_panel = factored.redistribute(Layout((rest, w), block=(b, w), grid=(gr, 1),
-                                                 devices=[dev(f) for f in by_rows], ranks=[rank(f) for f in by_rows]))
-        col_panel = factored.redistribute(Layout((rest, w), block=(b, w), grid=(gc, 1),
-                                                 devices=[dev(f) for f in by_cols], ranks=[rank(f) for f in by_cols]))
-        del factored, panel
-        # 3. trailing update and the panel stored, fragment by fragment
-        for f, a in list(work.items()):
-            r, c = f % gr, f // gr
-            ex = execs[f]
-            lr0 = int(np.searchsorted(rows[f], k0))
-            lr1 = int(np.searchsorted(rows[f], k0 + w))
-            lc0 = int(np.searchsorted(cols[f], k0))
-            lc1 = int(np.searchsorted(cols[f], k0 + w))
-            mine_r = move_array(row_panel.fragments[(r - k) % gr + gr * c].array, ex)
-            mine_c = move_array(col_panel.fragments[(c - k) % gc + gc * r].array, ex)
-            try:
-                if lr1 < rows[f].size and lc1 < cols[f].size:
-                    right = ex.xp.matrix_transpose(mine_c[lc1 - lc0:])
-                    if complex_:
-                        right = ex.xp.conj(right)
-                    for r0, c0, c1 in _lower_spans(rows[f], cols[f], lr1, lc1, b, ex.adapter.mutable):
-                        update = ex.xp.matmul(mine_r[r0 - lr0:], right[:, c0 - lc1:c1 - lc1])
-                        a = _replaced(ex, a, r0, c0, update, True)
-                if c == ck and lr0 < rows[f].size:
-                    a = _replaced(ex, a, lr0, lc0, mine_r, False)
-            except Exception as exc:
-                raise fail(f"{name} (trailing update {k})", f, ex, exc) from exc
-            work[f] = a
+    rows = {f: lay.owned_indices(f, 0) for f in range(lay.ngrid)}
+    cols = {f: lay.owned_indices(f, 1) for f in range(lay.ngrid)}
+    work, execs = _working_copies(x, lay.ngrid)
+    for k in range(-(-size // b)):
+        row_panel, col_panel = _cholesky_panel(name, x, work, execs, lay, (rows, cols), k)
+        _cholesky_update(name, work, execs, lay, (rows, cols), k, row_panel, col_panel, x.dtype in REAL_OF)
     arrays: list[Any] = [None] * dense.nfragments
     for f, a in work.items():
         lower = np.greater_equal.outer(rows[f], cols[f])
         arrays[f] = execs[f].run(
             lambda xp, m: xp.where(xp.asarray(lower, device=m.device), m, xp.zeros_like(m)), a)
     return new_tensor(arrays, dense, x.dtype)
+
+
+def _cholesky_panel(name: str, x: "DistributedTensor", work: dict[int, Any], execs: dict[int, Executor],
+                    lay: Layout, owned: tuple[dict[int, np.ndarray], dict[int, np.ndarray]],
+                    k: int) -> tuple["DistributedTensor", "DistributedTensor"]:
+    """Steps 1 and 2 of :func:`cholesky_grid` for block column ``k``: the panel to the diagonal
+    block's owner, factorised there, and broadcast along grid rows and grid columns."""
+    rows, cols = owned
+    gr, gc = lay.grid
+    b, size = lay.block[0], x.shape[0]
+    k0 = k * b
+    w, rest = min(b, size - k0), size - k0
+    ck = k % gc
+    devices, ranks = lay.devices, lay.ranks
+    owners = [(c + k) % gr + gr * ck for c in range(gr)]
+    panel_layout = Layout((rest, w), block=(b, w), grid=(gr, 1), devices=[devices[f] for f in owners],
+                          ranks=[ranks[f] for f in owners])
+    pieces: list[Any] = [None] * gr
+    for c, f in enumerate(owners):
+        if f in work:
+            lr0 = int(np.searchsorted(rows[f], k0))
+            lc = int(np.searchsorted(cols[f], k0))
+            pieces[c] = execs[f].run(lambda xp, a: xp.concat([a[lr0:, lc:lc + w]], axis=0), work[f])
+    diag = k % gr + gr * ck
+    single = Layout.single((rest, w), devices[diag], ranks=ranks[diag])
+    home = new_tensor(pieces, panel_layout, x.dtype).redistribute(single).fragments[0]
+    complex_ = x.dtype in REAL_OF
+
+    def factor() -> Any:
+        if not home.is_local:
+            return None
+        ex = executor(home.framework, home.device)
+        try:
+            return ex.run(_factor_panel, home.array, w, complex_)
+        except Exception as exc:
+            raise fail(f"{name} (panel {k})", diag, ex, exc) from exc
+
+    factored = new_tensor([_agreed(name, factor, panel=k, shape=x.shape)], single, x.dtype)
+    by_rows = [(c + k) % gr + gr * cc for cc in range(gc) for c in range(gr)]
+    by_cols = [rr + gr * ((c + k) % gc) for rr in range(gr) for c in range(gc)]
+    row_panel = factored.redistribute(Layout((rest, w), block=(b, w), grid=(gr, 1),
+                                             devices=[devices[f] for f in by_rows], ranks=[ranks[f] for f in by_rows]))
+    col_panel = factored.redistribute(Layout((rest, w), block=(b, w), grid=(gc, 1),
+                                             devices=[devices[f] for f in by_cols], ranks=[ranks[f] for f in by_cols]))
+    return row_panel, col_panel
+
+
+def _cholesky_update(name: str, work: dict[int, Any], execs: dict[int, Executor], lay: Layout,
+                     owned: tuple[dict[int, np.ndarray], dict[int, np.ndarray]], k: int,
+                     row_panel: "DistributedTensor", col_panel: "DistributedTensor", complex_: bool) -> None:
+    """Step 3 of :func:`cholesky_grid`: every fragment lowers its trailing part by ``L_i L_j^H``
+    and the owners of block column ``k`` store the panel (``work`` updated)."""
+    rows, cols = owned
+    gr, gc = lay.grid
+    b, size = lay.block[0], lay.shape[0]
+    k0 = k * b
+    w = min(b, size - k0)
+    for f, a in list(work.items()):
+        r, c = f % gr, f // gr
+        ex = execs[f]
+        lr0, lr1 = (int(v) for v in np.searchsorted(rows[f], [k0, k0 + w]))
+        lc0, lc1 = (int(v) for v in np.searchsorted(cols[f], [k0, k0 + w]))
+        mine_r = move_array(row_panel.fragments[(r - k) % gr + gr * c].array, ex)
+        mine_c = move_array(col_panel.fragments[(c - k) % gc + gc * r].array, ex)
+        try:
+            if lr1 < rows[f].size and lc1 < cols[f].size:
+                right = ex.xp.matrix_transpose(mine_c[lc1 - lc0:])
+                if complex_:
+                    right = ex.xp.conj(right)
+                for r0, c0, c1 in _lower_spans(rows[f], cols[f], lr1, lc1, b, ex.adapter.mutable):
+                    update = ex.xp.matmul(mine_r[r0 - lr0:], right[:, c0 - lc1:c1 - lc1])
+                    a = _replaced(ex, a, r0, c0, update, True)
+            if c == k % gc and lr0 < rows[f].size:
+                a = _replaced(ex, a, lr0, lc0, mine_r, False)
+        except Exception as exc:
+            raise fail(f"{name} (trailing update {k})", f, ex, exc) from exc
+        work[f] = a
 
 
 # --------------------------------------------------------------------------
@@ -901,49 +997,20 @@ def slogdet_grid(x: "DistributedTensor", /) -> tuple[complex | float, float]:
     """
     name = "dlmg.linalg.slogdet"
     lay = x.layout
-    gr, gc = lay.grid
-    size = x.shape[0]
-    b = lay.block[1]
-    nb = -(-size // b)
-    cells = gr * gc
+    size, b = x.shape[0], lay.block[1]
+    cells = lay.ngrid
     devices, ranks = lay.devices[:cells], lay.ranks[:cells]
-
-    def index(r: int, c: int) -> int:
-        return r + gr * c
-
     rows = {f: lay.owned_indices(f, 0) for f in range(cells)}
     cols = {f: lay.owned_indices(f, 1) for f in range(cells)}
-    work: dict[int, Any] = {}
-    execs: dict[int, Executor] = {}
-    for f in range(cells):
-        frag = x.fragments[f]
-        if frag.is_local:
-            ex = execs[f] = executor(frag.framework, frag.device)
-            work[f] = ex.run(lambda xp, a: xp.asarray(a, copy=True), frag.array)
+    work, execs = _working_copies(x, cells)
     if not work:
         raise LayoutError(f"{name}: this process holds no fragment of {lay!r}; every process must hold one")
     remaining = np.ones(size, dtype=bool)
     order: list[int] = []
     values: list[complex] = []
-    row_layout = Layout((size, b), block=(lay.block[0], b), grid=(gr, 1),
-                        devices=[devices[index(r, c)] for c in range(gc) for r in range(gr)],
-                        ranks=[ranks[index(r, c)] for c in range(gc) for r in range(gr)])
-    everywhere = list(range(cells))
-    for k in range(nb):
-        k0 = k * b
-        w = min(b, size - k0)
-        rk, ck = k % gr, k % gc
-        diag = index(rk, ck)
-        owners = [index(r, ck) for r in range(gr)]
-        panel_layout = Layout((size, w), block=(lay.block[0], w), grid=(gr, 1), devices=[devices[f] for f in owners],
-                              ranks=[ranks[f] for f in owners])
-        pieces: list[Any] = [None] * gr
-        for r, f in enumerate(owners):
-            if f in work:
-                lc = int(np.searchsorted(cols[f], k0))
-                pieces[r] = execs[f].run(lambda xp, a: xp.concat([a[:, lc:lc + w]], axis=0), work[f])
-        single = Layout.single((size, w), devices[diag], ranks=ranks[diag])
-        panel = new_tensor(pieces, panel_layout, x.dtype).redistribute(single)
+    for k in range(-(-size // b)):
+        k0, w = k * b, min(b, size - k * b)
+        panel, diag = _column_panel(work, execs, lay, cols, k, w, x.dtype)
         home = panel.fragments[0]
         rem = np.flatnonzero(remaining)
 
@@ -960,53 +1027,78 @@ def slogdet_grid(x: "DistributedTensor", /) -> tuple[complex | float, float]:
         nw = min(w, rem.size)
         mult = new_tensor([full], Layout.single((size, w), devices[diag], ranks=ranks[diag]), x.dtype)
         rec = new_tensor([record], Layout.single((nw, nw + 2), devices[diag], ranks=ranks[diag]), x.dtype)
-        mult = mult.redistribute(row_layout.replace(shape=(size, w), block=(lay.block[0], w)))
-        rec = rec.redistribute(Layout.replicated((nw, nw + 2), [devices[f] for f in everywhere],
-                                                 ranks=[ranks[f] for f in everywhere]))
-        mine = next(f for f in everywhere if rec.fragments[f].is_local)
-        got = _host(rec.fragments[mine].array)
+        mult = mult.redistribute(_multiplier_layout(lay, w))
+        rec = rec.redistribute(Layout.replicated((nw, nw + 2), devices, ranks=ranks))
+        got = _host(next(f.array for f in rec.fragments if f.is_local))
         pivots = got[:, nw].real.round().astype(np.int64)
         order.extend(int(v) for v in pivots)
         values.extend(got[:, nw + 1].tolist())
         # the pivot rows, each from the fragments of its grid row: a pending sum over grid rows
-        pending = Layout((nw, size), block=(max(nw, 1), lay.block[1]), grid=(1, gc),
-                         devices=[devices[index(r, c)] for r in range(gr) for c in range(gc)],
-                         ranks=[ranks[index(r, c)] for r in range(gr) for c in range(gc)],
-                         partial="sum" if gr > 1 else None)
-        arrays: list[Any] = [None] * pending.nfragments
-        for f, a in work.items():
-            r, c = f % gr, f // gr
-            at = np.searchsorted(rows[f], pivots)
-            owned = (at < rows[f].size) & (rows[f][np.minimum(at, rows[f].size - 1)] == pivots) if rows[f].size else \
-                np.zeros(nw, dtype=bool)
-
-            def pick(xp: Any, m: Any) -> Any:
-                if not owned.any():
-                    return xp.zeros((nw, m.shape[1]), dtype=m.dtype, device=m.device)
-                taken = xp.take(m, xp.asarray(np.where(owned, at, 0), device=m.device), axis=0)
-                return xp.where(xp.asarray(owned[:, None], device=m.device), taken, xp.zeros_like(taken))
-
-            arrays[c + gc * r] = execs[f].run(pick, a)
-        pivot_rows = new_tensor(arrays, pending, x.dtype).redistribute(pending.replace(partial=None))
+        pivot_rows = _rows_everywhere(work, execs, lay, pivots, x.dtype)
         remaining[pivots] = False
-        for f, a in list(work.items()):
-            r, c = f % gr, f // gr
-            ex = execs[f]
-            lc1 = int(np.searchsorted(cols[f], k0 + w))
-            if lc1 >= cols[f].size or not rows[f].size:
-                continue
-            unit = move_array(rec.fragments[f].array, ex)[:, :nw]
-            prow = move_array(pivot_rows.fragments[c + gc * r].array, ex)
-            lrows = move_array(mult.fragments[r + gr * c].array, ex)[:, :nw]
-            try:
-                upper = ex.xp.linalg.solve(unit, prow[:, lc1:])
-                # one local block column at a time where arrays are written in place: the
-                # product never needs more than one block column of new memory
-                for c0, c1 in _column_spans(cols[f], lc1, b, ex.adapter.mutable):
-                    a = _replaced(ex, a, 0, c0, ex.xp.matmul(lrows, upper[:, c0 - lc1:c1 - lc1]), True)
-                work[f] = a
-            except Exception as exc:
-                raise fail(f"{name} (trailing update {k})", f, ex, exc) from exc
+        _lu_update(name, work, execs, lay, cols, k, (rec, pivot_rows, mult), nw)
+    return _sign_and_log(order, values, size)
+
+
+def _multiplier_layout(lay: Layout, w: int) -> Layout:
+    """Multipliers of every row (``w`` columns) split along ``lay``'s rows, replicated along its
+    grid columns: fragment ``(r, c)`` is ``r + gr c``."""
+    gr, gc = lay.grid
+    cells = [r + gr * c for c in range(gc) for r in range(gr)]
+    return Layout((lay.shape[0], w), block=(lay.block[0], w), grid=(gr, 1), devices=[lay.devices[f] for f in cells],
+                  ranks=[lay.ranks[f] for f in cells])
+
+
+def _column_panel(work: dict[int, Any], execs: dict[int, Executor], lay: Layout, cols: dict[int, np.ndarray],
+                  k: int, w: int, dtype: str) -> tuple["DistributedTensor", int]:
+    """Block column ``k`` (``w`` columns, every row) of the working copies moved to the diagonal
+    block's owner, and that owner's fragment index."""
+    gr, gc = lay.grid
+    size, k0, ck = lay.shape[0], k * lay.block[1], k % gc
+    diag = k % gr + gr * ck
+    owners = [r + gr * ck for r in range(gr)]
+    panel_layout = Layout((size, w), block=(lay.block[0], w), grid=(gr, 1), devices=[lay.devices[f] for f in owners],
+                          ranks=[lay.ranks[f] for f in owners])
+    pieces: list[Any] = [None] * gr
+    for r, f in enumerate(owners):
+        if f in work:
+            lc = int(np.searchsorted(cols[f], k0))
+            pieces[r] = execs[f].run(lambda xp, a: xp.concat([a[:, lc:lc + w]], axis=0), work[f])
+    single = Layout.single((size, w), lay.devices[diag], ranks=lay.ranks[diag])
+    return new_tensor(pieces, panel_layout, dtype).redistribute(single), diag
+
+
+def _lu_update(name: str, work: dict[int, Any], execs: dict[int, Executor], lay: Layout,
+               cols: dict[int, np.ndarray], k: int, panels: tuple[Any, Any, Any], nw: int) -> None:
+    """The LU's trailing update of block column ``k``: each fragment solves for its part of ``U``
+    with the unit lower factor among the pivot rows (``panels``: that record, the pivot rows and
+    the multipliers) and lowers its trailing columns, one local block column at a time."""
+    rec, pivot_rows, mult = panels
+    gr, gc = lay.grid
+    b = lay.block[1]
+    end = min(k * b + b, lay.shape[0])
+    for f, a in list(work.items()):
+        r, c = f % gr, f // gr
+        ex = execs[f]
+        lc1 = int(np.searchsorted(cols[f], end))
+        if lc1 >= cols[f].size or not a.shape[0]:
+            continue
+        unit = move_array(rec.fragments[f].array, ex)[:, :nw]
+        prow = move_array(pivot_rows.fragments[c + gc * r].array, ex)
+        lrows = move_array(mult.fragments[r + gr * c].array, ex)[:, :nw]
+        try:
+            upper = ex.xp.linalg.solve(unit, prow[:, lc1:])
+            # one local block column at a time where arrays are written in place: the
+            # product never needs more than one block column of new memory
+            for c0, c1 in _column_spans(cols[f], lc1, b, ex.adapter.mutable):
+                a = _replaced(ex, a, 0, c0, ex.xp.matmul(lrows, upper[:, c0 - lc1:c1 - lc1]), True)
+            work[f] = a
+        except Exception as exc:
+            raise fail(f"{name} (trailing update {k})", f, ex, exc) from exc
+
+
+def _sign_and_log(order: list[int], values: list[complex], size: int) -> tuple[complex | float, float]:
+    """The determinant's sign and log-magnitude from the pivots' values and the pivot order."""
     vals = np.asarray(values)
     magnitude = np.abs(vals)
     if np.any(magnitude == 0):
@@ -1044,10 +1136,7 @@ def _rows_everywhere(work: dict[int, Any], execs: dict[int, Executor], lay: Layo
     arrays: list[Any] = [None] * pending.nfragments
     for f, a in work.items():
         r, c = f % gr, f // gr
-        rows = lay.owned_indices(f, 0)
-        at = np.searchsorted(rows, wanted)
-        owned = (at < rows.size) & (rows[np.minimum(at, max(rows.size - 1, 0))] == wanted) if rows.size else \
-            np.zeros(q, dtype=bool)
+        at, owned = _positions(lay.owned_indices(f, 0), wanted)
 
         def pick(xp: Any, m: Any) -> Any:
             if not owned.any():
@@ -1119,44 +1208,18 @@ def solve_grid(a: "DistributedTensor", b: "DistributedTensor", /) -> "Distribute
     """
     name = "dlmg.linalg.solve"
     lay, blay = a.layout, b.layout
-    gr, gc = lay.grid
-    size = a.shape[0]
-    bw = lay.block[1]
-    nb = -(-size // bw)
-    cells = gr * gc
-
-    def index(r: int, c: int) -> int:
-        return r + gr * c
-
-    works: list[dict[int, Any]] = [{}, {}]
-    execs: dict[int, Executor] = {}
-    for f in range(cells):
-        frag = a.fragments[f]
-        if frag.is_local:
-            ex = execs[f] = executor(frag.framework, frag.device)
-            works[0][f] = ex.run(lambda xp, m: xp.asarray(m, copy=True), frag.array)
-            works[1][f] = ex.run(lambda xp, m: xp.asarray(m, copy=True), move_array(b.fragments[f].array, ex))
+    size, bw = a.shape[0], lay.block[1]
+    cells = lay.ngrid
+    work_a, execs = _working_copies(a, cells)
+    work_b, _ = _working_copies(b, cells, execs)
+    works = [work_a, work_b]
     rows = {f: lay.owned_indices(f, 0) for f in range(cells)}
-    cols = [{f: lt.owned_indices(f, 1) for f in range(cells)} for lt in (lay, blay)]
-    mult_layout = Layout((size, bw), block=(lay.block[0], bw), grid=(gr, 1),
-                         devices=[lay.devices[index(r, c)] for c in range(gc) for r in range(gr)],
-                         ranks=[lay.ranks[index(r, c)] for c in range(gc) for r in range(gr)])
+    cols = {f: lay.owned_indices(f, 1) for f in range(cells)}
     everywhere = Layout.replicated((1, 1), lay.devices[:cells], ranks=lay.ranks[:cells])
-    for k in range(nb):
-        k0 = k * bw
-        w = min(bw, size - k0)
-        rk, ck = k % gr, k % gc
-        diag = index(rk, ck)
-        owners = [index(r, ck) for r in range(gr)]
-        panel_layout = Layout((size, w), block=(lay.block[0], w), grid=(gr, 1),
-                              devices=[lay.devices[f] for f in owners], ranks=[lay.ranks[f] for f in owners])
-        pieces: list[Any] = [None] * gr
-        for r, f in enumerate(owners):
-            if f in works[0]:
-                lc = int(np.searchsorted(cols[0][f], k0))
-                pieces[r] = execs[f].run(lambda xp, m: xp.concat([m[:, lc:lc + w]], axis=0), works[0][f])
-        single = Layout.single((size, w), lay.devices[diag], ranks=lay.ranks[diag])
-        home = new_tensor(pieces, panel_layout, a.dtype).redistribute(single).fragments[0]
+    for k in range(-(-size // bw)):
+        k0, w = k * bw, min(bw, size - k * bw)
+        panel, diag = _column_panel(works[0], execs, lay, cols, k, w, a.dtype)
+        home = panel.fragments[0]
 
         def factor() -> tuple[Any, Any]:
             if not home.is_local:
@@ -1169,49 +1232,59 @@ def solve_grid(a: "DistributedTensor", b: "DistributedTensor", /) -> "Distribute
 
         mult, record = _agreed(name, factor, panel=k, shape=a.shape)
         here = Layout.single((size, w), lay.devices[diag], ranks=lay.ranks[diag])
-        mult = new_tensor([mult], here, a.dtype).redistribute(mult_layout.replace(shape=(size, w),
-                                                                                  block=(lay.block[0], w)))
+        mult = new_tensor([mult], here, a.dtype).redistribute(_multiplier_layout(lay, w))
         rec = new_tensor([record], Layout.single((w, w + 1), lay.devices[diag], ranks=lay.ranks[diag]), a.dtype)
         rec = rec.redistribute(everywhere.replace(shape=(w, w + 1), block=(w, w + 1)))
-        mine = next(f for f in range(cells) if rec.fragments[f].is_local)
-        pivots = np.asarray(_host(rec.fragments[mine].array)[:, w].real.round(), dtype=np.int64)
-        cur = _swapped(pivots, k0, size)
-        moved = np.flatnonzero(cur != np.arange(size))
-        sources = np.unique(np.concatenate([cur[moved], pivots]))
-        gathered = [_rows_everywhere(works[i], execs, (lay, blay)[i], sources, a.dtype) for i in (0, 1)]
-        for f in list(works[0]):
-            r, c = f % gr, f // gr
-            ex = execs[f]
-            xp = ex.xp
-            mine_rows = rows[f]
-            at = np.searchsorted(mine_rows, moved)
-            held = (at < mine_rows.size) & (mine_rows[np.minimum(at, max(mine_rows.size - 1, 0))] == moved) \
-                if mine_rows.size else np.zeros(moved.size, dtype=bool)
-            pos = np.searchsorted(mine_rows, np.arange(k0, k0 + w))
-            pivot_here = (pos < mine_rows.size) & (mine_rows[np.minimum(pos, max(mine_rows.size - 1, 0))]
-                                                   == np.arange(k0, k0 + w)) if mine_rows.size else \
-                np.zeros(w, dtype=bool)
-            dinv = move_array(rec.fragments[f].array, ex)[:, :w]
-            lrows = move_array(mult.fragments[r + gr * c].array, ex)
-            try:
-                for i in (0, 1):
-                    m = works[i][f]
-                    panel_rows = move_array(gathered[i].fragments[c + gc * r].array, ex)
-                    # the interchanges: position g takes the row cur[g]
-                    src = np.searchsorted(sources, cur[moved[held]])
-                    m = _set_rows(ex, m, at[held], xp.take(panel_rows, xp.asarray(src, device=m.device), axis=0))
-                    start = int(np.searchsorted(cols[0][f], k0 + w)) if i == 0 else 0
-                    scaled = xp.matmul(dinv, xp.take(panel_rows, xp.asarray(np.searchsorted(sources, pivots),
-                                                                            device=m.device), axis=0)[:, start:])
-                    if start < m.shape[1] and m.shape[0]:
-                        m = _replaced(ex, m, 0, start, xp.matmul(lrows, scaled), True)
-                        own = xp.asarray(np.flatnonzero(pivot_here), device=m.device)
-                        m = _set_rows_from(ex, m, pos[pivot_here], start, xp.take(scaled, own, axis=0))
-                    works[i][f] = m
-            except Exception as exc:
-                raise fail(f"{name} (elimination {k})", f, ex, exc) from exc
+        pivots = np.asarray(_host(next(f.array for f in rec.fragments if f.is_local))[:, w].real.round(),
+                            dtype=np.int64)
+        _gj_update(name, works, execs, (lay, blay), (rows, cols), k, (rec, mult), pivots, a.dtype)
     out = Layout(b.shape, block=blay.block, grid=blay.grid, devices=blay.devices[:cells], ranks=blay.ranks[:cells])
     return new_tensor([works[1].get(f) for f in range(cells)], out, b.dtype)
+
+
+def _gj_update(name: str, works: list[dict[int, Any]], execs: dict[int, Executor], layouts: tuple[Layout, Layout],
+               owned: tuple[dict[int, np.ndarray], dict[int, np.ndarray]], k: int, panels: tuple[Any, Any],
+               pivots: np.ndarray, dtype: str) -> None:
+    """The Gauss-Jordan step of block column ``k`` on the working copies of ``a`` and ``b``
+    (``works``): the rows the interchanges move, gathered along grid rows, are written; the pivot
+    rows are scaled by ``D^-1`` (``panels``: that record and the multipliers) and every other row
+    lowered, in ``a``'s trailing columns and all of ``b``'s."""
+    rec, mult = panels
+    lay = layouts[0]
+    rows, cols = owned
+    gr, gc = lay.grid
+    size = lay.shape[0]
+    k0, w = k * lay.block[1], pivots.size
+    cur = _swapped(pivots, k0, size)
+    moved = np.flatnonzero(cur != np.arange(size))
+    sources = np.unique(np.concatenate([cur[moved], pivots]))
+    gathered = [_rows_everywhere(works[i], execs, layouts[i], sources, dtype) for i in (0, 1)]
+    diagonal = np.arange(k0, k0 + w)
+    for f in list(works[0]):
+        r, c = f % gr, f // gr
+        ex = execs[f]
+        xp = ex.xp
+        at, held = _positions(rows[f], moved)
+        pos, pivot_here = _positions(rows[f], diagonal)
+        dinv = move_array(rec.fragments[f].array, ex)[:, :w]
+        lrows = move_array(mult.fragments[r + gr * c].array, ex)
+        try:
+            for i in (0, 1):
+                m = works[i][f]
+                panel_rows = move_array(gathered[i].fragments[c + gc * r].array, ex)
+                # the interchanges: position g takes the row cur[g]
+                src = np.searchsorted(sources, cur[moved[held]])
+                m = _set_rows(ex, m, at[held], xp.take(panel_rows, xp.asarray(src, device=m.device), axis=0))
+                start = int(np.searchsorted(cols[f], k0 + w)) if i == 0 else 0
+                scaled = xp.matmul(dinv, xp.take(panel_rows, xp.asarray(np.searchsorted(sources, pivots),
+                                                                        device=m.device), axis=0)[:, start:])
+                if start < m.shape[1] and m.shape[0]:
+                    m = _replaced(ex, m, 0, start, xp.matmul(lrows, scaled), True)
+                    own = xp.asarray(np.flatnonzero(pivot_here), device=m.device)
+                    m = _set_rows_from(ex, m, pos[pivot_here], start, xp.take(scaled, own, axis=0))
+                works[i][f] = m
+        except Exception as exc:
+            raise fail(f"{name} (elimination {k})", f, ex, exc) from exc
 
 
 def _set_rows_from(ex: Executor, a: Any, local: np.ndarray, start: int, values: Any) -> Any:
