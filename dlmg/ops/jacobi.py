@@ -320,7 +320,7 @@ def _vectors(state: dict[str, "DistributedTensor"], slots: _Slots, out_layout: L
     z = state.pop("z")
     conj = z.dtype.startswith("complex")
     if out_layout.grid[1] != 1:
-        v = permute_dims(z, (1, 0))
+        v: Any = permute_dims(z, (1, 0))
         del z
         if conj:
             v = map_fragments(lambda xp, a: xp.conj(a), (v,), name="dlmg.linalg.eigh")
