@@ -66,6 +66,9 @@ def linalg_tsqr():
             u, s, vh = la.svd(wide, full_matrices=False)
             np.testing.assert_allclose((u.gather(framework="numpy") * s.gather(framework="numpy"))
                                        @ vh.gather(framework="numpy"), a.T, atol=1e-12)
+            q, r = la.qr(wide)  # the short-fat QR: R keeps the column split
+            assert r.layout.same_distribution(wide.layout), repr(r.layout)
+            np.testing.assert_allclose(q.gather(framework="numpy") @ r.gather(framework="numpy"), a.T, atol=1e-12)
             checked += 1
     return checked
 

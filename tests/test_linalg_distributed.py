@@ -130,6 +130,34 @@ def test_short_fat_split_along_columns_goes_through_the_transpose():
     np.testing.assert_allclose(gathered(la.svdvals(x)), np.linalg.svd(a, compute_uv=False), atol=1e-12)
 
 
+def test_short_fat_qr_keeps_the_column_split_and_collects_nothing(monkeypatch):
+    import dlmg.array_api.linalg as namespace_linalg
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("collected")
+
+    monkeypatch.setattr(namespace_linalg, "_collected_qr", refuse)
+
+    @settings(max_examples=12, deadline=None)
+    @given(st.data())
+    def run(data):
+        m, n = data.draw(st.sampled_from([(4, 23), (5, 17), (1, 9), (7, 8), (3, 30)]))
+        lay = data.draw(grid_layouts(m, n))
+        a = _data((m, n), data.draw(st.sampled_from(["float64", "complex128"])), data.draw(st.integers(0, 99)))
+        x = build(a, lay, data.draw(st.sampled_from(["numpy", "torch"])) if _have_torch() else "numpy")
+        mode = data.draw(st.sampled_from(["reduced", "complete"]))
+        q, r = la.qr(x, mode=mode)
+        Q, R = gathered(q), gathered(r)
+        assert Q.shape == (m, m) and R.shape == (m, n)
+        assert r.layout.grid[0] == 1 and r.layout.ngrid > 1 or lay.ngrid == 1  # R stays split by columns
+        np.testing.assert_allclose(Q @ R, a, atol=1e-11)
+        np.testing.assert_allclose(Q.conj().T @ Q, np.eye(m), atol=1e-11)
+        assert np.array_equal(np.triu(R), R)  # exactly upper trapezoidal
+        np.testing.assert_allclose(np.abs(R), np.abs(np.linalg.qr(a, mode=mode)[1]), atol=1e-10)
+
+    run()
+
+
 def test_block_cyclic_grids_are_redistributed_into_slabs_not_gathered():
     @settings(max_examples=10, deadline=None)
     @given(st.data())

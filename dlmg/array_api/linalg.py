@@ -127,14 +127,18 @@ def qr(x: Any, /, *, mode: str = "reduced") -> QRResult:
     ``Q`` keeps ``x``'s row distribution; in ``mode="reduced"`` ``R``
     (``n x n``) is laid out by the policy; in ``mode="complete"`` ``Q`` is
     ``m x m`` and ``R`` ``m x n``, both in ``x``'s row distribution
-    (``dlmg.ops.linalg.qr_complete``). A short-fat split matrix and split
-    matrices with batch modes are collected (see the module).
+    (``dlmg.ops.linalg.qr_complete``). A short-fat (``m < n``) split matrix
+    by ``dlmg.ops.linalg.qr_wide``: ``R`` keeps the column distribution, the
+    ``m x m`` ``Q`` is laid out by the policy. Split matrices with batch modes
+    are collected (see the module).
     """
     x = _operand("qr", x)
     m, n = x.shape[-2:] if x.ndim >= 2 else (0, 0)
-    if _local(x) or (x.ndim == 2 and mode in ("reduced", "complete") and m >= n and x.size):
+    if _local(x) or (x.ndim == 2 and mode in ("reduced", "complete") and x.size):
         q, r = _la.qr(x, mode=mode)
-        return QRResult(q, r if _local(x) or mode == "complete" else _placed(r, x))
+        if _local(x):
+            return QRResult(q, r)
+        return QRResult(_placed(q, x), r) if m < n else QRResult(q, r if mode == "complete" else _placed(r, x))
     return QRResult(*_collected_qr(x, mode=mode))
 
 

@@ -397,8 +397,12 @@ def qr(x: "DistributedTensor", /, *, mode: str = "reduced") -> tuple["Distribute
     Raises
     ------
     LayoutError
-        For a short-fat matrix split along columns, or split matrix modes with
-        batch modes.
+        For split matrix modes with batch modes.
+
+    Notes
+    -----
+    A short-fat (``m < n``) split matrix is factorised by :func:`qr_wide`:
+    ``Q`` is ``m x m``, ``R`` (``m x n``) keeps the column distribution.
     """
     name = "dlmg.linalg.qr"
     x = _check(name, x)
@@ -411,7 +415,9 @@ def qr(x: "DistributedTensor", /, *, mode: str = "reduced") -> tuple["Distribute
         q, r = batch_local(name, x, lambda xp, a: tuple(xp.linalg.qr(a, mode=mode)),
                            [((m, k), x.dtype), ((k, n), x.dtype)])
         return q, r
-    if x.ndim != 2 or m < n:
+    if x.ndim == 2 and m < n:
+        return qr_wide(x)
+    if x.ndim != 2:
         raise LayoutError(
             f"{name}: distributed QR is TSQR of one tall matrix (m >= n); got shape "
             f"{x.shape}, mode {mode!r}, layout {x.layout!r}. Make the matrices whole in every fragment "
@@ -429,6 +435,55 @@ def qr(x: "DistributedTensor", /, *, mode: str = "reduced") -> tuple["Distribute
     q, (r,) = tsqr(name, x, small, [((n, n), x.dtype)], n)
     assert q is not None
     return q, r
+
+
+def qr_wide(x: "DistributedTensor", /) -> tuple["DistributedTensor", "DistributedTensor"]:
+    """The QR ``x = Q R`` of one short-fat matrix (``m < n``), split in any way.
+
+    For ``m < n`` write ``A = [A_1 A_2]`` with ``A_1`` the leading ``m x m``
+    block: its QR ``A_1 = Q R_1`` gives ``R = Q^H A = [R_1  Q^H A_2]``, upper
+    trapezoidal, and the reduced and complete factorizations are the same
+    (``Q`` is ``m x m``). This is the order of LAPACK's ``xGEQRF`` for
+    ``m < n`` (Golub & Van Loan, *Matrix Computations*, 4th ed., sec. 5.2):
+    the first ``m`` Householder reflections are those of ``A_1`` alone.
+
+    What moves: the matrix into column slabs over its replica-0 devices when
+    it is split another way (one redistribution); ``A_1`` (``m x m``, whose
+    size does not grow with the distributed extent ``n``) to the first
+    fragment's device, where it is factorised; ``Q`` back to every fragment's
+    device. Each fragment then computes its columns of ``R = Q^H A_f`` where
+    it is, and the first ``m`` columns are made exactly upper triangular.
+    ``R`` keeps the column-slab layout; ``Q`` is one fragment on the first
+    fragment's device.
+    """
+    name = "dlmg.linalg.qr"
+    m, n = x.shape
+    if matrix_split(x) != WIDE or x.layout.nreplicas > 1:
+        x = _slabs_of_long_mode(x)
+    lay = x.layout
+    p = lay.ngrid
+    devices, ranks = lay.devices[:p], lay.ranks[:p]
+    lead = x[:, :m].redistribute(Layout.single((m, m), devices[0], ranks=ranks[0]))
+    q, _ = qr(lead)
+    q_all = q.redistribute(Layout.replicated((m, m), devices, ranks=ranks))
+    arrays: list[Any] = [None] * p
+    for i in range(p):
+        frag = x.fragments[i]
+        if not frag.is_local:
+            continue
+        ex = executor(frag.framework, frag.device)
+        qf = move_array(q_all.fragments[i].array, ex)
+        below = np.arange(m)[:, None] > lay.owned_indices(i, 1)[None, :]  # zero in R's leading block
+
+        def columns(xp: Any, a: Any, qq: Any) -> Any:
+            r = xp.matmul(xp.conj(xp.permute_dims(qq, (1, 0))), a)
+            return xp.where(xp.asarray(below, device=a.device), xp.zeros_like(r), r)
+
+        try:
+            arrays[i] = ex.run(columns, frag.array, qf)
+        except Exception as exc:
+            raise fail(name, i, ex, exc) from exc
+    return q, new_tensor(arrays, lay, x.dtype)
 
 
 def _complete_rows(xp: Any, q: Any, wf: Any, m: int, offset: int) -> Any:
