@@ -1055,7 +1055,6 @@ def slogdet_grid(x: "DistributedTensor", /) -> tuple[complex | float, float]:
     size, b = x.shape[0], lay.block[1]
     cells = lay.ngrid
     devices, ranks = lay.devices[:cells], lay.ranks[:cells]
-    rows = {f: lay.owned_indices(f, 0) for f in range(cells)}
     cols = {f: lay.owned_indices(f, 1) for f in range(cells)}
     work, execs = _working_copies(x, cells)
     if not work:
