@@ -124,9 +124,16 @@ def _element(x: Any, items: list[int]) -> Any:
     return new_tensor([view], layout, x.dtype)
 
 
+def _read_scalar_masks(items: list[Any]) -> list[Any]:
+    """``items`` with each 0-d distributed boolean mask read (every process takes part)
+    and replaced by the new axis of length 1 or 0 that NumPy makes of it."""
+    return [NewAxisIndex(np.zeros(1 if bool(k.item()) else 0, dtype=np.int64))
+            if is_distributed(k) and k.ndim == 0 and k.dtype == "bool" else k for k in items]
+
+
 def getitem(x: Any, key: Any) -> Any:
     """``x[key]`` (see the module)."""
-    items = normalize(key, x.shape)
+    items = _read_scalar_masks(normalize(key, x.shape))
     if not any(is_advanced(k) for k in items):
         if x.ndim and len(items) == x.ndim and all(isinstance(k, int) for k in items):
             return _element(x, items)
@@ -388,7 +395,7 @@ def setitem(x: Any, key: Any, value: Any) -> None:
     """``x[key] = value`` in place (see the module)."""
     local = [f.index for f in x.fragments if f.is_local]
     check_writable(x, local, "__setitem__")
-    items = normalize(key, x.shape)
+    items = _read_scalar_masks(normalize(key, x.shape))
     check_value(value, x.dtype)
     if isinstance(value, (list, tuple, np.generic)):
         value = np.asarray(value)

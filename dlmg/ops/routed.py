@@ -248,6 +248,8 @@ def write(x: "DistributedTensor", requests: list[tuple[Box, Callable[[Any], Any]
         return
     replaced: dict[int, Any] = {}
     for request, values in requests:
+        if not request.size:  # (a 0-d tensor has no coordinates to count the elements by)
+            continue
         cells: list[np.ndarray] = []
         base, offset = owners(x.layout, request.coords())
         base = base % x.layout.ngrid
