@@ -77,6 +77,18 @@ def indexing_routed():
     want = state.copy()
     want[uniq, uniq % 5] = np.arange(uniq.size) + 100.0
     np.testing.assert_array_equal(x.gather(), want)
+    # an integer along the split mode: a view held by the owner of the row, writes land in x
+    k = host.shape[0] - 3
+    row = x[k]
+    owner = x.layout.fragments[x.layout.global_to_local((k, 0))[0][0]].index
+    assert row.layout.ranks == (x.layout.ranks[owner],)
+    assert all(f.is_local == (f.rank == dd.rank()) for f in row.fragments)
+    if row.fragments[0].is_local:
+        assert np.shares_memory(np.asarray(row.fragments[0].array), np.asarray(x.fragments[owner].array))
+    row[1] = 123.0
+    want = x.gather()
+    assert want[k, 1] == 123.0
+    np.testing.assert_array_equal(x[:, 4].gather(), want[:, 4])
     replicated = Layout.replicated(host.shape, ["cpu:0"] * world, ranks=list(range(world)))
     r = dlmg.scatter(host if dd.rank() == 0 else None, replicated, framework="numpy")
     np.testing.assert_array_equal(r[rows].gather(), host[rows])

@@ -260,3 +260,39 @@ def test_several_distributed_index_arrays(layout, mix, data):
     np.testing.assert_array_equal(_values(x), want)
     for frag in x.fragments:
         np.testing.assert_array_equal(np.asarray(frag.array), expected_fragment(want, layout, frag.index))
+
+
+@SETTINGS
+@given(layout=layouts(shape=(5, 4, 6), jax_devices=False), mix=FRAMEWORK_MIXES, data=st.data())
+def test_integer_along_a_split_mode_is_a_view(layout, mix, data):
+    """``x[3]``, ``x[:, 2]``, ``x[1, :, 4]``... with integers along split modes: each result
+    fragment is a view of the fragment of ``x`` holding the integers' positions (on its
+    device), so writes through the result land in ``x`` (NumPy's view semantics)."""
+    host = np.arange(120.0).reshape(5, 4, 6)
+    x = _mixed(host, layout, mix)
+    key = []
+    for n in host.shape:
+        kind = data.draw(st.sampled_from(["int", "all", "part"]))
+        key.append(data.draw(st.integers(-n, n - 1)) if kind == "int" else
+                   slice(None) if kind == "all" else slice(1, None))
+    if not any(isinstance(k, int) for k in key):
+        key[0] = data.draw(st.integers(0, 4))
+    key = tuple(key)
+    got = x[key]
+    np.testing.assert_array_equal(_values(got), host[key])
+    split_sliced = any(isinstance(k, slice) and k != slice(None) and g > 1 for k, g in zip(key, layout.grid))
+    if split_sliced:
+        return  # a part of a split mode: read from the owners (a copy)
+    assert set(got.layout.devices) <= set(layout.devices)
+    for frag in got.fragments:  # every fragment a view of one of x's fragments on its device
+        mine = np.asarray(frag.array)
+        assert mine.size == 0 or any(np.shares_memory(mine, np.asarray(src.array)) and src.device == frag.device
+                                     for src in x.fragments), (key, frag.index)
+    if got.size:
+        at = (0,) * got.ndim
+        got[at] = -1.0
+        want = host.copy()
+        want[key + (Ellipsis,)][at] = -1.0
+        np.testing.assert_array_equal(_values(x), want)
+        for frag in x.fragments:  # every replica of x written
+            np.testing.assert_array_equal(np.asarray(frag.array), expected_fragment(want, layout, frag.index))

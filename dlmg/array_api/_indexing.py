@@ -101,6 +101,77 @@ def _local_layout(x: Any, items: list[Any]) -> tuple[Layout, tuple[Any, ...]] | 
     return out, tuple(keys) + (Ellipsis,)  # ``...``: a 0-d view, not a scalar, for a full integer key
 
 
+def _pinned_layout(x: Any, items: list[Any]) -> tuple[Layout, list[tuple[int, tuple[Any, ...]]]] | None:
+    """For a basic key with integers along split modes (``x[3]`` of row slabs,
+    ``x[:, 3]`` of column slabs) and only whole ranges on the other split modes: the
+    result's layout, whose fragments are the fragments of ``x`` that hold the integers'
+    positions, and per result fragment ``(x's fragment, the key it applies)``; ``None``
+    for other keys. Each result fragment is then a view of its source fragment (NumPy's
+    view semantics: writes through it land in ``x``)."""
+    layout = x.layout
+    shape: list[int] = []
+    block: list[int] = []
+    grid: list[int] = []
+    kept: list[int | None] = []  # per result mode: x's mode (None for a new axis)
+    fixed: dict[int, int] = {}  # x's mode -> the grid coordinate holding the integer
+    local: list[Any] = []
+    mode = 0
+    for k in items:
+        if k is None:
+            shape.append(1)
+            block.append(1)
+            grid.append(1)
+            kept.append(None)
+            local.append(None)
+            continue
+        n, b, g = layout.shape[mode], layout.block[mode], layout.grid[mode]
+        if isinstance(k, int):
+            fixed[mode] = (k // b) % g
+            local.append((k // b) // g * b + k % b)
+        elif isinstance(k, range):
+            whole = len(k) == n and k.step == 1
+            if g != 1 and not whole:
+                return None
+            shape.append(len(k))
+            block.append(b if whole else max(len(k), 1))
+            grid.append(g)
+            kept.append(mode)
+            local.append(slice(None) if whole else _as_slice(k))
+        else:
+            return None
+        mode += 1
+    if not fixed:
+        return None
+    ngrid = math.prod(grid)
+    devices: list[Any] = []
+    ranks: list[int] = []
+    sources: list[tuple[int, tuple[Any, ...]]] = []
+    for i in range(ngrid * layout.nreplicas):
+        replica, rest = divmod(i, ngrid)
+        coords = [0] * layout.ndim
+        for m, g in zip(kept, grid):
+            rest, c = divmod(rest, g)
+            if m is not None:
+                coords[m] = c
+        for m, c in fixed.items():
+            coords[m] = c
+        f = layout.fragment_index(coords, replica)
+        devices.append(layout.devices[f])
+        ranks.append(layout.ranks[f])
+        sources.append((f, tuple(local) + (Ellipsis,)))
+    out = Layout(tuple(shape), block=tuple(block), grid=tuple(grid), devices=devices, ranks=ranks)
+    return out, sources
+
+
+def _pinned(x: Any, layout: Layout, sources: list[tuple[int, tuple[Any, ...]]]) -> Any:
+    """The tensor of :func:`_pinned_layout`: each fragment a view of its source fragment."""
+    arrays: list[Any] = []
+    for f, keys in sources:
+        frag = x.fragments[f]
+        arrays.append(frag.adapter.index(frag.array, keys) if frag.is_local else None)
+    return new_tensor(arrays, layout, x.dtype)
+
+
 def _as_slice(r: range) -> slice:
     if not len(r):
         return slice(0, 0)
@@ -135,11 +206,15 @@ def getitem(x: Any, key: Any) -> Any:
     """``x[key]`` (see the module)."""
     items = _read_scalar_masks(normalize(key, x.shape))
     if not any(is_advanced(k) for k in items):
-        if x.ndim and len(items) == x.ndim and all(isinstance(k, int) for k in items):
+        if x.ndim and len(items) == x.ndim and all(isinstance(k, int) for k in items) and \
+                not x.layout.is_replicated:
             return _element(x, items)
         found = _local_layout(x, items)
         if found is not None:
             return _views(x, *found)
+        pinned = _pinned_layout(x, items)
+        if pinned is not None:
+            return _pinned(x, *pinned)
         return _routed_getitem(x, items)
     if any(is_distributed(k) for k in items):
         masks = [k for k in items if is_distributed(k)]
