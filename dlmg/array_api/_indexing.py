@@ -9,7 +9,11 @@ fragment as **views** when every mode it restricts is held whole by each
 fragment (grid 1 there): each fragment indexes its own array through its
 adapter (:meth:`~dlmg.adapters.Adapter.index`, which knows whether the
 framework has negative strides), no element moves, and the result shares the
-fragments' memory (NumPy, torch, CuPy; JAX arrays are values). Otherwise --
+fragments' memory (NumPy, torch, CuPy; JAX arrays are values). Integers along
+split modes (the other split modes taken whole) are views as well: the result's
+fragments are views of the fragments that own the integers' positions, on their
+devices and processes, so writes through them land (NumPy's view semantics).
+Otherwise --
 a restricted mode split over devices, integer index arrays, boolean masks --
 each requested element is read from the fragment that owns it
 (:mod:`dlmg.ops.routed`, owner-routed requests) into a new tensor laid out as a
