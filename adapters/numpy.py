@@ -296,9 +296,11 @@ class NumpyAdapter(BaseAdapter, QuickImport, QuickExport, ListOperators):
             raise LayoutError(f"NumPy cannot allocate an array of shape {tuple(shape)} and dtype {dtype}: {exc}") from exc
         if out.nbytes < _ALIGN_FROM or self.data_ptr(out) % _ALIGNMENT == 0:
             return out  # small buffers: a copy on import costs less than asking for the address
-        raw = np.empty(out.nbytes + _ALIGNMENT, dtype=np.uint8)
+        nbytes, kind, shape = out.nbytes, out.dtype, out.shape
+        del out  # released before the aligned buffer is taken: never twice the bytes at once
+        raw = np.empty(nbytes + _ALIGNMENT, dtype=np.uint8)
         start = -self.data_ptr(raw) % _ALIGNMENT
-        return raw[start:start + out.nbytes].view(out.dtype).reshape(out.shape)
+        return raw[start:start + nbytes].view(kind).reshape(shape)
 
     def full(self, shape: tuple[int, ...], fill_value: Any, dtype: str, device: Device) -> Any:
         """``numpy.full`` (``device`` must be a ``cpu`` device)."""

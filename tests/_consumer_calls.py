@@ -391,12 +391,6 @@ if __name__ == "__main__":
 
 #: ``(consumer, call) -> (reason, strict, only on several devices)``
 KNOWN: dict[tuple[str, str], tuple[str, bool, bool]] = {
-    # scikit-learn's _add_to_diagonal writes covariances[k, i, i] through covariances[k, :, :],
-    # which it takes for a view; dlmg gives a copy where the integer index picks along a split
-    # mode, so the write is lost and the covariance misses its regularisation
-    ("sklearn", "GaussianMixture"): (
-        "dlmg: an integer index along a split mode gives a copy, not a view, so scikit-learn's write "
-        "into covariances[k, :, :] does not reach covariances", True, True),
     # xarray's own limitation: reported upstream as "rolling on array-API arrays needs
     # sliding_window_view, which the standard does not have"
     ("xarray", "rolling(t=3).mean()"): (

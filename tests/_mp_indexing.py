@@ -56,6 +56,39 @@ def indexing_routed():
     x[mask] = 0.25
     want[host % 3 == 1] = 0.25
     np.testing.assert_array_equal(x.gather(), want)
+    # several distributed index arrays (and a mask of some modes): a routed gather of the
+    # broadcast indices, the result in the first index's distribution
+    cols = dlmg.scatter(np.arange(rows.size) % 5 if dd.rank() == 0 else None,
+                        Layout((rows.size,), block=(2,), grid=(world,), devices=["cpu"] * world,
+                               ranks=list(range(world))), framework="numpy")
+    state = x.gather()
+    got = x[idx, cols]
+    assert got.layout.ranks == idx.layout.ranks
+    np.testing.assert_array_equal(got.gather(), state[rows % host.shape[0], np.arange(rows.size) % 5])
+    np.testing.assert_array_equal(x[idx[:, None], cols[:2]].gather(),
+                                  state[(rows % host.shape[0])[:, None], np.arange(2)])
+    rowmask = dlmg.scatter(host[:, 0] % 2 == 0 if dd.rank() == 0 else None, dd.slab((host.shape[0],), axis=0),
+                           framework="numpy")
+    np.testing.assert_array_equal(x[rowmask, 3].gather(), state[host[:, 0] % 2 == 0, 3])
+    uniq = np.unique(rows % host.shape[0])
+    du = dlmg.scatter(uniq if dd.rank() == 0 else None, dd.slab(uniq.shape, axis=0), framework="numpy")
+    dc = dlmg.scatter(uniq % 5 if dd.rank() == 0 else None, dd.slab(uniq.shape, axis=0), framework="numpy")
+    x[du, dc] = np.arange(uniq.size) + 100.0
+    want = state.copy()
+    want[uniq, uniq % 5] = np.arange(uniq.size) + 100.0
+    np.testing.assert_array_equal(x.gather(), want)
+    # an integer along the split mode: a view held by the owner of the row, writes land in x
+    k = host.shape[0] - 3
+    row = x[k]
+    owner = x.layout.fragments[x.layout.global_to_local((k, 0))[0][0]].index
+    assert row.layout.ranks == (x.layout.ranks[owner],)
+    assert all(f.is_local == (f.rank == dd.rank()) for f in row.fragments)
+    if row.fragments[0].is_local:
+        assert np.shares_memory(np.asarray(row.fragments[0].array), np.asarray(x.fragments[owner].array))
+    row[1] = 123.0
+    want = x.gather()
+    assert want[k, 1] == 123.0
+    np.testing.assert_array_equal(x[:, 4].gather(), want[:, 4])
     replicated = Layout.replicated(host.shape, ["cpu:0"] * world, ranks=list(range(world)))
     r = dlmg.scatter(host if dd.rank() == 0 else None, replicated, framework="numpy")
     np.testing.assert_array_equal(r[rows].gather(), host[rows])

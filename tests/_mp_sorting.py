@@ -73,6 +73,10 @@ def sorting_across():
             y = dlmg.scatter(small if dd.rank() == 0 else None, lay)
             np.testing.assert_allclose(xp.cumulative_prod(y).gather(), np.cumprod(small), rtol=1e-12)
             _same(xp.diff(x, n=2), np.diff(value, n=2))
+            edge = dlmg.scatter(value[:3].copy() if dd.rank() == 0 else None, dd.slab((3,), axis=0))
+            got = xp.diff(x, prepend=edge, append=value[-2:])  # joined by the distributed concat
+            _mine(got)
+            _same(got, np.diff(value, prepend=value[:3], append=value[-2:]))
             _same(xp.unique_values(x), cnp.unique_values(value))
             for g, w in zip(xp.unique_all(x), cnp.unique_all(value)):
                 _same(g, w)
@@ -84,6 +88,10 @@ def sorting_across():
             probe = dlmg.scatter(value[::-1].copy() if dd.rank() == 0 else None, lay)
             for side in ("left", "right"):
                 _same(xp.searchsorted(ordered, probe, side=side), np.searchsorted(np.sort(value), value[::-1], side=side))
+            order = xp.argsort(x)  # a distributed sorter: x read through a routed take
+            got = xp.searchsorted(x, probe, side="right", sorter=order)
+            _mine(got)
+            _same(got, np.searchsorted(value, value[::-1], side="right", sorter=np.argsort(value, kind="stable")))
             checked += 1
     # several modes: sorting along a split mode moves the split; nonzero in row-major order
     m = np.arange(6 * world * 5, dtype=np.float64).reshape(6 * world, 5)[::-1].copy() % 7

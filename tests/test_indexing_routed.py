@@ -207,3 +207,92 @@ def test_mixed_numpy_torch_jax_fragments(layout, data):
     np.testing.assert_array_equal(_values(x), want)
     for frag in x.fragments:  # every replica, JAX ones replaced
         np.testing.assert_array_equal(np.asarray(frag.array), expected_fragment(want, layout, frag.index))
+
+
+def _index_layout(shape, data):
+    """A random slab or cyclic layout of an index tensor over two or three host devices."""
+    devices = data.draw(st.sampled_from([["cpu:1", "cpu:2"], ["cpu:3", "cpu:0", "cpu:1"]]))
+    if not shape or shape[0] == 0:
+        return Layout.single(shape, devices[0])
+    block = data.draw(st.integers(1, max(shape[0], 1)))
+    return Layout(shape, block=(block,) + tuple(max(n, 1) for n in shape[1:]),
+                  grid=(len(devices),) + (1,) * (len(shape) - 1), devices=devices)
+
+
+@SETTINGS
+@given(layout=layouts(shape=(6, 4, 5), jax_devices=False), mix=FRAMEWORK_MIXES, data=st.data())
+def test_several_distributed_index_arrays(layout, mix, data):
+    """Keys with several distributed index arrays (mixed with host arrays, integers,
+    slices, ``None`` and masks of some modes) read and write by owner-routed requests:
+    NumPy's values, the result on the first index's devices."""
+    host = np.arange(120.0).reshape(6, 4, 5)
+    x = _mixed(host, layout, mix)
+    n = data.draw(st.integers(1, 5))
+    a = np.array(data.draw(st.lists(st.integers(-6, 5), min_size=n, max_size=n)), dtype=np.int64)
+    b = np.array(data.draw(st.lists(st.integers(-4, 3), min_size=n, max_size=n)), dtype=np.int64)
+    c = np.array(data.draw(st.lists(st.integers(0, 4), min_size=1, max_size=3)), dtype=np.int64)
+    da = dlmg.scatter(a, _index_layout(a.shape, data))
+    db = dlmg.scatter(b, _index_layout(b.shape, data))
+    dc = dlmg.scatter(c[:, None], _index_layout((c.size, 1), data))
+    mask = np.array(data.draw(st.lists(st.booleans(), min_size=24, max_size=24))).reshape(6, 4)
+    dmask = dlmg.scatter(mask, _index_layout((6, 4), data))
+    cases = [((da, db), (a, b)), ((da, slice(1, None), db % 5), (a, slice(1, None), b % 5)),
+             ((da, 2, db % 5), (a, 2, b % 5)), ((slice(None), db, a % 5), (slice(None), b, a % 5)),
+             ((None, da, db), (None, a, b)), ((dc, db), (c[:, None], b)), ((dc, db, da % 5), (c[:, None], b, a % 5)),
+             ((dmask,), (mask,)), ((dmask, db[:1] % 5), (mask, b[:1] % 5))]
+    for key, hkey in cases:
+        got = x[key]
+        np.testing.assert_array_equal(_values(got), host[hkey], err_msg=str(hkey))
+        assert got.dtype == "float64"
+        lead = next(k for k in key if isinstance(k, dlmg.DistributedTensor))
+        assert set(got.layout.devices) <= set(lead.layout.devices), str(hkey)
+    pairs = np.unique(np.stack([a % 6, b % 4]), axis=1)  # writes to distinct elements
+    a, b = pairs
+    da = dlmg.scatter(a.copy(), _index_layout(a.shape, data))
+    db = dlmg.scatter(b.copy(), _index_layout(b.shape, data))
+    want = host.copy()
+    want[a, b] = -1.0
+    x[da, db] = -1.0
+    sel = host[a, 1:, b % 5]
+    value = np.arange(sel.size, dtype=np.float64).reshape(sel.shape) + 500
+    want[a, 1:, b % 5] = value
+    x[da, 1:, db % 5] = value
+    np.testing.assert_array_equal(_values(x), want)
+    for frag in x.fragments:
+        np.testing.assert_array_equal(np.asarray(frag.array), expected_fragment(want, layout, frag.index))
+
+
+@SETTINGS
+@given(layout=layouts(shape=(5, 4, 6), jax_devices=False), mix=FRAMEWORK_MIXES, data=st.data())
+def test_integer_along_a_split_mode_is_a_view(layout, mix, data):
+    """``x[3]``, ``x[:, 2]``, ``x[1, :, 4]``... with integers along split modes: each result
+    fragment is a view of the fragment of ``x`` holding the integers' positions (on its
+    device), so writes through the result land in ``x`` (NumPy's view semantics)."""
+    host = np.arange(120.0).reshape(5, 4, 6)
+    x = _mixed(host, layout, mix)
+    key = []
+    for n in host.shape:
+        kind = data.draw(st.sampled_from(["int", "all", "part"]))
+        key.append(data.draw(st.integers(-n, n - 1)) if kind == "int" else
+                   slice(None) if kind == "all" else slice(1, None))
+    if not any(isinstance(k, int) for k in key):
+        key[0] = data.draw(st.integers(0, 4))
+    key = tuple(key)
+    got = x[key]
+    np.testing.assert_array_equal(_values(got), host[key])
+    split_sliced = any(isinstance(k, slice) and k != slice(None) and g > 1 for k, g in zip(key, layout.grid))
+    if split_sliced:
+        return  # a part of a split mode: read from the owners (a copy)
+    assert set(got.layout.devices) <= set(layout.devices)
+    for frag in got.fragments:  # every fragment a view of one of x's fragments on its device
+        mine = np.asarray(frag.array)
+        assert mine.size == 0 or any(np.shares_memory(mine, np.asarray(src.array)) and src.device == frag.device
+                                     for src in x.fragments), (key, frag.index)
+    if got.size:
+        at = (0,) * got.ndim
+        got[at] = -1.0
+        want = host.copy()
+        want[key + (Ellipsis,)][at] = -1.0
+        np.testing.assert_array_equal(_values(x), want)
+        for frag in x.fragments:  # every replica of x written
+            np.testing.assert_array_equal(np.asarray(frag.array), expected_fragment(want, layout, frag.index))

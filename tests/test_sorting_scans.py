@@ -134,6 +134,37 @@ def test_diff_matches_numpy(pair, data):
     _same_place(got, x)
 
 
+@SETTINGS
+@given(tensors(dtypes=("float64", "int32")), tensors(dtypes=("float64", "int32")), st.data())
+def test_diff_with_prepend_and_append_matches_numpy(pair, other, data):
+    """``prepend``/``append`` (tensors of any layout, host arrays, scalars) are joined by the
+    distributed ``concat``: NumPy's values, the result on ``x``'s devices."""
+    x, value = pair
+    axis = data.draw(st.integers(0, x.ndim - 1))
+    n = data.draw(st.integers(0, 2))
+    shape = list(value.shape)
+    shape[axis] = data.draw(st.integers(1, 3))
+    host = (np.arange(int(np.prod(shape))).reshape(shape) % 5).astype(value.dtype)
+    kinds = ["scalar", "host", "tensor", None]
+    kw, hkw = {}, {}
+    for name in ("prepend", "append"):
+        kind = data.draw(st.sampled_from(kinds))
+        if kind == "scalar":
+            kw[name], hkw[name] = 2, np.asarray(2, dtype=value.dtype)  # a Python scalar takes x's dtype
+        elif kind == "host":
+            kw[name] = hkw[name] = host
+        elif kind == "tensor":
+            o, _ = other
+            devices = sorted({f.device for f in o.layout.fragments}, key=str)[:2]
+            kw[name] = dlmg.scatter(host, Layout.slab(tuple(shape), 0, devices))
+            hkw[name] = host
+    got = xp.diff(x, axis=axis, n=n, **kw)
+    want = np.diff(value, axis=axis, n=n, **hkw)
+    assert str(got.dtype) == str(want.dtype) or "jax" in x.frameworks
+    _equal(_host(got), want.astype(str(got.dtype)))
+    _same_place(got, x)
+
+
 def test_scan_of_a_slab_moves_no_fragment_and_keeps_the_layout():
     layout = Layout.slab((10,), 0, ["cpu:0", "cpu:1", "cpu:2", "cpu:3"])
     x = dlmg.scatter(np.arange(1.0, 11.0), layout)
@@ -201,6 +232,31 @@ def test_searchsorted_matches_numpy(sorted_pair, values_pair, data):
     _equal(_host(got), want.astype(index))
     assert got.layout.same_distribution(x2.layout.dense)
     _same_place(got, x2)
+
+
+@SETTINGS
+@given(tensors(ndim=1, nan=False), tensors(dtypes=("float64", "int32", "float32"), nan=False), st.data())
+def test_searchsorted_with_a_sorter_matches_numpy(unsorted_pair, values_pair, data):
+    """The sorter read by a routed ``take`` (host or distributed, any layout): NumPy's answers
+    in ``x2``'s layout; a host ``x2`` beside a distributed ``x1`` lands on ``x1``'s devices."""
+    x1, v1 = unsorted_pair
+    x2, v2 = values_pair
+    order = np.argsort(v1, kind="stable")
+    side = data.draw(st.sampled_from(["left", "right"]))
+    if order.size and data.draw(st.booleans()):
+        devices = sorted({f.device for f in x1.layout.fragments}, key=str)
+        block = data.draw(st.integers(1, order.size))
+        sorter = dlmg.scatter(order, Layout(order.shape, block=(block,), grid=(len(devices),), devices=devices))
+    else:
+        sorter = order
+    got = xp.searchsorted(x1, x2, side=side, sorter=sorter)
+    want = np.searchsorted(v1.astype(np.result_type(v1, v2)), v2, side=side, sorter=order)
+    index = "int32" if "jax" in x1.frameworks + x2.frameworks else "int64"
+    _equal(_host(got), want.astype(index))
+    assert got.layout.same_distribution(x2.layout.dense)
+    hosted = xp.searchsorted(x1, v2, side=side, sorter=sorter)
+    _equal(_host(hosted).astype(np.int64), want)
+    _same_place(hosted, x1)
 
 
 # -- data-dependent sizes ----------------------------------------------------------------

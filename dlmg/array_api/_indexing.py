@@ -9,7 +9,11 @@ fragment as **views** when every mode it restricts is held whole by each
 fragment (grid 1 there): each fragment indexes its own array through its
 adapter (:meth:`~dlmg.adapters.Adapter.index`, which knows whether the
 framework has negative strides), no element moves, and the result shares the
-fragments' memory (NumPy, torch, CuPy; JAX arrays are values). Otherwise --
+fragments' memory (NumPy, torch, CuPy; JAX arrays are values). Integers along
+split modes (the other split modes taken whole) are views as well: the result's
+fragments are views of the fragments that own the integers' positions, on their
+devices and processes, so writes through them land (NumPy's view semantics).
+Otherwise --
 a restricted mode split over devices, integer index arrays, boolean masks --
 each requested element is read from the fragment that owns it
 (:mod:`dlmg.ops.routed`, owner-routed requests) into a new tensor laid out as a
@@ -19,13 +23,16 @@ each fragment of a row slab, an exclusive scan of the counts, and the pieces
 placed into the balanced slab of the result.
 
 A distributed integer index of one mode (``x[idx]``, ``x[:, idx]``, ``take``) is
-read where it lies: the result keeps its distribution. Keys with other
-distributed index arrays (several, or of more than one mode) still run on one
-collected copy (:mod:`._collect`).
+read where it lies: the result keeps its distribution. Keys with several
+distributed index arrays, or one of more than one mode, are read the same way:
+the index arrays broadcast to one shape and laid out alike (distributed boolean
+masks of some of the modes read as their distributed ``nonzero``), each result
+fragment reading the index fragments it sits with and asking the owners of the
+elements they name.
 
 Assignment (``dt[key] = value``) writes into the fragments in place the same
-ways (a scalar through a distributed mask: each fragment writes its own
-elements; an array through one: a collected copy), after NumPy's checks on the value: its shape must broadcast to the
+ways (a scalar through a distributed mask of the tensor's shape: each fragment
+writes its own elements), after NumPy's checks on the value: its shape must broadcast to the
 selection's, and its dtype must cast to the tensor's (``same_kind`` for arrays;
 for Python scalars NumPy 2's rules: a complex into a real tensor raises
 ``TypeError``, an integer outside the dtype's range ``OverflowError``). A value
@@ -52,8 +59,8 @@ from ..ops.contract.pending import settled
 from ..ops._executor import executor as _executor, move_array
 from ..ops.dispatch import new_tensor
 from ..ops.routed import Box, box, place_pieces, read, result_frameworks, result_layout, write
-from ._collect import collect, settle
-from ._keys import as_index_array, coordinates, is_advanced, normalize
+from ..ops.unique import nonzero
+from ._keys import NewAxisIndex, as_index_array, coordinates, is_advanced, normalize
 from ._manipulation import broadcast_to
 
 __all__ = ["getitem", "setitem", "check_value", "take", "take_along_axis"]
@@ -98,6 +105,77 @@ def _local_layout(x: Any, items: list[Any]) -> tuple[Layout, tuple[Any, ...]] | 
     return out, tuple(keys) + (Ellipsis,)  # ``...``: a 0-d view, not a scalar, for a full integer key
 
 
+def _pinned_layout(x: Any, items: list[Any]) -> tuple[Layout, list[tuple[int, tuple[Any, ...]]]] | None:
+    """For a basic key with integers along split modes (``x[3]`` of row slabs,
+    ``x[:, 3]`` of column slabs) and only whole ranges on the other split modes: the
+    result's layout, whose fragments are the fragments of ``x`` that hold the integers'
+    positions, and per result fragment ``(x's fragment, the key it applies)``; ``None``
+    for other keys. Each result fragment is then a view of its source fragment (NumPy's
+    view semantics: writes through it land in ``x``)."""
+    layout = x.layout
+    shape: list[int] = []
+    block: list[int] = []
+    grid: list[int] = []
+    kept: list[int | None] = []  # per result mode: x's mode (None for a new axis)
+    fixed: dict[int, int] = {}  # x's mode -> the grid coordinate holding the integer
+    local: list[Any] = []
+    mode = 0
+    for k in items:
+        if k is None:
+            shape.append(1)
+            block.append(1)
+            grid.append(1)
+            kept.append(None)
+            local.append(None)
+            continue
+        n, b, g = layout.shape[mode], layout.block[mode], layout.grid[mode]
+        if isinstance(k, int):
+            fixed[mode] = (k // b) % g
+            local.append((k // b) // g * b + k % b)
+        elif isinstance(k, range):
+            whole = len(k) == n and k.step == 1
+            if g != 1 and not whole:
+                return None
+            shape.append(len(k))
+            block.append(b if whole else max(len(k), 1))
+            grid.append(g)
+            kept.append(mode)
+            local.append(slice(None) if whole else _as_slice(k))
+        else:
+            return None
+        mode += 1
+    if not fixed:
+        return None
+    ngrid = math.prod(grid)
+    devices: list[Any] = []
+    ranks: list[int] = []
+    sources: list[tuple[int, tuple[Any, ...]]] = []
+    for i in range(ngrid * layout.nreplicas):
+        replica, rest = divmod(i, ngrid)
+        coords = [0] * layout.ndim
+        for m, g in zip(kept, grid):
+            rest, c = divmod(rest, g)
+            if m is not None:
+                coords[m] = c
+        for m, c in fixed.items():
+            coords[m] = c
+        f = layout.fragment_index(coords, replica)
+        devices.append(layout.devices[f])
+        ranks.append(layout.ranks[f])
+        sources.append((f, tuple(local) + (Ellipsis,)))
+    out = Layout(tuple(shape), block=tuple(block), grid=tuple(grid), devices=devices, ranks=ranks)
+    return out, sources
+
+
+def _pinned(x: Any, layout: Layout, sources: list[tuple[int, tuple[Any, ...]]]) -> Any:
+    """The tensor of :func:`_pinned_layout`: each fragment a view of its source fragment."""
+    arrays: list[Any] = []
+    for f, keys in sources:
+        frag = x.fragments[f]
+        arrays.append(frag.adapter.index(frag.array, keys) if frag.is_local else None)
+    return new_tensor(arrays, layout, x.dtype)
+
+
 def _as_slice(r: range) -> slice:
     if not len(r):
         return slice(0, 0)
@@ -121,15 +199,26 @@ def _element(x: Any, items: list[int]) -> Any:
     return new_tensor([view], layout, x.dtype)
 
 
+def _read_scalar_masks(items: list[Any]) -> list[Any]:
+    """``items`` with each 0-d distributed boolean mask read (every process takes part)
+    and replaced by the new axis of length 1 or 0 that NumPy makes of it."""
+    return [NewAxisIndex(np.zeros(1 if bool(k.item()) else 0, dtype=np.int64))
+            if is_distributed(k) and k.ndim == 0 and k.dtype == "bool" else k for k in items]
+
+
 def getitem(x: Any, key: Any) -> Any:
     """``x[key]`` (see the module)."""
-    items = normalize(key, x.shape)
+    items = _read_scalar_masks(normalize(key, x.shape))
     if not any(is_advanced(k) for k in items):
-        if x.ndim and len(items) == x.ndim and all(isinstance(k, int) for k in items):
+        if x.ndim and len(items) == x.ndim and all(isinstance(k, int) for k in items) and \
+                not x.layout.is_replicated:
             return _element(x, items)
         found = _local_layout(x, items)
         if found is not None:
             return _views(x, *found)
+        pinned = _pinned_layout(x, items)
+        if pinned is not None:
+            return _pinned(x, *pinned)
         return _routed_getitem(x, items)
     if any(is_distributed(k) for k in items):
         masks = [k for k in items if is_distributed(k)]
@@ -138,7 +227,8 @@ def getitem(x: Any, key: Any) -> Any:
         along = _single_index(x, items)
         if along is not None:
             return _along(x, items[along], along, "__getitem__")
-        return _collected_getitem(x, key)
+        layout, boxes = _advanced_boxes(x, items)
+        return read(x, boxes, layout, result_frameworks(x, layout), "__getitem__")
     return _routed_getitem(x, items)
 
 
@@ -205,17 +295,109 @@ def _moved(array: Any, frag: Any) -> Any:
     return move_array(array, _executor(frag.framework, frag.device))
 
 
-def _collected_getitem(x: Any, key: Any) -> Any:
-    """A key with distributed integer index arrays: through one collected copy (see :mod:`._collect`)."""
-    tensors = [x] + [k for k in (key if isinstance(key, tuple) else (key,)) if is_distributed(k)]
-    got = collect("__getitem__", *tensors)
-    arrays = iter(got.arrays[1:])
-    if isinstance(key, tuple):
-        local_key: Any = tuple(next(arrays) if is_distributed(k) else k for k in key)
-    else:
-        local_key = next(arrays) if is_distributed(key) else key
-    a = got.arrays[0]
-    return settle(got.executor.run(lambda xp: a[local_key]), got)
+def _advanced_items(items: list[Any]) -> list[Any]:
+    """``items`` with every distributed boolean mask replaced by its distributed
+    ``nonzero`` (one 1-D integer tensor per mode it covers), as NumPy reads a mask."""
+    out: list[Any] = []
+    for k in items:
+        if is_distributed(k) and k.dtype == "bool":
+            out.extend(nonzero(k))
+        else:
+            out.append(k)
+    return out
+
+
+def _advanced_boxes(x: Any, items: list[Any]) -> tuple[Layout, dict[int, Box]]:
+    """The layout of ``x[items]`` for a key with distributed index arrays, and per result
+    fragment held here, the elements it names (owner-routed, as Global Arrays'
+    ``NGA_Gather`` of the combined index).
+
+    The index arrays (distributed, host arrays, and integers, which count as index arrays
+    beside them: NumPy's rule) broadcast to one shape ``B``; the distributed ones are
+    laid out as the first of them (broadcast as views where their fragments allow, a
+    redistribution where their distribution differs), and the result takes that
+    distribution over ``B``'s modes, whole along the modes that ranges and ``None``
+    keep. Each result fragment reads the index fragments it sits with, so no index is
+    gathered either.
+    """
+    items = _advanced_items(items)
+    arrays = [k for k in items if is_distributed(k) or isinstance(k, (np.ndarray, NewAxisIndex))]
+    shapes = [tuple(k.shape) if is_distributed(k) else (k.array if isinstance(k, NewAxisIndex) else k).shape
+              for k in arrays]
+    try:
+        bshape = tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise IndexError("shape mismatch: indexing arrays could not be broadcast together with shapes "
+                         + " ".join(str(s) for s in shapes)) from None
+    lead = None
+    aligned: dict[int, Any] = {}
+    for i, k in enumerate(items):
+        if not is_distributed(k):
+            continue
+        k = settled(k)
+        if tuple(k.shape) != bshape:
+            k = broadcast_to(k, bshape)
+        if lead is None:
+            lead = k.layout.dense
+        elif not k.layout.same_distribution(lead):
+            k = k.redistribute(lead)
+        aligned[i] = k
+    assert lead is not None
+    joined = [i for i, k in enumerate(items) if i in aligned or isinstance(k, (int, np.ndarray, NewAxisIndex))]
+    together = joined == list(range(joined[0], joined[-1] + 1))
+    nb = len(bshape)
+    shape: list[int] = []
+    block: list[int] = []
+    grid: list[int] = []
+    axes: list[int | None] = []  # per entry: its result axis (ranges, None) or None
+    block_at = 0
+    if not together:
+        shape.extend(bshape)
+    for i, k in enumerate(items):
+        if i in joined:
+            if together and i == joined[0]:
+                block_at = len(shape)
+                shape.extend(bshape)
+            axes.append(None)
+        elif isinstance(k, range) or k is None:
+            axes.append(len(shape))
+            shape.append(len(k) if isinstance(k, range) else 1)
+        else:
+            axes.append(None)
+    for ax in range(len(shape)):
+        if block_at <= ax < block_at + nb:
+            block.append(lead.block[ax - block_at])
+            grid.append(lead.grid[ax - block_at])
+        else:
+            block.append(max(shape[ax], 1))
+            grid.append(1)
+    layout = Layout(tuple(shape), block=tuple(block), grid=tuple(grid), devices=lead.devices, ranks=lead.ranks)
+    ndim = len(shape)
+    boxes: dict[int, Box] = {}
+    for o in _held(layout):
+        picks = [layout.owned_indices(o, j) for j in range(ndim)]
+        box_shape = tuple(len(p) for p in picks)
+        inner = box_shape[block_at:block_at + nb]
+        place = (1,) * block_at + inner + (1,) * (ndim - block_at - nb)
+        subs = []
+        mode = 0
+        for i, k in enumerate(items):
+            if k is None or isinstance(k, NewAxisIndex):
+                continue
+            if i in aligned:
+                values = _index_values(aligned[i].fragments[o], x.shape[mode], mode).reshape(place)
+            elif isinstance(k, np.ndarray):
+                values = np.broadcast_to(k, bshape)[np.ix_(*picks[block_at:block_at + nb])].reshape(place)
+            elif isinstance(k, range):
+                sh = [1] * ndim
+                sh[axes[i]] = box_shape[axes[i]]
+                values = np.asarray(k, dtype=np.int64)[picks[axes[i]]].reshape(sh)
+            else:
+                values = np.full((1,) * ndim, k, dtype=np.int64)
+            subs.append(values)
+            mode += 1
+        boxes[o] = Box(subs, box_shape)
+    return layout, boxes
 
 
 # -- assignment ----------------------------------------------------------------------------
@@ -292,7 +474,7 @@ def setitem(x: Any, key: Any, value: Any) -> None:
     """``x[key] = value`` in place (see the module)."""
     local = [f.index for f in x.fragments if f.is_local]
     check_writable(x, local, "__setitem__")
-    items = normalize(key, x.shape)
+    items = _read_scalar_masks(normalize(key, x.shape))
     check_value(value, x.dtype)
     if isinstance(value, (list, tuple, np.generic)):
         value = np.asarray(value)
@@ -309,7 +491,9 @@ def setitem(x: Any, key: Any, value: Any) -> None:
         elif len(items) == 1 and items[0].dtype == "bool" and not hasattr(value, "shape"):
             _masked_fill(x, items[0], value)
         else:
-            _collected_setitem(x, key, value)
+            layout, boxes = _advanced_boxes(x, items)
+            _target_shape(tuple(getattr(value, "shape", ())), layout.shape)
+            _write_selection(x, layout, boxes, value)
         return
     found = None if any(is_advanced(k) for k in items) else _local_layout(x, items)
     if found is None:
@@ -430,42 +614,6 @@ def _scalar_values(value: Any, n: int, dtype: str) -> Any:
                                          device=ex.adapter.native_device(ex.device)))
 
     return values
-
-
-def _collected_setitem(x: Any, key: Any, value: Any) -> None:
-    """Assignment through one collected copy, redistributed back into ``x``'s fragments."""
-    keys = key if isinstance(key, tuple) else (key,)
-    indices = [k for k in keys if is_distributed(k)]
-    operands = [x] + ([value] if is_distributed(value) else []) + indices
-    # one collection: the index tensors land in x's framework too (a torch tensor indexed
-    # by a NumPy mask reads it as integers)
-    got = collect("__setitem__", *operands)
-    whole = got.arrays[0]
-    whole = got.executor.run(lambda xp: xp.asarray(whole, copy=True))
-    if indices:
-        collected_keys = iter(got.arrays[len(operands) - len(indices):])
-        local_key: Any = tuple(next(collected_keys) if is_distributed(k) else k for k in keys)
-        if not isinstance(key, tuple):
-            local_key = local_key[0]
-    else:
-        local_key = key
-    part = got.arrays[1] if is_distributed(value) else value
-    if got.executor.adapter.mutable:
-        whole[local_key] = part
-    else:
-        whole = whole.at[local_key].set(part)
-    back = settle(whole, got).redistribute(x.layout.dense)
-    replaced = {}
-    for frag in x.fragments:
-        if not frag.is_local:
-            continue
-        new = back.fragments[frag.index].array
-        if frag.adapter.mutable:
-            frag.array[...] = frag.adapter.namespace().asarray(new) if type(new) is not type(frag.array) else new
-        else:
-            replaced[frag.index] = new
-    if replaced:
-        x._replace_arrays(replaced)
 
 
 # -- take and take_along_axis --------------------------------------------------------------

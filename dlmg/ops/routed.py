@@ -59,8 +59,9 @@ def owners(layout: Layout, coords: Sequence[np.ndarray], rank: int = 0) -> tuple
             continue
         blk = c // b
         if layout.nblocks[m] <= g:  # one block per fragment at most (a slab)
-            cell += blk * scale
-            local.append(c - blk * b)
+            cell += blk * scale if scale != 1 else blk
+            blk *= b
+            local.append(np.subtract(c, blk, out=blk))
         else:
             coord = blk % g
             cell += coord * scale
@@ -68,7 +69,12 @@ def owners(layout: Layout, coords: Sequence[np.ndarray], rank: int = 0) -> tuple
         scale *= g
     # the local row-major offset: strides from each element's fragment's local shape
     shapes = np.array(layout.local_shapes, dtype=np.int64).reshape(layout.nfragments, layout.ndim)
-    offset = np.array(local[-1], dtype=np.int64, copy=True) if local else np.zeros(n, dtype=np.int64)
+    if not local:
+        offset = np.zeros(n, dtype=np.int64)
+    elif layout.ndim == 1 and local[-1] is not coords[-1]:
+        offset = local[-1].astype(np.int64, copy=False)  # already a new array
+    else:
+        offset = np.array(local[-1], dtype=np.int64, copy=True)
     stride: Any = 1
     for m in reversed(range(layout.ndim - 1)):
         column = shapes[:, m + 1]
@@ -162,11 +168,17 @@ class Box:
 def box(coords: Sequence[np.ndarray], layout: Layout, fragment: int) -> Box:
     """The :class:`Box` of ``fragment`` of ``layout`` (the result), from ``coords``
     broadcastable to the result's shape."""
-    picks = [layout.owned_indices(fragment, j) for j in range(layout.ndim)]
-    shape = tuple(len(p) for p in picks)
+    frag = layout.fragment(fragment)
+    shape = tuple(frag.shape)
+    runs: list[slice | None] = []
+    for j in range(layout.ndim):  # a slab's positions are one run: no index array needed
+        b, g, c = layout.block[j], layout.grid[j], frag.coords[j]
+        runs.append(slice(c * b, c * b + shape[j]) if layout.nblocks[j] <= g else None)
+    picks = [None if runs[j] is not None else layout.owned_indices(fragment, j) for j in range(layout.ndim)]
+    for j, p in enumerate(picks):
+        if p is not None and len(p) and int(p[-1]) - int(p[0]) + 1 == len(p):
+            runs[j] = slice(int(p[0]), int(p[-1]) + 1)
     subs = []
-    runs = [slice(int(p[0]), int(p[-1]) + 1) if len(p) and int(p[-1]) - int(p[0]) + 1 == len(p) else None
-            for p in picks]
     for c in coords:
         for j, p in enumerate(picks):
             if c.shape[j] != 1:  # a contiguous run of positions (a slab) is a view
@@ -215,15 +227,25 @@ def _assemble(x: "DistributedTensor", cell: np.ndarray, offset: np.ndarray, shap
     for f in np.flatnonzero(counts):
         stop = start + int(counts[f])
         frag = x.fragments[int(f)]
-        local = unravel(offset[order[start:stop]], frag.shape)
+        offs = offset[order[start:stop]]
+        local = (offs,) if len(frag.shape) == 1 else unravel(offs, frag.shape)
         pieces.append(move_array(_read_local(frag, local), out))
         start = stop
-    return out.run(lambda xp: _place(xp, pieces, order, shape, out, dtype))
+    return out.run(lambda xp: _place(xp, pieces, order, counts, shape, out, dtype))
 
 
-def _place(xp: Any, pieces: list[Any], order: np.ndarray, shape: tuple[int, ...], out: Any, dtype: str) -> Any:
+def _place(xp: Any, pieces: list[Any], order: np.ndarray, counts: np.ndarray, shape: tuple[int, ...], out: Any,
+           dtype: str) -> Any:
     if not pieces:
         return xp.zeros(shape, dtype=out.dtype(dtype), device=out.adapter.native_device(out.device))
+    if len(pieces) > 1 and out.adapter.mutable:
+        # each piece written straight to its positions: no joined copy, no inverse order
+        got = xp.empty((len(order),), dtype=pieces[0].dtype, device=out.adapter.native_device(out.device))
+        start = 0
+        for piece, k in zip(pieces, counts[counts > 0]):
+            got[as_indices(order[start:start + int(k)], out)] = piece
+            start += int(k)
+        return xp.reshape(got, shape)
     got = pieces[0] if len(pieces) == 1 else xp.concat(pieces)
     if len(pieces) > 1 or not _sorted(order):
         inverse = np.empty_like(order)
@@ -248,6 +270,8 @@ def write(x: "DistributedTensor", requests: list[tuple[Box, Callable[[Any], Any]
         return
     replaced: dict[int, Any] = {}
     for request, values in requests:
+        if not request.size:  # (a 0-d tensor has no coordinates to count the elements by)
+            continue
         cells: list[np.ndarray] = []
         base, offset = owners(x.layout, request.coords())
         base = base % x.layout.ngrid
