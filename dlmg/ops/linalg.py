@@ -1063,7 +1063,7 @@ def slogdet_grid(x: "DistributedTensor", /) -> tuple[complex | float, float]:
     order: list[int] = []
     values: list[complex] = []
     for k in range(-(-size // b)):
-        k0, w = k * b, min(b, size - k * b)
+        w = min(b, size - k * b)
         panel, diag = _column_panel(work, execs, lay, cols, k, w, x.dtype)
         home = panel.fragments[0]
         rem = np.flatnonzero(remaining)
