@@ -190,44 +190,98 @@ def _from_array(array: Any, want: str | None, device: Any, copy: bool | None) ->
     return out if want is None or want == name else _astype(out, want)
 
 
-def zeros(shape: Any, *, dtype: Any = None, device: Any = None) -> Any:
-    """Zeros of ``shape`` (float64 by default)."""
-    return full(shape, 0, dtype=dtype or default_float(), device=device)
+def _placed(name: str, shape: Any, device: Any, layout: Layout | None) -> Layout:
+    """The layout of a new tensor of ``shape``: ``layout`` when given (dlmg's extension), else
+    the one ``device`` asks for, else the policy's."""
+    if isinstance(shape, Layout):
+        raise TypeError(
+            f"dlmg.{name} takes the shape first, as the array API says; pass a layout as the keyword: "
+            f"dlmg.{name}({shape.shape}, layout=layout)"
+        )
+    shape = _shape(shape)
+    if layout is None:
+        return layout_of(shape, device)
+    if not isinstance(layout, Layout):
+        raise TypeError(f"dlmg.{name}: layout must be a dlmg.Layout, got {type(layout).__name__}")
+    if device is not None:
+        raise ValueError(f"dlmg.{name}: give device= or layout=, not both (a layout names its devices)")
+    if tuple(layout.shape) != shape:
+        raise ValueError(f"dlmg.{name}: shape {shape} differs from the layout's shape {tuple(layout.shape)}")
+    return layout
 
 
-def ones(shape: Any, *, dtype: Any = None, device: Any = None) -> Any:
-    """Ones of ``shape`` (float64 by default)."""
-    return full(shape, 1, dtype=dtype or default_float(), device=device)
+def zeros(shape: Any, *, dtype: Any = None, device: Any = None, layout: Layout | None = None,
+          framework: str | None = None) -> Any:
+    """Zeros of ``shape`` (the default float dtype: float64, float32 for JAX without x64).
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+    dtype : str or any framework's dtype, optional
+    device : Device, str or a tensor's ``.device``, optional
+        One fragment on that device, or a slab over a tensor's devices; by default
+        the layout policy's (:func:`dlmg.default_layout`).
+    layout : Layout, optional
+        dlmg's extension: exactly this layout (of ``shape``), instead of ``device``.
+    framework : str, optional
+        dlmg's extension: the fragments' framework (``"numpy"``, ``"torch"``,
+        ``"jax"``, ``"cupy"``); by default the policy's.
+
+    Raises
+    ------
+    TypeError
+        When a :class:`~dlmg.Layout` is passed as the shape (pass ``layout=``).
+    """
+    return full(shape, 0, dtype=dtype or default_float(framework), device=device, layout=layout,
+                framework=framework)
 
 
-def empty(shape: Any, *, dtype: Any = None, device: Any = None) -> Any:
-    """An uninitialised tensor of ``shape`` (float64 by default)."""
-    layout = layout_of(_shape(shape), device)
-    return _empty(layout, dtype or default_float(), framework=_framework())
+def ones(shape: Any, *, dtype: Any = None, device: Any = None, layout: Layout | None = None,
+         framework: str | None = None) -> Any:
+    """Ones of ``shape`` (arguments as :func:`zeros`)."""
+    return full(shape, 1, dtype=dtype or default_float(framework), device=device, layout=layout,
+                framework=framework)
 
 
-def full(shape: Any, fill_value: Any, *, dtype: Any = None, device: Any = None) -> Any:
-    """``fill_value`` everywhere; the dtype follows ``fill_value`` (bool, int64, float64, complex128)."""
+def empty(shape: Any, *, dtype: Any = None, device: Any = None, layout: Layout | None = None,
+          framework: str | None = None) -> Any:
+    """An uninitialised tensor of ``shape`` (arguments as :func:`zeros`; JAX fragments are zeros)."""
+    placed = _placed("empty", shape, device, layout)
+    framework = framework or _framework()
+    return _empty(placed, dtype or default_float(framework), framework=framework)
+
+
+def full(shape: Any, fill_value: Any, *, dtype: Any = None, device: Any = None, layout: Layout | None = None,
+         framework: str | None = None) -> Any:
+    """``fill_value`` everywhere; the dtype follows ``fill_value`` (bool, int64, float64, complex128),
+    other arguments as :func:`zeros`.
+
+    Raises
+    ------
+    TypeError
+        When ``fill_value`` is ``None`` or not a number.
+    DtypeRangeError
+        When ``dtype`` cannot represent ``fill_value`` (``300`` for int8).
+    """
     if is_distributed(fill_value):
         fill_value = fill_value.item()
+    framework = framework or _framework()
     if dtype is None:
         if isinstance(fill_value, bool):
             dtype = "bool"
         elif isinstance(fill_value, int):
-            dtype = default_int()
+            dtype = default_int(framework)
         elif isinstance(fill_value, float):
-            dtype = default_float()
-        else:
-            dtype = "complex64" if default_float() == "float32" else "complex128"
-    layout = layout_of(_shape(shape), device)
+            dtype = default_float(framework)
+        elif isinstance(fill_value, complex):
+            dtype = "complex64" if default_float(framework) == "float32" else "complex128"
+    placed = _placed("full", shape, device, layout)
+    if dtype is None:  # not a Python number: the allocation names what is wrong with it
+        return _full(placed, fill_value, default_float(framework), framework=framework)
     name = canonical(dtype)
-    if name.kind == "b":
+    if name.kind == "b" and fill_value is not None:
         fill_value = bool(fill_value)
-    return _full(layout, fill_value, name, framework=_framework())
-
-
-def _like_device(x: Any, device: Any) -> Any:
-    return x.device if device is None else device
+    return _full(placed, fill_value, name, framework=framework)
 
 
 def empty_like(x: Any, /, *, dtype: Any = None, device: Any = None) -> Any:
