@@ -196,33 +196,36 @@ def _placed(name: str, shape: Any, device: Any, layout: Layout | None) -> Layout
     if isinstance(shape, Layout):
         raise TypeError(
             f"dlmg.{name} takes the shape first, as the array API says; pass a layout as the keyword: "
-            f"dlmg.{name}({shape.shape}, layout=layout)"
+            f"dlmg.{name}(layout=layout)"
         )
-    shape = _shape(shape)
     if layout is None:
-        return layout_of(shape, device)
+        if shape is None:
+            raise TypeError(f"dlmg.{name}: give the shape (or layout=)")
+        return layout_of(_shape(shape), device)
     if not isinstance(layout, Layout):
         raise TypeError(f"dlmg.{name}: layout must be a dlmg.Layout, got {type(layout).__name__}")
     if device is not None:
         raise ValueError(f"dlmg.{name}: give device= or layout=, not both (a layout names its devices)")
-    if tuple(layout.shape) != shape:
-        raise ValueError(f"dlmg.{name}: shape {shape} differs from the layout's shape {tuple(layout.shape)}")
+    if shape is not None and tuple(layout.shape) != _shape(shape):
+        raise ValueError(f"dlmg.{name}: shape {_shape(shape)} differs from the layout's shape {tuple(layout.shape)}")
     return layout
 
 
-def zeros(shape: Any, *, dtype: Any = None, device: Any = None, layout: Layout | None = None,
+def zeros(shape: Any = None, *, dtype: Any = None, device: Any = None, layout: Layout | None = None,
           framework: str | None = None) -> Any:
     """Zeros of ``shape`` (the default float dtype: float64, float32 for JAX without x64).
 
     Parameters
     ----------
     shape : int or tuple of int
+        The standard's argument; may be left out when ``layout`` is given.
     dtype : str or any framework's dtype, optional
     device : Device, str or a tensor's ``.device``, optional
         One fragment on that device, or a slab over a tensor's devices; by default
         the layout policy's (:func:`dlmg.default_layout`).
     layout : Layout, optional
-        dlmg's extension: exactly this layout (of ``shape``), instead of ``device``.
+        dlmg's extension: exactly this layout (of ``shape``), instead of ``device``:
+        ``dlmg.zeros(layout=dlmg.Layout.slab((8, 4), 0, ["cpu:0", "cpu:1"]))``.
     framework : str, optional
         dlmg's extension: the fragments' framework (``"numpy"``, ``"torch"``,
         ``"jax"``, ``"cupy"``); by default the policy's.
@@ -232,18 +235,16 @@ def zeros(shape: Any, *, dtype: Any = None, device: Any = None, layout: Layout |
     TypeError
         When a :class:`~dlmg.Layout` is passed as the shape (pass ``layout=``).
     """
-    return full(shape, 0, dtype=dtype or default_float(framework), device=device, layout=layout,
-                framework=framework)
+    return _filled("zeros", shape, 0, dtype or default_float(framework), device, layout, framework)
 
 
-def ones(shape: Any, *, dtype: Any = None, device: Any = None, layout: Layout | None = None,
+def ones(shape: Any = None, *, dtype: Any = None, device: Any = None, layout: Layout | None = None,
          framework: str | None = None) -> Any:
     """Ones of ``shape`` (arguments as :func:`zeros`)."""
-    return full(shape, 1, dtype=dtype or default_float(framework), device=device, layout=layout,
-                framework=framework)
+    return _filled("ones", shape, 1, dtype or default_float(framework), device, layout, framework)
 
 
-def empty(shape: Any, *, dtype: Any = None, device: Any = None, layout: Layout | None = None,
+def empty(shape: Any = None, *, dtype: Any = None, device: Any = None, layout: Layout | None = None,
           framework: str | None = None) -> Any:
     """An uninitialised tensor of ``shape`` (arguments as :func:`zeros`; JAX fragments are zeros)."""
     placed = _placed("empty", shape, device, layout)
@@ -251,10 +252,10 @@ def empty(shape: Any, *, dtype: Any = None, device: Any = None, layout: Layout |
     return _empty(placed, dtype or default_float(framework), framework=framework)
 
 
-def full(shape: Any, fill_value: Any, *, dtype: Any = None, device: Any = None, layout: Layout | None = None,
+def full(shape: Any = None, fill_value: Any = None, *, dtype: Any = None, device: Any = None, layout: Layout | None = None,
          framework: str | None = None) -> Any:
     """``fill_value`` everywhere; the dtype follows ``fill_value`` (bool, int64, float64, complex128),
-    other arguments as :func:`zeros`.
+    other arguments as :func:`zeros` (``dlmg.full(layout=layout, fill_value=2.0)``).
 
     Raises
     ------
@@ -263,6 +264,12 @@ def full(shape: Any, fill_value: Any, *, dtype: Any = None, device: Any = None, 
     DtypeRangeError
         When ``dtype`` cannot represent ``fill_value`` (``300`` for int8).
     """
+    return _filled("full", shape, fill_value, dtype, device, layout, framework)
+
+
+def _filled(name: str, shape: Any, fill_value: Any, dtype: Any, device: Any, layout: Layout | None,
+            framework: str | None) -> Any:
+    """:func:`full`'s work, errors naming the public function ``name``."""
     if is_distributed(fill_value):
         fill_value = fill_value.item()
     framework = framework or _framework()
@@ -275,13 +282,13 @@ def full(shape: Any, fill_value: Any, *, dtype: Any = None, device: Any = None, 
             dtype = default_float(framework)
         elif isinstance(fill_value, complex):
             dtype = "complex64" if default_float(framework) == "float32" else "complex128"
-    placed = _placed("full", shape, device, layout)
+    placed = _placed(name, shape, device, layout)
     if dtype is None:  # not a Python number: the allocation names what is wrong with it
         return _full(placed, fill_value, default_float(framework), framework=framework)
-    name = canonical(dtype)
-    if name.kind == "b" and fill_value is not None:
+    dtype = canonical(dtype)
+    if dtype.kind == "b" and fill_value is not None:
         fill_value = bool(fill_value)
-    return _full(placed, fill_value, name, framework=framework)
+    return _full(placed, fill_value, dtype, framework=framework)
 
 
 def empty_like(x: Any, /, *, dtype: Any = None, device: Any = None) -> Any:
