@@ -17,6 +17,7 @@ from typing import Any
 
 from ..construct import empty as _empty, full as _full
 from .._shapes import shape_argument
+from ..errors import LayoutError
 from ..ops import manipulation as _manip
 from ..ops import shape as _shape
 from ..ops._pending import guard
@@ -60,6 +61,11 @@ def reshape(x: Any, /, shape: Sequence[int], *, copy: bool | None = None) -> Any
     shape = shape_argument(shape, "reshape")
     if copy is None and strict_enabled():
         copy = False  # no implicit move: the view or an error
+    if getattr(getattr(x, "layout", None), "partial", None) is not None:
+        try:  # a view is linear: it keeps a pending reduction, as the tensor's reshape method does
+            return _shape.reshape(x, shape, copy=copy)
+        except LayoutError:
+            pass  # the moving reshape resolves it first
     return _manip.reshape(x, shape, copy=copy)
 
 
