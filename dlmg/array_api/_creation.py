@@ -220,8 +220,9 @@ def zeros(shape: Any = None, *, dtype: Any = None, device: Any = None, layout: L
     shape : int or tuple of int
         The standard's argument; may be left out when ``layout`` is given.
     dtype : str or any framework's dtype, optional
-    device : Device, str or a tensor's ``.device``, optional
-        One fragment on that device, or a slab over a tensor's devices; by default
+    device : Device or str, optional
+        One fragment on that device, or a slab over the devices of a tensor's
+        ``.device`` (a :class:`~dlmg.device.Placement`); by default
         the layout policy's (:func:`dlmg.default_layout`).
     layout : Layout, optional
         dlmg's extension: exactly this layout (of ``shape``), instead of ``device``:
