@@ -84,7 +84,7 @@ def contract_pending_extrema():
         for got, expected in kept:
             assert got.layout.partial == kind, got.layout
             np.testing.assert_allclose(np.asarray(got.gather(framework="numpy")), expected)
-        np.testing.assert_allclose(float(dl_reduce(x)), np_reduce(want))  # over every mode: resolved first
+        np.testing.assert_allclose(float(dl_reduce(x)), np_reduce(want))  # over every mode: its value
         np.testing.assert_allclose(np.asarray((-x).gather(framework="numpy")), -want)  # resolved first
         try:
             x *= -1.0
