@@ -15,9 +15,9 @@ keeps the grid; reducing a distributed mode gives the layout of
 staying replicas (each replica reduces its own copy; no element is counted
 twice). ``axis=None`` reduces every mode, as the array API says: the result
 is a 0-d *distributed* tensor (on the input's devices where the groups allow,
-so it combines with the input without a move). These functions are the public
-``dlmg.sum``... (:mod:`dlmg.array_api` re-exports them); ``argmax`` with
-``axis=None`` gives a regular 0-d array, which :mod:`dlmg.array_api` wraps.
+so it combines with the input without a move; ``argmax``'s flat index: one copy
+on each of the input's devices). These functions are the public ``dlmg.sum``...
+(:mod:`dlmg.array_api` re-exports them).
 
 Nothing is synchronised; the result is ready after :func:`dlmg.synchronize`
 as any other.
@@ -41,6 +41,7 @@ from ._dtypes import float_dtype, index_dtype, kind_of, narrow_for, sum_dtype
 from .contract.pending import reduce_pending, resolve
 from .dispatch import Executor, _fail, executor, is_distributed, map_fragments, move_array, new_tensor
 from ..layout import Layout
+from ..registry import adapter_for
 from ..distributed._state import current
 from .reduce_across import reduce as across
 
@@ -587,12 +588,13 @@ def argmax(x: "DistributedTensor", /, *, axis: int | None = None, keepdims: bool
     x : DistributedTensor
     axis : int, optional
         One mode: the result holds global indices along it. ``None``: the
-        index into the flattened (row-major) tensor, as a regular 0-d array.
+        index into the flattened (row-major) tensor, a 0-d tensor replicated on
+        ``x``'s devices.
     keepdims : bool
 
     Returns
     -------
-    DistributedTensor or array
+    DistributedTensor
         int64 indices (int32 where a JAX fragment takes part without x64).
     """
     return _arg_reduce(x, "argmax", axis, keepdims)
@@ -603,7 +605,27 @@ def _arg_reduce(x: "DistributedTensor", name: str, axis: int | None, keepdims: b
     if axis is not None and not isinstance(axis, int):
         raise TypeError(f"dlmg.{name}: axis must be an int or None, got {axis!r}")
     _real(x, name)
-    return _reduce(x, name, axis, keepdims, narrow_for(index_dtype(), _frameworks(x)), asked=index_dtype())
+    dtype = narrow_for(index_dtype(), _frameworks(x))
+    out = _reduce(x, name, axis, keepdims, dtype, asked=index_dtype())
+    return out if axis is not None else _on_devices(x, out, dtype)
+
+
+def _on_devices(x: "DistributedTensor", value: Any, dtype: str) -> "DistributedTensor":
+    """A whole result (a regular array, the same on every process) as a tensor replicated on
+    ``x``'s devices and processes (the array API's device rule), each copy in the framework of
+    ``x``'s first fragment on that device (``dtype``: its element type, which a process
+    holding none of them cannot read from an array)."""
+    first: dict[tuple[Any, int], int] = {}
+    for i, place in enumerate(zip(x.layout.devices, x.layout.ranks)):
+        first.setdefault(place, i)
+    places = list(first)
+    layout = Layout.replicated(tuple(value.shape), [d for d, _ in places], ranks=[r for _, r in places])
+    source = adapter_for(value)
+    arrays: list[Any] = []
+    for place in places:
+        frag = x.fragments[first[place]]
+        arrays.append(move_array(value, executor(frag.framework, frag.device), source) if frag.is_local else None)
+    return new_tensor(arrays, layout, dtype)
 
 
 def _wide_accum(x: "DistributedTensor", dtype: Any) -> str:

@@ -35,12 +35,13 @@ def argmin(x: "DistributedTensor", /, *, axis: int | None = None, keepdims: bool
     x : DistributedTensor
     axis : int, optional
         One mode: the result holds global indices along it. ``None``: the
-        index into the flattened (row-major) tensor, as a regular 0-d array.
+        index into the flattened (row-major) tensor, a 0-d tensor replicated on
+        ``x``'s devices.
     keepdims : bool
 
     Returns
     -------
-    DistributedTensor or array
+    DistributedTensor
         int64 indices (int32 where a JAX fragment takes part without x64).
     """
     return _r._arg_reduce(x, "argmin", axis, keepdims)
