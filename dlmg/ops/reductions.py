@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .._shapes import normalize_axes
 from ..dtypes import canonical
 from ..errors import DtypeError, FragmentError
@@ -40,8 +42,9 @@ from ..fragment import verify_fragments
 from ._dtypes import float_dtype, index_dtype, kind_of, narrow_for, sum_dtype
 from .contract.pending import reduce_pending, resolve
 from .dispatch import Executor, _fail, executor, is_distributed, map_fragments, move_array, new_tensor
+from ..device import Device
 from ..layout import Layout
-from ..registry import adapter_for
+from ..registry import adapter_for, get_adapter
 from ..distributed._state import current
 from .reduce_across import reduce as across
 
@@ -613,18 +616,33 @@ def _arg_reduce(x: "DistributedTensor", name: str, axis: int | None, keepdims: b
 def _on_devices(x: "DistributedTensor", value: Any, dtype: str) -> "DistributedTensor":
     """A whole result (a regular array, the same on every process) as a tensor replicated on
     ``x``'s devices and processes (the array API's device rule), each copy in the framework of
-    ``x``'s first fragment on that device (``dtype``: its element type, which a process
-    holding none of them cannot read from an array)."""
+    ``x``'s first fragment on that device.
+
+    ``dtype`` is the element type this process's frameworks allow; across processes every
+    process must tag the tensor alike, so there it is the unnarrowed index type, and a copy
+    whose framework cannot hold it (JAX without x64) is held by NumPy on a host device.
+    """
     first: dict[tuple[Any, int], int] = {}
     for i, place in enumerate(zip(x.layout.devices, x.layout.ranks)):
         first.setdefault(place, i)
     places = list(first)
     layout = Layout.replicated(tuple(value.shape), [d for d, _ in places], ranks=[r for _, r in places])
+    across_processes = current() is not None
+    if across_processes:  # the same element type on every process, from a host copy
+        dtype = index_dtype()
+        host = move_array(value, executor("numpy", Device("cpu", 0)), adapter_for(value))
+        value = np.asarray(host).astype(dtype)
     source = adapter_for(value)
     arrays: list[Any] = []
     for place in places:
         frag = x.fragments[first[place]]
-        arrays.append(move_array(value, executor(frag.framework, frag.device), source) if frag.is_local else None)
+        if not frag.is_local:
+            arrays.append(None)
+            continue
+        framework = frag.framework
+        if across_processes and not get_adapter(framework).holds_dtype(dtype) and frag.device.kind == "cpu":
+            framework = "numpy"
+        arrays.append(move_array(value, executor(framework, frag.device), source))
     return new_tensor(arrays, layout, dtype)
 
 
