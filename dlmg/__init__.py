@@ -15,24 +15,28 @@ from .errors import *  # noqa: F403  (the exception hierarchy is public API)
 from .layout import Layout, FragmentLayout
 from .registry import adapter_for, framework_of, get_adapter
 from .tensor import DistributedTensor, Fragment
-from .construct import empty, from_fragments, from_pointers, full, ones, scatter, zeros
+from .construct import from_fragments, from_pointers, scatter
 from .plans import RedistributionPlan, plan_redistribution
 from .movement import delegation, delegation_enabled
 from .interop import (
     dcp_load, dcp_save, from_dtensor, from_jax, from_partitioned, layout_from_sharding, sharding_from_layout, to_dtensor, to_jax,
     to_sharding,
 )
-from .ops import *  # noqa: F403  (apply, elementwise functions, reductions, matmul, synchronize)
-from . import linalg, ops as _ops
+from .ops import *  # noqa: F403  (dlmg's own operations: map_fragments, fuse, einsum, strict, synchronize...)
+from . import ops as _ops
 from .io import load, save, saved_layout
 from . import _printing, _protocols  # noqa: F401  (repr and str of tensors; the frameworks' protocols)
 from . import array_api  # the Array API namespace; provides the array object's methods
-from .array_api import fft  # one FFT namespace: dlmg.fft is dlmg.array_api.fft
-from .array_api import default_layout, get_default_layout, set_default_layout
-from .array_api import nancumprod, nancumsum, nanmax, nanmean, nanmin, nanprod, nanstd, nansum, nanvar, pad
-from .array_api._data_types import (  # noqa: A004  (the dtype objects, as in every array namespace)
-    bool, complex64, complex128, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+# One function namespace: every function of dlmg.array_api is dlmg's function of that name
+# (dlmg.add is dlmg.array_api.add), its extensions keyword-only; dlmg.fft and dlmg.linalg
+# are its extensions.
+from .array_api import *  # noqa: F403
+from .array_api import fft, linalg
+from .array_api._elementwise import (  # NumPy's names of the standard's elementwise functions
+    absolute, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, around, conjugate, invert, left_shift,
+    mod, power, right_shift, true_divide,
 )
+from .array_api._data_types import bool  # noqa: A004  (the dtype objects, as in every array namespace)
 from .dtypes import canonical as _canonical
 
 bfloat16 = _canonical("bfloat16")
@@ -48,8 +52,8 @@ __version__ = "0.1.0"
 __all__ = [
     # tensors, layouts, devices
     "DistributedTensor", "Fragment", "Layout", "FragmentLayout", "Device", "as_device",
-    # making tensors
-    "from_fragments", "from_pointers", "empty", "zeros", "ones", "full", "scatter",
+    # making tensors (empty, zeros, ones, full: with the namespace's functions below)
+    "from_fragments", "from_pointers", "scatter",
     # moving data
     "RedistributionPlan", "plan_redistribution", "delegation", "delegation_enabled",
     # frameworks
@@ -63,15 +67,15 @@ __all__ = [
     "dtypes", "errors", "fft", "interop", "linalg", "registry",
     # the exception hierarchy
     *errors.__all__,
-    # operations (elementwise, reductions, matmul, apply, synchronize...)
-    *(name for name in _ops.__all__ if name != "install"),
-    # the Array API namespace and the layout of new tensors
-    "array_api", "default_layout", "get_default_layout", "set_default_layout",
-    # NumPy's NaN-ignoring reductions (np.nanmean(dt) runs them)
-    "nansum", "nanprod", "nanmean", "nanmax", "nanmin", "nanvar", "nanstd", "nancumsum", "nancumprod",
-    # NumPy's pad (np.pad(dt, ...) and xarray's rolling run it)
-    "pad",
-    # dtype objects ("bool" is left out of star-imports: it would hide the builtin)
-    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32",
-    "float64", "complex64", "complex128",
+    # dlmg's own operations (map_fragments, fuse, einsum, strict, explain, synchronize...)
+    *_ops.__all__,
+    # the Array API namespace: its functions (elementwise, reductions, creation, matmul...),
+    # the layout of new tensors, NumPy's NaN-ignoring reductions and pad; dtype objects
+    # ("bool" is left out of star-imports: it would hide the builtin)
+    "array_api",
+    *(name for name in array_api.__all__ if name not in ("__array_api_version__", "__array_namespace_info__", "bool",
+                                                          "fft", "linalg", "e", "inf", "nan", "pi", "newaxis")),
+    "float16", "bfloat16",
+    # NumPy's names of the standard's elementwise functions (np.absolute(dt) runs them)
+    *array_api._elementwise.NUMPY_NAMES,
 ]

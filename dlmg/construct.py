@@ -4,8 +4,10 @@
   without a copy;
 * :func:`from_pointers` wraps raw memory addresses, honouring the layout's
   element and block strides, with an optional lifetime ``owner``;
-* :func:`empty`, :func:`zeros`, :func:`ones`, :func:`full` allocate every
-  fragment in one framework on its device;
+* :func:`empty` and :func:`full` allocate every fragment of a layout in one
+  framework on its device (the layer under the public ``dlmg.empty``,
+  ``dlmg.zeros``, ``dlmg.ones``, ``dlmg.full``, which take a shape and
+  ``layout=``/``framework=``);
 * :func:`scatter` spreads one regular array over a layout (an explicit copy).
 
 Every function checks what it is given and raises a clear error naming the
@@ -38,7 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .layout import FragmentLayout
     from .tensor import DistributedTensor
 
-__all__ = ["from_fragments", "from_pointers", "empty", "zeros", "ones", "full", "scatter"]
+__all__ = ["from_fragments", "from_pointers", "empty", "full", "scatter"]
 
 
 # -- shared checks ----------------------------------------------------------------
@@ -528,16 +530,6 @@ def empty(layout: "Layout", dtype: Any = "float32", framework: str = DEFAULT_FRA
     JAX has no uninitialised arrays; its fragments are zeros.
     """
     return _allocate(layout, dtype, framework, _UNINITIALISED, "empty")
-
-
-def zeros(layout: "Layout", dtype: Any = "float32", framework: str = DEFAULT_FRAMEWORK) -> DistributedTensor:
-    """A tensor of ``layout`` filled with zeros (see :func:`empty`)."""
-    return _allocate(layout, dtype, framework, 0, "zeros")
-
-
-def ones(layout: "Layout", dtype: Any = "float32", framework: str = DEFAULT_FRAMEWORK) -> DistributedTensor:
-    """A tensor of ``layout`` filled with ones (see :func:`empty`)."""
-    return _allocate(layout, dtype, framework, 1, "ones")
 
 
 def full(layout: "Layout", fill_value: Any, dtype: Any = "float32", framework: str = DEFAULT_FRAMEWORK) -> DistributedTensor:

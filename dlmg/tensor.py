@@ -531,17 +531,17 @@ class DistributedTensor(FrameworkProtocols, TensorBase):
 
     def conj(self) -> DistributedTensor:
         """The complex conjugate (a new tensor): :func:`dlmg.conj`."""
-        return pointwise.conj(self)  # type: ignore[attr-defined]  # (made from pointwise's table)
+        return pointwise.conj(self)
 
     @property
     def real(self) -> DistributedTensor:
         """The real part (a new tensor)."""
-        return pointwise.real(self)  # type: ignore[attr-defined]  # (made from pointwise's table)
+        return pointwise.real(self)
 
     @property
     def imag(self) -> DistributedTensor:
         """The imaginary part (a new tensor)."""
-        return pointwise.imag(self)  # type: ignore[attr-defined]  # (made from pointwise's table)
+        return pointwise.imag(self)
 
     @property
     def device(self) -> Any:

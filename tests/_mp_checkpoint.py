@@ -225,7 +225,7 @@ def dcp_roundtrip():
     cyclic = Layout(shape, block=(1, 2), grid=(2 * world, 1), devices=devices * 2, ranks=ranks * 2)
     first = os.path.join(_dir(), "dcp-from-dlmg")
     dlmg.dcp_save({"w": dlmg.scatter(_root(x), dd.slab(shape, 0), root=0), "step": torch.tensor(7)}, first)
-    back = dlmg.dcp_load({"w": dlmg.empty(cyclic, "float32", "numpy"), "step": torch.tensor(0)}, first)
+    back = dlmg.dcp_load({"w": dlmg.empty(layout=cyclic, dtype="float32", framework="numpy"), "step": torch.tensor(0)}, first)
     assert back["step"].item() == 7
     assert back["w"].layout == cyclic and {f.framework for f in back["w"].fragments if f.is_local} == {"numpy"}
     _check(back["w"], "w", x)
@@ -242,7 +242,7 @@ def dcp_roundtrip():
     second = os.path.join(_dir(), "dcp-from-dtensor")
     dcp.save({"w": distribute_tensor(torch.from_numpy(x), mesh, [Shard(1)])}, checkpoint_id=second)
     for layout in (cyclic, Layout.single(shape, devices[0], ranks=0), dd.slab(shape, 1)):
-        got = dlmg.dcp_load({"w": dlmg.empty(layout, "float32", "torch")}, second)["w"]
+        got = dlmg.dcp_load({"w": dlmg.empty(layout=layout, dtype="float32", framework="torch")}, second)["w"]
         assert got.layout == layout
         _check(got, "w", x)
     return world
@@ -258,7 +258,7 @@ def ckpt_load_during_saves():
     out = os.path.join(_dir(), "busy-saver.json")
     if dd.rank() == 0:  # the first save, by a process of its own (under the engine a save is SPMD)
         subprocess.run([sys.executable, os.path.abspath(__file__), "saver", path, out, "0"], check=True, timeout=240)
-    dlmg.zeros(dd.slab((2,), 0)).gather()  # every process waits for the first save
+    dlmg.zeros(layout=dd.slab((2,), 0), dtype="float32").gather()  # every process waits for the first save
     saver_process = None
     if dd.rank() == 0:
         saver_process = subprocess.Popen([sys.executable, os.path.abspath(__file__), "saver", path, out,
@@ -293,7 +293,7 @@ def ckpt_load_pins_differ():
     flag = os.path.join(_dir(), "differ-published")
     if dd.rank() == 0:
         subprocess.run([sys.executable, os.path.abspath(__file__), "saver", path, out, "1"], check=True, timeout=240)
-    dlmg.zeros(dd.slab((2,), 0)).gather()
+    dlmg.zeros(layout=dd.slab((2,), 0), dtype="float32").gather()
     real = load_module.pinned
     holds = []
 
@@ -354,7 +354,7 @@ def saver(path, values):
     errors = []
     for k in values:
         try:
-            dlmg.save(path, dlmg.full(loop_layout(), float(k), "float32"), overwrite=True)
+            dlmg.save(path, dlmg.full(layout=loop_layout(), fill_value=float(k), dtype="float32"), overwrite=True)
         except Exception as exc:  # noqa: BLE001 - reported to the test
             errors.append(f"save {k}: {type(exc).__name__}: {exc}")
     return {"saved": list(values), "errors": errors}

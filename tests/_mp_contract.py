@@ -84,7 +84,7 @@ def contract_pending_extrema():
         for got, expected in kept:
             assert got.layout.partial == kind, got.layout
             np.testing.assert_allclose(np.asarray(got.gather(framework="numpy")), expected)
-        np.testing.assert_allclose(float(dl_reduce(x)), np_reduce(want))  # over every mode: resolved first
+        np.testing.assert_allclose(float(dl_reduce(x)), np_reduce(want))  # over every mode: its value
         np.testing.assert_allclose(np.asarray((-x).gather(framework="numpy")), -want)  # resolved first
         try:
             x *= -1.0
@@ -137,7 +137,7 @@ def contract_mismatch():
     ranks = list(range(world))
     axis = 0 if dd.rank() == 0 else 1  # rank 0 splits rows, the others columns
     lay = Layout.slab((4 * world, 4 * world), axis, ["cpu"] * world, ranks=ranks)
-    a = dlmg.zeros(lay, dtype="float64", framework="numpy")
+    a = dlmg.zeros(layout=lay, dtype="float64", framework="numpy")
     try:
         dlmg.einsum("ij,jk->ik", a, a)
     except dlmg.CollectiveMismatchError as exc:

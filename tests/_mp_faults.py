@@ -37,7 +37,7 @@ def missing_rank():
     world = dd.world_size()
     ranks = [*range(world), world + 3]
     layout = Layout((2 * (world + 1), 3), grid=(world + 1, 1), devices=["cpu"] * (world + 1), ranks=ranks)
-    seen = [_expect(LayoutError, dlmg.zeros, layout, framework="numpy")]
+    seen = [_expect(LayoutError, dlmg.zeros, layout=layout, framework="numpy")]
     full = _global(layout.shape, seed=5)
     seen.append(_expect(LayoutError, wrap, full, layout))
     ok = wrap(full, dd.slab(full.shape, 0))

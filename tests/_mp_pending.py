@@ -101,8 +101,7 @@ def pending_dcp():
     c, want = _pending()
     path = os.path.join(os.environ["DLMG_TEST_PENDING_DIR"], "pending-dcp")
     dlmg.dcp_save({"c": c}, path)
-    template = dlmg.empty(Layout.replicated(c.shape, ["cpu"] * dd.world_size(), ranks=list(range(dd.world_size()))),
-                          "float64", "numpy")
+    template = dlmg.empty(layout=Layout.replicated(c.shape, ["cpu"] * dd.world_size(), ranks=list(range(dd.world_size()))), dtype="float64", framework="numpy")
     np.testing.assert_allclose(_np(dlmg.dcp_load({"c": template}, path)["c"]), want)
     return True
 

@@ -62,6 +62,8 @@ def wrap(full, layout, frameworks=("numpy",)):
 def _np(array):
     if array is None:
         return None
+    if isinstance(array, dlmg.DistributedTensor):  # a reduction over every mode: 0-d, gathered
+        array = array.gather(framework="numpy")
     if type(array).__module__.startswith("torch"):
         return array.detach().cpu().numpy()
     return np.asarray(array)
@@ -503,7 +505,9 @@ def device_collectives():
 
 
 def _host(array):
-    """Any framework's array (CUDA included) as NumPy."""
+    """Any framework's array (CUDA included) or a distributed tensor (gathered) as NumPy."""
+    if isinstance(array, dlmg.DistributedTensor):
+        array = array.gather(framework="numpy")
     module = type(array).__module__.partition(".")[0]
     if module == "torch":
         return array.detach().cpu().numpy()

@@ -171,7 +171,9 @@ def build(x: np.ndarray, layout: Layout, assignment: str = "numpy") -> "dlmg.Dis
 
 
 def to_numpy(a: object) -> np.ndarray:
-    """Any framework's array (or a Python scalar) as NumPy."""
+    """Any framework's array, a distributed tensor (gathered) or a Python scalar as NumPy."""
+    if isinstance(a, dlmg.DistributedTensor):
+        return np.asarray(a.gather(framework="numpy"))
     mod = type(a).__module__.partition(".")[0]
     if mod == "torch":
         return a.detach().cpu().resolve_conj().numpy()

@@ -23,7 +23,7 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import dlmg  # noqa: E402
-from dlmg.ops.pointwise import _FUNCTIONS  # noqa: E402
+from dlmg.ops.pointwise import FUNCTIONS as _FUNCTIONS  # noqa: E402
 
 from _ops_support import build, data, need  # noqa: E402
 

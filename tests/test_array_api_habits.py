@@ -72,8 +72,9 @@ def test_numpy_functions_with_numpys_keywords():
 def test_sum_and_var_return_the_same_kind_of_scalar():
     dt = dlmg.scatter(HOST, ROWS)
     total, variance, spread = dlmg.sum(dt), dlmg.var(dt), dlmg.std(dt)
-    assert type(total) is type(variance) is type(spread) is np.ndarray
+    assert type(total) is type(variance) is type(spread) is dlmg.DistributedTensor  # the Array API's 0-d result
     assert total.shape == variance.shape == spread.shape == ()
+    assert total.device == variance.device == spread.device == dt.device
 
 
 def test_numpy_bfloat16_fragments_in_astype_and_reductions():

@@ -19,7 +19,7 @@ import dlmg
 import dlmg.array_api as xp
 from _array_api_support import SLAB, gathered, layout_policy, policy  # noqa: F401 (a fixture)
 from dlmg.errors import LayoutMismatchError
-from dlmg.ops.pointwise import _FUNCTIONS
+from dlmg.ops.pointwise import FUNCTIONS as _FUNCTIONS
 
 # The policy fixture is entered once for all of a test's examples, which is what the tests want.
 FAST = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -198,7 +198,7 @@ def test_mixed_frameworks_run_in_the_leads_framework():
 def test_out_and_layout_arguments():
     a = _t(RNG.standard_normal((4, 6)), Layout.slab((4, 6), 1, D4[:2]))
     b = _t(RNG.standard_normal((6, 3)), Layout.slab((6, 3), 0, D4[:2]))
-    out = dlmg.zeros(Layout.slab((4, 3), 0, D4[:2]), dtype="float64", framework="numpy")
+    out = dlmg.zeros(layout=Layout.slab((4, 3), 0, D4[:2]), dtype="float64", framework="numpy")
     got = dlmg.einsum("ik,kj->ij", a, b, out=out)
     assert got is out
     np.testing.assert_allclose(out.gather(), a.gather() @ b.gather())

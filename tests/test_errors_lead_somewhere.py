@@ -33,7 +33,7 @@ def test_a_missing_framework_gives_framework_not_installed_on_every_path(missing
         one = dlmg.Layout.single((4,), "cpu:0")
         calls = {{
             "scatter": lambda: dlmg.scatter(np.ones(4), one, framework={missing!r}),
-            "zeros": lambda: dlmg.zeros(one, framework={missing!r}),
+            "zeros": lambda: dlmg.zeros(layout=one, dtype="float32", framework={missing!r}),
             "gather": lambda: dlmg.scatter(np.ones(4), one).gather(framework={missing!r}),
             "to": lambda: dlmg.scatter(np.ones(4), one).to({missing!r}),
         }}

@@ -122,7 +122,7 @@ def test_wrap_and_export_zero_copy_whatever_device_is_current():
 def test_to_on_gpu_is_zero_copy(src, dst):
     _need(src), _need(dst)
     layout = Layout.slab((8, 64), 0, [GPU] * 2)
-    dt = dlmg.full(layout, 3.0, "float32", framework=src)
+    dt = dlmg.full(layout=layout, fill_value=3.0, dtype="float32", framework=src)
     moved = dt.to(dst, copy=False)
     for a, b in zip(dt.fragments, moved.fragments):
         assert _ptr(a.array) == _ptr(b.array)

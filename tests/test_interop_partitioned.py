@@ -235,7 +235,7 @@ def test_trailing_empty_partitions_fit_a_slab():
 
 
 def test_empty_tensor():
-    dt = dlmg.zeros(Layout.slab((0, 3), 1, ["cpu"] * 3))
+    dt = dlmg.zeros(layout=Layout.slab((0, 3), 1, ["cpu"] * 3), dtype="float32")
     d = dt.__partitioned__
     assert d["partition_tiling"] == (0, 3) and d["partitions"] == {}
     back = from_partitioned(d)

@@ -113,7 +113,7 @@ def test_plain_zarr_readers_read_the_same_array(tmp_path, reader):
 
 def test_chunks_follow_the_saved_blocks(tmp_path):
     layout = Layout((7, 9), block=(2, 4), grid=(2, 2), devices=["cpu"] * 4)
-    dlmg.save(tmp_path / "t", dlmg.zeros(layout))
+    dlmg.save(tmp_path / "t", dlmg.zeros(layout=layout, dtype="float32"))
     meta = json.loads((tmp_path / "t" / "zarr.json").read_text())
     assert meta["chunk_grid"]["configuration"]["chunk_shape"] == [2, 4]
     assert {c["name"] for c in meta["codecs"]} == {"bytes", "crc32c"}
@@ -140,12 +140,12 @@ def test_something_else_is_never_replaced(tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep me")
     with pytest.raises(dlmg.CheckpointExistsError, match="no dlmg checkpoint"):
-        dlmg.save(tmp_path / "mine", dlmg.zeros(Layout.single(3)), overwrite=True)
+        dlmg.save(tmp_path / "mine", dlmg.zeros(layout=Layout.single(3), dtype="float32"), overwrite=True)
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
 
 
 def test_a_save_without_its_commit_marker_is_refused(tmp_path):
-    dlmg.save(tmp_path / "t", dlmg.zeros(Layout.single(3)))
+    dlmg.save(tmp_path / "t", dlmg.zeros(layout=Layout.single(3), dtype="float32"))
     os.remove(tmp_path / "t" / "dlmg-commit.json")
     with pytest.raises(dlmg.IncompleteCheckpointError, match="incomplete save"):
         dlmg.load(tmp_path / "t")
@@ -200,7 +200,7 @@ def test_clear_errors(tmp_path):
     with pytest.raises(TypeError, match="DistributedTensor"):
         dlmg.save(tmp_path / "u", np.zeros(3))
     with pytest.raises(dlmg.CheckpointError, match="key 'a/b'"):
-        dlmg.save(tmp_path / "u", {"a/b": dlmg.zeros(Layout.single(2))})
+        dlmg.save(tmp_path / "u", {"a/b": dlmg.zeros(layout=Layout.single(2), dtype="float32")})
     assert not (tmp_path / "u").exists()
 
 
@@ -214,7 +214,7 @@ def test_a_zarr_array_dlmg_did_not_write_is_named(tmp_path):
 
 def test_saved_layout_is_read_without_the_processes_it_needs(tmp_path):
     layout = Layout.slab((4, 2), 0, ["cpu"] * 2)
-    dlmg.save(tmp_path / "t", dlmg.zeros(layout))
+    dlmg.save(tmp_path / "t", dlmg.zeros(layout=layout, dtype="float32"))
     meta = json.loads((tmp_path / "t" / "zarr.json").read_text())
     meta["attributes"]["dlmg"]["layout"]["ranks"] = [0, 1]  # as two processes would have saved it
     (tmp_path / "t" / "zarr.json").write_text(json.dumps(meta))

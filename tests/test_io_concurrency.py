@@ -35,7 +35,7 @@ LAYOUT = Layout((64, 64), block=(16, 64), grid=(4, 1), devices=["cpu"] * 4)
 
 
 def _full(k):
-    return dlmg.full(LAYOUT, float(k), "float32")
+    return dlmg.full(layout=LAYOUT, fill_value=float(k), dtype="float32")
 
 
 def _leftovers(path):
@@ -74,7 +74,7 @@ def test_saved_layout_and_a_dict_read_one_checkpoint_too(tmp_path, monkeypatch):
     def meta_then_save(*args):
         calls.append(1)
         if len(calls) == 1:
-            dlmg.save(path, {"a": _full(2), "b": dlmg.full(Layout.single((3,)), 2.0, "float32")}, overwrite=True)
+            dlmg.save(path, {"a": _full(2), "b": dlmg.full(layout=Layout.single((3,)), fill_value=2.0, dtype="float32")}, overwrite=True)
         return real(*args)
 
     monkeypatch.setattr(load_module, "_array_meta", meta_then_save)

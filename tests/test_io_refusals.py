@@ -90,7 +90,7 @@ def test_bit_flips_of_the_metadata_raise_only_checkpoint_errors(tmp_path, kind):
                          ids=["zarr.json", "marker", "300 chars", "NUL", "periods", "surrogate"])
 def test_keys_that_cannot_name_an_array_are_refused_before_anything_is_written(tmp_path, key):
     with pytest.raises(dlmg.CheckpointError, match="cannot name a saved array"):
-        dlmg.save(tmp_path / "d", {"ok": dlmg.zeros(Layout.single(2)), key: dlmg.zeros(Layout.single(2))})
+        dlmg.save(tmp_path / "d", {"ok": dlmg.zeros(layout=Layout.single(2), dtype="float32"), key: dlmg.zeros(layout=Layout.single(2), dtype="float32")})
     assert os.listdir(tmp_path) == []
 
 
@@ -193,11 +193,11 @@ def test_dcp_failures_are_checkpoint_errors_with_the_cause_chained(tmp_path, one
     x = dlmg.scatter(_x(), Layout.single(SHAPE), framework="torch")
     dlmg.dcp_save({"w": x}, tmp_path / "c")
     with pytest.raises(dlmg.CheckpointError, match=r"dcp_load from .*Size mismatch") as info:
-        dlmg.dcp_load({"w": dlmg.empty(Layout.single((5, 6)), "float32", "torch")}, tmp_path / "c")
+        dlmg.dcp_load({"w": dlmg.empty(layout=Layout.single((5, 6)), dtype="float32", framework="torch")}, tmp_path / "c")
     assert isinstance(info.value.__cause__, CheckpointException)
     (tmp_path / "file").write_text("not a directory")
     with pytest.raises(dlmg.CheckpointError, match="dcp_save to") as info:
         dlmg.dcp_save({"w": x}, tmp_path / "file" / "c")
     assert isinstance(info.value.__cause__, CheckpointException)
-    got = dlmg.dcp_load({"w": dlmg.empty(Layout.single(SHAPE), "float32", "numpy")}, tmp_path / "c")["w"]
+    got = dlmg.dcp_load({"w": dlmg.empty(layout=Layout.single(SHAPE), dtype="float32", framework="numpy")}, tmp_path / "c")["w"]
     np.testing.assert_array_equal(got.gather(), _x())

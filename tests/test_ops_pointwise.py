@@ -346,17 +346,21 @@ def test_layout_mismatch_names_both_layouts_and_redistribute():
     lb = Layout.slab((6, 4), 1, ["cpu", "cpu"])
     a = build(data(la.shape), la)
     b = build(data(lb.shape), lb)
-    # dlmg's own elementwise functions keep identical layouts: nothing moves
-    for attempt in (lambda: dlmg.maximum(a, b), lambda: dlmg.where(a > 0, a, b)):
-        with pytest.raises(LayoutMismatchError) as info:
-            attempt()
-        msg = str(info.value)
-        assert repr(la) in msg and repr(lb) in msg and "redistribute" in msg
-    # operators are the array API's functions: they align as xp.add does, in a's layout
+    # one namespace: dlmg's functions and the operators align as xp.add does, in a's layout
     total = a + b
     assert total.layout == la
     np.testing.assert_array_equal(gathered(total), gathered(a) + gathered(b))
-    with dlmg.strict():  # ... unless implicit moves are refused
+    for same in (dlmg.add(a, b), dlmg.array_api.add(a, b)):
+        assert same.layout == la
+        np.testing.assert_array_equal(gathered(same), gathered(total))
+    np.testing.assert_array_equal(gathered(dlmg.maximum(a, b)), np.maximum(gathered(a), gathered(b)))
+    # MatX's rule (identical layouts, nothing moves) is dlmg.strict(): every implicit move is refused
+    for attempt in (lambda: dlmg.maximum(a, b), lambda: dlmg.where(a > 0, a, b), lambda: a + b):
+        with dlmg.strict(), pytest.raises(LayoutMismatchError) as info:
+            attempt()
+        msg = str(info.value)
+        assert "strict" in msg and "redistribute" in msg
+    with dlmg.strict():
         with pytest.raises(LayoutMismatchError, match="strict.*redistribute"):
             a + b
         with pytest.raises(LayoutMismatchError, match="strict"):

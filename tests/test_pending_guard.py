@@ -333,7 +333,7 @@ def test_in_place_sums_of_pending_tensors_alike_keep_it():
 
 
 def test_assigning_a_pending_value_into_a_tensor_writes_its_value():
-    t = dlmg.zeros(Layout.slab((4, 4), 0, D4[:2]), "float64")
+    t = dlmg.zeros(layout=Layout.slab((4, 4), 0, D4[:2]), dtype="float64")
     t[:] = pending()
     np.testing.assert_allclose(t.gather(), VALUE)
     t += pending()

@@ -595,7 +595,7 @@ def test_redistribute_bfloat16():
 
 
 def test_redistribute_errors():
-    dt = dlmg.zeros(Layout.slab((4, 4), 0, ["cpu"] * 2))
+    dt = dlmg.zeros(layout=Layout.slab((4, 4), 0, ["cpu"] * 2), dtype="float32")
     with pytest.raises(LayoutMismatchError, match="shape"):
         dt.redistribute(Layout.slab((4, 5), 0, ["cpu"] * 2))
     with pytest.raises(TypeError, match="Layout"):

@@ -107,7 +107,7 @@ def test_readonly_capsule_through_torch_refuses_in_place():
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
 def test_full_without_a_value_is_a_type_error(framework):
     with pytest.raises(TypeError, match="fill_value"):
-        dlmg.full(_layout(), None, framework=framework)
+        dlmg.full(layout=_layout(), fill_value=None, dtype="float32", framework=framework)
 
 
 # -- 5. in-place operations are all or nothing ------------------------------------
@@ -194,7 +194,7 @@ def test_layout_strides_past_int64_are_a_layout_error():
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
 def test_zeros_over_the_byte_limit_is_a_dlmg_error(framework):
     with pytest.raises((LayoutError, DtypeError), match=r"2\*\*63"):
-        dlmg.zeros(dlmg.Layout((2**31, 2**31), devices=["cpu"]), "float64", framework=framework)
+        dlmg.zeros(layout=dlmg.Layout((2**31, 2**31), devices=["cpu"]), dtype="float64", framework=framework)
 
 
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
@@ -205,7 +205,7 @@ def test_zeros_over_the_byte_limit_is_a_dlmg_error(framework):
 )
 def test_full_out_of_range_is_a_dtype_error(framework, value, dtype, limit):
     with pytest.raises(DtypeError, match=rf"fill_value = {re.escape(repr(value))}.*{dtype}.*{limit}") as excinfo:
-        dlmg.full(_layout(), value, dtype, framework=framework)
+        dlmg.full(layout=_layout(), fill_value=value, dtype=dtype, framework=framework)
     assert isinstance(excinfo.value, ValueError)
 
 
@@ -213,7 +213,7 @@ def test_full_out_of_range_is_a_dtype_error(framework, value, dtype, limit):
 def test_full_edges_of_the_range_are_kept(framework):
     for value, dtype in [(127, "int8"), (-128, "int8"), (255, "uint8"), (2**63 - 1, "int64"),
                          (float("inf"), "float32"), (3.4028234e38, "float32"), (1 + 0j, "float32")]:
-        got = dlmg.full(_layout(), value, dtype, framework=framework).gather("numpy")
+        got = dlmg.full(layout=_layout(), fill_value=value, dtype=dtype, framework=framework).gather("numpy")
         assert got[0] == np.array(value.real if isinstance(value, complex) else value).astype(dtype)
 
 

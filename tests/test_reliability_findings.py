@@ -108,7 +108,7 @@ def test_partitioned_copy_of_a_right_irregular_tiling():
 # -- out= ------------------------------------------------------------------------------
 def _float_and_int8():
     a = dlmg.scatter(np.arange(24.0).reshape(6, 4) - 10, ROWS)
-    return a, dlmg.zeros(ROWS, dtype="int8", framework="numpy")
+    return a, dlmg.zeros(layout=ROWS, dtype="int8", framework="numpy")
 
 
 def test_fuse_out_refuses_narrowing_into_another_kind():

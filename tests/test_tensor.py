@@ -86,7 +86,7 @@ def test_from_fragments_is_zero_copy(torch):
 
 def test_fragment_attributes():
     layout = Layout((9, 9), block=(4, 2), grid=(2, 2), devices=["cpu"] * 8)  # 2 replicas
-    dt = dlmg.zeros(layout)
+    dt = dlmg.zeros(layout=layout, dtype="float32")
     f = dt.fragment(5)
     assert f is dt.fragments[5] is dt.fragment(-3)
     assert f.index == 5 and f.coords == (1, 0) and f.replica == 1
@@ -138,7 +138,7 @@ def test_fragment_dlpack_export_is_zero_copy(framework):
     import torch
 
     layout = Layout.slab((8, 16), 0, ["cpu"] * 2)
-    dt = dlmg.zeros(layout, "float32", framework=framework)
+    dt = dlmg.zeros(layout=layout, dtype="float32", framework=framework)
     for frag in dt.fragments:
         ptr = _ptr(frag.array)
         assert np.from_dlpack(frag).ctypes.data == ptr
@@ -160,7 +160,7 @@ def test_jax_fragment_exports_onto_its_device(jax, jnp):
 
 
 def test_distributed_tensor_refuses_dlpack():
-    dt = dlmg.zeros(Layout.slab((4,), 0, ["cpu"] * 2))
+    dt = dlmg.zeros(layout=Layout.slab((4,), 0, ["cpu"] * 2), dtype="float32")
     with pytest.raises(BufferError, match="gather"):
         dt.__dlpack__()
     with pytest.raises(BufferError):
@@ -177,7 +177,7 @@ def test_distributed_tensor_refuses_dlpack():
 def test_to_is_zero_copy(src, dst):
     need(src, dst)
     layout = Layout.slab((8, 32), 0, ["cpu"] * 2)
-    dt = dlmg.full(layout, 2.5, "float32", framework=src)
+    dt = dlmg.full(layout=layout, fill_value=2.5, dtype="float32", framework=src)
     for copy in (None, False):
         moved = dt.to(dst, copy=copy)
         assert moved.frameworks == (dst,) and moved.layout == layout
@@ -192,7 +192,7 @@ def test_to_is_zero_copy(src, dst):
 
 def test_to_jax_device_placement(jax):
     layout = Layout.slab((8, 32), 0, ["cpu:4", "cpu:5"])
-    dt = dlmg.ones(layout, framework="torch")
+    dt = dlmg.ones(layout=layout, dtype="float32", framework="torch")
     moved = dt.to("jax", copy=False)
     for frag, i in zip(moved.fragments, (4, 5)):
         assert frag.array.devices() == {jax.devices("cpu")[i]}
@@ -367,36 +367,40 @@ def test_empty_zeros_ones_full(framework):
     need(framework)
     layout = Layout((5, 4), block=(2, 3), grid=(2, 2), devices=["cpu"] * 4)
     for make, value in ((dlmg.zeros, 0), (dlmg.ones, 1)):
-        dt = make(layout, "int32", framework=framework)
+        dt = make(layout=layout, dtype="int32", framework=framework)
         assert dt.frameworks == (framework,) and dt.dtype == "int32"
         np.testing.assert_array_equal(to_numpy(dt.gather()), np.full((5, 4), value, np.int32))
-    dt = dlmg.full(layout, 7, "float32", framework=framework)
+    dt = dlmg.full(layout=layout, fill_value=7, dtype="float32", framework=framework)
     np.testing.assert_array_equal(to_numpy(dt.gather()), np.full((5, 4), 7, np.float32))
-    e = dlmg.empty(layout, "bool", framework=framework)
+    e = dlmg.empty(layout=layout, dtype="bool", framework=framework)
     assert [to_numpy(f.array).shape for f in e.fragments] == [f.shape for f in layout.fragments]
 
 
 def test_allocation_on_jax_devices(jax):
     layout = Layout.slab((16,), 0, [f"cpu:{i}" for i in range(8)])
-    dt = dlmg.zeros(layout, framework="jax")
+    dt = dlmg.zeros(layout=layout, dtype="float32", framework="jax")
     assert [next(iter(f.array.devices())).id for f in dt.fragments] == list(range(8))
 
 
 def test_allocation_errors():
     layout = Layout.slab((4,), 0, ["cpu"] * 2)
     with pytest.raises(FrameworkError, match="unknown"):
-        dlmg.zeros(layout, framework="nope")
+        dlmg.zeros(layout=layout, dtype="float32", framework="nope")
     with pytest.raises(DtypeError):
-        dlmg.zeros(layout, dtype="float13")
+        dlmg.zeros(layout=layout, dtype="float13")
     with pytest.raises(DeviceError, match="cuda"):
-        dlmg.zeros(Layout.slab((4,), 0, ["cuda:0", "cuda:1"]), framework="numpy")
-    with pytest.raises(TypeError, match="Layout"):
-        dlmg.zeros((4,))
+        dlmg.zeros(layout=Layout.slab((4,), 0, ["cuda:0", "cuda:1"]), dtype="float32", framework="numpy")
+    with pytest.raises(TypeError, match=r"layout=layout"):  # the array API's shape comes first
+        dlmg.zeros(layout)
+    with pytest.raises(ValueError, match="differs"):
+        dlmg.zeros((5,), layout=layout)
+    with pytest.raises(ValueError, match="not both"):
+        dlmg.zeros((4,), layout=layout, device="cpu:0")
     if have("jax"):
         with pytest.raises(DtypeError):  # JAX without x64 would narrow silently
-            dlmg.zeros(layout, dtype="float64", framework="jax")
+            dlmg.zeros(layout=layout, dtype="float64", framework="jax")
         with pytest.raises(LayoutError, match="strides"):
-            dlmg.zeros(Layout.slab((4,), 0, ["cpu"] * 2).replace(element_strides=(2,)), framework="jax")
+            dlmg.zeros(layout=Layout.slab((4,), 0, ["cpu"] * 2).replace(element_strides=(2,)), dtype="float32", framework="jax")
 
 
 def test_constructor_is_private():
@@ -468,7 +472,7 @@ def test_ranks():
         dlmg.from_fragments([None] * 3, layout.replace(ranks=[1, 1, 1]))
     remote = dlmg.from_fragments([None] * 3, layout.replace(ranks=[1, 1, 2]), dtype="float64")
     assert remote.dtype == "float64" and remote.frameworks == ()
-    zeros = dlmg.zeros(layout)
+    zeros = dlmg.zeros(layout=layout, dtype="float32")
     assert [f.is_local for f in zeros.fragments] == [True, False, True]
 
 
@@ -638,7 +642,7 @@ def test_register_method():
     name = "_test_only_double_size"
     try:
         DistributedTensor.register_method(name, lambda self: 2 * self.size)
-        assert dlmg.zeros(Layout.single((3,)))._test_only_double_size() == 6
+        assert dlmg.zeros(layout=Layout.single((3,)), dtype="float32")._test_only_double_size() == 6
     finally:
         delattr(DistributedTensor, name)
     with pytest.raises(AttributeError, match="core"):
@@ -656,7 +660,7 @@ def test_from_arrays_trusted_constructor_and_replace():
 
 
 def test_repr_summarises_the_layout():
-    dt = dlmg.zeros(Layout((9, 9), block=(4, 2), grid=(2, 2), devices=["cpu"] * 8))
+    dt = dlmg.zeros(layout=Layout((9, 9), block=(4, 2), grid=(2, 2), devices=["cpu"] * 8), dtype="float32")
     text = repr(dt)
     assert "shape=(9, 9)" in text and "float32" in text and "grid=(2, 2)" in text
     assert "replicas=2" in text and "numpy" in text

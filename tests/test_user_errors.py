@@ -46,7 +46,7 @@ def test_integer_devices_mean_cuda_and_the_error_says_so():
     with pytest.raises(dlmg.FrameworkError, match=r"integers in a device list mean CUDA ordinals.*'cpu:k'"):
         dlmg.scatter(np.ones((8, 4)), lay)
     with pytest.raises(DeviceError, match=r"integers in a device list mean CUDA ordinals"):
-        dlmg.zeros(lay)
+        dlmg.zeros(layout=lay, dtype="float32")
     with pytest.raises(DeviceError, match=r"integers in a device list mean CUDA ordinals"):
         dlmg.scatter(np.ones((8, 4)), lay, framework="numpy")
     with pytest.raises(dlmg.FragmentError, match=r"lies on cpu:0.*integers in a device list mean CUDA ordinals"):
@@ -176,7 +176,7 @@ def test_slices_follow_numpy(dt):
 
 
 def test_mean_of_nothing_warns_like_numpy():
-    empty = dlmg.zeros(dlmg.Layout.slab((0, 4), 1, ["cpu", "cpu"]))
+    empty = dlmg.zeros(layout=dlmg.Layout.slab((0, 4), 1, ["cpu", "cpu"]), dtype="float32")
     with pytest.warns(RuntimeWarning, match="empty"):
         value = dlmg.mean(empty)
     assert np.isnan(float(value))

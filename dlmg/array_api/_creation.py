@@ -190,40 +190,106 @@ def _from_array(array: Any, want: str | None, device: Any, copy: bool | None) ->
     return out if want is None or want == name else _astype(out, want)
 
 
-def zeros(shape: Any, *, dtype: Any = None, device: Any = None) -> Any:
-    """Zeros of ``shape`` (float64 by default)."""
-    return full(shape, 0, dtype=dtype or default_float(), device=device)
+def _placed(name: str, shape: Any, device: Any, layout: Layout | None) -> Layout:
+    """The layout of a new tensor of ``shape``: ``layout`` when given (dlmg's extension), else
+    the one ``device`` asks for, else the policy's."""
+    if isinstance(shape, Layout):
+        raise TypeError(
+            f"dlmg.{name} takes the shape first, as the array API says; pass a layout as the keyword: "
+            f"dlmg.{name}(layout=layout)"
+        )
+    if layout is None:
+        if shape is None:
+            raise TypeError(f"dlmg.{name}: give the shape (or layout=)")
+        return layout_of(_shape(shape), device)
+    if not isinstance(layout, Layout):
+        raise TypeError(f"dlmg.{name}: layout must be a dlmg.Layout, got {type(layout).__name__}")
+    if device is not None:
+        raise ValueError(f"dlmg.{name}: give device= or layout=, not both (a layout names its devices)")
+    if shape is not None and tuple(layout.shape) != _shape(shape):
+        raise ValueError(f"dlmg.{name}: shape {_shape(shape)} differs from the layout's shape {tuple(layout.shape)}")
+    return layout
 
 
-def ones(shape: Any, *, dtype: Any = None, device: Any = None) -> Any:
-    """Ones of ``shape`` (float64 by default)."""
-    return full(shape, 1, dtype=dtype or default_float(), device=device)
+def zeros(shape: Any = None, *, dtype: Any = None, device: Any = None, layout: Layout | None = None,
+          framework: str | None = None) -> Any:
+    """Zeros of ``shape`` (the default float dtype: float64, float32 for JAX without x64).
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The standard's argument; may be left out when ``layout`` is given.
+    dtype : str or any framework's dtype, optional
+    device : Device or str, optional
+        One fragment on that device, or a slab over the devices of a tensor's
+        ``.device`` (a :class:`~dlmg.device.Placement`); by default
+        the layout policy's (:func:`dlmg.default_layout`).
+    layout : Layout, optional
+        dlmg's extension: exactly this layout (of ``shape``), instead of ``device``:
+        ``dlmg.zeros(layout=dlmg.Layout.slab((8, 4), 0, ["cpu:0", "cpu:1"]))``.
+    framework : str, optional
+        dlmg's extension: the fragments' framework (``"numpy"``, ``"torch"``,
+        ``"jax"``, ``"cupy"``); by default the policy's.
+
+    Raises
+    ------
+    TypeError
+        When a :class:`~dlmg.Layout` is passed as the shape (pass ``layout=``).
+    """
+    return _filled("zeros", shape, 0, dtype or default_float(framework), device, layout, framework)
 
 
-def empty(shape: Any, *, dtype: Any = None, device: Any = None) -> Any:
-    """An uninitialised tensor of ``shape`` (float64 by default)."""
-    layout = layout_of(_shape(shape), device)
-    return _empty(layout, dtype or default_float(), framework=_framework())
+def ones(shape: Any = None, *, dtype: Any = None, device: Any = None, layout: Layout | None = None,
+         framework: str | None = None) -> Any:
+    """Ones of ``shape`` (arguments as :func:`zeros`)."""
+    return _filled("ones", shape, 1, dtype or default_float(framework), device, layout, framework)
 
 
-def full(shape: Any, fill_value: Any, *, dtype: Any = None, device: Any = None) -> Any:
-    """``fill_value`` everywhere; the dtype follows ``fill_value`` (bool, int64, float64, complex128)."""
+def empty(shape: Any = None, *, dtype: Any = None, device: Any = None, layout: Layout | None = None,
+          framework: str | None = None) -> Any:
+    """An uninitialised tensor of ``shape`` (arguments as :func:`zeros`; JAX fragments are zeros)."""
+    placed = _placed("empty", shape, device, layout)
+    framework = framework or _framework()
+    return _empty(placed, dtype or default_float(framework), framework=framework)
+
+
+def full(shape: Any = None, fill_value: Any = None, *, dtype: Any = None, device: Any = None, layout: Layout | None = None,
+         framework: str | None = None) -> Any:
+    """``fill_value`` everywhere; the dtype follows ``fill_value`` (bool, int64, float64, complex128),
+    other arguments as :func:`zeros` (``dlmg.full(layout=layout, fill_value=2.0)``).
+
+    Raises
+    ------
+    TypeError
+        When ``fill_value`` is ``None`` or not a number.
+    DtypeRangeError
+        When ``dtype`` cannot represent ``fill_value`` (``300`` for int8).
+    """
+    return _filled("full", shape, fill_value, dtype, device, layout, framework)
+
+
+def _filled(name: str, shape: Any, fill_value: Any, dtype: Any, device: Any, layout: Layout | None,
+            framework: str | None) -> Any:
+    """:func:`full`'s work, errors naming the public function ``name``."""
     if is_distributed(fill_value):
         fill_value = fill_value.item()
+    framework = framework or _framework()
     if dtype is None:
         if isinstance(fill_value, bool):
             dtype = "bool"
         elif isinstance(fill_value, int):
-            dtype = default_int()
+            dtype = default_int(framework)
         elif isinstance(fill_value, float):
-            dtype = default_float()
-        else:
-            dtype = "complex64" if default_float() == "float32" else "complex128"
-    layout = layout_of(_shape(shape), device)
-    name = canonical(dtype)
-    if name.kind == "b":
+            dtype = default_float(framework)
+        elif isinstance(fill_value, complex):
+            dtype = "complex64" if default_float(framework) == "float32" else "complex128"
+    placed = _placed(name, shape, device, layout)
+    if dtype is None:  # not a Python number: the allocation names what is wrong with it
+        return _full(placed, fill_value, default_float(framework), framework=framework)
+    dtype = canonical(dtype)
+    if dtype.kind == "b" and fill_value is not None:
         fill_value = bool(fill_value)
-    return _full(layout, fill_value, name, framework=_framework())
+    return _full(placed, fill_value, dtype, framework=framework)
 
 
 def empty_like(x: Any, /, *, dtype: Any = None, device: Any = None) -> Any:

@@ -692,8 +692,8 @@ def take(x: Any, indices: Any, /, *, axis: int | None = None) -> Any:
     Parameters
     ----------
     x : DistributedTensor
-    indices : DistributedTensor or array of int, 1-D
-        Negative indices count from the end; out-of-bounds ones raise ``IndexError``.
+    indices : DistributedTensor or array of int
+        One mode of indices; negative indices count from the end; out-of-bounds ones raise ``IndexError``.
     axis : int, optional
         Required unless ``x`` is 1-D.
 

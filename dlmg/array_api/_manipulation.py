@@ -3,9 +3,9 @@
 ``permute_dims``, ``matrix_transpose``, ``expand_dims``, ``squeeze``,
 ``moveaxis``, ``unstack`` and ``reshape`` (where the layout allows) move no
 data (:mod:`dlmg.ops.shape`, :mod:`dlmg.ops.manipulation`); ``broadcast_to``
-gives views where the fragments allow. Where dlmg's own ``reshape`` refuses
-because data would have to move, the namespace redistributes into the nearest
-layout instead, as the standard has no notion of layouts. ``concat``,
+gives views where the fragments allow. Where a view is impossible, ``reshape``
+redistributes into the nearest layout, as the standard has no notion of layouts
+(``copy=False`` and :func:`dlmg.strict` refuse instead). ``concat``,
 ``stack``, ``flip``, ``roll``, ``repeat`` and ``tile`` keep their operands
 distributed (:mod:`dlmg.ops.manipulation`).
 """
@@ -17,10 +17,11 @@ from typing import Any
 
 from ..construct import empty as _empty, full as _full
 from .._shapes import shape_argument
+from ..errors import LayoutError
 from ..ops import manipulation as _manip
 from ..ops import shape as _shape
 from ..ops._pending import guard
-from ..ops.broadcast import align, broadcast_layout, result_shape
+from ..ops.broadcast import align, broadcast_layout, result_shape, strict_enabled
 from ..ops.pointwise import astype as _astype
 from ._data_types import result_type
 from ._policy import layout_for
@@ -52,8 +53,19 @@ def matrix_transpose(x: Any, /) -> Any:
 
 def reshape(x: Any, /, shape: Sequence[int], *, copy: bool | None = None) -> Any:
     """``x`` in ``shape``: fragment by fragment where the layout allows, else one redistribution
-    into the nearest layout first (:func:`dlmg.ops.manipulation.reshape`)."""
+    into the nearest layout first (:func:`dlmg.ops.manipulation.reshape`).
+
+    ``copy=False``, and any ``reshape`` inside :func:`dlmg.strict`, refuses to move data
+    (:class:`~dlmg.errors.LayoutError` naming the ``redistribute`` that makes the view possible).
+    """
     shape = shape_argument(shape, "reshape")
+    if copy is None and strict_enabled():
+        copy = False  # no implicit move: the view or an error
+    if getattr(getattr(x, "layout", None), "partial", None) is not None:
+        try:  # a view is linear: it keeps a pending reduction, as the tensor's reshape method does
+            return _shape.reshape(x, shape, copy=copy)
+        except LayoutError:
+            pass  # the moving reshape resolves it first
     return _manip.reshape(x, shape, copy=copy)
 
 

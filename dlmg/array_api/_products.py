@@ -9,10 +9,13 @@ asks beyond them:
 * the standard's argument rules (``vecdot``'s ``axis`` counted from the end,
   any mode; ``tensordot``'s contracted extents equal, not broadcast; 0-d
   operands refused), with ``ValueError`` naming the shapes;
-* nothing of their own about pending sums: dlmg's contractions give the
-  value unless asked for a pending sum (the plan's last step resolves it, a
-  reduce-scatter onto the operands' devices), so these functions, ``@`` and
-  dlmg's are one behaviour.
+* nothing of their own about pending sums: the contractions give the value
+  unless asked for a pending sum (the plan's last step resolves it, a
+  reduce-scatter onto the operands' devices), so ``@`` is :func:`matmul`.
+
+Beyond the standard, each takes dlmg's keyword-only ``pending=True`` (leave the
+pending sum a split contracted mode gives, see :func:`dlmg.einsum`) and
+``layout=`` (the result's layout). ``dlmg.matmul is dlmg.array_api.matmul``.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 
 from .._shapes import normalize_axes
 from ..errors import AxisError
+from ..layout import Layout
 from ..ops import contract as _contract
 from ..ops import shape as _shape
 
@@ -34,19 +38,31 @@ def _not_scalar(name: str, x1: Any, x2: Any) -> None:
         raise ValueError(f"{name}: operands must have at least one mode, got shapes {x1.shape} and {x2.shape}")
 
 
-def matmul(x1: Any, x2: Any, /) -> Any:
+def matmul(x1: Any, x2: Any, /, *, pending: bool = False, layout: Layout | None = None) -> Any:
     """The matrix product with the standard's rules (1-D operands, broadcast batch modes),
-    over any layouts (:func:`dlmg.matmul`)."""
+    over any layouts; ``x1 @ x2`` is ``matmul(x1, x2)``.
+
+    Parameters
+    ----------
+    x1, x2 : DistributedTensor
+    pending : bool
+        dlmg's extension: leave the pending sum that a split contracted mode gives
+        (its replicas hold the addends; every read of its values resolves it).
+    layout : Layout, optional
+        dlmg's extension: the result's layout (a pending one included).
+    """
     _not_scalar("matmul", x1, x2)
     k1 = x1.shape[-1]
     k2 = x2.shape[-2] if x2.ndim > 1 else x2.shape[0]
     if k1 != k2:
         raise ValueError(f"matmul: inner extents differ: {x1.shape} @ {x2.shape}")
-    return _contract.matmul(x1, x2)
+    return _contract.matmul(x1, x2, pending=pending, layout=layout)
 
 
-def tensordot(x1: Any, x2: Any, /, *, axes: int | tuple[Sequence[int], Sequence[int]] = 2) -> Any:
-    """The sum of products over ``axes`` (:func:`dlmg.tensordot`); the contracted extents must be equal."""
+def tensordot(x1: Any, x2: Any, /, *, axes: int | tuple[Sequence[int], Sequence[int]] = 2,
+              pending: bool = False, layout: Layout | None = None) -> Any:
+    """The sum of products over ``axes``; the contracted extents must be equal
+    (``pending``, ``layout``: dlmg's extensions, as :func:`matmul`'s)."""
     if isinstance(axes, (tuple, list)):
         if len(axes) != 2:
             raise ValueError(f"tensordot: axes must be an int or two sequences of modes, got {axes!r}")
@@ -61,12 +77,13 @@ def tensordot(x1: Any, x2: Any, /, *, axes: int | tuple[Sequence[int], Sequence[
         n = operator.index(axes)
         if 0 <= n <= min(x1.ndim, x2.ndim) and x1.shape[x1.ndim - n:] != x2.shape[:n]:
             raise ValueError(f"tensordot: the last {n} modes of {x1.shape} and the first {n} of {x2.shape} differ")
-    return _contract.tensordot(x1, x2, axes=axes)
+    return _contract.tensordot(x1, x2, axes=axes, pending=pending, layout=layout)
 
 
-def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
-    """``sum(conj(x1) * x2, axis=axis)`` with broadcast batch modes (:func:`dlmg.vecdot`);
-    ``axis`` counts from the last mode of each operand."""
+def vecdot(x1: Any, x2: Any, /, *, axis: int = -1, pending: bool = False, layout: Layout | None = None) -> Any:
+    """``sum(conj(x1) * x2, axis=axis)`` with broadcast batch modes; ``axis`` counts from
+    the last mode of each operand (``pending``, ``layout``: dlmg's extensions, as
+    :func:`matmul`'s)."""
     _not_scalar("vecdot", x1, x2)
     axis = operator.index(axis)
     if axis >= 0:  # a mode of the broadcast shape, counted from the front
@@ -76,7 +93,7 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     if x1.shape[axis] != x2.shape[axis]:
         raise ValueError(f"vecdot: extents along axis {axis} differ: {x1.shape} and {x2.shape}")
     x1, x2 = _to_last(x1, axis), _to_last(x2, axis)
-    return _contract.vecdot(x1, x2, axis=-1)
+    return _contract.vecdot(x1, x2, axis=-1, pending=pending, layout=layout)
 
 
 def _to_last(x: Any, axis: int) -> Any:

@@ -15,7 +15,7 @@ Under ``python -m torch.distributed.run --nproc-per-node 2 prog.py``::
     import dlmg, dlmg.distributed as dd
     dd.init("torch")
     layout = dd.slab((1024, 1024), axis=0)        # one slab per process
-    x = dlmg.zeros(layout, framework="torch")
+    x = dlmg.zeros(layout=layout, dtype="float32", framework="torch")
     full = x.gather()                              # every process gets it all
 """
 

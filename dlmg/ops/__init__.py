@@ -4,8 +4,8 @@
   :func:`synchronize`;
 * :mod:`.blockwise` -- :func:`map_fragments`: a user's function on each
   fragment (``apply`` is its deprecated name);
-* :mod:`.pointwise` -- Python operators and the array API's elementwise
-  functions;
+* :mod:`.pointwise` -- the Python operators and the kernel of the array
+  API's elementwise functions;
 * :mod:`.fused` -- :func:`fuse`: a user's elementwise function compiled per
   fragment by the owner's compiler (``jax.jit``, ``cupy.fuse``,
   ``torch.compile``);
@@ -31,15 +31,13 @@ from ._operands import classify_operand
 from .dispatch import is_distributed, synchronize
 from .fused import FusedFunction, fuse
 from .linalg import cholesky
-from .contract import EinsumPlan, dot, einsum, einsum_plan, inner, matmul, outer, tensordot, vecdot
-from .pointwise import *  # noqa: F403  (the elementwise functions)
-from .pointwise import __all__ as _pointwise_all
-from .selection import clip, where
-from .reductions import all, any, argmax, max, mean, min, prod, sum  # noqa: A004
-from .like import allclose, around, empty_like, full_like, isclose, ones_like, round, zeros_like  # noqa: A004
-from .shape import permute_dims, reshape, transpose
-from .statistics import argmin, cumsum, std, var
+from .contract import EinsumPlan, dot, einsum, einsum_plan, inner, outer
+from .like import allclose, isclose
+from .shape import transpose
+from .statistics import cumsum
 
+# The namespace's functions (``sum``, ``add``, ``matmul``...) are :mod:`dlmg.array_api`'s;
+# what this package exports beside them are dlmg's own operations.
 __all__ = [
     "map_fragments",
     "strict",
@@ -51,37 +49,16 @@ __all__ = [
     "fuse",
     "FusedFunction",
     "synchronize",
-    "matmul",
     "einsum",
     "einsum_plan",
     "EinsumPlan",
-    "tensordot",
-    "vecdot",
     "dot",
     "inner",
     "outer",
     "cholesky",
-    "sum",
-    "prod",
-    "min",
-    "max",
-    "mean",
-    "all",
-    "any",
-    "argmax",
-    "argmin",
-    "var",
-    "std",
     "cumsum",
-    "permute_dims",
     "transpose",
-    "reshape",
-    "empty_like",
-    "zeros_like",
-    "ones_like",
-    "full_like",
     "isclose",
     "allclose",
-    "around",
-] + ["where", "clip"] + list(_pointwise_all)
+]
 

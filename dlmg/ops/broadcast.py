@@ -51,11 +51,12 @@ _STRICT: ContextVar[bool] = ContextVar("dlmg_strict", default=False)
 def strict(enabled: bool = True) -> Iterator[None]:
     """Refuse every implicit move between devices inside a ``with`` block (MatX's rule).
 
-    Operators and the array API's elementwise functions align operands of different
-    layouts (see :func:`explain`); inside ``strict()`` they align only where no element
-    changes device (views of each fragment, slices of a local replica) and raise
-    :class:`~dlmg.errors.LayoutMismatchError` where a move would be needed, naming the
-    explicit call (``redistribute``) that makes it.
+    Operators and the namespace's elementwise functions (``dlmg.add``, ``dlmg.where``...)
+    align operands of different layouts (see :func:`explain`); inside ``strict()`` they
+    align only where no element changes device (views of each fragment, slices of a local
+    replica) and raise :class:`~dlmg.errors.LayoutMismatchError` where a move would be
+    needed, naming the explicit call (``redistribute``) that makes it; ``reshape`` gives a
+    view or raises :class:`~dlmg.errors.LayoutError`.
 
     Examples
     --------

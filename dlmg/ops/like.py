@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 from ..device import Placement
 from ..dtypes import canonical
 from .dispatch import is_distributed, map_fragments
-from .pointwise import round as _round_half_even  # type: ignore[attr-defined]  # made from a table
+from .pointwise import elementwise
 from .reductions import all as all_
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..device import Device
     from ..tensor import DistributedTensor
 
-__all__ = ["empty_like", "zeros_like", "ones_like", "full_like", "isclose", "allclose", "round", "around", "device_of"]
+__all__ = ["empty_like", "zeros_like", "ones_like", "full_like", "isclose", "allclose", "round", "device_of"]
 
 
 def _like(x: "DistributedTensor", name: str, fill: Any, dtype: Any) -> "DistributedTensor":
@@ -98,7 +98,7 @@ def round(x: Any, /, decimals: int = 0) -> "DistributedTensor":  # noqa: A001
     DistributedTensor
     """
     if not decimals:
-        return _round_half_even(x)
+        return elementwise("round", x)
     scale = 10.0 ** decimals
 
     def per_fragment(xp: Any, a: Any) -> Any:
@@ -108,8 +108,6 @@ def round(x: Any, /, decimals: int = 0) -> "DistributedTensor":  # noqa: A001
     assert out is not None
     return out
 
-
-around = round
 
 
 def device_of(self: "DistributedTensor") -> "Device | Placement":

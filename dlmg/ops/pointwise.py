@@ -1,10 +1,13 @@
-"""Elementwise operations: Python operators and the array API's elementwise functions.
+"""Elementwise kernels: the Python operators and the array API's elementwise functions.
 
-Every function here runs through :func:`dlmg.ops.dispatch.map_fragments`:
-fragment by fragment, in the framework of the first distributed operand's
-fragment, on that fragment's device, with no communication. Operands must
-share one layout (:class:`~dlmg.errors.LayoutMismatchError` otherwise);
-Python scalars and 0-d arrays of any framework broadcast.
+:func:`elementwise` runs one of the standard's elementwise functions through
+:func:`dlmg.ops.dispatch.map_fragments`: fragment by fragment, in the framework
+of the first distributed operand's fragment, on that fragment's device, with no
+communication. Its operands must share one layout
+(:class:`~dlmg.errors.LayoutMismatchError` otherwise); Python scalars and 0-d
+arrays of any framework broadcast. The public functions (``dlmg.add``,
+``dlmg.sin``...) are :mod:`dlmg.array_api`'s: they align their operands first
+(:func:`dlmg.explain`), as the operators do.
 
 Result dtypes follow the framework's own promotion rules; where the
 fragments of one tensor belong to different frameworks and those rules
@@ -23,6 +26,7 @@ from __future__ import annotations
 import operator
 import sys
 from collections.abc import Callable
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from .._element import read_element
@@ -41,8 +45,7 @@ from .fused import FusedFunction, batches_operators
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
 
-# the array API's elementwise functions (and NumPy's aliases) are added below
-__all__ = ["astype"]
+__all__ = ["elementwise", "FUNCTIONS", "ALIASES", "astype", "adapter_known", "conj", "real", "imag"]
 
 _SIGNED = frozenset("iufc")  # numeric but not bool
 _UINT_INT = frozenset("iu")
@@ -76,48 +79,60 @@ def _zeros_like(xp: Any, a: Any) -> Any:
     return xp.zeros_like(a)
 
 
-def _make_function(public: str, std: str, nargs: int, kinds: frozenset[str] | None, doc: str) -> Callable[..., Any]:
-    def per_fragment(xp: Any, *arrays: Any, _std: str = std) -> Any:
-        return getattr(xp, _std)(*arrays)
+def elementwise(name: str, *operands: Any) -> "DistributedTensor":
+    """The array API's elementwise function ``name`` on operands of one layout, fragment by fragment.
 
-    if nargs == 1:
+    The per-fragment kernel behind :mod:`dlmg.array_api`'s elementwise functions
+    (``dlmg.add``, ``dlmg.sin``...), which align their operands first; here the
+    distributed operands must already share one layout.
 
-        def function(x: Any, /) -> "DistributedTensor":
-            ops = _classify_all((x,))
-            _check(public, ops, kinds)
-            ops = keep_or_settle(public, ops)
-            fn: Callable[..., Any] = per_fragment
-            if public == "imag" and is_distributed(x) and kind_of(x.dtype) != "c":
-                fn = _zeros_like  # torch has no imag of real tensors; NumPy gives zeros
-            out = map_fragments(fn, ops, name=public, pending=True)
-            assert out is not None
-            return out
+    Parameters
+    ----------
+    name : str
+        A key of :data:`FUNCTIONS` (``"add"``, ``"sin"``...).
+    *operands : DistributedTensor, scalar or 0-d array
+        As many as the function takes; at least one distributed tensor.
 
-    else:
+    Returns
+    -------
+    DistributedTensor
+        A new tensor of the operands' layout.
 
-        def function(x1: Any, x2: Any, /) -> "DistributedTensor":  # type: ignore[misc]
-            ops = _classify_all((x1, x2))
-            _check(public, ops, kinds)
-            ops = keep_or_settle(public, ops)
-            out = map_fragments(per_fragment, ops, name=public, pending=True)
-            assert out is not None
-            return out
+    Raises
+    ------
+    LayoutMismatchError
+        When the distributed operands' layouts differ.
+    DtypeError
+        For element types the operation is not defined for.
+    """
+    std, nargs, kinds, _ = FUNCTIONS[name]
+    if len(operands) != nargs:
+        raise TypeError(f"{name} takes {nargs} operand{'s' if nargs > 1 else ''}, got {len(operands)}")
+    ops = _classify_all(operands)
+    _check(name, ops, kinds)
+    ops = keep_or_settle(name, ops)
+    fn = _kernel(std)
+    if name == "imag" and is_distributed(operands[0]) and kind_of(operands[0].dtype) != "c":
+        fn = _zeros_like  # torch has no imag of real tensors; NumPy gives zeros
+    out = map_fragments(fn, ops, name=name, pending=True)
+    assert out is not None
+    return out
 
-    function.__name__ = function.__qualname__ = public
-    operand = "x" if nargs == 1 else "x1, x2"
-    function.__doc__ = (
-        f"{doc}, elementwise, fragment by fragment (array API ``{std}``).\n\n"
-        f"Parameters\n----------\n{operand} : DistributedTensor, scalar or 0-d array\n"
-        "    At least one distributed tensor; distributed operands share one layout.\n\n"
-        "Returns\n-------\nDistributedTensor\n    A new tensor of the operands' layout.\n\n"
-        "Raises\n------\nLayoutMismatchError\n    When the distributed operands' layouts differ.\n"
-        "DtypeError\n    For element types the operation is not defined for.\n"
-    )
-    return function
+
+@lru_cache(maxsize=None)  # one kernel per array-API name (a bounded set), so each keeps its identity
+def _kernel(std: str) -> Callable[..., Any]:
+    """The per-fragment call of the array-API function ``std`` in the fragment's namespace."""
+
+    def per_fragment(xp: Any, *arrays: Any) -> Any:
+        return getattr(xp, std)(*arrays)
+
+    per_fragment.__name__ = std
+    return per_fragment
 
 
-#: public name -> (array-API name, number of operands, allowed kinds, summary)
-_FUNCTIONS: dict[str, tuple[str, int, frozenset[str] | None, str]] = {
+#: The array API's elementwise functions: public name -> (array-API name, number of
+#: operands, allowed kinds, summary). :mod:`dlmg.array_api` defines one function of each.
+FUNCTIONS: dict[str, tuple[str, int, frozenset[str] | None, str]] = {
     "abs": ("abs", 1, _SIGNED, "Absolute value"),
     "acos": ("acos", 1, _SIGNED, "Inverse cosine"),
     "acosh": ("acosh", 1, _SIGNED, "Inverse hyperbolic cosine"),
@@ -186,8 +201,8 @@ _FUNCTIONS: dict[str, tuple[str, int, frozenset[str] | None, str]] = {
     "subtract": ("subtract", 2, NUMERIC, "Difference"),
 }
 
-#: NumPy's names for the same functions.
-_ALIASES: dict[str, str] = {
+#: NumPy's names for the same functions (:mod:`dlmg.array_api` binds each to its target).
+ALIASES: dict[str, str] = {
     "absolute": "abs",
     "arccos": "acos",
     "arccosh": "acosh",
@@ -204,15 +219,6 @@ _ALIASES: dict[str, str] = {
     "true_divide": "divide",
     "mod": "remainder",
 }
-
-for _public, (_std, _nargs, _kinds, _doc) in _FUNCTIONS.items():
-    globals()[_public] = _make_function(_public, _std, _nargs, _kinds, _doc)
-    __all__.append(_public)
-for _alias, _target in _ALIASES.items():
-    globals()[_alias] = globals()[_target]
-    __all__.append(_alias)
-del _public, _std, _nargs, _kinds, _doc, _alias, _target
-
 
 
 def astype(x: "DistributedTensor", dtype: Any, /, *, copy: bool = True) -> "DistributedTensor":
@@ -557,3 +563,18 @@ def truth(self: "DistributedTensor") -> bool:
     if self.layout.partial is not None:  # its value, on every process alike
         return bool(guard(self, "bool()").item())
     return bool(read_element(self, (0,) * self.ndim))
+
+
+def conj(x: "DistributedTensor") -> "DistributedTensor":
+    """The complex conjugate, elementwise (array API ``conj``)."""
+    return elementwise("conj", x)
+
+
+def real(x: "DistributedTensor") -> "DistributedTensor":
+    """The real part (a new tensor)."""
+    return elementwise("real", x)
+
+
+def imag(x: "DistributedTensor") -> "DistributedTensor":
+    """The imaginary part (a new tensor)."""
+    return elementwise("imag", x)

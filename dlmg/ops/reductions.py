@@ -13,9 +13,11 @@ So reducing only modes that are not distributed (grid 1) is purely local and
 keeps the grid; reducing a distributed mode gives the layout of
 :meth:`~dlmg.Layout.drop_modes`: the kept fragments' devices, replicas
 staying replicas (each replica reduces its own copy; no element is counted
-twice). ``axis=None`` reduces everything and returns a regular 0-d array of
-the framework of fragment 0, on its device, combining replica 0 only; an
-explicit tuple naming every mode returns a 0-d *distributed* tensor instead.
+twice). ``axis=None`` reduces every mode, as the array API says: the result
+is a 0-d *distributed* tensor (on the input's devices where the groups allow,
+so it combines with the input without a move; ``argmax``'s flat index: one copy
+on each of the input's devices). These functions are the public ``dlmg.sum``...
+(:mod:`dlmg.array_api` re-exports them).
 
 Nothing is synchronised; the result is ready after :func:`dlmg.synchronize`
 as any other.
@@ -25,10 +27,13 @@ from __future__ import annotations
 
 import builtins
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from .._shapes import normalize_axes
 from ..dtypes import canonical
@@ -37,10 +42,11 @@ from ..fragment import verify_fragments
 from ._dtypes import float_dtype, index_dtype, kind_of, narrow_for, sum_dtype
 from .contract.pending import reduce_pending, resolve
 from .dispatch import Executor, _fail, executor, is_distributed, map_fragments, move_array, new_tensor
+from ..device import Device
 from ..layout import Layout
+from ..registry import adapter_for, get_adapter
 from ..distributed._state import current
 from .reduce_across import reduce as across
-from ..registry import DEFAULT_FRAMEWORK, get_adapter
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
@@ -489,7 +495,7 @@ def sum(x: "DistributedTensor", /, *, axis: Any = None, dtype: Any = None, keepd
     x : DistributedTensor
     axis : int or tuple of int, optional
         Modes to reduce (negative values count from the end); ``None``
-        reduces every element into a regular 0-d array.
+        reduces every mode.
     dtype : str or dtype, optional
         Accumulation and result type. By default NumPy's: bool and signed
         integers sum in int64, unsigned ones in uint64 (32-bit types where a
@@ -500,10 +506,12 @@ def sum(x: "DistributedTensor", /, *, axis: Any = None, dtype: Any = None, keepd
 
     Returns
     -------
-    DistributedTensor or array
+    DistributedTensor
         A distributed tensor whose layout is ``x.layout.drop_modes(axis)``
-        (reduced modes of extent 1 kept with ``keepdims``); for
-        ``axis=None`` a 0-d array of fragment 0's framework on its device.
+        (reduced modes of extent 1 kept with ``keepdims``), spread over the
+        devices that held the reduced modes (an all-reduce); for ``axis=None``
+        a 0-d tensor (the array API's result; ``float(s)`` or ``s.item()``
+        reads it).
 
     Notes
     -----
@@ -511,11 +519,13 @@ def sum(x: "DistributedTensor", /, *, axis: Any = None, dtype: Any = None, keepd
     NumPy's pairwise summation by rounding only (relative error about
     ``n * eps`` of the sum of absolute values).
     """
+    axis = _every_mode(x, axis, "sum")
     return _reduce(x, "sum", axis, keepdims, _accum(x, dtype), asked=_wide_accum(x, dtype))
 
 
 def prod(x: "DistributedTensor", /, *, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:
-    """Product of the elements over ``axis`` (dtype rules as :func:`sum`)."""
+    """Product of the elements over ``axis`` (dtype rules and result as :func:`sum`)."""
+    axis = _every_mode(x, axis, "prod")
     return _reduce(x, "prod", axis, keepdims, _accum(x, dtype), asked=_wide_accum(x, dtype))
 
 
@@ -530,13 +540,13 @@ def min(x: "DistributedTensor", /, *, axis: Any = None, keepdims: bool = False) 
         For complex tensors.
     """
     _real(x, "min")
-    return _reduce(x, "min", axis, keepdims, None)
+    return _reduce(x, "min", _every_mode(x, axis, "min"), keepdims, None)
 
 
 def max(x: "DistributedTensor", /, *, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
     """Largest element over ``axis`` (NaN propagates; rules as :func:`min`)."""
     _real(x, "max")
-    return _reduce(x, "max", axis, keepdims, None)
+    return _reduce(x, "max", _every_mode(x, axis, "max"), keepdims, None)
 
 
 def mean(x: "DistributedTensor", /, *, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Any:
@@ -548,36 +558,29 @@ def mean(x: "DistributedTensor", /, *, axis: Any = None, keepdims: bool = False,
     the accumulation and result type instead.
     """
     _tensor(x, "mean")
+    axis = _every_mode(x, axis, "mean")
     target = narrow_for(float_dtype(x.dtype), _frameworks(x)) if dtype is None else canonical(dtype)
     axes = _normalize_axes(axis, x.ndim, "dlmg.mean")
-    count = math.prod(x.shape) if axes is None else math.prod(x.shape[a] for a in axes)
-    if count == 0 and (axes is None or axes):
-        import warnings
-
+    assert axes is not None
+    count = math.prod(x.shape[a] for a in axes)
+    if count == 0 and axes:
         warnings.warn(f"dlmg.mean: mean of an empty selection (shape {x.shape}, axis={axis!r}) is NaN",
                       RuntimeWarning, stacklevel=2)
     total = _reduce(x, "sum", axis, keepdims, target,
                     asked=float_dtype(x.dtype) if dtype is None else canonical(dtype))
     if axes == ():
         return total
-    if is_distributed(total):
-        out = map_fragments(lambda xp, s: s / count if count else s * float("nan"), (total,), name="dlmg.mean")
-        return out
-    frag = next((f for f in x.fragments if f.is_local), None)
-    if frag is None:  # a process without fragments holds the result as a NumPy array
-        return _array(get_adapter(DEFAULT_FRAMEWORK).namespace(), total / count if count else total * float("nan"))
-    ex = executor(frag.framework, frag.device)
-    return ex.run(lambda xp, s: _array(xp, s / count if count else s * float("nan")), total)
+    return map_fragments(lambda xp, s: s / count if count else s * float("nan"), (total,), name="dlmg.mean")
 
 
 def all(x: "DistributedTensor", /, *, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
-    """Whether every element over ``axis`` is true (nonzero)."""
-    return _reduce(x, "all", axis, keepdims, None)
+    """Whether every element over ``axis`` is true (nonzero); a bool tensor (0-d for ``axis=None``)."""
+    return _reduce(x, "all", _every_mode(x, axis, "all"), keepdims, None)
 
 
 def any(x: "DistributedTensor", /, *, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
-    """Whether some element over ``axis`` is true (nonzero)."""
-    return _reduce(x, "any", axis, keepdims, None)
+    """Whether some element over ``axis`` is true (nonzero); a bool tensor (0-d for ``axis=None``)."""
+    return _reduce(x, "any", _every_mode(x, axis, "any"), keepdims, None)
 
 
 def argmax(x: "DistributedTensor", /, *, axis: int | None = None, keepdims: bool = False) -> Any:
@@ -588,12 +591,13 @@ def argmax(x: "DistributedTensor", /, *, axis: int | None = None, keepdims: bool
     x : DistributedTensor
     axis : int, optional
         One mode: the result holds global indices along it. ``None``: the
-        index into the flattened (row-major) tensor, as a regular 0-d array.
+        index into the flattened (row-major) tensor, a 0-d tensor replicated on
+        ``x``'s devices.
     keepdims : bool
 
     Returns
     -------
-    DistributedTensor or array
+    DistributedTensor
         int64 indices (int32 where a JAX fragment takes part without x64).
     """
     return _arg_reduce(x, "argmax", axis, keepdims)
@@ -604,7 +608,42 @@ def _arg_reduce(x: "DistributedTensor", name: str, axis: int | None, keepdims: b
     if axis is not None and not isinstance(axis, int):
         raise TypeError(f"dlmg.{name}: axis must be an int or None, got {axis!r}")
     _real(x, name)
-    return _reduce(x, name, axis, keepdims, narrow_for(index_dtype(), _frameworks(x)), asked=index_dtype())
+    dtype = narrow_for(index_dtype(), _frameworks(x))
+    out = _reduce(x, name, axis, keepdims, dtype, asked=index_dtype())
+    return out if axis is not None else _on_devices(x, out, dtype)
+
+
+def _on_devices(x: "DistributedTensor", value: Any, dtype: str) -> "DistributedTensor":
+    """A whole result (a regular array, the same on every process) as a tensor replicated on
+    ``x``'s devices and processes (the array API's device rule), each copy in the framework of
+    ``x``'s first fragment on that device.
+
+    ``dtype`` is the element type this process's frameworks allow; across processes every
+    process must tag the tensor alike, so there it is the unnarrowed index type, and a copy
+    whose framework cannot hold it (JAX without x64) is held by NumPy on a host device.
+    """
+    first: dict[tuple[Any, int], int] = {}
+    for i, place in enumerate(zip(x.layout.devices, x.layout.ranks)):
+        first.setdefault(place, i)
+    places = list(first)
+    layout = Layout.replicated(tuple(value.shape), [d for d, _ in places], ranks=[r for _, r in places])
+    across_processes = current() is not None
+    if across_processes:  # the same element type on every process, from a host copy
+        dtype = index_dtype()
+        host = move_array(value, executor("numpy", Device("cpu", 0)), adapter_for(value))
+        value = np.asarray(host).astype(dtype)
+    source = adapter_for(value)
+    arrays: list[Any] = []
+    for place in places:
+        frag = x.fragments[first[place]]
+        if not frag.is_local:
+            arrays.append(None)
+            continue
+        framework = frag.framework
+        if across_processes and not get_adapter(framework).holds_dtype(dtype) and frag.device.kind == "cpu":
+            framework = "numpy"
+        arrays.append(move_array(value, executor(framework, frag.device), source))
+    return new_tensor(arrays, layout, dtype)
 
 
 def _wide_accum(x: "DistributedTensor", dtype: Any) -> str:
@@ -617,6 +656,12 @@ def _accum(x: "DistributedTensor", dtype: Any) -> str:
     if dtype is not None:
         return canonical(dtype)
     return narrow_for(sum_dtype(x.dtype), _frameworks(x))
+
+
+def _every_mode(x: Any, axis: Any, name: str) -> Any:
+    """``axis``, with ``None`` (the array API's "every mode") as the tuple of every mode."""
+    _tensor(x, name)
+    return tuple(range(x.ndim)) if axis is None else axis
 
 
 def _tensor(x: Any, name: str) -> None:

@@ -13,13 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..device import Device
 from ..distributed._state import current
 from ..dtypes import canonical
 from ..errors import FragmentError, LayoutError
 from . import reductions as _r
 from ._pending import guard
-from .dispatch import _fail, executor, is_distributed, map_fragments, move_array, new_tensor
+from .dispatch import _fail, executor, map_fragments, move_array, new_tensor
 from ..layout import Layout
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,24 +35,20 @@ def argmin(x: "DistributedTensor", /, *, axis: int | None = None, keepdims: bool
     x : DistributedTensor
     axis : int, optional
         One mode: the result holds global indices along it. ``None``: the
-        index into the flattened (row-major) tensor, as a regular 0-d array.
+        index into the flattened (row-major) tensor, a 0-d tensor replicated on
+        ``x``'s devices.
     keepdims : bool
 
     Returns
     -------
-    DistributedTensor or array
+    DistributedTensor
         int64 indices (int32 where a JAX fragment takes part without x64).
     """
     return _r._arg_reduce(x, "argmin", axis, keepdims)
 
 
-def _squared_deviations(x: "DistributedTensor", axes: tuple[int, ...] | None) -> "DistributedTensor":
-    """``|x - mean(x)|**2``, the mean taken over ``axes`` (all modes for None)."""
-    if axes is None:
-        centre = _r.mean(x)
-        whole = map_fragments(lambda xp, a, m: xp.abs(a - m) ** 2, (x, centre), name="dlmg.var")
-        assert whole is not None
-        return whole
+def _squared_deviations(x: "DistributedTensor", axes: tuple[int, ...]) -> "DistributedTensor":
+    """``|x - mean(x)|**2``, the mean taken over ``axes``."""
     means = _r.mean(x, axis=axes, keepdims=True)
     plan = _r._plan(x.layout, axes, True)
     home = {i: j for j, members in plan.groups for i in members}
@@ -101,15 +96,18 @@ def var(x: "DistributedTensor", /, *, axis: Any = None, correction: float = 0.0,
 
     Returns
     -------
-    DistributedTensor or array
-        As :func:`dlmg.sum` returns for the same ``axis``.
+    DistributedTensor
+        As :func:`dlmg.sum` returns for the same ``axis`` (0-d for ``axis=None``).
     """
     _r._tensor(x, "var")
     x = guard(x, "dlmg.var")  # a pending reduction: its value (the squares are not linear)
     if ddof is not None:
         correction = ddof
+    if axis is None:  # every mode: a 0-d tensor, as the array API's reductions give
+        axis = tuple(range(x.ndim))
     axes = _r._normalize_axes(axis, x.ndim, "dlmg.var")
-    count = x.size if axes is None else _prod(x.shape[a] for a in axes)
+    assert axes is not None
+    count = _prod(x.shape[a] for a in axes)
     denominator = count - correction
     if denominator <= 0 or count == 0:
         warnings.warn(f"dlmg.var: {count} elements and correction={correction} leave no degrees of freedom",
@@ -119,10 +117,7 @@ def var(x: "DistributedTensor", /, *, axis: Any = None, correction: float = 0.0,
     squares = _squared_deviations(x, axes)
     total = _r.sum(squares, axis=axis, keepdims=keepdims)
     scale = 1.0 / denominator if denominator > 0 else float("nan")
-    if is_distributed(total):
-        return map_fragments(lambda xp, s: s * scale, (total,), name="dlmg.var")
-    # a 0-d array, as sum gives (NumPy would give a NumPy scalar)
-    return _home(x).run(lambda xp, s: _r._array(xp, s * scale), total)
+    return map_fragments(lambda xp, s: s * scale, (total,), name="dlmg.var")
 
 
 def std(x: "DistributedTensor", /, *, axis: Any = None, correction: float = 0.0, keepdims: bool = False,
@@ -130,17 +125,7 @@ def std(x: "DistributedTensor", /, *, axis: Any = None, correction: float = 0.0,
     """Standard deviation over ``axis`` (array API ``std``): the square root of :func:`var`
     (``ddof`` is NumPy's name for ``correction``)."""
     v = var(x, axis=axis, correction=correction, keepdims=keepdims, ddof=ddof)
-    if is_distributed(v):
-        return map_fragments(lambda xp, a: xp.sqrt(a), (v,), name="dlmg.std")
-    return _home(x).run(lambda xp, a: _r._array(xp, xp.sqrt(a)), v)
-
-
-def _home(x: "DistributedTensor") -> Any:
-    """Where a whole (0-d or regular) result of ``x`` lives on this process: the
-    framework and device of its first local fragment, as the reductions choose
-    (the host in NumPy for a process holding none)."""
-    frag = next((f for f in x.fragments if f.is_local), None)
-    return executor("numpy", Device("cpu", 0)) if frag is None else executor(frag.framework, frag.device)
+    return map_fragments(lambda xp, a: xp.sqrt(a), (v,), name="dlmg.std")
 
 
 def _prod(values: Any) -> int:

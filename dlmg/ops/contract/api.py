@@ -193,11 +193,13 @@ def batch_local(x1: "DistributedTensor", x2: "DistributedTensor") -> bool:
     return bool(batch_key(x1.layout, nd - 2) == batch_key(x2.layout, nd - 2))
 
 
-def matmul(x1: "DistributedTensor", x2: "DistributedTensor", /, *, pending: bool = False) -> "DistributedTensor":
+def matmul(x1: "DistributedTensor", x2: "DistributedTensor", /, *, pending: bool = False,
+           layout: Layout | None = None) -> "DistributedTensor":
     """The matrix product ``x1 @ x2`` with NumPy's rules (1-D operands, broadcast batch modes),
-    over any layouts (see :func:`einsum`; ``pending=True`` leaves a pending sum)."""
+    over any layouts (see :func:`einsum`; ``pending=True`` leaves a pending sum, ``layout``
+    chooses the result's layout)."""
     _check("dlmg.matmul", (x1, x2))
-    if batch_local(x1, x2):  # every fragment holds whole matrices: the batch-local product
+    if layout is None and batch_local(x1, x2):  # every fragment holds whole matrices: the batch-local product
         return local_matmul(x1, x2)
     if x1.ndim == 0 or x2.ndim == 0:
         raise ValueError("dlmg.matmul: operands must have at least one mode (use * for scalars)")
@@ -209,13 +211,14 @@ def matmul(x1: "DistributedTensor", x2: "DistributedTensor", /, *, pending: bool
         raise ValueError(f"dlmg.matmul: inner extents differ: {x1.shape} @ {x2.shape}")
     if "..." in result and "..." not in left + right:
         result = result.replace("...", "")
-    return einsum(f"{left},{right}->{result}", x1, x2, pending=pending)
+    return einsum(f"{left},{right}->{result}", x1, x2, pending=pending, layout=layout)
 
 
 def tensordot(x1: "DistributedTensor", x2: "DistributedTensor", /, *, axes: int | tuple = 2,
-              pending: bool = False) -> "DistributedTensor":
+              pending: bool = False, layout: Layout | None = None) -> "DistributedTensor":
     """Contract ``axes`` of ``x1`` with ``axes`` of ``x2`` (the array API's ``tensordot``;
-    ``pending=True`` leaves a pending sum, see :func:`einsum`)."""
+    ``pending=True`` leaves a pending sum, ``layout`` chooses the result's layout, see
+    :func:`einsum`)."""
     _check("dlmg.tensordot", (x1, x2))
     if isinstance(axes, int) or (hasattr(axes, "__index__") and not isinstance(axes, tuple)):
         n = operator.index(axes)
@@ -235,13 +238,14 @@ def tensordot(x1: "DistributedTensor", x2: "DistributedTensor", /, *, axes: int 
     for i, j in zip(a1, a2):
         l2[j] = l1[i]
     out = [c for m, c in enumerate(l1) if m not in a1] + [c for m, c in enumerate(l2) if m not in a2]
-    return einsum("".join(l1) + "," + "".join(l2) + "->" + "".join(out), x1, x2, pending=pending)
+    return einsum("".join(l1) + "," + "".join(l2) + "->" + "".join(out), x1, x2, pending=pending, layout=layout)
 
 
 def vecdot(x1: "DistributedTensor", x2: "DistributedTensor", /, *, axis: int = -1,
-           pending: bool = False) -> "DistributedTensor":
+           pending: bool = False, layout: Layout | None = None) -> "DistributedTensor":
     """``sum(conj(x1) * x2, axis)`` with broadcast batch modes (the array API's ``vecdot``;
-    ``pending=True`` leaves a pending sum, see :func:`einsum`)."""
+    ``pending=True`` leaves a pending sum, ``layout`` chooses the result's layout, see
+    :func:`einsum`)."""
     _check("dlmg.vecdot", (x1, x2))
     normalize_axis(axis, x1.ndim, "dlmg.vecdot (first operand)")
     normalize_axis(axis, x2.ndim, "dlmg.vecdot (second operand)")
@@ -254,7 +258,7 @@ def vecdot(x1: "DistributedTensor", x2: "DistributedTensor", /, *, axis: int = -
         conj = map_fragments(lambda xp, a: xp.conj(a), (x1,), name="dlmg.vecdot (conj)")
         assert conj is not None
         x1 = conj
-    return einsum("...z,...z->...", x1, x2, pending=pending)
+    return einsum("...z,...z->...", x1, x2, pending=pending, layout=layout)
 
 
 def dot(a: "DistributedTensor", b: "DistributedTensor", /, *, pending: bool = False) -> "DistributedTensor":
