@@ -362,7 +362,7 @@ def _known_adapter(obj: Any) -> "BaseAdapter | None":
     return adapter  # type: ignore[return-value]
 
 
-def _source(obj: Any) -> "tuple[BaseAdapter | None, Any]":
+def source_of(obj: Any) -> "tuple[BaseAdapter | None, Any]":
     """The adapter of ``obj`` and the array it stands for: a :class:`DLPackShim`
     that reports its producer's own device stands for that producer, so that
     importing it reads the producer's description instead of exporting twice.
@@ -376,7 +376,7 @@ def _source(obj: Any) -> "tuple[BaseAdapter | None, Any]":
 
 def import_producer(obj: Any, known: "BaseAdapter | None", inner: Any) -> Any:
     """What an import hands to the consumer for ``obj`` (with ``(known, inner)``
-    from :func:`_source`): a known framework's array through its adapter's
+    from :func:`source_of`): a known framework's array through its adapter's
     ``producer`` (which checks the dtypes its DLPack can carry first); a shim, or
     a producer of no known framework, as it is."""
     return obj if known is None or inner is not obj else known.producer(obj)
@@ -394,13 +394,13 @@ def describe_producer(obj: Any) -> ArrayInfo:
     DLPackError
         When ``obj`` is no DLPack producer or what it hands over is invalid.
     """
-    adapter, inner = _source(obj)
+    adapter, inner = source_of(obj)
     if adapter is not None:
         return adapter.describe(inner)
-    return _inspect(obj)
+    return inspect_array(obj)
 
 
-def _inspect(obj: Any) -> ArrayInfo:
+def inspect_array(obj: Any) -> ArrayInfo:
     if not hasattr(obj, "__dlpack__") and type(obj).__name__ != "PyCapsule":
         raise DLPackError(
             f"an object of type {type(obj).__module__}.{type(obj).__qualname__} is not a DLPack "
@@ -487,7 +487,7 @@ class BaseAdapter(Adapter):
         Used where the consumer cannot represent the producer's strides and
         the caller allowed a copy.
         """
-        adapter, inner = _source(obj)
+        adapter, inner = source_of(obj)
         if adapter is not None:
             return adapter.producer(adapter.ascontiguous(inner))
         if src.device.kind == "cpu" and src.dtype in NUMPY_DLPACK_DTYPES:

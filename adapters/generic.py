@@ -18,7 +18,7 @@ from dlmg.dlpack import DLPackExporter
 from dlmg.dtypes import info
 from dlmg.errors import DeviceError, DLPackError, FrameworkError
 
-from ._common import ArrayInfo, BaseAdapter, ViewNotSupportedError, _inspect, call_dlpack, check_copy
+from ._common import ArrayInfo, BaseAdapter, ViewNotSupportedError, inspect_array, call_dlpack, check_copy
 
 __all__ = ["GenericAdapter"]
 
@@ -49,7 +49,7 @@ class GenericAdapter(BaseAdapter):
     # -- describing -----------------------------------------------------------
     def describe(self, array: Any) -> ArrayInfo:
         """Export ``array`` once and read its DLTensor (:func:`dlmg.dlpack.inspect`)."""
-        return _inspect(array)
+        return inspect_array(array)
 
     def device_of(self, array: Any) -> Device:
         """From ``__dlpack_device__`` (no export needed)."""

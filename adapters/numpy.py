@@ -24,7 +24,7 @@ from ._common import (
     NUMPY_DLPACK_DTYPES,
     BaseAdapter,
     UnsupportedDtypeError,
-    _source,
+    source_of,
     call_dlpack,
     check_copy,
     describe_producer,
@@ -327,7 +327,7 @@ class NumpyAdapter(BaseAdapter, QuickImport, QuickExport, ListOperators):
         self._check_device(device)
         if self.owns(obj):
             return obj.copy() if copy else obj
-        known, inner = _source(obj)
+        known, inner = source_of(obj)
         src = describe_producer(obj) if known is None else known.describe(inner)
         if src.dtype not in NUMPY_DLPACK_DTYPES:
             raise _bf16_error("import", src.dtype)

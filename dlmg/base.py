@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence, TypeGuard
 
-from .distributed._state import check_ranks
+from .distributed.state import check_ranks
 from .dtypes import canonical
 from .fragment import Fragment
 from .registry import adapter_for

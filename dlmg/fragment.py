@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .device import Device
 from .adapters.capabilities import exporter_of
-from .distributed._state import current as _engine, rank as _rank
+from .distributed.state import current as _engine, rank as _rank
 from .dlpack.capsule import mark_readonly
 from .registry import framework_of, get_adapter
 from .errors import DeviceError, DLPackError, FragmentError

@@ -40,7 +40,7 @@ from ._protocols import FrameworkProtocols
 from .array_api import array_object, matrix_transpose
 from .base import TensorBase, register_tensor_class
 from .device import Device
-from .distributed._state import current
+from .distributed.state import current
 from .dtypes import info
 from .errors import CopyRequiredError, NotLocalError
 from .fragment import Fragment, process_rank, verify_fragments

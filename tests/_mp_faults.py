@@ -448,13 +448,13 @@ def user_group():
     import torch.distributed as dist
 
     import dlmg.movement.exchange as exchange
-    from dlmg.distributed import _state
+    from dlmg.distributed import state as process_state
 
     group = dist.new_group(ranks=[0, 1], backend="gloo")  # (made by every process, as torch asks)
     if dd.rank() > 1:
         return "outside"
     old, devices = dd.current_engine(), list(dd._devices)
-    _state.set_current(None)
+    process_state.set_current(None)
     try:
         eng = dd.init("torch", group=group, timeout=20.0)
         assert eng._objects is not eng.group
@@ -475,7 +475,7 @@ def user_group():
         np.testing.assert_array_equal(_np(t.redistribute(dd.slab(full.shape, 1)).gather(framework="numpy")), full)
         dd.finalize()
     finally:
-        _state.set_current(old)
+        process_state.set_current(old)
         dd._devices[:] = devices
     return seen
 

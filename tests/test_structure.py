@@ -321,7 +321,7 @@ MODULE_STATE = {
     "dlmg/dlpack/exporter.py _LIVE": "registry",
     "dlmg/dlpack/exporter.py _PENDING": "registry",
     "dlmg/distributed/__init__.py _devices": "state",
-    "dlmg/distributed/_state.py _current": "state",
+    "dlmg/distributed/state.py _current": "state",
     "dlmg/movement/copies.py _POOL": "state",
 }
 

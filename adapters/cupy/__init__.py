@@ -22,7 +22,7 @@ from dlmg.errors import CopyRequiredError, DeviceError, DLPackError
 from .._common import (
     BaseAdapter,
     DLPackShim,
-    _source,
+    source_of,
     check_copy,
     describe_producer,
     direct_exporter,
@@ -176,7 +176,7 @@ class CupyAdapter(BaseAdapter, BulkCopies, QuickImport, QuickExport, ListOperato
             if copy is False:
                 raise self._copy_required(f"cannot move an array from {current} to {device} without a copy")
             return self.to_device(obj, device)
-        known, inner = _source(obj)
+        known, inner = source_of(obj)
         # only the device is needed to import; the full description is made for messages
         src = describe_producer(obj) if known is None else None
         here = src.device if src is not None else known.device_of(inner)  # type: ignore[union-attr]

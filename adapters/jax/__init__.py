@@ -61,7 +61,7 @@ from .._common import (
     BaseAdapter,
     DLPackShim,
     ViewNotSupportedError,
-    _source,
+    source_of,
     c_strides,
     check_copy,
     describe_producer,
@@ -278,7 +278,7 @@ class JaxAdapter(BaseAdapter, QuickImport, QuickExport, Rearranging, ListOperato
             if device is None or device == current:
                 self.check_dtype(self.dtype_of(obj))
                 return self.namespace().array(obj, copy=True) if copy else obj
-        known, inner = _source(obj)
+        known, inner = source_of(obj)
         src = describe_producer(obj) if known is None else known.describe(inner)
         self.check_dtype(src.dtype)
         target = device

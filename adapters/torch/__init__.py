@@ -51,7 +51,7 @@ from .._common import (
     BaseAdapter,
     DLPackShim,
     ViewNotSupportedError,
-    _source,
+    source_of,
     call_dlpack,
     check_copy,
     describe_producer,
@@ -369,7 +369,7 @@ class TorchAdapter(BaseAdapter, BulkCopies, QuickImport, QuickExport, ListOperat
             if copy is False:
                 raise self._copy_required(f"cannot move a tensor from {self.device_of(obj)} to {device} without a copy")
             return obj.to(self.native_device(device))
-        known, inner = _source(obj)
+        known, inner = source_of(obj)
         if known is None:
             src = describe_producer(obj)
             here, shape, strides = src.device, src.shape, src.strides

@@ -39,11 +39,11 @@ from typing import Any
 
 from .. import distributed as _distributed
 from ..construct import from_fragments
-from ..distributed import _state
+from ..distributed import state as process_state
 from ..layout import Layout
 from ..ops._executor import Executor, executor
 from ..ops._operands import is_distributed
-from ._creation import _spread, layout_of
+from ._creation import spread_host_array, layout_of
 from ._policy import get_default_layout, layout_for
 
 __all__ = ["Collected", "collect", "settle", "run_collected"]
@@ -65,7 +65,7 @@ class Collected:
 
 
 def _across() -> bool:
-    return _state.current() is not None and _state.world_size() > 1
+    return process_state.current() is not None and process_state.world_size() > 1
 
 
 def collect(name: str, *operands: Any) -> Collected:
@@ -102,7 +102,7 @@ def settle(array: Any, like: Collected) -> Any:
     device = like.executor.device
     shape = tuple(int(n) for n in array.shape)
     if like.across:  # every process computed the same result: rank 0's is spread
-        return _spread(array, layout_for(shape), like.executor.framework)
+        return spread_host_array(array, layout_for(shape), like.executor.framework)
     here = Layout.single(shape, device)
     out = from_fragments([array], here)
     wanted = layout_for(shape) if like.device is None else layout_of(shape, like.device)

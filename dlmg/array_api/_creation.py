@@ -20,7 +20,7 @@ from typing import Any
 
 from ..construct import empty as _empty, from_fragments, full as _full, scatter
 from ..device import Placement, as_device
-from ..distributed import _state
+from ..distributed import state as process_state
 from ..dtypes import canonical
 from ..errors import CopyRequiredError, DtypeError
 from ..layout import Layout
@@ -83,14 +83,14 @@ def _framework() -> str:
 def from_host(host: Any, device: Any = None, framework: str | None = None) -> Any:
     """A NumPy array spread into the policy's layout of its shape (a copy)."""
     layout = layout_of(host.shape, device)
-    return _spread(host, layout, framework or _framework())
+    return spread_host_array(host, layout, framework or _framework())
 
 
-def _spread(array: Any, layout: Layout, framework: str) -> Any:
+def spread_host_array(array: Any, layout: Layout, framework: str) -> Any:
     """``array`` (the same on every process: creation is deterministic) scattered into ``layout``:
     across processes rank 0's copy is the one spread."""
-    if _state.current() is not None and _state.world_size() > 1:
-        return scatter(array if _state.rank() == 0 else None, layout, framework=framework, root=0)
+    if process_state.current() is not None and process_state.world_size() > 1:
+        return scatter(array if process_state.rank() == 0 else None, layout, framework=framework, root=0)
     return scatter(array, layout, framework=framework)
 
 
@@ -186,7 +186,7 @@ def _from_array(array: Any, want: str | None, device: Any, copy: bool | None) ->
         raise CopyRequiredError(
             f"asarray: laying a {adapter.name} array of shape {shape} out as {layout!r} needs a copy (copy=False)"
         )
-    out = _spread(array, layout, adapter.name)
+    out = spread_host_array(array, layout, adapter.name)
     return out if want is None or want == name else _astype(out, want)
 
 

@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from ..distributed import _state
+from ..distributed import state as process_state
 from ..device import Device
 from ..dtypes import canonical, info
 from ..layout import Layout
@@ -265,7 +265,7 @@ def _routed_getitem(x: Any, items: list[Any]) -> Any:
 
 def _held(layout: Layout) -> list[int]:
     """The fragments of ``layout`` this process holds."""
-    me = _state.rank() if _state.current() is not None else 0
+    me = process_state.rank() if process_state.current() is not None else 0
     return [i for i, r in enumerate(layout.ranks) if r == me]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..device import Device
-from . import _data_types as dt
+from ._data_types import canonical, complex64, complex128, float32, isdtype
 from ._creation import default_float, default_int
 from ._policy import get_default_layout
 
@@ -29,22 +29,22 @@ class Info:
 
     def default_dtypes(self, *, device: Any = None) -> dict[str, Any]:
         """float64, complex128, int64 and int64 indices (32-bit with JAX fragments without x64)."""
-        real = dt.canonical(default_float())
+        real = canonical(default_float())
         return {
             "real floating": real,
-            "complex floating": dt.complex64 if real == dt.float32 else dt.complex128,
-            "integral": dt.canonical(default_int()),
-            "indexing": dt.canonical(default_int()),
+            "complex floating": complex64 if real == float32 else complex128,
+            "integral": canonical(default_int()),
+            "indexing": canonical(default_int()),
         }
 
     def dtypes(self, *, device: Any = None, kind: Any = None) -> dict[str, Any]:
         """The standard's dtypes, by name (of ``kind`` when given)."""
         names = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                  "float32", "float64", "complex64", "complex128"]
-        out = {n: dt.canonical(n) for n in names}
+        out = {n: canonical(n) for n in names}
         if kind is None:
             return out
-        return {n: d for n, d in out.items() if dt.isdtype(d, kind)}
+        return {n: d for n, d in out.items() if isdtype(d, kind)}
 
 
 def __array_namespace_info__() -> Info:

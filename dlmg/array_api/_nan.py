@@ -24,7 +24,8 @@ import warnings
 from typing import Any
 
 from ..ops._operands import is_distributed
-from . import _elementwise as _ew, _statistics as _st
+from ._elementwise import conj, isnan, logical_not, real, sqrt, where
+from ._statistics import all as all_of, any as any_of, max as max_of, mean as mean_of, min as min_of, prod as prod_of, sum as sum_of, var as var_of
 from ._manipulation import astype, reshape
 
 __all__ = ["nansum", "nanprod", "nanmean", "nanmax", "nanmin", "nanvar", "nanstd", "nancumsum", "nancumprod"]
@@ -42,12 +43,12 @@ def _check(x: Any, name: str, out: Any) -> bool:
 
 def _filled(x: Any, value: float) -> Any:
     """``x`` with its NaNs replaced by ``value`` (elementwise, where the fragments are)."""
-    return _ew.where(_ew.isnan(x), value, x)
+    return where(isnan(x), value, x)
 
 
 def _counts(x: Any, axis: Any, keepdims: bool) -> Any:
     """How many elements that are not NaN each result reduces, in ``x``'s dtype."""
-    return _st.sum(astype(_ew.logical_not(_ew.isnan(x)), x.dtype), axis=axis, keepdims=keepdims)
+    return sum_of(astype(logical_not(isnan(x)), x.dtype), axis=axis, keepdims=keepdims)
 
 
 def _warn(what: str) -> None:
@@ -57,41 +58,41 @@ def _warn(what: str) -> None:
 def nansum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Any:
     """The sum over ``axis`` treating NaN as 0 (``numpy.nansum``)."""
     if not _check(a, "nansum", out):
-        return _st.sum(a, axis=axis, dtype=dtype, keepdims=keepdims)
-    return _st.sum(_filled(a, 0.0), axis=axis, dtype=dtype, keepdims=keepdims)
+        return sum_of(a, axis=axis, dtype=dtype, keepdims=keepdims)
+    return sum_of(_filled(a, 0.0), axis=axis, dtype=dtype, keepdims=keepdims)
 
 
 def nanprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Any:
     """The product over ``axis`` treating NaN as 1 (``numpy.nanprod``)."""
     if not _check(a, "nanprod", out):
-        return _st.prod(a, axis=axis, dtype=dtype, keepdims=keepdims)
-    return _st.prod(_filled(a, 1.0), axis=axis, dtype=dtype, keepdims=keepdims)
+        return prod_of(a, axis=axis, dtype=dtype, keepdims=keepdims)
+    return prod_of(_filled(a, 1.0), axis=axis, dtype=dtype, keepdims=keepdims)
 
 
 def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Any:
     """The mean over ``axis`` of the elements that are not NaN (``numpy.nanmean``); NaN
     where a slice holds only NaN."""
     if not _check(a, "nanmean", out):
-        mean = _st.mean(astype(a, "float64") if a.dtype.kind in "biu" else a, axis=axis, keepdims=keepdims)
+        mean = mean_of(astype(a, "float64") if a.dtype.kind in "biu" else a, axis=axis, keepdims=keepdims)
         return mean if dtype is None else astype(mean, dtype)
-    total = _st.sum(_filled(a, 0.0), axis=axis, keepdims=keepdims)
+    total = sum_of(_filled(a, 0.0), axis=axis, keepdims=keepdims)
     count = _counts(a, axis, keepdims)
-    if bool(_st.any(count == 0)):
+    if bool(any_of(count == 0)):
         _warn("Mean of empty slice")
     mean = total / count
     return mean if dtype is None else astype(mean, dtype)
 
 
 def _extreme(a: Any, axis: Any, keepdims: bool, out: Any, name: str, fill: float) -> Any:
-    reduce = _st.max if name == "nanmax" else _st.min
+    reduce = max_of if name == "nanmax" else min_of
     if not _check(a, name, out):
         return reduce(a, axis=axis, keepdims=keepdims)
-    nan = _ew.isnan(a)
-    best = reduce(_ew.where(nan, fill, a), axis=axis, keepdims=keepdims)
-    empty = _st.all(nan, axis=axis, keepdims=keepdims)
-    if bool(_st.any(empty)):
+    nan = isnan(a)
+    best = reduce(where(nan, fill, a), axis=axis, keepdims=keepdims)
+    empty = all_of(nan, axis=axis, keepdims=keepdims)
+    if bool(any_of(empty)):
         _warn("All-NaN slice encountered")
-        best = _ew.where(empty, float("nan"), best)
+        best = where(empty, float("nan"), best)
     return best
 
 
@@ -112,27 +113,27 @@ def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: f
     freedom subtracted (``numpy.nanvar``); NaN where ``count - ddof <= 0``."""
     if not _check(a, "nanvar", out):
         x = astype(a, "float64") if a.dtype.kind in "biu" else a
-        v = _st.var(x, axis=axis, correction=ddof, keepdims=keepdims)
+        v = var_of(x, axis=axis, correction=ddof, keepdims=keepdims)
         return v if dtype is None else astype(v, dtype)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # (NumPy warns once, below)
         mean = nanmean(a, axis=axis, keepdims=True)
     deviation = _filled(a - mean, 0.0)
-    squares = deviation * _ew.conj(deviation) if a.dtype.kind == "c" else deviation * deviation
-    total = _st.sum(squares, axis=axis, keepdims=keepdims)
+    squares = deviation * conj(deviation) if a.dtype.kind == "c" else deviation * deviation
+    total = sum_of(squares, axis=axis, keepdims=keepdims)
     dof = _counts(a, axis, keepdims) - ddof
-    if bool(_st.any(dof <= 0)):
+    if bool(any_of(dof <= 0)):
         _warn("Degrees of freedom <= 0 for slice.")
-    v = _ew.where(dof > 0, total / _ew.where(dof > 0, dof, 1.0), float("nan"))
+    v = where(dof > 0, total / where(dof > 0, dof, 1.0), float("nan"))
     if a.dtype.kind == "c":
-        v = _ew.real(v)
+        v = real(v)
     return v if dtype is None else astype(v, dtype)
 
 
 def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0,
            keepdims: bool = False) -> Any:
     """The standard deviation over ``axis`` ignoring NaN (``numpy.nanstd``)."""
-    return _ew.sqrt(nanvar(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims))
+    return sqrt(nanvar(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims))
 
 
 def _cumulative(a: Any, axis: Any, dtype: Any, out: Any, name: str, fill: float, standard: str) -> Any:

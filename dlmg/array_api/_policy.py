@@ -31,7 +31,7 @@ from typing import Any
 
 from ..device import Device, as_device
 from .. import distributed as _distributed
-from ..distributed import _state
+from ..distributed import state as process_state
 from ..errors import LayoutError
 from ..layout import Layout
 from ..registry import DEFAULT_FRAMEWORK
@@ -66,11 +66,11 @@ class LayoutPolicy:
 
     def layout(self, shape: Sequence[int]) -> Layout:
         """The layout of a new tensor of ``shape``."""
-        distributed = _state.current() is not None
+        distributed = process_state.current() is not None
         if self.kind == "processes" and distributed:  # each process's own device, as the engine says
             policy = LayoutPolicy(self.kind, _distributed.devices(), self.framework, self.axis)
-            return _layout(policy, tuple(shape), _state.world_size(), True)
-        return _layout(self, tuple(shape), _state.world_size(), distributed)
+            return _layout(policy, tuple(shape), process_state.world_size(), True)
+        return _layout(self, tuple(shape), process_state.world_size(), distributed)
 
 
 # a program makes tensors of a few dozen shapes; building and validating a layout anew
@@ -120,7 +120,7 @@ def get_default_layout() -> LayoutPolicy:
     if policy is not None:
         return policy
     policy = _GLOBAL[0]
-    if policy.kind == "single" and _state.current() is not None and _state.world_size() > 1:
+    if policy.kind == "single" and process_state.current() is not None and process_state.world_size() > 1:
         return LayoutPolicy("processes", policy.devices, policy.framework, policy.axis)
     return policy
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ..distributed import _state
+from ..distributed import state as process_state
 from ..errors import DLPackError
 from ..ops._operands import classify_operand, is_distributed
 from ..ops._pending import guard
 from ..ops.pointwise import adapter_known, astype as _astype
-from . import _indexing
+from ._indexing import getitem as index_read, setitem as index_write
 from ._creation import layout_of
 from ._manipulation import reshape
 from ._products import matmul
@@ -51,7 +51,7 @@ def _one(self: Any, what: str) -> Any:
         raise TypeError(f"only a tensor of one element converts to {what}; this one has shape {self.shape}")
     self = guard(self, what)
     holders = {rank for frag, rank in zip(self.layout.fragments, self.layout.ranks) if frag.size}
-    if holders >= set(range(_state.world_size())):  # (decided from the layout: the same on every process)
+    if holders >= set(range(process_state.world_size())):  # (decided from the layout: the same on every process)
         for frag in self.fragments:
             if frag.is_local and frag.size == 1:
                 return frag.array.reshape(()) if frag.array.ndim else frag.array
@@ -97,13 +97,13 @@ def copy(self: Any) -> Any:
 
 def getitem(self: Any, key: Any, /) -> Any:
     """``x[key]``: the standard's indexing, of the value of a pending reduction."""
-    return _indexing.getitem(guard(self, "indexing"), key)
+    return index_read(guard(self, "indexing"), key)
 
 
 def setitem(self: Any, key: Any, value: Any, /) -> None:
     """``x[key] = value``: the standard's assignment; refused into a pending reduction."""
     guard(self, "assignment x[key] = value", writes=True)
-    _indexing.setitem(self, key, guard(value, "assignment x[key] = value"))
+    index_write(self, key, guard(value, "assignment x[key] = value"))
 
 
 def flatten(self: Any) -> Any:

@@ -43,7 +43,7 @@ from ..ops._batch import batch_key, suggest_whole
 from ..ops.dispatch import map_fragments
 from ..ops.contract.pending import settled
 from ..ops._operands import is_distributed
-from . import _elementwise as _ew
+from ._elementwise import abs as abs_of, greater, multiply, not_equal, pow as pow_of, sqrt
 from ._creation import asarray, layout_of
 from ._data_types import finfo
 from ._gathered import collected
@@ -191,9 +191,9 @@ def matrix_rank(x: Any, /, *, rtol: float | Any | None = None) -> Any:
     if rtol is None:
         rtol = max(x.shape[-2:]) * finfo(s.dtype).eps
     if s.shape[-1] == 0:
-        return _sum(_ew.greater(s, 0), axis=-1)
-    tol = _ew.multiply(_max(s, axis=-1, keepdims=True), rtol)
-    return _sum(_ew.greater(s, tol), axis=-1)
+        return _sum(greater(s, 0), axis=-1)
+    tol = multiply(_max(s, axis=-1, keepdims=True), rtol)
+    return _sum(greater(s, tol), axis=-1)
 
 
 def lstsq(x1: Any, x2: Any, /, *, rtol: float | None = None) -> Any:
@@ -211,7 +211,7 @@ def lstsq(x1: Any, x2: Any, /, *, rtol: float | None = None) -> Any:
 
 
 def _real_abs(x: Any) -> Any:
-    return _ew.abs(x)
+    return abs_of(x)
 
 
 def vector_norm(x: Any, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool = False,
@@ -227,13 +227,13 @@ def vector_norm(x: Any, /, *, axis: int | tuple[int, ...] | None = None, keepdim
     if ord == -math.inf:
         return _min(a, axis=axis, keepdims=keepdims)
     if ord == 0:
-        return _sum(astype(_ew.not_equal(a, 0), a.dtype), axis=axis, keepdims=keepdims)
+        return _sum(astype(not_equal(a, 0), a.dtype), axis=axis, keepdims=keepdims)
     if ord == 1:
         return _sum(a, axis=axis, keepdims=keepdims)
     if ord == 2:
-        return _ew.sqrt(_sum(_ew.multiply(a, a), axis=axis, keepdims=keepdims))
+        return sqrt(_sum(multiply(a, a), axis=axis, keepdims=keepdims))
     p = float(ord)
-    return _ew.pow(_sum(_ew.pow(a, p), axis=axis, keepdims=keepdims), 1.0 / p)
+    return pow_of(_sum(pow_of(a, p), axis=axis, keepdims=keepdims), 1.0 / p)
 
 
 def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: int | float | str | None = "fro") -> Any:  # noqa: A002
@@ -246,7 +246,7 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: int | float | str | N
         ord = "fro"  # noqa: A001
     a = _real_abs(x)
     if ord == "fro":
-        out = _ew.sqrt(_sum(_ew.multiply(a, a), axis=(-2, -1)))
+        out = sqrt(_sum(multiply(a, a), axis=(-2, -1)))
     elif ord in (1, -1):
         cols = _sum(a, axis=-2)
         out = _max(cols, axis=-1) if ord == 1 else _min(cols, axis=-1)

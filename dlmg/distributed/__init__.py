@@ -28,7 +28,7 @@ from typing import Any, Callable
 from ..device import Device
 from ..errors import CollectiveError
 from ..layout import Layout
-from ._state import check_ranks, current, rank, set_current, world_size
+from .state import check_ranks, current, rank, set_current, world_size
 from .engine import REDUCE_OPS, Engine
 from .registry import engine_factory, engine_names
 

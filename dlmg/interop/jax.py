@@ -43,7 +43,7 @@ from ..layout.layout import sharding_of_layout
 from ..fragment import process_rank
 from ..construct import from_fragments
 from ..dtypes import canonical
-from ..distributed._state import current
+from ..distributed.state import current
 from ..ops._pending import guard
 from ..registry import get_adapter
 

@@ -35,7 +35,7 @@ from ..device import Device
 from ..dtypes import canonical, info
 from ..errors import FragmentError, FrameworkError, LayoutMismatchError
 from ..fragment import verify_fragments
-from ..distributed._state import check_ranks, current
+from ..distributed.state import check_ranks, current
 from ..distributed.agree import conclude, describe, exclusive, prepare, prepare_vote
 from ..layout import Layout
 from ..plans.endpoints import full_endpoint, layout_endpoints, same_memory

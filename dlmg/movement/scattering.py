@@ -7,7 +7,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..device import Device, unreachable_hint
-from ..distributed._state import current
+from ..distributed.state import current
 from ..dtypes import canonical, info
 from ..errors import DeviceError, FragmentError, FrameworkError, LayoutMismatchError
 from ..layout import Layout

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..adapters.capabilities import BulkCopies
-from ..distributed._state import current
+from ..distributed.state import current
 from ..errors import FragmentError
 from ..fragment import verify_fragments
 from ..plans.endpoints import Endpoint, array_endpoint, layout_endpoints

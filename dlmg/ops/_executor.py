@@ -94,7 +94,7 @@ def _fail_class(exc: BaseException) -> type:
     return _fail_class_of(type(exc))  # type: ignore[arg-type]  # classes are hashable
 
 
-def _fail(name: str, index: int, ex: Executor, exc: BaseException) -> FragmentError:
+def fail(name: str, index: int, ex: Executor, exc: BaseException) -> FragmentError:
     err = _fail_class(exc)(
         f"{name} failed on fragment {index} (device {ex.device}, framework {ex.framework}): "
         f"{type(exc).__name__}: {exc}"
@@ -104,8 +104,6 @@ def _fail(name: str, index: int, ex: Executor, exc: BaseException) -> FragmentEr
     err.framework = ex.framework  # type: ignore[attr-defined]
     return err
 
-
-fail = _fail
 
 
 def array_device(a: Any) -> Any:

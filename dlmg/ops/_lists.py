@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..adapters.capabilities import ListOperators
-from ._executor import _fail, executor
+from ._executor import fail, executor
 from ._writes import partial_note
 from ._placement import local_groups, result_tensor
 
@@ -118,4 +118,4 @@ def _refused(exc: Exception, groups: Any, frags: Any, label: str, indices: Any =
     failed = (indices if indices is not None else groups[0][1])[getattr(exc, "list_position", 0)]
     order = [i for _, group in groups for i in group]
     ex = executor(frags[failed].framework, frags[failed].device)
-    raise _fail(label + partial_note(order, failed), failed, ex, exc) from exc
+    raise fail(label + partial_note(order, failed), failed, ex, exc) from exc

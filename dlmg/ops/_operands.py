@@ -22,7 +22,7 @@ def is_distributed(obj: Any) -> bool:
     return isinstance(obj, TensorBase)
 
 
-class _ZeroD:
+class ZeroD:
     """A 0-d array operand, converted once per executor."""
 
     __slots__ = ("array", "adapter", "_by_executor")
@@ -51,7 +51,7 @@ class _ZeroD:
 def classify_operand(obj: Any) -> Any:
     """Check one operand: a distributed tensor, a Python scalar or a 0-d array.
 
-    Returns the operand, or a :class:`_ZeroD` wrapper for a 0-d array.
+    Returns the operand, or a :class:`ZeroD` wrapper for a 0-d array.
 
     Raises
     ------
@@ -78,4 +78,4 @@ def classify_operand(obj: Any) -> Any:
             "distributed tensor (no hidden scatter); scatter it into the tensor's layout first: "
             "dlmg.scatter(array, tensor.layout)"
         )
-    return _ZeroD(obj, adapter)
+    return ZeroD(obj, adapter)

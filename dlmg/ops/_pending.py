@@ -36,7 +36,7 @@ from typing import Any
 from ..errors import LayoutError
 from ..layout import Layout
 from ._dtypes import kind_of
-from ._operands import SCALAR_TYPES, _ZeroD, is_distributed
+from ._operands import SCALAR_TYPES, ZeroD, is_distributed
 
 __all__ = ["keeps_pending", "keep_or_settle", "guard", "settled", "value_layout", "spread_value_layout"]
 
@@ -53,7 +53,7 @@ _EXTREMUM = {"max": "maximum", "min": "minimum"}
 
 def _linear(base: str, operands: Sequence[Any], reflected: bool) -> bool:
     tensors = [op for op in operands if is_distributed(op)]
-    scalars = [op for op in operands if isinstance(op, (SCALAR_TYPES, _ZeroD)) and not isinstance(op, bool)]
+    scalars = [op for op in operands if isinstance(op, (SCALAR_TYPES, ZeroD)) and not isinstance(op, bool)]
     if len(operands) == 1:
         return base in _SIGN
     if base in _ADDITIVE and len(tensors) == len(operands):
@@ -68,7 +68,7 @@ def _linear(base: str, operands: Sequence[Any], reflected: bool) -> bool:
 
 def _real_value(op: Any) -> float | None:
     """A scalar operand's value as a float, ``None`` for a complex one (or anything else)."""
-    if isinstance(op, _ZeroD):
+    if isinstance(op, ZeroD):
         if kind_of(op.adapter.dtype_of(op.array)) == "c":
             return None
         return float(op.array.item())  # (the value is needed on the host: the pending path only)

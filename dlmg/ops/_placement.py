@@ -13,7 +13,7 @@ from __future__ import annotations
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ..distributed._state import rank as process_rank
+from ..distributed.state import rank as process_rank
 from ..dtypes import canonical
 from ..fragment import Fragment, verify_fragments
 from ..base import TensorBase

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from ..distributed._state import world_size
+from ..distributed.state import world_size
 from ..errors import LayoutMismatchError
 from ..fragment import process_rank
 from ..layout import Layout

@@ -37,10 +37,10 @@ from ..adapters import in_use, memory_range
 from ..base import TensorBase
 from ..registry import DEFAULT_FRAMEWORK, adapter_for, adapter_names, get_adapter
 from ._dtypes import check_inplace
-from ._executor import Executor, _fail, executor, move_array
+from ._executor import Executor, fail, executor, move_array
 from ._pending import guard, keep_or_settle
 from ._placement import Placement as _Placement, check_fragments, inherit as _inherit, local_groups, placement
-from ._operands import SCALAR_TYPES, _ZeroD, classify_operand, is_distributed
+from ._operands import SCALAR_TYPES, ZeroD, classify_operand, is_distributed
 from ._writes import check_writable, partial_note
 from ..dtypes import canonical
 
@@ -113,7 +113,7 @@ class _Operands:
                  others: list[Any], broadcast: bool, placements: list[_Placement]) -> None:
         self.lead = lead
         self.others = others  # the distributed operands after the lead
-        self.args = args  # scalars, None and _ZeroD in place; None where a tensor goes
+        self.args = args  # scalars, None and ZeroD in place; None where a tensor goes
         self.tensors = tensors  # (position in args, fragments)
         self.zero_d = zero_d  # positions of 0-d arrays
         self.broadcast = broadcast  # a distributed operand of another shape than the lead's, or 0-d
@@ -154,7 +154,7 @@ def collect(
     broadcast = False
     for position, op in enumerate(operands):
         distributed = isinstance(op, TensorBase)  # the common operand, recognised first
-        if not distributed and op is not None and not isinstance(op, (SCALAR_TYPES, _ZeroD)):
+        if not distributed and op is not None and not isinstance(op, (SCALAR_TYPES, ZeroD)):
             op = classify_operand(op)
             distributed = isinstance(op, TensorBase)
         if distributed:
@@ -180,7 +180,7 @@ def collect(
                     check_same_layout(name, lead, op)
             args.append(None)
             tensors.append((position, frags))
-        elif isinstance(op, _ZeroD):
+        elif isinstance(op, ZeroD):
             zero_d.append(position)
             args.append(op)
         else:  # None or a Python scalar
@@ -190,7 +190,7 @@ def collect(
     return _Operands(lead, args, tensors, zero_d, others, broadcast, placements)
 
 
-def _fresh(result: Any, call: Sequence[Any], positions: Sequence[int], adapter: Any, xp: Any) -> Any:
+def unaliased(result: Any, call: Sequence[Any], positions: Sequence[int], adapter: Any, xp: Any) -> Any:
     """``result``, or a writable copy of it (through ``xp``, the namespace of
     ``adapter``'s framework) where it shares memory with an operand's fragment
     (torch returns ``self`` from ``+t``, ``t.conj()`` of real tensors; NumPy
@@ -278,14 +278,14 @@ def _run(
                     try:
                         call[position] = move_array(other.array, ex, other.adapter)
                     except Exception as exc:
-                        raise _fail(f"{name} (handing fragment {i} of operand {position} from "
+                        raise fail(f"{name} (handing fragment {i} of operand {position} from "
                                     f"{other.framework} to {ex.framework})", i, ex, exc) from exc
             for position in zero_d:
                 call[position] = args[position].for_executor(ex)
             try:
                 results[i] = fn(ex.xp, *call)
             except Exception as exc:
-                raise _fail(name + (partial_note(indices, i) if in_place else ""), i, ex, exc) from exc
+                raise fail(name + (partial_note(indices, i) if in_place else ""), i, ex, exc) from exc
             if scalar_out and not hasattr(results[i], "__dlpack__"):
                 results[i] = ex.xp.asarray(results[i])  # NumPy turns 0-d results into scalars
             elif fresh and positions and ex.adapter.mutable:
@@ -297,9 +297,9 @@ def _run(
                             break
                 elif hasattr(result, "__dlpack__"):
                     try:
-                        results[i] = _fresh(result, call, positions, ex.adapter, ex.xp)
+                        results[i] = unaliased(result, call, positions, ex.adapter, ex.xp)
                     except Exception as exc:
-                        raise _fail(f"{name} (copying a result that shares its input's memory)", i, ex, exc) from exc
+                        raise fail(f"{name} (copying a result that shares its input's memory)", i, ex, exc) from exc
     finally:
         if manager is not None:
             manager.__exit__(None, None, None)
@@ -470,7 +470,7 @@ def _unify_dtypes(results: list[Any], indices: Sequence[int], frags: Sequence[An
             try:
                 results[i] = ex.run(lambda xp, a: xp.astype(a, ex.dtype(first)), r)
             except Exception as exc:
-                raise _fail(f"{name} (casting to {first})", i, ex, exc) from exc
+                raise fail(f"{name} (casting to {first})", i, ex, exc) from exc
 
 
 def _write_into(out: "DistributedTensor", results: list[Any], indices: Sequence[int], name: str) -> None:
@@ -504,7 +504,7 @@ def _write_into(out: "DistributedTensor", results: list[Any], indices: Sequence[
             else:
                 replaced[i] = r
         except Exception as exc:
-            raise _fail(f"{name} (writing into out){partial_note(indices, i)}", i, ex, exc) from exc
+            raise fail(f"{name} (writing into out){partial_note(indices, i)}", i, ex, exc) from exc
     if replaced:
         replace_fragment_arrays(out, replaced)
 

@@ -29,10 +29,10 @@ from ..registry import adapter_for
 from ._captured import UNCOMPARABLE, captured
 from ._executor import executor, fail
 from ._operands import SCALAR_TYPES
+from ._placement import inherit
 from .blockwise import shielded
 from .dispatch import (
-    _fresh,
-    _inherit,
+    unaliased,
     check_same_layout,
     is_distributed,
     local_groups,
@@ -212,7 +212,7 @@ class FusedFunction:
             index = next(f.index for f in lead_frags if f._array is lead)
             self._check_shape(result, index, tuple(lead.shape))
         adapter = adapter_for(lead)  # the operands' framework, as _checked and dispatch take it
-        fresh = _fresh(result, args, arrays_at, adapter, xp) if adapter.mutable else result
+        fresh = unaliased(result, args, arrays_at, adapter, xp) if adapter.mutable else result
         if not kernel.compiler.startswith("eager"):
             kernel.checked, kernel.aliases = True, fresh is not result
         return fresh
@@ -325,7 +325,7 @@ class FusedFunction:
             self._check_shape(result, i, layout.fragments[i].shape)
             ex = placed.executors[i]
             call = flat[k * width:(k + 1) * width]
-            fresh = _fresh(result, call, positions, ex.adapter, ex.xp) if ex.adapter.mutable else result
+            fresh = unaliased(result, call, positions, ex.adapter, ex.xp) if ex.adapter.mutable else result
             kernel.aliases = kernel.aliases or fresh is not result
             kernel.foreign = kernel.foreign or adapter_for(fresh).name != placed.frameworks[i]
             out.append(fresh)
@@ -391,7 +391,7 @@ class FusedFunction:
         if whole and out is None:
             lead = operands[lead_at]
             built = new_tensor([done.get(i) for i in range(lead.layout.nfragments)], lead.layout.dense)
-            _inherit(built, placement(lead, check=False), same_frameworks=compiled)  # (checked in _run_batched)
+            inherit(built, placement(lead, check=False), same_frameworks=compiled)  # (checked in _run_batched)
             return built
         lead_frags = operands[lead_at].fragments
         # by identity, for this call only: the lead operand keeps its fragments' arrays alive

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..device import Device
-from ..distributed._state import current
+from ..distributed.state import current
 from ..distributed.agree import describe, prepare
 from ..errors import LayoutError
 from ..layout import Layout

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..device import Device
-from ..distributed._state import current
+from ..distributed.state import current
 from ..distributed.agree import describe, exclusive, prepare_vote
 from ..dtypes import canonical
 from ._executor import Executor, executor, fail, move_array

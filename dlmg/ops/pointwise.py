@@ -36,7 +36,7 @@ from ..registry import adapter_for
 from ._dtypes import INEXACT, INT, NUMERIC, REAL, check_inplace, kind_of, narrow_for, require
 from ._writes import check_writable, unalias
 from ..base import TensorBase
-from .dispatch import SCALAR_TYPES, _ZeroD, classify_operand, collect, is_distributed, local_groups, map_fragments
+from .dispatch import SCALAR_TYPES, ZeroD, classify_operand, collect, is_distributed, local_groups, map_fragments
 from ._lists import LIST_NAMES, on_lists
 from ._pending import guard, keep_or_settle, keeps_pending
 from .broadcast import align, align_to, result_shape as broadcast_shapes
@@ -54,18 +54,18 @@ _REAL_NOT_BOOL = frozenset("iuf")
 
 def _dtype_of(op: Any) -> Any:
     """The dlmg dtype of a classified operand, or the Python scalar itself."""
-    if isinstance(op, _ZeroD):
+    if isinstance(op, ZeroD):
         return op.adapter.dtype_of(op.array)
     if op is None or isinstance(op, SCALAR_TYPES):
         return op
     return op.dtype
 
 
-def _classify_all(args: tuple[Any, ...]) -> list[Any]:
+def classify_all(args: tuple[Any, ...]) -> list[Any]:
     return [a if a is None or isinstance(a, SCALAR_TYPES) or is_distributed(a) else classify_operand(a) for a in args]
 
 
-def _check(name: str, ops: list[Any], kinds: frozenset[str] | None, hint: str = "") -> None:
+def check_operands(name: str, ops: list[Any], kinds: frozenset[str] | None, hint: str = "") -> None:
     if kinds is None or kinds == NUMERIC:
         return
     require(name, [_dtype_of(op) for op in ops if op is not None], kinds, hint)
@@ -108,8 +108,8 @@ def elementwise(name: str, *operands: Any) -> "DistributedTensor":
     std, nargs, kinds, _ = FUNCTIONS[name]
     if len(operands) != nargs:
         raise TypeError(f"{name} takes {nargs} operand{'s' if nargs > 1 else ''}, got {len(operands)}")
-    ops = _classify_all(operands)
-    _check(name, ops, kinds)
+    ops = classify_all(operands)
+    check_operands(name, ops, kinds)
     ops = keep_or_settle(name, ops)
     fn = _kernel(std)
     if name == "imag" and is_distributed(operands[0]) and kind_of(operands[0].dtype) != "c":

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..device import Device
-from ..distributed._state import check_ranks, current
+from ..distributed.state import check_ranks, current
 from ..distributed.agree import conclude, describe, exclusive, prepare_vote
 from ..dtypes import info
 from ..errors import CollectiveError

@@ -41,11 +41,11 @@ from ..errors import DtypeError, FragmentError
 from ..fragment import verify_fragments
 from ._dtypes import float_dtype, index_dtype, kind_of, narrow_for, sum_dtype
 from .contract.pending import reduce_pending, resolve
-from .dispatch import Executor, _fail, executor, is_distributed, map_fragments, move_array, new_tensor
+from .dispatch import Executor, fail, executor, is_distributed, map_fragments, move_array, new_tensor
 from ..device import Device
 from ..layout import Layout
 from ..registry import adapter_for, get_adapter
-from ..distributed._state import current
+from ..distributed.state import current
 from .reduce_across import reduce as across
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -399,13 +399,13 @@ def _reduce(
             except FragmentError:
                 raise
             except Exception as exc:
-                raise _fail(f"dlmg.{name}", i, ex, exc) from exc
+                raise fail(f"dlmg.{name}", i, ex, exc) from exc
             parts.append(part)
         ctx.adapter = target.adapter
         try:
             results[j] = target.run(_finish, reducer, parts, ctx, out_layout, j, keepdims, axes)
         except Exception as exc:
-            raise _fail(f"dlmg.{name} (combining partials)", members[0], target, exc) from exc
+            raise fail(f"dlmg.{name} (combining partials)", members[0], target, exc) from exc
     if out_layout is None:
         return results[0]
     for copy_at, origin in plan.copies:  # the all-reduce's other replicas: copies of the origin's result

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..device import Device
-from ..distributed._state import current
+from ..distributed.state import current
 from ..distributed.agree import conclude, describe, exclusive, prepare_vote
 from ..errors import DtypeError, ReadOnlyError
 from ..layout import Layout

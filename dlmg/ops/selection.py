@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._dtypes import REAL
 from .dispatch import map_fragments
-from .pointwise import _check, _classify_all
+from .pointwise import check_operands, classify_all
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -38,7 +38,7 @@ def where(condition: Any, x1: Any, x2: Any, /) -> "DistributedTensor":
     -------
     DistributedTensor
     """
-    ops = _classify_all((condition, x1, x2))
+    ops = classify_all((condition, x1, x2))
     out = map_fragments(_where_fragment, ops, name="where")
     assert out is not None
     return out
@@ -62,8 +62,8 @@ def clip(x: Any, /, min: Any = None, max: Any = None) -> "DistributedTensor":  #
     -------
     DistributedTensor
     """
-    ops = _classify_all((x, min, max))
-    _check("clip", ops, REAL)
+    ops = classify_all((x, min, max))
+    check_operands("clip", ops, REAL)
     out = map_fragments(_clip_fragment, ops, name="clip")
     assert out is not None
     return out

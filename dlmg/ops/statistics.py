@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..distributed._state import current
+from ..distributed.state import current
 from ..dtypes import canonical
 from ..errors import FragmentError, LayoutError
 from . import reductions as _r
 from ._pending import guard
-from .dispatch import _fail, executor, map_fragments, move_array, new_tensor
+from .dispatch import fail, executor, map_fragments, move_array, new_tensor
 from ..layout import Layout
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -73,7 +73,7 @@ def _squared_deviations(x: "DistributedTensor", axes: tuple[int, ...]) -> "Distr
         except FragmentError:
             raise
         except Exception as exc:
-            raise _fail("dlmg.var", frag.index, ex, exc) from exc
+            raise fail("dlmg.var", frag.index, ex, exc) from exc
     return new_tensor(out, x.layout.dense)
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...distributed._state import current
+from ...distributed.state import current
 from ...distributed.agree import describe, prepare
 from ..._shapes import normalize_axes, normalize_axis
 from ...errors import DtypeError
