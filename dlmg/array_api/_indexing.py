@@ -389,9 +389,11 @@ def _advanced_boxes(x: Any, items: list[Any]) -> tuple[Layout, dict[int, Box]]:
             elif isinstance(k, np.ndarray):
                 values = np.broadcast_to(k, bshape)[np.ix_(*picks[block_at:block_at + nb])].reshape(place)
             elif isinstance(k, range):
+                axis = axes[i]
+                assert axis is not None  # a range keeps its mode
                 sh = [1] * ndim
-                sh[axes[i]] = box_shape[axes[i]]
-                values = np.asarray(k, dtype=np.int64)[picks[axes[i]]].reshape(sh)
+                sh[axis] = box_shape[axis]
+                values = np.asarray(k, dtype=np.int64)[picks[axis]].reshape(sh)
             else:
                 values = np.full((1,) * ndim, k, dtype=np.int64)
             subs.append(values)

@@ -172,17 +172,22 @@ def box(coords: Sequence[np.ndarray], layout: Layout, fragment: int) -> Box:
     shape = tuple(frag.shape)
     runs: list[slice | None] = []
     for j in range(layout.ndim):  # a slab's positions are one run: no index array needed
-        b, g, c = layout.block[j], layout.grid[j], frag.coords[j]
-        runs.append(slice(c * b, c * b + shape[j]) if layout.nblocks[j] <= g else None)
+        b, g, at = layout.block[j], layout.grid[j], frag.coords[j]
+        runs.append(slice(at * b, at * b + shape[j]) if layout.nblocks[j] <= g else None)
     picks = [None if runs[j] is not None else layout.owned_indices(fragment, j) for j in range(layout.ndim)]
     for j, p in enumerate(picks):
         if p is not None and len(p) and int(p[-1]) - int(p[0]) + 1 == len(p):
             runs[j] = slice(int(p[0]), int(p[-1]) + 1)
-    subs = []
+    subs: list[np.ndarray] = []
     for c in coords:
         for j, p in enumerate(picks):
-            if c.shape[j] != 1:  # a contiguous run of positions (a slab) is a view
-                c = c[(slice(None),) * j + (runs[j],)] if runs[j] is not None else np.take(c, p, axis=j)
+            run = runs[j]
+            if c.shape[j] == 1:
+                continue
+            if run is not None:  # a contiguous run of positions (a slab) is a view
+                c = c[(slice(None),) * j + (run,)]
+            elif p is not None:
+                c = np.take(c, p, axis=j)
         subs.append(c)
     return Box(subs, shape)
 
