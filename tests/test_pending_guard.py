@@ -378,7 +378,9 @@ def test_linear_operations_keep_the_pending_sum():
     for view, want in ((c.T, VALUE.T), (c.mT, VALUE.T), (xp.permute_dims(c, (1, 0)), VALUE.T),
                        (xp.matrix_transpose(c), VALUE.T), (dlmg.reshape(c, (16,)), VALUE.reshape(16)),
                        (c.reshape(2, 8), VALUE.reshape(2, 8)), (c * 3.0, 3 * VALUE), (-c, -VALUE),
-                       (2.0 * c.T - c, 2 * VALUE.T - VALUE), (dlmg.sum(c, axis=0), VALUE.sum(axis=0))):
+                       (2.0 * c.T - c, 2 * VALUE.T - VALUE), (dlmg.sum(c, axis=0), VALUE.sum(axis=0)),
+                       (xp.expand_dims(c, axis=1), VALUE[:, None]), (xp.moveaxis(c, 0, 1), VALUE.T),
+                       (xp.expand_dims(c.T, axis=0), VALUE.T[None])):
         assert view.layout.partial == "sum", view.layout
         np.testing.assert_allclose(view.gather(), want)
 

@@ -73,11 +73,13 @@ __all__ = [
 # helpers: operands, per-fragment work, layouts
 
 
-def _operand(x: Any, name: str) -> "DistributedTensor":
-    """``x`` settled (pending sums resolved) and with every fragment a plain array."""
+def _operand(x: Any, name: str, *, settle: bool = True) -> "DistributedTensor":
+    """``x`` with every fragment a plain array, and settled (pending sums resolved) unless
+    ``settle`` is false: a view of every addend is the addends of the view."""
     if not is_distributed(x):
         raise TypeError(f"dlmg.{name} takes a DistributedTensor, got {type(x).__module__}.{type(x).__qualname__}")
-    x = settled(x)
+    if settle:
+        x = settled(x)
     if x.layout.element_strides is not None:  # padded fragments have no single array view
         x = x.redistribute(x.layout.dense)
     return x
@@ -183,14 +185,14 @@ def expand_dims(x: "DistributedTensor", /, axis: int | Sequence[int] = 0) -> "Di
     Algorithm: each new mode has extent 1, block 1 and grid 1, so the grid
     coordinates, devices and processes of every fragment stay as they are and
     each fragment is viewed with the mode inserted (``xp.expand_dims``). No
-    element moves.
+    element moves, and a pending sum stays pending (each addend gets the mode).
 
     Parameters
     ----------
     axis : int or sequence of int
         Positions of the new modes in the result (``-x.ndim - 1 <= axis <= x.ndim``).
     """
-    x = _operand(x, "expand_dims")
+    x = _operand(x, "expand_dims", settle=False)
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     out_ndim = x.ndim + len(axes)
     new = sorted(_axis(a, out_ndim, "expand_dims") for a in axes)
@@ -201,7 +203,8 @@ def expand_dims(x: "DistributedTensor", /, axis: int | Sequence[int] = 0) -> "Di
         shape.insert(a, 1)
         block.insert(a, 1)
         grid.insert(a, 1)
-    layout = Layout(shape, block=block, grid=grid, devices=x.layout.devices, ranks=x.layout.ranks)
+    layout = Layout(shape, block=block, grid=grid, devices=x.layout.devices, ranks=x.layout.ranks,
+                    partial=x.layout.partial)  # a pending sum stays pending: each addend gets the mode
     return _reshape_each(x, layout, "expand_dims")
 
 
@@ -253,7 +256,7 @@ def moveaxis(x: "DistributedTensor", /, source: int | Sequence[int], destination
     Algorithm: a permutation of the modes, :func:`dlmg.ops.shape.permute_dims`
     (each fragment a transposed view; no element moves).
     """
-    x = _operand(x, "moveaxis")
+    x = _operand(x, "moveaxis", settle=False)  # permute_dims keeps a pending sum
     src = (source,) if isinstance(source, (int, np.integer)) else tuple(source)
     dst = (destination,) if isinstance(destination, (int, np.integer)) else tuple(destination)
     if len(src) != len(dst):
