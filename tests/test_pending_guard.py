@@ -380,7 +380,10 @@ def test_linear_operations_keep_the_pending_sum():
                        (c.reshape(2, 8), VALUE.reshape(2, 8)), (c * 3.0, 3 * VALUE), (-c, -VALUE),
                        (2.0 * c.T - c, 2 * VALUE.T - VALUE), (dlmg.sum(c, axis=0), VALUE.sum(axis=0)),
                        (xp.expand_dims(c, axis=1), VALUE[:, None]), (xp.moveaxis(c, 0, 1), VALUE.T),
-                       (xp.expand_dims(c.T, axis=0), VALUE.T[None])):
+                       (xp.expand_dims(c.T, axis=0), VALUE.T[None]),
+                       (xp.concat([c, 2.0 * c]), np.concatenate([VALUE, 2 * VALUE])),
+                       (xp.concat([c, -c], axis=1), np.concatenate([VALUE, -VALUE], axis=1)),
+                       (xp.stack([c, c * 3.0], axis=1), np.stack([VALUE, 3 * VALUE], axis=1))):
         assert view.layout.partial == "sum", view.layout
         np.testing.assert_allclose(view.gather(), want)
 

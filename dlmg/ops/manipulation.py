@@ -620,7 +620,15 @@ def concat(arrays: Sequence["DistributedTensor"], /, *, axis: int | None = 0) ->
     extent is a multiple of the blocks dealt to one round of the grid, the
     same holds; otherwise each operand moves once into the rotation its
     offset needs. ``axis=None`` joins the flattened tensors.
+
+    Pending sums laid out alike (the same layout but for their extents along
+    ``axis``, which every fragment holds whole) stay pending: each addend of
+    the result joins the operands' addends on its device. Any other pending
+    operand is resolved first.
     """
+    alike = _pending_alike(arrays, axis)
+    if alike is not None:
+        return alike
     tensors = [_operand(t, "concat") for t in arrays]
     if not tensors:
         raise ValueError("dlmg.concat needs at least one tensor")
@@ -644,6 +652,42 @@ def concat(arrays: Sequence["DistributedTensor"], /, *, axis: int | None = 0) ->
         pieces.append(_Piece(t, 0, t.shape[a], offset))
         offset += t.shape[a]
     return _placed(pieces, tensors[0], a, offset, "concat")
+
+
+def _pending_alike(arrays: Sequence[Any], axis: int | None) -> "DistributedTensor | None":
+    """:func:`concat` of pending sums laid out alike along a mode each fragment holds whole,
+    addend by addend (the sum of the joined addends is the join of the sums); ``None`` when
+    the operands are not such."""
+    if axis is None or len(arrays) < 2 or not all(is_distributed(t) and t.layout.partial for t in arrays):
+        return None
+    lead = arrays[0].layout
+    if not all(t.ndim == lead.ndim for t in arrays) or lead.ndim == 0:
+        return None
+    a = _axis(axis, lead.ndim, "concat")
+    if lead.element_strides is not None or lead.grid[a] != 1 or len({t.dtype for t in arrays}) > 1:
+        return None
+    total = sum(t.shape[a] for t in arrays)
+    for t in arrays:
+        lay = t.layout
+        if lay.element_strides is not None or lay.replace(shape=lead.shape, block=lead.block) != lead:
+            return None
+    shape = list(lead.shape)
+    shape[a] = total
+    block = list(lead.block)
+    block[a] = max(total, 1)
+    layout = lead.replace(shape=tuple(shape), block=tuple(block))
+    parts = [None] * lead.nfragments
+    for f in range(lead.nfragments):
+        frags = [t.fragments[f] for t in arrays]
+        if not frags[0].is_local:
+            continue
+        ex = executor(frags[0].framework, frags[0].device)
+        arrays_here = [move_array(g.array, ex) for g in frags]
+        try:
+            parts[f] = ex.run(lambda xp, *xs: xp.concat(list(xs), axis=a), *arrays_here)
+        except Exception as exc:
+            raise fail("dlmg.concat", f, ex, exc) from exc
+    return new_tensor(parts, layout, arrays[0].dtype)
 
 
 def _side_by_side(tensors: Sequence["DistributedTensor"], axis: int) -> "DistributedTensor | None":
@@ -710,7 +754,7 @@ def stack(arrays: Sequence["DistributedTensor"], /, *, axis: int = 0) -> "Distri
     every fragment: fragment by fragment, after aligning every operand with
     the first on the other modes (one redistribution each where they differ).
     """
-    tensors = [_operand(t, "stack") for t in arrays]
+    tensors = [_operand(t, "stack", settle=False) for t in arrays]  # concat settles what it cannot keep
     if not tensors:
         raise ValueError("dlmg.stack needs at least one tensor")
     shapes = {t.shape for t in tensors}
