@@ -296,3 +296,15 @@ def test_integer_along_a_split_mode_is_a_view(layout, mix, data):
         np.testing.assert_array_equal(_values(x), want)
         for frag in x.fragments:  # every replica of x written
             np.testing.assert_array_equal(np.asarray(frag.array), expected_fragment(want, layout, frag.index))
+
+
+def test_zero_d_mask_of_a_zero_d_tensor_on_several_devices():
+    """A reduction over every mode is a 0-d tensor on its input's devices; NumPy's
+    ``s[mask]`` with a 0-d mask gives shape (1,) or (0,) (SciPy's ``apply_where`` relies on it)."""
+    x = dlmg.scatter(np.arange(40.0), Layout.slab((40,), 0, ["cpu:0", "cpu:1"]))
+    s = xp.sum(x)
+    assert s.ndim == 0 and len(s.fragments) == 2
+    for mask, want in ((s > 1e9, np.asarray(780.0)[np.asarray(False)]), (s < 1e9, np.asarray(780.0)[np.asarray(True)])):
+        got = s[mask]
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got.gather(), want)

@@ -149,7 +149,7 @@ def index_dtype() -> str:
 def narrow_for(dtype: str, frameworks: Iterable[str]) -> str:
     """``dtype``, or its 32-bit counterpart when a framework taking part cannot
     hold it now (JAX without ``jax_enable_x64``; see
-    :meth:`~dlmg.adapters.Adapter.holds_dtype`).
+    :func:`~dlmg.adapters.holds_dtype`).
 
     Accumulating in 32 bits there is what such a framework itself does.
     """

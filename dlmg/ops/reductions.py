@@ -44,6 +44,7 @@ from .contract.pending import reduce_pending, resolve
 from .dispatch import Executor, fail, executor, is_distributed, map_fragments, move_array, new_tensor
 from ..device import Device
 from ..layout import Layout
+from ..adapters import holds_dtype
 from ..registry import adapter_for, get_adapter
 from ..distributed.state import current
 from .reduce_across import reduce as across
@@ -640,7 +641,7 @@ def _on_devices(x: "DistributedTensor", value: Any, dtype: str) -> "DistributedT
             arrays.append(None)
             continue
         framework = frag.framework
-        if across_processes and not get_adapter(framework).holds_dtype(dtype) and frag.device.kind == "cpu":
+        if across_processes and not holds_dtype(get_adapter(framework), dtype) and frag.device.kind == "cpu":
             framework = "numpy"
         arrays.append(move_array(value, executor(framework, frag.device), source))
     return new_tensor(arrays, layout, dtype)

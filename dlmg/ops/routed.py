@@ -182,7 +182,7 @@ def box(coords: Sequence[np.ndarray], layout: Layout, fragment: int) -> Box:
     for c in coords:
         for j, p in enumerate(picks):
             run = runs[j]
-            if c.shape[j] == 1:
+            if c.shape[j] == 1 and layout.shape[j] != 1:  # broadcast along j: the same for every fragment
                 continue
             if run is not None:  # a contiguous run of positions (a slab) is a view
                 c = c[(slice(None),) * j + (run,)]
@@ -236,6 +236,10 @@ def _assemble(x: "DistributedTensor", cell: np.ndarray, offset: np.ndarray, shap
         local = (offs,) if len(frag.shape) == 1 else unravel(offs, frag.shape)
         pieces.append(move_array(_read_local(frag, local), out))
         start = stop
+    wanted = math.prod(shape)
+    if x.ndim == 0 and pieces and wanted != 1:  # a 0-d source's one element, as often as asked (0 times: empty)
+        one = pieces[0]
+        return out.run(lambda xp: xp.reshape(one[:0] if wanted == 0 else xp.concat([one] * wanted), shape))
     return out.run(lambda xp: _place(xp, pieces, order, counts, shape, out, dtype))
 
 
