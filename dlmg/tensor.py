@@ -597,7 +597,7 @@ class DistributedTensor(FrameworkProtocols, TensorBase):
 
     def argmin(self, axis: Any = None, **kwargs: Any) -> Any:
         """:func:`dlmg.argmin` of the tensor."""
-        return statistics.argmin(self, axis=axis, **kwargs)
+        return reductions.argmin(self, axis=axis, **kwargs)
 
     def var(self, axis: Any = None, **kwargs: Any) -> Any:
         """:func:`dlmg.var` of the tensor."""

@@ -1,7 +1,7 @@
 """The standard's reductions (statistical, searching and utility functions).
 
-``sum``, ``prod``, ``min``, ``max``, ``mean``, ``all``, ``any``, ``argmax`` are
-:mod:`dlmg.ops.reductions`'s and ``var``, ``std``, ``argmin`` :mod:`dlmg.ops.statistics`'s
+``sum``, ``prod``, ``min``, ``max``, ``mean``, ``all``, ``any``, ``argmax``, ``argmin`` are
+:mod:`dlmg.ops.reductions`'s and ``var`` and ``std`` :mod:`dlmg.ops.statistics`'s
 (one function each: ``dlmg.sum is dlmg.array_api.sum``), which combine
 per-fragment partials (no tensor is collected); ``axis=None`` gives a 0-d
 *distributed* tensor. Beyond the standard: ``mean(dtype=)`` and
@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..ops.reductions import all, any, max, mean, min, prod, sum  # noqa: A004
-from ..ops.reductions import argmax
-from ..ops.statistics import argmin, std, var
+from ..ops.reductions import argmax, argmin
+from ..ops.statistics import std, var
 from ..ops._operands import is_distributed
 from ..ops.pointwise import astype as _astype
 from ._elementwise import not_equal

@@ -53,7 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
     from ..tensor import DistributedTensor
 
-__all__ = ["sum", "prod", "min", "max", "mean", "all", "any", "argmax"]
+__all__ = ["sum", "prod", "min", "max", "mean", "all", "any", "argmax", "argmin"]
 
 Axis = "int | Sequence[int] | None"
 
@@ -602,6 +602,26 @@ def argmax(x: "DistributedTensor", /, *, axis: int | None = None, keepdims: bool
         int64 indices (int32 where a JAX fragment takes part without x64).
     """
     return _arg_reduce(x, "argmax", axis, keepdims)
+
+
+def argmin(x: "DistributedTensor", /, *, axis: int | None = None, keepdims: bool = False) -> Any:
+    """Global index of the smallest element (the first one on ties; NaN counts as smallest).
+
+    Parameters
+    ----------
+    x : DistributedTensor
+    axis : int, optional
+        One mode: the result holds global indices along it. ``None``: the
+        index into the flattened (row-major) tensor, a 0-d tensor replicated on
+        ``x``'s devices.
+    keepdims : bool
+
+    Returns
+    -------
+    DistributedTensor
+        int64 indices (int32 where a JAX fragment takes part without x64).
+    """
+    return _arg_reduce(x, "argmin", axis, keepdims)
 
 
 def _arg_reduce(x: "DistributedTensor", name: str, axis: int | None, keepdims: bool) -> Any:

@@ -24,27 +24,9 @@ from ..layout import Layout
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
 
-__all__ = ["argmin", "var", "std", "cumsum"]
+__all__ = ["var", "std", "cumsum"]
 
 
-def argmin(x: "DistributedTensor", /, *, axis: int | None = None, keepdims: bool = False) -> Any:
-    """Global index of the smallest element (the first one on ties; NaN counts as smallest).
-
-    Parameters
-    ----------
-    x : DistributedTensor
-    axis : int, optional
-        One mode: the result holds global indices along it. ``None``: the
-        index into the flattened (row-major) tensor, a 0-d tensor replicated on
-        ``x``'s devices.
-    keepdims : bool
-
-    Returns
-    -------
-    DistributedTensor
-        int64 indices (int32 where a JAX fragment takes part without x64).
-    """
-    return _r._arg_reduce(x, "argmin", axis, keepdims)
 
 
 def _squared_deviations(x: "DistributedTensor", axes: tuple[int, ...]) -> "DistributedTensor":
