@@ -307,8 +307,8 @@ def _temporary_refcount() -> int | None:
 _TEMPORARY_REFS = _temporary_refcount()
 #: The operands a binary operator takes as they are (a Python scalar, a distributed tensor).
 _COMMON = (*SCALAR_TYPES, TensorBase)
-#: How many operator results had their memory reused for the next operation
-#: (a diagnostic, read by the tests).
+#: How many operator results had their memory reused for the next operation: a
+#: diagnostic counter for users and tests ("Temporaries" in docs/operations.md).
 ELIDED = [0]
 
 
