@@ -3,7 +3,7 @@
 With ``--profile`` every timed row also runs its dlmg call once more, warm,
 under ``torch.profiler`` (CPU activity, and CUDA where the row runs on a GPU:
 kernels of every framework on the device, not torch's alone), and keeps the
-profiler's table of the 15 operations that took the most device time (host
+profiler's table of the 15 operations that took the most GPU time (CPU
 time on the CPU). The suite writes the tables of the rows that miss a target
 to ``<kind>-<mode>-profiles.md`` in the output folder, so that a miss comes
 with a measured account of its time rather than a guess.
@@ -24,7 +24,7 @@ TOP_OPS = 15
 
 def profile_table(fn: Callable[[], Any], device: str, sync: Callable[[Any], None]) -> str:
     """The profiler's table of one call of ``fn`` (waited for by ``sync``), top :data:`TOP_OPS`
-    operations by device time on a GPU, by host time on the CPU; ``"error: ..."`` when it fails."""
+    operations by GPU time on a GPU, by CPU time on the CPU; ``"error: ..."`` when it fails."""
     try:
         from torch.profiler import ProfilerActivity, profile
 

@@ -605,22 +605,8 @@ def argmax(x: "DistributedTensor", /, *, axis: int | None = None, keepdims: bool
 
 
 def argmin(x: "DistributedTensor", /, *, axis: int | None = None, keepdims: bool = False) -> Any:
-    """Global index of the smallest element (the first one on ties; NaN counts as smallest).
-
-    Parameters
-    ----------
-    x : DistributedTensor
-    axis : int, optional
-        One mode: the result holds global indices along it. ``None``: the
-        index into the flattened (row-major) tensor, a 0-d tensor replicated on
-        ``x``'s devices.
-    keepdims : bool
-
-    Returns
-    -------
-    DistributedTensor
-        int64 indices (int32 where a JAX fragment takes part without x64).
-    """
+    """Global index of the smallest element (the first one on ties; NaN counts as smallest):
+    :func:`argmax`'s parameters and result."""
     return _arg_reduce(x, "argmin", axis, keepdims)
 
 
