@@ -115,8 +115,8 @@ def test_reductions_on_cuda(frameworks):
     layout = Layout((9, 8), block=(2, 3), grid=(3, 2), devices=["cuda:0"] * 6)
     x = rand(layout.shape, 5)
     a = build(x, layout, frameworks)
-    total = dlmg.sum(a)
-    assert dlmg.framework_of(total) == a.fragments[0].framework
+    total = dlmg.sum(a)  # a 0-d tensor on a's device, held in the framework of a's first fragment there
+    assert total.device == a.device and [f.framework for f in total.fragments] == [a.fragments[0].framework]
     np.testing.assert_allclose(host(total), x.sum(), rtol=1e-5)
     np.testing.assert_allclose(host(dlmg.mean(a, axis=0)), x.mean(axis=0), rtol=1e-5)
     np.testing.assert_array_equal(host(dlmg.max(a, axis=1)), x.max(axis=1))

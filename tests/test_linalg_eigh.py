@@ -220,13 +220,13 @@ def test_eigh_and_complete_qr_on_cuda_fragments():
     n = 40
     a = _hermitian(n, "float64", 8)
     lay = Layout((n, n), block=(5, n), grid=(4, 1), devices=["cuda:0"] * 4)
-    x = build(a, lay, "torch")
+    x = dlmg.scatter(a, lay, framework="torch")
     w, v = la.eigh(x)
     assert all(f.framework == "torch" and f.device.kind == "cuda" for f in v.fragments)
     _check_eigh(a, gathered(w), gathered(v), 1e-10)
     tall = np.random.default_rng(9).standard_normal((30, 4))
-    q, r = la.qr(build(tall, Layout((30, 4), block=(4, 4), grid=(3, 1), devices=["cuda:0"] * 3), "torch"),
-                 mode="complete")
+    q, r = la.qr(dlmg.scatter(tall, Layout((30, 4), block=(4, 4), grid=(3, 1), devices=["cuda:0"] * 3),
+                              framework="torch"), mode="complete")
     Q, R = gathered(q), gathered(r)
     np.testing.assert_allclose(Q @ R, tall, atol=1e-12)
     np.testing.assert_allclose(Q.T @ Q, np.eye(30), atol=1e-12)

@@ -237,7 +237,8 @@ def test_unsigned_sums_on_cuda_torch(dtype):
     values = np.array([200, 250, 3, 7, 255, 1, 2, 90], dtype=dtype)
     t = dlmg.scatter(values, CUDA, framework="torch")
     got = dlmg.sum(t)
-    assert str(got.dtype) == f"torch.{np.sum(values).dtype}" and int(got) == int(np.sum(values))
+    assert got.dtype == str(np.sum(values).dtype) and int(got) == int(np.sum(values))
+    assert str(got.fragments[0].array.dtype) == f"torch.{np.sum(values).dtype}"
 
 
 @pytest.mark.gpu

@@ -44,8 +44,8 @@ from .contract.pending import reduce_pending, resolve
 from .dispatch import Executor, fail, executor, is_distributed, map_fragments, move_array, new_tensor
 from ..device import Device
 from ..layout import Layout
-from ..adapters import holds_dtype
-from ..registry import adapter_for, get_adapter
+from ..adapters import holds_dtype, in_use
+from ..registry import adapter_for, adapter_names, get_adapter
 from ..distributed.state import current
 from .reduce_across import reduce as across
 
@@ -627,7 +627,8 @@ def _on_devices(x: "DistributedTensor", value: Any, dtype: str) -> "DistributedT
 
     ``dtype`` is the element type this process's frameworks allow; across processes every
     process must tag the tensor alike, so there it is the unnarrowed index type, and a copy
-    whose framework cannot hold it (JAX without x64) is held by NumPy on a host device.
+    whose framework cannot hold it (JAX without x64) is held by another framework on the
+    same device (:func:`_holder`).
     """
     first: dict[tuple[Any, int], int] = {}
     for i, place in enumerate(zip(x.layout.devices, x.layout.ranks)):
@@ -647,10 +648,29 @@ def _on_devices(x: "DistributedTensor", value: Any, dtype: str) -> "DistributedT
             arrays.append(None)
             continue
         framework = frag.framework
-        if across_processes and not holds_dtype(get_adapter(framework), dtype) and frag.device.kind == "cpu":
-            framework = "numpy"
+        if across_processes and not holds_dtype(get_adapter(framework), dtype):
+            framework = _holder(x, frag.device, dtype)
         arrays.append(move_array(value, executor(framework, frag.device), source))
     return new_tensor(arrays, layout, dtype)
+
+
+def _holder(x: "DistributedTensor", device: Device, dtype: str) -> str:
+    """A framework that holds ``dtype`` on ``device``: that of another of ``x``'s local
+    fragments there, NumPy on a host device, or an imported framework that supports it."""
+    for frag in x.local_fragments:
+        if frag.device == device and holds_dtype(get_adapter(frag.framework), dtype):
+            return frag.framework
+    candidates = ["numpy"] if device.is_host else []
+    candidates += [name for name in adapter_names() if in_use(get_adapter(name))]
+    for name in candidates:
+        adapter = get_adapter(name)
+        if adapter.supports(device) and holds_dtype(adapter, dtype):
+            return name
+    raise DtypeError(
+        f"no framework in use holds the {dtype} result on {device}: the fragments' frameworks there "
+        f"narrow it ({', '.join(sorted({f.framework for f in x.local_fragments if f.device == device}))}); "
+        "enable 64-bit types in them (JAX: jax.config.update('jax_enable_x64', True))"
+    )
 
 
 def _wide_accum(x: "DistributedTensor", dtype: Any) -> str:
