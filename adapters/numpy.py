@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import math
 import sys
 from operator import attrgetter
 from typing import Any, Callable
@@ -290,14 +291,16 @@ class NumpyAdapter(BaseAdapter, QuickImport, QuickExport, ListOperators):
         """
         self._check_device(device)
         np = self._np()
-        try:
-            out = np.empty(shape, self.native_dtype(dtype))
-        except ValueError as exc:  # "array is too big", also for (2**62, 2**62, 0)
-            raise LayoutError(f"NumPy cannot allocate an array of shape {tuple(shape)} and dtype {dtype}: {exc}") from exc
-        if out.nbytes < _ALIGN_FROM or self.data_ptr(out) % _ALIGNMENT == 0:
-            return out  # small buffers: a copy on import costs less than asking for the address
-        nbytes, kind, shape = out.nbytes, out.dtype, out.shape
-        del out  # released before the aligned buffer is taken: never twice the bytes at once
+        kind = np.dtype(self.native_dtype(dtype))
+        nbytes = math.prod(shape) * kind.itemsize
+        if nbytes < _ALIGN_FROM or nbytes >= sys.maxsize:
+            # small buffers: a copy on import costs less than aligning them; negative or
+            # overflowing shapes: NumPy's own call raises its own error
+            try:
+                return np.empty(shape, kind)
+            except ValueError as exc:  # "array is too big", also for (2**62, 2**62, 0)
+                raise LayoutError(
+                    f"NumPy cannot allocate an array of shape {tuple(shape)} and dtype {dtype}: {exc}") from exc
         raw = np.empty(nbytes + _ALIGNMENT, dtype=np.uint8)
         start = -self.data_ptr(raw) % _ALIGNMENT
         return raw[start:start + nbytes].view(kind).reshape(shape)
