@@ -75,7 +75,8 @@ def on(array: Any, ex: Executor) -> Any:
     return move_array(np.ascontiguousarray(array), ex)
 
 
-def _across() -> Any:
+def across_processes() -> Any:
+    """The current engine when it spans more than one process, else ``None``."""
     engine = current()
     return engine if engine is not None and engine.world_size > 1 else None
 
@@ -83,7 +84,7 @@ def _across() -> Any:
 def share(what: str, local: Callable[[], dict[int, Any]], **fields: Any) -> dict[int, Any]:
     """Every member's small host value: ``local()`` gives this process's ``{index: value}``;
     the result merges every process's (``fields`` describe the call for the agreement)."""
-    engine = _across()
+    engine = across_processes()
     if engine is None:
         return local()
     with exclusive(engine, what):
@@ -128,7 +129,7 @@ def alltoall(what: str, sources: Sequence[Member], targets: Sequence[Member],
     ``send`` should hand over its arrays (pop them from where the caller keeps them):
     each is released once its bytes are packed, before the receive buffer fills.
     """
-    engine = _across()
+    engine = across_processes()
     outgoing: dict[int, list[Any]] = {}
 
     def prepare() -> dict[int, list[int]]:

@@ -3,8 +3,9 @@
 The parallel prefix of a distributed array (Blelloch, "Prefix sums and their
 applications", 1990; the blocked scan of dask's ``cumreduction`` and Heat's
 ``cumsum``): each fragment scans what it holds in its own framework, the
-fragments' totals are scanned exclusively along the split mode (one small
-:func:`~dlmg.ops.pieces.share` across processes: one slice per fragment), and each
+fragments' totals are scanned exclusively along the split mode (in one process on
+the devices where they lie, as a running total carried from block to block; across
+processes one small :func:`~dlmg.ops.pieces.share` of one slice per fragment), and each
 fragment adds (multiplies) its offset. Along a mode that is not split, the scan is
 local to each fragment.
 
@@ -26,14 +27,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..device import Device
 from ..dtypes import canonical
 from ..errors import DtypeError
 from ..layout import Layout
 from ._dtypes import kind_of, narrow_for, sum_dtype
 from .contract.pending import settled
 from .dispatch import executor, is_distributed, new_tensor
-from ._executor import array_device, fail
-from .pieces import alltoall, host, members, on, share
+from ._executor import array_device, fail, move_array
+from .pieces import across_processes, alltoall, host, members, on, share
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
@@ -168,22 +170,7 @@ def _slab_scan(x: "DistributedTensor", name: str, a: int, out_dtype: str,
         except Exception as exc:
             raise fail(f"dlmg.{name}", f.index, ex, exc) from exc
     split = layout.grid[a] > 1 or layout.nblocks[a] > 1
-    np_dtype = np.dtype(out_dtype)
-
-    def totals() -> dict[Any, Any]:
-        found = {}
-        for f in frags:
-            if not f.is_local or f.replica != 0:
-                continue
-            ex = executor(f.framework, f.device)
-            for (j, _), s in zip(_pieces(f.layout, a), scanned[f.index]):
-                last = ex.run(lambda xp, arr: arr[(slice(None),) * a + (slice(-1, None),)], s)
-                found[(j, f.index)] = np.array(host(last, ex), copy=True)
-        return found
-
-    all_totals = share(f"dlmg.{name} (block totals)", totals, layout=layout, axis=a, dtype=out_dtype) \
-        if split else {}
-    by_block = {(j, _others(layout, i, a)): t for (j, i), t in all_totals.items()}
+    prefix = _prefixes(x, scanned, name, a, out_dtype, identity) if split else {}
     end_block = n // max(b, 1)
     arrays: list[Any] = [None] * out_layout.nfragments
     for f in frags:
@@ -192,7 +179,6 @@ def _slab_scan(x: "DistributedTensor", name: str, a: int, out_dtype: str,
         ex = executor(f.framework, f.device)
         coords = f.layout.coords
         others = _others(layout, f.index, a)
-        cshape = tuple(1 if m == a else s for m, s in enumerate(f.layout.shape))
         blocks = [j for j, _ in _pieces(f.layout, a)]
         # index n of the grown mode starts a block of its own where n is a multiple of the block
         extra = include_initial and n % max(b, 1) == 0 and end_block % g == coords[a] and (split or n == 0)
@@ -200,16 +186,16 @@ def _slab_scan(x: "DistributedTensor", name: str, a: int, out_dtype: str,
         try:
             for k, j in enumerate(blocks):
                 owns_end = include_initial and j == end_block
-                offset = _combine(by_block, others, range(j), cshape, identity, np_dtype) if split else None
-                grand = (_combine(by_block, others, range(layout.nblocks[a]), cshape, identity, np_dtype)
-                         if split and owns_end else None)
+                offset = _at(prefix.get((j, others)), ex)
+                grand = _at(prefix.get((layout.nblocks[a], others)), ex) if owns_end else None
                 parts.append(ex.run(_finish, scanned[f.index][k], offset, grand, a, include_initial,
                                     owns_end or (not split and include_initial), identity, ex, out_dtype))
                 scanned[f.index][k] = None
             if extra or (not blocks and include_initial and coords[a] == end_block % g):
-                whole = (_combine(by_block, others, range(layout.nblocks[a]), cshape, identity, np_dtype) if split
-                         else np.full(cshape, identity, dtype=np_dtype))
-                parts.append(ex.run(lambda xp, t: xp.astype(on(t, ex), ex.dtype(out_dtype)), whole))
+                whole = _at(prefix.get((layout.nblocks[a], others)), ex)
+                cshape = tuple(1 if m == a else s for m, s in enumerate(f.layout.shape))
+                parts.append(ex.run(lambda xp, t: xp.astype(t, ex.dtype(out_dtype)), whole) if whole is not None
+                             else on(np.full(cshape, identity, dtype=np.dtype(out_dtype)), ex))
             if not parts:
                 parts.append(ex.run(lambda xp, arr: xp.astype(arr, ex.dtype(out_dtype)), f.array))
             arrays[f.index] = parts[0] if len(parts) == 1 else ex.run(lambda xp, ps: xp.concat(ps, axis=a), parts)
@@ -226,16 +212,60 @@ def _others(layout: Layout, index: int, a: int) -> tuple[int, ...]:
     return tuple(c[m] for m in range(layout.ndim) if m != a)
 
 
-def _combine(totals: dict[Any, Any], others: tuple[int, ...], along: range, shape: tuple[int, ...],
-             identity: int, dtype: np.dtype) -> np.ndarray:
-    """The sum (``identity`` 0) or product of the totals of global blocks ``along`` (with the other
-    grid coordinates ``others``), in scan order."""
-    acc = np.full(shape, identity, dtype=dtype)
-    for j in along:
-        t = totals.get((j, others))
-        if t is not None:
-            acc = acc + t if identity == 0 else acc * t
-    return acc.astype(dtype, copy=False)
+def _prefixes(x: "DistributedTensor", scanned: dict[int, list[Any]], name: str, a: int, out_dtype: str,
+              identity: int) -> dict[tuple[int, tuple[int, ...]], tuple[Any, Any]]:
+    """The exclusive scan of the blocks' totals: for ``(j, others)`` (global block ``j`` along
+    ``a``, the other grid coordinates), the sum (product) of the totals of blocks ``0..j-1``,
+    as ``(array, executor)``; absent where nothing precedes.
+
+    In one process the totals stay where they were computed, as arrays of their fragment's
+    framework, and each running total is combined on the device of the block it adds, so a
+    GPU's scan makes no host round trip. Across processes each block's total (one slice) is
+    shared through the host (:func:`~dlmg.ops.pieces.share`)."""
+    layout = x.layout
+    totals: dict[tuple[int, tuple[int, ...]], tuple[Any, Any]] = {}
+    last = (slice(None),) * a + (slice(-1, None),)
+    if across_processes() is None:
+        for f in x.fragments:
+            if f.is_local and f.replica == 0:
+                ex = executor(f.framework, f.device)
+                for (j, _), s in zip(_pieces(f.layout, a), scanned[f.index]):
+                    # a copy: the scan itself is offset in place afterwards
+                    totals[(j, _others(layout, f.index, a))] = (ex.run(lambda xp, arr: xp.asarray(arr[last], copy=True),
+                                                                       s), ex)
+    else:
+        def local() -> dict[Any, Any]:
+            found = {}
+            for f in x.fragments:
+                if f.is_local and f.replica == 0:
+                    ex = executor(f.framework, f.device)
+                    for (j, _), s in zip(_pieces(f.layout, a), scanned[f.index]):
+                        found[(j, f.index)] = np.array(host(ex.run(lambda xp, arr: arr[last], s), ex), copy=True)
+            return found
+
+        shared = share(f"dlmg.{name} (block totals)", local, layout=layout, axis=a, dtype=out_dtype)
+        on_host = executor("numpy", Device("cpu", 0))
+        totals = {(j, _others(layout, i, a)): (t, on_host) for (j, i), t in shared.items()}
+    combine = (lambda xp, p, q: p + q) if identity == 0 else (lambda xp, p, q: p * q)
+    prefix: dict[tuple[int, tuple[int, ...]], tuple[Any, Any]] = {}
+    for others in {key[1] for key in totals}:
+        running = None
+        for j in range(layout.nblocks[a] + 1):
+            if running is not None:
+                prefix[(j, others)] = running
+            found = totals.get((j, others))
+            if found is not None:
+                total, ex = found
+                running = found if running is None else (ex.run(combine, _at(running, ex), total), ex)
+    return prefix
+
+
+def _at(value: tuple[Any, Any] | None, ex: Any) -> Any:
+    """``value``'s array as an array of ``ex``'s framework on its device (``None`` stays)."""
+    if value is None:
+        return None
+    array, source = value
+    return array if source is ex else move_array(array, ex, source.adapter)
 
 
 def _finish(xp: Any, s: Any, offset: Any, grand: Any, a: int, include_initial: bool, owns_end: bool, identity: int,
@@ -243,7 +273,7 @@ def _finish(xp: Any, s: Any, offset: Any, grand: Any, a: int, include_initial: b
     """One fragment's result: its local scan with the offset applied; with
     ``include_initial`` the exclusive scan, and the whole total where it holds the end."""
     dt = ex.dtype(out_dtype)
-    off = None if offset is None else on(offset, ex)
+    off = offset
     # in place where the framework allows: ``s`` is this call's own fresh scan (one pass, no new array)
     if off is not None and s.shape[a] and identity == 0:
         s += off
@@ -258,7 +288,7 @@ def _finish(xp: Any, s: Any, offset: Any, grand: Any, a: int, include_initial: b
     parts = [first, s[tuple(cut)]] if s.shape[a] else []
     if owns_end:
         if grand is not None:
-            parts.append(xp.astype(on(grand, ex), dt))
+            parts.append(xp.astype(grand, dt))
         elif s.shape[a]:
             last = [slice(None)] * s.ndim
             last[a] = slice(s.shape[a] - 1, None)
