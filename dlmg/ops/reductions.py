@@ -657,9 +657,10 @@ def _on_devices(x: "DistributedTensor", value: Any, dtype: str) -> "DistributedT
 def _holder(x: "DistributedTensor", device: Device, dtype: str) -> str:
     """A framework that holds ``dtype`` on ``device``: that of another of ``x``'s local
     fragments there, NumPy on a host device, or an imported framework that supports it."""
-    for frag in x.local_fragments:
-        if frag.device == device and holds_dtype(get_adapter(frag.framework), dtype):
-            return frag.framework
+    local = [(frag.device, str(frag.framework)) for frag in x.local_fragments]
+    for there, framework in local:
+        if there == device and holds_dtype(get_adapter(framework), dtype):
+            return framework
     candidates = ["numpy"] if device.is_host else []
     candidates += [name for name in adapter_names() if in_use(get_adapter(name))]
     for name in candidates:
@@ -668,7 +669,7 @@ def _holder(x: "DistributedTensor", device: Device, dtype: str) -> str:
             return name
     raise DtypeError(
         f"no framework in use holds the {dtype} result on {device}: the fragments' frameworks there "
-        f"narrow it ({', '.join(sorted({f.framework for f in x.local_fragments if f.device == device}))}); "
+        f"narrow it ({', '.join(sorted({fw for there, fw in local if there == device}))}); "
         "enable 64-bit types in them (JAX: jax.config.update('jax_enable_x64', True))"
     )
 
