@@ -275,6 +275,7 @@ def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties
             j += 1
     while len(splitters) < p - 1:
         splitters.append(splitters[-1] if splitters else (0, 0, 0))
+    del drawn, weighted  # (every fragment's samples: released before the buckets move)
 
     cuts: dict[int, list[int]] = {}
     for pos, m in enumerate(slots):
@@ -369,17 +370,18 @@ def _merge(xp: Any, box: list[Any], ordered: bool, need_values: bool) -> tuple[A
     v, box[0] = box[0], None
     if box[1] is None and box[2] is None:
         return xp.sort(v, stable=True), None, None  # (a merge of sorted runs: stable sorts find them)
-    first = None
+    # one take at a time, each input released as its reordered copy replaces it
     if box[1] is not None and not ordered:
         first = xp.argsort(box[1])
-        v, box[1] = xp.take(v, first), xp.take(box[1], first)
+        v = xp.take(v, first)
+        box[1] = xp.take(box[1], first)
+        if box[2] is not None:
+            box[2] = xp.take(box[2], first)
+        del first
     perm = xp.argsort(v, stable=True)
     v = xp.take(v, perm) if need_values else None
     t, box[1] = (None if box[1] is None else xp.take(box[1], perm)), None
-    if box[2] is not None:
-        e, box[2] = xp.take(box[2], perm if first is None else xp.take(first, perm)), None
-    else:
-        e = None
+    e, box[2] = (None if box[2] is None else xp.take(box[2], perm)), None
     return v, t, e
 
 
@@ -458,10 +460,7 @@ def _sample_sort_1d(x: "DistributedTensor", descending: bool, name: str, idx: st
                 start = layout.fragments[m.index].coords[0] * layout.block[0]
                 ties[m.index] = (n - start - int(v.shape[0])) if descending else start
             else:
-                g = layout.owned_indices(m.index, 0).astype(np.int64)
-                if descending:
-                    g = (n - 1 - g)[::-1]
-                ties[m.index] = on(g.astype(tie, copy=False), ex)
+                ties[m.index] = on(_global_positions(layout, m.index, descending, tie), ex)
         v = None
     fields = {"layout": layout, "op": name, "descending": descending}
     # descending: the reversed sequence, whose keys increase along the slots reversed
@@ -486,6 +485,23 @@ def _sample_sort_1d(x: "DistributedTensor", descending: bool, name: str, idx: st
     if converted:
         out = [_cast(a, _member_at(receivers, i), str(x.dtype)) for i, a in enumerate(out)]
     return new_tensor(out, layout.dense, x.dtype)
+
+
+def _global_positions(layout: Layout, index: int, descending: bool, dtype: str) -> np.ndarray:
+    """The global positions of 1-D fragment ``index``'s elements in ``dtype`` (of the reversed
+    sequence, reversed, with ``descending``), built in place: one array, no wider temporaries."""
+    frag = layout.fragments[index]
+    b, g, c, n = layout.block[0], layout.grid[0], frag.coords[0], layout.shape[0]
+    out = np.empty(frag.shape[0], dtype=dtype)
+    whole = frag.shape[0] // b
+    rows = out[:whole * b].reshape(whole, b)
+    np.add((np.arange(whole, dtype=dtype) * g + c)[:, None] * b, np.arange(b, dtype=dtype)[None, :], out=rows)
+    if frag.shape[0] > whole * b:  # the last, shorter block
+        out[whole * b:] = np.arange(frag.shape[0] - whole * b, dtype=dtype) + (whole * g + c) * b
+    if descending:
+        np.subtract(n - 1, out, out=out)
+        out = out[::-1].copy()
+    return out
 
 
 def _member_at(ms: Sequence[Member], index: int) -> Member | None:
