@@ -200,8 +200,65 @@ def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties
         ``(values, ties, counts)``: per local slot its sorted bucket (and its tie keys,
         empty without ``ties``), and every slot's bucket size.
     """
-    p = len(slots)
     local = [m for m in slots if m.local]
+    runs, keys, extra = _sorted_runs(what, local, values, ties, payload, sorted_already, tie_dtype)
+    splitters = _splitters(what, slots, runs, keys, mode, fields)
+    cuts: dict[int, list[int]] = {}
+    for pos, m in enumerate(slots):
+        if m.local:
+            try:
+                cuts[m.index] = _cuts(m, pos, runs[m.index], keys.get(m.index), splitters, mode)
+            except Exception as exc:
+                raise fail(f"{what} (cutting at the splitters)", m.index, m.executor, exc) from exc
+
+    def pieces_of(store: dict[int, Any]) -> Any:
+        def send(m: Member) -> list[Any]:
+            arr, c = store.pop(m.index), cuts[m.index]  # handed over: released once packed
+            return [arr[c[d]:c[d + 1]] for d in range(len(slots))]
+
+        return send
+
+    got_v = alltoall(f"{what} (buckets)", slots, slots, pieces_of(runs), dtype, joined=True, **fields)
+    got_t = alltoall(f"{what} (bucket keys)", slots, slots, pieces_of(keys), tie_dtype, joined=True, **fields) \
+        if ties is not None else {}
+    got_e = alltoall(f"{what} (bucket payload)", slots, slots, pieces_of(extra), payload_dtype, joined=True,
+                     **fields) if payload is not None else {}
+    out_v, out_t = _merged(what, local, (got_v, got_t, got_e), ordered, need_values, payload)
+    sizes = {i: int((v if v is not None else out_t[i]).shape[0]) for i, v in out_v.items()}
+    counts = share(f"{what} (bucket sizes)", lambda: sizes, **fields)
+    return out_v, out_t, counts
+
+
+def _merged(what: str, local: Sequence[Member], got: tuple[dict[int, Any], ...], ordered: bool,
+            need_values: bool, payload: dict[int, Any] | None) -> tuple[dict[int, Any], dict[int, Any]]:
+    """Step 4: each local bucket merged from what it received (``got``: values, tie keys and
+    payload per slot, popped as merged). Returns the sorted values and tie keys per slot; the
+    payload comes back in ``payload``."""
+    out_v: dict[int, Any] = {}
+    out_t: dict[int, Any] = {}
+    for m in local:
+        ex = m.executor
+        assert ex is not None
+        box = [got[0].pop(m.index), got[1].pop(m.index, None), got[2].pop(m.index, None)]
+        try:
+            v, t, e = ex.run(_merge, box, ordered, need_values)
+        except Exception as exc:
+            raise fail(f"{what} (merging)", m.index, ex, exc) from exc
+        out_v[m.index] = v
+        if t is not None:
+            out_t[m.index] = t
+        if e is not None:
+            assert payload is not None
+            payload[m.index] = e
+        v = t = e = None
+    return out_v, out_t
+
+
+def _sorted_runs(what: str, local: Sequence[Member], values: dict[int, Any], ties: dict[int, Any] | None,
+                 payload: dict[int, Any] | None, sorted_already: bool,
+                 tie_dtype: str) -> tuple[dict[int, Any], dict[int, Any], dict[int, Any]]:
+    """Step 1: each local slot's values sorted (its tie keys and payload permuted with them),
+    each input popped as its sorted copy replaces it. Returns ``(runs, keys, payload)``."""
     runs: dict[int, Any] = {}
     keys: dict[int, Any] = {}
     extra: dict[int, Any] = {}
@@ -235,6 +292,14 @@ def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties
         if e is not None:
             extra[m.index] = e
         v = t = e = None
+    return runs, keys, extra
+
+
+def _splitters(what: str, slots: Sequence[Member], runs: dict[int, Any], keys: dict[int, Any], mode: str,
+               fields: dict[str, Any]) -> list[tuple]:
+    """Step 2: the ``p - 1`` splitters every process agrees on, from regular samples of the
+    sorted runs, each sample weighted by the elements it stands for."""
+    p = len(slots)
 
     def samples() -> dict[int, Any]:
         found = {}
@@ -275,47 +340,7 @@ def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties
             j += 1
     while len(splitters) < p - 1:
         splitters.append(splitters[-1] if splitters else (0, 0, 0))
-    del drawn, weighted  # (every fragment's samples: released before the buckets move)
-
-    cuts: dict[int, list[int]] = {}
-    for pos, m in enumerate(slots):
-        if m.local:
-            try:
-                cuts[m.index] = _cuts(m, pos, runs[m.index], keys.get(m.index), splitters, mode)
-            except Exception as exc:
-                raise fail(f"{what} (cutting at the splitters)", m.index, m.executor, exc) from exc
-
-    def pieces_of(store: dict[int, Any]) -> Any:
-        def send(m: Member) -> list[Any]:
-            arr, c = store.pop(m.index), cuts[m.index]  # handed over: released once packed
-            return [arr[c[d]:c[d + 1]] for d in range(p)]
-
-        return send
-
-    got_v = alltoall(f"{what} (buckets)", slots, slots, pieces_of(runs), dtype, joined=True, **fields)
-    got_t = alltoall(f"{what} (bucket keys)", slots, slots, pieces_of(keys), tie_dtype, joined=True, **fields) \
-        if ties is not None else {}
-    got_e = alltoall(f"{what} (bucket payload)", slots, slots, pieces_of(extra), payload_dtype, joined=True,
-                     **fields) if payload is not None else {}
-    out_v: dict[int, Any] = {}
-    out_t: dict[int, Any] = {}
-    for m in local:
-        ex = m.executor
-        box = [got_v.pop(m.index), got_t.pop(m.index, None), got_e.pop(m.index, None)]
-        try:
-            v, t, e = ex.run(_merge, box, ordered, need_values)
-        except Exception as exc:
-            raise fail(f"{what} (merging)", m.index, ex, exc) from exc
-        out_v[m.index] = v
-        if t is not None:
-            out_t[m.index] = t
-        if e is not None:
-            assert payload is not None
-            payload[m.index] = e
-        v = t = e = None
-    sizes = {i: int((v if v is not None else out_t[i]).shape[0]) for i, v in out_v.items()}
-    counts = share(f"{what} (bucket sizes)", lambda: sizes, **fields)
-    return out_v, out_t, counts
+    return splitters
 
 
 def _shifted(xp: Any, perm: Any, by: int, dtype: Any) -> Any:
