@@ -108,9 +108,12 @@ class _Blocks:
         def firsts() -> dict[int, Any]:
             found = {}
             for m in slots:
-                if m.local and x1.fragments[m.index].shape[0]:
-                    run = host(x1.fragments[m.index].array[::self.b], m.executor)  # each block's first value
-                    found[m.index] = run.astype(common).tolist()
+                n = x1.fragments[m.index].shape[0]
+                if m.local and n:
+                    ex = m.executor
+                    at = on(np.arange(0, n, self.b, dtype=np.int32 if n < 2**31 else np.int64), ex)
+                    found[m.index] = host(ex.run(lambda xp, a, i: xp.take(a, i), x1.fragments[m.index].array, at),
+                                          ex).astype(common).tolist()  # each block's first value
             return found
 
         first = share("dlmg.searchsorted (bounds)", firsts, x1=lay, side=side)
