@@ -89,6 +89,10 @@ def indexing_routed():
     want = x.gather()
     assert want[k, 1] == 123.0
     np.testing.assert_array_equal(x[:, 4].gather(), want[:, 4])
+    total = xp.sum(x)  # a 0-d tensor on every process, read through 0-d masks: its element as often as asked
+    for keep in (total > 1e12, total < 1e12):
+        got = total[keep]
+        np.testing.assert_array_equal(got.gather(), np.asarray(float(total.gather()))[np.asarray(bool(keep.gather()))])
     replicated = Layout.replicated(host.shape, ["cpu:0"] * world, ranks=list(range(world)))
     r = dlmg.scatter(host if dd.rank() == 0 else None, replicated, framework="numpy")
     np.testing.assert_array_equal(r[rows].gather(), host[rows])

@@ -174,6 +174,29 @@ def test_scan_of_a_slab_moves_no_fragment_and_keeps_the_layout():
     np.testing.assert_array_equal(got.gather(), np.cumsum(np.arange(1.0, 11.0)))
 
 
+def test_diff_and_searchsorted_of_cyclic_blocks_redistribute_nothing(monkeypatch):
+    """Blocks dealt out cyclically are differenced and searched where they lie: a halo per
+    block, a search per fragment (its blocks, in order, are sorted)."""
+    layout = Layout((40,), block=(3,), grid=(4,), devices=["cpu:0", "cpu:1", "cpu:2", "cpu:3"])
+    value = np.random.default_rng(4).integers(0, 20, 40).astype(np.float64)
+    value[::7] = np.nan
+    x = dlmg.scatter(value, layout)
+    ordered = dlmg.scatter(np.sort(value), layout)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("redistributed")
+
+    monkeypatch.setattr(type(x), "redistribute", refuse)
+    for n in (1, 2):
+        got = xp.diff(x, n=n)
+        assert (got.layout.block, got.layout.grid) == (layout.block, layout.grid)
+        assert [f.device for f in got.fragments] == [f.device for f in x.fragments]
+        _equal(_host(got), np.diff(value, n=n))
+    for side in ("left", "right"):
+        got = xp.searchsorted(ordered, x, side=side)
+        np.testing.assert_array_equal(_host(got), np.searchsorted(np.sort(value), value, side=side))
+
+
 # -- sorting and searching -----------------------------------------------------------------
 
 

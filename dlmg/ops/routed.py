@@ -41,14 +41,16 @@ __all__ = ["Box", "place_pieces", "grouped", "owners", "result_layout", "result_
 _HOST = Device("cpu", 0)
 
 
-def owners(layout: Layout, coords: Sequence[np.ndarray], rank: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def owners(layout: Layout, coords: Sequence[np.ndarray], rank: int = 0,
+           size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The owning fragment and the local row-major offset there of each element.
 
     ``coords`` holds one int64 array per mode (equal lengths, in bounds). Of the
     replicas, one held by process ``rank`` is chosen where there is one, else
-    replica 0.
+    replica 0. ``size`` counts the elements where ``coords`` cannot (a 0-d
+    ``layout``: no modes, each element its one element; by default one).
     """
-    n = len(coords[0]) if coords else 1
+    n = len(coords[0]) if coords else (1 if size is None else size)
     cell = np.zeros(n, dtype=np.int64)
     local: list[np.ndarray] = []
     scale = 1
@@ -192,16 +194,16 @@ def box(coords: Sequence[np.ndarray], layout: Layout, fragment: int) -> Box:
     return Box(subs, shape)
 
 
-def _read_local(frag: Any, local: tuple[np.ndarray, ...]) -> Any:
-    """``frag``'s elements at ``local`` (one index array per mode), in its framework."""
+def _read_local(frag: Any, offsets: np.ndarray) -> Any:
+    """``frag``'s elements at the local row-major ``offsets``, in its framework (a 0-d
+    fragment's one element as often as asked)."""
     ex = executor(frag.framework, frag.device)
+    local = (offsets,) if len(frag.shape) <= 1 else unravel(offsets, frag.shape)
     idx = tuple(as_indices(i, ex) for i in local)
 
     def run(xp: Any) -> Any:
         a = frag.array
-        if not idx:
-            return xp.reshape(a, (1,))
-        return a[idx]
+        return xp.reshape(a, (1,))[idx] if a.ndim == 0 else a[idx]
 
     return ex.run(run)
 
@@ -217,7 +219,7 @@ def read(x: "DistributedTensor", requests: dict[int, Box], layout: Layout,
         return _read_across(x, requests, layout, frameworks, name, engine)
     arrays: list[Any] = [None] * layout.nfragments
     for o, request in requests.items():
-        cell, offset = owners(x.layout, request.coords())
+        cell, offset = owners(x.layout, request.coords(), size=request.size)
         arrays[o] = _assemble(x, cell, offset, layout.fragment(o).shape,
                               executor(frameworks[o], layout.devices[o]), x.dtype)
     return new_tensor(arrays, layout, x.dtype)
@@ -232,14 +234,8 @@ def _assemble(x: "DistributedTensor", cell: np.ndarray, offset: np.ndarray, shap
     for f in np.flatnonzero(counts):
         stop = start + int(counts[f])
         frag = x.fragments[int(f)]
-        offs = offset[order[start:stop]]
-        local = (offs,) if len(frag.shape) == 1 else unravel(offs, frag.shape)
-        pieces.append(move_array(_read_local(frag, local), out))
+        pieces.append(move_array(_read_local(frag, offset[order[start:stop]]), out))
         start = stop
-    wanted = math.prod(shape)
-    if x.ndim == 0 and pieces and wanted != 1:  # a 0-d source's one element, as often as asked (0 times: empty)
-        one = pieces[0]
-        return out.run(lambda xp: xp.reshape(one[:0] if wanted == 0 else xp.concat([one] * wanted), shape))
     return out.run(lambda xp: _place(xp, pieces, order, counts, shape, out, dtype))
 
 
@@ -279,10 +275,10 @@ def write(x: "DistributedTensor", requests: list[tuple[Box, Callable[[Any], Any]
         return
     replaced: dict[int, Any] = {}
     for request, values in requests:
-        if not request.size:  # (a 0-d tensor has no coordinates to count the elements by)
+        if not request.size:
             continue
         cells: list[np.ndarray] = []
-        base, offset = owners(x.layout, request.coords())
+        base, offset = owners(x.layout, request.coords(), size=request.size)
         base = base % x.layout.ngrid
         for r in range(x.layout.nreplicas):
             cells.append(base + r * x.layout.ngrid)
@@ -364,7 +360,7 @@ def _read_across(x: "DistributedTensor", requests: dict[int, Box], layout: Layou
             for r in range(rounds):
                 if r < len(segments):
                     o, a, b = segments[r]
-                    cell, offset = owners(x.layout, requests[o].coords(a, b), rank=me)
+                    cell, offset = owners(x.layout, requests[o].coords(a, b), rank=me, size=b - a)
                     ranks = rank_of[cell]
                     order = grouped(ranks, world)
                     codes = offset[order] * nfrag + cell[order]
@@ -412,7 +408,7 @@ def _exchange_round(engine: Any, x: "DistributedTensor", codes: np.ndarray, coun
     for f in np.unique(frag_of):
         pick = np.flatnonzero(frag_of == f)
         frag = x.fragments[int(f)]
-        got = _read_local(frag, unravel(local_offset[pick], frag.shape))
+        got = _read_local(frag, local_offset[pick])
         answer[pick] = np.asarray(move_array(got, executor("numpy", _HOST))).astype(answer.dtype, copy=False)
         del pick, got
     del frag_of, local_offset
@@ -452,7 +448,7 @@ def _write_across(x: "DistributedTensor", requests: list[tuple[Box, Callable[[An
             for r in range(rounds):
                 if r < len(segments):
                     k, a, b = segments[r]
-                    base, offset = owners(lay, requests[k][0].coords(a, b))
+                    base, offset = owners(lay, requests[k][0].coords(a, b), size=b - a)
                     base = base % ngrid
                     cell = np.concatenate([base + ngrid * rep for rep in range(lay.nreplicas)])
                     offset = np.tile(offset, lay.nreplicas)

@@ -23,6 +23,7 @@ locally; ``n > 1`` repeats it.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -305,14 +306,15 @@ def _finish(xp: Any, s: Any, offset: Any, grand: Any, a: int, include_initial: b
 
 
 def diff(x: "DistributedTensor", /, *, axis: int = -1, n: int = 1) -> "DistributedTensor":
-    """The ``n``-th forward difference along ``axis``, with a halo of one slice from the
-    next fragment per round (see the module).
+    """The ``n``-th forward difference along ``axis``, with a halo of one slice per block from
+    the next block per round (see the module).
 
     Returns
     -------
     DistributedTensor
-        The mode ``n`` shorter, on ``x``'s devices and processes: the slab of ``x``'s grid
-        along ``axis`` (``x``'s own layout where it already was one).
+        The mode ``n`` shorter, on ``x``'s devices and processes, in ``x``'s layout (the
+        slab of its grid along ``axis`` where a fragment holds more than
+        :data:`BLOCKS_IN_PLACE` blocks there).
     """
     x = settled(x)
     a = _axis(x, axis, "diff")
@@ -320,7 +322,8 @@ def diff(x: "DistributedTensor", /, *, axis: int = -1, n: int = 1) -> "Distribut
         raise ValueError(f"dlmg.diff: n must be a non-negative int, got {n!r}")
     if kind_of(x.dtype) == "b":
         raise DtypeError("dlmg.diff is not defined for bool tensors (subtraction); use xp.not_equal")
-    out = x if is_slab_along(x.layout, a) else x.redistribute(slab_along(x.layout, a))
+    in_place = max((f.nblocks[a] for f in x.layout.fragments), default=0) <= BLOCKS_IN_PLACE
+    out = x if in_place else x.redistribute(slab_along(x.layout, a))
     for _ in range(n):
         if out.shape[a] == 0:
             break
@@ -328,35 +331,47 @@ def diff(x: "DistributedTensor", /, *, axis: int = -1, n: int = 1) -> "Distribut
     return out
 
 
+def _heads_wanted(layout: Layout, a: int) -> dict[int, list[tuple[int, int]]]:
+    """Per fragment, the halos its blocks along mode ``a`` need, in block order: for each of
+    its blocks but the last global one, ``(fragment holding the next block, that block's
+    first local position)`` (same other grid coordinates and replica)."""
+    b, g, nb = layout.block[a], layout.grid[a], layout.nblocks[a]
+    wanted: dict[int, list[tuple[int, int]]] = {}
+    for fl in layout.fragments:
+        need = []
+        for j in fl.blocks[a]:
+            if j + 1 < nb:
+                coords = list(fl.coords)
+                coords[a] = (j + 1) % g
+                need.append((layout.fragment_index(coords, fl.replica), (j + 1) // g * b))
+        wanted[fl.index] = need
+    return wanted
+
+
 def _diff_once(x: "DistributedTensor", a: int) -> "DistributedTensor":
+    """One forward difference: every block gets the first slice of the next block (one
+    all-to-all of those slices) and each fragment subtracts itself from its shifted self."""
     layout = x.layout
     shape = list(layout.shape)
     shape[a] = max(shape[a] - 1, 0)
     out_layout = layout.dense.replace(shape=tuple(shape))
     frags = x.fragments
-    nonempty = [f.index for f in layout.fragments if f.shape[a] > 0]
-    # the next fragment with elements along the mode, per fragment (same other coordinates)
-    nxt: dict[int, int] = {}
-    for fl in layout.fragments:
-        for c in range(fl.coords[a] + 1, layout.grid[a]):
-            coords = list(fl.coords)
-            coords[a] = c
-            j = layout.fragment_index(coords, fl.replica)
-            if j in nonempty:
-                nxt[fl.index] = j
-                break
+    wanted = _heads_wanted(layout, a)
     sources = members(x)
     by_index = {m.index: k for k, m in enumerate(sources)}
+    last_block = layout.nblocks[a] - 1
+
+    def at(lo: int, hi: int) -> tuple[slice, ...]:
+        return (slice(None),) * a + (slice(lo, hi),)
 
     def send(m: Any) -> list[Any]:
         pieces: list[Any] = [None] * len(sources)
         arr = frags[m.index].array
-        if arr.shape[a] == 0:
-            return pieces
-        head = m.executor.run(lambda xp, v: xp.reshape(v[(slice(None),) * a + (slice(0, 1),)], (-1,)), arr)
-        for src, dst in nxt.items():
-            if dst == m.index:
-                pieces[by_index[src]] = head
+        for dst, need in wanted.items():
+            starts = [start for src, start in need if src == m.index]
+            if starts:
+                pieces[by_index[dst]] = m.executor.run(
+                    lambda xp, v: xp.concat([xp.reshape(v[at(s, s + 1)], (-1,)) for s in starts]), arr)
         return pieces
 
     halos = alltoall("dlmg.diff (halo)", sources, sources, send, x.dtype, layout=layout, axis=a)
@@ -365,23 +380,34 @@ def _diff_once(x: "DistributedTensor", a: int) -> "DistributedTensor":
         if not f.is_local:
             continue
         ex = executor(f.framework, f.device)
-        got = [p for p in halos.get(f.index, []) if p is not None]
+        got = halos.pop(f.index, [])
         hshape = tuple(1 if m == a else s for m, s in enumerate(f.layout.shape))
+        per = math.prod(hshape)
+        used = {src: 0 for src, _ in wanted[f.index]}  # halos taken so far from each source
         want = out_layout.fragments[f.index].shape
 
         def one(xp: Any, arr: Any) -> Any:
-            if got:
-                arr = xp.concat([arr, xp.reshape(got[0], hshape)], axis=a)
-            if arr.shape[a] == 0:
+            parts = []
+            need = iter(wanted[f.index])
+            for (j, cut) in _pieces(f.layout, a):
+                parts.append(arr[at(cut.start + 1, cut.stop)])
+                if j < last_block:
+                    src, _ = next(need)
+                    k = used[src]
+                    used[src] = k + 1
+                    parts.append(xp.reshape(got[by_index[src]][k * per:(k + 1) * per], hshape))
+            if not parts:
                 return xp.reshape(arr, want)
-            lo = [slice(None)] * arr.ndim
-            hi = [slice(None)] * arr.ndim
-            lo[a], hi[a] = slice(0, -1), slice(1, None)
-            return xp.reshape(arr[tuple(hi)] - arr[tuple(lo)], want)
+            base = arr[at(0, want[a])]  # the last global block loses its last slice
+            if len(parts) == 1:  # a view of the operand: not to be written
+                return parts[0] - base
+            shifted = xp.concat(parts, axis=a)
+            del parts
+            shifted -= base  # in place where the framework allows: the shifted copy is this call's own
+            return shifted
 
         try:
             arrays[f.index] = ex.run(one, f.array)
         except Exception as exc:
             raise fail("dlmg.diff", f.index, ex, exc) from exc
     return new_tensor(arrays, out_layout, x.dtype)
-

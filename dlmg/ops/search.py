@@ -1,14 +1,17 @@
 """``searchsorted`` of a distributed sorted tensor: bounds exchanged once, requests routed
 to their owner, local binary searches.
 
-The sorted 1-D tensor ``x1`` is a slab (redistributed into one first where it
-is dealt out cyclically), so fragment ``j`` holds one run. Its first value and
-its offset are shared once (:func:`~dlmg.ops.pieces.share`, two numbers per
-fragment). Each fragment of ``x2`` finds, per value, the one run where its
-answer lies (a search among the firsts), and sends its values to the owners of
-those runs (one all-to-all); each owner answers by a local binary search plus
-its offset, and the answers come back by the reverse all-to-all into the
-layout of ``x2``. This is the owner-routed request of distributed hash and
+The sorted 1-D tensor ``x1`` is read where it lies, block by block: a fragment
+holding several blocks (a cyclic deal) holds them in increasing order, so its
+array is itself sorted. The first value of every block is shared once
+(:func:`~dlmg.ops.pieces.share`, one number per block; beyond
+:data:`~dlmg.ops.scan.BLOCKS_IN_PLACE` blocks per fragment ``x1`` is first
+redistributed into a slab). Each fragment of ``x2`` finds, per value, the one
+block where its answer lies (a search among the firsts), and sends its values to
+the owners of those blocks (one all-to-all); each owner answers by a binary
+search of its whole array plus, per value, the distance between its block's
+global and local starts, and the answers come back by the reverse all-to-all into
+the layout of ``x2``. This is the owner-routed request of distributed hash and
 range lookups (as in the distributed sorted-array search of Heat's
 ``searchsorted`` and of PGAS range queries); no fragment of ``x1`` leaves its
 owner.
@@ -26,7 +29,7 @@ from ._executor import array_device, fail
 from .contract.pending import settled
 from .dispatch import is_distributed, new_tensor
 from .pieces import alltoall, host, members, on, share
-from .scan import is_slab_along, slab_along
+from .scan import BLOCKS_IN_PLACE, slab_along
 from .sort import work_dtype
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,119 +70,156 @@ def searchsorted(x1: "DistributedTensor", x2: "DistributedTensor", /, *, side: s
     frameworks = (*x1.frameworks, *x2.frameworks)
     common = work_dtype(narrow_for(str(np.result_type(np.dtype(str(x1.dtype)), np.dtype(str(x2.dtype)))),
                                    frameworks), frameworks)
-    idx = narrow_for(index_dtype(), (*x1.frameworks, *x2.frameworks))
-    if not is_slab_along(x1.layout, 0):
+    idx = narrow_for(index_dtype(), frameworks)
+    if max((f.nblocks[0] for f in x1.layout.fragments), default=0) > BLOCKS_IN_PLACE:
         x1 = x1.redistribute(slab_along(x1.layout, 0))
-    lay1 = x1.layout
-    slots = members(x1, [lay1.fragment_index((c,), 0) for c in range(lay1.grid[0])])
-    sizes = [f.shape[0] for f in (lay1.fragments[m.index] for m in slots)]
-    fields = {"x1": lay1, "x2": x2.layout, "side": side}
-
-    def firsts() -> dict[int, Any]:
-        found = {}
-        for m in slots:
-            if m.local and x1.fragments[m.index].shape[0]:
-                found[m.index] = host(x1.fragments[m.index].array[:1], m.executor).astype(common).tolist()[0]
-        return found
-
-    first = share("dlmg.searchsorted (bounds)", firsts, **fields)
-    owners = [k for k, m in enumerate(slots) if sizes[k]]  # positions in slots of runs with elements
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    bounds = np.asarray([first[slots[k].index] for k in owners], dtype=common)
-    floating = kind_of(common) == "f"
-    # not every framework's searchsorted orders NaNs: they are searched for apart
-    numbered = int(np.count_nonzero(~np.isnan(bounds))) if floating else len(bounds)
-    total = int(offsets[-1])
+    blocks = _Blocks(x1, common, side)
+    fields = {"x1": x1.layout, "x2": x2.layout, "side": side}
     askers = members(x2)
-    plan: dict[int, tuple[Any, Any, list[int]]] = {}
+    kept: dict[int, Any] = {}  # per local fragment of x2: the permutation its requests were sent in
+    asked = alltoall("dlmg.searchsorted (requests)", askers, blocks.slots,
+                     lambda m: _requests(m, x2, blocks, kept), common, **fields)
+    answers = _answers(x1, blocks, asked, idx)
+    back = alltoall("dlmg.searchsorted (answers)", blocks.slots, askers, lambda m: answers.pop(m.index), idx,
+                    joined=True, **fields)
+    out: list[Any] = [None] * x2.layout.nfragments
+    for m in askers:
+        if m.local:
+            try:
+                out[m.index] = _placed(m, [kept.pop(m.index), back.pop(m.index)],
+                                       x2.layout.fragments[m.index].shape, idx)
+            except Exception as exc:
+                raise fail("dlmg.searchsorted", m.index, m.executor, exc) from exc
+    return new_tensor(out, x2.layout.dense, idx)
 
-    def requests(m: Any) -> list[Any]:
-        ex = m.executor
-        arr = x2.fragments[m.index].array
 
-        def route(xp: Any, a: Any) -> tuple[Any, Any, Any]:
-            v = xp.reshape(a, (-1,))
-            if str(v.dtype) != str(ex.dtype(common)):
-                v = xp.astype(v, ex.dtype(common))
-            if not owners:
-                return v, None, None
-            if numbered > 1:  # the run of each value: how many runs after the first start at or below it
-                where = xp.searchsorted(on(bounds[1:numbered], ex), v, side=side)
-            else:
-                where = xp.zeros(v.shape, dtype=xp.int32, device=array_device(v))
-            if floating and bool(xp.any(xp.isnan(v))):
-                where = xp.where(xp.isnan(v), xp.full_like(where, max(numbered - 1, 0)), where)
-            perm = xp.argsort(where, stable=True)
-            cuts = [0]
-            for j in range(len(owners)):
-                cuts.append(cuts[-1] + int(xp.sum(xp.astype(where == j, xp.int32))))
-            del where
-            return xp.take(v, perm), perm, cuts
+class _Blocks:
+    """The blocks of the sorted ``x1``: their owners (``slots``, by grid coordinate) and first
+    values, shared once; and the search that finds the block of a value."""
 
-        ordered, perm, c = ex.run(route, arr)
-        pieces: list[Any] = [None] * len(slots)
-        plan[m.index] = [perm]
-        if perm is None:
-            return pieces
-        for j, k in enumerate(owners):
-            if c[j + 1] > c[j]:
-                pieces[k] = ordered[c[j]:c[j + 1]]
-        return pieces
+    def __init__(self, x1: "DistributedTensor", common: str, side: str) -> None:
+        lay = x1.layout
+        self.b, self.g, self.side, self.common = lay.block[0], lay.grid[0], side, common
+        self.slots = members(x1, [lay.fragment_index((c,), 0) for c in range(self.g)])
+        self.total = lay.shape[0]
+        self.one_each = all(f.nblocks[0] <= 1 for f in lay.fragments)
+        slots = self.slots
 
-    asked = alltoall("dlmg.searchsorted (requests)", askers, slots, requests, common, **fields)
+        def firsts() -> dict[int, Any]:
+            found = {}
+            for m in slots:
+                n = x1.fragments[m.index].shape[0]
+                if m.local and n:
+                    ex = m.executor
+                    at = on(np.arange(0, n, self.b, dtype=np.int32 if n < 2**31 else np.int64), ex)
+                    found[m.index] = host(ex.run(lambda xp, a, i: xp.take(a, i), x1.fragments[m.index].array, at),
+                                          ex).astype(common).tolist()  # each block's first value
+            return found
+
+        first = share("dlmg.searchsorted (bounds)", firsts, x1=lay, side=side)
+        self.bounds = np.asarray([first[slots[j % self.g].index][j // self.g] for j in range(lay.nblocks[0])],
+                                 dtype=common)
+        self.floating = kind_of(common) == "f"
+        # not every framework's searchsorted orders NaNs: they are searched for apart
+        self.numbered = int(np.count_nonzero(~np.isnan(self.bounds))) if self.floating else len(self.bounds)
+
+    def block_of(self, xp: Any, ex: Any, v: Any) -> Any:
+        """The global block where each value of ``v`` finds its answer: how many blocks after the
+        first start at or below it (NaNs: the last block starting with a number)."""
+        if self.numbered > 1:
+            where = xp.searchsorted(on(self.bounds[1:self.numbered], ex), v, side=self.side)
+        else:
+            where = xp.zeros(v.shape, dtype=xp.int32, device=array_device(v))
+        if self.floating and bool(xp.any(xp.isnan(v))):
+            where = xp.where(xp.isnan(v), xp.full_like(where, max(self.numbered - 1, 0)), where)
+        return where
+
+
+def _requests(m: Any, x2: "DistributedTensor", blocks: _Blocks, kept: dict[int, Any]) -> list[Any]:
+    """Fragment ``m`` of ``x2``'s values, one piece per owner of the blocks they fall in (the
+    permutation that grouped them kept in ``kept``)."""
+    ex = m.executor
+    g = blocks.g
+
+    def route(xp: Any, a: Any) -> tuple[Any, Any, Any]:
+        v = xp.reshape(a, (-1,))
+        if v.dtype != ex.dtype(blocks.common):
+            v = xp.astype(v, ex.dtype(blocks.common))
+        if not blocks.bounds.size:
+            return v, None, None
+        owner = blocks.block_of(xp, ex, v) % g
+        perm = xp.argsort(owner, stable=True)
+        cuts = [0]
+        for c in range(g):
+            cuts.append(cuts[-1] + int(xp.sum(xp.astype(owner == c, xp.int32))))
+        del owner
+        return xp.take(v, perm), perm, cuts
+
+    ordered, perm, c = ex.run(route, x2.fragments[m.index].array)
+    kept[m.index] = perm
+    if perm is None:
+        return [None] * g
+    return [ordered[c[k]:c[k + 1]] if c[k + 1] > c[k] else None for k in range(g)]
+
+
+def _answers(x1: "DistributedTensor", blocks: _Blocks, asked: dict[int, list[Any]], idx: str) -> dict[int, list[Any]]:
+    """Each local owner's answers to the pieces it was asked (global positions in ``x1``)."""
     answers: dict[int, list[Any]] = {}
-    for k, m in enumerate(slots):
+    b, g, side = blocks.b, blocks.g, blocks.side
+    for c, m in enumerate(blocks.slots):
         if not m.local:
             continue
         ex = m.executor
-        got = asked.pop(m.index, [])
+        pieces = asked.pop(m.index, [])
         run = x1.fragments[m.index].array
-        off = int(offsets[k])
+        offset = c * b  # of the first block: where each fragment holds one block, of every one
 
         def answer(xp: Any, r: Any, pieces: list[Any]) -> list[Any]:
-            if str(r.dtype) != str(ex.dtype(common)):
-                r = xp.astype(r, ex.dtype(common))
+            if r.dtype != ex.dtype(blocks.common):
+                r = xp.astype(r, ex.dtype(blocks.common))
             want = getattr(xp, idx)
             numbers = r.shape[0]
-            if floating and numbers:
+            if blocks.floating and numbers:
                 numbers -= int(host(xp.sum(xp.astype(xp.isnan(r), xp.int32)), ex))
-            nan_at = numbers if side == "left" else total - off
             out = []
-            for p in pieces:
+            for k, p in enumerate(pieces):
                 if p is None:
                     out.append(None)
                     continue
-                found = xp.astype(xp.searchsorted(r[:numbers], p, side=side), want)
-                if floating:
-                    found = xp.where(xp.isnan(p), xp.full_like(found, nan_at), found)
-                out.append(found + off)
+                pieces[k] = None
+                found = xp.astype(xp.searchsorted(r[:numbers], p, side=side), want, copy=False)
+                if blocks.one_each:
+                    shift = offset
+                else:  # a local block q holding global block j starts (j - q) blocks further globally
+                    j = xp.astype(blocks.block_of(xp, ex, p), want, copy=False)
+                    shift = (j - j // g) * b
+                    del j
+                if blocks.floating:  # NaNs: after the numbers (left) or at the end (right)
+                    found = xp.where(xp.isnan(p), numbers if side == "left" else blocks.total - shift, found)
+                found += shift
+                out.append(found)
+                del shift, found
             return out
 
         try:
-            answers[m.index] = ex.run(answer, run, got)
+            answers[m.index] = ex.run(answer, run, pieces)
         except Exception as exc:
             raise fail("dlmg.searchsorted", m.index, ex, exc) from exc
-    asked.clear()
-    back = alltoall("dlmg.searchsorted (answers)", slots, askers, lambda m: answers.pop(m.index), idx, joined=True,
-                    **fields)
-    out: list[Any] = [None] * x2.layout.nfragments
-    for m in askers:
-        if not m.local:
-            continue
-        ex = m.executor
-        box = plan.pop(m.index) + [back.pop(m.index)]
-        shape = x2.layout.fragments[m.index].shape
+        del pieces
+    return answers
 
-        def place(xp: Any, box: list[Any]) -> Any:
-            want = getattr(xp, idx)
-            if box[0] is None:
-                return ex.adapter.full(shape, 0, idx, ex.device)
-            inverse, box[0] = xp.argsort(box[0]), None  # (the permutation is released once inverted)
-            got, box[1] = box[1], None
-            return xp.reshape(xp.astype(xp.take(got, inverse), want, copy=False), shape)
 
-        try:
-            out[m.index] = ex.run(place, box)
-        except Exception as exc:
-            raise fail("dlmg.searchsorted", m.index, ex, exc) from exc
-    return new_tensor(out, x2.layout.dense, idx)
+def _placed(m: Any, box: list[Any], shape: tuple[int, ...], idx: str) -> Any:
+    """Fragment ``m`` of the result: the answers (``box``: the permutation the requests were
+    sent in, then the answers in that order) put back in the order of its values."""
+    ex = m.executor
+
+    def place(xp: Any, box: list[Any]) -> Any:
+        want = getattr(xp, idx)
+        if box[0] is None:
+            return ex.adapter.full(shape, 0, idx, ex.device)
+        inverse, box[0] = xp.argsort(box[0]), None  # (the permutation is released once inverted)
+        got, box[1] = box[1], None
+        return xp.reshape(xp.astype(xp.take(got, inverse), want, copy=False), shape)
+
+    return ex.run(place, box)

@@ -200,8 +200,65 @@ def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties
         ``(values, ties, counts)``: per local slot its sorted bucket (and its tie keys,
         empty without ``ties``), and every slot's bucket size.
     """
-    p = len(slots)
     local = [m for m in slots if m.local]
+    runs, keys, extra = _sorted_runs(what, local, values, ties, payload, sorted_already, tie_dtype)
+    splitters = _splitters(what, slots, runs, keys, mode, fields)
+    cuts: dict[int, list[int]] = {}
+    for pos, m in enumerate(slots):
+        if m.local:
+            try:
+                cuts[m.index] = _cuts(m, pos, runs[m.index], keys.get(m.index), splitters, mode)
+            except Exception as exc:
+                raise fail(f"{what} (cutting at the splitters)", m.index, m.executor, exc) from exc
+
+    def pieces_of(store: dict[int, Any]) -> Any:
+        def send(m: Member) -> list[Any]:
+            arr, c = store.pop(m.index), cuts[m.index]  # handed over: released once packed
+            return [arr[c[d]:c[d + 1]] for d in range(len(slots))]
+
+        return send
+
+    got_v = alltoall(f"{what} (buckets)", slots, slots, pieces_of(runs), dtype, joined=True, **fields)
+    got_t = alltoall(f"{what} (bucket keys)", slots, slots, pieces_of(keys), tie_dtype, joined=True, **fields) \
+        if ties is not None else {}
+    got_e = alltoall(f"{what} (bucket payload)", slots, slots, pieces_of(extra), payload_dtype, joined=True,
+                     **fields) if payload is not None else {}
+    out_v, out_t = _merged(what, local, (got_v, got_t, got_e), ordered, need_values, payload)
+    sizes = {i: int((v if v is not None else out_t[i]).shape[0]) for i, v in out_v.items()}
+    counts = share(f"{what} (bucket sizes)", lambda: sizes, **fields)
+    return out_v, out_t, counts
+
+
+def _merged(what: str, local: Sequence[Member], got: tuple[dict[int, Any], ...], ordered: bool,
+            need_values: bool, payload: dict[int, Any] | None) -> tuple[dict[int, Any], dict[int, Any]]:
+    """Step 4: each local bucket merged from what it received (``got``: values, tie keys and
+    payload per slot, popped as merged). Returns the sorted values and tie keys per slot; the
+    payload comes back in ``payload``."""
+    out_v: dict[int, Any] = {}
+    out_t: dict[int, Any] = {}
+    for m in local:
+        ex = m.executor
+        assert ex is not None
+        box = [got[0].pop(m.index), got[1].pop(m.index, None), got[2].pop(m.index, None)]
+        try:
+            v, t, e = ex.run(_merge, box, ordered, need_values)
+        except Exception as exc:
+            raise fail(f"{what} (merging)", m.index, ex, exc) from exc
+        out_v[m.index] = v
+        if t is not None:
+            out_t[m.index] = t
+        if e is not None:
+            assert payload is not None
+            payload[m.index] = e
+        v = t = e = None
+    return out_v, out_t
+
+
+def _sorted_runs(what: str, local: Sequence[Member], values: dict[int, Any], ties: dict[int, Any] | None,
+                 payload: dict[int, Any] | None, sorted_already: bool,
+                 tie_dtype: str) -> tuple[dict[int, Any], dict[int, Any], dict[int, Any]]:
+    """Step 1: each local slot's values sorted (its tie keys and payload permuted with them),
+    each input popped as its sorted copy replaces it. Returns ``(runs, keys, payload)``."""
     runs: dict[int, Any] = {}
     keys: dict[int, Any] = {}
     extra: dict[int, Any] = {}
@@ -235,6 +292,14 @@ def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties
         if e is not None:
             extra[m.index] = e
         v = t = e = None
+    return runs, keys, extra
+
+
+def _splitters(what: str, slots: Sequence[Member], runs: dict[int, Any], keys: dict[int, Any], mode: str,
+               fields: dict[str, Any]) -> list[tuple]:
+    """Step 2: the ``p - 1`` splitters every process agrees on, from regular samples of the
+    sorted runs, each sample weighted by the elements it stands for."""
+    p = len(slots)
 
     def samples() -> dict[int, Any]:
         found = {}
@@ -275,46 +340,7 @@ def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties
             j += 1
     while len(splitters) < p - 1:
         splitters.append(splitters[-1] if splitters else (0, 0, 0))
-
-    cuts: dict[int, list[int]] = {}
-    for pos, m in enumerate(slots):
-        if m.local:
-            try:
-                cuts[m.index] = _cuts(m, pos, runs[m.index], keys.get(m.index), splitters, mode)
-            except Exception as exc:
-                raise fail(f"{what} (cutting at the splitters)", m.index, m.executor, exc) from exc
-
-    def pieces_of(store: dict[int, Any]) -> Any:
-        def send(m: Member) -> list[Any]:
-            arr, c = store.pop(m.index), cuts[m.index]  # handed over: released once packed
-            return [arr[c[d]:c[d + 1]] for d in range(p)]
-
-        return send
-
-    got_v = alltoall(f"{what} (buckets)", slots, slots, pieces_of(runs), dtype, joined=True, **fields)
-    got_t = alltoall(f"{what} (bucket keys)", slots, slots, pieces_of(keys), tie_dtype, joined=True, **fields) \
-        if ties is not None else {}
-    got_e = alltoall(f"{what} (bucket payload)", slots, slots, pieces_of(extra), payload_dtype, joined=True,
-                     **fields) if payload is not None else {}
-    out_v: dict[int, Any] = {}
-    out_t: dict[int, Any] = {}
-    for m in local:
-        ex = m.executor
-        box = [got_v.pop(m.index), got_t.pop(m.index, None), got_e.pop(m.index, None)]
-        try:
-            v, t, e = ex.run(_merge, box, ordered, need_values)
-        except Exception as exc:
-            raise fail(f"{what} (merging)", m.index, ex, exc) from exc
-        out_v[m.index] = v
-        if t is not None:
-            out_t[m.index] = t
-        if e is not None:
-            assert payload is not None
-            payload[m.index] = e
-        v = t = e = None
-    sizes = {i: int((v if v is not None else out_t[i]).shape[0]) for i, v in out_v.items()}
-    counts = share(f"{what} (bucket sizes)", lambda: sizes, **fields)
-    return out_v, out_t, counts
+    return splitters
 
 
 def _shifted(xp: Any, perm: Any, by: int, dtype: Any) -> Any:
@@ -369,17 +395,18 @@ def _merge(xp: Any, box: list[Any], ordered: bool, need_values: bool) -> tuple[A
     v, box[0] = box[0], None
     if box[1] is None and box[2] is None:
         return xp.sort(v, stable=True), None, None  # (a merge of sorted runs: stable sorts find them)
-    first = None
+    # one take at a time, each input released as its reordered copy replaces it
     if box[1] is not None and not ordered:
         first = xp.argsort(box[1])
-        v, box[1] = xp.take(v, first), xp.take(box[1], first)
+        v = xp.take(v, first)
+        box[1] = xp.take(box[1], first)
+        if box[2] is not None:
+            box[2] = xp.take(box[2], first)
+        del first
     perm = xp.argsort(v, stable=True)
     v = xp.take(v, perm) if need_values else None
     t, box[1] = (None if box[1] is None else xp.take(box[1], perm)), None
-    if box[2] is not None:
-        e, box[2] = xp.take(box[2], perm if first is None else xp.take(first, perm)), None
-    else:
-        e = None
+    e, box[2] = (None if box[2] is None else xp.take(box[2], perm)), None
     return v, t, e
 
 
@@ -458,10 +485,7 @@ def _sample_sort_1d(x: "DistributedTensor", descending: bool, name: str, idx: st
                 start = layout.fragments[m.index].coords[0] * layout.block[0]
                 ties[m.index] = (n - start - int(v.shape[0])) if descending else start
             else:
-                g = layout.owned_indices(m.index, 0).astype(np.int64)
-                if descending:
-                    g = (n - 1 - g)[::-1]
-                ties[m.index] = on(g.astype(tie, copy=False), ex)
+                ties[m.index] = on(_global_positions(layout, m.index, descending, tie), ex)
         v = None
     fields = {"layout": layout, "op": name, "descending": descending}
     # descending: the reversed sequence, whose keys increase along the slots reversed
@@ -486,6 +510,23 @@ def _sample_sort_1d(x: "DistributedTensor", descending: bool, name: str, idx: st
     if converted:
         out = [_cast(a, _member_at(receivers, i), str(x.dtype)) for i, a in enumerate(out)]
     return new_tensor(out, layout.dense, x.dtype)
+
+
+def _global_positions(layout: Layout, index: int, descending: bool, dtype: str) -> np.ndarray:
+    """The global positions of 1-D fragment ``index``'s elements in ``dtype`` (of the reversed
+    sequence, reversed, with ``descending``), built in place: one array, no wider temporaries."""
+    frag = layout.fragments[index]
+    b, g, c, n = layout.block[0], layout.grid[0], frag.coords[0], layout.shape[0]
+    out = np.empty(frag.shape[0], dtype=dtype)
+    whole = frag.shape[0] // b
+    rows = out[:whole * b].reshape(whole, b)
+    np.add((np.arange(whole, dtype=dtype) * g + c)[:, None] * b, np.arange(b, dtype=dtype)[None, :], out=rows)
+    if frag.shape[0] > whole * b:  # the last, shorter block
+        out[whole * b:] = np.arange(frag.shape[0] - whole * b, dtype=dtype) + (whole * g + c) * b
+    if descending:
+        np.subtract(n - 1, out, out=out)
+        out = out[::-1].copy()
+    return out
 
 
 def _member_at(ms: Sequence[Member], index: int) -> Member | None:
