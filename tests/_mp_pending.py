@@ -2,10 +2,10 @@
 
 A product over a mode split across the processes, left pending: each process
 holds one addend. Every read of its values (index arrays, ``repr``, ``item``,
-copies, saving) resolves it on every process alike; transposes and basic
-indexing keep it pending (each addend indexed alike, where it lies), so every process
-sees the value and the next collective finds the processes agreeing; a write
-into it is refused on every process; ``x.T @ x`` and ``xp.matmul(x.T, x)`` are
+copies, saving) resolves it on every process alike, so every process sees the
+value and the next collective finds the processes agreeing; transposes and
+basic indexing keep it pending (each addend indexed alike, where it lies); a
+write into it is refused on every process; ``x.T @ x`` and ``xp.matmul(x.T, x)`` are
 one function and give the value.
 """
 
