@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import dlmg
+import dlmg.array_api as xp
 from dlmg import Layout
 
 FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -111,6 +112,25 @@ def test_view_reshapes_keep_it_and_moving_ones_give_the_value(data):
     got = dlmg.reshape(c, shape)  # the namespace's: the view, or the value moved
     assert (got.layout.partial == "sum") == (view is not None)
     np.testing.assert_allclose(_value(got), value.reshape(shape), rtol=1e-12, atol=1e-12)
+
+
+@FAST
+@given(st.data())
+def test_squeeze_and_unstack_keep_it_where_they_are_views(data):
+    c, value = data.draw(pending(framework="numpy"))
+    axis = data.draw(st.integers(0, c.ndim - 1))
+    moves = c.layout.grid[axis] > 1 and c.ndim > 1  # the split goes to another mode: the value moves
+    for i, part in enumerate(xp.unstack(c, axis=axis)):
+        assert part.layout.partial == (None if moves else "sum")
+        np.testing.assert_allclose(_value(part), np.take(value, i, axis=axis), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(_value(xp.squeeze(c[None], axis=0)), value, rtol=1e-12, atol=1e-12)
+    assert xp.squeeze(c[None], axis=0).layout.partial == "sum"
+    units = tuple(m for m, n in enumerate(c.shape) if n == 1)
+    if units:
+        got = xp.squeeze(c, axis=units)
+        split = any(c.layout.grid[m] > 1 for m in units)
+        assert got.layout.partial == (None if split else "sum")
+        np.testing.assert_allclose(_value(got), np.squeeze(value, axis=units), rtol=1e-12, atol=1e-12)
 
 
 def _product(dtype=np.float64):
