@@ -30,6 +30,13 @@ masks of some of the modes read as their distributed ``nonzero``), each result
 fragment reading the index fragments it sits with and asking the owners of the
 elements they name.
 
+A tensor holding a pending reduction (``layout.partial``: its replicas are the
+addends, or candidates, of its value) keeps it under a basic key, since
+indexing is linear: each replica is indexed alike, as views where the
+fragments allow, otherwise each replica's selection read from its owners
+(the replicas stacked along a leading mode, one owner-routed read). Index
+arrays and masks read its value (:func:`~dlmg.ops._pending.guard`).
+
 Assignment (``dt[key] = value``) writes into the fragments in place the same
 ways (a scalar through a distributed mask of the tensor's shape: each fragment
 writes its own elements), after NumPy's checks on the value: its shape must broadcast to the
@@ -213,22 +220,9 @@ def _read_scalar_masks(items: list[Any]) -> list[Any]:
 def getitem(x: Any, key: Any) -> Any:
     """``x[key]`` (see the module)."""
     items = _read_scalar_masks(normalize(key, x.shape))
-    basic = not any(is_advanced(k) for k in items)
-    if not basic:  # index arrays and masks are not linear in the addends' layout: the value's
-        x = guard(x, "indexing")
-    if basic:
-        if x.ndim and len(items) == x.ndim and all(isinstance(k, int) for k in items) and \
-                not x.layout.is_replicated and x.layout.partial is None:
-            return _element(x, items)
-        found = _local_layout(x, items)
-        if found is not None:
-            return _views(x, *found)
-        pinned = _pinned_layout(x, items)
-        if pinned is not None:
-            return _pinned(x, *pinned)
-        if x.layout.partial is not None:
-            return _pending_routed(x, items)
-        return _routed_getitem(x, items)
+    if not any(is_advanced(k) for k in items):
+        return _basic(x, items)
+    x = guard(x, "indexing")  # index arrays and masks read the value of a pending reduction
     if any(is_distributed(k) for k in items):
         masks = [k for k in items if is_distributed(k)]
         if len(items) == 1 and masks[0].dtype == "bool" and masks[0].shape == x.shape:
@@ -238,6 +232,24 @@ def getitem(x: Any, key: Any) -> Any:
             return _along(x, items[along], along, "__getitem__")
         layout, boxes = _advanced_boxes(x, items)
         return read(x, boxes, layout, result_frameworks(x, layout), "__getitem__")
+    return _routed_getitem(x, items)
+
+
+def _basic(x: Any, items: list[Any]) -> Any:
+    """``x[key]`` for a basic key (integers, ranges, ``None``): views where the fragments
+    allow, else owner-routed reads; a pending reduction stays pending (each replica indexed
+    alike)."""
+    if x.ndim and len(items) == x.ndim and all(isinstance(k, int) for k in items) and \
+            not x.layout.is_replicated and x.layout.partial is None:
+        return _element(x, items)
+    found = _local_layout(x, items)
+    if found is not None:
+        return _views(x, *found)
+    pinned = _pinned_layout(x, items)
+    if pinned is not None:
+        return _pinned(x, *pinned)
+    if x.layout.partial is not None:
+        return _pending_routed(x, items)
     return _routed_getitem(x, items)
 
 

@@ -244,7 +244,9 @@ def squeeze(x: "DistributedTensor", /, axis: int | Sequence[int]) -> "Distribute
         return x
     if any(x.layout.grid[a] > 1 for a in drop):  # the data moves: the value's, not the addends'
         x = settled(x)
-    layout = x.layout.drop_modes(drop).replace(partial=x.layout.partial)  # (replicas stay replicas: addends)
+    layout = x.layout.drop_modes(drop)
+    if x.layout.partial is not None:  # replicas stay replicas: the addends of the result
+        layout = layout.replace(partial=x.layout.partial)
     kept = [f for f in range(x.layout.nfragments) if all(x.layout.coords_of(f)[0][m] == 0 for m in drop)]
     out = _each(x, layout, kept, lambda xp, a: xp.reshape(a, tuple(n for m, n in enumerate(a.shape) if m not in drop)),
                 "squeeze")
@@ -298,7 +300,8 @@ def unstack(x: "DistributedTensor", /, *, axis: int = 0) -> tuple["DistributedTe
     if x.layout.grid[a] > 1:
         other = next((m for m in range(x.ndim) if m != a), None)
         if other is not None:  # the split moves to the first other mode: every slice a view on all devices
-            x = _into(settled(x), balanced_layout(x.shape, x.layout, other))  # (the value moves, not the addends)
+            x = settled(x)  # the value moves, not the addends
+            x = _into(x, balanced_layout(x.shape, x.layout, other))
     lay = x.layout
     b, g = lay.block[a], lay.grid[a]
     layouts: dict[int, tuple[Layout, list[int]]] = {}
