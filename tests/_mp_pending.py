@@ -1,10 +1,11 @@
 """Multi-process scenarios of pending tensors (run by :mod:`tests._mp_worker`).
 
 A product over a mode split across the processes, left pending: each process
-holds one addend. Every read of its values (indexing, transposes, ``repr``,
-``item``, copies, saving) resolves it on every process alike, so every process
-sees the value and the next collective finds the processes agreeing; a write
-into it is refused on every process; ``x.T @ x`` and ``xp.matmul(x.T, x)`` are
+holds one addend. Every read of its values (index arrays, ``repr``, ``item``,
+copies, saving) resolves it on every process alike, so every process sees the
+value and the next collective finds the processes agreeing; transposes and
+basic indexing keep it pending (each addend indexed alike, where it lies); a
+write into it is refused on every process; ``x.T @ x`` and ``xp.matmul(x.T, x)`` are
 one function and give the value.
 """
 
@@ -106,9 +107,68 @@ def pending_dcp():
     return True
 
 
+def _random_key(rng, shape):
+    """A basic key of ``shape`` drawn from ``rng`` (seeded alike on every process): per mode
+    an integer or a slice of any step, ``None`` here and there, sometimes ``...``."""
+    parts = []
+    for n in shape[: int(rng.integers(0, len(shape) + 1))]:
+        if rng.random() < 0.3:
+            parts.append(int(rng.integers(-n, n)))
+        else:
+            step = int(rng.choice([-3, -2, -1, 1, 2, 3]))
+            parts.append(slice(int(rng.integers(-n - 1, n + 1)), int(rng.integers(-n - 1, n + 1)), step))
+    if rng.random() < 0.3:
+        parts.append(Ellipsis)
+    if rng.random() < 0.3:
+        parts.insert(int(rng.integers(0, len(parts) + 1)), None)
+    return tuple(parts)
+
+
+def pending_views():
+    """Basic indexing keeps the pending sum on every process: ``c[0:2]``, ``c[:, 1]`` of one
+    addend per process (each a view of it), then random keys of a pending sum split over
+    grid rows whose cuts read each addend's selection from its owners; writes are refused."""
+    c, want = _pending()
+    world = dd.world_size()
+    for key in (np.s_[0:2], np.s_[:, 1], np.s_[..., ::2], np.s_[None], np.s_[1, ::-1], np.s_[-1]):
+        got = c[key]
+        assert got.layout.partial == "sum" and got.layout.nreplicas == world, (key, got.layout)
+        for src, frag in zip(c.fragments, got.fragments):  # each addend sliced where it lies
+            assert frag.is_local == src.is_local and frag.device == src.device
+        np.testing.assert_allclose(_np(got), want[key], err_msg=str(key))
+    ranks = list(range(world))
+    rng = np.random.default_rng(5)
+    A, B = rng.standard_normal((6, 4 * world)), rng.standard_normal((4 * world, 5))
+    a = dlmg.scatter(A if dd.rank() == 0 else None,
+                     Layout(A.shape, block=(3, 4), grid=(2, world), devices=["cpu"] * 2 * world,
+                            ranks=[r for r in ranks for _ in range(2)]), framework="numpy")
+    b = dlmg.scatter(B if dd.rank() == 0 else None, Layout.slab(B.shape, 0, ["cpu"] * world, ranks=ranks),
+                     framework="numpy")
+    s = dlmg.einsum("ik,kj->ij", a, b, pending=True)
+    assert s.layout.partial == "sum" and s.layout.grid == (2, 1) and s.layout.nreplicas == world, s.layout
+    value = A @ B
+    checked = 0
+    for key in [np.s_[0:2], np.s_[:, 1], np.s_[::-1], np.s_[1:5:3, None]] + [_random_key(rng, value.shape)
+                                                                          for _ in range(24)]:
+        got = s[key]
+        assert got.layout.partial == "sum" and got.layout.nreplicas == world, (key, got.layout)
+        np.testing.assert_allclose(_np(got), value[key], err_msg=str(key))
+        checked += 1
+    for target in (c, c[0:2], s[0:2]):
+        try:
+            target[0] = 1.0
+        except dlmg.LayoutError as exc:
+            assert "redistribute" in str(exc), exc
+        else:
+            raise AssertionError("an assignment into a pending sum was not refused")
+    np.testing.assert_allclose(_np(c), want)
+    return checked
+
+
 SCENARIOS = {
     "pending_dcp": pending_dcp,
     "pending_reads": pending_reads,
     "pending_products": pending_products,
     "pending_save": pending_save,
+    "pending_views": pending_views,
 }

@@ -39,3 +39,26 @@ def test_cuda_fragments_index_as_numpy():
     x[:, 1:] = x[:, :-1]
     want[:, 1:] = want[:, :-1].copy()
     np.testing.assert_array_equal(x.gather(framework="numpy"), want)
+
+
+def test_basic_keys_of_a_pending_sum_on_cuda_keep_it():
+    torch = _torch_cuda()
+    devices = [f"cuda:{i % torch.cuda.device_count()}" for i in range(2)]
+    rng = np.random.default_rng(2)
+    A, B = rng.standard_normal((6, 8)), rng.standard_normal((8, 5))
+    a = dlmg.scatter(A, Layout.slab(A.shape, 1, devices), framework="torch")
+    b = dlmg.scatter(B, Layout.slab(B.shape, 0, devices), framework="torch")
+    c = dlmg.matmul(a, b, pending=True)  # each addend whole on its device: views
+    value, noise = A @ B, rng.standard_normal((6, 5))
+    lay = Layout(value.shape, block=(3, 5), grid=(2, 1), devices=devices * 2, partial="sum")
+    addends = [value - noise, noise]  # rows split: a cut of mode 0 reads each addend from its owners
+    split = dlmg.from_fragments([torch.from_numpy(addends[f.replica][3 * f.coords[0]:3 * f.coords[0] + 3].copy())
+                                 .to(str(f.device)) for f in lay.fragments], lay)
+    for x in (c, split):
+        assert x.layout.partial == "sum"
+        for key in (np.s_[0:2], np.s_[:, 1], np.s_[..., ::-2], np.s_[None, 3]):
+            got = x[key]
+            assert got.layout.partial == "sum" and all(f.device.kind == "cuda" for f in got.fragments)
+            np.testing.assert_allclose(got.gather(framework="numpy"), value[key], rtol=1e-12, atol=1e-12)
+    with pytest.raises(dlmg.LayoutError, match="redistribute"):
+        c[0:2] = 1.0

@@ -2,8 +2,9 @@
 
 Each setup launches its processes once for the module and runs the scenarios of
 :mod:`tests._mp_pending` in them: every process reads a pending sum's value
-(indexing, transposes, ``repr``, ``item``, copies, saving), a write into it is
-refused on every process, and ``@`` is the namespace's ``matmul``.
+(``repr``, ``item``, copies, saving), basic indexing keeps it pending (each
+addend indexed alike), a write into it is refused on every process, and ``@``
+is the namespace's ``matmul``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pytest
 
 from _multiproc import check, launched_per_setup
 
-SCENARIOS = ["pending_reads", "pending_products", "pending_save"]
+SCENARIOS = ["pending_reads", "pending_products", "pending_save", "pending_views"]
 SETUPS = [("torch", 2), ("mpi", 2)]
 
 pytestmark = pytest.mark.slow

@@ -30,6 +30,13 @@ masks of some of the modes read as their distributed ``nonzero``), each result
 fragment reading the index fragments it sits with and asking the owners of the
 elements they name.
 
+A tensor holding a pending reduction (``layout.partial``: its replicas are the
+addends, or candidates, of its value) keeps it under a basic key, since
+indexing is linear: each replica is indexed alike, as views where the
+fragments allow, otherwise each replica's selection read from its owners
+(the replicas stacked along a leading mode, one owner-routed read). Index
+arrays and masks read its value (:func:`~dlmg.ops._pending.guard`).
+
 Assignment (``dt[key] = value``) writes into the fragments in place the same
 ways (a scalar through a distributed mask of the tensor's shape: each fragment
 writes its own elements), after NumPy's checks on the value: its shape must broadcast to the
@@ -56,6 +63,8 @@ from ..ops._operands import is_distributed
 from ..ops._writes import check_writable, unalias
 from ..ops.broadcast import align
 from ..ops.contract.pending import settled
+from ..ops.contract.phases import stacked_layout
+from ..ops._pending import guard
 from ..ops._executor import executor as _executor, move_array
 from ..ops.dispatch import new_tensor
 from ..ops.routed import Box, box, place_pieces, read, result_frameworks, result_layout, write
@@ -101,7 +110,8 @@ def _local_layout(x: Any, items: list[Any]) -> tuple[Layout, tuple[Any, ...]] | 
                 return None
             keys.append(k)
         mode += 1
-    out = Layout(tuple(shape), block=tuple(block), grid=tuple(grid), devices=layout.devices, ranks=layout.ranks)
+    out = Layout(tuple(shape), block=tuple(block), grid=tuple(grid), devices=layout.devices, ranks=layout.ranks,
+                 partial=layout.partial)  # each addend (candidate) indexed alike: the result's addends
     return out, tuple(keys) + (Ellipsis,)  # ``...``: a 0-d view, not a scalar, for a full integer key
 
 
@@ -163,7 +173,8 @@ def _pinned_layout(x: Any, items: list[Any]) -> tuple[Layout, list[tuple[int, tu
         devices.append(layout.devices[f])
         ranks.append(layout.ranks[f])
         sources.append((f, tuple(local) + (Ellipsis,)))
-    out = Layout(tuple(shape), block=tuple(block), grid=tuple(grid), devices=devices, ranks=ranks)
+    out = Layout(tuple(shape), block=tuple(block), grid=tuple(grid), devices=devices, ranks=ranks,
+                 partial=layout.partial)  # replica r's fragments are views of x's replica r: its addends
     return out, sources
 
 
@@ -210,16 +221,8 @@ def getitem(x: Any, key: Any) -> Any:
     """``x[key]`` (see the module)."""
     items = _read_scalar_masks(normalize(key, x.shape))
     if not any(is_advanced(k) for k in items):
-        if x.ndim and len(items) == x.ndim and all(isinstance(k, int) for k in items) and \
-                not x.layout.is_replicated:
-            return _element(x, items)
-        found = _local_layout(x, items)
-        if found is not None:
-            return _views(x, *found)
-        pinned = _pinned_layout(x, items)
-        if pinned is not None:
-            return _pinned(x, *pinned)
-        return _routed_getitem(x, items)
+        return _basic(x, items)
+    x = guard(x, "indexing")  # index arrays and masks read the value of a pending reduction
     if any(is_distributed(k) for k in items):
         masks = [k for k in items if is_distributed(k)]
         if len(items) == 1 and masks[0].dtype == "bool" and masks[0].shape == x.shape:
@@ -229,6 +232,24 @@ def getitem(x: Any, key: Any) -> Any:
             return _along(x, items[along], along, "__getitem__")
         layout, boxes = _advanced_boxes(x, items)
         return read(x, boxes, layout, result_frameworks(x, layout), "__getitem__")
+    return _routed_getitem(x, items)
+
+
+def _basic(x: Any, items: list[Any]) -> Any:
+    """``x[key]`` for a basic key (integers, ranges, ``None``): views where the fragments
+    allow, else owner-routed reads; a pending reduction stays pending (each replica indexed
+    alike)."""
+    if x.ndim and len(items) == x.ndim and all(isinstance(k, int) for k in items) and \
+            not x.layout.is_replicated and x.layout.partial is None:
+        return _element(x, items)
+    found = _local_layout(x, items)
+    if found is not None:
+        return _views(x, *found)
+    pinned = _pinned_layout(x, items)
+    if pinned is not None:
+        return _pinned(x, *pinned)
+    if x.layout.partial is not None:
+        return _pending_routed(x, items)
     return _routed_getitem(x, items)
 
 
@@ -261,6 +282,53 @@ def _routed_getitem(x: Any, items: list[Any]) -> Any:
     layout = result_layout(x, rshape)
     requests = {o: box(coords, layout, o) for o in _held(layout)}
     return read(x, requests, layout, result_frameworks(x, layout), "__getitem__")
+
+
+def _pending_layout(x: Any, shape: tuple[int, ...]) -> Layout:
+    """Where the addends of a routed selection of shape ``shape`` from a pending ``x`` go: per
+    replica, a balanced slab along mode 0 over that replica's own devices (and processes),
+    each once, in fragment order; the same split for every replica."""
+    src = x.layout
+    places = []
+    for r in range(src.nreplicas):
+        cells = range(r * src.ngrid, (r + 1) * src.ngrid)
+        places.append(list(dict.fromkeys((src.devices[f], src.ranks[f]) for f in cells)))
+    n = min(len(p) for p in places)
+    first = [d for d, _ in places[0][:n]]
+    base = Layout.slab(shape, 0, first) if shape else Layout.single((), first[0])
+    chosen = [p[i] for p in places for i in range(base.ngrid)]
+    return Layout(shape, block=base.block, grid=base.grid, devices=[d for d, _ in chosen],
+                  ranks=[r for _, r in chosen], partial=src.partial)
+
+
+def _pending_routed(x: Any, items: list[Any]) -> Any:
+    """A basic key of a pending ``x`` that no fragment can apply alone (a split mode cut):
+    every addend's selection read from its owners, kept pending.
+
+    The addends are viewed as one tensor with a leading replica mode (each fragment a
+    view with a mode of extent 1 in front), the key read from it with that mode whole
+    (:func:`dlmg.ops.routed.read`, owner-routed requests, into :func:`_pending_layout`
+    stacked alike), and each result fragment viewed back without the mode: replica ``r``
+    of the result holds addend ``r``'s selection. Moving addends is exact (indexing is
+    linear); it moves ``k`` copies of the selection, not the whole tensor, and no sum is
+    formed."""
+    src = x.layout
+    k = src.nreplicas
+    order = [c + src.ngrid * r for c in range(src.ngrid) for r in range(k)]
+    stacked = new_tensor([x.fragments[f].adapter.index(x.fragments[f].array, (None, Ellipsis))
+                          if x.fragments[f].is_local else None for f in order], stacked_layout(src), x.dtype)
+    rshape, coords = coordinates([range(k), *items], (k, *x.shape))
+    out = _pending_layout(x, rshape[1:])
+    target = stacked_layout(out)
+    requests = {o: box(coords, target, o) for o in _held(target)}
+    got = read(stacked, requests, target, result_frameworks(stacked, target), "__getitem__")
+    arrays: list[Any] = [None] * out.nfragments
+    for c in range(out.ngrid):
+        for r in range(k):
+            frag = got.fragments[r + k * c]
+            if frag.is_local:
+                arrays[c + out.ngrid * r] = frag.adapter.index(frag.array, (0, Ellipsis))
+    return new_tensor(arrays, out, x.dtype)
 
 
 def _held(layout: Layout) -> list[int]:

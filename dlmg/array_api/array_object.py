@@ -96,8 +96,9 @@ def copy(self: Any) -> Any:
 
 
 def getitem(self: Any, key: Any, /) -> Any:
-    """``x[key]``: the standard's indexing, of the value of a pending reduction."""
-    return index_read(guard(self, "indexing"), key)
+    """``x[key]``: the standard's indexing; basic keys of a pending reduction keep it (each
+    addend indexed alike), index arrays and masks read its value."""
+    return index_read(self, key)
 
 
 def setitem(self: Any, key: Any, value: Any, /) -> None:

@@ -230,8 +230,11 @@ def squeeze(x: "DistributedTensor", /, axis: int | Sequence[int]) -> "Distribute
     several grid coordinates leaves every fragment but those at coordinate 0
     empty: those hold the data, and one redistribution spreads it into a
     balanced slab over the same devices again.
+
+    A pending sum stays pending where nothing moves (each addend viewed without
+    the modes); a split mode of extent 1 resolves it first.
     """
-    x = _operand(x, "squeeze")
+    x = _operand(x, "squeeze", settle=False)
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     drop = sorted({_axis(a, x.ndim, "squeeze") for a in axes})
     for a in drop:
@@ -239,7 +242,11 @@ def squeeze(x: "DistributedTensor", /, axis: int | Sequence[int]) -> "Distribute
             raise ValueError(f"dlmg.squeeze: mode {a} has extent {x.shape[a]}, not 1, in shape {x.shape}")
     if not drop:
         return x
+    if any(x.layout.grid[a] > 1 for a in drop):  # the data moves: the value's, not the addends'
+        x = settled(x)
     layout = x.layout.drop_modes(drop)
+    if x.layout.partial is not None:  # replicas stay replicas: the addends of the result
+        layout = layout.replace(partial=x.layout.partial)
     kept = [f for f in range(x.layout.nfragments) if all(x.layout.coords_of(f)[0][m] == 0 for m in drop)]
     out = _each(x, layout, kept, lambda xp, a: xp.reshape(a, tuple(n for m, n in enumerate(a.shape) if m not in drop)),
                 "squeeze")
@@ -282,14 +289,18 @@ def unstack(x: "DistributedTensor", /, *, axis: int = 0) -> tuple["DistributedTe
     elements stay where they are: element ``i`` in the fragment at grid
     coordinate ``(i // block) % grid``, at local index
     ``(i // block) // grid * block + i % block``.
+
+    A pending sum stays pending where the slices are views (every slice is each
+    addend's slice); where the split moves to another mode it is resolved first.
     """
-    x = _operand(x, "unstack")
+    x = _operand(x, "unstack", settle=False)
     if x.ndim == 0:
         raise ValueError("dlmg.unstack needs a tensor of at least one mode")
     a = _axis(axis, x.ndim, "unstack")
     if x.layout.grid[a] > 1:
         other = next((m for m in range(x.ndim) if m != a), None)
         if other is not None:  # the split moves to the first other mode: every slice a view on all devices
+            x = settled(x)  # the value moves, not the addends
             x = _into(x, balanced_layout(x.shape, x.layout, other))
     lay = x.layout
     b, g = lay.block[a], lay.grid[a]
@@ -302,7 +313,7 @@ def unstack(x: "DistributedTensor", /, *, axis: int = 0) -> tuple["DistributedTe
             keep = [m for m in range(x.ndim) if m != a]
             layouts[c] = (Layout([lay.shape[m] for m in keep], block=[lay.block[m] for m in keep],
                                  grid=[lay.grid[m] for m in keep], devices=[lay.devices[f] for f in kept],
-                                 ranks=[lay.ranks[f] for f in kept]), kept)
+                                 ranks=[lay.ranks[f] for f in kept], partial=lay.partial), kept)
         layout, kept = layouts[c]
         local = (i // b) // g * b + i % b
         key = (slice(None),) * a + (local, Ellipsis)  # (Ellipsis: a 0-d view, not a scalar)
