@@ -37,7 +37,7 @@ from . import movement
 from ._lookup import fragment_holding, fragment_on_device, fragments_on_device
 from ._printing import format_repr, format_spec, format_str
 from ._protocols import FrameworkProtocols
-from .array_api import array_object, matrix_transpose
+from .array_api import array_object, matrix_transpose, reshape
 from .base import TensorBase, register_tensor_class
 from .device import Device
 from .distributed.state import current
@@ -633,10 +633,12 @@ class DistributedTensor(FrameworkProtocols, TensorBase):
         return shapes.transpose(self, axes or None)
 
     def reshape(self, *shape: Any, copy: bool | None = None) -> DistributedTensor:
-        """``x.reshape(2, 8)`` or ``x.reshape((2, 8))``: :func:`dlmg.reshape`."""
+        """``x.reshape(2, 8)`` or ``x.reshape((2, 8))``: :func:`dlmg.reshape` (a view of the
+        fragments where the layout allows, else one redistribution; ``copy=False`` refuses
+        to move data)."""
         if len(shape) == 1 and not isinstance(shape[0], int):
             shape = tuple(shape[0])
-        return shapes.reshape(self, shape, copy=copy)
+        return reshape(self, shape, copy=copy)
 
     def flatten(self) -> DistributedTensor:
         """The elements as a new 1-D tensor in row-major order (always a copy, as NumPy's)."""

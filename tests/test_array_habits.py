@@ -73,13 +73,17 @@ def test_reshape_merges_and_splits_where_fragments_stay_whole():
     np.testing.assert_array_equal(dlmg.reshape(flat, (8, 6)).gather(), HOST)
 
 
-def test_reshape_that_would_move_data_names_redistribute():
+def test_reshape_that_moves_data_is_dlmg_reshape_and_copy_false_names_redistribute():
     dt = dlmg.scatter(HOST, GRID)
+    moved = dt.reshape(48)  # the method is the namespace's reshape: one redistribution
+    np.testing.assert_array_equal(moved.gather(), HOST.ravel())
+    assert moved.layout.devices == dlmg.reshape(dt, (48,)).layout.devices
     with pytest.raises(LayoutError, match=r"redistribute\(.*\)\.reshape\(\(48,\)\)"):
-        dt.reshape(48)
+        dt.reshape(48, copy=False)
     cols = dlmg.scatter(HOST, Layout.slab((8, 6), 1, ["cpu:0", "cpu:1"]))
+    np.testing.assert_array_equal(cols.reshape(6, 8).gather(), HOST.reshape(6, 8))
     with pytest.raises(LayoutError, match="redistribute"):
-        cols.reshape(6, 8)
+        cols.reshape(6, 8, copy=False)
     with pytest.raises(ValueError, match="cannot reshape"):
         cols.reshape(5, 10)
 
