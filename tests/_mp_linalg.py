@@ -130,6 +130,69 @@ def linalg_memory():
     return sorted(peaks)
 
 
+def linalg_full_svd_and_powers():
+    """svd(full_matrices=True) of row-split (tall) and column-split (short-fat) matrices from the
+    complete TSQR, U (tall) or Vh (short-fat) in the long mode's split; matrix_power with n <= 0
+    (the identity made in place, the blocked inverse's powers) on a 2 x world grid."""
+    world = dd.world_size()
+    rng = np.random.default_rng(16)
+    checked = 0
+    for framework in ("numpy", "torch"):
+        for m, n, block in ((23, 4, 3), (9, 3, 2)):
+            a = rng.standard_normal((m, n))
+            lay = _rows(m, n, 2, block)
+            u, s, vh = la.svd(_scatter(a, lay, framework))
+            assert u.shape == (m, m) and u.layout.grid == lay.grid, repr(u.layout)
+            assert all(f.framework == framework for f in u.fragments if f.is_local)
+            U, S, Vh = (t.gather(framework="numpy") for t in (u, s, vh))
+            middle = np.zeros((m, n))
+            middle[:n, :n] = np.diag(S)
+            np.testing.assert_allclose(U @ middle @ Vh, a, atol=1e-12)
+            np.testing.assert_allclose(U.T @ U, np.eye(m), atol=1e-12)
+            wide = _scatter(a.T.copy(), Layout((n, m), block=(n, block), grid=(1, lay.ngrid), devices=lay.devices,
+                                               ranks=lay.ranks), framework)
+            u, s, vh = la.svd(wide)
+            assert vh.shape == (m, m) and vh.layout.grid == (1, lay.ngrid), repr(vh.layout)
+            U, S, Vh = (t.gather(framework="numpy") for t in (u, s, vh))
+            np.testing.assert_allclose(U @ middle.T @ Vh, a.T, atol=1e-12)
+            np.testing.assert_allclose(Vh @ Vh.T, np.eye(m), atol=1e-12)
+            checked += 1
+        g = rng.standard_normal((10, 10)) + 4 * np.eye(10)
+        x = _scatter(g, _grid(10, (3, 2), world), framework)
+        for k in (0, -1, -2, -3):
+            got = la.matrix_power(x, k)
+            assert got.layout.ngrid > 1 and all(f.framework == framework for f in got.fragments if f.is_local)
+            np.testing.assert_allclose(got.gather(framework="numpy"), np.linalg.matrix_power(g, k), atol=1e-11)
+            checked += 1
+    return checked
+
+
+def linalg_full_svd_memory():
+    """Each process's new memory during svd(full_matrices=True) of a tall matrix it holds a share of
+    stays within 1.5 x (its shares of the operand and of U) plus one block and the small factors."""
+    world = dd.world_size()
+    m, n, block = 1024 * world, 8, 256
+    lay = Layout((m, n), block=(block, n), grid=(world, 1), devices=["cpu"] * world, ranks=list(range(world)))
+    rng = np.random.default_rng(dd.rank())
+    mine = lay.fragments_of(dd.rank())
+    arrays = [rng.standard_normal(lay.fragment(i).shape) if i in mine else None for i in range(world)]
+    x = dlmg.from_fragments(arrays, lay)
+    share = sum(a.nbytes for a in arrays if a is not None)
+    u_share = share // n * m
+    small = (world * n) ** 2 * 8 * 4
+    la.svd(x)  # the plans' caches filled once, as the memory of a call is measured once they exist
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    out = la.svd(x)
+    peak = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    del out
+    bound = 1.5 * (share + u_share) + block * n * 8 + small
+    assert peak <= bound, f"svd(full_matrices=True): peak {peak} bytes > bound {bound} (share {share})"
+    return True
+
+
 def _grid(n, block, world):
     """An ``n x n`` layout on a 2 x world grid, grid column ``c`` on process ``c``."""
     return Layout((n, n), block=block, grid=(2, world), devices=["cpu"] * (2 * world),
@@ -307,5 +370,7 @@ def linalg_eigh_memory():
 
 SCENARIOS = {"linalg_tsqr": linalg_tsqr, "linalg_grid": linalg_grid, "linalg_memory": linalg_memory,
              "linalg_cholesky": linalg_cholesky, "linalg_cholesky_memory": linalg_cholesky_memory,
-             "linalg_eigh": linalg_eigh, "linalg_eigh_memory": linalg_eigh_memory}
+             "linalg_eigh": linalg_eigh, "linalg_eigh_memory": linalg_eigh_memory,
+             "linalg_full_svd_and_powers": linalg_full_svd_and_powers,
+             "linalg_full_svd_memory": linalg_full_svd_memory}
 

@@ -177,6 +177,86 @@ def test_block_cyclic_grids_are_redistributed_into_slabs_not_gathered():
     run()
 
 
+def _refuse_collecting(monkeypatch, *names):
+    """Make the namespace's collected fallbacks of ``names`` raise: the call must stay distributed."""
+    import dlmg.array_api.linalg as namespace_linalg
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("collected")
+
+    for name in names:
+        monkeypatch.setattr(namespace_linalg, f"_collected_{name}", refuse)
+
+
+def test_full_svd_of_split_matrices_from_the_complete_tsqr(monkeypatch):
+    _refuse_collecting(monkeypatch, "svd")
+
+    @settings(max_examples=14, deadline=None)
+    @given(st.data())
+    def run(data):
+        n = data.draw(st.integers(1, 5))
+        m = data.draw(st.integers(n + 1, 24))
+        wide = data.draw(st.booleans())
+        lay = data.draw(st.one_of(row_layouts(m, n), grid_layouts(m, n)))
+        dtype = data.draw(st.sampled_from(["float64", "complex128"]))
+        a = _data((m, n), dtype, data.draw(st.integers(0, 99)))
+        if wide:  # short-fat: split along columns (or on a grid)
+            a = np.ascontiguousarray(a.T)
+            lay = Layout((n, m), block=lay.block[::-1], grid=lay.grid[::-1], devices=lay.devices)
+        x = build(a, lay, data.draw(st.sampled_from(["numpy", "torch"])) if _have_torch() else "numpy")
+        u, s, vh = la.svd(x)
+        rows, cols = a.shape
+        assert u.shape == (rows, rows) and vh.shape == (cols, cols)
+        big = vh if wide else u
+        if lay.ngrid > 1:  # the long factor keeps the long mode's split
+            assert big.layout.grid == ((1, lay.ngrid) if wide else (lay.ngrid, 1)), repr(big.layout)
+        U, S, Vh = gathered(u), gathered(s), gathered(vh)
+        np.testing.assert_allclose(S, np.linalg.svd(a, compute_uv=False), atol=1e-11)
+        middle = np.zeros(a.shape, dtype=a.dtype)
+        middle[: S.size, : S.size] = np.diag(S)
+        np.testing.assert_allclose(U @ middle @ Vh, a, atol=1e-11)
+        np.testing.assert_allclose(U.conj().T @ U, np.eye(rows), atol=1e-11)
+        np.testing.assert_allclose(Vh @ Vh.conj().T, np.eye(cols), atol=1e-11)
+
+    run()
+
+
+def test_matrix_power_of_zero_and_negative_powers_stays_on_the_grid(monkeypatch):
+    _refuse_collecting(monkeypatch, "inv", "solve")
+
+    @settings(max_examples=12, deadline=None)
+    @given(st.data())
+    def run(data):
+        n = data.draw(st.integers(1, 9))
+        lay = data.draw(st.one_of(grid_layouts(n, n), row_layouts(n, n)))
+        dtype = data.draw(st.sampled_from(["float64", "complex128"]))
+        a = _data((n, n), dtype, data.draw(st.integers(0, 99))) + (n * np.eye(n)).astype(dtype)
+        framework = data.draw(st.sampled_from(["numpy", "torch"])) if _have_torch() else "numpy"
+        x = build(a, lay, framework)
+        k = data.draw(st.integers(-4, 0))
+        got = la.matrix_power(x, k)
+        assert got.dtype == x.dtype and got.shape == (n, n)
+        assert set(got.layout.devices) <= set(lay.devices)
+        if k == 0:  # the identity in x's layout, made where each fragment is
+            assert got.layout.same_distribution(lay.dense)
+            assert [f.framework for f in got.fragments] == [f.framework for f in x.fragments]
+        elif sum(f.size > 0 for f in x.fragments) > 1:  # the inverse and its products stay split
+            assert got.layout.ngrid > 1
+        np.testing.assert_allclose(gathered(got), np.linalg.matrix_power(a, k), atol=1e-11)
+
+    run()
+    batch = _data((3, 4, 4), "float64", 1) + 4 * np.eye(4)
+    xb = build(batch, Layout((3, 4, 4), block=(1, 4, 4), grid=(3, 1, 1), devices=["cpu:0", "cpu:1", "cpu:2"]))
+    for k in (0, -1, -3):
+        got = la.matrix_power(xb, k)
+        assert got.layout.grid == (3, 1, 1)  # batch-local
+        np.testing.assert_allclose(gathered(got), np.linalg.matrix_power(batch, k), atol=1e-12)
+    ints = build(np.arange(16).reshape(4, 4), Layout.slab((4, 4), 0, ["cpu:0", "cpu:1"]))
+    np.testing.assert_array_equal(gathered(la.matrix_power(ints, 0)), np.eye(4, dtype=int))
+    with pytest.raises(dlmg.DtypeError, match="int64"):
+        la.matrix_power(ints, -1)
+
+
 def _have_torch() -> bool:
     try:
         import torch  # noqa: F401

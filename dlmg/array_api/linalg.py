@@ -40,6 +40,7 @@ from typing import Any, NamedTuple
 
 from ..ops import contract as _contract, jacobi as _jacobi, linalg as _la
 from ..ops._batch import batch_key, suggest_whole
+from ..ops._dtypes import INEXACT, require
 from ..ops.dispatch import map_fragments
 from ..ops.contract.pending import settled
 from ..ops._operands import is_distributed
@@ -80,7 +81,6 @@ _collected_det = collected("det", "linalg.det")
 _collected_eigh = collected("eigh", "linalg.eigh")
 _collected_eigvalsh = collected("eigvalsh", "linalg.eigvalsh")
 _collected_inv = collected("inv", "linalg.inv")
-_collected_matrix_power = collected("matrix_power", "linalg.matrix_power")
 _collected_pinv = collected("pinv", "linalg.pinv")
 _collected_qr = collected("qr", "linalg.qr")
 _collected_slogdet = collected("slogdet", "linalg.slogdet")
@@ -145,21 +145,24 @@ def qr(x: Any, /, *, mode: str = "reduced") -> QRResult:
 def svd(x: Any, /, *, full_matrices: bool = True) -> SVDResult:
     """Singular value decomposition ``x = U diag(S) Vh``.
 
-    With ``full_matrices=False``, or whenever the thin and full factors agree,
-    by TSQR for one split matrix (``U`` keeps a tall matrix's row distribution,
-    ``Vh`` a short-fat one's column distribution; the small factors are laid out
-    by the policy) and batch-locally for whole matrices. ``full_matrices=True``
-    of a split non-square matrix is collected.
+    Batch-locally for whole matrices. For one split matrix by TSQR: with
+    ``full_matrices=False`` (or a square matrix) from the reduced factors
+    (``dlmg.ops.linalg.svd``), with ``full_matrices=True`` from the complete
+    ``Q`` of TSQR, ``U = Q diag(U_R, I)`` (``dlmg.ops.linalg.svd_complete``).
+    ``U`` keeps a tall matrix's row distribution, ``Vh`` a short-fat one's
+    column distribution; the small factors are laid out by the policy.
     """
     x = _operand("svd", x)
     square = x.ndim >= 2 and x.shape[-1] == x.shape[-2]
-    if (not full_matrices or square or _local(x)) and _distributes(x) and x.size:
+    if _distributes(x) and x.size:
         if full_matrices and _local(x) and not square:
             m, n = x.shape[-2:]
             u, s, vh = _la.batch_local("dlmg.linalg.svd", x, lambda xp, a: tuple(xp.linalg.svd(a)),
                                        [((m, m), x.dtype), ((min(m, n),), _la.REAL_OF.get(x.dtype, x.dtype)),
                                         ((n, n), x.dtype)])
             return SVDResult(u, s, vh)
+        if full_matrices and not square:
+            return SVDResult(*_small(x, *_la.svd_complete(x)))
         return SVDResult(*_small(x, *_la.svd(x)))
     return SVDResult(*_collected_svd(x, full_matrices=full_matrices))
 
@@ -301,16 +304,24 @@ def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
 
 def matrix_power(x: Any, n: int, /) -> Any:
     """``x`` to the integer power ``n`` by repeated squaring with the distributed ``matmul``
-    (:func:`dlmg.matmul`; a product that ends in a pending sum is resolved in its own split),
-    for ``n >= 1``; ``n <= 0`` (an identity or an inverse) is collected."""
+    (:func:`dlmg.matmul`; a product that ends in a pending sum is resolved in its own split).
+
+    ``n == 0``: identity matrices in ``x``'s layout, each fragment making its own entries
+    (``dlmg.ops.linalg.identity_like``); ``n < 0``: the repeated squaring of :func:`inv`
+    (distributed as it is; floating-point ``x`` only).
+    """
     x = _operand("matrix_power", x)
     n = operator.index(n)
     if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
         raise ValueError(f"matrix_power needs square matrices in the last two modes, got shape {x.shape}")
-    if n <= 0:
-        return _collected_matrix_power(x, n)
-    result = None
+    if n == 0:
+        return _la.identity_like(x)
     base = x
+    if n < 0:
+        require("dlmg.linalg.matrix_power", (x.dtype,), INEXACT,
+                f"a negative power (n={n}) needs the inverse: cast to a floating type with astype first")
+        base, n = inv(x), -n
+    result = None
     while True:
         if n & 1:
             result = base if result is None else settled(_contract.matmul(result, base))

@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "cholesky", "batch_local", "matrix_split", "tsqr", "qr", "svd", "svdvals", "pinv", "REAL_OF", "TALL", "WIDE",
     "LOCAL", "diagonal", "batch_local_layout", "cholesky_grid", "slogdet_grid", "solve_grid", "inv_grid",
-    "solve_layout", "qr_complete",
+    "solve_layout", "qr_complete", "svd_complete", "identity_like",
 ]
 
 #: the real dtype of each inexact dtype (singular values, norms)
@@ -218,6 +218,25 @@ def cholesky(x: "DistributedTensor", /, *, upper: bool = False) -> "DistributedT
     out = map_fragments(per_fragment, (x,), name="dlmg.linalg.cholesky", out_layout=x.layout.dense)
     assert out is not None
     return out
+
+
+def identity_like(x: "DistributedTensor", /) -> "DistributedTensor":
+    """Identity matrices of ``x``'s shape, dtype and layout (dense, replicas kept; square last two
+    modes, batch modes broadcast): each fragment makes its entries where it is, in its framework,
+    from the global row and column indices it owns. Nothing is communicated."""
+    lay = x.layout.dense
+    nd = x.ndim
+    arrays: list[Any] = [None] * lay.nfragments
+    for frag in x.fragments:
+        if not frag.is_local:
+            continue
+        geometry = lay.fragments[frag.index]
+        rows, cols = geometry.owned_indices(nd - 2), geometry.owned_indices(nd - 1)
+        ones = np.array(np.broadcast_to(rows[:, None] == cols[None, :], geometry.shape))  # writable
+        ex = executor(frag.framework, frag.device)
+        arrays[frag.index] = ex.run(lambda xp, a, m: xp.astype(xp.asarray(m, device=a.device), a.dtype),
+                                    frag.array, ones)
+    return new_tensor(arrays, lay, x.dtype)
 
 
 def _agreed(what: str, work: Callable[[], Any], **fields: Any) -> Any:
@@ -501,19 +520,19 @@ def _complete_rows(xp: Any, q: Any, wf: Any, m: int, offset: int) -> Any:
     return xp.concat(parts, axis=1)
 
 
-def qr_complete(x: "DistributedTensor", /) -> tuple["DistributedTensor", "DistributedTensor"]:
-    """The complete QR ``x = Q R`` (``Q`` is ``m x m``) of a tall matrix split along rows, from TSQR.
+def _tsqr_complete(name: str, x: "DistributedTensor", with_svd: bool) -> tuple["DistributedTensor",
+                                                                                 tuple["DistributedTensor", ...]]:
+    """The complete ``Q`` (``m x m``) of a tall matrix split along rows, from TSQR, and the small results.
 
     Each fragment's QR ``A_f = Q_f R_f`` (``Q_f``: ``m_f x k_f``, ``k_f = min(m_f, n)``) and the
     complete QR of the stacked ``R_f`` (``K = sum k_f`` rows), ``[R_1; ...; R_p] = Q_s R_s``,
     give ``Q = diag(Q_f) [E Q_s | 0] + diag(Q_f^perp) F``: fragment ``f``'s rows of ``Q`` are
     ``Q_f Q_s[f]`` in the first ``K`` columns and the orthonormal complement ``Q_f^perp`` of
     ``Q_f``'s columns (``m_f - k_f`` of them, from a local complete QR of ``Q_f``) in a column
-    span of its own after them. What moves is TSQR's (the small factors, ``K x K`` on the way
-    back); ``Q`` and ``R`` (``m x n``, zero below row ``n``) keep ``x``'s row distribution, and
-    each fragment makes its rows of them where it is.
+    span of its own after them. ``with_svd``: the SVD ``R = U_R S V^H`` of the small ``R``
+    (``n x n``, ``K >= n``) is folded into the first ``n`` columns, ``Q diag(U_R, I)``, and the
+    small results are ``S`` and ``V^H``; else the small result is ``R``.
     """
-    name = "dlmg.linalg.qr"
     lay = x.layout
     m, n = x.shape
     p = lay.ngrid
@@ -530,16 +549,36 @@ def qr_complete(x: "DistributedTensor", /) -> tuple["DistributedTensor", "Distri
     mapping = np.full(p * n, total, dtype=np.int64)
     mapping[valid] = np.arange(total)
 
-    def small(xp: Any, s: Any) -> tuple[Any, Any]:
+    def small(xp: Any, s: Any) -> tuple[Any, ...]:
         qs, r = xp.linalg.qr(xp.take(s, xp.asarray(valid, device=s.device), axis=0), mode="complete")
+        extra: tuple[Any, ...] = (r[:n],)
+        if with_svd:
+            u, sv, vh = xp.linalg.svd(r[:n], full_matrices=False)
+            qs = xp.concat([xp.matmul(qs[:, :n], u), qs[:, n:]], axis=1)
+            extra = (sv, vh)
         padded = xp.concat([qs, xp.zeros((1, total), dtype=qs.dtype, device=qs.device)], axis=0)
-        return xp.take(padded, xp.asarray(mapping, device=s.device), axis=0), r[:n]
+        return (xp.take(padded, xp.asarray(mapping, device=s.device), axis=0), *extra)
 
+    smalls = [((n,), REAL_OF.get(x.dtype, x.dtype)), ((n, n), x.dtype)] if with_svd else [((n, n), x.dtype)]
     out_layout = Layout((m, m), block=(lay.block[0], max(m, 1)), grid=(p, 1), devices=lay.devices[:p],
                         ranks=lay.ranks[:p])
-    q, (r_small,) = tsqr(name, x, small, [((n, n), x.dtype)], total,
-                         lambda xp, qf, wf, f: _complete_rows(xp, qf, wf, m, offsets[f]), out_layout)
+    q, results = tsqr(name, x, small, smalls, total,
+                      lambda xp, qf, wf, f: _complete_rows(xp, qf, wf, m, offsets[f]), out_layout)
     assert q is not None
+    return q, results
+
+
+def qr_complete(x: "DistributedTensor", /) -> tuple["DistributedTensor", "DistributedTensor"]:
+    """The complete QR ``x = Q R`` (``Q`` is ``m x m``) of a tall matrix split along rows, from TSQR.
+
+    ``Q`` as :func:`_tsqr_complete` makes it. What moves is TSQR's (the small factors, ``K x K``
+    on the way back); ``Q`` and ``R`` (``m x n``, zero below row ``n``) keep ``x``'s row
+    distribution, and each fragment makes its rows of them where it is.
+    """
+    lay = x.layout
+    m, n = x.shape
+    p = lay.ngrid
+    q, (r_small,) = _tsqr_complete("dlmg.linalg.qr", x, False)
     dense = Layout((m, n), block=(lay.block[0], max(n, 1)), grid=(p, 1), devices=lay.devices[:p],
                    ranks=lay.ranks[:p])
     r_all = r_small.redistribute(Layout.replicated((n, n), lay.devices[:p], ranks=lay.ranks[:p]))
@@ -555,6 +594,29 @@ def qr_complete(x: "DistributedTensor", /) -> tuple["DistributedTensor", "Distri
                                                     xp.zeros((idx.size - top.size, n), dtype=a.dtype,
                                                              device=a.device)], axis=0), frag.array)
     return q, new_tensor(arrays, dense, x.dtype)
+
+
+def svd_complete(x: "DistributedTensor", /) -> tuple["DistributedTensor", "DistributedTensor", "DistributedTensor"]:
+    """The full SVD ``x = U diag(S) Vh`` (``full_matrices=True``) of one split matrix, from the complete TSQR.
+
+    For a tall matrix (``m >= n``) the complete ``Q`` of TSQR and the SVD
+    ``R = U_R S V^H`` of its small ``R`` give ``x = Q [R; 0] = (Q diag(U_R, I)) [S; 0] V^H``, so
+    ``U = Q diag(U_R, I)`` (``m x m``; ``U_R`` folded into the stacked factors on the first
+    fragment's device, nothing else moves than TSQR's small factors) keeps ``x``'s row
+    distribution; ``S`` and ``Vh`` (``n x n``) are one fragment on the first fragment's
+    device. A short-fat matrix goes through its transpose: ``Vh`` (``n x n``) keeps the
+    column distribution and ``U`` (``m x m``) is small. Other splits are redistributed into
+    slabs of the long mode first.
+    """
+    name = "dlmg.linalg.svd"
+    x = _check(name, x)
+    if x.ndim != 2:
+        raise _batch_split(name, x)
+    t, transposed = _tall(x)
+    u, (sv, vh) = _tsqr_complete(name, t, True)
+    if transposed:  # x = t^T = (U' S V'h)^T = V'h^T S U'^T
+        return permute_dims(vh, (1, 0)), sv, permute_dims(u, (1, 0))
+    return u, sv, vh
 
 
 def svd(x: "DistributedTensor", /) -> tuple["DistributedTensor", "DistributedTensor", "DistributedTensor"]:
