@@ -219,6 +219,14 @@ def test_full_svd_of_split_matrices_from_the_complete_tsqr(monkeypatch):
         np.testing.assert_allclose(Vh @ Vh.conj().T, np.eye(cols), atol=1e-11)
 
     run()
+    need("torch", "jax")  # JAX, whose arrays cannot be written: U assembled by concatenation
+    a = _data((13, 3), "float32", 5)
+    lay = Layout((13, 3), block=(2, 3), grid=(3, 1), devices=["cpu:0", "cpu:1", "cpu:2"])
+    u, s, vh = la.svd(build(a, lay, "mixed"))
+    U, S, Vh = gathered(u), gathered(s), gathered(vh)
+    assert "jax" in {f.framework for f in u.fragments}
+    np.testing.assert_allclose((U[:, :3] * S) @ Vh, a, atol=2e-5)
+    np.testing.assert_allclose(U.T @ U, np.eye(13), atol=2e-5)
 
 
 def test_matrix_power_of_zero_and_negative_powers_stays_on_the_grid(monkeypatch):

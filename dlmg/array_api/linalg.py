@@ -34,6 +34,7 @@ grow with the distributed extent) are laid out by the default layout policy.
 
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 from typing import Any, NamedTuple
@@ -41,6 +42,7 @@ from typing import Any, NamedTuple
 from ..ops import contract as _contract, jacobi as _jacobi, linalg as _la
 from ..ops._batch import batch_key, suggest_whole
 from ..ops._dtypes import INEXACT, require
+from ..errors import LayoutError
 from ..ops.dispatch import map_fragments
 from ..ops.contract.pending import settled
 from ..ops._operands import is_distributed
@@ -117,6 +119,24 @@ def _small(x: Any, *results: Any) -> tuple[Any, ...]:
     return tuple(r if r.ndim == 2 and r.layout.ngrid > 1 else _placed(r, x) for r in results)
 
 
+def _stacked(x: Any) -> bool:
+    """Stacked matrices (batch modes present) with a matrix mode split, and some entries."""
+    return x.ndim > 2 and not _local(x) and x.size > 0
+
+
+def _per_matrix(name: str, fn: Any, *operands: Any) -> tuple[Any, ...]:
+    """``fn`` (returning a tuple of tensors) on every batch entry of stacked split matrices, each
+    entry one split matrix run by the distributed algorithm, the results stacked where they lie
+    (``dlmg.ops.linalg.batch_whole``, ``dlmg.ops.linalg.stack_entries``). ``operands`` other than
+    the first are indexed alike when they have its batch modes, else passed whole."""
+    lead = _la.batch_whole(operands[0])
+    batch = lead.shape[:-2]
+    rest = [_la.batch_whole(o) if o.shape[:-2] == batch and o.ndim == lead.ndim else o for o in operands[1:]]
+    entries = (fn(lead[b], *(o[b] if o.ndim == lead.ndim else o for o in rest))
+               for b in itertools.product(*(range(e) for e in batch)))
+    return _la.stack_entries(f"dlmg.linalg.{name}", entries, batch)
+
+
 # --------------------------------------------------------------------------
 # TSQR and what is built on it
 
@@ -133,6 +153,8 @@ def qr(x: Any, /, *, mode: str = "reduced") -> QRResult:
     are collected (see the module).
     """
     x = _operand("qr", x)
+    if _stacked(x):
+        return QRResult(*_per_matrix("qr", lambda e: tuple(qr(e, mode=mode)), x))
     m, n = x.shape[-2:] if x.ndim >= 2 else (0, 0)
     if _local(x) or (x.ndim == 2 and mode in ("reduced", "complete") and x.size):
         q, r = _la.qr(x, mode=mode)
@@ -153,6 +175,8 @@ def svd(x: Any, /, *, full_matrices: bool = True) -> SVDResult:
     column distribution; the small factors are laid out by the policy.
     """
     x = _operand("svd", x)
+    if _stacked(x):
+        return SVDResult(*_per_matrix("svd", lambda e: tuple(svd(e, full_matrices=full_matrices)), x))
     square = x.ndim >= 2 and x.shape[-1] == x.shape[-2]
     if _distributes(x) and x.size:
         if full_matrices and _local(x) and not square:
@@ -171,6 +195,8 @@ def svdvals(x: Any, /) -> Any:
     """The singular values, descending: batch-local, or from TSQR's ``R`` for one split matrix
     (laid out by the policy)."""
     x = _operand("svdvals", x)
+    if _stacked(x):
+        return _per_matrix("svdvals", lambda e: (svdvals(e),), x)[0]
     if _distributes(x) and x.size:
         s = _la.svdvals(x)
         return s if _local(x) else _placed(s, x)
@@ -181,6 +207,11 @@ def pinv(x: Any, /, *, rtol: float | Any | None = None) -> Any:
     """The pseudo-inverse: batch-local, or ``V S^+ U^H`` by TSQR for one split matrix, the result
     split along the mode ``x`` splits (columns for a tall ``x``)."""
     x = _operand("pinv", x)
+    if _stacked(x):
+        if not (rtol is None or isinstance(rtol, (int, float))):
+            raise ValueError(f"dlmg.linalg.pinv of stacked split matrices takes rtol as a number, got "
+                             f"{type(rtol).__name__}: make the matrices whole in every fragment first")
+        return _per_matrix("pinv", lambda e: (pinv(e, rtol=rtol),), x)[0]
     if _distributes(x) and x.size and (rtol is None or isinstance(rtol, (int, float))):
         return _la.pinv(x, rtol=None if rtol is None else float(rtol))
     return _collected_pinv(x, rtol=rtol)
@@ -341,6 +372,8 @@ def cholesky(x: Any, /, *, upper: bool = False) -> Any:
     right-looking Cholesky on the grid for one split matrix
     (``dlmg.ops.linalg.cholesky_grid``); split matrices with batch modes are collected."""
     x = _operand("cholesky", x)
+    if _stacked(x):
+        return _per_matrix("cholesky", lambda e: (cholesky(e, upper=upper),), x)[0]
     if x.ndim >= 2 and (_local(x) or x.ndim == 2):
         return _la.cholesky(x, upper=upper)
     return _collected_cholesky(x, upper=upper)
@@ -370,6 +403,8 @@ def det(x: Any, /) -> Any:
     from a blocked LU with partial pivoting on its grid (``dlmg.ops.linalg.slogdet_grid``);
     split matrices with batch modes are collected."""
     x = _operand("det", x)
+    if _stacked(x):
+        return _per_matrix("det", lambda e: (det(e),), x)[0]
     if _square_local("det", x):
         return _batch_one("det", x, (), x.dtype, lambda xp, a: xp.linalg.det(a))
     if _grid_square(x):
@@ -389,6 +424,8 @@ def slogdet(x: Any, /) -> SlogdetResult:
     """Sign and log-magnitude of the determinants: batch-local, or a blocked LU with partial
     pivoting for one split matrix (as :func:`det`); split matrices with batch modes are collected."""
     x = _operand("slogdet", x)
+    if _stacked(x):
+        return SlogdetResult(*_per_matrix("slogdet", lambda e: tuple(slogdet(e)), x))
     if _square_local("slogdet", x):
         real = _la.REAL_OF.get(x.dtype, x.dtype)
         sign, logabs = _la.batch_local("dlmg.linalg.slogdet", x, lambda xp, a: tuple(xp.linalg.slogdet(a)),
@@ -405,6 +442,8 @@ def inv(x: Any, /) -> Any:
     partial pivoting on its grid (``dlmg.ops.linalg.inv_grid``), in its layout; split matrices
     with batch modes are collected."""
     x = _operand("inv", x)
+    if _stacked(x):
+        return _per_matrix("inv", lambda e: (inv(e),), x)[0]
     if _square_local("inv", x):
         return _batch_one("inv", x, x.shape[-2:], x.dtype, lambda xp, a: xp.linalg.inv(a))
     if _grid_square(x):
@@ -418,6 +457,13 @@ def solve(x1: Any, x2: Any, /) -> Any:
     dtype, 1-D or 2-D) blocked Gauss-Jordan elimination with partial pivoting on ``x1``'s grid
     (``dlmg.ops.linalg.solve_grid``), ``x2`` redistributed onto that grid first; else collected."""
     x1, x2 = _operand("solve", x1), _operand("solve", x2)
+    if _stacked(x1):
+        if not (x2.ndim == 1 or (x2.ndim == x1.ndim and x2.shape[:-2] == x1.shape[:-2])):
+            raise LayoutError(
+                f"dlmg.linalg.solve of stacked split matrices (x1 of shape {x1.shape}) takes x2 of the same batch "
+                f"shape or one vector, got shape {x2.shape}: broadcast x2 to {x1.shape[:-1]} (+ columns) first"
+            )
+        return _per_matrix("solve", lambda e, r: (solve(e, r),), x1, x2)[0]
     if (x1.ndim >= 2 and x2.ndim == x1.ndim and x1.shape[:-1] == x2.shape[:-1]
             and _square_local("solve", x1) and _local(x2) and x1.dtype == x2.dtype
             and x1.layout.nfragments == x2.layout.nfragments
@@ -454,6 +500,8 @@ def eigh(x: Any, /) -> EighResult:
     ``x``'s layout and the eigenvalues in slabs over its devices; split matrices with batch modes
     are collected. The split case reads both triangles (LAPACK reads one)."""
     x = _operand("eigh", x)
+    if _stacked(x):
+        return EighResult(*_per_matrix("eigh", lambda e: tuple(eigh(e)), x))
     if _square_local("eigh", x):
         n = x.shape[-1]
         w, v = _la.batch_local("dlmg.linalg.eigh", x, lambda xp, a: tuple(xp.linalg.eigh(a)),
@@ -470,6 +518,8 @@ def eigvalsh(x: Any, /) -> Any:
     one split matrix (as :func:`eigh`, the eigenvectors not formed); split matrices with batch
     modes are collected."""
     x = _operand("eigvalsh", x)
+    if _stacked(x):
+        return _per_matrix("eigvalsh", lambda e: (eigvalsh(e),), x)[0]
     if _square_local("eigvalsh", x):
         return _batch_one("eigvalsh", x, (x.shape[-1],), _la.REAL_OF.get(x.dtype, x.dtype),
                           lambda xp, a: xp.linalg.eigvalsh(a))

@@ -28,7 +28,8 @@ the same devices; that is a move of the operand, never a gather.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,7 +41,7 @@ from ..errors import LayoutError
 from ..layout import Layout
 from ._batch import require_whole
 from ._dtypes import INEXACT, require
-from ._executor import Executor, executor, fail, move_array
+from ._executor import Executor, array_device, executor, fail, move_array
 from .contract.pending import settled
 from .dispatch import is_distributed, map_fragments, new_tensor
 from .shape import permute_dims
@@ -51,7 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "cholesky", "batch_local", "matrix_split", "tsqr", "qr", "svd", "svdvals", "pinv", "REAL_OF", "TALL", "WIDE",
     "LOCAL", "diagonal", "batch_local_layout", "cholesky_grid", "slogdet_grid", "solve_grid", "inv_grid",
-    "solve_layout", "qr_complete", "svd_complete", "identity_like",
+    "solve_layout", "qr_complete", "svd_complete", "identity_like", "batch_whole", "stack_entries",
 ]
 
 #: the real dtype of each inexact dtype (singular values, norms)
@@ -218,6 +219,81 @@ def cholesky(x: "DistributedTensor", /, *, upper: bool = False) -> "DistributedT
     out = map_fragments(per_fragment, (x,), name="dlmg.linalg.cholesky", out_layout=x.layout.dense)
     assert out is not None
     return out
+
+
+# --------------------------------------------------------------------------
+# stacked split matrices: the distributed algorithm per batch entry
+
+
+def batch_whole(x: "DistributedTensor") -> "DistributedTensor":
+    """``x`` (batch modes, matrix modes split) with its batch modes whole in every fragment.
+
+    Where a batch mode is split, ``x`` is redistributed over the same replica-0 devices into a
+    layout whose row mode takes the batch modes' grid on top of its own (row blocks of
+    ``ceil(m / grid)``), the columns keeping theirs: a move of the operand, whose shares stay the
+    same size, never a gather. Each batch entry ``x[b]`` is then one split matrix on every device.
+    """
+    lay = x.layout
+    nb = x.ndim - 2
+    if all(g == 1 for g in lay.grid[:nb]):
+        return x
+    m = x.shape[-2]
+    rows = lay.ngrid // lay.grid[-1]
+    target = Layout(x.shape, block=tuple(max(e, 1) for e in x.shape[:nb]) + (max(-(-m // rows), 1), lay.block[-1]),
+                    grid=(1,) * nb + (rows, lay.grid[-1]), devices=lay.devices[: lay.ngrid],
+                    ranks=lay.ranks[: lay.ngrid])
+    return x.redistribute(target)
+
+
+def stack_entries(name: str, entries: Iterable[tuple["DistributedTensor", ...]],
+                  batch: tuple[int, ...]) -> tuple["DistributedTensor", ...]:
+    """The results of one matrix function over the batch entries, stacked into tensors of leading
+    shape ``batch``, fragment by fragment where each entry's result lies (nothing moves).
+
+    ``entries`` yields, in C order over ``batch``, one tuple of results per entry; the first
+    entry's layouts are the pattern (a later result laid out another way is redistributed to
+    it). Each local fragment's entries are written into one new array as they come where the
+    framework's arrays can be written (an entry's result is freed once written), else stacked
+    at the end. The results have the batch modes whole (grid 1) before the pattern's modes.
+    """
+    count = math.prod(batch)
+    pattern: list[Layout] = []
+    dtypes: list[str] = []
+    held: list[dict[int, tuple[Executor, Any]]] = []
+    for j, results in enumerate(entries):
+        if not pattern:
+            pattern = [r.layout.dense for r in results]
+            dtypes = [r.dtype for r in results]
+            held = [{} for _ in results]
+        for k, r in enumerate(results):
+            if not r.layout.same_distribution(pattern[k]):
+                r = r.redistribute(pattern[k])
+            for frag in r.fragments:
+                if not frag.is_local:
+                    continue
+                if j == 0:
+                    ex = executor(frag.framework, frag.device)
+                    a = frag.array
+                    store = (ex.run(lambda xp, a: xp.empty((count, *a.shape), dtype=a.dtype, device=array_device(a)),
+                                    a) if ex.adapter.mutable else [])
+                    held[k][frag.index] = (ex, store)
+                ex, store = held[k][frag.index]
+                a = move_array(frag.array, ex)
+                if isinstance(store, list):
+                    store.append(a)
+                else:
+                    store[j] = a
+    assert pattern, f"{name}: no batch entries"
+    outs = []
+    for k, lay in enumerate(pattern):
+        stacked = Layout(batch + lay.shape, block=tuple(max(e, 1) for e in batch) + lay.block,
+                         grid=(1,) * len(batch) + lay.grid, devices=lay.devices, ranks=lay.ranks)
+        arrays: list[Any] = [None] * stacked.nfragments
+        for i, (ex, store) in held[k].items():
+            shape = tuple(stacked.fragments[i].shape)
+            arrays[i] = ex.run(lambda xp, a: xp.reshape(xp.stack(a) if isinstance(a, list) else a, shape), store)
+        outs.append(new_tensor(arrays, stacked, dtypes[k]))
+    return tuple(outs)
 
 
 def identity_like(x: "DistributedTensor", /) -> "DistributedTensor":
@@ -505,16 +581,55 @@ def qr_wide(x: "DistributedTensor", /) -> tuple["DistributedTensor", "Distribute
     return q, new_tensor(arrays, lay, x.dtype)
 
 
-def _complete_rows(xp: Any, q: Any, wf: Any, m: int, offset: int) -> Any:
-    """Fragment rows of the complete ``Q``: ``Q_f W_f`` in the first columns, the orthonormal
-    complement of ``Q_f``'s columns at ``offset``, zeros elsewhere."""
+def _reflectors(xp: Any, q: Any) -> list[Any]:
+    """Householder vectors ``v_j`` (unit norm, zero above row ``j``) with ``H_1 ... H_k [D; 0] = q``
+    for ``q`` of orthonormal columns (``H_j = I - 2 v_j v_j^H``, ``D`` diagonal of unit modulus):
+    LAPACK's ``xGEQRF`` on ``q`` (Golub & Van Loan, sec. 5.1), one column at a time. Each column,
+    reflected by the earlier ones, has unit norm below its row, so no vector degenerates."""
     mf, kf = q.shape
+    vs: list[Any] = []
+    for j in range(kf):
+        c = q[:, j]
+        for v in vs:
+            c = c - 2 * v * xp.sum(xp.conj(v) * c)
+        below = c[j:]
+        size = xp.abs(below[:1])
+        phase = xp.where(size > 0, below[:1] / xp.where(size > 0, size, xp.ones_like(size)), xp.ones_like(below[:1]))
+        v = xp.concat([xp.zeros((j,), dtype=q.dtype, device=q.device), below[:1] + phase * xp.linalg.vector_norm(below),
+                       below[1:]])
+        vs.append(v / xp.linalg.vector_norm(v))
+    return vs
+
+
+def _complement_columns(xp: Any, q: Any, start: int, stop: int, vs: list[Any]) -> Any:
+    """Columns ``start:stop`` (``start >= k``) of ``H_1 ... H_k``: orthonormal, orthogonal to ``q``'s."""
+    mf = q.shape[0]
+    e = xp.eye(mf, stop - start, k=-start, dtype=q.dtype, device=q.device)
+    for v in reversed(vs):
+        e = e - 2 * v[:, None] * xp.matmul(xp.conj(v)[None, :], e)
+    return e
+
+
+def _complete_rows(xp: Any, q: Any, wf: Any, m: int, offset: int, mutable: bool) -> Any:
+    """Fragment rows of the complete ``Q``: ``Q_f W_f`` in the first columns, an orthonormal
+    complement of ``Q_f``'s columns (the trailing columns of ``Q_f``'s Householder product,
+    made a panel of columns at a time, never ``m_f x m_f`` at once) at ``offset``, zeros
+    elsewhere; written into one new array where the framework's arrays can be written, else
+    assembled by concatenation."""
+    mf, kf = q.shape
+    vs = _reflectors(xp, q)
+    width = max(kf, 64)
+    spans = [(a, min(a + width, mf)) for a in range(kf, mf, width)]
+    if mutable:
+        out = xp.zeros((mf, m), dtype=q.dtype, device=q.device)
+        for a, b in spans:
+            out[:, offset + a - kf: offset + b - kf] = _complement_columns(xp, q, a, b, vs)
+        out[:, : wf.shape[1]] = xp.matmul(q, wf)
+        return out
     parts = [xp.matmul(q, wf)]
     if mf > kf:
-        zeros = xp.zeros((mf, offset - wf.shape[1]), dtype=q.dtype, device=q.device)
-        complement = xp.linalg.qr(q, mode="complete")[0][:, kf:] if kf else xp.eye(mf, dtype=q.dtype,
-                                                                                     device=q.device)
-        parts += [zeros, complement]
+        parts.append(xp.zeros((mf, offset - wf.shape[1]), dtype=q.dtype, device=q.device))
+        parts += [_complement_columns(xp, q, a, b, vs) for a, b in spans]
     end = sum(part.shape[1] for part in parts)
     parts.append(xp.zeros((mf, m - end), dtype=q.dtype, device=q.device))
     return xp.concat(parts, axis=1)
@@ -562,8 +677,9 @@ def _tsqr_complete(name: str, x: "DistributedTensor", with_svd: bool) -> tuple["
     smalls = [((n,), REAL_OF.get(x.dtype, x.dtype)), ((n, n), x.dtype)] if with_svd else [((n, n), x.dtype)]
     out_layout = Layout((m, m), block=(lay.block[0], max(m, 1)), grid=(p, 1), devices=lay.devices[:p],
                         ranks=lay.ranks[:p])
+    mutable = [executor(f.framework, f.device).adapter.mutable if f.is_local else False for f in x.fragments]
     q, results = tsqr(name, x, small, smalls, total,
-                      lambda xp, qf, wf, f: _complete_rows(xp, qf, wf, m, offsets[f]), out_layout)
+                      lambda xp, qf, wf, f: _complete_rows(xp, qf, wf, m, offsets[f], mutable[f]), out_layout)
     assert q is not None
     return q, results
 
