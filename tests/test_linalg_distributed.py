@@ -265,6 +265,91 @@ def test_matrix_power_of_zero_and_negative_powers_stays_on_the_grid(monkeypatch)
         la.matrix_power(ints, -1)
 
 
+@st.composite
+def stacked_layouts(draw, shape):
+    """Layouts of stacked matrices with a matrix mode split; the batch mode whole or split too."""
+    g0, g1 = draw(st.sampled_from([(2, 1), (1, 2), (2, 2), (3, 1)]))
+    gb = draw(st.integers(1, 2))
+    block = (draw(st.integers(1, shape[0])), draw(st.integers(1, max(1, shape[1] // 2))),
+             draw(st.integers(1, max(1, shape[2] // 2))))
+    devices = [f"cpu:{draw(st.integers(0, 3))}" for _ in range(gb * g0 * g1)]
+    return Layout(shape, block=block, grid=(gb, g0, g1), devices=devices)
+
+
+ALL_COLLECTED = ("cholesky", "cross", "det", "eigh", "eigvalsh", "inv", "pinv", "qr", "slogdet", "solve", "svd")
+
+
+def test_stacked_split_matrices_run_the_distributed_algorithm_per_entry(monkeypatch):
+    _refuse_collecting(monkeypatch, *ALL_COLLECTED)
+
+    @settings(max_examples=8, deadline=None)
+    @given(st.data())
+    def run(data):
+        batch = data.draw(st.integers(1, 3))
+        n = data.draw(st.integers(2, 6))
+        m = data.draw(st.sampled_from([n, n + 3]))
+        dtype = data.draw(st.sampled_from(["float64", "complex128"]))
+        framework = data.draw(st.sampled_from(["numpy", "torch"])) if _have_torch() else "numpy"
+        a = _data((batch, m, n), dtype, data.draw(st.integers(0, 99)))
+        lay = data.draw(stacked_layouts(a.shape))
+        x = build(a, lay, framework)
+
+        def check(got, want, atol=1e-10):
+            for t in (got if isinstance(got, tuple) else (got,)):
+                assert set(t.layout.devices) <= set(lay.devices)
+            np.testing.assert_allclose(gathered(got), want, atol=atol)
+
+        q, r = la.qr(x)
+        assert q.layout.grid[0] == 1 and q.layout.ngrid > 1  # every entry split, none gathered
+        check(q, gathered(q))
+        np.testing.assert_allclose(gathered(q) @ gathered(r), a, atol=1e-11)
+        for full in (False, True):
+            u, s, vh = la.svd(x, full_matrices=full)
+            U, S, Vh = gathered(u), gathered(s), gathered(vh)
+            np.testing.assert_allclose(S, np.linalg.svd(a, compute_uv=False), atol=1e-11)
+            np.testing.assert_allclose((U[..., :, :n] * S[..., None, :]) @ Vh[..., :n, :], a, atol=1e-11)
+        check(la.svdvals(x), np.linalg.svd(a, compute_uv=False))
+        check(la.pinv(x), np.linalg.pinv(a), atol=1e-9)
+        check(la.matrix_rank(x), np.linalg.matrix_rank(a))
+        if m != n:
+            return
+        sq = a + (n * np.eye(n)).astype(dtype)
+        xs = build(sq, lay, framework)
+        check(la.det(xs), np.linalg.det(sq), atol=1e-9 * np.abs(np.linalg.det(sq)).max())
+        sign, logabs = la.slogdet(xs)
+        check(sign, np.linalg.slogdet(sq)[0])
+        check(logabs, np.linalg.slogdet(sq)[1])
+        inverse = la.inv(xs)
+        assert inverse.layout.grid[0] == 1 and inverse.layout.ngrid > 1
+        check(inverse, np.linalg.inv(sq))
+        rhs = _data((batch, n, 2), dtype, 3)
+        y = build(rhs, Layout((batch, n, 2), block=(1, 2, 2), grid=(batch, 1, 1), devices=["cpu:1"] * batch),
+                  framework)
+        check(la.solve(xs, y), np.linalg.solve(sq, rhs))
+        v = build(rhs[0, :, 0].copy(), Layout.slab((n,), 0, ["cpu:0", "cpu:2"]), framework)
+        check(la.solve(xs, v), np.linalg.solve(sq, np.broadcast_to(rhs[0, :, :1], (batch, n, 1)))[..., 0])
+        check(la.matrix_power(xs, -2), np.linalg.matrix_power(sq, -2))
+        herm = (sq + np.swapaxes(sq, -1, -2).conj()) / 2 + n * np.eye(n)
+        xh = build(herm, lay, framework)
+        check(la.cholesky(xh), np.linalg.cholesky(herm))
+        check(la.eigvalsh(xh), np.linalg.eigvalsh(herm))
+        w, vecs = la.eigh(xh)
+        V = gathered(vecs)
+        np.testing.assert_allclose(herm @ V, V * gathered(w)[..., None, :], atol=1e-9)
+
+    run()
+
+
+def test_stacked_split_matrices_refuse_what_has_no_entry_by_entry_meaning():
+    a = _data((2, 4, 4), "float64", 1) + 4 * np.eye(4)
+    x = build(a, Layout((2, 4, 4), block=(2, 2, 4), grid=(1, 2, 1), devices=["cpu:0", "cpu:1"]))
+    y = build(_data((3, 2, 4, 1), "float64", 2), Layout.single((3, 2, 4, 1)))
+    with pytest.raises(dlmg.LayoutError, match="same batch shape"):
+        la.solve(x, y)
+    with pytest.raises(ValueError, match="rtol as a number"):
+        la.pinv(x, rtol=build(np.array([0.1, 0.1]), Layout.single((2,))))
+
+
 def _have_torch() -> bool:
     try:
         import torch  # noqa: F401

@@ -11,8 +11,8 @@ Distributed operands stay distributed (``dlmg.ops.linalg`` has the algorithms):
   reductions (``2``, ``-2`` and ``"nuc"`` through ``svdvals``);
 * ``diagonal`` (each fragment its owned entries, one pending sum) and
   ``trace`` (its sum); ``cross`` fragment by fragment with the product mode
-  whole; ``matrix_power`` by repeated squaring with the distributed
-  ``matmul``; ``matmul``, ``tensordot``, ``vecdot``, ``outer`` are dlmg's
+  whole; ``matrix_power`` (``n >= 1``) by repeated squaring with the
+  distributed ``matmul``; ``matmul``, ``tensordot``, ``vecdot``, ``outer`` are dlmg's
   contractions; ``matrix_transpose`` is a view;
 * ``cholesky``, ``det``, ``slogdet``, ``inv``, ``solve``, ``eigh``,
   ``eigvalsh``: batch-local when every fragment holds whole matrices; one
@@ -20,13 +20,18 @@ Distributed operands stay distributed (``dlmg.ops.linalg`` has the algorithms):
   blocked Gauss-Jordan (``solve``, ``inv``) on its grid, one-sided block
   Jacobi (``eigh``, ``eigvalsh``) in column blocks over its fragments;
 * ``qr(mode="complete")`` of a tall split matrix from TSQR's factors, ``Q``
-  (``m x m``) and ``R`` in its row distribution.
+  (``m x m``) and ``R`` in its row distribution; ``svd(full_matrices=True)`` of
+  a split non-square matrix from the same complete ``Q``;
+* ``matrix_power`` with ``n == 0`` (the identity, made by each fragment) and
+  ``n < 0`` (powers of the distributed :func:`inv`);
+* stacked matrices (batch modes) with a matrix mode split: the algorithm for one split
+  matrix on each batch entry (a view), the results stacked where they lie
+  (``dlmg.ops.linalg.stack_entries``; a split batch mode is first folded into the rows'
+  grid by ``dlmg.ops.linalg.batch_whole``).
 
 What is not distributed is collected onto one fragment as before (see
 ``dlmg.array_api._collect``; across processes an all-gather), and said so
-in each function's docstring: ``qr`` of a short-fat matrix and ``svd(full_matrices=True)``
-of split matrices; ``matrix_power`` with ``n <= 0``; split matrices with batch
-modes; ``cross`` of operands of different shapes.
+in each function's docstring: ``cross`` of operands of different shapes.
 
 Small results (``R``, ``S``, ``Vh``; the ``n x n`` factors whose size does not
 grow with the distributed extent) are laid out by the default layout policy.
@@ -149,8 +154,8 @@ def qr(x: Any, /, *, mode: str = "reduced") -> QRResult:
     ``m x m`` and ``R`` ``m x n``, both in ``x``'s row distribution
     (``dlmg.ops.linalg.qr_complete``). A short-fat (``m < n``) split matrix
     by ``dlmg.ops.linalg.qr_wide``: ``R`` keeps the column distribution, the
-    ``m x m`` ``Q`` is laid out by the policy. Split matrices with batch modes
-    are collected (see the module).
+    ``m x m`` ``Q`` is laid out by the policy. Stacked split matrices run per
+    batch entry (see the module).
     """
     x = _operand("qr", x)
     if _stacked(x):
@@ -364,13 +369,13 @@ def matrix_power(x: Any, n: int, /) -> Any:
 
 
 # --------------------------------------------------------------------------
-# factorizations and solves: batch-local, or collected
+# factorizations and solves: batch-local, on the grid, or per batch entry
 
 
 def cholesky(x: Any, /, *, upper: bool = False) -> Any:
     """The Cholesky factor: batch-local when every fragment holds whole matrices, blocked
     right-looking Cholesky on the grid for one split matrix
-    (``dlmg.ops.linalg.cholesky_grid``); split matrices with batch modes are collected."""
+    (``dlmg.ops.linalg.cholesky_grid``), per batch entry for stacked split matrices."""
     x = _operand("cholesky", x)
     if _stacked(x):
         return _per_matrix("cholesky", lambda e: (cholesky(e, upper=upper),), x)[0]
@@ -401,7 +406,7 @@ _INEXACT = frozenset({"float16", "bfloat16", "float32", "float64", "complex64", 
 def det(x: Any, /) -> Any:
     """The determinants: batch-local for whole matrices in every fragment; for one split matrix
     from a blocked LU with partial pivoting on its grid (``dlmg.ops.linalg.slogdet_grid``);
-    split matrices with batch modes are collected."""
+    per batch entry for stacked split matrices."""
     x = _operand("det", x)
     if _stacked(x):
         return _per_matrix("det", lambda e: (det(e),), x)[0]
@@ -409,7 +414,7 @@ def det(x: Any, /) -> Any:
         return _batch_one("det", x, (), x.dtype, lambda xp, a: xp.linalg.det(a))
     if _grid_square(x):
         sign, logabs = _la.slogdet_grid(x)
-        return asarray(sign * math.exp(logabs) if logabs != -math.inf else 0.0, dtype=x.dtype)
+        return asarray(sign * math.exp(logabs) if logabs != -math.inf else 0.0, dtype=x.dtype, device=x.device)
     return _collected_det(x)
 
 
@@ -422,7 +427,7 @@ class SlogdetResult(NamedTuple):
 
 def slogdet(x: Any, /) -> SlogdetResult:
     """Sign and log-magnitude of the determinants: batch-local, or a blocked LU with partial
-    pivoting for one split matrix (as :func:`det`); split matrices with batch modes are collected."""
+    pivoting for one split matrix (as :func:`det`), per batch entry for stacked split matrices."""
     x = _operand("slogdet", x)
     if _stacked(x):
         return SlogdetResult(*_per_matrix("slogdet", lambda e: tuple(slogdet(e)), x))
@@ -433,14 +438,15 @@ def slogdet(x: Any, /) -> SlogdetResult:
         return SlogdetResult(sign, logabs)
     if _grid_square(x):
         sign, logabs = _la.slogdet_grid(x)
-        return SlogdetResult(asarray(sign, dtype=x.dtype), asarray(logabs, dtype=_la.REAL_OF.get(x.dtype, x.dtype)))
+        return SlogdetResult(asarray(sign, dtype=x.dtype, device=x.device),
+                             asarray(logabs, dtype=_la.REAL_OF.get(x.dtype, x.dtype), device=x.device))
     return SlogdetResult(*_collected_slogdet(x))
 
 
 def inv(x: Any, /) -> Any:
     """The inverses: batch-local; for one split matrix blocked Gauss-Jordan elimination with
     partial pivoting on its grid (``dlmg.ops.linalg.inv_grid``), in its layout; split matrices
-    with batch modes are collected."""
+    stacked: per batch entry."""
     x = _operand("inv", x)
     if _stacked(x):
         return _per_matrix("inv", lambda e: (inv(e),), x)[0]
@@ -455,7 +461,8 @@ def solve(x1: Any, x2: Any, /) -> Any:
     """The solutions of ``x1 @ X = x2``: batch-local when both hold whole matrices in every
     fragment with the same batch distribution; for one split square ``x1`` (and ``x2`` of its
     dtype, 1-D or 2-D) blocked Gauss-Jordan elimination with partial pivoting on ``x1``'s grid
-    (``dlmg.ops.linalg.solve_grid``), ``x2`` redistributed onto that grid first; else collected."""
+    (``dlmg.ops.linalg.solve_grid``), ``x2`` redistributed onto that grid first; stacked split
+    ``x1``: per batch entry, ``x2`` of its batch shape or one vector (else a ``LayoutError``)."""
     x1, x2 = _operand("solve", x1), _operand("solve", x2)
     if _stacked(x1):
         if not (x2.ndim == 1 or (x2.ndim == x1.ndim and x2.shape[:-2] == x1.shape[:-2])):
@@ -497,8 +504,8 @@ def eigh(x: Any, /) -> EighResult:
     """Eigenvalues (ascending) and eigenvectors of Hermitian matrices: batch-local when every
     fragment holds whole matrices; for one split matrix one-sided block Jacobi (Hestenes 1958)
     in Brent and Luk's parallel ordering (``dlmg.ops.jacobi.eigh_jacobi``), the eigenvectors in
-    ``x``'s layout and the eigenvalues in slabs over its devices; split matrices with batch modes
-    are collected. The split case reads both triangles (LAPACK reads one)."""
+    ``x``'s layout and the eigenvalues in slabs over its devices; stacked split matrices per batch
+    entry. The split case reads both triangles (LAPACK reads one)."""
     x = _operand("eigh", x)
     if _stacked(x):
         return EighResult(*_per_matrix("eigh", lambda e: tuple(eigh(e)), x))
@@ -515,8 +522,8 @@ def eigh(x: Any, /) -> EighResult:
 
 def eigvalsh(x: Any, /) -> Any:
     """Eigenvalues (ascending) of Hermitian matrices: batch-local, or one-sided block Jacobi for
-    one split matrix (as :func:`eigh`, the eigenvectors not formed); split matrices with batch
-    modes are collected."""
+    one split matrix (as :func:`eigh`, the eigenvectors not formed); stacked split matrices per
+    batch entry."""
     x = _operand("eigvalsh", x)
     if _stacked(x):
         return _per_matrix("eigvalsh", lambda e: (eigvalsh(e),), x)[0]
