@@ -75,7 +75,7 @@ def linalg_tsqr():
 
 def linalg_grid():
     """Norms, diagonal, trace, matrix_power and TSQR of a matrix on a 2-D block-cyclic grid
-    spread over the processes."""
+    spread over the processes; cross of operands that broadcast."""
     world = dd.world_size()
     rng = np.random.default_rng(12)
     a = rng.standard_normal((11, 7))
@@ -94,6 +94,19 @@ def linalg_grid():
     ls = Layout((8, 8), block=(3, 3), grid=(2, world), devices=["cpu"] * (2 * world),
                 ranks=[(i // 2) % world for i in range(2 * world)])
     np.testing.assert_allclose(la.matrix_power(_scatter(sq, ls), 3).gather(), np.linalg.matrix_power(sq, 3),
+                               atol=1e-12)
+    # cross of operands that broadcast: a row-split stack of vectors and one vector on process 0;
+    # a stack split along the product mode over the processes
+    u, v = rng.standard_normal((11, 3)), rng.standard_normal(3)
+    rows = Layout((11, 3), block=(3, 3), grid=(2 * world, 1), devices=["cpu"] * (2 * world),
+                  ranks=[i % world for i in range(2 * world)])
+    out = la.cross(_scatter(u, rows), _scatter(v, Layout.single((3,), ranks=0)))
+    assert out.layout.grid == rows.grid, repr(out.layout)
+    np.testing.assert_allclose(out.gather(), np.cross(u, v), atol=1e-12)
+    w, z = rng.standard_normal((2, 3, 5)), rng.standard_normal((3, 1))
+    split = Layout((2, 3, 5), block=(2, 2, 5), grid=(1, world, 1), devices=["cpu"] * world, ranks=list(range(world)))
+    np.testing.assert_allclose(la.cross(_scatter(w, split), _scatter(z, Layout.single((3, 1), ranks=world - 1)),
+                                        axis=1).gather(), np.cross(w, np.broadcast_to(z, (2, 3, 5)), axis=1),
                                atol=1e-12)
     return round(float(np.linalg.norm(a)), 9)
 

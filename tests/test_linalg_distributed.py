@@ -276,7 +276,7 @@ def stacked_layouts(draw, shape):
     return Layout(shape, block=block, grid=(gb, g0, g1), devices=devices)
 
 
-ALL_COLLECTED = ("cholesky", "cross", "det", "eigh", "eigvalsh", "inv", "pinv", "qr", "slogdet", "solve", "svd")
+ALL_COLLECTED = ("cholesky", "det", "eigh", "eigvalsh", "inv", "pinv", "qr", "slogdet", "solve", "svd")
 
 
 def test_stacked_split_matrices_run_the_distributed_algorithm_per_entry(monkeypatch):
@@ -348,6 +348,47 @@ def test_stacked_split_matrices_refuse_what_has_no_entry_by_entry_meaning():
         la.solve(x, y)
     with pytest.raises(ValueError, match="rtol as a number"):
         la.pinv(x, rtol=build(np.array([0.1, 0.1]), Layout.single((2,))))
+
+
+@st.composite
+def any_layouts(draw, shape):
+    """Block-cyclic layouts of ``shape``: any blocks, grids up to 2 a mode, devices drawn from four."""
+    grid = tuple(draw(st.integers(1, 2)) if e > 1 else 1 for e in shape)
+    block = tuple(draw(st.integers(1, max(1, e))) for e in shape)
+    devices = [f"cpu:{draw(st.integers(0, 3))}" for _ in range(math.prod(grid))]
+    return Layout(shape, block=block, grid=grid, devices=devices)
+
+
+def test_cross_of_operands_that_broadcast(monkeypatch):
+    _refuse_collecting(monkeypatch, *ALL_COLLECTED)
+
+    @settings(max_examples=25, deadline=None)
+    @given(st.data())
+    def run(data):
+        s1, s2, axis = data.draw(st.sampled_from([
+            ((7, 3), (3,), -1), ((3,), (6, 3), -1), ((4, 1, 3), (5, 3), -1), ((3, 5), (3, 1), 0),
+            ((2, 3, 4), (3, 4), 1), ((2, 3, 4), (3, 4), -2), ((1, 4, 3), (3, 1, 3), 2), ((5, 3), (5, 3), -1),
+        ]))
+        a, b = _data(s1, "float64", 1), _data(s2, "float64", 2)
+        l1, l2 = data.draw(any_layouts(s1)), data.draw(any_layouts(s2))
+        frameworks = st.sampled_from(["numpy", "torch"]) if _have_torch() else st.just("numpy")
+        x1, x2 = build(a, l1, data.draw(frameworks)), build(b, l2, data.draw(frameworks))
+        out = la.cross(x1, x2, axis=axis)
+        shape = np.broadcast_shapes(s1, s2)
+        want = np.cross(np.broadcast_to(a, shape), np.broadcast_to(b, shape), axis=axis)
+        assert out.shape == shape
+        assert set(out.layout.devices) <= set(l1.devices) | set(l2.devices)
+        lead = l1 if s1 == shape else l2 if s2 == shape else None
+        if lead is not None:
+            assert set(out.layout.devices) <= set(lead.devices)  # on the lead operand's devices
+        np.testing.assert_allclose(gathered(out), want, atol=1e-12)
+
+    run()
+    x = build(np.ones((4, 3)), Layout.slab((4, 3), 0, ["cpu:0", "cpu:1"]))
+    with pytest.raises(ValueError, match="extent 3 in both"):
+        la.cross(x, build(np.ones((4, 1)), Layout.single((4, 1))))
+    with pytest.raises(ValueError, match="out of range"):
+        la.cross(x, x, axis=2)
 
 
 def _have_torch() -> bool:

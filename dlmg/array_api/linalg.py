@@ -11,7 +11,8 @@ Distributed operands stay distributed (``dlmg.ops.linalg`` has the algorithms):
   reductions (``2``, ``-2`` and ``"nuc"`` through ``svdvals``);
 * ``diagonal`` (each fragment its owned entries, one pending sum) and
   ``trace`` (its sum); ``cross`` fragment by fragment with the product mode
-  whole; ``matrix_power`` (``n >= 1``) by repeated squaring with the
+  whole, operands of different shapes broadcast and aligned as the elementwise
+  functions align them; ``matrix_power`` (``n >= 1``) by repeated squaring with the
   distributed ``matmul``; ``matmul``, ``tensordot``, ``vecdot``, ``outer`` are dlmg's
   contractions; ``matrix_transpose`` is a view;
 * ``cholesky``, ``det``, ``slogdet``, ``inv``, ``solve``, ``eigh``,
@@ -29,9 +30,9 @@ Distributed operands stay distributed (``dlmg.ops.linalg`` has the algorithms):
   (``dlmg.ops.linalg.stack_entries``; a split batch mode is first folded into the rows'
   grid by ``dlmg.ops.linalg.batch_whole``).
 
-What is not distributed is collected onto one fragment as before (see
-``dlmg.array_api._collect``; across processes an all-gather), and said so
-in each function's docstring: ``cross`` of operands of different shapes.
+What is not distributed is collected onto one fragment (see ``dlmg.array_api._collect``;
+across processes an all-gather): operands that hold no elements, split integer matrices in
+``det``, ``slogdet``, ``inv`` and ``solve``, a split ``solve`` of operands of two dtypes.
 
 Small results (``R``, ``S``, ``Vh``; the ``n x n`` factors whose size does not
 grow with the distributed extent) are laid out by the default layout policy.
@@ -47,6 +48,7 @@ from typing import Any, NamedTuple
 from ..ops import contract as _contract, jacobi as _jacobi, linalg as _la
 from ..ops._batch import batch_key, suggest_whole
 from ..ops._dtypes import INEXACT, require
+from ..ops.broadcast import align, result_shape
 from ..errors import LayoutError
 from ..ops.dispatch import map_fragments
 from ..ops.contract.pending import settled
@@ -83,7 +85,6 @@ class SVDResult(NamedTuple):
 
 # the framework's own functions on collected operands, for what is not distributed (see the module)
 _collected_cholesky = collected("cholesky", "linalg.cholesky")
-_collected_cross = collected("cross", "linalg.cross")
 _collected_det = collected("det", "linalg.det")
 _collected_eigh = collected("eigh", "linalg.eigh")
 _collected_eigvalsh = collected("eigvalsh", "linalg.eigvalsh")
@@ -318,24 +319,36 @@ def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
 
 
 def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
-    """The cross product of 3-element vectors along ``axis``, fragment by fragment in each
-    fragment's framework once that mode is whole in every fragment (a redistribution when it is
-    split) and both operands share a layout; operands of different shapes are collected."""
+    """The cross product of 3-element vectors along ``axis`` (of the broadcast shape), fragment by
+    fragment in each fragment's framework.
+
+    The operands are broadcast against each other (their other modes) and aligned as the
+    elementwise functions align them (:func:`dlmg.ops.broadcast.align`: views where the
+    fragments allow, else the smaller operand moved); the product mode is made whole in every
+    fragment first (a redistribution of the operand of the result's shape when it is split).
+    Both operands must have extent 3 along ``axis``.
+    """
     x1, x2 = _operand("cross", x1), _operand("cross", x2)
-    if x1.shape != x2.shape or x1.ndim == 0:
-        return _collected_cross(x1, x2, axis=axis)
+    if x1.ndim == 0 or x2.ndim == 0:
+        raise ValueError(f"cross needs vectors of 3 elements, got shapes {x1.shape} and {x2.shape}")
+    shape = result_shape(x1.shape, x2.shape)
+    nd = len(shape)
     mode = operator.index(axis)
-    if not -x1.ndim <= mode < x1.ndim:
-        raise ValueError(f"cross: axis {axis} is out of range for shape {x1.shape}")
-    mode %= x1.ndim
-    if x1.shape[mode] != 3:
-        raise ValueError(f"cross: mode {mode} of shape {x1.shape} must have extent 3")
-    if x1.layout.grid[mode] != 1:
-        x1 = x1.redistribute(suggest_whole(x1.layout, (mode,)))
-    if not x2.layout.same_distribution(x1.layout):
-        x2 = x2.redistribute(x1.layout)
-    out = map_fragments(lambda xp, a, b: xp.linalg.cross(a, b, axis=mode), (x1, x2), name="dlmg.linalg.cross")
-    return out
+    if not -nd <= mode < nd:
+        raise ValueError(f"cross: axis {axis} is out of range for the broadcast shape {shape}")
+    mode %= nd
+    for t in (x1, x2):
+        own = mode - (nd - t.ndim)
+        if own < 0 or t.shape[own] != 3:
+            raise ValueError(f"cross: mode {mode} of the broadcast shape {shape} must have extent 3 in both "
+                             f"operands, got shapes {x1.shape} and {x2.shape}")
+    x1, x2 = (t.redistribute(suggest_whole(t.layout, (mode,))) if t.shape == shape and t.layout.grid[mode] != 1
+              else t for t in (x1, x2))
+    x1, x2 = align([x1, x2], "dlmg.linalg.cross", True)
+    if x1.layout.grid[mode] != 1:  # both broadcast: their common layout splits the product mode
+        whole = suggest_whole(x1.layout, (mode,))
+        x1, x2 = x1.redistribute(whole), x2.redistribute(whole)
+    return map_fragments(lambda xp, a, b: xp.linalg.cross(a, b, axis=mode), (x1, x2), name="dlmg.linalg.cross")
 
 
 def matrix_power(x: Any, n: int, /) -> Any:
