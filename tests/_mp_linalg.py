@@ -217,7 +217,8 @@ def _stacked(batch, n, world, batch_grid=1):
 def linalg_stacked():
     """Stacked matrices split along their matrix modes (the batch mode whole, or split as well)
     over the processes: qr, svd, det, inv, solve, cholesky and eigvalsh run the distributed
-    algorithm per batch entry and equal NumPy's."""
+    algorithm per batch entry and equal NumPy's; eigh of a float16 matrix is refused on every
+    process."""
     world = dd.world_size()
     rng = np.random.default_rng(17)
     checked = 0
@@ -245,6 +246,15 @@ def linalg_stacked():
         np.testing.assert_allclose(la.cholesky(xs).gather(framework="numpy"), np.linalg.cholesky(spd), atol=1e-12)
         np.testing.assert_allclose(la.eigvalsh(xs).gather(framework="numpy"), np.linalg.eigvalsh(spd), atol=1e-9)
         checked += 1
+    import torch
+
+    half = _scatter(torch.eye(6, dtype=torch.float16) if dd.rank() == 0 else None, _grid(6, (3, 3), world), "torch")
+    try:  # refused on every process, before anything moves
+        la.eigh(half)
+    except dlmg.DtypeError as exc:
+        assert "float16" in str(exc), str(exc)
+    else:
+        raise AssertionError("eigh took a float16 matrix")
     return checked
 
 

@@ -49,7 +49,7 @@ from ..ops import contract as _contract, jacobi as _jacobi, linalg as _la
 from ..ops._batch import batch_key, suggest_whole
 from ..ops._dtypes import INEXACT, require
 from ..ops.broadcast import align, result_shape
-from ..errors import LayoutError
+from ..errors import DtypeError, LayoutError
 from ..ops.dispatch import map_fragments
 from ..ops.contract.pending import settled
 from ..ops._operands import is_distributed
@@ -513,13 +513,29 @@ def _grid_hermitian(x: Any) -> bool:
     return _grid_square(x) and x.dtype in _jacobi.JACOBI_DTYPES
 
 
+#: the dtypes no framework's ``eigh`` takes (NumPy, torch and JAX refuse them)
+_LOW_PRECISION = frozenset({"float16", "bfloat16"})
+
+
+def _eigh_dtype(name: str, x: Any) -> None:
+    """Refuse half-precision matrices before anything runs, as NumPy, torch and JAX do."""
+    if x.dtype in _LOW_PRECISION:
+        raise DtypeError(
+            f"dlmg.linalg.{name} takes float32, float64, complex64 or complex128 matrices, got {x.dtype} "
+            f"(NumPy's, torch's and JAX's {name} take no {x.dtype} either): compute in float32, "
+            f"{name}(astype(x, 'float32')), and cast the result back with astype if needed"
+        )
+
+
 def eigh(x: Any, /) -> EighResult:
     """Eigenvalues (ascending) and eigenvectors of Hermitian matrices: batch-local when every
     fragment holds whole matrices; for one split matrix one-sided block Jacobi (Hestenes 1958)
     in Brent and Luk's parallel ordering (``dlmg.ops.jacobi.eigh_jacobi``), the eigenvectors in
     ``x``'s layout and the eigenvalues in slabs over its devices; stacked split matrices per batch
-    entry. The split case reads both triangles (LAPACK reads one)."""
+    entry. The split case reads both triangles (LAPACK reads one). float16 and bfloat16 are
+    refused with a ``DtypeError`` before anything runs, as NumPy, torch and JAX refuse them."""
     x = _operand("eigh", x)
+    _eigh_dtype("eigh", x)
     if _stacked(x):
         return EighResult(*_per_matrix("eigh", lambda e: tuple(eigh(e)), x))
     if _square_local("eigh", x):
@@ -536,8 +552,9 @@ def eigh(x: Any, /) -> EighResult:
 def eigvalsh(x: Any, /) -> Any:
     """Eigenvalues (ascending) of Hermitian matrices: batch-local, or one-sided block Jacobi for
     one split matrix (as :func:`eigh`, the eigenvectors not formed); stacked split matrices per
-    batch entry."""
+    batch entry; float16 and bfloat16 are refused (as :func:`eigh`)."""
     x = _operand("eigvalsh", x)
+    _eigh_dtype("eigvalsh", x)
     if _stacked(x):
         return _per_matrix("eigvalsh", lambda e: (eigvalsh(e),), x)[0]
     if _square_local("eigvalsh", x):
