@@ -597,6 +597,14 @@ def test_det_of_a_singular_split_matrix_is_zero():
     assert abs(float(la.det(build(a, lay)))) < 1e-9
 
 
+def test_det_beyond_the_largest_float_is_signed_infinity_as_numpys():
+    a = 20 * np.eye(300)
+    a[0, 0] = -20
+    lay = Layout.slab((300, 300), 0, ["cpu:0", "cpu:1"])
+    assert float(la.det(build(a, lay))) == -math.inf
+    np.testing.assert_allclose(float(la.slogdet(build(a, lay)).logabsdet), 300 * math.log(20))
+
+
 def test_what_is_not_distributed_still_answers():
     rng = np.random.default_rng(7)
     a = rng.standard_normal((6, 6)) + 6 * np.eye(6)

@@ -427,7 +427,9 @@ def det(x: Any, /) -> Any:
         return _batch_one("det", x, (), x.dtype, lambda xp, a: xp.linalg.det(a))
     if _grid_square(x):
         sign, logabs = _la.slogdet_grid(x)
-        return asarray(sign * math.exp(logabs) if logabs != -math.inf else 0.0, dtype=x.dtype, device=x.device)
+        # beyond the largest float the determinant is sign * inf, as NumPy's
+        magnitude = math.exp(logabs) if logabs < math.log(finfo("float64").max) else math.inf
+        return asarray(sign * magnitude if logabs != -math.inf else 0.0, dtype=x.dtype, device=x.device)
     return _collected_det(x)
 
 
