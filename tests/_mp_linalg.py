@@ -75,7 +75,7 @@ def linalg_tsqr():
 
 def linalg_grid():
     """Norms, diagonal, trace, matrix_power and TSQR of a matrix on a 2-D block-cyclic grid
-    spread over the processes."""
+    spread over the processes; cross of operands that broadcast."""
     world = dd.world_size()
     rng = np.random.default_rng(12)
     a = rng.standard_normal((11, 7))
@@ -94,6 +94,19 @@ def linalg_grid():
     ls = Layout((8, 8), block=(3, 3), grid=(2, world), devices=["cpu"] * (2 * world),
                 ranks=[(i // 2) % world for i in range(2 * world)])
     np.testing.assert_allclose(la.matrix_power(_scatter(sq, ls), 3).gather(), np.linalg.matrix_power(sq, 3),
+                               atol=1e-12)
+    # cross of operands that broadcast: a row-split stack of vectors and one vector on process 0;
+    # a stack split along the product mode over the processes
+    u, v = rng.standard_normal((11, 3)), rng.standard_normal(3)
+    rows = Layout((11, 3), block=(3, 3), grid=(2 * world, 1), devices=["cpu"] * (2 * world),
+                  ranks=[i % world for i in range(2 * world)])
+    out = la.cross(_scatter(u, rows), _scatter(v, Layout.single((3,), ranks=0)))
+    assert out.layout.grid == rows.grid, repr(out.layout)
+    np.testing.assert_allclose(out.gather(), np.cross(u, v), atol=1e-12)
+    w, z = rng.standard_normal((2, 3, 5)), rng.standard_normal((3, 1))
+    split = Layout((2, 3, 5), block=(2, 2, 5), grid=(1, world, 1), devices=["cpu"] * world, ranks=list(range(world)))
+    np.testing.assert_allclose(la.cross(_scatter(w, split), _scatter(z, Layout.single((3, 1), ranks=world - 1)),
+                                        axis=1).gather(), np.cross(w, np.broadcast_to(z, (2, 3, 5)), axis=1),
                                atol=1e-12)
     return round(float(np.linalg.norm(a)), 9)
 
@@ -128,6 +141,151 @@ def linalg_memory():
         assert peak <= bound, f"{name}: peak {peak} bytes > bound {bound} (share {share})"
         peaks[name] = round(peak / share, 3)
     return sorted(peaks)
+
+
+def linalg_full_svd_and_powers():
+    """svd(full_matrices=True) of row-split (tall) and column-split (short-fat) matrices from the
+    complete TSQR, U (tall) or Vh (short-fat) in the long mode's split; matrix_power with n <= 0
+    (the identity made in place, the blocked inverse's powers) on a 2 x world grid."""
+    world = dd.world_size()
+    rng = np.random.default_rng(16)
+    checked = 0
+    for framework in ("numpy", "torch"):
+        for m, n, block in ((23, 4, 3), (9, 3, 2)):
+            a = rng.standard_normal((m, n))
+            lay = _rows(m, n, 2, block)
+            u, s, vh = la.svd(_scatter(a, lay, framework))
+            assert u.shape == (m, m) and u.layout.grid == lay.grid, repr(u.layout)
+            assert all(f.framework == framework for f in u.fragments if f.is_local)
+            U, S, Vh = (t.gather(framework="numpy") for t in (u, s, vh))
+            middle = np.zeros((m, n))
+            middle[:n, :n] = np.diag(S)
+            np.testing.assert_allclose(U @ middle @ Vh, a, atol=1e-12)
+            np.testing.assert_allclose(U.T @ U, np.eye(m), atol=1e-12)
+            wide = _scatter(a.T.copy(), Layout((n, m), block=(n, block), grid=(1, lay.ngrid), devices=lay.devices,
+                                               ranks=lay.ranks), framework)
+            u, s, vh = la.svd(wide)
+            assert vh.shape == (m, m) and vh.layout.grid == (1, lay.ngrid), repr(vh.layout)
+            U, S, Vh = (t.gather(framework="numpy") for t in (u, s, vh))
+            np.testing.assert_allclose(U @ middle.T @ Vh, a.T, atol=1e-12)
+            np.testing.assert_allclose(Vh @ Vh.T, np.eye(m), atol=1e-12)
+            checked += 1
+        g = rng.standard_normal((10, 10)) + 4 * np.eye(10)
+        x = _scatter(g, _grid(10, (3, 2), world), framework)
+        for k in (0, -1, -2, -3):
+            got = la.matrix_power(x, k)
+            assert got.layout.ngrid > 1 and all(f.framework == framework for f in got.fragments if f.is_local)
+            np.testing.assert_allclose(got.gather(framework="numpy"), np.linalg.matrix_power(g, k), atol=1e-11)
+            checked += 1
+    return checked
+
+
+def linalg_full_svd_memory():
+    """Each process's new memory during svd(full_matrices=True) of a tall matrix it holds a share of
+    stays within 1.5 x (its shares of the operand and of U) plus one block and the small factors."""
+    world = dd.world_size()
+    m, n, block = 1024 * world, 8, 256
+    lay = Layout((m, n), block=(block, n), grid=(world, 1), devices=["cpu"] * world, ranks=list(range(world)))
+    rng = np.random.default_rng(dd.rank())
+    mine = lay.fragments_of(dd.rank())
+    arrays = [rng.standard_normal(lay.fragment(i).shape) if i in mine else None for i in range(world)]
+    x = dlmg.from_fragments(arrays, lay)
+    share = sum(a.nbytes for a in arrays if a is not None)
+    u_share = share // n * m
+    small = (world * n) ** 2 * 8 * 4
+    la.svd(x)  # the plans' caches filled once, as the memory of a call is measured once they exist
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    out = la.svd(x)
+    peak = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    del out
+    bound = 1.5 * (share + u_share) + block * n * 8 + small
+    assert peak <= bound, f"svd(full_matrices=True): peak {peak} bytes > bound {bound} (share {share})"
+    return True
+
+
+def _stacked(batch, n, world, batch_grid=1):
+    """``batch`` stacked ``n x n`` matrices, each on a 2 x world grid (grid column ``c`` on process
+    ``c``), the batch mode split in ``batch_grid``."""
+    count = batch_grid * 2 * world
+    return Layout((batch, n, n), block=(-(-batch // batch_grid), 3, 2), grid=(batch_grid, 2, world),
+                  devices=["cpu"] * count, ranks=[i // (2 * batch_grid) for i in range(count)])
+
+
+def linalg_stacked():
+    """Stacked matrices split along their matrix modes (the batch mode whole, or split as well)
+    over the processes: qr, svd, det, inv, solve, cholesky and eigvalsh run the distributed
+    algorithm per batch entry and equal NumPy's; eigh of a float16 matrix is refused on every
+    process."""
+    world = dd.world_size()
+    rng = np.random.default_rng(17)
+    checked = 0
+    for framework, batch_grid in (("numpy", 1), ("torch", 2)):
+        a = rng.standard_normal((3, 9, 9)) + 4 * np.eye(9)
+        lay = _stacked(3, 9, world, batch_grid)
+        x = _scatter(a, lay, framework)
+        q, r = la.qr(x)
+        assert q.layout.grid[0] == 1 and q.layout.ngrid > 1, repr(q.layout)
+        np.testing.assert_allclose(q.gather(framework="numpy") @ r.gather(framework="numpy"), a, atol=1e-12)
+        u, s, vh = la.svd(x)
+        np.testing.assert_allclose(s.gather(framework="numpy"), np.linalg.svd(a, compute_uv=False), atol=1e-12)
+        np.testing.assert_allclose((u.gather(framework="numpy") * s.gather(framework="numpy")[:, None, :])
+                                   @ vh.gather(framework="numpy"), a, atol=1e-12)
+        np.testing.assert_allclose(la.det(x).gather(framework="numpy"), np.linalg.det(a), rtol=1e-11)
+        inverse = la.inv(x)
+        assert inverse.layout.ngrid > 1 and all(f.framework == framework for f in inverse.fragments if f.is_local)
+        np.testing.assert_allclose(inverse.gather(framework="numpy"), np.linalg.inv(a), atol=1e-12)
+        rhs = rng.standard_normal((3, 9, 2))
+        y = _scatter(rhs, Layout((3, 9, 2), block=(3, 5, 2), grid=(1, world, 1), devices=["cpu"] * world,
+                                 ranks=list(range(world))), framework)
+        np.testing.assert_allclose(la.solve(x, y).gather(framework="numpy"), np.linalg.solve(a, rhs), atol=1e-12)
+        spd = a @ np.swapaxes(a, -1, -2) + 9 * np.eye(9)
+        xs = _scatter(spd, lay, framework)
+        np.testing.assert_allclose(la.cholesky(xs).gather(framework="numpy"), np.linalg.cholesky(spd), atol=1e-12)
+        np.testing.assert_allclose(la.eigvalsh(xs).gather(framework="numpy"), np.linalg.eigvalsh(spd), atol=1e-9)
+        checked += 1
+    import torch
+
+    half = _scatter(torch.eye(6, dtype=torch.float16) if dd.rank() == 0 else None, _grid(6, (3, 3), world), "torch")
+    try:  # refused on every process, before anything moves
+        la.eigh(half)
+    except dlmg.DtypeError as exc:
+        assert "float16" in str(exc), str(exc)
+    else:
+        raise AssertionError("eigh took a float16 matrix")
+    return checked
+
+
+def linalg_stacked_memory():
+    """Each process's new memory during inv of stacked matrices split along their matrix modes
+    stays within 1.5 x (its shares of the operand and the result) plus one block and the panel
+    rows of one entry: each entry's inverse is written into the stacked result as it comes."""
+    world = dd.world_size()
+    batch, n, b = 4, 256, 32
+    lay = Layout((batch, n, n), block=(batch, b, b), grid=(1, 2, world), devices=["cpu"] * (2 * world),
+                 ranks=[i // 2 for i in range(2 * world)])
+    rng = np.random.default_rng(18)
+    a = rng.standard_normal((batch, n, n)) + n * np.eye(n)
+    mine = lay.fragments_of(dd.rank())
+    arrays = [np.ascontiguousarray(a[np.ix_(range(batch), lay.owned_indices(i, 1), lay.owned_indices(i, 2))])
+              if i in mine else None for i in range(lay.nfragments)]
+    x = dlmg.from_fragments(arrays, lay)
+    del a
+    share = sum(arr.nbytes for arr in arrays if arr is not None)
+    panels = 2 * n * b * 8 * len(mine) * 2 * 2  # one entry's Gauss-Jordan panels (as the 2-D inv's bound)
+    la.inv(x)  # the plans' caches filled once, as the memory of a call is measured once they exist
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    inverse = la.inv(x)
+    peak = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    del inverse
+    bound = 1.5 * (2 * share) + b * b * 8 + panels
+    assert peak <= bound, f"stacked inv: peak {peak} bytes > bound {bound} (share {share})"
+    return True
 
 
 def _grid(n, block, world):
@@ -307,5 +465,8 @@ def linalg_eigh_memory():
 
 SCENARIOS = {"linalg_tsqr": linalg_tsqr, "linalg_grid": linalg_grid, "linalg_memory": linalg_memory,
              "linalg_cholesky": linalg_cholesky, "linalg_cholesky_memory": linalg_cholesky_memory,
-             "linalg_eigh": linalg_eigh, "linalg_eigh_memory": linalg_eigh_memory}
+             "linalg_eigh": linalg_eigh, "linalg_eigh_memory": linalg_eigh_memory,
+             "linalg_full_svd_and_powers": linalg_full_svd_and_powers,
+             "linalg_full_svd_memory": linalg_full_svd_memory, "linalg_stacked": linalg_stacked,
+             "linalg_stacked_memory": linalg_stacked_memory}
 

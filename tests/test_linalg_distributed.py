@@ -177,6 +177,220 @@ def test_block_cyclic_grids_are_redistributed_into_slabs_not_gathered():
     run()
 
 
+def _refuse_collecting(monkeypatch, *names):
+    """Make the namespace's collected fallbacks of ``names`` raise: the call must stay distributed."""
+    import dlmg.array_api.linalg as namespace_linalg
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("collected")
+
+    for name in names:
+        monkeypatch.setattr(namespace_linalg, f"_collected_{name}", refuse)
+
+
+def test_full_svd_of_split_matrices_from_the_complete_tsqr(monkeypatch):
+    _refuse_collecting(monkeypatch, "svd")
+
+    @settings(max_examples=14, deadline=None)
+    @given(st.data())
+    def run(data):
+        n = data.draw(st.integers(1, 5))
+        m = data.draw(st.integers(n + 1, 24))
+        wide = data.draw(st.booleans())
+        lay = data.draw(st.one_of(row_layouts(m, n), grid_layouts(m, n)))
+        dtype = data.draw(st.sampled_from(["float64", "complex128"]))
+        a = _data((m, n), dtype, data.draw(st.integers(0, 99)))
+        if wide:  # short-fat: split along columns (or on a grid)
+            a = np.ascontiguousarray(a.T)
+            lay = Layout((n, m), block=lay.block[::-1], grid=lay.grid[::-1], devices=lay.devices)
+        x = build(a, lay, data.draw(st.sampled_from(["numpy", "torch"])) if _have_torch() else "numpy")
+        u, s, vh = la.svd(x)
+        rows, cols = a.shape
+        assert u.shape == (rows, rows) and vh.shape == (cols, cols)
+        big = vh if wide else u
+        if lay.ngrid > 1:  # the long factor keeps the long mode's split
+            assert big.layout.grid == ((1, lay.ngrid) if wide else (lay.ngrid, 1)), repr(big.layout)
+        U, S, Vh = gathered(u), gathered(s), gathered(vh)
+        np.testing.assert_allclose(S, np.linalg.svd(a, compute_uv=False), atol=1e-11)
+        middle = np.zeros(a.shape, dtype=a.dtype)
+        middle[: S.size, : S.size] = np.diag(S)
+        np.testing.assert_allclose(U @ middle @ Vh, a, atol=1e-11)
+        np.testing.assert_allclose(U.conj().T @ U, np.eye(rows), atol=1e-11)
+        np.testing.assert_allclose(Vh @ Vh.conj().T, np.eye(cols), atol=1e-11)
+
+    run()
+    need("torch", "jax")  # JAX, whose arrays cannot be written: U assembled by concatenation
+    a = _data((13, 3), "float32", 5)
+    lay = Layout((13, 3), block=(2, 3), grid=(3, 1), devices=["cpu:0", "cpu:1", "cpu:2"])
+    u, s, vh = la.svd(build(a, lay, "mixed"))
+    U, S, Vh = gathered(u), gathered(s), gathered(vh)
+    assert "jax" in {f.framework for f in u.fragments}
+    np.testing.assert_allclose((U[:, :3] * S) @ Vh, a, atol=2e-5)
+    np.testing.assert_allclose(U.T @ U, np.eye(13), atol=2e-5)
+
+
+def test_matrix_power_of_zero_and_negative_powers_stays_on_the_grid(monkeypatch):
+    _refuse_collecting(monkeypatch, "inv", "solve")
+
+    @settings(max_examples=12, deadline=None)
+    @given(st.data())
+    def run(data):
+        n = data.draw(st.integers(1, 9))
+        lay = data.draw(st.one_of(grid_layouts(n, n), row_layouts(n, n)))
+        dtype = data.draw(st.sampled_from(["float64", "complex128"]))
+        a = _data((n, n), dtype, data.draw(st.integers(0, 99))) + (n * np.eye(n)).astype(dtype)
+        framework = data.draw(st.sampled_from(["numpy", "torch"])) if _have_torch() else "numpy"
+        x = build(a, lay, framework)
+        k = data.draw(st.integers(-4, 0))
+        got = la.matrix_power(x, k)
+        assert got.dtype == x.dtype and got.shape == (n, n)
+        assert set(got.layout.devices) <= set(lay.devices)
+        if k == 0:  # the identity in x's layout, made where each fragment is
+            assert got.layout.same_distribution(lay.dense)
+            assert [f.framework for f in got.fragments] == [f.framework for f in x.fragments]
+        elif sum(f.size > 0 for f in x.fragments) > 1:  # the inverse and its products stay split
+            assert got.layout.ngrid > 1
+        np.testing.assert_allclose(gathered(got), np.linalg.matrix_power(a, k), atol=1e-11)
+
+    run()
+    batch = _data((3, 4, 4), "float64", 1) + 4 * np.eye(4)
+    xb = build(batch, Layout((3, 4, 4), block=(1, 4, 4), grid=(3, 1, 1), devices=["cpu:0", "cpu:1", "cpu:2"]))
+    for k in (0, -1, -3):
+        got = la.matrix_power(xb, k)
+        assert got.layout.grid == (3, 1, 1)  # batch-local
+        np.testing.assert_allclose(gathered(got), np.linalg.matrix_power(batch, k), atol=1e-12)
+    ints = build(np.arange(16).reshape(4, 4), Layout.slab((4, 4), 0, ["cpu:0", "cpu:1"]))
+    np.testing.assert_array_equal(gathered(la.matrix_power(ints, 0)), np.eye(4, dtype=int))
+    with pytest.raises(dlmg.DtypeError, match="int64"):
+        la.matrix_power(ints, -1)
+
+
+@st.composite
+def stacked_layouts(draw, shape):
+    """Layouts of stacked matrices with a matrix mode split; the batch mode whole or split too."""
+    g0, g1 = draw(st.sampled_from([(2, 1), (1, 2), (2, 2), (3, 1)]))
+    gb = draw(st.integers(1, 2))
+    block = (draw(st.integers(1, shape[0])), draw(st.integers(1, max(1, shape[1] // 2))),
+             draw(st.integers(1, max(1, shape[2] // 2))))
+    devices = [f"cpu:{draw(st.integers(0, 3))}" for _ in range(gb * g0 * g1)]
+    return Layout(shape, block=block, grid=(gb, g0, g1), devices=devices)
+
+
+ALL_COLLECTED = ("cholesky", "det", "eigh", "eigvalsh", "inv", "pinv", "qr", "slogdet", "solve", "svd")
+
+
+def test_stacked_split_matrices_run_the_distributed_algorithm_per_entry(monkeypatch):
+    _refuse_collecting(monkeypatch, *ALL_COLLECTED)
+
+    @settings(max_examples=8, deadline=None)
+    @given(st.data())
+    def run(data):
+        batch = data.draw(st.integers(1, 3))
+        n = data.draw(st.integers(2, 6))
+        m = data.draw(st.sampled_from([n, n + 3]))
+        dtype = data.draw(st.sampled_from(["float64", "complex128"]))
+        framework = data.draw(st.sampled_from(["numpy", "torch"])) if _have_torch() else "numpy"
+        a = _data((batch, m, n), dtype, data.draw(st.integers(0, 99)))
+        lay = data.draw(stacked_layouts(a.shape))
+        x = build(a, lay, framework)
+
+        def check(got, want, atol=1e-10):
+            for t in (got if isinstance(got, tuple) else (got,)):
+                assert set(t.layout.devices) <= set(lay.devices)
+            np.testing.assert_allclose(gathered(got), want, atol=atol)
+
+        q, r = la.qr(x)
+        assert q.layout.grid[0] == 1 and q.layout.ngrid > 1  # every entry split, none gathered
+        check(q, gathered(q))
+        np.testing.assert_allclose(gathered(q) @ gathered(r), a, atol=1e-11)
+        for full in (False, True):
+            u, s, vh = la.svd(x, full_matrices=full)
+            U, S, Vh = gathered(u), gathered(s), gathered(vh)
+            np.testing.assert_allclose(S, np.linalg.svd(a, compute_uv=False), atol=1e-11)
+            np.testing.assert_allclose((U[..., :, :n] * S[..., None, :]) @ Vh[..., :n, :], a, atol=1e-11)
+        check(la.svdvals(x), np.linalg.svd(a, compute_uv=False))
+        check(la.pinv(x), np.linalg.pinv(a), atol=1e-9)
+        check(la.matrix_rank(x), np.linalg.matrix_rank(a))
+        if m != n:
+            return
+        sq = a + (n * np.eye(n)).astype(dtype)
+        xs = build(sq, lay, framework)
+        check(la.det(xs), np.linalg.det(sq), atol=1e-9 * np.abs(np.linalg.det(sq)).max())
+        sign, logabs = la.slogdet(xs)
+        check(sign, np.linalg.slogdet(sq)[0])
+        check(logabs, np.linalg.slogdet(sq)[1])
+        inverse = la.inv(xs)
+        assert inverse.layout.grid[0] == 1 and inverse.layout.ngrid > 1
+        check(inverse, np.linalg.inv(sq))
+        rhs = _data((batch, n, 2), dtype, 3)
+        y = build(rhs, Layout((batch, n, 2), block=(1, 2, 2), grid=(batch, 1, 1), devices=["cpu:1"] * batch),
+                  framework)
+        check(la.solve(xs, y), np.linalg.solve(sq, rhs))
+        v = build(rhs[0, :, 0].copy(), Layout.slab((n,), 0, ["cpu:0", "cpu:2"]), framework)
+        check(la.solve(xs, v), np.linalg.solve(sq, np.broadcast_to(rhs[0, :, :1], (batch, n, 1)))[..., 0])
+        check(la.matrix_power(xs, -2), np.linalg.matrix_power(sq, -2))
+        herm = (sq + np.swapaxes(sq, -1, -2).conj()) / 2 + n * np.eye(n)
+        xh = build(herm, lay, framework)
+        check(la.cholesky(xh), np.linalg.cholesky(herm))
+        check(la.eigvalsh(xh), np.linalg.eigvalsh(herm))
+        w, vecs = la.eigh(xh)
+        V = gathered(vecs)
+        np.testing.assert_allclose(herm @ V, V * gathered(w)[..., None, :], atol=1e-9)
+
+    run()
+
+
+def test_stacked_split_matrices_refuse_what_has_no_entry_by_entry_meaning():
+    a = _data((2, 4, 4), "float64", 1) + 4 * np.eye(4)
+    x = build(a, Layout((2, 4, 4), block=(2, 2, 4), grid=(1, 2, 1), devices=["cpu:0", "cpu:1"]))
+    y = build(_data((3, 2, 4, 1), "float64", 2), Layout.single((3, 2, 4, 1)))
+    with pytest.raises(dlmg.LayoutError, match="same batch shape"):
+        la.solve(x, y)
+    with pytest.raises(ValueError, match="rtol as a number"):
+        la.pinv(x, rtol=build(np.array([0.1, 0.1]), Layout.single((2,))))
+
+
+@st.composite
+def any_layouts(draw, shape):
+    """Block-cyclic layouts of ``shape``: any blocks, grids up to 2 a mode, devices drawn from four."""
+    grid = tuple(draw(st.integers(1, 2)) if e > 1 else 1 for e in shape)
+    block = tuple(draw(st.integers(1, max(1, e))) for e in shape)
+    devices = [f"cpu:{draw(st.integers(0, 3))}" for _ in range(math.prod(grid))]
+    return Layout(shape, block=block, grid=grid, devices=devices)
+
+
+def test_cross_of_operands_that_broadcast(monkeypatch):
+    _refuse_collecting(monkeypatch, *ALL_COLLECTED)
+
+    @settings(max_examples=25, deadline=None)
+    @given(st.data())
+    def run(data):
+        s1, s2, axis = data.draw(st.sampled_from([
+            ((7, 3), (3,), -1), ((3,), (6, 3), -1), ((4, 1, 3), (5, 3), -1), ((3, 5), (3, 1), 0),
+            ((2, 3, 4), (3, 4), 1), ((2, 3, 4), (3, 4), -2), ((1, 4, 3), (3, 1, 3), 2), ((5, 3), (5, 3), -1),
+        ]))
+        a, b = _data(s1, "float64", 1), _data(s2, "float64", 2)
+        l1, l2 = data.draw(any_layouts(s1)), data.draw(any_layouts(s2))
+        frameworks = st.sampled_from(["numpy", "torch"]) if _have_torch() else st.just("numpy")
+        x1, x2 = build(a, l1, data.draw(frameworks)), build(b, l2, data.draw(frameworks))
+        out = la.cross(x1, x2, axis=axis)
+        shape = np.broadcast_shapes(s1, s2)
+        want = np.cross(np.broadcast_to(a, shape), np.broadcast_to(b, shape), axis=axis)
+        assert out.shape == shape
+        assert set(out.layout.devices) <= set(l1.devices) | set(l2.devices)
+        lead = l1 if s1 == shape else l2 if s2 == shape else None
+        if lead is not None:
+            assert set(out.layout.devices) <= set(lead.devices)  # on the lead operand's devices
+        np.testing.assert_allclose(gathered(out), want, atol=1e-12)
+
+    run()
+    x = build(np.ones((4, 3)), Layout.slab((4, 3), 0, ["cpu:0", "cpu:1"]))
+    with pytest.raises(ValueError, match="extent 3 in both"):
+        la.cross(x, build(np.ones((4, 1)), Layout.single((4, 1))))
+    with pytest.raises(ValueError, match="out of range"):
+        la.cross(x, x, axis=2)
+
+
 def _have_torch() -> bool:
     try:
         import torch  # noqa: F401
@@ -381,6 +595,14 @@ def test_det_of_a_singular_split_matrix_is_zero():
     a[4] = a[1]
     lay = Layout((6, 6), block=(2, 2), grid=(2, 2), devices=["cpu:0", "cpu:1", "cpu:2", "cpu:3"])
     assert abs(float(la.det(build(a, lay)))) < 1e-9
+
+
+def test_det_beyond_the_largest_float_is_signed_infinity_as_numpys():
+    a = 20 * np.eye(300)
+    a[0, 0] = -20
+    lay = Layout.slab((300, 300), 0, ["cpu:0", "cpu:1"])
+    assert float(la.det(build(a, lay))) == -math.inf
+    np.testing.assert_allclose(float(la.slogdet(build(a, lay)).logabsdet), 300 * math.log(20))
 
 
 def test_what_is_not_distributed_still_answers():

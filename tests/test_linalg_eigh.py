@@ -230,3 +230,28 @@ def test_eigh_and_complete_qr_on_cuda_fragments():
     Q, R = gathered(q), gathered(r)
     np.testing.assert_allclose(Q @ R, tall, atol=1e-12)
     np.testing.assert_allclose(Q.T @ Q, np.eye(30), atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_eigh_is_refused_naming_the_dtype_as_the_frameworks_do(dtype):
+    need("torch")
+    import torch
+
+    a = _hermitian(6, "float32", 9) + 6 * np.eye(6, dtype="float32")
+    half = torch.tensor(a).to(getattr(torch, dtype))
+    layouts = [Layout.slab((6, 6), 0, ["cpu:0", "cpu:1"]), Layout.single((6, 6)),
+               Layout((2, 6, 6), block=(1, 6, 6), grid=(2, 1, 1), devices=["cpu:0", "cpu:1"]),
+               Layout((2, 6, 6), block=(2, 3, 6), grid=(1, 2, 1), devices=["cpu:0", "cpu:1"])]
+    for lay in layouts:
+        data = half if lay.ndim == 2 else torch.stack([half, half])
+        x = dlmg.scatter(data, lay, framework="torch")
+        for fn in (la.eigh, la.eigvalsh):
+            with pytest.raises(dlmg.DtypeError, match=f"got {dtype}") as info:
+                fn(x)
+            assert isinstance(info.value, TypeError)  # NumPy's class for it
+            assert "astype(x, 'float32')" in str(info.value)
+        # the way the message names: float32, and back
+        w = dlmg.astype(la.eigvalsh(dlmg.astype(x, "float32")), dtype)
+        assert w.dtype == dtype
+        want = np.linalg.eigvalsh(data.to(torch.float32).numpy())
+        np.testing.assert_allclose(gathered(dlmg.astype(w, "float32")), want, rtol=1e-2, atol=1e-1)

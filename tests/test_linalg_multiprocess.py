@@ -12,8 +12,8 @@ import pytest
 
 from _multiproc import check, check_memory, launched_per_setup, with_memory
 
-VALUES = ["linalg_tsqr", "linalg_grid", "linalg_cholesky"]
-MEMORY = ["linalg_memory", "linalg_cholesky_memory"]
+VALUES = ["linalg_tsqr", "linalg_grid", "linalg_cholesky", "linalg_full_svd_and_powers", "linalg_stacked"]
+MEMORY = ["linalg_memory", "linalg_cholesky_memory", "linalg_full_svd_memory", "linalg_stacked_memory"]
 SETUPS = [("torch", 2), ("mpi", 2)]
 
 pytestmark = pytest.mark.slow

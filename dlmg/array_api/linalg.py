@@ -11,8 +11,9 @@ Distributed operands stay distributed (``dlmg.ops.linalg`` has the algorithms):
   reductions (``2``, ``-2`` and ``"nuc"`` through ``svdvals``);
 * ``diagonal`` (each fragment its owned entries, one pending sum) and
   ``trace`` (its sum); ``cross`` fragment by fragment with the product mode
-  whole; ``matrix_power`` by repeated squaring with the distributed
-  ``matmul``; ``matmul``, ``tensordot``, ``vecdot``, ``outer`` are dlmg's
+  whole, operands of different shapes broadcast and aligned as the elementwise
+  functions align them; ``matrix_power`` (``n >= 1``) by repeated squaring with the
+  distributed ``matmul``; ``matmul``, ``tensordot``, ``vecdot``, ``outer`` are dlmg's
   contractions; ``matrix_transpose`` is a view;
 * ``cholesky``, ``det``, ``slogdet``, ``inv``, ``solve``, ``eigh``,
   ``eigvalsh``: batch-local when every fragment holds whole matrices; one
@@ -20,13 +21,18 @@ Distributed operands stay distributed (``dlmg.ops.linalg`` has the algorithms):
   blocked Gauss-Jordan (``solve``, ``inv``) on its grid, one-sided block
   Jacobi (``eigh``, ``eigvalsh``) in column blocks over its fragments;
 * ``qr(mode="complete")`` of a tall split matrix from TSQR's factors, ``Q``
-  (``m x m``) and ``R`` in its row distribution.
+  (``m x m``) and ``R`` in its row distribution; ``svd(full_matrices=True)`` of
+  a split non-square matrix from the same complete ``Q``;
+* ``matrix_power`` with ``n == 0`` (the identity, made by each fragment) and
+  ``n < 0`` (powers of the distributed :func:`inv`);
+* stacked matrices (batch modes) with a matrix mode split: the algorithm for one split
+  matrix on each batch entry (a view), the results stacked where they lie
+  (``dlmg.ops.linalg.stack_entries``; a split batch mode is first folded into the rows'
+  grid by ``dlmg.ops.linalg.batch_whole``).
 
-What is not distributed is collected onto one fragment as before (see
-``dlmg.array_api._collect``; across processes an all-gather), and said so
-in each function's docstring: ``qr`` of a short-fat matrix and ``svd(full_matrices=True)``
-of split matrices; ``matrix_power`` with ``n <= 0``; split matrices with batch
-modes; ``cross`` of operands of different shapes.
+What is not distributed is collected onto one fragment (see ``dlmg.array_api._collect``;
+across processes an all-gather): operands that hold no elements, split integer matrices in
+``det``, ``slogdet``, ``inv`` and ``solve``, a split ``solve`` of operands of two dtypes.
 
 Small results (``R``, ``S``, ``Vh``; the ``n x n`` factors whose size does not
 grow with the distributed extent) are laid out by the default layout policy.
@@ -34,12 +40,16 @@ grow with the distributed extent) are laid out by the default layout policy.
 
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 from typing import Any, NamedTuple
 
 from ..ops import contract as _contract, jacobi as _jacobi, linalg as _la
 from ..ops._batch import batch_key, suggest_whole
+from ..ops._dtypes import INEXACT, require
+from ..ops.broadcast import align, result_shape
+from ..errors import DtypeError, LayoutError
 from ..ops.dispatch import map_fragments
 from ..ops.contract.pending import settled
 from ..ops._operands import is_distributed
@@ -75,12 +85,10 @@ class SVDResult(NamedTuple):
 
 # the framework's own functions on collected operands, for what is not distributed (see the module)
 _collected_cholesky = collected("cholesky", "linalg.cholesky")
-_collected_cross = collected("cross", "linalg.cross")
 _collected_det = collected("det", "linalg.det")
 _collected_eigh = collected("eigh", "linalg.eigh")
 _collected_eigvalsh = collected("eigvalsh", "linalg.eigvalsh")
 _collected_inv = collected("inv", "linalg.inv")
-_collected_matrix_power = collected("matrix_power", "linalg.matrix_power")
 _collected_pinv = collected("pinv", "linalg.pinv")
 _collected_qr = collected("qr", "linalg.qr")
 _collected_slogdet = collected("slogdet", "linalg.slogdet")
@@ -117,6 +125,24 @@ def _small(x: Any, *results: Any) -> tuple[Any, ...]:
     return tuple(r if r.ndim == 2 and r.layout.ngrid > 1 else _placed(r, x) for r in results)
 
 
+def _stacked(x: Any) -> bool:
+    """Stacked matrices (batch modes present) with a matrix mode split, and some entries."""
+    return x.ndim > 2 and not _local(x) and x.size > 0
+
+
+def _per_matrix(name: str, fn: Any, *operands: Any) -> tuple[Any, ...]:
+    """``fn`` (returning a tuple of tensors) on every batch entry of stacked split matrices, each
+    entry one split matrix run by the distributed algorithm, the results stacked where they lie
+    (``dlmg.ops.linalg.batch_whole``, ``dlmg.ops.linalg.stack_entries``). ``operands`` other than
+    the first are indexed alike when they have its batch modes, else passed whole."""
+    lead = _la.batch_whole(operands[0])
+    batch = lead.shape[:-2]
+    rest = [_la.batch_whole(o) if o.shape[:-2] == batch and o.ndim == lead.ndim else o for o in operands[1:]]
+    entries = (fn(lead[b], *(o[b] if o.ndim == lead.ndim else o for o in rest))
+               for b in itertools.product(*(range(e) for e in batch)))
+    return _la.stack_entries(f"dlmg.linalg.{name}", entries, batch)
+
+
 # --------------------------------------------------------------------------
 # TSQR and what is built on it
 
@@ -129,10 +155,12 @@ def qr(x: Any, /, *, mode: str = "reduced") -> QRResult:
     ``m x m`` and ``R`` ``m x n``, both in ``x``'s row distribution
     (``dlmg.ops.linalg.qr_complete``). A short-fat (``m < n``) split matrix
     by ``dlmg.ops.linalg.qr_wide``: ``R`` keeps the column distribution, the
-    ``m x m`` ``Q`` is laid out by the policy. Split matrices with batch modes
-    are collected (see the module).
+    ``m x m`` ``Q`` is laid out by the policy. Stacked split matrices run per
+    batch entry (see the module).
     """
     x = _operand("qr", x)
+    if _stacked(x):
+        return QRResult(*_per_matrix("qr", lambda e: tuple(qr(e, mode=mode)), x))
     m, n = x.shape[-2:] if x.ndim >= 2 else (0, 0)
     if _local(x) or (x.ndim == 2 and mode in ("reduced", "complete") and x.size):
         q, r = _la.qr(x, mode=mode)
@@ -145,21 +173,26 @@ def qr(x: Any, /, *, mode: str = "reduced") -> QRResult:
 def svd(x: Any, /, *, full_matrices: bool = True) -> SVDResult:
     """Singular value decomposition ``x = U diag(S) Vh``.
 
-    With ``full_matrices=False``, or whenever the thin and full factors agree,
-    by TSQR for one split matrix (``U`` keeps a tall matrix's row distribution,
-    ``Vh`` a short-fat one's column distribution; the small factors are laid out
-    by the policy) and batch-locally for whole matrices. ``full_matrices=True``
-    of a split non-square matrix is collected.
+    Batch-locally for whole matrices. For one split matrix by TSQR: with
+    ``full_matrices=False`` (or a square matrix) from the reduced factors
+    (``dlmg.ops.linalg.svd``), with ``full_matrices=True`` from the complete
+    ``Q`` of TSQR, ``U = Q diag(U_R, I)`` (``dlmg.ops.linalg.svd_complete``).
+    ``U`` keeps a tall matrix's row distribution, ``Vh`` a short-fat one's
+    column distribution; the small factors are laid out by the policy.
     """
     x = _operand("svd", x)
+    if _stacked(x):
+        return SVDResult(*_per_matrix("svd", lambda e: tuple(svd(e, full_matrices=full_matrices)), x))
     square = x.ndim >= 2 and x.shape[-1] == x.shape[-2]
-    if (not full_matrices or square or _local(x)) and _distributes(x) and x.size:
+    if _distributes(x) and x.size:
         if full_matrices and _local(x) and not square:
             m, n = x.shape[-2:]
             u, s, vh = _la.batch_local("dlmg.linalg.svd", x, lambda xp, a: tuple(xp.linalg.svd(a)),
                                        [((m, m), x.dtype), ((min(m, n),), _la.REAL_OF.get(x.dtype, x.dtype)),
                                         ((n, n), x.dtype)])
             return SVDResult(u, s, vh)
+        if full_matrices and not square:
+            return SVDResult(*_small(x, *_la.svd_complete(x)))
         return SVDResult(*_small(x, *_la.svd(x)))
     return SVDResult(*_collected_svd(x, full_matrices=full_matrices))
 
@@ -168,6 +201,8 @@ def svdvals(x: Any, /) -> Any:
     """The singular values, descending: batch-local, or from TSQR's ``R`` for one split matrix
     (laid out by the policy)."""
     x = _operand("svdvals", x)
+    if _stacked(x):
+        return _per_matrix("svdvals", lambda e: (svdvals(e),), x)[0]
     if _distributes(x) and x.size:
         s = _la.svdvals(x)
         return s if _local(x) else _placed(s, x)
@@ -178,6 +213,11 @@ def pinv(x: Any, /, *, rtol: float | Any | None = None) -> Any:
     """The pseudo-inverse: batch-local, or ``V S^+ U^H`` by TSQR for one split matrix, the result
     split along the mode ``x`` splits (columns for a tall ``x``)."""
     x = _operand("pinv", x)
+    if _stacked(x):
+        if not (rtol is None or isinstance(rtol, (int, float))):
+            raise ValueError(f"dlmg.linalg.pinv of stacked split matrices takes rtol as a number, got "
+                             f"{type(rtol).__name__}: make the matrices whole in every fragment first")
+        return _per_matrix("pinv", lambda e: (pinv(e, rtol=rtol),), x)[0]
     if _distributes(x) and x.size and (rtol is None or isinstance(rtol, (int, float))):
         return _la.pinv(x, rtol=None if rtol is None else float(rtol))
     return _collected_pinv(x, rtol=rtol)
@@ -279,38 +319,58 @@ def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
 
 
 def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
-    """The cross product of 3-element vectors along ``axis``, fragment by fragment in each
-    fragment's framework once that mode is whole in every fragment (a redistribution when it is
-    split) and both operands share a layout; operands of different shapes are collected."""
+    """The cross product of 3-element vectors along ``axis`` (of the broadcast shape), fragment by
+    fragment in each fragment's framework.
+
+    The operands are broadcast against each other (their other modes) and aligned as the
+    elementwise functions align them (:func:`dlmg.ops.broadcast.align`: views where the
+    fragments allow, else the smaller operand moved); the product mode is made whole in every
+    fragment first (a redistribution of the operand of the result's shape when it is split).
+    Both operands must have extent 3 along ``axis``.
+    """
     x1, x2 = _operand("cross", x1), _operand("cross", x2)
-    if x1.shape != x2.shape or x1.ndim == 0:
-        return _collected_cross(x1, x2, axis=axis)
+    if x1.ndim == 0 or x2.ndim == 0:
+        raise ValueError(f"cross needs vectors of 3 elements, got shapes {x1.shape} and {x2.shape}")
+    shape = result_shape(x1.shape, x2.shape)
+    nd = len(shape)
     mode = operator.index(axis)
-    if not -x1.ndim <= mode < x1.ndim:
-        raise ValueError(f"cross: axis {axis} is out of range for shape {x1.shape}")
-    mode %= x1.ndim
-    if x1.shape[mode] != 3:
-        raise ValueError(f"cross: mode {mode} of shape {x1.shape} must have extent 3")
-    if x1.layout.grid[mode] != 1:
-        x1 = x1.redistribute(suggest_whole(x1.layout, (mode,)))
-    if not x2.layout.same_distribution(x1.layout):
-        x2 = x2.redistribute(x1.layout)
-    out = map_fragments(lambda xp, a, b: xp.linalg.cross(a, b, axis=mode), (x1, x2), name="dlmg.linalg.cross")
-    return out
+    if not -nd <= mode < nd:
+        raise ValueError(f"cross: axis {axis} is out of range for the broadcast shape {shape}")
+    mode %= nd
+    for t in (x1, x2):
+        own = mode - (nd - t.ndim)
+        if own < 0 or t.shape[own] != 3:
+            raise ValueError(f"cross: mode {mode} of the broadcast shape {shape} must have extent 3 in both "
+                             f"operands, got shapes {x1.shape} and {x2.shape}")
+    x1, x2 = (t.redistribute(suggest_whole(t.layout, (mode,))) if t.shape == shape and t.layout.grid[mode] != 1
+              else t for t in (x1, x2))
+    x1, x2 = align([x1, x2], "dlmg.linalg.cross", True)
+    if x1.layout.grid[mode] != 1:  # both broadcast: their common layout splits the product mode
+        whole = suggest_whole(x1.layout, (mode,))
+        x1, x2 = x1.redistribute(whole), x2.redistribute(whole)
+    return map_fragments(lambda xp, a, b: xp.linalg.cross(a, b, axis=mode), (x1, x2), name="dlmg.linalg.cross")
 
 
 def matrix_power(x: Any, n: int, /) -> Any:
     """``x`` to the integer power ``n`` by repeated squaring with the distributed ``matmul``
-    (:func:`dlmg.matmul`; a product that ends in a pending sum is resolved in its own split),
-    for ``n >= 1``; ``n <= 0`` (an identity or an inverse) is collected."""
+    (:func:`dlmg.matmul`; a product that ends in a pending sum is resolved in its own split).
+
+    ``n == 0``: identity matrices in ``x``'s layout, each fragment making its own entries
+    (``dlmg.ops.linalg.identity_like``); ``n < 0``: the repeated squaring of :func:`inv`
+    (distributed as it is; floating-point ``x`` only).
+    """
     x = _operand("matrix_power", x)
     n = operator.index(n)
     if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
         raise ValueError(f"matrix_power needs square matrices in the last two modes, got shape {x.shape}")
-    if n <= 0:
-        return _collected_matrix_power(x, n)
-    result = None
+    if n == 0:
+        return _la.identity_like(x)
     base = x
+    if n < 0:
+        require("dlmg.linalg.matrix_power", (x.dtype,), INEXACT,
+                f"a negative power (n={n}) needs the inverse: cast to a floating type with astype first")
+        base, n = inv(x), -n
+    result = None
     while True:
         if n & 1:
             result = base if result is None else settled(_contract.matmul(result, base))
@@ -322,14 +382,16 @@ def matrix_power(x: Any, n: int, /) -> Any:
 
 
 # --------------------------------------------------------------------------
-# factorizations and solves: batch-local, or collected
+# factorizations and solves: batch-local, on the grid, or per batch entry
 
 
 def cholesky(x: Any, /, *, upper: bool = False) -> Any:
     """The Cholesky factor: batch-local when every fragment holds whole matrices, blocked
     right-looking Cholesky on the grid for one split matrix
-    (``dlmg.ops.linalg.cholesky_grid``); split matrices with batch modes are collected."""
+    (``dlmg.ops.linalg.cholesky_grid``), per batch entry for stacked split matrices."""
     x = _operand("cholesky", x)
+    if _stacked(x):
+        return _per_matrix("cholesky", lambda e: (cholesky(e, upper=upper),), x)[0]
     if x.ndim >= 2 and (_local(x) or x.ndim == 2):
         return _la.cholesky(x, upper=upper)
     return _collected_cholesky(x, upper=upper)
@@ -357,13 +419,17 @@ _INEXACT = frozenset({"float16", "bfloat16", "float32", "float64", "complex64", 
 def det(x: Any, /) -> Any:
     """The determinants: batch-local for whole matrices in every fragment; for one split matrix
     from a blocked LU with partial pivoting on its grid (``dlmg.ops.linalg.slogdet_grid``);
-    split matrices with batch modes are collected."""
+    per batch entry for stacked split matrices."""
     x = _operand("det", x)
+    if _stacked(x):
+        return _per_matrix("det", lambda e: (det(e),), x)[0]
     if _square_local("det", x):
         return _batch_one("det", x, (), x.dtype, lambda xp, a: xp.linalg.det(a))
     if _grid_square(x):
         sign, logabs = _la.slogdet_grid(x)
-        return asarray(sign * math.exp(logabs) if logabs != -math.inf else 0.0, dtype=x.dtype)
+        # beyond the largest float the determinant is sign * inf, as NumPy's
+        magnitude = math.exp(logabs) if logabs < math.log(finfo("float64").max) else math.inf
+        return asarray(sign * magnitude if logabs != -math.inf else 0.0, dtype=x.dtype, device=x.device)
     return _collected_det(x)
 
 
@@ -376,8 +442,10 @@ class SlogdetResult(NamedTuple):
 
 def slogdet(x: Any, /) -> SlogdetResult:
     """Sign and log-magnitude of the determinants: batch-local, or a blocked LU with partial
-    pivoting for one split matrix (as :func:`det`); split matrices with batch modes are collected."""
+    pivoting for one split matrix (as :func:`det`), per batch entry for stacked split matrices."""
     x = _operand("slogdet", x)
+    if _stacked(x):
+        return SlogdetResult(*_per_matrix("slogdet", lambda e: tuple(slogdet(e)), x))
     if _square_local("slogdet", x):
         real = _la.REAL_OF.get(x.dtype, x.dtype)
         sign, logabs = _la.batch_local("dlmg.linalg.slogdet", x, lambda xp, a: tuple(xp.linalg.slogdet(a)),
@@ -385,15 +453,18 @@ def slogdet(x: Any, /) -> SlogdetResult:
         return SlogdetResult(sign, logabs)
     if _grid_square(x):
         sign, logabs = _la.slogdet_grid(x)
-        return SlogdetResult(asarray(sign, dtype=x.dtype), asarray(logabs, dtype=_la.REAL_OF.get(x.dtype, x.dtype)))
+        return SlogdetResult(asarray(sign, dtype=x.dtype, device=x.device),
+                             asarray(logabs, dtype=_la.REAL_OF.get(x.dtype, x.dtype), device=x.device))
     return SlogdetResult(*_collected_slogdet(x))
 
 
 def inv(x: Any, /) -> Any:
     """The inverses: batch-local; for one split matrix blocked Gauss-Jordan elimination with
     partial pivoting on its grid (``dlmg.ops.linalg.inv_grid``), in its layout; split matrices
-    with batch modes are collected."""
+    stacked: per batch entry."""
     x = _operand("inv", x)
+    if _stacked(x):
+        return _per_matrix("inv", lambda e: (inv(e),), x)[0]
     if _square_local("inv", x):
         return _batch_one("inv", x, x.shape[-2:], x.dtype, lambda xp, a: xp.linalg.inv(a))
     if _grid_square(x):
@@ -405,8 +476,16 @@ def solve(x1: Any, x2: Any, /) -> Any:
     """The solutions of ``x1 @ X = x2``: batch-local when both hold whole matrices in every
     fragment with the same batch distribution; for one split square ``x1`` (and ``x2`` of its
     dtype, 1-D or 2-D) blocked Gauss-Jordan elimination with partial pivoting on ``x1``'s grid
-    (``dlmg.ops.linalg.solve_grid``), ``x2`` redistributed onto that grid first; else collected."""
+    (``dlmg.ops.linalg.solve_grid``), ``x2`` redistributed onto that grid first; stacked split
+    ``x1``: per batch entry, ``x2`` of its batch shape or one vector (else a ``LayoutError``)."""
     x1, x2 = _operand("solve", x1), _operand("solve", x2)
+    if _stacked(x1):
+        if not (x2.ndim == 1 or (x2.ndim == x1.ndim and x2.shape[:-2] == x1.shape[:-2])):
+            raise LayoutError(
+                f"dlmg.linalg.solve of stacked split matrices (x1 of shape {x1.shape}) takes x2 of the same batch "
+                f"shape or one vector, got shape {x2.shape}: broadcast x2 to {x1.shape[:-1]} (+ columns) first"
+            )
+        return _per_matrix("solve", lambda e, r: (solve(e, r),), x1, x2)[0]
     if (x1.ndim >= 2 and x2.ndim == x1.ndim and x1.shape[:-1] == x2.shape[:-1]
             and _square_local("solve", x1) and _local(x2) and x1.dtype == x2.dtype
             and x1.layout.nfragments == x2.layout.nfragments
@@ -436,13 +515,31 @@ def _grid_hermitian(x: Any) -> bool:
     return _grid_square(x) and x.dtype in _jacobi.JACOBI_DTYPES
 
 
+#: the dtypes no framework's ``eigh`` takes (NumPy, torch and JAX refuse them)
+_LOW_PRECISION = frozenset({"float16", "bfloat16"})
+
+
+def _eigh_dtype(name: str, x: Any) -> None:
+    """Refuse half-precision matrices before anything runs, as NumPy, torch and JAX do."""
+    if x.dtype in _LOW_PRECISION:
+        raise DtypeError(
+            f"dlmg.linalg.{name} takes float32, float64, complex64 or complex128 matrices, got {x.dtype} "
+            f"(NumPy's, torch's and JAX's {name} take no {x.dtype} either): compute in float32, "
+            f"{name}(astype(x, 'float32')), and cast the result back with astype if needed"
+        )
+
+
 def eigh(x: Any, /) -> EighResult:
     """Eigenvalues (ascending) and eigenvectors of Hermitian matrices: batch-local when every
     fragment holds whole matrices; for one split matrix one-sided block Jacobi (Hestenes 1958)
     in Brent and Luk's parallel ordering (``dlmg.ops.jacobi.eigh_jacobi``), the eigenvectors in
-    ``x``'s layout and the eigenvalues in slabs over its devices; split matrices with batch modes
-    are collected. The split case reads both triangles (LAPACK reads one)."""
+    ``x``'s layout and the eigenvalues in slabs over its devices; stacked split matrices per batch
+    entry. The split case reads both triangles (LAPACK reads one). float16 and bfloat16 are
+    refused with a ``DtypeError`` before anything runs, as NumPy, torch and JAX refuse them."""
     x = _operand("eigh", x)
+    _eigh_dtype("eigh", x)
+    if _stacked(x):
+        return EighResult(*_per_matrix("eigh", lambda e: tuple(eigh(e)), x))
     if _square_local("eigh", x):
         n = x.shape[-1]
         w, v = _la.batch_local("dlmg.linalg.eigh", x, lambda xp, a: tuple(xp.linalg.eigh(a)),
@@ -456,9 +553,12 @@ def eigh(x: Any, /) -> EighResult:
 
 def eigvalsh(x: Any, /) -> Any:
     """Eigenvalues (ascending) of Hermitian matrices: batch-local, or one-sided block Jacobi for
-    one split matrix (as :func:`eigh`, the eigenvectors not formed); split matrices with batch
-    modes are collected."""
+    one split matrix (as :func:`eigh`, the eigenvectors not formed); stacked split matrices per
+    batch entry; float16 and bfloat16 are refused (as :func:`eigh`)."""
     x = _operand("eigvalsh", x)
+    _eigh_dtype("eigvalsh", x)
+    if _stacked(x):
+        return _per_matrix("eigvalsh", lambda e: (eigvalsh(e),), x)[0]
     if _square_local("eigvalsh", x):
         return _batch_one("eigvalsh", x, (x.shape[-1],), _la.REAL_OF.get(x.dtype, x.dtype),
                           lambda xp, a: xp.linalg.eigvalsh(a))

@@ -28,7 +28,8 @@ the same devices; that is a move of the operand, never a gather.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,7 +41,7 @@ from ..errors import LayoutError
 from ..layout import Layout
 from ._batch import require_whole
 from ._dtypes import INEXACT, require
-from ._executor import Executor, executor, fail, move_array
+from ._executor import Executor, array_device, executor, fail, move_array
 from .contract.pending import settled
 from .dispatch import is_distributed, map_fragments, new_tensor
 from .shape import permute_dims
@@ -51,7 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "cholesky", "batch_local", "matrix_split", "tsqr", "qr", "svd", "svdvals", "pinv", "REAL_OF", "TALL", "WIDE",
     "LOCAL", "diagonal", "batch_local_layout", "cholesky_grid", "slogdet_grid", "solve_grid", "inv_grid",
-    "solve_layout", "qr_complete",
+    "solve_layout", "qr_complete", "svd_complete", "identity_like", "batch_whole", "stack_entries",
 ]
 
 #: the real dtype of each inexact dtype (singular values, norms)
@@ -218,6 +219,100 @@ def cholesky(x: "DistributedTensor", /, *, upper: bool = False) -> "DistributedT
     out = map_fragments(per_fragment, (x,), name="dlmg.linalg.cholesky", out_layout=x.layout.dense)
     assert out is not None
     return out
+
+
+# --------------------------------------------------------------------------
+# stacked split matrices: the distributed algorithm per batch entry
+
+
+def batch_whole(x: "DistributedTensor") -> "DistributedTensor":
+    """``x`` (batch modes, matrix modes split) with its batch modes whole in every fragment.
+
+    Where a batch mode is split, ``x`` is redistributed over the same replica-0 devices into a
+    layout whose row mode takes the batch modes' grid on top of its own (row blocks of
+    ``ceil(m / grid)``), the columns keeping theirs: a move of the operand, whose shares stay the
+    same size, never a gather. Each batch entry ``x[b]`` is then one split matrix on every device.
+    """
+    lay = x.layout
+    nb = x.ndim - 2
+    if all(g == 1 for g in lay.grid[:nb]):
+        return x
+    m = x.shape[-2]
+    rows = lay.ngrid // lay.grid[-1]
+    target = Layout(x.shape, block=tuple(max(e, 1) for e in x.shape[:nb]) + (max(-(-m // rows), 1), lay.block[-1]),
+                    grid=(1,) * nb + (rows, lay.grid[-1]), devices=lay.devices[: lay.ngrid],
+                    ranks=lay.ranks[: lay.ngrid])
+    return x.redistribute(target)
+
+
+def stack_entries(name: str, entries: Iterable[tuple["DistributedTensor", ...]],
+                  batch: tuple[int, ...]) -> tuple["DistributedTensor", ...]:
+    """The results of one matrix function over the batch entries, stacked into tensors of leading
+    shape ``batch``, fragment by fragment where each entry's result lies (nothing moves).
+
+    ``entries`` yields, in C order over ``batch``, one tuple of results per entry; the first
+    entry's layouts are the pattern (a later result laid out another way is redistributed to
+    it). Each local fragment's entries are written into one new array as they come where the
+    framework's arrays can be written (an entry's result is freed once written), else stacked
+    at the end. The results have the batch modes whole (grid 1) before the pattern's modes.
+    """
+    count = math.prod(batch)
+    pattern: list[Layout] = []
+    dtypes: list[str] = []
+    held: list[dict[int, tuple[Executor, Any]]] = []
+    for j, results in enumerate(entries):
+        if not pattern:
+            pattern = [r.layout.dense for r in results]
+            dtypes = [r.dtype for r in results]
+            held = [{} for _ in results]
+        for k, r in enumerate(results):
+            if not r.layout.same_distribution(pattern[k]):
+                r = r.redistribute(pattern[k])
+            for frag in r.fragments:
+                if not frag.is_local:
+                    continue
+                if j == 0:
+                    ex = executor(frag.framework, frag.device)
+                    a = frag.array
+                    store = (ex.run(lambda xp, a: xp.empty((count, *a.shape), dtype=a.dtype, device=array_device(a)),
+                                    a) if ex.adapter.mutable else [])
+                    held[k][frag.index] = (ex, store)
+                ex, store = held[k][frag.index]
+                a = move_array(frag.array, ex)
+                if isinstance(store, list):
+                    store.append(a)
+                else:
+                    store[j] = a
+    assert pattern, f"{name}: no batch entries"
+    outs = []
+    for k, lay in enumerate(pattern):
+        stacked = Layout(batch + lay.shape, block=tuple(max(e, 1) for e in batch) + lay.block,
+                         grid=(1,) * len(batch) + lay.grid, devices=lay.devices, ranks=lay.ranks)
+        arrays: list[Any] = [None] * stacked.nfragments
+        for i, (ex, store) in held[k].items():
+            shape = tuple(stacked.fragments[i].shape)
+            arrays[i] = ex.run(lambda xp, a: xp.reshape(xp.stack(a) if isinstance(a, list) else a, shape), store)
+        outs.append(new_tensor(arrays, stacked, dtypes[k]))
+    return tuple(outs)
+
+
+def identity_like(x: "DistributedTensor", /) -> "DistributedTensor":
+    """Identity matrices of ``x``'s shape, dtype and layout (dense, replicas kept; square last two
+    modes, batch modes broadcast): each fragment makes its entries where it is, in its framework,
+    from the global row and column indices it owns. Nothing is communicated."""
+    lay = x.layout.dense
+    nd = x.ndim
+    arrays: list[Any] = [None] * lay.nfragments
+    for frag in x.fragments:
+        if not frag.is_local:
+            continue
+        geometry = lay.fragments[frag.index]
+        rows, cols = geometry.owned_indices(nd - 2), geometry.owned_indices(nd - 1)
+        ones = np.array(np.broadcast_to(rows[:, None] == cols[None, :], geometry.shape))  # writable
+        ex = executor(frag.framework, frag.device)
+        arrays[frag.index] = ex.run(lambda xp, a, m: xp.astype(xp.asarray(m, device=a.device), a.dtype),
+                                    frag.array, ones)
+    return new_tensor(arrays, lay, x.dtype)
 
 
 def _agreed(what: str, work: Callable[[], Any], **fields: Any) -> Any:
@@ -486,34 +581,73 @@ def qr_wide(x: "DistributedTensor", /) -> tuple["DistributedTensor", "Distribute
     return q, new_tensor(arrays, lay, x.dtype)
 
 
-def _complete_rows(xp: Any, q: Any, wf: Any, m: int, offset: int) -> Any:
-    """Fragment rows of the complete ``Q``: ``Q_f W_f`` in the first columns, the orthonormal
-    complement of ``Q_f``'s columns at ``offset``, zeros elsewhere."""
+def _reflectors(xp: Any, q: Any) -> list[Any]:
+    """Householder vectors ``v_j`` (unit norm, zero above row ``j``) with ``H_1 ... H_k [D; 0] = q``
+    for ``q`` of orthonormal columns (``H_j = I - 2 v_j v_j^H``, ``D`` diagonal of unit modulus):
+    LAPACK's ``xGEQRF`` on ``q`` (Golub & Van Loan, sec. 5.1), one column at a time. Each column,
+    reflected by the earlier ones, has unit norm below its row, so no vector degenerates."""
     mf, kf = q.shape
+    vs: list[Any] = []
+    for j in range(kf):
+        c = q[:, j]
+        for v in vs:
+            c = c - 2 * v * xp.sum(xp.conj(v) * c)
+        below = c[j:]
+        size = xp.abs(below[:1])
+        phase = xp.where(size > 0, below[:1] / xp.where(size > 0, size, xp.ones_like(size)), xp.ones_like(below[:1]))
+        v = xp.concat([xp.zeros((j,), dtype=q.dtype, device=q.device), below[:1] + phase * xp.linalg.vector_norm(below),
+                       below[1:]])
+        vs.append(v / xp.linalg.vector_norm(v))
+    return vs
+
+
+def _complement_columns(xp: Any, q: Any, start: int, stop: int, vs: list[Any]) -> Any:
+    """Columns ``start:stop`` (``start >= k``) of ``H_1 ... H_k``: orthonormal, orthogonal to ``q``'s."""
+    mf = q.shape[0]
+    e = xp.eye(mf, stop - start, k=-start, dtype=q.dtype, device=q.device)
+    for v in reversed(vs):
+        e = e - 2 * v[:, None] * xp.matmul(xp.conj(v)[None, :], e)
+    return e
+
+
+def _complete_rows(xp: Any, q: Any, wf: Any, m: int, offset: int, mutable: bool) -> Any:
+    """Fragment rows of the complete ``Q``: ``Q_f W_f`` in the first columns, an orthonormal
+    complement of ``Q_f``'s columns (the trailing columns of ``Q_f``'s Householder product,
+    made a panel of columns at a time, never ``m_f x m_f`` at once) at ``offset``, zeros
+    elsewhere; written into one new array where the framework's arrays can be written, else
+    assembled by concatenation."""
+    mf, kf = q.shape
+    vs = _reflectors(xp, q)
+    width = max(kf, 64)
+    spans = [(a, min(a + width, mf)) for a in range(kf, mf, width)]
+    if mutable:
+        out = xp.zeros((mf, m), dtype=q.dtype, device=q.device)
+        for a, b in spans:
+            out[:, offset + a - kf: offset + b - kf] = _complement_columns(xp, q, a, b, vs)
+        out[:, : wf.shape[1]] = xp.matmul(q, wf)
+        return out
     parts = [xp.matmul(q, wf)]
     if mf > kf:
-        zeros = xp.zeros((mf, offset - wf.shape[1]), dtype=q.dtype, device=q.device)
-        complement = xp.linalg.qr(q, mode="complete")[0][:, kf:] if kf else xp.eye(mf, dtype=q.dtype,
-                                                                                     device=q.device)
-        parts += [zeros, complement]
+        parts.append(xp.zeros((mf, offset - wf.shape[1]), dtype=q.dtype, device=q.device))
+        parts += [_complement_columns(xp, q, a, b, vs) for a, b in spans]
     end = sum(part.shape[1] for part in parts)
     parts.append(xp.zeros((mf, m - end), dtype=q.dtype, device=q.device))
     return xp.concat(parts, axis=1)
 
 
-def qr_complete(x: "DistributedTensor", /) -> tuple["DistributedTensor", "DistributedTensor"]:
-    """The complete QR ``x = Q R`` (``Q`` is ``m x m``) of a tall matrix split along rows, from TSQR.
+def _tsqr_complete(name: str, x: "DistributedTensor", with_svd: bool) -> tuple["DistributedTensor",
+                                                                                 tuple["DistributedTensor", ...]]:
+    """The complete ``Q`` (``m x m``) of a tall matrix split along rows, from TSQR, and the small results.
 
     Each fragment's QR ``A_f = Q_f R_f`` (``Q_f``: ``m_f x k_f``, ``k_f = min(m_f, n)``) and the
     complete QR of the stacked ``R_f`` (``K = sum k_f`` rows), ``[R_1; ...; R_p] = Q_s R_s``,
     give ``Q = diag(Q_f) [E Q_s | 0] + diag(Q_f^perp) F``: fragment ``f``'s rows of ``Q`` are
     ``Q_f Q_s[f]`` in the first ``K`` columns and the orthonormal complement ``Q_f^perp`` of
     ``Q_f``'s columns (``m_f - k_f`` of them, from a local complete QR of ``Q_f``) in a column
-    span of its own after them. What moves is TSQR's (the small factors, ``K x K`` on the way
-    back); ``Q`` and ``R`` (``m x n``, zero below row ``n``) keep ``x``'s row distribution, and
-    each fragment makes its rows of them where it is.
+    span of its own after them. ``with_svd``: the SVD ``R = U_R S V^H`` of the small ``R``
+    (``n x n``, ``K >= n``) is folded into the first ``n`` columns, ``Q diag(U_R, I)``, and the
+    small results are ``S`` and ``V^H``; else the small result is ``R``.
     """
-    name = "dlmg.linalg.qr"
     lay = x.layout
     m, n = x.shape
     p = lay.ngrid
@@ -530,16 +664,37 @@ def qr_complete(x: "DistributedTensor", /) -> tuple["DistributedTensor", "Distri
     mapping = np.full(p * n, total, dtype=np.int64)
     mapping[valid] = np.arange(total)
 
-    def small(xp: Any, s: Any) -> tuple[Any, Any]:
+    def small(xp: Any, s: Any) -> tuple[Any, ...]:
         qs, r = xp.linalg.qr(xp.take(s, xp.asarray(valid, device=s.device), axis=0), mode="complete")
+        extra: tuple[Any, ...] = (r[:n],)
+        if with_svd:
+            u, sv, vh = xp.linalg.svd(r[:n], full_matrices=False)
+            qs = xp.concat([xp.matmul(qs[:, :n], u), qs[:, n:]], axis=1)
+            extra = (sv, vh)
         padded = xp.concat([qs, xp.zeros((1, total), dtype=qs.dtype, device=qs.device)], axis=0)
-        return xp.take(padded, xp.asarray(mapping, device=s.device), axis=0), r[:n]
+        return (xp.take(padded, xp.asarray(mapping, device=s.device), axis=0), *extra)
 
+    smalls = [((n,), REAL_OF.get(x.dtype, x.dtype)), ((n, n), x.dtype)] if with_svd else [((n, n), x.dtype)]
     out_layout = Layout((m, m), block=(lay.block[0], max(m, 1)), grid=(p, 1), devices=lay.devices[:p],
                         ranks=lay.ranks[:p])
-    q, (r_small,) = tsqr(name, x, small, [((n, n), x.dtype)], total,
-                         lambda xp, qf, wf, f: _complete_rows(xp, qf, wf, m, offsets[f]), out_layout)
+    mutable = [executor(f.framework, f.device).adapter.mutable if f.is_local else False for f in x.fragments]
+    q, results = tsqr(name, x, small, smalls, total,
+                      lambda xp, qf, wf, f: _complete_rows(xp, qf, wf, m, offsets[f], mutable[f]), out_layout)
     assert q is not None
+    return q, results
+
+
+def qr_complete(x: "DistributedTensor", /) -> tuple["DistributedTensor", "DistributedTensor"]:
+    """The complete QR ``x = Q R`` (``Q`` is ``m x m``) of a tall matrix split along rows, from TSQR.
+
+    ``Q`` as :func:`_tsqr_complete` makes it. What moves is TSQR's (the small factors, ``K x K``
+    on the way back); ``Q`` and ``R`` (``m x n``, zero below row ``n``) keep ``x``'s row
+    distribution, and each fragment makes its rows of them where it is.
+    """
+    lay = x.layout
+    m, n = x.shape
+    p = lay.ngrid
+    q, (r_small,) = _tsqr_complete("dlmg.linalg.qr", x, False)
     dense = Layout((m, n), block=(lay.block[0], max(n, 1)), grid=(p, 1), devices=lay.devices[:p],
                    ranks=lay.ranks[:p])
     r_all = r_small.redistribute(Layout.replicated((n, n), lay.devices[:p], ranks=lay.ranks[:p]))
@@ -555,6 +710,29 @@ def qr_complete(x: "DistributedTensor", /) -> tuple["DistributedTensor", "Distri
                                                     xp.zeros((idx.size - top.size, n), dtype=a.dtype,
                                                              device=a.device)], axis=0), frag.array)
     return q, new_tensor(arrays, dense, x.dtype)
+
+
+def svd_complete(x: "DistributedTensor", /) -> tuple["DistributedTensor", "DistributedTensor", "DistributedTensor"]:
+    """The full SVD ``x = U diag(S) Vh`` (``full_matrices=True``) of one split matrix, from the complete TSQR.
+
+    For a tall matrix (``m >= n``) the complete ``Q`` of TSQR and the SVD
+    ``R = U_R S V^H`` of its small ``R`` give ``x = Q [R; 0] = (Q diag(U_R, I)) [S; 0] V^H``, so
+    ``U = Q diag(U_R, I)`` (``m x m``; ``U_R`` folded into the stacked factors on the first
+    fragment's device, nothing else moves than TSQR's small factors) keeps ``x``'s row
+    distribution; ``S`` and ``Vh`` (``n x n``) are one fragment on the first fragment's
+    device. A short-fat matrix goes through its transpose: ``Vh`` (``n x n``) keeps the
+    column distribution and ``U`` (``m x m``) is small. Other splits are redistributed into
+    slabs of the long mode first.
+    """
+    name = "dlmg.linalg.svd"
+    x = _check(name, x)
+    if x.ndim != 2:
+        raise _batch_split(name, x)
+    t, transposed = _tall(x)
+    u, (sv, vh) = _tsqr_complete(name, t, True)
+    if transposed:  # x = t^T = (U' S V'h)^T = V'h^T S U'^T
+        return permute_dims(vh, (1, 0)), sv, permute_dims(u, (1, 0))
+    return u, sv, vh
 
 
 def svd(x: "DistributedTensor", /) -> tuple["DistributedTensor", "DistributedTensor", "DistributedTensor"]:
