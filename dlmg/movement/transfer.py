@@ -90,15 +90,15 @@ def synchronize_arrays(items: Iterable[tuple["Adapter", Any, Device]]) -> None:
     """Wait for the queued work producing each ``(adapter, array, device)``.
 
     Nothing for host arrays of frameworks whose host work is complete when
-    the call returns (:attr:`~dlmg.adapters.Adapter.done_on_return`); one wait
+    the call returns (:attr:`~dlmg.adapters.Traits.done_on_return`); one wait
     per device for frameworks whose wait is device-wide
-    (:attr:`~dlmg.adapters.Adapter.synchronizes_device`), one per array otherwise.
+    (:attr:`~dlmg.adapters.Traits.synchronizes_device`), one per array otherwise.
     """
     seen: set[tuple[str, Device]] = set()
     for adapter, array, device in items:
-        if adapter.done_on_return and device.is_host:
+        if adapter.traits.done_on_return and device.is_host:
             continue
-        if adapter.synchronizes_device:
+        if adapter.traits.synchronizes_device:
             key = (adapter.name, device)
             if key in seen:
                 continue
