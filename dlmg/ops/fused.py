@@ -69,7 +69,7 @@ def _device_groups(placed: Any, layout: Any) -> tuple[tuple[Any, Device, tuple[i
         kept = [
             (adapter, device, tuple(i for i in indices if placed.fragments[i]._array is not None))  # not padded
             for adapter, device, indices in local_groups(placed)
-            if isinstance(adapter, CompiledElementwise) and adapter.traits.batches_elementwise
+            if adapter.traits.batches_elementwise and isinstance(adapter, CompiledElementwise)
         ]
         groups = placed.groups = tuple(
             (adapter, device, indices, tuple(layout.fragments[i].shape for i in indices))
@@ -90,7 +90,7 @@ def batches_operators(tensor: "DistributedTensor") -> bool:
         found = placed.batched = (
             bool(groups)
             and sum(len(g[2]) for g in groups) == len(placed.indices)
-            and all(isinstance(g[0], CompiledElementwise) and g[0].traits.batches_operators for g in groups)
+            and all(g[0].traits.batches_operators and isinstance(g[0], CompiledElementwise) for g in groups)
         )
     return found
 

@@ -15,7 +15,7 @@ from dlmg.adapters import (
     in_use,
     loose_traits,
 )
-from dlmg.adapters.capabilities import exporter_of
+from dlmg.adapters.capabilities import CompiledElementwise, exporter_of
 from dlmg.device import Device
 from dlmg.dtypes import NAMES, info
 from dlmg.registry import BUILTIN_PROTOCOLS, adapter_for, adapter_names
@@ -233,8 +233,6 @@ def check_memory_sharing(ctx: ContractContext) -> None:
 def check_traits(ctx: ContractContext) -> None:
     """The traits are bools that agree with each other, with what the adapter does and
     with the capabilities it declares; dlpack_dtypes agrees with ``carries``."""
-    from dlmg.adapters.capabilities import CompiledElementwise
-
     a = ctx.adapter
     traits = a.traits
     assert isinstance(traits, Traits), f"adapter.traits must be a dlmg.adapters.Traits, got {traits!r}"
