@@ -124,10 +124,11 @@ class Traits:
     attribute :attr:`Adapter.traits` (``traits = Traits(mutable=False,
     distinct_host_devices=True)``); the core reads ``adapter.traits.mutable``
     and never a loose attribute of the adapter. Each default is the answer
-    that is right for a simple, synchronous host framework and costs only
-    speed where it is wrong: a framework that leaves a trait at its default
-    is asked more (a wait per array, a copy through another framework), never
-    answered wrongly. Frozen: a fact does not change while dlmg runs.
+    that is right for a simple, synchronous host framework whose arrays can
+    be written in place; every trait that lets dlmg skip work (a view, a
+    wait, a question to each array) defaults to ``False``, so a framework
+    that leaves it unset is asked more, never trusted more. Frozen: a fact
+    does not change while dlmg runs.
 
     The element types a framework carries through DLPack (``dlpack_dtypes``)
     and the protocols through which its functions meet a distributed tensor
