@@ -274,6 +274,7 @@ def check_compiled_elementwise(ctx: ContractContext) -> None:
     import numpy as np
 
     a = ctx.adapter
+    batches = a.traits.batches_elementwise
     if not isinstance(a, CompiledElementwise):
         return
 
@@ -285,7 +286,7 @@ def check_compiled_elementwise(ctx: ContractContext) -> None:
     if ctx.run_compiled:
         got = ctx.values(kernel(ctx.array((2, 3))))
         assert np.array_equal(got, expected((2, 3), "float32") * 2 + 1), f"the compiled kernel gave\n{got}"
-    if not a.traits.batches_elementwise:
+    if not batches:
         return
 
     def each_twice_plus_one(xp: Any, *vs: Any) -> list[Any]:
