@@ -14,15 +14,17 @@ from ._base import (
     AdapterCore,
     ArrayInfo,
     ProtocolHook,
+    Traits,
     available,
     carries,
     holds_dtype,
     in_use,
+    loose_traits,
     memory_range,
 )
 from . import builtin, capabilities
 
 __all__ = [
-    "PROTOCOL_QUESTIONS", "Adapter", "AdapterCore", "ArrayInfo", "ProtocolHook", "available", "builtin",
-    "capabilities", "carries", "holds_dtype", "in_use", "memory_range",
+    "PROTOCOL_QUESTIONS", "Adapter", "AdapterCore", "ArrayInfo", "ProtocolHook", "Traits", "available", "builtin",
+    "capabilities", "carries", "holds_dtype", "in_use", "loose_traits", "memory_range",
 ]

@@ -6,7 +6,8 @@ Math goes through the framework's array-API namespace (:meth:`Adapter.namespace`
 
 What dlmg's core asks of every framework is declared here, once: methods that
 every framework must answer raise ``NotImplementedError``; the others have the
-default that is right for a simple, synchronous, host-or-device framework. The
+default that is right for a simple, synchronous, host-or-device framework; the
+facts about the framework are one frozen record, :class:`Traits`. The
 optional fast paths (copies issued together, list operators, compilers,
 rearrangements for frameworks without views, quicker imports and exports) are
 capabilities an adapter declares among its bases
@@ -23,16 +24,17 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
 from dlmg.device import Device
 from dlmg.dlpack.bounds import ranges_meet, strided_extent
-from dlmg.dtypes import canonical, info
-from dlmg.errors import DtypeError, FrameworkNotInstalledError
+from dlmg.dtypes import NAMES, canonical, info
+from dlmg.errors import DtypeError, FrameworkError, FrameworkNotInstalledError
 
 __all__ = [
-    "PROTOCOL_QUESTIONS", "Adapter", "AdapterCore", "ArrayInfo", "ProtocolHook", "available", "carries", "holds_dtype", "in_use",
-    "memory_range",
+    "PROTOCOL_QUESTIONS", "Adapter", "AdapterCore", "ArrayInfo", "ProtocolHook", "Traits", "available", "carries",
+    "holds_dtype", "in_use", "loose_traits", "memory_range",
 ]
 
 class ArrayInfo(NamedTuple):
@@ -114,6 +116,128 @@ class ProtocolHook(NamedTuple):
     hint: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class Traits:
+    """The facts about a framework that dlmg's core reads, as one record.
+
+    Every adapter states its framework's facts in one place, the class
+    attribute :attr:`Adapter.traits` (``traits = Traits(mutable=False,
+    distinct_host_devices=True)``); the core reads ``adapter.traits.mutable``
+    and never a loose attribute of the adapter. Each default is the answer
+    that is right for a simple, synchronous host framework whose arrays can
+    be written in place; every trait that lets dlmg skip work (a view, a
+    wait, a question to each array) defaults to ``False``, so a framework
+    that leaves it unset is asked more, never trusted more. Frozen: a fact
+    does not change while dlmg runs.
+
+    The element types a framework carries through DLPack (``dlpack_dtypes``)
+    and the protocols through which its functions meet a distributed tensor
+    (``protocols``) are facts of the same kind and live here too. So do the
+    two facts about the framework's compiler (``batches_elementwise``,
+    ``batches_operators``), which only an adapter that declares the
+    :class:`~dlmg.adapters.capabilities.CompiledElementwise` capability may
+    set: the capability is what the adapter can do, the traits say how far
+    the core may lean on it.
+
+    Attributes
+    ----------
+    mutable : bool
+        Whether arrays can be written in place (``False`` for JAX).
+    can_view : bool
+        Whether :meth:`Adapter.as_strided` views memory with any strides and
+        :meth:`Adapter.copy_into` writes through such views: such a framework
+        can run the copies of a redistribution itself. Frameworks without it
+        (JAX) have their fragments written by one that has, then handed over.
+        Needs ``mutable``.
+    stream_ordered : bool
+        Whether the framework orders its own work on each device's current
+        stream, so that copies among its arrays on one device need no
+        host-side wait.
+    orders_across_devices : bool
+        Whether that ordering also holds for copies between two devices (a
+        device-to-device copy waits for the source device's stream). Needs
+        ``stream_ordered``.
+    synchronizes_device : bool
+        Whether :meth:`Adapter.synchronize_array` waits for the array's whole
+        device, so one wait per device is enough.
+    done_on_return : bool
+        Whether host work is complete when the framework's call returns, so
+        host arrays never need a wait: waiting for a tensor's fragments then
+        asks no host array (a 64-fragment torch wait costs several times more
+        asking each: the figure is in docs/performance-history.md).
+    distinct_host_devices : bool
+        Whether the framework tells host devices apart (``cpu:0``,
+        ``cpu:1``...), so that an array on ``cpu:0`` does not fit a slot on
+        ``cpu:1``.
+    host_only : bool
+        Whether every array of the framework lies in host memory, so that
+        :meth:`Adapter.device_of` always answers ``cpu:0`` (NumPy): wrapping
+        then asks no array its device (a third of :func:`dlmg.from_fragments`'
+        time over 64 small arrays: the figure is in docs/performance-history.md).
+    batches_elementwise : bool
+        Whether :meth:`~dlmg.adapters.capabilities.CompiledElementwise.compile_elementwise`
+        can trace a function over a list of arrays (one compiled call for all
+        of a device's fragments), as ``jax.jit`` and ``torch.compile`` do;
+        ``cupy.fuse`` takes arrays only. Needs the ``CompiledElementwise``
+        capability.
+    batches_operators : bool
+        Whether single operators (``a * b`` on a tensor) may run as one
+        compiled call per device over all of its fragments, too: for
+        frameworks whose per-operation host cost exceeds one compiled call's
+        and whose compiler builds a call in milliseconds, once per shape
+        (JAX). Needs ``batches_elementwise``.
+    dlpack_dtypes : frozenset of str or None
+        The dlmg dtypes the framework takes in and hands out through DLPack;
+        ``None`` for all of them (:func:`carries` answers from it).
+    protocols : tuple of ProtocolHook
+        The framework's own protocols through which its functions meet a
+        distributed tensor (NumPy's ``__array_function__``, JAX's
+        ``__jax_array__``...): facts, from which ``dlmg._protocols`` builds
+        dlmg's answers. :class:`~dlmg.DistributedTensor` carries the methods
+        that :data:`dlmg.registry.BUILTIN_PROTOCOLS` names; each finds its
+        declaration when called (:func:`dlmg.registry.protocol_hook`), so
+        importing dlmg loads no adapter.
+
+    Raises
+    ------
+    FrameworkError
+        When a flag is no bool, a trait needs another that is not set,
+        ``dlpack_dtypes`` holds a name that is no dlmg dtype or ``protocols``
+        holds something other than :class:`ProtocolHook` records.
+    """
+
+    mutable: bool = True
+    can_view: bool = False
+    stream_ordered: bool = False
+    orders_across_devices: bool = False
+    synchronizes_device: bool = False
+    done_on_return: bool = False
+    distinct_host_devices: bool = False
+    host_only: bool = False
+    batches_elementwise: bool = False
+    batches_operators: bool = False
+    dlpack_dtypes: frozenset[str] | None = None
+    protocols: tuple[ProtocolHook, ...] = ()
+
+    def __post_init__(self) -> None:
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if field.type == "bool" and not isinstance(value, bool):
+                raise FrameworkError(f"Traits.{field.name} must be a bool, got {value!r}")
+        for trait, needs in (("can_view", "mutable"), ("orders_across_devices", "stream_ordered"),
+                             ("batches_operators", "batches_elementwise")):
+            if getattr(self, trait) and not getattr(self, needs):
+                raise FrameworkError(f"Traits.{trait}=True needs {needs}=True")
+        kinds = self.dlpack_dtypes
+        if kinds is not None and not (isinstance(kinds, frozenset) and kinds <= set(NAMES)):
+            raise FrameworkError(f"Traits.dlpack_dtypes must be None or a frozenset of dlmg dtype names, got {kinds!r}")
+        if not (isinstance(self.protocols, tuple) and all(isinstance(h, ProtocolHook) for h in self.protocols)):
+            raise FrameworkError(f"Traits.protocols must be a tuple of ProtocolHook, got {self.protocols!r}")
+
+
+_TRAIT_NAMES = frozenset(field.name for field in fields(Traits))
+
+
 
 @runtime_checkable
 class AdapterCore(Protocol):
@@ -173,11 +297,11 @@ class Adapter:
     methods that raise ``NotImplementedError`` here (:meth:`namespace`, :meth:`device_of`,
     :meth:`strides_of`, :meth:`data_ptr`, :meth:`supports`, :meth:`empty`,
     :meth:`full`, :meth:`from_dlpack`, :meth:`to_device`, :meth:`as_strided`,
-    :meth:`ascontiguous`). Everything else is a fact about the framework (the
-    other class attributes) or an optional method, each with the default that
-    is right for a simple, synchronous host framework; the optional fast paths
-    are capabilities (:mod:`dlmg.adapters.capabilities`). The architecture page
-    tables all three. Instances are stateless singletons obtained through
+    :meth:`ascontiguous`). The facts about the framework are one record,
+    :attr:`traits`; everything else is an optional method, each with the default
+    that is right for a simple, synchronous host framework; the optional fast
+    paths are capabilities (:mod:`dlmg.adapters.capabilities`). The architecture
+    page tables all four. Instances are stateless singletons obtained through
     :func:`dlmg.registry.get_adapter`.
 
     Attributes
@@ -190,64 +314,20 @@ class Adapter:
         The module to import for the framework.
     install_hint : str
         What to install when the framework is missing.
-    mutable : bool
-        Whether arrays can be written in place (``False`` for JAX).
-    can_view : bool
-        Whether :meth:`as_strided` views memory with any strides and
-        :meth:`copy_into` writes through such views: such a framework can run
-        the copies of a redistribution itself. Frameworks without it (JAX)
-        have their fragments written by one that has, then handed over.
-    stream_ordered : bool
-        Whether the framework orders its own work on each device's current
-        stream, so that copies among its arrays on one device need no
-        host-side wait.
-    orders_across_devices : bool
-        Whether that ordering also holds for copies between two devices (a
-        device-to-device copy waits for the source device's stream).
-    synchronizes_device : bool
-        Whether :meth:`synchronize_array` waits for the array's whole device,
-        so one wait per device is enough.
-    done_on_return : bool
-        Whether host work is complete when the framework's call returns, so
-        host arrays never need a wait: waiting for a tensor's fragments then
-        asks no host array (a 64-fragment torch wait costs several times more
-        asking each: the figure is in docs/performance-history.md).
-    distinct_host_devices : bool
-        Whether the framework tells host devices apart (``cpu:0``,
-        ``cpu:1``...), so that an array on ``cpu:0`` does not fit a slot on
-        ``cpu:1``.
-    host_only : bool
-        Whether every array of the framework lies in host memory, so that
-        :meth:`device_of` always answers ``cpu:0`` (NumPy): wrapping then asks
-        no array its device (a third of :func:`dlmg.from_fragments`' time over
-        64 small arrays: the figure is in docs/performance-history.md).
-    dlpack_dtypes : frozenset of str or None
-        The dlmg dtypes the framework takes in and hands out through DLPack;
-        ``None`` for all of them.
-    protocols : tuple of ProtocolHook
-        The framework's own protocols through which its functions meet a
-        distributed tensor (NumPy's ``__array_function__``, JAX's
-        ``__jax_array__``...): facts, from which ``dlmg._protocols`` builds
-        dlmg's answers. :class:`~dlmg.DistributedTensor` carries the methods that
-        :data:`dlmg.registry.BUILTIN_PROTOCOLS` names; each finds its declaration
-        when called (:func:`dlmg.registry.protocol_hook`), so importing dlmg loads
-        no adapter.
+    traits : Traits
+        The facts about the framework (:class:`Traits`), stated once per
+        adapter: ``traits = Traits(mutable=False)``. A subclass of another
+        adapter that differs in one fact restates it with
+        :func:`dataclasses.replace` of its base's record. A trait set as a
+        loose class attribute of its own (``mutable = False``) is refused when
+        the adapter registers (:func:`loose_traits`).
     """
 
     name: ClassVar[str] = ""
     modules: ClassVar[tuple[str, ...]] = ()
     package: ClassVar[str] = ""
     install_hint: ClassVar[str] = ""
-    mutable: ClassVar[bool] = True
-    can_view: ClassVar[bool] = False
-    stream_ordered: ClassVar[bool] = False
-    orders_across_devices: ClassVar[bool] = False
-    synchronizes_device: ClassVar[bool] = False
-    done_on_return: ClassVar[bool] = False
-    distinct_host_devices: ClassVar[bool] = False
-    host_only: ClassVar[bool] = False
-    dlpack_dtypes: ClassVar[frozenset[str] | None] = None
-    protocols: ClassVar[tuple[ProtocolHook, ...]] = ()
+    traits: ClassVar[Traits] = Traits()
 
     # -- the framework itself -------------------------------------------------
     def module(self) -> Any:
@@ -295,7 +375,7 @@ class Adapter:
         ``array``'s dtype on its device that broadcasts to the selection. Returns
         ``None`` after writing in place, or the new array for an immutable framework
         (``array.at[key].set(value)``)."""
-        if not self.mutable:
+        if not self.traits.mutable:
             return array.at[key].set(value)
         array[key] = value
         return None
@@ -528,7 +608,7 @@ class Adapter:
         Frameworks with immutable arrays answer False (nothing can be written
         through either).
         """
-        if not self.mutable:
+        if not self.traits.mutable:
             return False
         return ranges_meet(memory_range(self, a), memory_range(self, b))
 
@@ -560,9 +640,24 @@ def holds_dtype(adapter: Adapter, dtype: str) -> bool:
 
 def carries(adapter: Adapter, dtype: str) -> bool:
     """Whether ``dtype`` can go in and out of ``adapter``'s framework through DLPack
-    (:attr:`Adapter.dlpack_dtypes`)."""
-    kinds = adapter.dlpack_dtypes
+    (:attr:`Traits.dlpack_dtypes`)."""
+    kinds = adapter.traits.dlpack_dtypes
     return kinds is None or dtype in kinds
+
+
+def loose_traits(adapter: Adapter) -> dict[str, Any]:
+    """The traits ``adapter`` states outside its :attr:`Adapter.traits` record: members
+    named like a field of :class:`Traits` on its class (or a base) or on itself, by
+    name, with their values.
+
+    dlmg's core reads only ``adapter.traits``, so such a member (``mutable = False``,
+    the form of an older contract) would leave the framework described by the
+    defaults; :func:`dlmg.registry.register` refuses an adapter that has one.
+    """
+    found: dict[str, Any] = {}
+    for owner in (*reversed(type(adapter).__mro__), adapter):
+        found.update((n, v) for n, v in vars(owner).items() if n in _TRAIT_NAMES)
+    return found
 
 
 def memory_range(adapter: Adapter, array: Any) -> tuple[int, int] | None:

@@ -229,18 +229,14 @@ class ListOperators:
 
 
 class CompiledElementwise:
-    """A compiler for elementwise functions (``jax.jit``, ``torch.compile``, ``cupy.fuse``)."""
+    """A compiler for elementwise functions (``jax.jit``, ``torch.compile``, ``cupy.fuse``).
 
-    #: Whether :meth:`compile_elementwise` can trace a function over a list of
-    #: arrays (one compiled call for all of a device's fragments), as ``jax.jit``
-    #: and ``torch.compile`` do; ``cupy.fuse`` takes arrays only.
-    batches_elementwise: bool = False
-    #: Whether single operators (``a * b`` on a tensor) may run as one compiled
-    #: call per device over all of its fragments, too: for frameworks whose
-    #: per-operation host cost exceeds one compiled call's and whose compiler
-    #: builds a call in milliseconds, once per shape (JAX). Needs
-    #: :attr:`batches_elementwise`.
-    batches_operators: bool = False
+    How far the core leans on it are facts of the framework, stated in the
+    adapter's traits: whether the compiler traces lists of arrays
+    (:attr:`~dlmg.adapters.Traits.batches_elementwise`) and whether single
+    operators are worth a compiled call
+    (:attr:`~dlmg.adapters.Traits.batches_operators`).
+    """
 
     def compile_elementwise(self, fn: Callable[..., Any], device: "Device") -> tuple[Callable[..., Any], str]:
         """A compiled form of ``fn(xp, *args)`` (the work on one fragment, given an

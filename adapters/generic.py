@@ -18,6 +18,7 @@ from dlmg.dlpack import DLPackExporter
 from dlmg.dtypes import info
 from dlmg.errors import DeviceError, DLPackError, FrameworkError
 
+from ._base import Traits
 from ._common import ArrayInfo, BaseAdapter, ViewNotSupportedError, inspect_array, call_dlpack, check_copy
 
 __all__ = ["GenericAdapter"]
@@ -35,7 +36,7 @@ class GenericAdapter(BaseAdapter):
     modules = ()
     package = "dlmg.dlpack"
     install_hint = "dlmg itself (dlmg.dlpack is part of it)"
-    mutable = False
+    traits = Traits(mutable=False)  # nothing written through a foreign producer
 
     def owns(self, array: Any) -> bool:
         """Whether ``array`` has ``__dlpack__`` and ``__dlpack_device__``."""

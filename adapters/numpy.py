@@ -20,7 +20,7 @@ from dlmg.device import Device
 from dlmg.dtypes import canonical
 from dlmg.errors import DeviceError, DLPackError, DtypeError, LayoutError
 
-from ._base import ProtocolHook
+from ._base import ProtocolHook, Traits
 from ._common import (
     NUMPY_DLPACK_DTYPES,
     BaseAdapter,
@@ -151,13 +151,14 @@ class NumpyAdapter(BaseAdapter, QuickImport, QuickExport, ListOperators):
     modules = ("numpy",)
     package = "numpy"
     install_hint = "pip install numpy"
-    #: np.sqrt(dt), np.sum(dt, axis=0) run as dlmg's functions; np.ones(...) + dt says to scatter.
-    protocols = (ProtocolHook("__array_ufunc__", "ufunc"), ProtocolHook("__array_function__", "function"))
-    mutable = True
-    host_only = True  # device_of: always the host
-    can_view = True
-    done_on_return = True  # host work is finished when the call returns
-    dlpack_dtypes = NUMPY_DLPACK_DTYPES
+    traits = Traits(
+        host_only=True,  # device_of: always the host
+        can_view=True,
+        done_on_return=True,  # host work is finished when the call returns
+        dlpack_dtypes=NUMPY_DLPACK_DTYPES,
+        # np.sqrt(dt), np.sum(dt, axis=0) run as dlmg's functions; np.ones(...) + dt says to scatter
+        protocols=(ProtocolHook("__array_ufunc__", "ufunc"), ProtocolHook("__array_function__", "function")),
+    )
 
     def owns(self, array: Any) -> bool:
         """Whether ``array`` is a NumPy ``ndarray`` (not a NumPy scalar), checked

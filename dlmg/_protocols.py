@@ -8,7 +8,7 @@ JAX's ``__jax_array__``, torch's ``__torch_function__``). The tensor carries
 these methods itself (:class:`FrameworkProtocols`, a base of
 :class:`~dlmg.DistributedTensor`); each looks up, when called, how the framework
 asks (the :class:`~dlmg.adapters.ProtocolHook` its adapter declares in
-``Adapter.protocols``, found by :func:`dlmg.registry.protocol_hook`) and answers
+``Traits.protocols``, found by :func:`dlmg.registry.protocol_hook`) and answers
 with the policy built here (:func:`protocol_answer`), so that importing dlmg loads
 no adapter module and the adapters state facts only. The answers:
 

@@ -99,7 +99,7 @@ def device_fits(adapter: "Adapter", have: Device, slot: Device) -> bool:
     device, or host memory in any host slot where the framework has one host device."""
     if have == slot:
         return True
-    return have.is_host and slot.is_host and not adapter.distinct_host_devices
+    return have.is_host and slot.is_host and not adapter.traits.distinct_host_devices
 
 
 _UNSEEN: Any = object()
@@ -302,8 +302,8 @@ def _wrap_alike(arrays: Sequence[Any], layout: "Layout", want: str | None) -> Di
     slots = layout.devices
     slot = slots[0]
     try:
-        if adapter.host_only and slots.count(slot) == len(slots):  # the usual case: no array asked its device
-            if not (slot.is_host and (not adapter.distinct_host_devices or slot == _HOST)):
+        if adapter.traits.host_only and slots.count(slot) == len(slots):  # the usual case: no array asked its device
+            if not (slot.is_host and (not adapter.traits.distinct_host_devices or slot == _HOST)):
                 return None
         elif not _devices_fit(adapter, arrays, slots):
             return None
@@ -430,7 +430,7 @@ def from_pointers(
     rank_of = _ranks(layout)
     slots = _slots(layout, pointers, rank_of, "from_pointers")
     me = process_rank()
-    if layout.element_strides is not None and not adapter.can_view:
+    if layout.element_strides is not None and not adapter.traits.can_view:
         raise LayoutError(
             f"from_pointers: {adapter.name} cannot view memory with the layout's explicit strides "
             f"(element_strides={layout.element_strides}, block_strides={layout.block_strides}); "
@@ -493,7 +493,7 @@ def _allocate(layout: Any, dtype: Any, framework: str, fill: Any, what: str) -> 
     rank_of = _ranks(layout)
     me = process_rank()
     strided = layout.element_strides is not None
-    if strided and not adapter.can_view:
+    if strided and not adapter.traits.can_view:
         raise LayoutError(
             f"{what}: {adapter.name} cannot hold fragments with explicit strides "
             f"(element_strides={layout.element_strides}); use one of {', '.join(viewing_frameworks())}, or a dense layout"

@@ -395,7 +395,7 @@ class Fragment:
         if array is None:
             return
         adapter = self._adapter or self.adapter
-        if not adapter.mutable:
+        if not adapter.traits.mutable:
             return
         was = self._strides
         if strides and was is not None:  # every check after the first: one signature compared

@@ -19,7 +19,7 @@ from functools import lru_cache
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
-from .adapters import PROTOCOL_QUESTIONS, Adapter, ProtocolHook, builtin
+from .adapters import PROTOCOL_QUESTIONS, Adapter, ProtocolHook, builtin, loose_traits
 from .device import native_device
 from .errors import FrameworkError
 
@@ -41,6 +41,7 @@ __all__ = [
     "BUILTIN_PROTOCOLS",
     "BUILTIN_MODULES",
     "protocol_hook",
+    "refuse_loose_traits",
 ]
 
 #: The built-in adapters: framework name -> ``"module:Class"`` (:data:`dlmg.adapters.builtin.BUILTIN_ADAPTERS`).
@@ -49,7 +50,7 @@ BUILTIN_ADAPTERS: dict[str, str] = builtin.BUILTIN_ADAPTERS
 #: finding an array's adapter loads no built-in adapter that cannot own it.
 BUILTIN_MODULES: dict[str, tuple[str, ...]] = builtin.BUILTIN_MODULES
 #: The protocols of other frameworks a :class:`~dlmg.DistributedTensor` answers, and the
-#: built-in framework whose adapter declares each (``Adapter.protocols``): the tensor's
+#: built-in framework whose adapter declares each (``Traits.protocols``): the tensor's
 #: method looks the declaration up when it is called, so importing dlmg loads no
 #: adapter module.
 BUILTIN_PROTOCOLS: dict[str, str] = {
@@ -69,7 +70,30 @@ def _load(target: str) -> "Adapter":
         if target == known:
             return builtin.builtin_adapter(name)  # the instance the adapters themselves find
     module_name, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module_name), attr)()
+    adapter = getattr(importlib.import_module(module_name), attr)()
+    refuse_loose_traits(adapter)
+    return adapter
+
+
+def refuse_loose_traits(adapter: "Adapter") -> None:
+    """Refuse an adapter that states a fact about its framework outside its
+    :attr:`~dlmg.adapters.Adapter.traits` record (:func:`dlmg.adapters.loose_traits`):
+    dlmg would read the record's defaults and describe the framework wrongly.
+
+    Raises
+    ------
+    FrameworkError
+        Naming each such member and the record to state it in.
+    """
+    loose = loose_traits(adapter)
+    if loose:
+        given = ", ".join(f"{name}={value!r}" for name, value in loose.items())
+        raise FrameworkError(
+            f"adapter {type(adapter).__qualname__} sets the loose attribute{'s' if len(loose) > 1 else ''} "
+            f"{', '.join(loose)}, which dlmg does not read: the facts about a framework are one record, declare "
+            f"traits = Traits({given}) (dlmg.adapters.Traits; dataclasses.replace(Base.traits, ...) "
+            f"to change a base adapter's) instead"
+        )
 
 
 #: Registry (not a cache): adapters registered at run time, by name (see :func:`register`).
@@ -117,8 +141,9 @@ def register(adapter: "Adapter | type[Adapter]", *, replace: bool = False) -> "A
     ------
     FrameworkError
         When ``adapter`` is no :class:`dlmg.adapters.Adapter`, has no name, its
-        name is taken and ``replace`` is false, or it answers a protocol the tensor
-        does not carry (the keys of :data:`BUILTIN_PROTOCOLS`) or asks a question dlmg
+        name is taken and ``replace`` is false, it states a trait outside its
+        :attr:`~dlmg.adapters.Adapter.traits` record (:func:`refuse_loose_traits`),
+        or it answers a protocol the tensor does not carry (the keys of :data:`BUILTIN_PROTOCOLS`) or asks a question dlmg
         does not answer (:data:`dlmg.adapters.PROTOCOL_QUESTIONS`).
     """
     if isinstance(adapter, type) and issubclass(adapter, Adapter):
@@ -130,13 +155,14 @@ def register(adapter: "Adapter | type[Adapter]", *, replace: bool = False) -> "A
         raise FrameworkError(f"adapter {adapter!r} has no name (set the class attribute 'name')")
     if name in _adapters() and not replace:
         raise FrameworkError(f"a framework named {name!r} is registered already; pass replace=True to replace it")
-    unknown = sorted({hook.name for hook in adapter.protocols} - BUILTIN_PROTOCOLS.keys())
+    refuse_loose_traits(adapter)
+    unknown = sorted({hook.name for hook in adapter.traits.protocols} - BUILTIN_PROTOCOLS.keys())
     if unknown:
         raise FrameworkError(
             f"adapter {name!r} answers protocols {unknown} that DistributedTensor does not carry; "
             f"it carries {sorted(BUILTIN_PROTOCOLS)}"
         )
-    for hook in adapter.protocols:
+    for hook in adapter.traits.protocols:
         if hook.asks not in PROTOCOL_QUESTIONS:
             raise FrameworkError(
                 f"adapter {name!r} declares protocol {hook.name} asking {hook.asks!r}; "
@@ -266,11 +292,11 @@ def device_from_native(obj: Any) -> "Device | None":
 
 def viewing_frameworks() -> tuple[str, ...]:
     """Names of the registered frameworks that can view memory with any strides
-    (:attr:`~dlmg.adapters.Adapter.can_view`); imports no framework."""
+    (:attr:`~dlmg.adapters.Traits.can_view`); imports no framework."""
     out = []
     for name in _adapters():
         try:
-            if _instance(name).can_view:
+            if _instance(name).traits.can_view:
                 out.append(name)
         except Exception:  # a broken adapter views nothing
             continue
@@ -298,7 +324,7 @@ def protocol_hook(name: str) -> tuple[str, ProtocolHook]:
     its declaration (:class:`~dlmg.adapters.ProtocolHook`), from which
     ``dlmg._protocols`` builds the answer :class:`~dlmg.DistributedTensor`'s method
     of that name gives: from the adapter registered last that declares it in
-    ``protocols``, else from the built-in adapter :data:`BUILTIN_PROTOCOLS` names,
+    ``traits.protocols``, else from the built-in adapter :data:`BUILTIN_PROTOCOLS` names,
     loaded now (the framework asking is in use).
 
     Raises
@@ -307,14 +333,14 @@ def protocol_hook(name: str) -> tuple[str, ProtocolHook]:
         For a protocol no adapter declares.
     """
     for adapter in reversed(list(_REGISTERED.values())):
-        for hook in adapter.protocols:
+        for hook in adapter.traits.protocols:
             if hook.name == name:
                 return adapter.name, hook
     framework = BUILTIN_PROTOCOLS.get(name)
     if framework is None:
         raise FrameworkError(f"no framework adapter answers the protocol {name!r}")
     adapter = get_adapter(framework)
-    for hook in adapter.protocols:
+    for hook in adapter.traits.protocols:
         if hook.name == name:
             return adapter.name, hook
     raise FrameworkError(f"the {framework} adapter declares no protocol {name!r}")

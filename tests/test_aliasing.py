@@ -94,7 +94,7 @@ def _scribble(obj) -> None:
     """Overwrite every element of every writable fragment (or of a regular array)."""
     arrays = []
     if isinstance(obj, dlmg.DistributedTensor):
-        arrays = [f.array for f in obj.fragments if f.is_local and f.adapter.mutable and f.size]
+        arrays = [f.array for f in obj.fragments if f.is_local and f.adapter.traits.mutable and f.size]
     elif type(obj).__module__.partition(".")[0] in ("numpy", "torch") and getattr(obj, "ndim", None) is not None:
         arrays = [obj]
     for a in arrays:
@@ -136,7 +136,7 @@ def test_results_and_inputs_never_share_memory(name, op, dtype, fixed, assignmen
         except dlmg.FragmentError:  # not defined in this framework (torch imag of real data): nothing to alias
             return
         if isinstance(result, dlmg.DistributedTensor):
-            assert not any(f.readonly for f in result.fragments if f.adapter.mutable), f"{name} gave read-only memory"
+            assert not any(f.readonly for f in result.fragments if f.adapter.traits.mutable), f"{name} gave read-only memory"
         _scribble(result)
         after = [_snapshot(x), _snapshot(y)]
         for was, now in zip(inputs, after):

@@ -16,7 +16,7 @@ import pytest
 
 import dlmg
 from dlmg import Device, Layout
-from dlmg.adapters import Adapter
+from dlmg.adapters import Adapter, Traits
 from dlmg.dlpack import inspect as dlpack_inspect
 from dlmg.registry import adapter_for, register, unregister
 from dlmg.testing import check_adapter
@@ -34,8 +34,7 @@ class StrictAdapter(Adapter):
     modules = ("array_api_strict",)
     package = "array_api_strict"
     install_hint = "pip install array-api-strict"
-    mutable = True
-    done_on_return = True
+    traits = Traits(done_on_return=True)
 
     def owns(self, array):
         return super().owns(array) and type(array).__name__ == "Array"

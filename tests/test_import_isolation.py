@@ -28,7 +28,7 @@ adapters = {}
 for name in ("numpy", "torch", "jax", "cupy", "dlpack"):
     a = get_adapter(name)
     adapters[name] = type(a).__name__
-    a.owns(object()), a.name, a.modules, a.mutable
+    a.owns(object()), a.name, a.modules, a.traits.mutable
 for alias in ("np", "pytorch", "jnp", "cp", "generic"):
     get_adapter(alias)
 adapter_names()

@@ -1,5 +1,5 @@
 """Operators on JAX fragments that share a device run as one compiled call per
-device (``Adapter.batches_operators``); results equal JAX's eager ones, and
+device (``Traits.batches_operators``); results equal JAX's eager ones, and
 everything else (mixed layouts, other frameworks) keeps the per-fragment path."""
 
 from __future__ import annotations

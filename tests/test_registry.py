@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import textwrap
+from dataclasses import replace
 
 import pytest
 
@@ -241,15 +242,15 @@ def test_an_adapter_states_protocol_facts_and_dlmg_answers(fresh_registry):
     class Asking(NumpyAdapter):
         name = "asking"
         modules = ("asking_arrays",)
-        protocols = (ProtocolHook("__jax_array__", "array", "; or ask nicely"),)
+        traits = replace(NumpyAdapter.traits, protocols=(ProtocolHook("__jax_array__", "array", "; or ask nicely"),))
 
     class Unknown(Asking):
         name = "unknown_question"
-        protocols = (ProtocolHook("__jax_array__", "telepathy"),)
+        traits = replace(NumpyAdapter.traits, protocols=(ProtocolHook("__jax_array__", "telepathy"),))
 
     class Foreign(Asking):
         name = "foreign_protocol"
-        protocols = (ProtocolHook("__dask_graph__", "array"),)
+        traits = replace(NumpyAdapter.traits, protocols=(ProtocolHook("__dask_graph__", "array"),))
 
     with pytest.raises(FrameworkError, match="telepathy"):
         registry.register(Unknown)

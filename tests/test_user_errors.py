@@ -208,12 +208,12 @@ def test_protocol_answers_come_from_the_adapters():
 
     for adapter, names in ((NumpyAdapter, {"__array_ufunc__", "__array_function__"}),
                            (JaxAdapter, {"__jax_array__"}), (TorchAdapter, {"__torch_function__"})):
-        assert {hook.name for hook in adapter.protocols} == names
+        assert {hook.name for hook in adapter.traits.protocols} == names
         for name in names:
             # defined on the tensor's class (a base of it), declared by the adapter, answered by dlmg
             assert name in vars(FrameworkProtocols) and hasattr(dlmg.DistributedTensor, name)
             assert BUILTIN_PROTOCOLS[name] == adapter.name
-            declared = next(hook for hook in adapter.protocols if hook.name == name)
+            declared = next(hook for hook in adapter.traits.protocols if hook.name == name)
             assert protocol_hook(name) == (adapter.name, declared)
             assert callable(protocol_answer(name))
     assert set(BUILTIN_PROTOCOLS) == {n for n in vars(FrameworkProtocols) if n.startswith("__") and n.endswith("__")

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 from dlmg.device import Device
 from dlmg.errors import CopyRequiredError, DeviceError, DLPackError
 
+from .._base import Traits
 from .._common import (
     BaseAdapter,
     DLPackShim,
@@ -55,10 +56,11 @@ class CupyAdapter(BaseAdapter, BulkCopies, QuickImport, QuickExport, ListOperato
     modules = ("cupy", "cupy_backends")
     package = "cupy"
     install_hint = "pip install cupy-cuda12x (or cupy-cuda13x, matching your CUDA)"
-    mutable = True
-    can_view = True
-    stream_ordered = True  # on one device; copies between devices are not ordered
-    synchronizes_device = True
+    traits = Traits(
+        can_view=True,
+        stream_ordered=True,  # on one device; copies between devices are not ordered
+        synchronizes_device=True,
+    )
 
     def owns(self, array: Any) -> bool:
         """Whether ``array`` is a ``cupy.ndarray`` (type module ``cupy._core.core``)."""

@@ -55,7 +55,7 @@ from dlmg.dlpack import DLPackExporter
 from dlmg.dtypes import canonical
 from dlmg.errors import CopyRequiredError, DeviceError, DLPackError, DtypeError
 
-from .._base import ProtocolHook
+from .._base import ProtocolHook, Traits
 from .._common import (
     SIXTY_FOUR_BIT,
     BaseAdapter,
@@ -91,10 +91,14 @@ class JaxAdapter(BaseAdapter, QuickImport, QuickExport, Rearranging, ListOperato
     modules = ("jaxlib", "jax")
     package = "jax"
     install_hint = "pip install jax (or jax[cuda12] for GPUs)"
-    #: jnp.asarray(dt) says to gather; jax_array + dt goes on to the tensor's reflected operator.
-    protocols = (ProtocolHook("__jax_array__", "array", "; for a sharded jax.Array on the same buffers: dt.to_jax()"),)
-    mutable = False
-    distinct_host_devices = True  # cpu:0 ... cpu:7 are JAX devices of their own
+    traits = Traits(
+        mutable=False,
+        distinct_host_devices=True,  # cpu:0 ... cpu:7 are JAX devices of their own
+        batches_elementwise=True,
+        batches_operators=True,  # an eager JAX operation costs more host work than one compiled call
+        # jnp.asarray(dt) says to gather; jax_array + dt goes on to the tensor's reflected operator
+        protocols=(ProtocolHook("__jax_array__", "array", "; for a sharded jax.Array on the same buffers: dt.to_jax()"),),
+    )
 
     def owns(self, array: Any) -> bool:
         """Whether ``array`` is a ``jax.Array`` (type module ``jaxlib._jax``), checked without importing JAX."""
@@ -491,9 +495,6 @@ class JaxAdapter(BaseAdapter, QuickImport, QuickExport, Rearranging, ListOperato
         array.block_until_ready()
 
     # -- compiling --------------------------------------------------------------
-    batches_elementwise = True
-    batches_operators = True  # an eager JAX operation costs tens of us of host work on a GPU
-
     def assemble(self, pieces: Any, shape: tuple[int, ...], device: Device) -> Any:
         """One compiled concatenation of the spans (``jax.jit``, kept per geometry):
         a single XLA copy on ``device``, where staging through another framework

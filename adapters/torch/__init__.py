@@ -46,7 +46,7 @@ from dlmg.device import Device
 from dlmg.dtypes import canonical
 from dlmg.errors import CopyRequiredError, DeviceError, DLPackError, DtypeError
 
-from .._base import ProtocolHook
+from .._base import ProtocolHook, Traits
 from .._common import (
     BaseAdapter,
     DLPackShim,
@@ -205,14 +205,16 @@ class TorchAdapter(BaseAdapter, BulkCopies, QuickImport, QuickExport, ListOperat
     modules = ("torch",)
     package = "torch"
     install_hint = "pip install torch (see https://pytorch.org for CUDA builds)"
-    #: torch.ones(8, 4) + dt says to scatter; torch.sum(dt) names dlmg.sum and gather.
-    protocols = (ProtocolHook("__torch_function__", "dispatch"),)
-    mutable = True
-    can_view = True
-    done_on_return = True  # host work is finished when the call returns
-    stream_ordered = True
-    orders_across_devices = True  # a device-to-device copy waits for the source's stream
-    synchronizes_device = True
+    traits = Traits(
+        can_view=True,
+        done_on_return=True,  # host work is finished when the call returns
+        stream_ordered=True,
+        orders_across_devices=True,  # a device-to-device copy waits for the source's stream
+        synchronizes_device=True,
+        batches_elementwise=True,
+        # torch.ones(8, 4) + dt says to scatter; torch.sum(dt) names dlmg.sum and gather
+        protocols=(ProtocolHook("__torch_function__", "dispatch"),),
+    )
 
     def owns(self, array: Any) -> bool:
         """Whether ``array`` is a ``torch.Tensor`` (checked without importing torch)."""
@@ -600,8 +602,6 @@ class TorchAdapter(BaseAdapter, BulkCopies, QuickImport, QuickExport, ListOperat
             self.module().cuda.synchronize(array.device.index)
 
     # -- compiling --------------------------------------------------------------
-    batches_elementwise = True
-
     def compile_elementwise(self, fn: Any, device: Device) -> tuple[Any, str]:
         """``torch.compile`` of ``fn`` where torch's compiler can build for
         ``device`` (CUDA: Triton installed; host: a C++ compiler on the path);

@@ -115,7 +115,7 @@ def flatten(self: Any) -> Any:
 
 def _shares(a: Any, b: Any) -> bool:
     for fa, fb in zip(a.fragments, b.fragments):
-        if fa.is_local and fb.is_local and fa.size and fa.adapter.mutable:
+        if fa.is_local and fb.is_local and fa.size and fa.adapter.traits.mutable:
             if fa.adapter.data_ptr(fa.array) == fb.adapter.data_ptr(fb.array):
                 return True
     return False

@@ -263,7 +263,7 @@ def to_dtensor(tensor: "DistributedTensor", mesh: Any = None) -> Any:
             f"(a DeviceMesh of those ranks) or redistribute over every process"
         )
     local, frag = _local_torch(tensor, me)
-    if frag.readonly and frag.adapter.mutable:
+    if frag.readonly and frag.adapter.traits.mutable:
         # memory its producer marked read-only (a read-only NumPy array, a READ_ONLY DLPack
         # tensor): torch cannot mark it, so it gets a copy, never a writable view. (JAX
         # buffers, immutable by their framework's model, are handed over as they are.)

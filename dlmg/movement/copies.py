@@ -74,7 +74,7 @@ def copy_framework(device: Device, dtype: str, prefer: Iterable[str] = ()) -> "A
         except FrameworkError:
             continue
         # capabilities first: they import nothing
-        if a.can_view and carries(a, dtype) and available(a) and a.supports(device):
+        if a.traits.can_view and carries(a, dtype) and available(a) and a.supports(device):
             return a
     raise FrameworkError(
         f"no installed framework can hold and write {dtype} memory on {device} "
@@ -97,7 +97,7 @@ def import_zero_copy(buf: Buffer, into: "Adapter") -> Any:
 
 def _piece(buf: Buffer, copy: "Copy", dtype: str, dst: "Adapter", device: Device) -> Any:
     """The source elements of ``copy`` as a compact array of ``dst`` on ``device``."""
-    viewer = buf.adapter if buf.adapter.can_view else copy_framework(buf.device, dtype, (buf.adapter.name,))
+    viewer = buf.adapter if buf.adapter.traits.can_view else copy_framework(buf.device, dtype, (buf.adapter.name,))
     try:
         base = import_zero_copy(buf, viewer)
     except (CopyRequiredError, DLPackError, DtypeError):
@@ -442,15 +442,15 @@ def _run_tasks(
 def stream_ordered(buffers: Iterable[Buffer]) -> bool:
     """Whether the copies among ``buffers`` need no host-side wait: all belong
     to one framework that orders its own work on its streams
-    (:attr:`~dlmg.adapters.Adapter.stream_ordered`), on one device unless it
+    (:attr:`~dlmg.adapters.Traits.stream_ordered`), on one device unless it
     also orders copies across devices."""
     buffers = list(buffers)
     if not buffers:
         return False
     adapter = buffers[0].adapter
-    if not adapter.stream_ordered or any(buf.adapter.name != adapter.name for buf in buffers):
+    if not adapter.traits.stream_ordered or any(buf.adapter.name != adapter.name for buf in buffers):
         return False
-    return adapter.orders_across_devices or len({buf.device for buf in buffers}) == 1
+    return adapter.traits.orders_across_devices or len({buf.device for buf in buffers}) == 1
 
 
 def synchronize(buffers: Iterable[Buffer]) -> None:

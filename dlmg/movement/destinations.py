@@ -37,7 +37,7 @@ def allocate(frag: "FragmentLayout", framework: "Adapter", dtype: str, prefer: S
     """A writable buffer for destination fragment ``frag``; returns (buffer, copy framework)."""
     device = frag.device
     lay = frag.layout
-    if framework.can_view:
+    if framework.traits.can_view:
         writer = framework
     else:
         if lay.element_strides is not None:
@@ -122,7 +122,7 @@ def allocate_all(
     itemsize = info(dtype).itemsize
     out: list[Buffer | None] = [None] * len(frags)
     carvings: list[Carving] = []
-    groups = _carve_groups(layout, tuple(f.index for f in frags), itemsize) if framework.can_view and isinstance(itemsize, int) else ()
+    groups = _carve_groups(layout, tuple(f.index for f in frags), itemsize) if framework.traits.can_view and isinstance(itemsize, int) else ()
     for group in groups:
         whole = framework.empty((group.total,), dtype, group.device)
         where = framework.device_of(whole)
@@ -233,7 +233,7 @@ def destination(dt: "DistributedTensor", framework: str | None, device: Any, out
     dev = target.landing_device(default_device(dt)) if device is None else as_device(device)
     if not target.supports(dev):
         raise DeviceError(f"framework {target.name!r} cannot hold an array on {dev}{unreachable_hint([dev])}")
-    writer = target if target.can_view else copy_framework(dev, dt.dtype, tuple(dt.frameworks))
+    writer = target if target.traits.can_view else copy_framework(dev, dt.dtype, tuple(dt.frameworks))
     base = writer.empty(dt.shape, dt.dtype, dev)
     buf = Buffer(base, writer, writer.device_of(base) if dt.size else dev)
 
@@ -250,7 +250,7 @@ def check_out(dt: "DistributedTensor", out: Any, framework: str | None, device: 
     a = adapter_for(out)
     if framework is not None and get_adapter(framework).name != a.name:
         raise FrameworkError(f"gather: out is a {a.name} array but framework={framework!r} was asked for")
-    if not a.can_view:
+    if not a.traits.can_view:
         raise FrameworkError(
             f"gather: out is a {a.name} array, which cannot be written in place (immutable); "
             f"call gather(framework={a.name!r}) for a new array instead"

@@ -124,7 +124,7 @@ def _consecutive(pieces: Sequence[Piece], owned: Sequence[np.ndarray], shape: Se
 def _flat(buf: Buffer, shape: Sequence[int], engine: "Engine", device: Device) -> bool:
     """Whether ``buf`` can serve as a message buffer as it is: C-contiguous, viewable, on ``device``."""
     adapter = buf.adapter
-    if not adapter.can_view or not same_memory(buf.device, device):
+    if not adapter.traits.can_view or not same_memory(buf.device, device):
         return False
     return tuple(adapter.strides_of(buf.base)) == c_strides(tuple(shape)) and engine.accepts(buf.base, adapter.name)
 

@@ -39,7 +39,7 @@ def gather(dt: "DistributedTensor", framework: str | None = None, device: Any = 
         raise ValueError(f"gather: root={root!r} but dlmg runs in one process (rank 0)")
     if out is None:
         target = get_adapter(framework if framework is not None else dt.frameworks[0] if dt.frameworks else DEFAULT_FRAMEWORK)
-        if not target.can_view:  # a framework with views writes one buffer of its own as well
+        if not target.traits.can_view:  # a framework with views writes one buffer of its own as well
             whole = assembled(dt, target, device, remembered(dt).assemblies, partial(c_ordered_gather_plan, dt))
             if whole is not None:
                 return whole

@@ -90,7 +90,7 @@ def _handed_over(frag: Fragment, target: "Adapter", copy: bool | None, me: int) 
     """``frag`` handed to ``target`` with ``copy`` asked, or a padded fragment."""
     name = target.name
     padded = frag._array is None
-    if padded and not target.can_view:
+    if padded and not target.traits.can_view:
         raise LayoutError(
             f"fragment {frag.index} lies in padded blocks, which {target.name} cannot view; "
             "redistribute to a dense layout first"

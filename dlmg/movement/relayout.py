@@ -147,7 +147,7 @@ def redistribute(dt: "DistributedTensor", layout: "Layout", framework: str | Non
         return handed
     move = _planned(dt, layout, framework)
     targets, plan = move.targets, move.plan
-    if not targets[0].can_view and not plan.reused:
+    if not targets[0].traits.can_view and not plan.reused:
         made = _relaid(dt, layout, move)
         if made is not None:
             return made

@@ -67,7 +67,7 @@ def scatter(array: Any, layout: "Layout", framework: str | None = None, root: in
     src_dev = a.device_of(array)
     strides = tuple(int(s) for s in a.strides_of(array))
     plan = scatter_plan(shape, strides, src_dev, layout, dtype)
-    if target is a and not a.can_view:
+    if target is a and not a.traits.can_view:
         found = split(array, a, plan, layout, src_dev, dtype)
         if found is not None:
             return found

@@ -10,15 +10,12 @@ arrays. Both ask only the adapter contract (:class:`dlmg.adapters.Adapter`).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..adapters import available
+from ..adapters import Adapter, available
 from ..device import Device
 from ..errors import DeviceError, DlmgError, DLPackError, DtypeError, FrameworkError
 from ..registry import adapter_names, get_adapter
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..adapters import Adapter
 
 __all__ = ["move", "same_memory", "synchronize_arrays"]
 
@@ -90,15 +87,18 @@ def synchronize_arrays(items: Iterable[tuple["Adapter", Any, Device]]) -> None:
     """Wait for the queued work producing each ``(adapter, array, device)``.
 
     Nothing for host arrays of frameworks whose host work is complete when
-    the call returns (:attr:`~dlmg.adapters.Adapter.done_on_return`); one wait
+    the call returns (:attr:`~dlmg.adapters.Traits.done_on_return`); one wait
     per device for frameworks whose wait is device-wide
-    (:attr:`~dlmg.adapters.Adapter.synchronizes_device`), one per array otherwise.
+    (:attr:`~dlmg.adapters.Traits.synchronizes_device`), one per array otherwise.
     """
     seen: set[tuple[str, Device]] = set()
+    last, traits = None, Adapter.traits
     for adapter, array, device in items:
-        if adapter.done_on_return and device.is_host:
+        if adapter is not last:  # a tensor's fragments are mostly of one framework: its traits read once
+            last, traits = adapter, adapter.traits
+        if traits.done_on_return and device.is_host:
             continue
-        if adapter.synchronizes_device:
+        if traits.synchronizes_device:
             key = (adapter.name, device)
             if key in seen:
                 continue

@@ -29,6 +29,8 @@ class Executor:
         The device the work runs on.
     adapter : Adapter
         The framework's adapter.
+    traits : Traits
+        The adapter's :attr:`~dlmg.adapters.Adapter.traits`, read per fragment.
     xp : module
         The framework's array-API namespace.
     context : callable or None
@@ -37,12 +39,13 @@ class Executor:
         context is needed.
     """
 
-    __slots__ = ("framework", "device", "adapter", "xp", "context", "_dtypes")
+    __slots__ = ("framework", "device", "adapter", "traits", "xp", "context", "_dtypes")
 
     def __init__(self, framework: str, device: Device) -> None:
         self.framework = framework
         self.device = device
         self.adapter = get_adapter(framework)
+        self.traits = self.adapter.traits
         self.xp = self.adapter.namespace()
         self.context = self.adapter.device_context(device)
         self._dtypes: dict[str, Any] = {}

@@ -45,7 +45,7 @@ class Placement:
             self.executors[i] = executor(frags[i].framework, frags[i].device)
         self.frameworks = tuple(f.framework for f in frags)
         # whether every local fragment can be written in place (none is JAX's)
-        self.mutable = all(self.executors[i].adapter.mutable for i in self.indices)  # type: ignore[union-attr]
+        self.mutable = all(self.executors[i].traits.mutable for i in self.indices)  # type: ignore[union-attr]
         # whether every local fragment is one array (none padded): its slot is then read directly
         self.dense = all(frags[i]._array is not None for i in self.indices)
         self.by_device: Any = None  # the local fragments by framework and device, found when first asked

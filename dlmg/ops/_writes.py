@@ -33,7 +33,7 @@ def check_writable(tensor: "DistributedTensor", indices: Sequence[int], name: st
     frags = tensor.fragments
     for i in indices:
         frag = frags[i]
-        if not frag.adapter.mutable or not frag.readonly:
+        if not frag.adapter.traits.mutable or not frag.readonly:
             continue
         if frag.inherits_readonly:
             why = ("its memory was handed on without a copy from a read-only source (a read-only NumPy "
@@ -81,14 +81,14 @@ def overlaps(target: "DistributedTensor", operand: "DistributedTensor") -> bool:
     counts as overlapping too)."""
     spans = []
     for frag in target.fragments:
-        if frag.is_local and frag.adapter.mutable:
+        if frag.is_local and frag.adapter.traits.mutable:
             span = _span(frag.adapter, frag.array)
             if span is not None:
                 spans.append(span)
     if not spans:
         return False
     for frag in operand.fragments:
-        if not frag.is_local or not frag.adapter.mutable:
+        if not frag.is_local or not frag.adapter.traits.mutable:
             continue
         span = _span(frag.adapter, frag.array)
         if span is None:

@@ -37,7 +37,7 @@ def shielded(operands: tuple[Any, ...]) -> tuple[Any, ...]:
     for k, op in enumerate(operands):
         if not is_distributed(op):
             continue
-        exposed = {f.index for f in op.fragments if f.is_local and f.inherits_readonly and f.adapter.mutable
+        exposed = {f.index for f in op.fragments if f.is_local and f.inherits_readonly and f.adapter.traits.mutable
                    and not f.adapter.is_readonly(f.array)}
         if not exposed:
             continue

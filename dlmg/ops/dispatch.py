@@ -288,7 +288,7 @@ def _run(
                 raise fail(name + (partial_note(indices, i) if in_place else ""), i, ex, exc) from exc
             if scalar_out and not hasattr(results[i], "__dlpack__"):
                 results[i] = ex.xp.asarray(results[i])  # NumPy turns 0-d results into scalars
-            elif fresh and positions and ex.adapter.mutable:
+            elif fresh and positions and ex.traits.mutable:
                 result = results[i]
                 if new_arrays:  # arithmetic: only the operand itself can come back
                     for position in positions:  # a loop: cheaper than any() on a generator here
@@ -320,10 +320,10 @@ def _store(
     """The results as a tensor: the lead (in place), ``out``, or a new tensor."""
     if in_place:
         lead_frags = lead.fragments
-        if not all(lead_frags[i].adapter.mutable for i in indices):
+        if not all(lead_frags[i].adapter.traits.mutable for i in indices):
             replace_fragment_arrays(
                 lead,
-                {i: results[i] for i in indices if not get_adapter(lead_frags[i].framework).mutable},
+                {i: results[i] for i in indices if not get_adapter(lead_frags[i].framework).traits.mutable},
             )
         return lead
     if out is not None:
@@ -495,7 +495,7 @@ def _write_into(out: "DistributedTensor", results: list[Any], indices: Sequence[
             dtype = ex.adapter.dtype_of(frag.array)
             if ex.adapter.dtype_of(r) != dtype:
                 r = ex.run(lambda xp, a: xp.astype(a, ex.dtype(dtype)), r)
-            if ex.adapter.mutable:
+            if ex.traits.mutable:
                 if ex.context is None:
                     ex.adapter.copy_into(frag.array, r)
                 else:

@@ -69,7 +69,7 @@ def _device_groups(placed: Any, layout: Any) -> tuple[tuple[Any, Device, tuple[i
         kept = [
             (adapter, device, tuple(i for i in indices if placed.fragments[i]._array is not None))  # not padded
             for adapter, device, indices in local_groups(placed)
-            if isinstance(adapter, CompiledElementwise) and adapter.batches_elementwise
+            if adapter.traits.batches_elementwise and isinstance(adapter, CompiledElementwise)
         ]
         groups = placed.groups = tuple(
             (adapter, device, indices, tuple(layout.fragments[i].shape for i in indices))
@@ -82,7 +82,7 @@ def _device_groups(placed: Any, layout: Any) -> tuple[tuple[Any, Device, tuple[i
 def batches_operators(tensor: "DistributedTensor") -> bool:
     """Whether operators on ``tensor`` run as one compiled call per device: every
     local fragment in a device group of a framework that batches operators
-    (:attr:`~dlmg.adapters.capabilities.CompiledElementwise.batches_operators`)."""
+    (:attr:`~dlmg.adapters.Traits.batches_operators`)."""
     placed = placement(tensor, check=False)  # (the operator asking runs its work through a checked one)
     found = placed.batched  # asked by every operator: kept on the placement, which results inherit
     if found is None:
@@ -90,7 +90,7 @@ def batches_operators(tensor: "DistributedTensor") -> bool:
         found = placed.batched = (
             bool(groups)
             and sum(len(g[2]) for g in groups) == len(placed.indices)
-            and all(isinstance(g[0], CompiledElementwise) and g[0].batches_operators for g in groups)
+            and all(g[0].traits.batches_operators and isinstance(g[0], CompiledElementwise) for g in groups)
         )
     return found
 
@@ -212,7 +212,7 @@ class FusedFunction:
             index = next(f.index for f in lead_frags if f._array is lead)
             self._check_shape(result, index, tuple(lead.shape))
         adapter = adapter_for(lead)  # the operands' framework, as _checked and dispatch take it
-        fresh = unaliased(result, args, arrays_at, adapter, xp) if adapter.mutable else result
+        fresh = unaliased(result, args, arrays_at, adapter, xp) if adapter.traits.mutable else result
         if not kernel.compiler.startswith("eager"):
             kernel.checked, kernel.aliases = True, fresh is not result
         return fresh
@@ -237,7 +237,7 @@ class FusedFunction:
     def _run_batched(self, operands: tuple[Any, ...]) -> tuple[int, dict[int, Any], bool, bool]:
         """Results of the lead's local fragments computed one compiled call per device.
 
-        Only where the owner's compiler traces lists (``CompiledElementwise.batches_elementwise``),
+        Only where the owner's compiler traces lists (``Traits.batches_elementwise``),
         a device holds two or more of the lead's fragments, every distributed
         operand's fragment there is of the lead's framework, and the other operands
         are Python scalars: one compiled call then pays the compiler's per-call
@@ -325,7 +325,7 @@ class FusedFunction:
             self._check_shape(result, i, layout.fragments[i].shape)
             ex = placed.executors[i]
             call = flat[k * width:(k + 1) * width]
-            fresh = unaliased(result, call, positions, ex.adapter, ex.xp) if ex.adapter.mutable else result
+            fresh = unaliased(result, call, positions, ex.adapter, ex.xp) if ex.traits.mutable else result
             kernel.aliases = kernel.aliases or fresh is not result
             kernel.foreign = kernel.foreign or adapter_for(fresh).name != placed.frameworks[i]
             out.append(fresh)

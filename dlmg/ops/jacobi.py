@@ -173,7 +173,7 @@ def _rotate(ex: Executor, u: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
     if xp.isdtype(u.dtype, "complex floating"):
         uh = xp.conj(uh)
     bl = lo.shape[0]
-    if not ex.adapter.mutable:
+    if not ex.traits.mutable:
         return (xp.matmul(uh[:bl, :bl], lo) + xp.matmul(uh[:bl, bl:], hi),
                 xp.matmul(uh[bl:, :bl], lo) + xp.matmul(uh[bl:, bl:], hi))
     step = max(u.shape[0] // 4, 1)
@@ -189,7 +189,7 @@ def _rotate(ex: Executor, u: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
 def _writable(ex: Executor, a: Any) -> Any:
     """``a``, or a copy of it where the framework writes in place but ``a`` is a read-only view (a
     block received from another process may be), so the rotation can be applied in place."""
-    if ex.adapter.mutable and ex.adapter.is_readonly(a):
+    if ex.traits.mutable and ex.adapter.is_readonly(a):
         return ex.run(lambda xp, m: xp.asarray(m, copy=True), a)
     return a
 

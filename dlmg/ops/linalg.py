@@ -974,7 +974,7 @@ def _replaced(ex: Executor, a: Any, r0: int, c0: int, block: Any, subtract: bool
     new array assembled around the block."""
     xp = ex.xp
     r1, c1 = r0 + block.shape[0], c0 + block.shape[1]
-    if ex.adapter.mutable:
+    if ex.traits.mutable:
         if subtract:
             a[r0:r1, c0:c1] -= block
         else:
@@ -1150,7 +1150,7 @@ def _cholesky_update(name: str, work: dict[int, Any], execs: dict[int, Executor]
                 right = ex.xp.matrix_transpose(mine_c[lc1 - lc0:])
                 if complex_:
                     right = ex.xp.conj(right)
-                for r0, c0, c1 in _lower_spans(rows[f], cols[f], lr1, lc1, b, ex.adapter.mutable):
+                for r0, c0, c1 in _lower_spans(rows[f], cols[f], lr1, lc1, b, ex.traits.mutable):
                     update = ex.xp.matmul(mine_r[r0 - lr0:], right[:, c0 - lc1:c1 - lc1])
                     a = _replaced(ex, a, r0, c0, update, True)
             if c == k % gc and lr0 < rows[f].size:
@@ -1322,7 +1322,7 @@ def _lu_update(name: str, work: dict[int, Any], execs: dict[int, Executor], lay:
             upper = ex.xp.linalg.solve(unit, prow[:, lc1:])
             # one local block column at a time where arrays are written in place: the
             # product never needs more than one block column of new memory
-            for c0, c1 in _column_spans(cols[f], lc1, b, ex.adapter.mutable):
+            for c0, c1 in _column_spans(cols[f], lc1, b, ex.traits.mutable):
                 a = _replaced(ex, a, 0, c0, ex.xp.matmul(lrows, upper[:, c0 - lc1:c1 - lc1]), True)
             work[f] = a
         except Exception as exc:
@@ -1386,7 +1386,7 @@ def _set_rows(ex: Executor, a: Any, local: np.ndarray, values: Any) -> Any:
         return a
     xp = ex.xp
     index = xp.asarray(local, device=a.device)
-    if ex.adapter.mutable:
+    if ex.traits.mutable:
         a[index] = values
         return a
     mapping = np.arange(a.shape[0])

@@ -105,7 +105,7 @@ def _each(x: "DistributedTensor", layout: Layout, order: Sequence[int], fn: Call
         ex = executor(frag.framework, frag.device)
         try:
             out = ex.run(fn, frag.array)
-            if fresh and ex.adapter.mutable and ex.adapter.shares_memory(out, frag.array):
+            if fresh and ex.traits.mutable and ex.adapter.shares_memory(out, frag.array):
                 out = ex.run(_copy, out)
             arrays[i] = out
         except Exception as exc:

@@ -492,7 +492,7 @@ def _distinct_memory(tensor: "DistributedTensor") -> list[int]:
         if not frag.is_local:
             continue
         adapter = frag.adapter
-        if adapter.mutable and frag.size:
+        if adapter.traits.mutable and frag.size:
             key = (frag.framework, adapter.data_ptr(frag.array))
             if key in seen:
                 continue

@@ -243,7 +243,7 @@ def _place(xp: Any, pieces: list[Any], order: np.ndarray, counts: np.ndarray, sh
            dtype: str) -> Any:
     if not pieces:
         return xp.zeros(shape, dtype=out.dtype(dtype), device=out.adapter.native_device(out.device))
-    if len(pieces) > 1 and out.adapter.mutable:
+    if len(pieces) > 1 and out.adapter.traits.mutable:
         # each piece written straight to its positions: no joined copy, no inverse order
         got = xp.empty((len(order),), dtype=pieces[0].dtype, device=out.adapter.native_device(out.device))
         start = 0
@@ -307,7 +307,7 @@ def write(x: "DistributedTensor", requests: list[tuple[Box, Callable[[Any], Any]
 
 
 def _store(frag: Any, a: Any, local: tuple[Any, ...], vals: Any) -> Any:
-    if not frag.adapter.mutable:
+    if not frag.adapter.traits.mutable:
         return a.at[local].set(vals) if local else vals.reshape(())
     if frag.readonly:
         raise ReadOnlyError(f"fragment {frag.index} is read-only")

@@ -43,7 +43,7 @@ def check_bulk_copies(ctx: ContractContext) -> None:
     import numpy as np
 
     a = ctx.adapter
-    if not a.can_view:  # nothing to copy into (check_as_strided notes it)
+    if not a.traits.can_view:  # nothing to copy into (check_as_strided notes it)
         return
     src = ctx.array((3, 4))
     want = expected((3, 4), "float32")
@@ -219,7 +219,7 @@ def check_carving(ctx: ContractContext) -> None:
     """BulkCopies: allocation_of a view carved out of a 1-D array names memory that holds
     the view (``None`` is allowed; a wrong answer reads the wrong memory)."""
     a = ctx.adapter
-    if not isinstance(a, BulkCopies) or not a.can_view:
+    if not isinstance(a, BulkCopies) or not a.traits.can_view:
         return
     whole = a.empty((24,), "float32", ctx.device)
     view = a.as_strided(whole, (2, 3), (3, 1), 5)
@@ -267,16 +267,16 @@ def check_list_operators(ctx: ContractContext) -> None:
 
 
 def check_compiled_elementwise(ctx: ContractContext) -> None:
-    """CompiledElementwise: the flags are bools that agree; compile_elementwise gives a
-    kernel and the compiler's name, and the kernel (run where ``ctx.run_compiled``)
-    computes what the function computes."""
+    """CompiledElementwise: compile_elementwise gives a kernel and the compiler's name,
+    and the kernel (run where ``ctx.run_compiled``) computes what the function computes;
+    a kernel of a compiler that batches (``traits.batches_elementwise``) takes a list
+    of arrays and gives the list of results."""
     import numpy as np
 
     a = ctx.adapter
+    batches = a.traits.batches_elementwise
     if not isinstance(a, CompiledElementwise):
         return
-    assert isinstance(a.batches_elementwise, bool) and isinstance(a.batches_operators, bool), "batches_* must be bools"
-    assert a.batches_elementwise or not a.batches_operators, "batches_operators needs batches_elementwise"
 
     def twice_plus_one(xp: Any, v: Any) -> Any:
         return v * 2 + 1
@@ -286,6 +286,21 @@ def check_compiled_elementwise(ctx: ContractContext) -> None:
     if ctx.run_compiled:
         got = ctx.values(kernel(ctx.array((2, 3))))
         assert np.array_equal(got, expected((2, 3), "float32") * 2 + 1), f"the compiled kernel gave\n{got}"
+    if not batches:
+        return
+
+    def each_twice_plus_one(xp: Any, *vs: Any) -> list[Any]:
+        return [v * 2 + 1 for v in vs]
+
+    batch, compiler = a.compile_elementwise(each_twice_plus_one, ctx.device)
+    assert callable(batch) and isinstance(compiler, str) and compiler, "compile_elementwise of a list gives (kernel, name)"
+    if ctx.run_compiled:
+        shapes = ((2, 3), (4,), (1, 2, 2))
+        got = batch(*(ctx.array(shape) for shape in shapes))
+        assert len(got) == len(shapes), f"traits.batches_elementwise, but a kernel over {len(shapes)} arrays gave {len(got)}"
+        for shape, result in zip(shapes, got):
+            value = ctx.values(result)
+            assert np.array_equal(value, expected(shape, "float32") * 2 + 1), f"the batched kernel gave\n{value}"
 
 
 def check_delegating(ctx: ContractContext) -> None:

@@ -4,8 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlmg.adapters import PROTOCOL_QUESTIONS, AdapterCore, ProtocolHook, available, carries, holds_dtype, in_use
-from dlmg.adapters.capabilities import exporter_of
+from dlmg.adapters import (
+    PROTOCOL_QUESTIONS,
+    AdapterCore,
+    ProtocolHook,
+    Traits,
+    available,
+    carries,
+    holds_dtype,
+    in_use,
+    loose_traits,
+)
+from dlmg.adapters.capabilities import CompiledElementwise, exporter_of
 from dlmg.device import Device
 from dlmg.dtypes import NAMES, info
 from dlmg.registry import BUILTIN_PROTOCOLS, adapter_for, adapter_names
@@ -16,12 +26,16 @@ __all__ = ["CORE_CHECKS"]
 
 
 def check_identity(ctx: ContractContext) -> None:
-    """name/modules/package are set; ``owns`` recognises the adapter's arrays and nothing else."""
+    """name/modules/package are set, the facts are one :class:`~dlmg.adapters.Traits`
+    record and none is stated beside it; ``owns`` recognises the adapter's arrays and
+    nothing else."""
     a = ctx.adapter
     assert isinstance(a.name, str) and a.name, "adapter.name must be a non-empty string"
     assert isinstance(a.package, str) and a.package, "adapter.package must name the framework module"
     assert isinstance(a.install_hint, str), "adapter.install_hint must be a string"
-    assert isinstance(a.mutable, bool), "adapter.mutable must be a bool"
+    assert isinstance(a.traits, Traits), f"adapter.traits must be a dlmg.adapters.Traits, got {a.traits!r}"
+    loose = loose_traits(a)
+    assert not loose, f"{a.name} states {sorted(loose)} outside its traits record (declare traits = Traits(...))"
     core: object = a  # (the check below would narrow ``a`` to the protocol for what follows)
     assert isinstance(core, AdapterCore), f"{a.name} does not answer the required part of the contract (AdapterCore)"
     x = ctx.array((2, 3))
@@ -128,7 +142,7 @@ def check_as_strided(ctx: ContractContext) -> None:
     try:
         v = a.as_strided(x, (3, 2), (1, 6), offset=7)
     except NotImplementedError:
-        assert not a.can_view, "an adapter with can_view must support as_strided"
+        assert not a.traits.can_view, "an adapter with traits.can_view must support as_strided"
         ctx.notes.append(f"{a.name}: no strided views")
         return
     itemsize = info(a.dtype_of(x)).itemsize
@@ -142,18 +156,19 @@ def check_as_strided(ctx: ContractContext) -> None:
 
 
 def check_copy_into(ctx: ContractContext) -> None:
-    """copy_into writes through a view into the base array (``can_view``), into
+    """copy_into writes through a view into the base array (``traits.can_view``), into
     a whole array (other mutable frameworks), else raises."""
     import numpy as np
 
     a = ctx.adapter
     dst = a.full((3, 4), 0, "float32", ctx.device)
     src = ctx.array((2, 4))
-    if a.mutable and not a.can_view:
+    traits = a.traits
+    if traits.mutable and not traits.can_view:
         a.copy_into(dst, ctx.array((3, 4)))
         ctx.assert_values(dst, (3, 4), "float32", "copy_into a whole array")
         return
-    if not a.mutable:
+    if not traits.mutable:
         try:
             a.copy_into(dst, ctx.array((3, 4)))
         except (NotImplementedError, TypeError, ValueError):
@@ -187,12 +202,12 @@ def check_synchronize(ctx: ContractContext) -> None:
 
 
 def check_readonly(ctx: ContractContext) -> None:
-    """is_readonly is a bool; False for new arrays of mutable frameworks."""
+    """is_readonly is a bool; False exactly for new arrays of mutable frameworks (``traits.mutable``)."""
     a = ctx.adapter
     x = ctx.array((3,))
     ro = a.is_readonly(x)
     assert isinstance(ro, bool), "is_readonly must return a bool"
-    assert ro == (not a.mutable), f"is_readonly of a new array is {ro}, mutable is {a.mutable}"
+    assert ro == (not a.traits.mutable), f"is_readonly of a new array is {ro}, traits.mutable is {a.traits.mutable}"
 
 
 def check_memory_sharing(ctx: ContractContext) -> None:
@@ -202,9 +217,9 @@ def check_memory_sharing(ctx: ContractContext) -> None:
     x = ctx.array((4, 3))
     copy = a.from_dlpack(x, copy=True)
     assert a.shares_memory(x, copy) is False, "shares_memory of an array and its copy must be False"
-    if a.mutable:
+    if a.traits.mutable:
         assert a.shares_memory(x, x) is True, "shares_memory of an array and itself must be True"
-        if a.can_view:
+        if a.traits.can_view:
             view = a.as_strided(x, (3, 4), (1, 3))
             assert a.shares_memory(x, view), "shares_memory of an array and a view of it must be True"
     else:
@@ -215,29 +230,28 @@ def check_memory_sharing(ctx: ContractContext) -> None:
             assert acc in NAMES, f"accumulate_dtype({dtype!r}, {op!r}) gives {acc!r}, not a dlmg dtype"
 
 
-def check_capabilities(ctx: ContractContext) -> None:
-    """The capability flags are bools that agree with each other and with dlpack_dtypes."""
+def check_traits(ctx: ContractContext) -> None:
+    """The traits are bools that agree with each other, with what the adapter does and
+    with the capabilities it declares; dlpack_dtypes agrees with ``carries``."""
     a = ctx.adapter
-    flags = {
-        "mutable": a.mutable,
-        "can_view": a.can_view,
-        "stream_ordered": a.stream_ordered,
-        "orders_across_devices": a.orders_across_devices,
-        "synchronizes_device": a.synchronizes_device,
-        "distinct_host_devices": a.distinct_host_devices,
-        "done_on_return": a.done_on_return,
-        "host_only": a.host_only,
-    }
-    for flag, value in flags.items():
-        assert isinstance(value, bool), f"adapter.{flag} must be a bool, got {value!r}"
-    if a.host_only:  # wrapping then asks no array its device: device_of must always answer the host
-        x = ctx.array((2,))
+    traits = a.traits
+    assert isinstance(traits, Traits), f"adapter.traits must be a dlmg.adapters.Traits, got {traits!r}"
+    for flag in ("mutable", "can_view", "stream_ordered", "orders_across_devices", "synchronizes_device",
+                 "distinct_host_devices", "done_on_return", "host_only", "batches_elementwise", "batches_operators"):
+        value = getattr(traits, flag)
+        assert isinstance(value, bool), f"traits.{flag} must be a bool, got {value!r}"
+    x = ctx.array((2,))
+    if traits.host_only:  # wrapping then asks no array its device: device_of must always answer the host
         assert ctx.device.is_host and a.device_of(x) == Device("cpu", 0), (
-            f"host_only, but an array made on {ctx.device} lies on {a.device_of(x)}, not cpu:0"
+            f"traits.host_only, but an array made on {ctx.device} lies on {a.device_of(x)}, not cpu:0"
         )
-    assert a.mutable or not a.can_view, "can_view needs mutable (views are written in place)"
-    assert a.stream_ordered or not a.orders_across_devices, "orders_across_devices needs stream_ordered"
-    kinds = a.dlpack_dtypes
+    assert traits.mutable or not traits.can_view, "traits.can_view needs mutable (views are written in place)"
+    assert traits.stream_ordered or not traits.orders_across_devices, "traits.orders_across_devices needs stream_ordered"
+    assert traits.batches_elementwise or not traits.batches_operators, "traits.batches_operators needs batches_elementwise"
+    assert isinstance(a, CompiledElementwise) or not traits.batches_elementwise, (
+        "traits.batches_elementwise needs the CompiledElementwise capability (a compiler to batch with)"
+    )
+    kinds = traits.dlpack_dtypes
     assert kinds is None or (isinstance(kinds, frozenset) and kinds <= set(NAMES)), (
         f"dlpack_dtypes must be None or a frozenset of dlmg dtype names, got {kinds!r}"
     )
@@ -306,7 +320,7 @@ def check_ascontiguous(ctx: ContractContext) -> None:
     a = ctx.adapter
     x = ctx.array((4, 6))
     src, want = x, expected((4, 6), "float32")
-    if a.can_view:
+    if a.traits.can_view:
         src = a.as_strided(x, (6, 4), (1, 6))
         want = want.T
     c = a.ascontiguous(src)
@@ -316,7 +330,7 @@ def check_ascontiguous(ctx: ContractContext) -> None:
 
 def check_landing(ctx: ContractContext) -> None:
     """landing_device answers a device the adapter holds arrays on for its own devices;
-    ``protocols`` declares protocols the tensor carries, each asking a question dlmg answers."""
+    ``traits.protocols`` declares protocols the tensor carries, each asking a question dlmg answers."""
     a = ctx.adapter
     assert a.landing_device(ctx.device) == ctx.device, (
         f"landing_device({ctx.device}) must be {ctx.device} itself: the adapter supports it"
@@ -324,10 +338,10 @@ def check_landing(ctx: ContractContext) -> None:
     for other in (Device("cpu", 0), Device("cuda", 0)):
         got = a.landing_device(other)
         assert isinstance(got, Device), f"landing_device({other}) must return a Device, got {got!r}"
-    protocols = a.protocols
-    assert isinstance(protocols, tuple), f"protocols must be a tuple of ProtocolHook, got {protocols!r}"
+    protocols = a.traits.protocols
+    assert isinstance(protocols, tuple), f"traits.protocols must be a tuple of ProtocolHook, got {protocols!r}"
     for hook in protocols:
-        assert isinstance(hook, ProtocolHook), f"protocols holds {hook!r}, not a ProtocolHook"
+        assert isinstance(hook, ProtocolHook), f"traits.protocols holds {hook!r}, not a ProtocolHook"
         assert hook.name in BUILTIN_PROTOCOLS, (
             f"protocol {hook.name!r} is no protocol DistributedTensor carries ({sorted(BUILTIN_PROTOCOLS)})"
         )
@@ -349,7 +363,9 @@ def check_index_assign(ctx: ContractContext) -> None:
     value = ctx.array((2, 3))
     key = (slice(3, None, -2), slice(5, None, -2), Ellipsis)
     new = a.assign(x, key, value)
-    assert (new is None) == a.mutable, f"{a.name}.assign must return None exactly when the framework is mutable"
+    assert (new is None) == a.traits.mutable, (
+        f"{a.name}.assign must return None exactly when the framework is mutable (traits.mutable)"
+    )
     written = want.copy()
     written[key] = expected((2, 3), "float32")
     assert np.array_equal(ctx.values(x if new is None else new), written), (
@@ -371,7 +387,7 @@ CORE_CHECKS: dict[str, Any] = {
     "synchronize": check_synchronize,
     "readonly": check_readonly,
     "memory_sharing": check_memory_sharing,
-    "capabilities": check_capabilities,
+    "traits": check_traits,
     "native": check_native,
     "describe_all": check_describe_all,
     "ascontiguous": check_ascontiguous,
