@@ -275,7 +275,7 @@ def stack_entries(name: str, entries: Iterable[tuple["DistributedTensor", ...]],
                     ex = executor(frag.framework, frag.device)
                     a = frag.array
                     store = (ex.run(lambda xp, a: xp.empty((count, *a.shape), dtype=a.dtype, device=array_device(a)),
-                                    a) if ex.adapter.mutable else [])
+                                    a) if ex.traits.mutable else [])
                     held[k][frag.index] = (ex, store)
                 ex, store = held[k][frag.index]
                 a = move_array(frag.array, ex)
@@ -677,7 +677,7 @@ def _tsqr_complete(name: str, x: "DistributedTensor", with_svd: bool) -> tuple["
     smalls = [((n,), REAL_OF.get(x.dtype, x.dtype)), ((n, n), x.dtype)] if with_svd else [((n, n), x.dtype)]
     out_layout = Layout((m, m), block=(lay.block[0], max(m, 1)), grid=(p, 1), devices=lay.devices[:p],
                         ranks=lay.ranks[:p])
-    mutable = [executor(f.framework, f.device).adapter.mutable if f.is_local else False for f in x.fragments]
+    mutable = [executor(f.framework, f.device).traits.mutable if f.is_local else False for f in x.fragments]
     q, results = tsqr(name, x, small, smalls, total,
                       lambda xp, qf, wf, f: _complete_rows(xp, qf, wf, m, offsets[f], mutable[f]), out_layout)
     assert q is not None
