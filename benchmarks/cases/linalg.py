@@ -186,7 +186,6 @@ def _processes(ctx: Context) -> list[Row]:
     n = _SQUARE.get(ctx.mode.name, _SQUARE["quick"])
     whole = spd(n)
     native = measure({"native": lambda: np.linalg.cholesky(whole)}, ctx.settings)["native"]
-    del whole
     rows: list[Row] = []
     for engine in ("torch", "mpi"):
         base = {"engine": engine, "processes": _MP_PROCESSES, "framework": "numpy"}
