@@ -443,6 +443,8 @@ from tests._mp_fft import SCENARIOS as _FFT  # noqa: E402  (FFTs over split mode
 SCENARIOS.update(_FFT)
 from tests._mp_linalg import SCENARIOS as _LINALG  # noqa: E402  (distributed linear algebra)
 SCENARIOS.update(_LINALG)
+from tests._mp_sklearn import SCENARIOS as _SKLEARN  # noqa: E402  (scikit-learn's fits on row-split data)
+SCENARIOS.update(_SKLEARN)
 
 
 #: Where device_collectives puts its fragments: the host in CI, cuda:0 on a GPU machine.

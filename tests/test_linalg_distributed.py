@@ -12,6 +12,7 @@ values.
 from __future__ import annotations
 
 import math
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -115,6 +116,52 @@ def test_tsqr_svd_svdvals_pinv_match_numpy(assignment, dtype):
         np.testing.assert_allclose(gathered(p), np.linalg.pinv(a), atol=tol * 1000)
 
     run()
+
+
+@pytest.mark.parametrize("framework,dtype", [("numpy", "float64"), ("torch", "float64"), ("numpy", "complex128"),
+                                             ("torch", "complex128")])
+def test_tsqr_of_fragments_of_many_rows_goes_chunk_by_chunk(framework, dtype):
+    """Fragments of many more rows than columns are factorised by a flat TSQR over their row
+    chunks, written into one buffer: qr (reduced and complete), svd and pinv still equal NumPy's."""
+    need(framework) if framework != "numpy" else None
+    m, n = 203, 5
+    lay = Layout((m, n), block=(37, n), grid=(3, 1), devices=["cpu:0", "cpu:1", "cpu:0"])
+    a = _data((m, n), dtype, 7)
+    x = build(a, lay, framework)
+    q, r = la.qr(x)
+    assert q.layout.same_distribution(lay)
+    Q, R = gathered(q), gathered(r)
+    np.testing.assert_allclose(Q @ R, a, atol=1e-12)
+    np.testing.assert_allclose(Q.conj().T @ Q, np.eye(n), atol=1e-12)
+    u, s, vh = la.svd(x, full_matrices=False)
+    np.testing.assert_allclose(gathered(s), np.linalg.svd(a, compute_uv=False), rtol=1e-12)
+    np.testing.assert_allclose((gathered(u) * gathered(s)) @ gathered(vh), a, atol=1e-12)
+    np.testing.assert_allclose(gathered(la.pinv(x)), np.linalg.pinv(a), atol=1e-12)
+    qc, rc = la.qr(x, mode="complete")
+    QC = gathered(qc)
+    np.testing.assert_allclose(QC @ gathered(rc), a, atol=1e-12)
+    np.testing.assert_allclose(QC.conj().T @ QC, np.eye(m), atol=1e-12)
+
+
+def test_tsqr_holds_q_and_the_result_in_one_buffer():
+    """qr and svd of a tall matrix: each fragment's Q is formed chunk by chunk into the buffer
+    that becomes its part of the result, so the new memory is the result and one chunk's QR, not
+    a copy of the operand beside Q beside the result (NumPy fragments, which tracemalloc sees)."""
+    lay = Layout.slab((40000, 8), 0, ["cpu:0", "cpu:1"])
+    a = _data(lay.shape, "float64", 8)
+    x = build(a, lay)
+    la.svd(x, full_matrices=False)  # a first call fills the caches of layouts and plans
+    for name, fn in (("qr", lambda: la.qr(x)), ("svd", lambda: la.svd(x, full_matrices=False))):
+        tracemalloc.start()
+        try:
+            tracemalloc.reset_peak()
+            base = tracemalloc.get_traced_memory()[0]
+            out = fn()
+            peak = tracemalloc.get_traced_memory()[1] - base
+        finally:
+            tracemalloc.stop()
+        del out
+        assert peak <= 1.3 * a.nbytes, f"{name}: peak {peak} bytes for a {a.nbytes}-byte operand and result"
 
 
 def test_short_fat_split_along_columns_goes_through_the_transpose():

@@ -5,6 +5,7 @@ mixed-framework operands, in-place forms, errors, and the dispatch itself."""
 from __future__ import annotations
 
 import operator
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -426,6 +427,36 @@ def test_in_place_operators_write_into_the_fragments(framework):
     i |= 1
     np.testing.assert_array_equal(gathered(i), ((data(layout.shape, "int32", seed=20) // 2 % 3) << 1) | 1)
     assert data_ptrs(i) == iptrs
+
+
+def test_a_small_operand_on_other_devices_is_broadcast_by_views_not_copied_out():
+    """A row of scales on one device, broadcast against a matrix split over four: each device
+    receives the row, not the row copied out to its fragment's size (NumPy fragments, whose
+    buffers tracemalloc sees)."""
+    layout = Layout.slab((40000, 8), 0, ["cpu:0", "cpu:1", "cpu:2", "cpu:3"])
+    x = data(layout.shape, seed=21)
+    row = data((1, 8), seed=22)
+    a = build(x.copy(), layout, "numpy")
+    s = dlmg.scatter(row, Layout.single((1, 8), "cpu:0"))
+    warm = build(x.copy(), layout, "numpy")
+    warm *= s  # a first call fills the caches of layouts and plans, kept for the next calls
+    del warm
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        a *= s
+        in_place = tracemalloc.get_traced_memory()[1] - base
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        b = a * s
+        out_of_place = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    close(gathered(a), x * row)
+    close(gathered(b), x * row * row)
+    assert in_place < x.nbytes / 10, f"x *= row allocated {in_place} bytes for a {x.nbytes}-byte x"
+    assert out_of_place < 1.1 * x.nbytes, f"x * row allocated {out_of_place} bytes for a {x.nbytes}-byte result"
 
 
 def test_in_place_on_jax_fragments_replaces_them_in_the_same_tensor():

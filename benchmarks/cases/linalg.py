@@ -19,6 +19,18 @@ block Jacobi, against one ``numpy.linalg.eigh`` of the whole matrix (LAPACK's
 divide and conquer; no target: the row records the price of not gathering).
 Checked through the eigenvalues and the residual ``A V - V diag(w)``.
 
+Across 4 processes, on each engine (torch.distributed on gloo, MPI), run in
+:mod:`benchmarks.cases._mp_linalg` through case 8's launcher: blocked Cholesky of
+an SPD float64 matrix (2048 x 2048 quick, 256 smoke, 4096 full) on a 2 x 2 grid
+of processes, against one ``numpy.linalg.cholesky`` of the whole matrix in one
+process (the case's own; target: ratio <= 2.0); and a pending sum of ``n x n``
+float32 addends, one per process, resolved to a replicated tensor and to row
+slabs, against the engine's own ``all_reduce`` / ``reduce_scatter_tensor`` (MPI
+``Allreduce`` / ``Reduce_scatter_block``) of the same bytes in place (target:
+ratio <= 1.1; the all-reduce or reduce-scatter that TSQR, the blocked
+factorizations and the k-split contraction end with). Each dlmg figure is the
+median over repeats of the slowest process's time.
+
 On a GPU (a part of case 6, :func:`run_linalg_gpu`): TSQR ``linalg.qr`` of a
 tall-skinny float64 matrix (2^20 x 64 in the quick run) in 8 row slabs of
 torch fragments on the one GPU, against one ``torch.linalg.qr`` of the whole
@@ -29,13 +41,17 @@ native ``|R|`` (R is unique up to the signs of its rows).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
 from ..config import Context
+from ..harness import describe_error, measure
 from ..record import Row, Target, check_result, prepared
+from ._mp_linalg import spd
 from .common import FRAGMENTS, guarded, ok, run_checked, run_row, torch_slabs
+from .multiprocess import launch, timing
 
 __all__ = ["run_linalg", "run_linalg_gpu"]
 
@@ -159,12 +175,57 @@ def _eigh(ctx: Context) -> list[Row]:
     return [row]
 
 
+WORKER = Path(__file__).resolve().parent / "_mp_linalg.py"
+_MP_PROCESSES = 4
+
+
+def _processes(ctx: Context) -> list[Row]:
+    """Blocked Cholesky on a 2 x 2 grid of processes against one native Cholesky in this process,
+    and a pending sum resolved across processes against the engine's own collective, on both
+    engines (see the module docstring)."""
+    n = _SQUARE.get(ctx.mode.name, _SQUARE["quick"])
+    whole = spd(n)
+    native = measure({"native": lambda: np.linalg.cholesky(whole)}, ctx.settings)["native"]
+    rows: list[Row] = []
+    for engine in ("torch", "mpi"):
+        base = {"engine": engine, "processes": _MP_PROCESSES, "framework": "numpy"}
+        chol = Row(11, f"linalg.cholesky (blocked right-looking), 2 x 2 grid, {_MP_PROCESSES} processes ({engine})",
+                   {**base, "size": f"{n}x{n} float64"}, "numpy.linalg.cholesky of the whole matrix in one process",
+                   targets=[Target("ratio", "<=", 2.0)])
+        resolve = {op: Row(11, f"pending sum resolved ({op}: {into}), {_MP_PROCESSES} processes ({engine})",
+                           {**base, "size": f"{n}x{n} float32 per addend"}, "",
+                           targets=[Target("ratio", "<=", 1.1)])
+                   for op, into in (("all-reduce", "replicated"), ("reduce-scatter", "row slabs"))}
+        try:
+            result = launch(engine, _MP_PROCESSES, n, ctx.settings.repeats, ctx.settings.warmup, worker=WORKER)
+        except Exception as exc:  # noqa: BLE001 - recorded in the rows
+            error = describe_error(exc)
+            for row in (chol, *resolve.values()):
+                row.timings = {"dlmg": error, "native": error}
+            rows += [chol, *resolve.values()]
+            continue
+        times = result["times"]
+        chol.params["blocks"] = result["block"]
+        chol.timings = {"dlmg": timing(times["cholesky"]["dlmg"]), "native": native}
+        chol.check = "ok (checked against numpy.linalg.cholesky in every process)"
+        for op, row in resolve.items():
+            row.native = f"{result['native'][op]} of the same bytes, in place ({result['transport']})"
+            row.timings = {who: timing(seconds) for who, seconds in times[op].items()}
+            row.check = "ok (checked against the sum of the addends in every process)"
+        rows += [chol, *resolve.values()]
+    return rows
+
+
 def run_linalg(ctx: Context) -> list[Row]:
     """Case 11: TSQR against one native QR (and dask's TSQR where installed), blocked Cholesky
-    against one native Cholesky, Jacobi eigh against one native eigh."""
+    against one native Cholesky (in one process and on a grid of 4 processes), Jacobi eigh
+    against one native eigh, a pending sum resolved across 4 processes against the engine's
+    own collective."""
     out = guarded(11, "linalg.qr (TSQR), row slabs, numpy", "numpy", lambda: _tsqr(ctx))
     out += guarded(11, "linalg.cholesky (blocked), 2 x 2 grid, numpy", "numpy", lambda: _cholesky(ctx))
     out += guarded(11, "linalg.eigh (one-sided block Jacobi), row blocks, numpy", "numpy", lambda: _eigh(ctx))
+    out += guarded(11, "linalg.cholesky (blocked), 2 x 2 grid of processes", "numpy.linalg.cholesky",
+                   lambda: _processes(ctx))
     return out
 
 

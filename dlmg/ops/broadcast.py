@@ -417,12 +417,14 @@ def _moved(op: "DistributedTensor", target: Layout) -> "DistributedTensor":
 
 
 def _cut(xp: Any, whole: Any, frag: Any, lead: int) -> Any:
-    """Fragment ``frag``'s elements of ``whole`` broadcast to ``frag``'s layout's shape (a new array)."""
+    """Fragment ``frag``'s elements of ``whole`` broadcast to ``frag``'s layout's shape: a broadcast
+    view of the elements it needs (the operand is only read, so its size-1 modes are not copied out
+    to the other operand's size, which would cost a share of the result per operand)."""
     a = xp.reshape(whole, (1,) * lead + tuple(whole.shape))
     for m in range(frag.layout.ndim):
         if a.shape[m] == 1:
             continue
         index = frag.owned_indices(m)
         a = xp.take(a, xp.asarray(index, device=array_device(a)), axis=m)
-    return xp.asarray(xp.broadcast_to(a, frag.shape), copy=True)
+    return xp.broadcast_to(a, frag.shape)
 

@@ -337,6 +337,36 @@ class _Piece:
         self.ex, self.q, self.k = ex, q, k
 
 
+class _ChunkedQ:
+    """A fragment's ``Q_f = diag(Q_1, ..., Q_c) Q_2`` from a flat TSQR over its row chunks: ``buf``
+    (``m_f x n``) holds each chunk's own ``Q_i`` in the chunk's rows, ``small`` is ``Q_2``
+    (``c n x n``, the QR of the stacked chunk factors) and ``bounds`` the chunks' row spans."""
+
+    __slots__ = ("buf", "small", "bounds")
+
+    def __init__(self, buf: Any, small: Any, bounds: list[tuple[int, int]]) -> None:
+        self.buf, self.small, self.bounds = buf, small, bounds
+
+
+#: at most this many row chunks per fragment in the local QR (its new memory beyond ``Q_f``
+#: is then one chunk's QR, an eighth of a copy of the fragment)
+_CHUNKS = 8
+
+
+def _chunk_rows(m: int, n: int) -> int:
+    """Rows per chunk of an ``m x n`` fragment's local QR: at most :data:`_CHUNKS` chunks, each of
+    at least ``2 n`` rows (so that every chunk's ``Q_i`` is ``rows x n``)."""
+    return max(2 * n, -(-m // _CHUNKS), 1)
+
+
+def _spans(m: int, chunk: int) -> list[tuple[int, int]]:
+    """Row spans of ``chunk`` rows covering ``m``; a short last one joins the one before."""
+    starts = list(range(0, m, chunk))
+    if len(starts) > 1 and m - starts[-1] < chunk:
+        starts.pop()
+    return [(a, b) for a, b in zip(starts, starts[1:] + [m])]
+
+
 def _r_only(xp: Any, a: Any, chunk: int) -> Any:
     """``R`` of ``a`` without forming its ``Q``: sequential TSQR over ``chunk`` rows at a time
     (``R = qr([R; next rows])``), so the new memory is one chunk, not a copy of ``a``."""
@@ -349,15 +379,50 @@ def _r_only(xp: Any, a: Any, chunk: int) -> Any:
     return r
 
 
-def _local_qr(xp: Any, a: Any, n: int, want_q: bool = True, chunk: int = 0) -> tuple[Any, Any]:
+def _chunked_qr(xp: Any, a: Any, spans: list[tuple[int, int]]) -> tuple[_ChunkedQ, Any]:
+    """The flat TSQR of ``a``'s row chunks into one buffer written in place: each chunk's
+    ``Q_i R_i``, ``Q_i`` stored in ``buf``'s rows of the chunk, then ``[R_1; ...; R_c] = Q_2 R``.
+    The new memory is ``Q_f``'s buffer and one chunk's QR, not a copy of ``a`` beside ``Q_f``."""
+    buf = xp.empty(a.shape, dtype=a.dtype, device=a.device)
+    rs = []
+    for start, stop in spans:
+        q, r = xp.linalg.qr(a[start:stop])
+        buf[start:stop] = q
+        rs.append(r)
+        del q
+    small, r = xp.linalg.qr(xp.concat(rs, axis=0))
+    return _ChunkedQ(buf, small, spans), r
+
+
+def _chunked_apply(xp: Any, q: _ChunkedQ, wf: Any) -> Any:
+    """``Q_f W_f = diag(Q_i) (Q_2 W_f)`` (``W_f``: ``n x n``) written over ``Q_f``'s buffer, chunk
+    by chunk: the result is the buffer, the new memory one chunk's product."""
+    n = wf.shape[0]
+    folded = xp.matmul(q.small, wf)
+    for c, (start, stop) in enumerate(q.bounds):
+        q.buf[start:stop] = xp.matmul(q.buf[start:stop], folded[c * n:(c + 1) * n])
+    return q.buf
+
+
+def _explicit_q(xp: Any, q: _ChunkedQ) -> Any:
+    """``Q_f`` itself, formed in its buffer (``Q_i Q_2[i]`` chunk by chunk)."""
+    return _chunked_apply(xp, q, xp.eye(q.small.shape[1], dtype=q.small.dtype, device=q.small.device))
+
+
+def _local_qr(xp: Any, a: Any, n: int, want_q: bool = True, in_place: bool = False) -> tuple[Any, Any]:
     """``Q_f`` (``m_f x min(m_f, n)``; ``None`` unless ``want_q``) and ``R_f`` padded with zero
-    rows to ``n x n``; without ``Q``, ``R`` comes from ``chunk`` rows at a time."""
-    if a.shape[0] == 0:  # an empty fragment: no rows of Q, a zero R
+    rows to ``n x n``. ``R`` alone comes from a chunk of rows at a time; with ``in_place`` (the
+    framework's arrays can be written) and rows for two chunks, ``Q_f`` is a :class:`_ChunkedQ`."""
+    m = a.shape[0]
+    if m == 0:  # an empty fragment: no rows of Q, a zero R
         return a[:, :0], xp.matmul(xp.matrix_transpose(a), a)
-    if want_q:
-        q, r = xp.linalg.qr(a)
+    chunk = _chunk_rows(m, n)
+    if not want_q:
+        q, r = None, _r_only(xp, a, chunk)
+    elif in_place and m >= 2 * chunk:
+        q, r = _chunked_qr(xp, a, _spans(m, chunk))
     else:
-        q, r = None, _r_only(xp, a, max(chunk, 2 * n, 1))
+        q, r = xp.linalg.qr(a)
     short = n - r.shape[0]
     if short > 0:
         r = xp.concat([r, xp.zeros_like(xp.broadcast_to(r[:1], (short, n)))], axis=0)
@@ -417,7 +482,7 @@ def tsqr(
             continue
         ex = executor(frag.framework, frag.device)
         try:
-            q, r = ex.run(_local_qr, frag.array, n, keep_q, lay.block[0])
+            q, r = ex.run(_local_qr, frag.array, n, keep_q, ex.adapter.mutable)
         except Exception as exc:
             raise fail(f"{name} (local QR)", i, ex, exc) from exc
         blocks[j] = r
@@ -458,7 +523,14 @@ def tsqr(
         ex = piece.ex
         try:
             wf = move_array(w.fragments[j].array, ex)[: piece.k]
-            arrays[i] = ex.run(run, piece.q, wf, i)
+            q = piece.q
+            if not isinstance(q, _ChunkedQ):
+                arrays[i] = ex.run(run, q, wf, i)
+            elif apply is None and width == n:  # Q_f W_f written over Q_f's buffer
+                arrays[i] = ex.run(_chunked_apply, q, wf)
+            else:
+                arrays[i] = ex.run(run, ex.run(_explicit_q, q), wf, i)
+            del q
         except Exception as exc:
             raise fail(f"{name} (applying Q)", i, ex, exc) from exc
         piece.q = None  # each local Q_f freed once used
