@@ -482,7 +482,7 @@ def tsqr(
             continue
         ex = executor(frag.framework, frag.device)
         try:
-            q, r = ex.run(_local_qr, frag.array, n, keep_q, ex.adapter.mutable)
+            q, r = ex.run(_local_qr, frag.array, n, keep_q, ex.traits.mutable)
         except Exception as exc:
             raise fail(f"{name} (local QR)", i, ex, exc) from exc
         blocks[j] = r
