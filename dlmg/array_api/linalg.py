@@ -37,7 +37,7 @@ Nothing is collected onto one fragment:
   ``Q`` or a full ``U``/``Vh``, as NumPy's), nothing moved;
 * integer and bool matrices in ``det``, ``slogdet``, ``inv``, ``solve``, ``eigh`` and
   ``eigvalsh`` are cast fragment by fragment to the default floating dtype of their framework
-  (:func:`dlmg.array_api.default_float`), as ``numpy.linalg`` casts them to float64; ``qr``,
+  (float64, float32 for JAX without 64-bit types), as ``numpy.linalg`` casts them to float64; ``qr``,
   ``svd``, ``cholesky`` and ``pinv`` refuse them (a ``DtypeError``);
 * ``solve`` of operands of two dtypes casts both, fragment by fragment, to the type the
   standard's promotion gives (:func:`dlmg.array_api.result_type`);
@@ -483,7 +483,7 @@ def _batch_one(name: str, x: Any, tail: tuple[int, ...], dtype: str, fn: Any) ->
 
 def _square(name: str, x: Any) -> Any:
     """``x`` (square matrices, else a ``ValueError``) with bool and integer matrices cast to the
-    default floating dtype of their framework (see :func:`_floating`)."""
+    default floating dtype of their framework (see ``_floating``)."""
     _matrices(name, x, square=True)
     return _floating(x)
 
