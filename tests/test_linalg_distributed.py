@@ -6,7 +6,9 @@ fragments per device, mixed frameworks), short-fat matrices split along
 columns, 2-D block-cyclic grids; norms, diagonals, ``trace``, ``cross`` and
 ``matrix_power`` on block-cyclic grids; the batch-local factorizations on
 split batch modes. Reconstructions (``Q R``, ``U S Vh``), orthogonality and
-values.
+values. The cases that once collected (integer and bool matrices, a ``solve`` of
+two dtypes or of broadcast right-hand sides, a tensor ``rtol``, operands that
+hold no elements) run with the collecting path made to raise.
 """
 
 from __future__ import annotations
