@@ -320,6 +320,7 @@ def linalg_cholesky():
         y = _scatter(rhs, Layout.slab((11, 3), 0, ["cpu"] * world, ranks=list(range(world))), framework)
         np.testing.assert_allclose(la.solve(x, y).gather(framework="numpy"), np.linalg.solve(g, rhs), atol=1e-11)
         np.testing.assert_allclose(la.inv(x).gather(framework="numpy"), np.linalg.inv(g), atol=1e-11)
+    _nothing_collects(world, rng)
     bad = np.eye(8)
     bad[5, 5] = -1.0
     try:
@@ -329,6 +330,40 @@ def linalg_cholesky():
     else:
         raise AssertionError("a matrix that is not positive definite was factorised")
     return world
+
+
+def _nothing_collects(world, rng):
+    """Integer matrices (cast fragment by fragment), a solve of two dtypes (promoted) and operands
+    that hold no elements (results made where they are) stay distributed with the collecting
+    path made to raise."""
+    import dlmg.array_api._collect as collect_module
+    import dlmg.array_api._gathered as gathered_module
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("collected")
+
+    saved = gathered_module.collect, collect_module.collect
+    gathered_module.collect = collect_module.collect = refuse
+    try:
+        ints = rng.integers(-3, 4, (9, 9)) + 12 * np.eye(9, dtype=np.int64)
+        x = _scatter(ints, _grid(9, (2, 3), world))
+        np.testing.assert_allclose(float(la.det(x)), np.linalg.det(ints), rtol=1e-12)
+        np.testing.assert_allclose(la.inv(x).gather(framework="numpy"), np.linalg.inv(ints), atol=1e-12)
+        rhs = rng.standard_normal(9).astype(np.float32)
+        got = la.solve(x, _scatter(rhs, Layout.slab((9,), 0, ["cpu"] * world, ranks=list(range(world)))))
+        assert got.dtype == "float64"
+        np.testing.assert_allclose(got.gather(framework="numpy"), np.linalg.solve(ints, rhs.astype(np.float64)),
+                                   atol=1e-12)
+        empty = _scatter(np.zeros((0, 0)), _grid(0, (1, 1), world))
+        assert float(la.det(empty)) == 1.0 and la.inv(empty).shape == (0, 0)
+        tall = _scatter(np.zeros((5, 0)), Layout((5, 0), block=(3, 1), grid=(world, 1), devices=["cpu"] * world,
+                                                 ranks=list(range(world))))
+        q, r = la.qr(tall, mode="complete")
+        assert set(q.layout.ranks) == set(range(world))
+        np.testing.assert_array_equal(q.gather(framework="numpy"), np.eye(5))
+        assert r.shape == (5, 0)
+    finally:
+        gathered_module.collect, collect_module.collect = saved
 
 
 def linalg_cholesky_memory():

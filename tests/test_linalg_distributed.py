@@ -6,7 +6,9 @@ fragments per device, mixed frameworks), short-fat matrices split along
 columns, 2-D block-cyclic grids; norms, diagonals, ``trace``, ``cross`` and
 ``matrix_power`` on block-cyclic grids; the batch-local factorizations on
 split batch modes. Reconstructions (``Q R``, ``U S Vh``), orthogonality and
-values.
+values. The cases that once collected (integer and bool matrices, a ``solve`` of
+two dtypes or of broadcast right-hand sides, a tensor ``rtol``, operands that
+hold no elements) run with the collecting path made to raise.
 """
 
 from __future__ import annotations
@@ -178,12 +180,7 @@ def test_short_fat_split_along_columns_goes_through_the_transpose():
 
 
 def test_short_fat_qr_keeps_the_column_split_and_collects_nothing(monkeypatch):
-    import dlmg.array_api.linalg as namespace_linalg
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("collected")
-
-    monkeypatch.setattr(namespace_linalg, "_collected_qr", refuse)
+    _refuse_collecting(monkeypatch)
 
     @settings(max_examples=12, deadline=None)
     @given(st.data())
@@ -224,19 +221,21 @@ def test_block_cyclic_grids_are_redistributed_into_slabs_not_gathered():
     run()
 
 
-def _refuse_collecting(monkeypatch, *names):
-    """Make the namespace's collected fallbacks of ``names`` raise: the call must stay distributed."""
-    import dlmg.array_api.linalg as namespace_linalg
+def _refuse_collecting(monkeypatch):
+    """Make the namespace's collecting path raise (every collected function goes through
+    ``collect``): the calls must stay distributed."""
+    import dlmg.array_api._collect as collect_module
+    import dlmg.array_api._gathered as gathered_module
 
     def refuse(*args, **kwargs):
         raise AssertionError("collected")
 
-    for name in names:
-        monkeypatch.setattr(namespace_linalg, f"_collected_{name}", refuse)
+    monkeypatch.setattr(gathered_module, "collect", refuse)
+    monkeypatch.setattr(collect_module, "collect", refuse)
 
 
 def test_full_svd_of_split_matrices_from_the_complete_tsqr(monkeypatch):
-    _refuse_collecting(monkeypatch, "svd")
+    _refuse_collecting(monkeypatch)
 
     @settings(max_examples=14, deadline=None)
     @given(st.data())
@@ -277,7 +276,7 @@ def test_full_svd_of_split_matrices_from_the_complete_tsqr(monkeypatch):
 
 
 def test_matrix_power_of_zero_and_negative_powers_stays_on_the_grid(monkeypatch):
-    _refuse_collecting(monkeypatch, "inv", "solve")
+    _refuse_collecting(monkeypatch)
 
     @settings(max_examples=12, deadline=None)
     @given(st.data())
@@ -323,11 +322,8 @@ def stacked_layouts(draw, shape):
     return Layout(shape, block=block, grid=(gb, g0, g1), devices=devices)
 
 
-ALL_COLLECTED = ("cholesky", "det", "eigh", "eigvalsh", "inv", "pinv", "qr", "slogdet", "solve", "svd")
-
-
 def test_stacked_split_matrices_run_the_distributed_algorithm_per_entry(monkeypatch):
-    _refuse_collecting(monkeypatch, *ALL_COLLECTED)
+    _refuse_collecting(monkeypatch)
 
     @settings(max_examples=8, deadline=None)
     @given(st.data())
@@ -407,7 +403,7 @@ def any_layouts(draw, shape):
 
 
 def test_cross_of_operands_that_broadcast(monkeypatch):
-    _refuse_collecting(monkeypatch, *ALL_COLLECTED)
+    _refuse_collecting(monkeypatch)
 
     @settings(max_examples=25, deadline=None)
     @given(st.data())
@@ -676,3 +672,204 @@ def test_errors_name_the_problem():
         dlmg.ops.linalg.qr(build(np.ones((4, 3)), Layout.slab((4, 3), 0, ["cpu:0", "cpu:1"])), mode="bogus")
     with pytest.raises(ValueError, match="extent 3"):
         la.cross(build(np.ones((4, 2)), Layout.single((4, 2))), build(np.ones((4, 2)), Layout.single((4, 2))))
+
+
+# --------------------------------------------------------------------------
+# nothing collects: integer matrices, mixed dtypes, broadcast right-hand sides, empty operands
+
+
+def test_the_namespace_linalg_holds_no_collecting_function():
+    import dlmg.array_api._gathered as gathered_module
+    import dlmg.array_api.linalg as namespace_linalg
+
+    assert not hasattr(namespace_linalg, "collected")
+    assert not any(isinstance(v, gathered_module.CollectedFunction) for v in vars(namespace_linalg).values())
+
+
+def _on_devices(result, lay):
+    for t in result if isinstance(result, tuple) else (result,):
+        assert set(t.layout.devices) <= set(lay.devices), (t.layout.devices, lay.devices)
+
+
+def test_integer_and_bool_matrices_are_cast_fragment_by_fragment(monkeypatch):
+    """``numpy.linalg`` casts integer and bool matrices to float64: the namespace casts each
+    fragment to its framework's default float and runs the distributed algorithm."""
+    _refuse_collecting(monkeypatch)
+
+    @settings(max_examples=10, deadline=None)
+    @given(st.data())
+    def run(data):
+        n = data.draw(st.integers(2, 7))
+        dtype = data.draw(st.sampled_from(["int64", "int32", "uint8", "bool"]))
+        seed = data.draw(st.integers(0, 99))
+        rng = np.random.default_rng(seed)
+        if dtype == "bool":
+            a = np.eye(n, dtype=bool) | np.triu(rng.random((n, n)) < 0.3)  # determinant 1
+        else:
+            a = (rng.integers(0, 4, (n, n)) + 8 * n * np.eye(n, dtype=np.int64)).astype(dtype)
+        lay = data.draw(st.one_of(grid_layouts(n, n), row_layouts(n, n)))
+        framework = data.draw(st.sampled_from(["numpy", "torch"])) if _have_torch() else "numpy"
+        x = build(a, lay, framework)
+        got = la.det(x)
+        assert got.dtype == "float64"
+        np.testing.assert_allclose(float(got), np.linalg.det(a), rtol=1e-10)
+        sign, logabs = la.slogdet(x)
+        np.testing.assert_allclose((float(sign), float(logabs)), np.linalg.slogdet(a), rtol=1e-10)
+        inverse = la.inv(x)
+        assert inverse.dtype == "float64"
+        _on_devices(inverse, lay)
+        if sum(f.size > 0 for f in x.fragments) > 1:
+            assert inverse.layout.ngrid > 1  # the inverse stays split
+        np.testing.assert_allclose(gathered(inverse), np.linalg.inv(a), atol=1e-12)
+        b = rng.integers(-5, 5, n)
+        rhs = build(b, Layout.slab((n,), 0, ["cpu:1", "cpu:2"]), framework)
+        np.testing.assert_allclose(gathered(la.solve(x, rhs)), np.linalg.solve(a, b), atol=1e-12)
+        if dtype != "bool":
+            sym = a.astype(np.int64) + a.astype(np.int64).T
+            np.testing.assert_allclose(gathered(la.eigvalsh(build(sym, lay, framework))), np.linalg.eigvalsh(sym),
+                                       atol=1e-9)
+
+    run()
+    stacked = np.stack([np.eye(4, dtype=np.int64) * 3 + 1, np.eye(4, dtype=np.int64) * 5 - 1])
+    for lay in (Layout((2, 4, 4), block=(1, 2, 4), grid=(1, 2, 1), devices=["cpu:0", "cpu:1"]),  # split matrices
+                Layout((2, 4, 4), block=(1, 4, 4), grid=(2, 1, 1), devices=["cpu:2", "cpu:3"])):  # batch-local
+        xs = build(stacked, lay)
+        np.testing.assert_allclose(gathered(la.det(xs)), np.linalg.det(stacked), rtol=1e-12)
+        np.testing.assert_allclose(gathered(la.inv(xs)), np.linalg.inv(stacked), atol=1e-12)
+        w, v = la.eigh(xs)
+        np.testing.assert_allclose(gathered(w), np.linalg.eigvalsh(stacked), atol=1e-10)
+    with pytest.raises(dlmg.DtypeError, match="int64"):  # the factorizations refuse them, as before
+        la.cholesky(build(stacked[0], Layout.slab((4, 4), 0, ["cpu:0", "cpu:1"])))
+
+
+def test_solve_of_operands_of_two_dtypes_promotes_them(monkeypatch):
+    _refuse_collecting(monkeypatch)
+
+    @settings(max_examples=14, deadline=None)
+    @given(st.data())
+    def run(data):
+        n = data.draw(st.integers(1, 7))
+        d1, d2 = data.draw(st.sampled_from([("float32", "float64"), ("float64", "float32"), ("int64", "float64"),
+                                            ("float64", "complex128"), ("complex64", "float64"), ("int32", "int64")]))
+        seed = data.draw(st.integers(0, 99))
+        a = _data((n, n), "complex128" if "complex" in d1 else "float64", seed) + n * np.eye(n)
+        a = np.round(a * 4) if d1.startswith("int") else a
+        a = a.astype(d1)
+        k = data.draw(st.sampled_from([None, 1, 3]))
+        b = _data((n,) if k is None else (n, k), d2 if "complex" in d2 else "float64", seed + 1)
+        b = np.round(b * 4).astype(d2) if d2.startswith("int") else b.astype(d2)
+        lay = data.draw(st.one_of(grid_layouts(n, n), row_layouts(n, n)))
+        rhs_lay = Layout.slab(b.shape, 0, ["cpu:3", "cpu:1"]) if n > 1 else Layout.single(b.shape, "cpu:3")
+        x1, x2 = build(a, lay), build(b, rhs_lay)
+        got = la.solve(x1, x2)
+        want_dtype = np.result_type(a.dtype, b.dtype)
+        want_dtype = want_dtype if want_dtype.kind in "fc" else np.dtype("float64")
+        assert got.dtype == want_dtype.name
+        _on_devices(got, lay)
+        want = np.linalg.solve(a.astype(want_dtype), b.astype(want_dtype))
+        np.testing.assert_allclose(gathered(got), want, atol=2e-4 if "float32" in (d1, d2) or "complex64" in (d1, d2)
+                                   else 1e-11)
+
+    run()
+
+
+def test_solve_broadcasts_right_hand_sides(monkeypatch):
+    """Right-hand sides of other batch modes than ``x1``'s: laid out as ``x1``'s batch (whole
+    matrices in every fragment), or the columns of one right-hand side (one split ``x1``)."""
+    _refuse_collecting(monkeypatch)
+    rng = np.random.default_rng(11)
+    devs = ["cpu:0", "cpu:1", "cpu:2", "cpu:3"]
+    s = rng.standard_normal((4, 3, 3)) + 3 * np.eye(3)
+    xs = build(s, Layout((4, 3, 3), block=(1, 3, 3), grid=(4, 1, 1), devices=devs))
+    cases = [
+        (rng.standard_normal(3), Layout.single((3,), "cpu:2")),  # one vector for every matrix
+        (rng.standard_normal((1, 3, 2)), Layout.single((1, 3, 2), "cpu:1")),  # batch broadcast
+        (rng.standard_normal((4, 3, 2)), Layout.slab((4, 3, 2), 1, devs[:3])),  # same batch, other layout
+        (rng.standard_normal((2, 4, 3, 1)), Layout.slab((2, 4, 3, 1), 1, devs[:2])),  # more batch modes
+    ]
+    for b, lay in cases:
+        got = la.solve(xs, build(b, lay))
+        want = np.linalg.solve(s, b[None, :, None])[..., 0] if b.ndim == 1 else np.linalg.solve(s, b)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(gathered(got), want, atol=1e-12)
+    one = build(s[:1], Layout.single((1, 3, 3), "cpu:0"))  # x1 broadcast along the batch
+    b = rng.standard_normal((4, 3, 2))
+    np.testing.assert_allclose(gathered(la.solve(one, build(b, Layout.slab((4, 3, 2), 0, devs)))),
+                               np.linalg.solve(s[:1], b), atol=1e-12)
+    a = rng.standard_normal((5, 5)) + 5 * np.eye(5)
+    lay = Layout((5, 5), block=(2, 3), grid=(2, 2), devices=devs)
+    b = rng.standard_normal((3, 5, 2))
+    got = la.solve(build(a, lay), build(b, Layout((3, 5, 2), block=(1, 3, 2), grid=(3, 2, 1), devices=devs[:3] * 2)))
+    assert got.layout.ngrid > 1
+    np.testing.assert_allclose(gathered(got), np.linalg.solve(a, b), atol=1e-12)
+    with pytest.raises(ValueError, match="does not match"):
+        la.solve(build(a, lay), build(b[:, :4], Layout.single((3, 4, 2), "cpu:0")))
+
+
+def test_pinv_with_a_tensor_rtol(monkeypatch):
+    _refuse_collecting(monkeypatch)
+    rng = np.random.default_rng(12)
+    devs = ["cpu:0", "cpu:1", "cpu:2"]
+    t = rng.standard_normal((9, 3)) @ np.diag([1.0, 1e-3, 1e-9])
+    x = build(t, Layout.slab((9, 3), 0, devs))
+    for rtol, value in ((build(np.array(1e-4), Layout.single((), "cpu:1")), 1e-4), (np.array(1e-6), 1e-6)):
+        np.testing.assert_allclose(gathered(la.pinv(x, rtol=rtol)), np.linalg.pinv(t, rtol=value), atol=1e-9)
+    s = _data((2, 4, 3), "complex128", 3) * np.array([1.0, 1e-2, 1e-7])
+    xs = build(s, Layout((2, 4, 3), block=(1, 4, 3), grid=(2, 1, 1), devices=devs[:2]))
+    rtol = np.array([1e-1, 1e-9])
+    got = la.pinv(xs, rtol=build(rtol, Layout.slab((2,), 0, devs[:2])))
+    np.testing.assert_allclose(gathered(got), np.linalg.pinv(s, rtol=rtol), atol=1e-6)
+
+
+EMPTY = [
+    ((0, 0), Layout((0, 0), block=(1, 1), grid=(2, 2), devices=["cpu:0", "cpu:1", "cpu:2", "cpu:3"])),
+    ((5, 0), Layout((5, 0), block=(2, 1), grid=(3, 1), devices=["cpu:0", "cpu:1", "cpu:2"])),
+    ((0, 3), Layout((0, 3), block=(1, 2), grid=(1, 2), devices=["cpu:1", "cpu:2"])),
+    ((0, 0), Layout.single((0, 0), "cpu:3")),
+    ((3, 0, 0), Layout((3, 0, 0), block=(1, 1, 1), grid=(3, 1, 1), devices=["cpu:0", "cpu:1", "cpu:2"])),
+    ((0, 4, 4), Layout((0, 4, 4), block=(1, 2, 2), grid=(1, 2, 2), devices=["cpu:0", "cpu:1", "cpu:2", "cpu:3"])),
+    ((2, 5, 0), Layout((2, 5, 0), block=(1, 3, 1), grid=(1, 2, 1), devices=["cpu:2", "cpu:3"])),
+    ((0, 4, 3), Layout.slab((0, 4, 3), 1, ["cpu:0", "cpu:1"])),
+]
+
+
+@pytest.mark.parametrize("shape, lay", EMPTY, ids=[f"{s}-{l.grid}" for s, l in EMPTY])
+@pytest.mark.parametrize("dtype", ["float64", "complex128", "float32"])
+def test_operands_that_hold_no_elements_give_numpys_results_made_in_place(monkeypatch, shape, lay, dtype):
+    _refuse_collecting(monkeypatch)
+    a = np.zeros(shape, dtype)
+    x = build(a, lay, "torch" if _have_torch() and dtype == "float32" else "numpy")
+
+    def check(got, want):
+        got_t = got if isinstance(got, tuple) else (got,)
+        want_t = want if isinstance(want, tuple) else (want,)
+        assert len(got_t) == len(want_t)
+        for g, w in zip(got_t, want_t):
+            w = np.asarray(w)
+            _on_devices(g, lay)
+            assert g.shape == w.shape and g.dtype == w.dtype.name, (g.shape, w.shape, g.dtype, w.dtype)
+            np.testing.assert_array_equal(gathered(g), w)
+
+    for mode in ("reduced", "complete"):
+        check(tuple(la.qr(x, mode=mode)), tuple(np.linalg.qr(a, mode=mode)))
+    for full in (True, False):
+        check(tuple(la.svd(x, full_matrices=full)), tuple(np.linalg.svd(a, full_matrices=full)))
+    check(la.svdvals(x), np.linalg.svd(a, compute_uv=False))
+    check(la.pinv(x), np.linalg.pinv(a))
+    if x.ndim == 2:
+        assert int(la.matrix_rank(x)) == 0
+    if shape[-1] != shape[-2]:
+        return
+    check(la.det(x), np.linalg.det(a))
+    check(tuple(la.slogdet(x)), tuple(np.linalg.slogdet(a)))
+    check(la.inv(x), np.linalg.inv(a))
+    check(la.cholesky(x), np.linalg.cholesky(a))
+    check(la.eigvalsh(x), np.linalg.eigvalsh(a))
+    check(tuple(la.eigh(x)), tuple(np.linalg.eigh(a)))
+    b = np.zeros(shape[:-1] + (2,), dtype)
+    check(la.solve(x, build(b, Layout.single(b.shape, "cpu:1"))), np.linalg.solve(a, b))
+    v = np.zeros(shape[-1:], dtype)
+    check(la.solve(x, build(v, Layout.single(v.shape, "cpu:0"))), np.linalg.solve(a, v[..., None])[..., 0])
+    ints = build(np.zeros(shape, "int64"), lay)
+    check(la.det(ints), np.linalg.det(np.zeros(shape, "int64")))
+    check(la.inv(ints), np.linalg.inv(np.zeros(shape, "int64")))

@@ -116,14 +116,14 @@ def test_eigh_of_a_replicated_split_matrix_reads_replica_0():
 def test_eigh_does_not_collect(monkeypatch):
     """The split case never reaches the collecting fallback, and each fragment's framework does
     the work where it is."""
-    import dlmg.array_api.linalg as ns
+    import dlmg.array_api._collect as collect_module
+    import dlmg.array_api._gathered as gathered_module
 
     def refuse(*args, **kwargs):
         raise AssertionError("collected")
 
-    monkeypatch.setattr(ns, "_collected_eigh", refuse)
-    monkeypatch.setattr(ns, "_collected_eigvalsh", refuse)
-    monkeypatch.setattr(ns, "_collected_qr", refuse)
+    monkeypatch.setattr(gathered_module, "collect", refuse)
+    monkeypatch.setattr(collect_module, "collect", refuse)
     a = _hermitian(12, "float64", 5)
     lay = Layout((12, 12), block=(3, 3), grid=(2, 2), devices=["cpu:0", "cpu:1", "cpu:2", "cpu:3"])
     x = build(a, lay)

@@ -18,9 +18,13 @@ tensors. How each group of functions runs:
   all-to-all transposes for split modes (:mod:`dlmg.array_api.fft`);
 * scans, sorting, ``searchsorted``, the ``unique_*`` functions and ``nonzero`` run
   dlmg's distributed algorithms (:mod:`dlmg.array_api._sorting`);
-* the other functions whose results depend on the whole tensor (the rest of
-  the ``linalg`` extension) collect
-  their operands onto one fragment first (:mod:`dlmg.array_api._collect`).
+* the ``linalg`` extension runs dlmg's distributed algorithms (TSQR, blocked
+  factorizations, Jacobi ``eigh``), batch-locally where every fragment holds
+  whole matrices (:mod:`dlmg.array_api.linalg`).
+
+No function collects distributed operands onto one fragment;
+:func:`collect` and :func:`settle` (:mod:`dlmg.array_api._collect`) remain for
+code that wants an operand whole on one device and a result laid out again.
 
 ``docs/array-api.md`` lists which functions take which path, the
 conformance-suite command and result, and what is left out.

@@ -2,7 +2,7 @@
 
 Some of the standard's functions have no fragment-by-fragment form that pays
 (``unique_*``, ``nonzero`` and boolean masks, whose result shapes depend on
-the data; ``take``; the ``linalg`` functions). The namespace runs
+the data; ``take``). The namespace runs
 them as three explicit steps:
 
 1. :func:`collect`: every tensor operand is redistributed onto **one

@@ -19,7 +19,7 @@ from ..ops._operands import is_distributed
 from ._collect import Collected, collect, settle
 from ._creation import default_int
 
-__all__ = ["collected", "CollectedFunction", "settle_result", "COLLECTED"]
+__all__ = ["collected", "CollectedFunction", "settle_result"]
 
 
 def _flatten(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
@@ -122,12 +122,3 @@ def collected(name: str, framework_name: str | None = None) -> Callable[..., Any
     """A :class:`CollectedFunction` for the framework's ``framework_name`` (``name`` by default)."""
     return CollectedFunction(name, framework_name)
 
-
-#: the namespace's functions that run on one collected fragment, by module (``linalg``: in the
-#: cases :mod:`dlmg.array_api.linalg` does not distribute)
-COLLECTED: dict[str, tuple[str, ...]] = {
-    "linalg": (
-        "cholesky", "det", "eigh", "eigvalsh", "inv", "pinv", "qr", "slogdet", "solve",
-        "svd",
-    ),
-}

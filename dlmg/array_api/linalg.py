@@ -30,9 +30,23 @@ Distributed operands stay distributed (``dlmg.ops.linalg`` has the algorithms):
   (``dlmg.ops.linalg.stack_entries``; a split batch mode is first folded into the rows'
   grid by ``dlmg.ops.linalg.batch_whole``).
 
-What is not distributed is collected onto one fragment (see ``dlmg.array_api._collect``;
-across processes an all-gather): operands that hold no elements, split integer matrices in
-``det``, ``slogdet``, ``inv`` and ``solve``, a split ``solve`` of operands of two dtypes.
+Nothing is collected onto one fragment:
+
+* operands that hold no elements give results made directly on the lead operand's devices
+  and processes (zeros, ones for ``det`` and ``slogdet``'s sign, identities for a complete
+  ``Q`` or a full ``U``/``Vh``, as NumPy's), nothing moved;
+* integer and bool matrices in ``det``, ``slogdet``, ``inv``, ``solve``, ``eigh`` and
+  ``eigvalsh`` are cast fragment by fragment to the default floating dtype of their framework
+  (float64, float32 for JAX without 64-bit types), as ``numpy.linalg`` casts them to float64; ``qr``,
+  ``svd``, ``cholesky`` and ``pinv`` refuse them (a ``DtypeError``);
+* ``solve`` of operands of two dtypes casts both, fragment by fragment, to the type the
+  standard's promotion gives (:func:`dlmg.array_api.result_type`);
+* ``solve`` with a right-hand side of other batch modes than ``x1``'s (whole matrices in
+  every fragment) broadcasts them and lays the right-hand side out as ``x1``'s batch; one
+  split matrix ``x1`` solves stacked right-hand sides as the columns of one ``M x (B K)``
+  right-hand side;
+* ``pinv`` with ``rtol`` a tensor computes ``V S^+ U^H`` from :func:`svd` with the
+  namespace's elementwise functions.
 
 Small results (``R``, ``S``, ``Vh``; the ``n x n`` factors whose size does not
 grow with the distributed extent) are laid out by the default layout policy.
@@ -53,11 +67,11 @@ from ..errors import DtypeError, LayoutError
 from ..ops.dispatch import map_fragments
 from ..ops.contract.pending import settled
 from ..ops._operands import is_distributed
-from ._elementwise import abs as abs_of, greater, multiply, not_equal, pow as pow_of, sqrt
-from ._creation import asarray, layout_of
-from ._data_types import finfo
-from ._gathered import collected
-from ._manipulation import astype, matrix_transpose, reshape
+from ._elementwise import abs as abs_of, conj, divide, greater, multiply, not_equal, pow as pow_of, sqrt, where
+from ._creation import asarray, default_float, full, layout_of
+from ._data_types import finfo, result_type
+from ._manipulation import astype, broadcast_to, expand_dims, matrix_transpose, permute_dims, reshape
+from ._policy import get_default_layout
 from ._products import matmul, outer, tensordot, vecdot
 from ._statistics import max as _max, min as _min, sum as _sum
 
@@ -83,28 +97,49 @@ class SVDResult(NamedTuple):
     Vh: Any
 
 
-# the framework's own functions on collected operands, for what is not distributed (see the module)
-_collected_cholesky = collected("cholesky", "linalg.cholesky")
-_collected_det = collected("det", "linalg.det")
-_collected_eigh = collected("eigh", "linalg.eigh")
-_collected_eigvalsh = collected("eigvalsh", "linalg.eigvalsh")
-_collected_inv = collected("inv", "linalg.inv")
-_collected_pinv = collected("pinv", "linalg.pinv")
-_collected_qr = collected("qr", "linalg.qr")
-_collected_slogdet = collected("slogdet", "linalg.slogdet")
-_collected_solve = collected("solve", "linalg.solve")
-_collected_svd = collected("svd", "linalg.svd")
-
-
 def _operand(name: str, x: Any) -> Any:
     if not is_distributed(x):
         raise TypeError(f"dlmg.linalg.{name} takes a DistributedTensor, got {type(x).__name__}")
     return settled(x)
 
 
-def _distributes(x: Any) -> bool:
-    """Whether the algorithms of ``dlmg.ops.linalg`` take ``x`` as it is laid out."""
-    return x.ndim == 2 or _la.matrix_split(x) == _la.LOCAL
+def _matrices(name: str, x: Any, square: bool = False) -> None:
+    """Refuse ``x`` unless its last two modes are matrices (square ones when ``square``)."""
+    if x.ndim < 2 or (square and x.shape[-1] != x.shape[-2]):
+        kind = "square matrices" if square else "matrices"
+        raise ValueError(f"dlmg.linalg.{name} needs {kind} in the last two modes, got shape {x.shape}")
+
+
+def _inexact(name: str, x: Any) -> None:
+    """Refuse bool and integer matrices where the factorization takes floating ones only."""
+    require(f"dlmg.linalg.{name}", (x.dtype,), INEXACT, "cast to a floating type with astype first")
+
+
+def _framework(x: Any) -> str:
+    """The framework of ``x``'s first local fragment (the policy's when this process holds none)."""
+    return x.frameworks[0] if x.frameworks else get_default_layout().framework
+
+
+def _floating(x: Any, dtype: str | None = None) -> Any:
+    """``x`` cast fragment by fragment (nothing moves) to ``dtype``, or to the default floating
+    dtype of its framework when ``dtype`` (or ``x``'s) is bool or integer, as ``numpy.linalg``
+    casts them to float64."""
+    dtype = dtype or x.dtype
+    if dtype not in _INEXACT:
+        dtype = default_float(_framework(x))
+    return x if x.dtype == dtype else astype(x, dtype)
+
+
+def _made(x: Any, shape: tuple[int, ...], dtype: str, fill: float = 0) -> Any:
+    """A result of ``shape`` made directly on ``x``'s devices and processes, in ``x``'s framework
+    (the results of operands that hold no elements: nothing moves)."""
+    return full(shape, fill, dtype=dtype, device=x.device, framework=_framework(x))
+
+
+def _identities(x: Any, shape: tuple[int, ...], dtype: str) -> Any:
+    """Identity matrices of ``shape`` (square last two modes) made on ``x``'s devices, each
+    fragment its own entries (``dlmg.ops.linalg.identity_like``)."""
+    return _la.identity_like(_made(x, shape, dtype))
 
 
 def _local(x: Any) -> bool:
@@ -156,18 +191,26 @@ def qr(x: Any, /, *, mode: str = "reduced") -> QRResult:
     (``dlmg.ops.linalg.qr_complete``). A short-fat (``m < n``) split matrix
     by ``dlmg.ops.linalg.qr_wide``: ``R`` keeps the column distribution, the
     ``m x m`` ``Q`` is laid out by the policy. Stacked split matrices run per
-    batch entry (see the module).
+    batch entry (see the module). Matrices that hold no elements give NumPy's
+    results made on ``x``'s devices (``Q`` the identity in ``mode="complete"``).
     """
     x = _operand("qr", x)
+    _matrices("qr", x)
+    if mode not in ("reduced", "complete"):
+        raise ValueError(f"dlmg.linalg.qr: mode must be 'reduced' or 'complete', got {mode!r}")
+    _inexact("qr", x)
+    *batch, m, n = x.shape
+    if x.size == 0:
+        if mode == "complete":
+            return QRResult(_identities(x, (*batch, m, m), x.dtype), _made(x, x.shape, x.dtype))
+        k = min(m, n)
+        return QRResult(_made(x, (*batch, m, k), x.dtype), _made(x, (*batch, k, n), x.dtype))
     if _stacked(x):
         return QRResult(*_per_matrix("qr", lambda e: tuple(qr(e, mode=mode)), x))
-    m, n = x.shape[-2:] if x.ndim >= 2 else (0, 0)
-    if _local(x) or (x.ndim == 2 and mode in ("reduced", "complete") and x.size):
-        q, r = _la.qr(x, mode=mode)
-        if _local(x):
-            return QRResult(q, r)
-        return QRResult(_placed(q, x), r) if m < n else QRResult(q, r if mode == "complete" else _placed(r, x))
-    return QRResult(*_collected_qr(x, mode=mode))
+    q, r = _la.qr(x, mode=mode)
+    if _local(x):
+        return QRResult(q, r)
+    return QRResult(_placed(q, x), r) if m < n else QRResult(q, r if mode == "complete" else _placed(r, x))
 
 
 def svd(x: Any, /, *, full_matrices: bool = True) -> SVDResult:
@@ -178,49 +221,82 @@ def svd(x: Any, /, *, full_matrices: bool = True) -> SVDResult:
     (``dlmg.ops.linalg.svd``), with ``full_matrices=True`` from the complete
     ``Q`` of TSQR, ``U = Q diag(U_R, I)`` (``dlmg.ops.linalg.svd_complete``).
     ``U`` keeps a tall matrix's row distribution, ``Vh`` a short-fat one's
-    column distribution; the small factors are laid out by the policy.
+    column distribution; the small factors are laid out by the policy. Matrices
+    that hold no elements give NumPy's results made on ``x``'s devices (``U``
+    and ``Vh`` identities where ``full_matrices`` makes them square).
     """
     x = _operand("svd", x)
+    _matrices("svd", x)
+    _inexact("svd", x)
+    *batch, m, n = x.shape
+    if x.size == 0:
+        k, real = min(m, n), _la.REAL_OF.get(x.dtype, x.dtype)
+        if full_matrices:
+            return SVDResult(_identities(x, (*batch, m, m), x.dtype), _made(x, (*batch, k), real),
+                             _identities(x, (*batch, n, n), x.dtype))
+        return SVDResult(_made(x, (*batch, m, k), x.dtype), _made(x, (*batch, k), real),
+                         _made(x, (*batch, k, n), x.dtype))
     if _stacked(x):
         return SVDResult(*_per_matrix("svd", lambda e: tuple(svd(e, full_matrices=full_matrices)), x))
-    square = x.ndim >= 2 and x.shape[-1] == x.shape[-2]
-    if _distributes(x) and x.size:
-        if full_matrices and _local(x) and not square:
-            m, n = x.shape[-2:]
-            u, s, vh = _la.batch_local("dlmg.linalg.svd", x, lambda xp, a: tuple(xp.linalg.svd(a)),
-                                       [((m, m), x.dtype), ((min(m, n),), _la.REAL_OF.get(x.dtype, x.dtype)),
-                                        ((n, n), x.dtype)])
-            return SVDResult(u, s, vh)
-        if full_matrices and not square:
-            return SVDResult(*_small(x, *_la.svd_complete(x)))
-        return SVDResult(*_small(x, *_la.svd(x)))
-    return SVDResult(*_collected_svd(x, full_matrices=full_matrices))
+    square = m == n
+    if full_matrices and _local(x) and not square:
+        u, s, vh = _la.batch_local("dlmg.linalg.svd", x, lambda xp, a: tuple(xp.linalg.svd(a)),
+                                   [((m, m), x.dtype), ((min(m, n),), _la.REAL_OF.get(x.dtype, x.dtype)),
+                                    ((n, n), x.dtype)])
+        return SVDResult(u, s, vh)
+    if full_matrices and not square:
+        return SVDResult(*_small(x, *_la.svd_complete(x)))
+    return SVDResult(*_small(x, *_la.svd(x)))
 
 
 def svdvals(x: Any, /) -> Any:
     """The singular values, descending: batch-local, or from TSQR's ``R`` for one split matrix
-    (laid out by the policy)."""
+    (laid out by the policy); zeros made on ``x``'s devices when ``x`` holds no elements."""
     x = _operand("svdvals", x)
+    _matrices("svdvals", x)
+    _inexact("svdvals", x)
+    if x.size == 0:
+        return _made(x, (*x.shape[:-2], min(x.shape[-2:])), _la.REAL_OF.get(x.dtype, x.dtype))
     if _stacked(x):
         return _per_matrix("svdvals", lambda e: (svdvals(e),), x)[0]
-    if _distributes(x) and x.size:
-        s = _la.svdvals(x)
-        return s if _local(x) else _placed(s, x)
-    return _collected_svd(x, full_matrices=False)[1]
+    s = _la.svdvals(x)
+    return s if _local(x) else _placed(s, x)
 
 
 def pinv(x: Any, /, *, rtol: float | Any | None = None) -> Any:
     """The pseudo-inverse: batch-local, or ``V S^+ U^H`` by TSQR for one split matrix, the result
-    split along the mode ``x`` splits (columns for a tall ``x``)."""
+    split along the mode ``x`` splits (columns for a tall ``x``).
+
+    ``rtol`` a tensor (or a host array), broadcast against the batch modes: ``V S^+ U^H`` from
+    :func:`svd` by the namespace's elementwise functions and ``matmul``. Zeros of the transposed
+    shape made on ``x``'s devices when ``x`` holds no elements.
+    """
     x = _operand("pinv", x)
+    _matrices("pinv", x)
+    _inexact("pinv", x)
+    number = rtol is None or isinstance(rtol, (int, float))
+    if _stacked(x) and not number:
+        raise ValueError(f"dlmg.linalg.pinv of stacked split matrices takes rtol as a number, got "
+                         f"{type(rtol).__name__}: make the matrices whole in every fragment first")
+    if x.size == 0:
+        return _made(x, (*x.shape[:-2], x.shape[-1], x.shape[-2]), x.dtype)
+    if not number:
+        return _pinv_tolerances(x, rtol)
     if _stacked(x):
-        if not (rtol is None or isinstance(rtol, (int, float))):
-            raise ValueError(f"dlmg.linalg.pinv of stacked split matrices takes rtol as a number, got "
-                             f"{type(rtol).__name__}: make the matrices whole in every fragment first")
         return _per_matrix("pinv", lambda e: (pinv(e, rtol=rtol),), x)[0]
-    if _distributes(x) and x.size and (rtol is None or isinstance(rtol, (int, float))):
-        return _la.pinv(x, rtol=None if rtol is None else float(rtol))
-    return _collected_pinv(x, rtol=rtol)
+    return _la.pinv(x, rtol=None if rtol is None else float(rtol))
+
+
+def _pinv_tolerances(x: Any, rtol: Any) -> Any:
+    """``V S^+ U^H`` with the cutoff ``rtol * max(S)``, ``rtol`` a tensor broadcast against the
+    batch modes (singular values at or below it count as zero, as NumPy's ``pinv``)."""
+    tol = rtol if is_distributed(rtol) else asarray(rtol, device=x.device)
+    u, s, vh = svd(x, full_matrices=False)
+    cutoff = multiply(_max(s, axis=-1, keepdims=True), expand_dims(tol, axis=-1))
+    keep = greater(s, cutoff)
+    inverse = where(keep, divide(1, where(keep, s, 1)), 0)
+    v = matrix_transpose(conj(vh))
+    return matmul(multiply(v, expand_dims(astype(inverse, v.dtype), axis=-2)), matrix_transpose(conj(u)))
 
 
 def matrix_rank(x: Any, /, *, rtol: float | Any | None = None) -> Any:
@@ -388,13 +464,16 @@ def matrix_power(x: Any, n: int, /) -> Any:
 def cholesky(x: Any, /, *, upper: bool = False) -> Any:
     """The Cholesky factor: batch-local when every fragment holds whole matrices, blocked
     right-looking Cholesky on the grid for one split matrix
-    (``dlmg.ops.linalg.cholesky_grid``), per batch entry for stacked split matrices."""
+    (``dlmg.ops.linalg.cholesky_grid``), per batch entry for stacked split matrices; zeros made
+    on ``x``'s devices when ``x`` holds no elements."""
     x = _operand("cholesky", x)
+    _matrices("cholesky", x, square=True)
+    _inexact("cholesky", x)
+    if x.size == 0:
+        return _made(x, x.shape, x.dtype)
     if _stacked(x):
         return _per_matrix("cholesky", lambda e: (cholesky(e, upper=upper),), x)[0]
-    if x.ndim >= 2 and (_local(x) or x.ndim == 2):
-        return _la.cholesky(x, upper=upper)
-    return _collected_cholesky(x, upper=upper)
+    return _la.cholesky(x, upper=upper)
 
 
 def _batch_one(name: str, x: Any, tail: tuple[int, ...], dtype: str, fn: Any) -> Any:
@@ -402,15 +481,11 @@ def _batch_one(name: str, x: Any, tail: tuple[int, ...], dtype: str, fn: Any) ->
     return out
 
 
-def _square_local(name: str, x: Any) -> bool:
-    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
-        raise ValueError(f"{name} needs square matrices in the last two modes, got shape {x.shape}")
-    return _local(x) and x.dtype in _INEXACT
-
-
-def _grid_square(x: Any) -> bool:
-    """One square inexact matrix split across fragments (blocked LU on its grid)."""
-    return x.ndim == 2 and x.shape[0] == x.shape[1] and x.shape[0] > 0 and x.dtype in _INEXACT
+def _square(name: str, x: Any) -> Any:
+    """``x`` (square matrices, else a ``ValueError``) with bool and integer matrices cast to the
+    default floating dtype of their framework (see ``_floating``)."""
+    _matrices(name, x, square=True)
+    return _floating(x)
 
 
 _INEXACT = frozenset({"float16", "bfloat16", "float32", "float64", "complex64", "complex128"})
@@ -419,18 +494,19 @@ _INEXACT = frozenset({"float16", "bfloat16", "float32", "float64", "complex64", 
 def det(x: Any, /) -> Any:
     """The determinants: batch-local for whole matrices in every fragment; for one split matrix
     from a blocked LU with partial pivoting on its grid (``dlmg.ops.linalg.slogdet_grid``);
-    per batch entry for stacked split matrices."""
-    x = _operand("det", x)
+    per batch entry for stacked split matrices. Bool and integer matrices are cast first (see the
+    module); matrices that hold no elements have determinant 1, as in NumPy."""
+    x = _square("det", _operand("det", x))
+    if x.size == 0:
+        return _made(x, x.shape[:-2], x.dtype, 1)
     if _stacked(x):
         return _per_matrix("det", lambda e: (det(e),), x)[0]
-    if _square_local("det", x):
+    if _local(x):
         return _batch_one("det", x, (), x.dtype, lambda xp, a: xp.linalg.det(a))
-    if _grid_square(x):
-        sign, logabs = _la.slogdet_grid(x)
-        # beyond the largest float the determinant is sign * inf, as NumPy's
-        magnitude = math.exp(logabs) if logabs < math.log(finfo("float64").max) else math.inf
-        return asarray(sign * magnitude if logabs != -math.inf else 0.0, dtype=x.dtype, device=x.device)
-    return _collected_det(x)
+    sign, logabs = _la.slogdet_grid(x)
+    # beyond the largest float the determinant is sign * inf, as NumPy's
+    magnitude = math.exp(logabs) if logabs < math.log(finfo("float64").max) else math.inf
+    return asarray(sign * magnitude if logabs != -math.inf else 0.0, dtype=x.dtype, device=x.device)
 
 
 class SlogdetResult(NamedTuple):
@@ -442,43 +518,68 @@ class SlogdetResult(NamedTuple):
 
 def slogdet(x: Any, /) -> SlogdetResult:
     """Sign and log-magnitude of the determinants: batch-local, or a blocked LU with partial
-    pivoting for one split matrix (as :func:`det`), per batch entry for stacked split matrices."""
-    x = _operand("slogdet", x)
+    pivoting for one split matrix (as :func:`det`), per batch entry for stacked split matrices;
+    bool and integer matrices cast first, matrices that hold no elements sign 1 and log 0."""
+    x = _square("slogdet", _operand("slogdet", x))
+    real = _la.REAL_OF.get(x.dtype, x.dtype)
+    if x.size == 0:
+        return SlogdetResult(_made(x, x.shape[:-2], x.dtype, 1), _made(x, x.shape[:-2], real))
     if _stacked(x):
         return SlogdetResult(*_per_matrix("slogdet", lambda e: tuple(slogdet(e)), x))
-    if _square_local("slogdet", x):
-        real = _la.REAL_OF.get(x.dtype, x.dtype)
+    if _local(x):
         sign, logabs = _la.batch_local("dlmg.linalg.slogdet", x, lambda xp, a: tuple(xp.linalg.slogdet(a)),
                                        [((), x.dtype), ((), real)])
         return SlogdetResult(sign, logabs)
-    if _grid_square(x):
-        sign, logabs = _la.slogdet_grid(x)
-        return SlogdetResult(asarray(sign, dtype=x.dtype, device=x.device),
-                             asarray(logabs, dtype=_la.REAL_OF.get(x.dtype, x.dtype), device=x.device))
-    return SlogdetResult(*_collected_slogdet(x))
+    sign, logabs = _la.slogdet_grid(x)
+    return SlogdetResult(asarray(sign, dtype=x.dtype, device=x.device), asarray(logabs, dtype=real, device=x.device))
 
 
 def inv(x: Any, /) -> Any:
     """The inverses: batch-local; for one split matrix blocked Gauss-Jordan elimination with
     partial pivoting on its grid (``dlmg.ops.linalg.inv_grid``), in its layout; split matrices
-    stacked: per batch entry."""
-    x = _operand("inv", x)
+    stacked: per batch entry; bool and integer matrices cast first, zeros made on ``x``'s devices
+    when ``x`` holds no elements."""
+    x = _square("inv", _operand("inv", x))
+    if x.size == 0:
+        return _made(x, x.shape, x.dtype)
     if _stacked(x):
         return _per_matrix("inv", lambda e: (inv(e),), x)[0]
-    if _square_local("inv", x):
+    if _local(x):
         return _batch_one("inv", x, x.shape[-2:], x.dtype, lambda xp, a: xp.linalg.inv(a))
-    if _grid_square(x):
-        return _la.inv_grid(x)
-    return _collected_inv(x)
+    return _la.inv_grid(x)
 
 
 def solve(x1: Any, x2: Any, /) -> Any:
     """The solutions of ``x1 @ X = x2``: batch-local when both hold whole matrices in every
-    fragment with the same batch distribution; for one split square ``x1`` (and ``x2`` of its
-    dtype, 1-D or 2-D) blocked Gauss-Jordan elimination with partial pivoting on ``x1``'s grid
+    fragment with the same batch distribution; for one split square ``x1`` (and ``x2`` 1-D or
+    2-D) blocked Gauss-Jordan elimination with partial pivoting on ``x1``'s grid
     (``dlmg.ops.linalg.solve_grid``), ``x2`` redistributed onto that grid first; stacked split
-    ``x1``: per batch entry, ``x2`` of its batch shape or one vector (else a ``LayoutError``)."""
+    ``x1``: per batch entry, ``x2`` of its batch shape or one vector (else a ``LayoutError``).
+
+    Operands of two dtypes are cast fragment by fragment to the standard's promotion of them,
+    bool and integer ones to the default floating dtype (see the module). A 1-D ``x2`` of
+    ``M`` elements is one right-hand side for every matrix (the result has ``x1``'s shape less
+    its last mode); other batch modes broadcast: whole matrices in every fragment by laying
+    ``x2`` out as ``x1``'s batch, one split ``x1`` by taking the stacked right-hand sides as the
+    columns of one. Operands that hold no elements give zeros made on ``x1``'s devices.
+    """
     x1, x2 = _operand("solve", x1), _operand("solve", x2)
+    _matrices("solve", x1, square=True)
+    if x2.ndim == 0:
+        raise ValueError(f"dlmg.linalg.solve needs x2 of 1 or more modes, got shape {x2.shape}")
+    m = x1.shape[-1]
+    vector = x2.ndim == 1
+    if x2.shape[0 if vector else -2] != m:
+        raise ValueError(f"dlmg.linalg.solve: x2 of shape {x2.shape} does not match x1 of shape {x1.shape} "
+                         f"(its {'only' if vector else 'second-to-last'} mode must have {m} elements)")
+    dtype = str(result_type(x1, x2))
+    x1, x2 = _floating(x1, dtype), _floating(x2, dtype)
+    if vector:
+        shape = x1.shape[:-1]
+    else:
+        shape = (*result_shape(x1.shape[:-2], x2.shape[:-2]), m, x2.shape[-1])
+    if x1.size == 0 or x2.size == 0:
+        return _made(x1, shape, x1.dtype)
     if _stacked(x1):
         if not (x2.ndim == 1 or (x2.ndim == x1.ndim and x2.shape[:-2] == x1.shape[:-2])):
             raise LayoutError(
@@ -486,21 +587,47 @@ def solve(x1: Any, x2: Any, /) -> Any:
                 f"shape or one vector, got shape {x2.shape}: broadcast x2 to {x1.shape[:-1]} (+ columns) first"
             )
         return _per_matrix("solve", lambda e, r: (solve(e, r),), x1, x2)[0]
-    if (x1.ndim >= 2 and x2.ndim == x1.ndim and x1.shape[:-1] == x2.shape[:-1]
-            and _square_local("solve", x1) and _local(x2) and x1.dtype == x2.dtype
+    if x1.ndim > 2 or _aligned(x1, x2):
+        return _solve_batch(x1, x2, shape)
+    if x2.ndim > 2:  # one matrix, stacked right-hand sides: the columns of one (M, B K) right-hand side
+        nb = x2.ndim - 2
+        columns = reshape(permute_dims(x2, (nb, *range(nb), nb + 1)), (m, math.prod(x2.shape[:-2]) * x2.shape[-1]))
+        out = reshape(solve(x1, columns), (m, *x2.shape[:-2], x2.shape[-1]))
+        return permute_dims(out, (*range(1, nb + 1), 0, nb + 1))
+    rhs = x2 if x2.ndim == 2 else reshape(x2, (m, 1))
+    want = _la.solve_layout(x1.layout, rhs.shape[1])
+    if not rhs.layout.same_distribution(want):
+        rhs = rhs.redistribute(want)
+    out = _la.solve_grid(x1, rhs)
+    return out if x2.ndim == 2 else reshape(out, (m,))
+
+
+def _aligned(x1: Any, x2: Any) -> bool:
+    """Whether ``x1`` and ``x2`` hold whole matrices in every fragment with the same batch
+    distribution (each fragment solves its own systems)."""
+    return (x2.ndim == x1.ndim and x1.shape[:-2] == x2.shape[:-2] and _local(x1) and _local(x2)
             and x1.layout.nfragments == x2.layout.nfragments
-            and batch_key(x1.layout, x1.ndim - 2) == batch_key(x2.layout, x2.ndim - 2)):
-        out_layout = _la.batch_local_layout(x1.layout, x2.shape[-2:])
-        return map_fragments(lambda xp, a, b: xp.linalg.solve(a, b), (x1, x2), name="dlmg.linalg.solve",
-                             out_layout=out_layout, check=False)
-    if _grid_square(x1) and x2.ndim in (1, 2) and x2.shape[0] == x1.shape[0] and x2.dtype == x1.dtype:
-        rhs = x2 if x2.ndim == 2 else reshape(x2, (x2.shape[0], 1))
-        want = _la.solve_layout(x1.layout, rhs.shape[1])
-        if not rhs.layout.same_distribution(want):
-            rhs = rhs.redistribute(want)
-        out = _la.solve_grid(x1, rhs)
-        return out if x2.ndim == 2 else reshape(out, (x2.shape[0],))
-    return _collected_solve(x1, x2)
+            and batch_key(x1.layout, x1.ndim - 2) == batch_key(x2.layout, x2.ndim - 2))
+
+
+def _solve_batch(x1: Any, x2: Any, shape: tuple[int, ...]) -> Any:
+    """``solve`` fragment by fragment for ``x1`` holding whole matrices in every fragment: ``x2``
+    (a 1-D one as one column) broadcast to the batch of ``shape`` and laid out as ``x1``'s batch
+    (``x1`` broadcast too where ``x2``'s batch modes are longer)."""
+    vector = x2.ndim == 1
+    rhs = reshape(x2, (x2.shape[0], 1)) if vector else x2
+    batch = shape[:-1] if vector else shape[:-2]
+    if x1.shape[:-2] != batch:
+        x1 = broadcast_to(x1, (*batch, *x1.shape[-2:]))
+        if not _local(x1):
+            x1 = x1.redistribute(suggest_whole(x1.layout, (x1.ndim - 2, x1.ndim - 1)))
+    if not _aligned(x1, rhs):
+        if rhs.shape[:-2] != batch:
+            rhs = broadcast_to(rhs, (*batch, *rhs.shape[-2:]))
+        rhs = rhs.redistribute(_la.batch_local_layout(x1.layout, rhs.shape[-2:]))
+    out = map_fragments(lambda xp, a, b: xp.linalg.solve(a, b), (x1, rhs), name="dlmg.linalg.solve",
+                        out_layout=_la.batch_local_layout(x1.layout, rhs.shape[-2:]), check=False)
+    return reshape(out, shape) if vector else out
 
 
 class EighResult(NamedTuple):
@@ -508,11 +635,6 @@ class EighResult(NamedTuple):
 
     eigenvalues: Any
     eigenvectors: Any
-
-
-def _grid_hermitian(x: Any) -> bool:
-    """One square matrix split across fragments, of a dtype the Jacobi eigensolver takes."""
-    return _grid_square(x) and x.dtype in _jacobi.JACOBI_DTYPES
 
 
 #: the dtypes no framework's ``eigh`` takes (NumPy, torch and JAX refuse them)
@@ -535,33 +657,38 @@ def eigh(x: Any, /) -> EighResult:
     in Brent and Luk's parallel ordering (``dlmg.ops.jacobi.eigh_jacobi``), the eigenvectors in
     ``x``'s layout and the eigenvalues in slabs over its devices; stacked split matrices per batch
     entry. The split case reads both triangles (LAPACK reads one). float16 and bfloat16 are
-    refused with a ``DtypeError`` before anything runs, as NumPy, torch and JAX refuse them."""
+    refused with a ``DtypeError`` before anything runs, as NumPy, torch and JAX refuse them;
+    bool and integer matrices are cast first (see the module); matrices that hold no elements
+    give zeros made on ``x``'s devices."""
     x = _operand("eigh", x)
     _eigh_dtype("eigh", x)
+    x = _square("eigh", x)
+    n, real = x.shape[-1], _la.REAL_OF.get(x.dtype, x.dtype)
+    if x.size == 0:
+        return EighResult(_made(x, x.shape[:-1], real), _made(x, x.shape, x.dtype))
     if _stacked(x):
         return EighResult(*_per_matrix("eigh", lambda e: tuple(eigh(e)), x))
-    if _square_local("eigh", x):
-        n = x.shape[-1]
+    if _local(x):
         w, v = _la.batch_local("dlmg.linalg.eigh", x, lambda xp, a: tuple(xp.linalg.eigh(a)),
-                               [((n,), _la.REAL_OF.get(x.dtype, x.dtype)), ((n, n), x.dtype)])
+                               [((n,), real), ((n, n), x.dtype)])
         return EighResult(w, v)
-    if _grid_hermitian(x):
-        w, v = _jacobi.eigh_jacobi(x, float(matrix_norm(x)))
-        return EighResult(w, v)
-    return EighResult(*_collected_eigh(x))
+    w, v = _jacobi.eigh_jacobi(x, float(matrix_norm(x)))
+    return EighResult(w, v)
 
 
 def eigvalsh(x: Any, /) -> Any:
     """Eigenvalues (ascending) of Hermitian matrices: batch-local, or one-sided block Jacobi for
     one split matrix (as :func:`eigh`, the eigenvectors not formed); stacked split matrices per
-    batch entry; float16 and bfloat16 are refused (as :func:`eigh`)."""
+    batch entry; float16 and bfloat16 are refused, bool and integer matrices cast (as
+    :func:`eigh`); zeros made on ``x``'s devices when ``x`` holds no elements."""
     x = _operand("eigvalsh", x)
     _eigh_dtype("eigvalsh", x)
+    x = _square("eigvalsh", x)
+    real = _la.REAL_OF.get(x.dtype, x.dtype)
+    if x.size == 0:
+        return _made(x, x.shape[:-1], real)
     if _stacked(x):
         return _per_matrix("eigvalsh", lambda e: (eigvalsh(e),), x)[0]
-    if _square_local("eigvalsh", x):
-        return _batch_one("eigvalsh", x, (x.shape[-1],), _la.REAL_OF.get(x.dtype, x.dtype),
-                          lambda xp, a: xp.linalg.eigvalsh(a))
-    if _grid_hermitian(x):
-        return _jacobi.eigh_jacobi(x, float(matrix_norm(x)), vectors=False)[0]
-    return _collected_eigvalsh(x)
+    if _local(x):
+        return _batch_one("eigvalsh", x, (x.shape[-1],), real, lambda xp, a: xp.linalg.eigvalsh(a))
+    return _jacobi.eigh_jacobi(x, float(matrix_norm(x)), vectors=False)[0]
