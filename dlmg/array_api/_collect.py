@@ -33,7 +33,6 @@ sort or a distributed factorisation.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +45,7 @@ from ..ops._operands import is_distributed
 from ._creation import spread_host_array, layout_of
 from ._policy import get_default_layout, layout_for
 
-__all__ = ["Collected", "collect", "settle", "run_collected"]
+__all__ = ["Collected", "collect", "settle"]
 
 
 @dataclass
@@ -110,12 +109,3 @@ def settle(array: Any, like: Collected) -> Any:
         return out
     return out.redistribute(wanted)
 
-
-def run_collected(name: str, fn: Any, operands: Sequence[Any], *, results: int = 1) -> Any:
-    """``fn(xp, *arrays)`` on the collected operands; its result (or tuple of ``results``
-    results) settled into tensors."""
-    got = collect(name, *operands)
-    out = got.executor.run(fn, *got.arrays)
-    if results == 1:
-        return settle(out, got)
-    return tuple(settle(o, got) for o in out)
