@@ -165,7 +165,40 @@ def pending_views():
     return checked
 
 
+def pending_all_reduce():
+    """One whole addend per process resolved into one whole copy per process is the engine's
+    own all-reduce (the stacking redistribution is not taken); the addends stay as they were."""
+    import dlmg.ops.contract.pending as pending_module
+
+    c, want = _pending()
+    (mine,) = c.local_fragments
+    before = np.array(np.asarray(mine.array), copy=True)
+    world = dd.world_size()
+    everywhere = Layout.replicated(c.shape, ["cpu"] * world, ranks=list(range(world)))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the stacking redistribution ran where one all-reduce does")
+
+    general, pending_module._one_phase = pending_module._one_phase, refuse
+    try:
+        value = c.redistribute(everywhere)
+        as_torch = c.redistribute(everywhere, framework="torch")
+    finally:
+        pending_module._one_phase = general
+    (got,) = value.local_fragments
+    assert value.layout.partial is None and got.framework == mine.framework, (value.layout, got.framework)
+    np.testing.assert_allclose(np.asarray(got.array), want)
+    (t,) = as_torch.local_fragments
+    assert t.framework == "torch"
+    np.testing.assert_allclose(t.array.numpy(), want)
+    np.testing.assert_array_equal(np.asarray(mine.array), before)  # the addend itself is untouched
+    rows = c.redistribute(Layout.slab(c.shape, 0, ["cpu"] * world, ranks=list(range(world))))  # not one all-reduce
+    np.testing.assert_allclose(_np(rows), want)
+    return True
+
+
 SCENARIOS = {
+    "pending_all_reduce": pending_all_reduce,
     "pending_dcp": pending_dcp,
     "pending_reads": pending_reads,
     "pending_products": pending_products,

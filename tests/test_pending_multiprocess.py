@@ -15,7 +15,7 @@ import pytest
 
 from _multiproc import check, launched_per_setup
 
-SCENARIOS = ["pending_reads", "pending_products", "pending_save", "pending_views"]
+SCENARIOS = ["pending_reads", "pending_products", "pending_save", "pending_views", "pending_all_reduce"]
 SETUPS = [("torch", 2), ("mpi", 2)]
 
 pytestmark = pytest.mark.slow

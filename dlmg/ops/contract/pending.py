@@ -7,7 +7,11 @@ stacked tensor (a view of each fragment), the stacked tensor is redistributed
 so that every target fragment receives all addends of its elements (the
 phases of :mod:`.phases`), and each fragment reduces over that mode in its own
 framework. Everything moves through :meth:`~dlmg.DistributedTensor.redistribute`,
-in one process or across processes alike.
+in one process or across processes alike, except one common case: when every
+process holds one whole addend and receives one whole copy of the value, the
+resolution is the engine's own all-reduce of a host copy of each addend (the
+classic collective; the stacking redistribution would move every addend to
+every process).
 """
 
 from __future__ import annotations
@@ -19,13 +23,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...distributed.state import current
-from ...distributed.agree import describe, prepare
+from ...distributed.agree import conclude, describe, exclusive, prepare, prepare_vote
 from ...errors import LayoutError
 from ...layout import Layout
 from ..dispatch import executor, new_tensor
 from .._dtypes import kind_of
-from .._executor import fail
+from .._executor import fail, move_array
 from .._pending import settled
+from ..pieces import host
 from .api import einsum
 from .equation import LETTERS
 from .layouts import pair
@@ -105,11 +110,56 @@ def resolve(x: "DistributedTensor", target: Layout | None = None, framework: str
         raise LayoutError(f"redistribute: the target layout has shape {target.shape}, the tensor {src.shape}")
     if src.nreplicas == 1:
         return relabel(x, resolved_layout(src)).redistribute(target, framework=framework)
+    if _all_reduces(x, target):
+        return _all_reduced(x, target, framework)
     phases = resolve_phases(src, target)
     out = _one_phase(x, phases[0], framework)
     for phase in phases[1:]:
         out = out.redistribute(phase, framework=framework)
     return out
+
+
+#: dtypes every engine reduces as they are (NumPy holds them; gloo has no unsigned types)
+_ENGINE_DTYPES = frozenset({"float32", "float64", "complex64", "complex128", "int32", "int64"})
+
+
+def _all_reduces(x: "DistributedTensor", target: Layout) -> bool:
+    """Whether resolving ``x`` into ``target`` is one all-reduce: every process holds one
+    whole addend and receives one whole copy of the value."""
+    engine = current()
+    if engine is None or engine.world_size < 2:
+        return False
+    src, everyone = x.layout, list(range(engine.world_size))
+    return (src.ngrid == 1 and target.ngrid == 1 and target.element_strides is None
+            and sorted(src.ranks) == everyone and sorted(target.ranks) == everyone
+            and x.dtype in _ENGINE_DTYPES and (not x.dtype.startswith("complex") or src.partial == "sum"))
+
+
+def _all_reduced(x: "DistributedTensor", target: Layout, framework: str | None) -> "DistributedTensor":
+    """The value of ``x`` in ``target`` by the engine's own all-reduce of each process's
+    addend (staged through a host copy: the addend itself stays as it is)."""
+    engine = current()
+    assert engine is not None
+    src = x.layout
+    description = describe("resolve a pending reduction by all-reduce", layout=src, target=target,
+                           dtype=x.dtype, framework=framework)
+    with exclusive(engine, "resolving a pending reduction"):
+        def work() -> tuple[np.ndarray, str]:
+            (frag,) = x.local_fragments
+            ex = executor(frag.framework, frag.device)
+            return np.array(host(frag.array, ex), copy=True, order="C"), str(frag.framework)
+
+        (buf, own), _ = prepare_vote(engine, description, lambda: (work(), None))
+
+        def run() -> "DistributedTensor":
+            engine.allreduce(buf.reshape(-1), src.partial or "sum")
+            arrays: list[Any] = [None] * target.nfragments
+            for i in target.fragments_of(engine.rank):
+                device = target.fragments[i].device
+                arrays[i] = move_array(buf, executor(framework or own, device))
+            return new_tensor(arrays, target, x.dtype)
+
+        return conclude(engine, description, run)
 
 
 def _extremum(x: "DistributedTensor", name: str, axes: tuple[int, ...]) -> "DistributedTensor":
