@@ -27,7 +27,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["ModeMap", "Segment", "decompose", "dense_mode", "blocked_mode", "cyclic_mode", "runs_mode", "streaks"]
+__all__ = ["ModeMap", "Segment", "decompose", "dense_mode", "blocked_mode", "cyclic_mode", "runs_mode", "intersection",
+           "streaks"]
 
 
 def _exclusive_cumsum(values: np.ndarray) -> np.ndarray:
@@ -95,6 +96,10 @@ class ModeMap:
         """The offset of every held element, in local order (one int64 per element: for inspection)."""
         base = np.repeat(self.origins - self.run_positions * self.unit, self.lengths)
         return base + np.arange(self.size, dtype=np.int64) * self.unit
+
+    def __array__(self, dtype: object = None, copy: object = None) -> np.ndarray:
+        """The held global indices, as NumPy sees the map (``numpy.asarray(m)``)."""
+        return self.indices if dtype is None else self.indices.astype(dtype)
 
     def local_positions(self, indices: np.ndarray) -> np.ndarray:
         """The local position of each of the given held global ``indices``."""
@@ -238,22 +243,40 @@ def streaks(flags: np.ndarray) -> np.ndarray:
     return next_false - pos
 
 
-def _meet(src: ModeMap, dst: ModeMap) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(lengths, source offsets, destination offsets)`` of the pieces both hold, in
-    global order: the merge of two sorted run lists, in time linear in the runs."""
-    a_lo, a_hi = src.starts, src.starts + src.lengths
-    b_lo, b_hi = dst.starts, dst.starts + dst.lengths
-    first = np.searchsorted(b_hi, a_lo, side="right")  # the first destination run ending after each source run starts
+def _overlaps(a: ModeMap, b: ModeMap) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(lo, hi, ia, ib)``: the ranges ``[lo, hi)`` of global indices both hold, in
+    global order, each inside run ``ia`` of ``a`` and run ``ib`` of ``b``. The merge of
+    two sorted run lists, in time linear in the runs."""
+    a_lo, a_hi = a.starts, a.starts + a.lengths
+    b_lo, b_hi = b.starts, b.starts + b.lengths
+    first = np.searchsorted(b_hi, a_lo, side="right")  # the first run of b ending after each run of a starts
     stop = np.searchsorted(b_lo, a_hi, side="left")  # the first starting at or after its end
     count = np.maximum(stop - first, 0)
     total = int(count.sum())
     ia = np.repeat(np.arange(a_lo.size, dtype=np.int64), count)
     ib = np.repeat(first - _exclusive_cumsum(count), count) + np.arange(total, dtype=np.int64)
-    lo = np.maximum(a_lo[ia], b_lo[ib])
-    hi = np.minimum(a_hi[ia], b_hi[ib])
-    so = src.origins[ia] + (lo - a_lo[ia]) * src.unit
-    do = dst.origins[ib] + (lo - b_lo[ib]) * dst.unit
+    return np.maximum(a_lo[ia], b_lo[ib]), np.minimum(a_hi[ia], b_hi[ib]), ia, ib
+
+
+def _meet(src: ModeMap, dst: ModeMap) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(lengths, source offsets, destination offsets)`` of the ranges both hold, in global order."""
+    lo, hi, ia, ib = _overlaps(src, dst)
+    so = src.origins[ia] + (lo - src.starts[ia]) * src.unit
+    do = dst.origins[ib] + (lo - dst.starts[ib]) * dst.unit
     return hi - lo, so, do
+
+
+def intersection(a: ModeMap, b: ModeMap) -> ModeMap:
+    """The global indices both ``a`` and ``b`` hold, as the mode map of a plain array
+    holding just them (local index ``k`` at offset ``k``)."""
+    if a is b or a.same_indices(b):
+        starts, lengths = a.index_runs()
+    elif a.size == 0 or b.size == 0 or a.last < b.first or b.last < a.first:
+        starts = lengths = np.zeros(0, dtype=np.int64)
+    else:
+        lo, hi, _, _ = _overlaps(a, b)
+        starts, lengths = lo, hi - lo
+    return runs_mode(starts, lengths, _exclusive_cumsum(lengths), 1)
 
 
 def decompose(src: ModeMap, dst: ModeMap) -> list[Segment]:
