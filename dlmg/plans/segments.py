@@ -146,9 +146,10 @@ class ModeMap:
 def runs_mode(starts: np.ndarray, lengths: np.ndarray, origins: np.ndarray, unit: int) -> ModeMap:
     """The mode map of the given runs, sorted by start and disjoint; empty runs are
     dropped and neighbours continuing each other in index and memory joined."""
-    starts = np.asarray(starts, dtype=np.int64)
-    lengths = np.asarray(lengths, dtype=np.int64)
-    origins = np.asarray(origins, dtype=np.int64)
+    # copies: the map's arrays are made read-only, the caller's are left as they were
+    starts = np.array(starts, dtype=np.int64)
+    lengths = np.array(lengths, dtype=np.int64)
+    origins = np.array(origins, dtype=np.int64)
     unit = int(unit)
     full = lengths > 0
     if not full.all():
