@@ -23,7 +23,7 @@ segment.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -97,9 +97,9 @@ class ModeMap:
         base = np.repeat(self.origins - self.run_positions * self.unit, self.lengths)
         return base + np.arange(self.size, dtype=np.int64) * self.unit
 
-    def __array__(self, dtype: object = None, copy: object = None) -> np.ndarray:
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         """The held global indices, as NumPy sees the map (``numpy.asarray(m)``)."""
-        return self.indices if dtype is None else self.indices.astype(dtype)
+        return np.asarray(self.indices, dtype=dtype)
 
     def local_positions(self, indices: np.ndarray) -> np.ndarray:
         """The local position of each of the given held global ``indices``."""
