@@ -13,7 +13,8 @@ import pytest
 from _multiproc import check, launch, launched_per_setup, skip_without
 
 SCENARIOS = [
-    "allgather", "gather_out", "root_gather", "scatter", "redistribute_pairs", "reductions", "nan_reductions",
+    "allgather", "gather_out", "root_gather", "scatter", "redistribute_pairs", "redistribute_many_blocks",
+    "reductions", "nan_reductions",
     "pointwise", "mixed_frameworks", "device_collectives", "mismatch", "raising", "remote_fragment",
 ]
 SETUPS = [("torch", 2), ("torch", 4), ("mpi", 2), ("mpi", 4)]
