@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import tracemalloc
 
 import numpy as np
 
@@ -204,6 +205,41 @@ def redistribute_pairs():
     return {"pairs": checked, "messages": messages}
 
 
+def redistribute_many_blocks():
+    """Blocks of 256 dealt out cyclically, two fragments per process, into slabs and back:
+    exact, and each call's new memory (planning included, first call too) within
+    1.5 x (share + result share) plus one block, as the plan describes blocks, not elements."""
+    world, me = dd.world_size(), dd.rank()
+    per, block = 1 << 16, 256
+    n = per * world
+    cyclic = Layout((n,), block=(block,), grid=(2 * world,), devices=["cpu"] * (2 * world),
+                    ranks=[i % world for i in range(2 * world)])
+    slab = Layout.slab((n,), 0, ["cpu"] * world, ranks=list(range(world)))
+    full = np.arange(n, dtype=np.float64)
+    x = dlmg.from_fragments({i: _piece(full, cyclic, i) for i in cyclic.fragments_of(me)}, cyclic)
+    share = per * 8
+
+    def measured(source, target):
+        tracemalloc.start()
+        try:
+            tracemalloc.reset_peak()
+            base = tracemalloc.get_traced_memory()[0]
+            moved = source.redistribute(target)
+            peak = tracemalloc.get_traced_memory()[1] - base
+        finally:
+            tracemalloc.stop()
+        check_local(moved, full, f"many blocks -> {target!r}")
+        return moved, peak
+
+    first, p1 = measured(x, slab)
+    _, p2 = measured(x, slab)
+    _, p3 = measured(first, cyclic)
+    peaks = [p1, p2, p3]
+    bound = 1.5 * (share + share) + block * 8
+    assert max(peaks) <= bound, f"rank {me}: peaks {peaks} over the bound {bound}"
+    return [round(p / share, 2) for p in peaks]
+
+
 def reductions():
     world = dd.world_size()
     rng = np.random.default_rng(55)
@@ -358,7 +394,8 @@ def timeout():
 
 SCENARIOS = {
     f.__name__: f for f in (
-        allgather, gather_out, root_gather, scatter, redistribute_pairs, reductions, nan_reductions, pointwise,
+        allgather, gather_out, root_gather, scatter, redistribute_pairs, redistribute_many_blocks, reductions,
+        nan_reductions, pointwise,
         mixed_frameworks, mismatch, raising, remote_fragment, timeout,
     )
 }

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from _multiproc import check, launch, launched_per_setup, skip_without
+from _multiproc import check, check_memory, launch, launched_per_setup, skip_without, with_memory
 
 SCENARIOS = [
     "allgather", "gather_out", "root_gather", "scatter", "redistribute_pairs", "reductions", "nan_reductions",
@@ -21,7 +21,7 @@ SETUPS = [("torch", 2), ("torch", 4), ("mpi", 2), ("mpi", 4)]
 pytestmark = pytest.mark.slow
 
 
-run = launched_per_setup(SETUPS, SCENARIOS, needs=("jax",))
+run = launched_per_setup(SETUPS, with_memory(SCENARIOS, ["redistribute_many_blocks"]), needs=("jax",))
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -29,6 +29,11 @@ def test_scenario(run, scenario):
     values = check(run, scenario)
     if scenario == "redistribute_pairs":
         assert all(v["pairs"] >= 50 for v in values)
+
+
+def test_many_blocks_per_fragment_within_the_memory_bound(run):
+    peaks = check_memory(run, "redistribute_many_blocks")  # each process asserts its own peaks
+    assert all(len(p) == 3 for p in peaks)
 
 
 @pytest.mark.parametrize("engine", ["torch", "mpi"])

@@ -40,6 +40,7 @@ from ..plans.routes import Piece, Routes, box_endpoint
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..plans.endpoints import Endpoint
+    from ..plans.segments import ModeMap
     from ..distributed.engine import Engine
 
 __all__ = ["Packed", "pack", "deliver", "ready"]
@@ -92,23 +93,25 @@ def _self_piece(s: int, d: int, box: Any) -> Piece:
     return Piece(s, d, box, 0)
 
 
-def _region(box: Sequence[np.ndarray], owned: Sequence[np.ndarray], shape: Sequence[int]) -> int | None:
+def _region(box: Sequence["ModeMap"], owned: Sequence["ModeMap"], shape: Sequence[int]) -> int | None:
     """Where ``box`` starts in a C-contiguous array of ``shape`` holding ``owned`` indices,
     when the box is one contiguous range of it in C order (else ``None``)."""
     starts, lens = [], []
     for idx, own in zip(box, owned):
-        local = np.searchsorted(own, idx)
-        if local.size and int(local[-1]) - int(local[0]) + 1 != local.size:
-            return None
-        starts.append(int(local[0]) if local.size else 0)
-        lens.append(int(local.size))
+        start = 0
+        if idx.size:
+            start, last = (int(k) for k in own.local_positions(np.array([idx.first, idx.last])))
+            if last - start + 1 != idx.size:
+                return None
+        starts.append(start)
+        lens.append(int(idx.size))
     partial = [m for m, (n, full) in enumerate(zip(lens, shape)) if n != full]
     if partial and any(lens[m] != 1 for m in range(partial[-1])):
         return None
     return sum(a * s for a, s in zip(starts, c_strides(tuple(shape))))
 
 
-def _consecutive(pieces: Sequence[Piece], owned: Sequence[np.ndarray], shape: Sequence[int]) -> int | None:
+def _consecutive(pieces: Sequence[Piece], owned: Sequence["ModeMap"], shape: Sequence[int]) -> int | None:
     """The start of ``pieces`` when they lie back to back, in order, in the array (else ``None``)."""
     start = at = None
     for p in pieces:
@@ -140,7 +143,7 @@ def _direct_receive(engine: "Engine", routes: Routes, dst_eps: dict, dsts: dict,
     shape = ep.shape
     if not _flat(buf, shape, engine, device):
         return None
-    owned = [m.indices for m in ep.modes]
+    owned = list(ep.modes)
     peers = [list(routes.messages.get((q, me), ())) for q in range(engine.world_size)]
     total = sum(p.size for ps in peers for p in ps)
     if total == 0:
@@ -217,7 +220,7 @@ def _send_buffer(engine: "Engine", outgoing: list[list[Piece]], src_eps: dict, s
         (s,) = srcs
         buf, ep = sources.get(s), src_eps[s]
         if buf is not None and _flat(buf, ep.shape, engine, device):
-            start = _consecutive(order, [m.indices for m in ep.modes], ep.shape)
+            start = _consecutive(order, list(ep.modes), ep.shape)
             if start is not None:
                 return buf.adapter.as_strided(buf.base, (total,), (1,), start), buf.adapter
     return engine.empty(total, dtype, device)

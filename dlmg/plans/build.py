@@ -113,11 +113,7 @@ class _Overlaps:
         key = (id(a), id(b))
         segs = self.cache.get(key)
         if segs is None:
-            if a.indices.size == 0 or b.indices.size == 0 or a.indices[-1] < b.indices[0] \
-                    or b.indices[-1] < a.indices[0]:
-                found: list = []
-            else:
-                found = decompose(a, b)
+            found = decompose(a, b)
             segs = self.cache[key] = (found, a, b)  # keep the maps alive so ids stay unique
         return bool(segs[0])
 

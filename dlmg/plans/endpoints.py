@@ -9,7 +9,8 @@ and which device holds it. Endpoints come from a layout's fragments
 (:func:`array_endpoint`) or from a regular array (gather destinations,
 scatter sources).
 
-Mode maps are cached per (extent, block, grid, coordinate, strides), so that
+Mode maps are runs, one per local block, cached per (block, grid, coordinate,
+local extent, strides), so that
 every fragment sharing a grid coordinate along a mode shares one map object,
 and the planner decomposes each pair of maps once.
 """
@@ -20,11 +21,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Sequence
 
-import numpy as np
 
 from .._shapes import c_strides
 from ..device import Device
-from .segments import ModeMap, blocked_mode, dense_mode
+from .segments import ModeMap, cyclic_mode
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..layout import FragmentLayout, Layout
@@ -78,14 +78,12 @@ class Endpoint:
 
     def same_indices(self, other: "Endpoint") -> bool:
         """Whether ``other`` holds exactly the same global indices, mode by mode."""
-        return all(
-            a is b or np.array_equal(a.indices, b.indices) for a, b in zip(self.modes, other.modes)
-        )
+        return all(a.same_indices(b) for a, b in zip(self.modes, other.modes))
 
     def same_geometry(self, other: "Endpoint") -> bool:
         """Whether every held element sits at the same memory offset in both."""
         for a, b, sa, sb in zip(self.modes, other.modes, self.scales, other.scales):
-            if len(a) > 1 and not np.array_equal(a.offsets * sa, b.offsets * sb):
+            if len(a) > 1 and not a.same_offsets(b, sa, sb):
                 return False
         return True
 
@@ -96,22 +94,10 @@ def same_memory(a: Device, b: Device) -> bool:
 
 
 @lru_cache(maxsize=512)
-def _owned(extent: int, block: int, grid: int, coord: int, local: int) -> np.ndarray:
-    k = np.arange(local, dtype=np.int64)
-    out = (coord + (k // block) * grid) * block + k % block
-    out.setflags(write=False)
-    return out
-
-
-@lru_cache(maxsize=512)
-def _mode_map(extent: int, block: int, grid: int, coord: int, local: int,
+def _mode_map(block: int, grid: int, coord: int, local: int,
               element_stride: int | None, block_stride: int | None) -> ModeMap:
-    indices = _owned(extent, block, grid, coord, local)
-    if element_stride is None or block_stride is None:
-        return dense_mode(indices)
-    return blocked_mode(indices, block, element_stride, block_stride)
-
-
+    # one run per local block: the map's size follows the block count, not the extent
+    return cyclic_mode(block, grid, coord, local, element_stride, block_stride)
 
 
 def fragment_modes(frag: "FragmentLayout") -> tuple[tuple[ModeMap, ...], tuple[int, ...]]:
@@ -120,7 +106,7 @@ def fragment_modes(frag: "FragmentLayout") -> tuple[tuple[ModeMap, ...], tuple[i
     es, bs = lay.element_strides, lay.block_strides
     modes = tuple(
         _mode_map(
-            lay.shape[m], lay.block[m], lay.grid[m], frag.coords[m], frag.shape[m],
+            lay.block[m], lay.grid[m], frag.coords[m], frag.shape[m],
             None if es is None else es[m], None if bs is None else bs[m],
         )
         for m in range(lay.ndim)
@@ -149,7 +135,7 @@ def array_endpoint(frag: "FragmentLayout", strides: Sequence[int], device: Devic
     """The endpoint of a fragment held as one strided array with element ``strides``."""
     lay = frag.layout
     modes = tuple(
-        _mode_map(lay.shape[m], lay.block[m], lay.grid[m], frag.coords[m], frag.shape[m], None, None)
+        _mode_map(lay.block[m], lay.grid[m], frag.coords[m], frag.shape[m], None, None)
         for m in range(lay.ndim)
     )
     return Endpoint(frag.index, device or frag.device, modes, tuple(int(s) for s in strides),
@@ -158,5 +144,5 @@ def array_endpoint(frag: "FragmentLayout", strides: Sequence[int], device: Devic
 
 def full_endpoint(shape: Sequence[int], strides: Sequence[int], device: Device) -> Endpoint:
     """The endpoint of a regular array holding the whole tensor."""
-    modes = tuple(_mode_map(int(n), max(int(n), 1), 1, 0, int(n), None, None) for n in shape)
+    modes = tuple(_mode_map(max(int(n), 1), 1, 0, int(n), None, None) for n in shape)
     return Endpoint(0, device, modes, tuple(int(s) for s in strides), "all")

@@ -22,12 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from .._shapes import c_strides
 from ..device import Device
 from .endpoints import Endpoint, fragment_modes
-from .segments import dense_mode
+from .segments import ModeMap, cyclic_mode, intersection
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..layout import Layout
@@ -48,15 +46,16 @@ class Place:
     device : Device
     group : object
         Sources with equal ``group`` are replicas of each other.
-    indices : tuple of numpy.ndarray
-        Sorted global indices held, per mode.
+    indices : tuple of ModeMap
+        The global indices held, per mode (as runs; ``numpy.asarray`` of one
+        gives the sorted indices).
     """
 
     index: int
     rank: int
     device: Device
     group: Any
-    indices: tuple[np.ndarray, ...]
+    indices: tuple[ModeMap, ...]
 
     @property
     def size(self) -> int:
@@ -71,15 +70,17 @@ class Piece:
     ----------
     src, dst : int
         Source and destination place numbers.
-    indices : tuple of numpy.ndarray
-        The global indices of the box, per mode.
+    indices : tuple of ModeMap
+        The global indices of the box, per mode, each as the mode map of a
+        plain array holding just them (``numpy.asarray`` of one gives the
+        sorted indices).
     offset : int
         Elements before it in its message.
     """
 
     src: int
     dst: int
-    indices: tuple[np.ndarray, ...]
+    indices: tuple[ModeMap, ...]
     offset: int
 
     @property
@@ -113,7 +114,7 @@ class Routes:
     world_size: int
     itemsize: int
     messages: dict[tuple[int, int], tuple[Piece, ...]]
-    local: dict[int, tuple[tuple[int, int, tuple[np.ndarray, ...]], ...]]
+    local: dict[int, tuple[tuple[int, int, tuple[ModeMap, ...]], ...]]
     transport: str = ""
     _counts: dict[tuple[int, int], int] = field(default_factory=dict, repr=False)
 
@@ -161,15 +162,14 @@ def layout_places(layout: "Layout") -> list[Place]:
     out = []
     for frag in layout.fragments:
         modes, _ = fragment_modes(frag)
-        out.append(Place(frag.index, layout.ranks[frag.index], frag.device, frag.coords,
-                         tuple(m.indices for m in modes)))
+        out.append(Place(frag.index, layout.ranks[frag.index], frag.device, frag.coords, modes))
     return out
 
 
 def full_places(shape: Sequence[int], ranks: Sequence[int], devices: Sequence[Device]) -> list[Place]:
     """One whole-array place per given rank (all-gather and root-gather destinations,
     scatter sources); place ``k`` is ``ranks[k]``'s."""
-    indices = tuple(np.arange(int(n), dtype=np.int64) for n in shape)
+    indices = tuple(cyclic_mode(max(int(n), 1), 1, 0, int(n)) for n in shape)
     return [Place(k, int(r), d, "all", indices) for k, (r, d) in enumerate(zip(ranks, devices))]
 
 
@@ -183,20 +183,14 @@ def _choose(members: Sequence[Place], dst: Place) -> Place:
     return members[dst.index % len(members)]
 
 
-def _intersect(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if a is b or (a.size == b.size and np.array_equal(a, b)):
-        return a
-    return np.intersect1d(a, b, assume_unique=True)
-
-
 def plan_routes(sources: Sequence[Place], destinations: Sequence[Place], world_size: int,
                 itemsize: int, transport: str = "") -> Routes:
     """The :class:`Routes` filling ``destinations`` from ``sources`` (see the module docstring)."""
     groups: dict[Any, list[Place]] = {}
     for s in sources:
         groups.setdefault(s.group, []).append(s)
-    pieces: dict[tuple[int, int], list[tuple[int, int, tuple[np.ndarray, ...]]]] = defaultdict(list)
-    local: dict[int, list[tuple[int, int, tuple[np.ndarray, ...]]]] = defaultdict(list)
+    pieces: dict[tuple[int, int], list[tuple[int, int, tuple[ModeMap, ...]]]] = defaultdict(list)
+    local: dict[int, list[tuple[int, int, tuple[ModeMap, ...]]]] = defaultdict(list)
     for d in destinations:
         if d.size == 0:
             continue
@@ -204,7 +198,7 @@ def plan_routes(sources: Sequence[Place], destinations: Sequence[Place], world_s
             s = _choose(members, d)
             if s.size == 0:
                 continue
-            box = tuple(_intersect(a, b) for a, b in zip(s.indices, d.indices))
+            box = tuple(intersection(a, b) for a, b in zip(s.indices, d.indices))
             if any(i.size == 0 for i in box):
                 continue
             if s.rank == d.rank:
@@ -226,5 +220,4 @@ def plan_routes(sources: Sequence[Place], destinations: Sequence[Place], world_s
 
 def box_endpoint(piece: Piece, index: int, device: Device) -> Endpoint:
     """The endpoint of a piece packed densely (C order) in a message buffer."""
-    modes = tuple(dense_mode(i) for i in piece.indices)
-    return Endpoint(index, device, modes, c_strides(piece.shape), ("piece", index))
+    return Endpoint(index, device, piece.indices, c_strides(piece.shape), ("piece", index))

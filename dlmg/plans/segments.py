@@ -1,10 +1,12 @@
 """Per-mode copy math: intersect two owned index sets and cut the intersection
 into a few strided segments.
 
-Along one mode a fragment holds a sorted set of global indices; the memory of
-the ``k``-th of them sits at ``offsets[k]`` (in *mode units*: multiplied later
-by the fragment's element stride of that mode, see :class:`ModeMap`). Two
-consecutive held elements of one block are ``unit`` apart.
+Along one mode a fragment holds a sorted set of global indices, described as
+**runs**: a run is ``length`` consecutive global indices from ``start`` whose
+memory lies ``unit`` apart from ``origin`` on (offsets in *mode units*:
+multiplied later by the fragment's element stride of that mode, see
+:class:`ModeMap`). A block-cyclic fragment holds one run per local block, so
+a mode map costs memory and time in the number of blocks, not of elements.
 
 For a source and a destination mode map, :func:`decompose` finds the global
 indices both hold and describes the element pairs with a handful of
@@ -13,50 +15,176 @@ sides advance by their ``unit``, from one run to the next the source advances by
 ``src_step`` and the destination by ``dst_step``. A segment is therefore a
 two-dimensional strided view ``(count, run)`` on each side, and a copy between
 two fragments is the cartesian product of one segment per mode: one strided
-assignment. The work is vectorised NumPy over the held indices; the only Python
-loop runs once per produced segment.
+assignment. The intersection is a merge of the two sorted run lists
+(vectorised NumPy over the runs); the only Python loop runs once per produced
+segment.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import NamedTuple
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["ModeMap", "Segment", "decompose", "dense_mode", "blocked_mode", "streaks"]
+__all__ = ["ModeMap", "Segment", "decompose", "dense_mode", "blocked_mode", "cyclic_mode", "runs_mode", "intersection",
+           "streaks"]
+
+
+def _exclusive_cumsum(values: np.ndarray) -> np.ndarray:
+    out = np.zeros(values.size, dtype=np.int64)
+    if values.size > 1:
+        np.cumsum(values[:-1], out=out[1:])
+    return out
 
 
 @dataclass(frozen=True, eq=False)
 class ModeMap:
-    """Where one fragment keeps its elements along one mode.
+    """Where one fragment keeps its elements along one mode, as runs.
+
+    Run ``r`` holds the global indices ``starts[r] .. starts[r] + lengths[r] - 1``;
+    the first sits at offset ``origins[r]``, each next one ``unit`` further.
+    Runs are sorted by ``starts``, disjoint and non-empty; local element ``k``
+    of the fragment is the ``k``-th held index in that order. Build one with
+    :func:`runs_mode`, :func:`cyclic_mode`, :func:`dense_mode` or
+    :func:`blocked_mode`.
 
     Attributes
     ----------
-    indices : numpy.ndarray
-        Sorted, unique int64 global indices held along the mode.
-    offsets : numpy.ndarray
-        Int64 memory offset of each held index, in mode units.
+    starts, lengths, origins : numpy.ndarray
+        Int64 first global index, element count and first offset (in mode
+        units) of each run.
     unit : int
-        Offset between two consecutive elements of one block, in mode units.
+        Offset between two consecutive elements of one run, in mode units.
     """
 
-    indices: np.ndarray
-    offsets: np.ndarray
+    starts: np.ndarray
+    lengths: np.ndarray
+    origins: np.ndarray
     unit: int
+    size: int = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "size", int(self.lengths.sum()))
 
     def __len__(self) -> int:
-        return int(self.indices.size)
+        return self.size
+
+    @property
+    def first(self) -> int:
+        """The lowest held global index (the map must not be empty)."""
+        return int(self.starts[0])
+
+    @property
+    def last(self) -> int:
+        """The highest held global index (the map must not be empty)."""
+        return int(self.starts[-1] + self.lengths[-1] - 1)
+
+    @property
+    def run_positions(self) -> np.ndarray:
+        """Local position of each run's first element."""
+        return _exclusive_cumsum(self.lengths)
+
+    @property
+    def indices(self) -> np.ndarray:
+        """Every held global index, in local order (one int64 per element: for inspection)."""
+        step = np.repeat(self.starts - self.run_positions, self.lengths)
+        return step + np.arange(self.size, dtype=np.int64)
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """The offset of every held element, in local order (one int64 per element: for inspection)."""
+        base = np.repeat(self.origins - self.run_positions * self.unit, self.lengths)
+        return base + np.arange(self.size, dtype=np.int64) * self.unit
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """The held global indices, as NumPy sees the map (``numpy.asarray(m)``)."""
+        return np.asarray(self.indices, dtype=dtype)
+
+    def local_positions(self, indices: np.ndarray) -> np.ndarray:
+        """The local position of each of the given held global ``indices``."""
+        indices = np.asarray(indices, dtype=np.int64)
+        r = np.maximum(np.searchsorted(self.starts, indices, side="right") - 1, 0)
+        return self.run_positions[r] + indices - self.starts[r]
+
+    def index_runs(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(starts, lengths)`` of the held indices as maximal ranges of consecutive indices."""
+        if self.starts.size <= 1:
+            return self.starts, self.lengths
+        keep = np.concatenate(([True], self.starts[1:] != self.starts[:-1] + self.lengths[:-1]))
+        first = np.flatnonzero(keep)
+        return self.starts[first], np.add.reduceat(self.lengths, first)
+
+    def same_indices(self, other: "ModeMap") -> bool:
+        """Whether ``other`` holds exactly the same global indices."""
+        if self is other:
+            return True
+        if self.size != other.size:
+            return False
+        (a, n), (b, m) = self.index_runs(), other.index_runs()
+        return bool(np.array_equal(a, b) and np.array_equal(n, m))
+
+    def same_offsets(self, other: "ModeMap", scale: int = 1, other_scale: int = 1) -> bool:
+        """Whether the ``k``-th element sits at the same offset in both, for every ``k``
+        (offsets times ``scale`` here and ``other_scale`` in ``other``)."""
+        if self.size != other.size:
+            return False
+        if self.size == 0:
+            return True
+        ka, kb = self.run_positions, other.run_positions
+        cuts = np.union1d(ka, kb)  # local positions where either side starts a run
+        ia = np.searchsorted(ka, cuts, side="right") - 1
+        ib = np.searchsorted(kb, cuts, side="right") - 1
+        oa = (self.origins[ia] + (cuts - ka[ia]) * self.unit) * scale
+        ob = (other.origins[ib] + (cuts - kb[ib]) * other.unit) * other_scale
+        if not np.array_equal(oa, ob):
+            return False
+        longer = bool(np.any(np.diff(np.append(cuts, self.size)) > 1))
+        return not longer or self.unit * scale == other.unit * other_scale
+
+
+def runs_mode(starts: np.ndarray, lengths: np.ndarray, origins: np.ndarray, unit: int) -> ModeMap:
+    """The mode map of the given runs, sorted by start and disjoint; empty runs are
+    dropped and neighbours continuing each other in index and memory joined."""
+    # copies: the map's arrays are made read-only, the caller's are left as they were
+    starts = np.array(starts, dtype=np.int64)
+    lengths = np.array(lengths, dtype=np.int64)
+    origins = np.array(origins, dtype=np.int64)
+    unit = int(unit)
+    full = lengths > 0
+    if not full.all():
+        starts, lengths, origins = starts[full], lengths[full], origins[full]
+    if starts.size > 1:
+        joins = (starts[1:] == starts[:-1] + lengths[:-1]) & (origins[1:] == origins[:-1] + lengths[:-1] * unit)
+        if joins.any():
+            first = np.flatnonzero(np.concatenate(([True], ~joins)))
+            starts, origins = starts[first], origins[first]
+            lengths = np.add.reduceat(lengths, first)
+    for a in (starts, lengths, origins):
+        a.setflags(write=False)
+    return ModeMap(starts, lengths, origins, unit)
+
+
+def _elements_mode(indices: np.ndarray, offsets: np.ndarray, unit: int) -> ModeMap:
+    """The mode map of explicit per-element indices and offsets."""
+    if indices.size == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return runs_mode(empty, empty, empty, unit)
+    breaks = (np.diff(indices) != 1) | (np.diff(offsets) != unit)
+    first = np.flatnonzero(np.concatenate(([True], breaks)))
+    lengths = np.diff(np.append(first, indices.size))
+    return runs_mode(indices[first], lengths, offsets[first], unit)
 
 
 def dense_mode(indices: np.ndarray) -> ModeMap:
-    """The mode map of a plain strided array: local index ``k`` at offset ``k``."""
+    """The mode map of a plain strided array holding the sorted global ``indices``:
+    local index ``k`` at offset ``k``."""
     indices = np.asarray(indices, dtype=np.int64)
-    return ModeMap(indices, np.arange(indices.size, dtype=np.int64), 1)
+    return _elements_mode(indices, np.arange(indices.size, dtype=np.int64), 1)
 
 
 def blocked_mode(indices: np.ndarray, block: int, element_stride: int, block_stride: int) -> ModeMap:
-    """The mode map of padded block storage.
+    """The mode map of padded block storage holding the sorted global ``indices``.
 
     Local index ``k`` lies in the fragment's local block ``k // block`` at
     position ``k % block``; its offset is
@@ -66,7 +194,29 @@ def blocked_mode(indices: np.ndarray, block: int, element_stride: int, block_str
     indices = np.asarray(indices, dtype=np.int64)
     k = np.arange(indices.size, dtype=np.int64)
     offsets = (k // block) * int(block_stride) + (k % block) * int(element_stride)
-    return ModeMap(indices, offsets, int(element_stride))
+    return _elements_mode(indices, offsets, int(element_stride))
+
+
+def cyclic_mode(block: int, grid: int, coord: int, local: int,
+                element_stride: int | None = None, block_stride: int | None = None) -> ModeMap:
+    """The mode map of a block-cyclic fragment, built from its blocks alone.
+
+    The fragment at grid coordinate ``coord`` (of ``grid``) holds ``local``
+    elements: its ``j``-th block of ``block`` elements is the global block
+    ``coord + j * grid`` (the last one possibly partial). Without strides the
+    memory is a plain array (local index ``k`` at offset ``k``); with them it
+    is padded block storage as in :func:`blocked_mode`.
+    """
+    block, grid, coord, local = int(block), int(grid), int(coord), int(local)
+    nblocks = -(-local // block) if local > 0 else 0
+    j = np.arange(nblocks, dtype=np.int64)
+    starts = (coord + j * grid) * block
+    lengths = np.full(nblocks, block, dtype=np.int64)
+    if nblocks:
+        lengths[-1] = local - (nblocks - 1) * block
+    if element_stride is None or block_stride is None:
+        return runs_mode(starts, lengths, j * block, 1)
+    return runs_mode(starts, lengths, j * int(block_stride), int(element_stride))
 
 
 class Segment(NamedTuple):
@@ -94,6 +244,42 @@ def streaks(flags: np.ndarray) -> np.ndarray:
     return next_false - pos
 
 
+def _overlaps(a: ModeMap, b: ModeMap) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(lo, hi, ia, ib)``: the ranges ``[lo, hi)`` of global indices both hold, in
+    global order, each inside run ``ia`` of ``a`` and run ``ib`` of ``b``. The merge of
+    two sorted run lists, in time linear in the runs."""
+    a_lo, a_hi = a.starts, a.starts + a.lengths
+    b_lo, b_hi = b.starts, b.starts + b.lengths
+    first = np.searchsorted(b_hi, a_lo, side="right")  # the first run of b ending after each run of a starts
+    stop = np.searchsorted(b_lo, a_hi, side="left")  # the first starting at or after its end
+    count = np.maximum(stop - first, 0)
+    total = int(count.sum())
+    ia = np.repeat(np.arange(a_lo.size, dtype=np.int64), count)
+    ib = np.repeat(first - _exclusive_cumsum(count), count) + np.arange(total, dtype=np.int64)
+    return np.maximum(a_lo[ia], b_lo[ib]), np.minimum(a_hi[ia], b_hi[ib]), ia, ib
+
+
+def _meet(src: ModeMap, dst: ModeMap) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(lengths, source offsets, destination offsets)`` of the ranges both hold, in global order."""
+    lo, hi, ia, ib = _overlaps(src, dst)
+    so = src.origins[ia] + (lo - src.starts[ia]) * src.unit
+    do = dst.origins[ib] + (lo - dst.starts[ib]) * dst.unit
+    return hi - lo, so, do
+
+
+def intersection(a: ModeMap, b: ModeMap) -> ModeMap:
+    """The global indices both ``a`` and ``b`` hold, as the mode map of a plain array
+    holding just them (local index ``k`` at offset ``k``)."""
+    if a is b or a.same_indices(b):
+        starts, lengths = a.index_runs()
+    elif a.size == 0 or b.size == 0 or a.last < b.first or b.last < a.first:
+        starts = lengths = np.zeros(0, dtype=np.int64)
+    else:
+        lo, hi, _, _ = _overlaps(a, b)
+        starts, lengths = lo, hi - lo
+    return runs_mode(starts, lengths, _exclusive_cumsum(lengths), 1)
+
+
 def decompose(src: ModeMap, dst: ModeMap) -> list[Segment]:
     """Segments covering every global index held by both ``src`` and ``dst``.
 
@@ -117,27 +303,22 @@ def decompose(src: ModeMap, dst: ModeMap) -> list[Segment]:
     >>> decompose(s, d)
     [Segment(count=4, run=1, src_start=0, src_step=1, dst_start=1, dst_step=2)]
     """
-    if src.indices.size == 0 or dst.indices.size == 0:
+    if src.size == 0 or dst.size == 0 or src.last < dst.first or dst.last < src.first:
         return []
-    if src.indices is dst.indices or (
-        src.indices.size == dst.indices.size and np.array_equal(src.indices, dst.indices)
-    ):
-        so, do = src.offsets, dst.offsets
-    else:
-        _, si, di = np.intersect1d(src.indices, dst.indices, assume_unique=True, return_indices=True)
-        if si.size == 0:
-            return []
-        so, do = src.offsets[si], dst.offsets[di]
-    n = so.size
-    if n == 1:
-        return [Segment(1, 1, int(so[0]), src.unit, int(do[0]), dst.unit)]
-    breaks = (np.diff(so) != src.unit) | (np.diff(do) != dst.unit)
-    starts = np.flatnonzero(np.concatenate(([True], breaks)))
-    lengths = np.diff(np.append(starts, n))
+    pieces, so, do = _meet(src, dst)
+    if pieces.size == 0:
+        return []
+    # consecutive pieces whose offsets go on by one unit on both sides form one run
+    joins = (so[1:] == so[:-1] + pieces[:-1] * src.unit) & (do[1:] == do[:-1] + pieces[:-1] * dst.unit)
+    starts = np.flatnonzero(np.concatenate(([True], ~joins)))
+    lengths = np.add.reduceat(pieces, starts)
     s0, d0 = so[starts], do[starts]
+    n = int(lengths.sum())
+    if n == 1:
+        return [Segment(1, 1, int(s0[0]), src.unit, int(d0[0]), dst.unit)]
     nruns = starts.size
     if nruns == 1:
-        return [Segment(1, int(n), int(s0[0]), int(n) * src.unit, int(d0[0]), int(n) * dst.unit)]
+        return [Segment(1, n, int(s0[0]), n * src.unit, int(d0[0]), n * dst.unit)]
     period = _period(lengths, s0, d0)
     out: list[Segment] = []
     for phase in range(period):
