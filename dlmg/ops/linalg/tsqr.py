@@ -191,8 +191,11 @@ def tsqr(
         if not frag.is_local:
             continue
         ex = executor(frag.framework, frag.device)
+        # by row chunks in host memory only: a GPU runs the chunks' small QRs launch-bound (the
+        # performance page has the figures), so there the local QR is one call beside its input
+        chunked = ex.traits.mutable and frag.device.is_host
         try:
-            q, r = ex.run(_local_qr, frag.array, n, keep_q, ex.traits.mutable)
+            q, r = ex.run(_local_qr, frag.array, n, keep_q, chunked)
         except Exception as exc:
             raise fail(f"{name} (local QR)", i, ex, exc) from exc
         blocks[j] = r
