@@ -3,8 +3,9 @@
 Run by :mod:`benchmarks.cases.sorting` through case 8's launcher
 (:func:`benchmarks.cases.multiprocess.launch`), on gloo (torch.distributed) or
 MPI. Each process holds ``n / P`` elements (one NumPy slab). dlmg runs
-``dlmg.array_api.sort`` (parallel sample sort: local sorts, splitters, one
-exchange, a local merge). The native contender is the floor of any exchange
+``dlmg.array_api.sort(x, stable=False)`` (parallel sample sort: local sorts,
+splitters, one exchange, a local merge, a rebalancing exchange; unstable as
+``numpy.sort``'s default), and the array API's default (stable) beside it. The native contender is the floor of any exchange
 sort: ``numpy.sort`` of this process's share and one all-to-all of the same
 bytes in equal parts with the engine's own collective
 (``dist.all_to_all_single``; MPI ``Alltoall``) into a fresh buffer. Values are
@@ -71,7 +72,7 @@ def main() -> int:
 
     # results first: dlmg must be right before it is timed
     want = np.sort(full)
-    got = xp.sort(x)
+    got = xp.sort(x, stable=False)
     for f in got.layout.fragments_of(rank):
         held = np.asarray(got.fragments[f].array)
         np.testing.assert_array_equal(held, want[got.layout.owned_indices(f, 0)])
@@ -79,8 +80,9 @@ def main() -> int:
     assert floor().shape == (share,)
     del full, want, got
 
-    times = time_contenders(engine, {"sort": {"dlmg": lambda: xp.sort(x), "native": floor}},
-                            args.warmup, args.repeats)
+    contenders = {"sort": {"dlmg": lambda: xp.sort(x, stable=False), "native": floor,
+                           "dlmg stable=True": lambda: xp.sort(x)}}
+    times = time_contenders(engine, contenders, args.warmup, args.repeats)
     if rank == 0:
         Path(args.out).write_text(json.dumps({"times": times, "native": name}))
     dd.finalize()

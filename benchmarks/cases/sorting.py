@@ -4,9 +4,11 @@ One process, ``2^24`` float64 in the full mode (``2^22`` quick, ``2^14``
 smoke) in slabs over 8 host fragments (NumPy), each row against NumPy's
 function on one array of all the elements:
 
-* ``xp.sort`` (parallel sample sort) against ``numpy.sort`` (target <= 1.5x)
+* ``xp.sort(x, stable=False)`` (parallel sample sort; unstable as
+  ``numpy.sort``'s default introsort) against ``numpy.sort`` (target <= 1.5x)
   and ``jax.jit(jnp.sort)`` of the same data on a ``NamedSharding`` over JAX's
-  8 CPU devices (64-bit types on for the call; target <= 1.0x);
+  8 CPU devices (64-bit types on for the call; target <= 1.0x); the array
+  API's default ``xp.sort(x)`` (stable) is timed beside it;
 * ``xp.cumulative_sum`` (local scans, an exclusive scan of the fragments'
   totals, a local add) against ``numpy.cumsum`` (target <= 1.2x);
 * ``xp.concat`` of two such tensors along the split mode against
@@ -18,7 +20,7 @@ function on one array of all the elements:
   the indices a host NumPy array and, in a second row, a tensor in 8 host
   slabs, against ``numpy.take`` (target <= 1.2x).
 
-Across processes: ``xp.sort`` of the same number of float64 in one NumPy slab
+Across processes: ``xp.sort(x, stable=False)`` (the stable one timed beside it) of the same number of float64 in one NumPy slab
 per process, 4 processes (2 in the smoke run), torch.distributed on gloo and
 MPI, against the floor of any exchange sort: ``numpy.sort`` of one share plus
 one all-to-all of the same bytes with the engine's own collective
@@ -88,15 +90,16 @@ def _sort(ctx: Context) -> list[Row]:
     n = _n(ctx)
     values = np.random.default_rng(11).standard_normal(n)
 
-    def build() -> Callable[[], Any]:
+    def build(stable: bool) -> Callable[[], Any]:
         x = _tensor(values)
-        return lambda: xp.sort(x)
+        return lambda: xp.sort(x, stable=stable)
 
-    fn = prepared(build)
-    row = Row(13, "sort, 8 host fragments (sample sort)",
+    fn, fn_stable = prepared(lambda: build(False)), prepared(lambda: build(True))
+    row = Row(13, "sort, 8 host fragments (sample sort, stable=False as numpy.sort's default)",
               {"framework": "numpy", "fragments": FRAGMENTS, "size": f"{n} float64", "device": "cpu"},
               "numpy.sort of one array", targets=[Target("ratio", "<=", 1.5)])
-    callables: dict[str, Callable[[], Any]] = {"dlmg": fn, "native": lambda: np.sort(values)}
+    callables: dict[str, Callable[[], Any]] = {"dlmg": fn, "native": lambda: np.sort(values),
+                                               "dlmg stable=True": fn_stable}
     try:
         callables["jax"] = _jax_sort(values)
     except Exception as exc:  # noqa: BLE001 - JAX missing or without 8 CPU devices: the row keeps its others
@@ -105,6 +108,8 @@ def _sort(ctx: Context) -> list[Row]:
     t, t_jax = row.time("dlmg"), row.time("jax") if "jax" in callables else None
     row.metrics["ratio to jax.jit(jnp.sort)"] = t / t_jax if t and t_jax else None
     row.targets.append(Target("ratio to jax.jit(jnp.sort)", "<=", 1.0))
+    t_stable = row.time("dlmg stable=True")
+    row.metrics["ratio stable=True"] = t_stable / row.time("native") if t_stable and row.time("native") else None
     if ok(row, "dlmg"):
         row.check = check_result(
             lambda: "ok" if np.array_equal(fn().gather(), np.sort(values)) else "mismatch: sort differs")
@@ -190,7 +195,8 @@ def run_sorting(ctx: Context) -> list[Row]:
     """Case 13: distributed sort, cumulative sum, concat, flip and take against NumPy (and JAX
     for the sort), and the sort across 4 processes against a local sort and one all-to-all."""
     rows: list[Row] = []
-    rows.extend(guarded(13, "sort, 8 host fragments (sample sort)", "numpy", lambda: _sort(ctx)))
+    rows.extend(guarded(13, "sort, 8 host fragments (sample sort, stable=False as numpy.sort's default)", "numpy",
+                        lambda: _sort(ctx)))
     rows.extend(guarded(13, "cumulative_sum, 8 host fragments (blocked scan)", "numpy", lambda: _cumsum(ctx)))
     rows.extend(guarded(13, "concat, 8 host fragments", "numpy.concatenate", lambda: _concat(ctx)))
     rows.extend(guarded(13, "flip, 8 host fragments", "numpy.flip", lambda: _flip(ctx)))
@@ -211,7 +217,7 @@ def _processes(ctx: Context) -> list[Row]:
     rows: list[Row] = []
     for engine in ("torch", "mpi"):
         params = {"engine": engine, "processes": nprocs, "size": f"{n} float64", "framework": "numpy"}
-        row = Row(13, f"sort, {nprocs} processes ({engine}), one slab each (sample sort)", params,
+        row = Row(13, f"sort, {nprocs} processes ({engine}), one slab each (sample sort, stable=False)", params,
                   "numpy.sort of one share + one all-to-all of the same bytes", targets=[Target("ratio", "<=", 1.5)])
         try:
             result = launch(engine, nprocs, n, ctx.settings.repeats, ctx.settings.warmup, worker=WORKER)
@@ -224,6 +230,8 @@ def _processes(ctx: Context) -> list[Row]:
         row.native = f"numpy.sort of one share + one {result['native']} of the same bytes"
         row.timings = {who: timing(seconds) for who, seconds in times.items()}
         row.check = "ok (checked against numpy.sort in every process)"
+        t_stable, t_native = row.time("dlmg stable=True"), row.time("native")
+        row.metrics["ratio stable=True"] = t_stable / t_native if t_stable and t_native else None
         rows.append(row)
     return rows
 
