@@ -26,7 +26,7 @@ _CASE_TITLES = {
     10: "Contractions: A @ B and einsum against one native product",
     11: "Linear algebra: TSQR linalg.qr and blocked Cholesky against one native factorization",
     12: "FFTs: fftn over 8 slabs against numpy.fft.fftn and jax.jit(jnp.fft.fftn)",
-    13: "Sorting and scans: sample sort and blocked cumulative_sum against numpy.sort and numpy.cumsum",
+    13: "Sorting, scans and rearranging: sample sort, blocked cumulative_sum, concat, flip and take against NumPy; sort across processes",
 }
 
 

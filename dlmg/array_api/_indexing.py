@@ -729,15 +729,16 @@ def _along_boxes(x: Any, idx: Any, axis: int) -> tuple[Layout, dict[int, Box]]:
                         ranks=lay.ranks)
     boxes = {}
     for o in _held(layout):
-        picks = [layout.owned_indices(o, j) for j in range(layout.ndim)]
-        box_shape = tuple(len(p) for p in picks)
+        box_shape = tuple(layout.fragment(o).shape)
+        # along ``axis`` the index values name the positions: its own indices are not needed
+        picks = [None if j == axis else layout.owned_indices(o, j) for j in range(layout.ndim)]
         values = _index_values(idx.fragments[o], x.shape[axis], axis)
         if idx.ndim != x.ndim:
             values = values.reshape((1,) * axis + (-1,) + (1,) * (x.ndim - axis - 1))
         else:
             values = values.reshape(box_shape)
-        subs = [values if m == axis else picks[m].reshape((1,) * m + (-1,) + (1,) * (x.ndim - m - 1))
-                for m in range(x.ndim)]
+        subs = [values if p is None else p.reshape((1,) * m + (-1,) + (1,) * (x.ndim - m - 1))
+                for m, p in enumerate(picks)]
         boxes[o] = Box(subs, box_shape)
     return layout, boxes
 

@@ -24,7 +24,9 @@ Keys are ``(value, global index)`` when the order of equal values matters
 position)``, so runs of equal values split between buckets and every bucket
 stays near ``n / p``. NaNs sort last, as NumPy's. ``descending`` sorts the
 reversed sequence ascending and reverses the result, as array-api-compat does for
-NumPy, so equal values keep their order.
+NumPy, so equal values keep their order. ``sort(..., stable=False)`` lets step 1
+use each framework's fastest sort (NumPy's introsort rather than its timsort);
+step 4 stays a stable sort, which finds the received runs and merges them.
 
 A split mode of a tensor of several modes is made whole first: one
 redistribution moves its split onto the longest other mode (the same devices and
@@ -135,7 +137,7 @@ def _sort(x: "DistributedTensor", axis: int, descending: bool, stable: bool, nam
         done = _local(moved, a, descending, stable, name, idx)
         del moved
         return done.redistribute(x.layout.dense)
-    return _sample_sort_1d(x, descending, name, idx)
+    return _sample_sort_1d(x, descending, name, idx, stable)
 
 
 def _local(x: "DistributedTensor", a: int, descending: bool, stable: bool, name: str,
@@ -165,7 +167,7 @@ def _key(value: Any, t1: int, t2: int) -> tuple:
 def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties: dict[int, Any] | None,
                 mode: str, dtype: str, tie_dtype: str = "int64", ordered: bool = False,
                 sorted_already: bool = False, payload: dict[int, Any] | None = None,
-                payload_dtype: str = "int64", need_values: bool = True,
+                payload_dtype: str = "int64", need_values: bool = True, stable: bool = True,
                 **fields: Any) -> tuple[dict[int, Any], dict[int, Any], dict[int, int]]:
     """Steps 1 to 4 of the sample sort (see the module) of 1-D pieces.
 
@@ -193,6 +195,10 @@ def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties
         values and is permuted with them; it comes back in ``payload`` itself.
     need_values : bool
         Whether the sorted values are wanted back (``argsort`` keeps only the keys).
+    stable : bool
+        Whether step 1 sorts values without tie keys or payload stably (equal values then
+        keep their order, e.g. ``-0.0`` and ``0.0``); ``False`` lets each framework use its
+        fastest sort. Values with tie keys are always sorted stably.
 
     Returns
     -------
@@ -201,7 +207,7 @@ def sample_sort(what: str, slots: Sequence[Member], values: dict[int, Any], ties
         empty without ``ties``), and every slot's bucket size.
     """
     local = [m for m in slots if m.local]
-    runs, keys, extra = _sorted_runs(what, local, values, ties, payload, sorted_already, tie_dtype)
+    runs, keys, extra = _sorted_runs(what, local, values, ties, payload, sorted_already, tie_dtype, stable)
     splitters = _splitters(what, slots, runs, keys, mode, fields)
     cuts: dict[int, list[int]] = {}
     for pos, m in enumerate(slots):
@@ -255,8 +261,8 @@ def _merged(what: str, local: Sequence[Member], got: tuple[dict[int, Any], ...],
 
 
 def _sorted_runs(what: str, local: Sequence[Member], values: dict[int, Any], ties: dict[int, Any] | None,
-                 payload: dict[int, Any] | None, sorted_already: bool,
-                 tie_dtype: str) -> tuple[dict[int, Any], dict[int, Any], dict[int, Any]]:
+                 payload: dict[int, Any] | None, sorted_already: bool, tie_dtype: str,
+                 stable: bool = True) -> tuple[dict[int, Any], dict[int, Any], dict[int, Any]]:
     """Step 1: each local slot's values sorted (its tie keys and payload permuted with them),
     each input popped as its sorted copy replaces it. Returns ``(runs, keys, payload)``."""
     runs: dict[int, Any] = {}
@@ -271,7 +277,7 @@ def _sorted_runs(what: str, local: Sequence[Member], values: dict[int, Any], tie
         try:
             if not sorted_already:
                 if t is None and e is None:
-                    v = ex.run(lambda xp, a: xp.sort(a), v)
+                    v = ex.run(lambda xp, a: xp.sort(a, stable=stable), v)
                 else:
                     perm = ex.run(lambda xp, a: xp.argsort(a, stable=True), v)
                     v = ex.run(lambda xp, a, o: xp.take(a, o), v, perm)
@@ -460,7 +466,8 @@ def rebalance(what: str, slots: Sequence[Member], data: dict[int, Any], counts: 
     return out
 
 
-def _sample_sort_1d(x: "DistributedTensor", descending: bool, name: str, idx: str) -> "DistributedTensor":
+def _sample_sort_1d(x: "DistributedTensor", descending: bool, name: str, idx: str,
+                    stable: bool = True) -> "DistributedTensor":
     layout = x.layout
     n = layout.shape[0]
     slots = members(x, [layout.fragment_index((c,), 0) for c in range(layout.grid[0])])
@@ -493,7 +500,7 @@ def _sample_sort_1d(x: "DistributedTensor", descending: bool, name: str, idx: st
     sorted_v, sorted_t, counts = sample_sort(f"dlmg.{name}", along, values, ties,
                                              "index" if ties is not None else "position", dtype,
                                              tie_dtype=tie, ordered=ordered, need_values=name == "sort",
-                                             **fields)
+                                             stable=stable, **fields)
     receivers = members(x)
     if name == "argsort":
         sorted_v.clear()
