@@ -46,6 +46,10 @@ class Mode:
         ``sqrt(n) x sqrt(n)``).
     gpu_qr_shape : tuple of int
         The tall-skinny float64 matrix of the GPU TSQR.
+    gpu_qr32_shape : tuple of int
+        The tall-skinny float32 matrix of the second GPU TSQR row.
+    gpu_fftn_side : int
+        The GPU ``fftn`` transforms a ``side^3`` complex64 array.
     gpu_sort_n : int
         Elements of the float64 vector the GPU sort sorts.
     """
@@ -66,6 +70,8 @@ class Mode:
     gpu_checkpoint_bytes: int
     gpu_fft_n: int
     gpu_qr_shape: tuple[int, int]
+    gpu_qr32_shape: tuple[int, int]
+    gpu_fftn_side: int
     gpu_sort_n: int
 
 
@@ -87,6 +93,8 @@ MODES: dict[str, Mode] = {
         gpu_checkpoint_bytes=256 * KiB,
         gpu_fft_n=1 << 14,
         gpu_qr_shape=(1 << 13, 16),
+        gpu_qr32_shape=(1 << 13, 16),
+        gpu_fftn_side=32,
         gpu_sort_n=1 << 14,
     ),
     "quick": Mode(
@@ -106,6 +114,8 @@ MODES: dict[str, Mode] = {
         gpu_checkpoint_bytes=1 * GiB,
         gpu_fft_n=1 << 26,
         gpu_qr_shape=(1 << 20, 64),
+        gpu_qr32_shape=(1 << 22, 128),
+        gpu_fftn_side=512,
         gpu_sort_n=1 << 25,
     ),
     "full": Mode(
@@ -125,6 +135,8 @@ MODES: dict[str, Mode] = {
         gpu_checkpoint_bytes=1 * GiB,
         gpu_fft_n=1 << 28,
         gpu_qr_shape=(1 << 22, 64),
+        gpu_qr32_shape=(1 << 22, 128),
+        gpu_fftn_side=512,
         gpu_sort_n=1 << 27,
     ),
 }

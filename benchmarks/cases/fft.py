@@ -212,10 +212,36 @@ def _gpu_fft(ctx: Context, shape: tuple[int, ...]) -> list[Row]:
     return [row]
 
 
+def _gpu_fftn(ctx: Context) -> list[Row]:
+    import dlmg.array_api as xp
+    import torch
+
+    side = ctx.mode.gpu_fftn_side
+    gen = torch.Generator(device=ctx.device).manual_seed(13)
+    whole = torch.randn((side,) * 3, generator=gen, device=ctx.device, dtype=torch.complex64)
+    x = torch_slabs(whole, 0)
+    row = Row(12, "fftn, 8 row slabs of torch fragments (slab decomposition)",
+              {"framework": "torch", "fragments": FRAGMENTS, "size": f"{side}^3 complex64", "device": ctx.device},
+              "one torch.fft.fftn of the whole array", targets=[Target("ratio", "<=", 1.3)])
+
+    def check() -> str:
+        want = torch.fft.fftn(whole)
+        err = float((xp.fft.fftn(x).gather() - want).abs().max() / want.abs().max())
+        return f"ok (max relative error {err:.1e})" if err < 1e-4 else f"mismatch: max relative error {err:.1e}"
+
+    run_checked(row, ctx, {"dlmg": lambda: xp.fft.fftn(x), "native": lambda: torch.fft.fftn(whole),
+                           "dlmg transposed_out": lambda: xp.fft.fftn(x, transposed_out=True)}, check)
+    kept, native = row.time("dlmg transposed_out"), row.time("native")
+    row.metrics["ratio transposed_out"] = kept / native if kept and native and row.time("dlmg") else None
+    return [row]
+
+
 def run_fft_gpu(ctx: Context) -> list[Row]:
-    """Case 6's FFTs: ``fft`` along the split axis of 8 torch fragments against one ``torch.fft.fft``."""
+    """Case 6's FFTs: ``fft`` along the split axis of 8 torch fragments against one ``torch.fft.fft``,
+    and ``fftn`` of a cube in 8 slabs against one ``torch.fft.fftn`` (target 1.3)."""
     n = ctx.mode.gpu_fft_n
     side = math.isqrt(n)
     return (guarded(12, "fft, 1-D signal, torch fragments", "torch.fft.fft", lambda: _gpu_fft(ctx, (n,)))
             + guarded(12, "fft, matrix in row slabs, torch fragments", "torch.fft.fft",
-                      lambda: _gpu_fft(ctx, (side, side))))
+                      lambda: _gpu_fft(ctx, (side, side)))
+            + guarded(12, "fftn, row slabs, torch fragments", "torch.fft.fftn", lambda: _gpu_fftn(ctx)))
