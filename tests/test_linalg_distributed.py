@@ -294,7 +294,8 @@ def test_matrix_power_of_zero_and_negative_powers_stays_on_the_grid(monkeypatch)
         if k == 0:  # the identity in x's layout, made where each fragment is
             assert got.layout.same_distribution(lay.dense)
             assert [f.framework for f in got.fragments] == [f.framework for f in x.fragments]
-        elif sum(f.size > 0 for f in x.fragments) > 1:  # the inverse and its products stay split
+        elif k == -1 and sum(f.size > 0 for f in x.fragments) > 1:  # the inverse stays split (its
+            # powers are matmuls, whose planner may put a product of tiny matrices on one of the devices)
             assert got.layout.ngrid > 1
         np.testing.assert_allclose(gathered(got), np.linalg.matrix_power(a, k), atol=1e-11)
 

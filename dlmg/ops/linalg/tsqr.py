@@ -183,24 +183,8 @@ def tsqr(
     devices = [lay.devices[i] for i in order]
     ranks = [lay.ranks[i] for i in order]
     stacked = Layout((p * n, n), block=(n, n), grid=(p, 1), devices=devices, ranks=ranks)
-    pieces: dict[int, _Piece] = {}
-    blocks: list[Any] = [None] * p
     keep_q = width is not None
-    for j, i in enumerate(order):
-        frag = x.fragments[i]
-        if not frag.is_local:
-            continue
-        ex = executor(frag.framework, frag.device)
-        # by row chunks in host memory only: a GPU runs the chunks' small QRs launch-bound (the
-        # performance page has the figures), so there the local QR is one call beside its input
-        chunked = ex.traits.mutable and frag.device.is_host
-        try:
-            q, r = ex.run(_local_qr, frag.array, n, keep_q, chunked)
-        except Exception as exc:
-            raise fail(f"{name} (local QR)", i, ex, exc) from exc
-        blocks[j] = r
-        if keep_q:
-            pieces[j] = _Piece(ex, q, min(rows[i], n))
+    blocks, pieces = _local_factors(name, x, order, rows, keep_q)
     home_dev, home_rank = devices[0], ranks[0]
     gathered = new_tensor(blocks, stacked, x.dtype).redistribute(Layout.single((p * n, n), home_dev, ranks=home_rank))
     del blocks
@@ -229,7 +213,41 @@ def tsqr(
     if out_layout is None:
         out_layout = Layout((m, width), block=(lay.block[0], max(width, 1)), grid=(p, 1),
                             devices=lay.devices[:p], ranks=lay.ranks[:p])
-    arrays: list[Any] = [None] * out_layout.nfragments
+    arrays = _applied(name, pieces, order, w, out_layout.nfragments, apply, width == n)
+    return new_tensor(arrays, out_layout, x.dtype), results
+
+
+def _local_factors(name: str, x: "DistributedTensor", order: list[int], rows: list[int],
+                   keep_q: bool) -> tuple[list[Any], dict[int, _Piece]]:
+    """TSQR's first step: each local fragment's ``R_f`` (padded to ``n x n``), in stacking
+    ``order``, and its ``Q_f`` where ``keep_q``."""
+    n = x.shape[1]
+    pieces: dict[int, _Piece] = {}
+    blocks: list[Any] = [None] * len(order)
+    for j, i in enumerate(order):
+        frag = x.fragments[i]
+        if not frag.is_local:
+            continue
+        ex = executor(frag.framework, frag.device)
+        # by row chunks in host memory only: a GPU runs the chunks' small QRs launch-bound (the
+        # performance page has the figures), so there the local QR is one call beside its input
+        chunked = ex.traits.mutable and frag.device.is_host
+        try:
+            q, r = ex.run(_local_qr, frag.array, n, keep_q, chunked)
+        except Exception as exc:
+            raise fail(f"{name} (local QR)", i, ex, exc) from exc
+        blocks[j] = r
+        if keep_q:
+            pieces[j] = _Piece(ex, q, min(rows[i], n))
+    return blocks, pieces
+
+
+def _applied(name: str, pieces: dict[int, _Piece], order: list[int], w: "DistributedTensor", nfragments: int,
+             apply: Callable[[Any, Any, Any, int], Any] | None, square: bool) -> list[Any]:
+    """TSQR's last step: each fragment's part of the result, ``apply(Q_f, W_f)`` (default
+    ``Q_f W_f``; written over a chunked ``Q_f``'s own buffer when ``W`` is square), each
+    ``Q_f`` freed once used."""
+    arrays: list[Any] = [None] * nfragments
     run = apply if apply is not None else (lambda xp, q, wf, _f: xp.matmul(q, wf))
     for j, piece in pieces.items():
         i = order[j]
@@ -239,15 +257,15 @@ def tsqr(
             q = piece.q
             if not isinstance(q, _ChunkedQ):
                 arrays[i] = ex.run(run, q, wf, i)
-            elif apply is None and width == n:  # Q_f W_f written over Q_f's buffer
+            elif apply is None and square:  # Q_f W_f written over Q_f's buffer
                 arrays[i] = ex.run(_chunked_apply, q, wf)
             else:
                 arrays[i] = ex.run(run, ex.run(_explicit_q, q), wf, i)
             del q
         except Exception as exc:
             raise fail(f"{name} (applying Q)", i, ex, exc) from exc
-        piece.q = None  # each local Q_f freed once used
-    return new_tensor(arrays, out_layout, x.dtype), results
+        piece.q = None
+    return arrays
 
 
 # --------------------------------------------------------------------------
