@@ -9,6 +9,7 @@ trailing matrix fragment by fragment in each fragment's framework.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -302,6 +303,18 @@ def _cholesky_update(name: str, work: dict[int, Any], execs: dict[int, Executor]
 # determinants: blocked right-looking LU with partial pivoting on the grid, rows left in place
 
 
+def _at_home(what: str, home: Any, index: int, fn: Callable[..., tuple[Any, Any]], *args: Any) -> tuple[Any, Any]:
+    """``fn(xp, panel, *args)`` on the process holding a gathered panel (``home``, named as
+    fragment ``index`` in errors); ``(None, None)`` elsewhere."""
+    if not home.is_local:
+        return None, None
+    ex = executor(home.framework, home.device)
+    try:
+        return ex.run(fn, home.array, *args)
+    except Exception as exc:
+        raise fail(what, index, ex, exc) from exc
+
+
 def _panel_lu(xp: Any, p: Any, rem: np.ndarray, size: int, w: int) -> tuple[Any, Any]:
     """Partial-pivoting LU of the panel's rows ``rem`` (global indices not yet pivoted).
 
@@ -384,16 +397,8 @@ def slogdet_grid(x: "DistributedTensor", /) -> tuple[complex | float, float]:
         home = panel.fragments[0]
         rem = np.flatnonzero(remaining)
 
-        def factor() -> tuple[Any, Any]:
-            if not home.is_local:
-                return None, None
-            ex = executor(home.framework, home.device)
-            try:
-                return ex.run(_panel_lu, home.array, rem, size, w)
-            except Exception as exc:
-                raise fail(f"{name} (panel {k})", diag, ex, exc) from exc
-
-        full, record = agreed(name, factor, panel=k, shape=x.shape)
+        full, record = agreed(name, lambda: _at_home(f"{name} (panel {k})", home, diag, _panel_lu, rem, size, w),
+                              panel=k, shape=x.shape)
         nw = min(w, rem.size)
         mult = new_tensor([full], Layout.single((size, w), devices[diag], ranks=ranks[diag]), x.dtype)
         rec = new_tensor([record], Layout.single((nw, nw + 2), devices[diag], ranks=ranks[diag]), x.dtype)
@@ -591,16 +596,8 @@ def solve_grid(a: "DistributedTensor", b: "DistributedTensor", /) -> "Distribute
         panel, diag = _column_panel(works[0], execs, lay, cols, k, w, a.dtype)
         home = panel.fragments[0]
 
-        def factor() -> tuple[Any, Any]:
-            if not home.is_local:
-                return None, None
-            ex = executor(home.framework, home.device)
-            try:
-                return ex.run(_gj_panel, home.array, k0, w, size)
-            except Exception as exc:
-                raise fail(f"{name} (panel {k})", diag, ex, exc) from exc
-
-        mult, record = agreed(name, factor, panel=k, shape=a.shape)
+        mult, record = agreed(name, lambda: _at_home(f"{name} (panel {k})", home, diag, _gj_panel, k0, w, size),
+                              panel=k, shape=a.shape)
         here = Layout.single((size, w), lay.devices[diag], ranks=lay.ranks[diag])
         mult = new_tensor([mult], here, a.dtype).redistribute(_multiplier_layout(lay, w))
         rec = new_tensor([record], Layout.single((w, w + 1), lay.devices[diag], ranks=lay.ranks[diag]), a.dtype)
