@@ -48,14 +48,46 @@ def time_contenders(engine: Any, contenders: dict[str, dict[str, Any]], warmup: 
     return times
 
 
-def main() -> int:
+def worker_arguments() -> argparse.Namespace:
+    """The command line every multi-process worker takes: ``--engine``, ``--n``, ``--repeats``,
+    ``--warmup`` and ``--out`` (the JSON rank 0 writes)."""
     p = argparse.ArgumentParser()
     p.add_argument("--engine", choices=["torch", "mpi"], required=True)
     p.add_argument("--n", type=int, required=True)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--out", required=True)
-    args = p.parse_args()
+    return p.parse_args()
+
+
+def engine_alltoall(engine: str) -> tuple[Any, str]:
+    """The engine's own all-to-all of a contiguous NumPy array in equal parts, into a fresh
+    buffer (``dist.all_to_all_single``, MPI ``Alltoall``), and its name for the report."""
+    import numpy as np
+
+    if engine == "torch":
+        import torch
+        import torch.distributed as dist
+
+        def exchange(send: Any) -> Any:
+            recv = np.empty_like(send)
+            dist.all_to_all_single(torch.from_numpy(recv.reshape(-1).view(np.uint8)),
+                                   torch.from_numpy(send.reshape(-1).view(np.uint8)))
+            return recv
+
+        return exchange, "dist.all_to_all_single"
+    from mpi4py import MPI
+
+    def exchange(send: Any) -> Any:
+        recv = np.empty_like(send)
+        MPI.COMM_WORLD.Alltoall([send.reshape(-1).view(np.uint8), MPI.BYTE], [recv.reshape(-1).view(np.uint8), MPI.BYTE])
+        return recv
+
+    return exchange, "MPI Alltoall"
+
+
+def main() -> int:
+    args = worker_arguments()
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
     import numpy as np

@@ -20,7 +20,6 @@ Values are checked first, in every process. Rank 0 writes the per-repeat seconds
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -36,21 +35,16 @@ def spd(n: int):  # type: ignore[no-untyped-def]
 
 
 def main() -> int:
-    p = argparse.ArgumentParser()
-    p.add_argument("--engine", choices=["torch", "mpi"], required=True)
-    p.add_argument("--n", type=int, required=True)
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--warmup", type=int, default=1)
-    p.add_argument("--out", required=True)
-    args = p.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from benchmarks.cases._mp_collectives import time_contenders, worker_arguments
+
+    args = worker_arguments()
 
     import numpy as np
 
     import dlmg
     import dlmg.distributed as dd
     from dlmg import Layout
-    from benchmarks.cases._mp_collectives import time_contenders
 
     engine = dd.init(args.engine, timeout=600)
     rank, world = dd.rank(), dd.world_size()

@@ -14,28 +14,22 @@ checked first, in every process. Rank 0 writes the per-repeat seconds as JSON.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 
 def main() -> int:
-    p = argparse.ArgumentParser()
-    p.add_argument("--engine", choices=["torch", "mpi"], required=True)
-    p.add_argument("--n", type=int, required=True)
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--warmup", type=int, default=1)
-    p.add_argument("--out", required=True)
-    args = p.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from benchmarks.cases._mp_collectives import engine_alltoall, time_contenders, worker_arguments
+
+    args = worker_arguments()
 
     import numpy as np
 
     import dlmg
     import dlmg.array_api as xp
     import dlmg.distributed as dd
-    from benchmarks.cases._mp_collectives import time_contenders
 
     engine = dd.init(args.engine, timeout=600)
     rank, world = dd.rank(), dd.world_size()
@@ -45,27 +39,7 @@ def main() -> int:
     mine = np.ascontiguousarray(full[rank * share:(rank + 1) * share])
     x = dlmg.from_fragments({rank: mine}, dd.slab((n,), 0))
 
-    if args.engine == "torch":
-        import torch
-        import torch.distributed as dist
-
-        def exchange(send: np.ndarray) -> np.ndarray:
-            recv = np.empty_like(send)
-            dist.all_to_all_single(torch.from_numpy(recv), torch.from_numpy(send))
-            return recv
-
-        name = "dist.all_to_all_single"
-    else:
-        from mpi4py import MPI
-
-        comm = MPI.COMM_WORLD
-
-        def exchange(send: np.ndarray) -> np.ndarray:
-            recv = np.empty_like(send)
-            comm.Alltoall([send, MPI.DOUBLE], [recv, MPI.DOUBLE])
-            return recv
-
-        name = "MPI Alltoall"
+    exchange, name = engine_alltoall(args.engine)
 
     def floor() -> np.ndarray:
         return exchange(np.sort(mine))
