@@ -9,13 +9,13 @@ memory with ``tracemalloc`` (NumPy fragments, whose buffers it sees).
 from __future__ import annotations
 
 import math
-import tracemalloc
 
 import numpy as np
 
 import dlmg
 import dlmg.distributed as dd
 from dlmg import Layout
+from tests._memory import peak_of
 
 la = dlmg.linalg
 
@@ -130,13 +130,7 @@ def linalg_memory():
         ("qr", lambda: la.qr(x), share), ("svd", lambda: la.svd(x, full_matrices=False), share),
         ("svdvals", lambda: la.svdvals(x), 0), ("pinv", lambda: la.pinv(x), share),
     ):
-        tracemalloc.start()
-        tracemalloc.reset_peak()
-        base = tracemalloc.get_traced_memory()[0]
-        out = fn()
-        peak = tracemalloc.get_traced_memory()[1] - base
-        tracemalloc.stop()
-        del out
+        peak = peak_of(fn)
         bound = 1.5 * (share + result_share) + one_block + small
         assert peak <= bound, f"{name}: peak {peak} bytes > bound {bound} (share {share})"
         peaks[name] = round(peak / share, 3)
@@ -194,13 +188,7 @@ def linalg_full_svd_memory():
     u_share = share // n * m
     small = (world * n) ** 2 * 8 * 4
     la.svd(x)  # the plans' caches filled once, as the memory of a call is measured once they exist
-    tracemalloc.start()
-    tracemalloc.reset_peak()
-    base = tracemalloc.get_traced_memory()[0]
-    out = la.svd(x)
-    peak = tracemalloc.get_traced_memory()[1] - base
-    tracemalloc.stop()
-    del out
+    peak = peak_of(lambda: la.svd(x))
     bound = 1.5 * (share + u_share) + block * n * 8 + small
     assert peak <= bound, f"svd(full_matrices=True): peak {peak} bytes > bound {bound} (share {share})"
     return True
@@ -276,13 +264,7 @@ def linalg_stacked_memory():
     share = sum(arr.nbytes for arr in arrays if arr is not None)
     panels = 2 * n * b * 8 * len(mine) * 2 * 2  # one entry's Gauss-Jordan panels (as the 2-D inv's bound)
     la.inv(x)  # the plans' caches filled once, as the memory of a call is measured once they exist
-    tracemalloc.start()
-    tracemalloc.reset_peak()
-    base = tracemalloc.get_traced_memory()[0]
-    inverse = la.inv(x)
-    peak = tracemalloc.get_traced_memory()[1] - base
-    tracemalloc.stop()
-    del inverse
+    peak = peak_of(lambda: la.inv(x))
     bound = 1.5 * (2 * share) + b * b * 8 + panels
     assert peak <= bound, f"stacked inv: peak {peak} bytes > bound {bound} (share {share})"
     return True
@@ -384,30 +366,13 @@ def linalg_cholesky_memory():
     del a, spd
     share = sum(arr.nbytes for arr in arrays if arr is not None)
     panels = 2 * n * b * 8 * len(mine) * 2  # the panel rows of its rows and of its columns, and their copies
-    tracemalloc.start()
-    tracemalloc.reset_peak()
-    base = tracemalloc.get_traced_memory()[0]
-    low = la.cholesky(x)
-    peak = tracemalloc.get_traced_memory()[1] - base
-    tracemalloc.stop()
-    del low
+    peak = peak_of(lambda: la.cholesky(x))
     bound = 1.5 * (2 * share) + b * b * 8 + panels
     assert peak <= bound, f"cholesky: peak {peak} bytes > bound {bound} (share {share})"
-    tracemalloc.start()
-    tracemalloc.reset_peak()
-    base = tracemalloc.get_traced_memory()[0]
-    la.slogdet(x)
-    peak = tracemalloc.get_traced_memory()[1] - base
-    tracemalloc.stop()
+    peak = peak_of(lambda: la.slogdet(x))
     bound = 1.5 * share + b * b * 8 + panels  # the result is two numbers
     assert peak <= bound, f"slogdet: peak {peak} bytes > bound {bound} (share {share})"
-    tracemalloc.start()
-    tracemalloc.reset_peak()
-    base = tracemalloc.get_traced_memory()[0]
-    inverse = la.inv(x)
-    peak = tracemalloc.get_traced_memory()[1] - base
-    tracemalloc.stop()
-    del inverse
+    peak = peak_of(lambda: la.inv(x))
     bound = 1.5 * (2 * share) + b * b * 8 + 2 * panels  # the identity's working copy is the result's share
     assert peak <= bound, f"inv: peak {peak} bytes > bound {bound} (share {share})"
     return True
@@ -486,13 +451,7 @@ def linalg_eigh_memory():
     # a first call fills the caches of the rounds' redistribution plans (kept for the next
     # call, not memory of one call), as the memory of a call is measured once they exist
     la.eigvalsh(x)
-    tracemalloc.start()
-    tracemalloc.reset_peak()
-    base = tracemalloc.get_traced_memory()[0]
-    w, v = la.eigh(x)
-    peak = tracemalloc.get_traced_memory()[1] - base
-    tracemalloc.stop()
-    del w, v
+    peak = peak_of(lambda: la.eigh(x))
     bound = 1.5 * (2 * share) + b * n * 8 + gram
     assert peak <= bound, f"eigh: peak {peak} bytes > bound {bound} (share {share})"
     return True

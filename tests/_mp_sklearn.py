@@ -11,13 +11,13 @@ API mode needs SciPy's, set before SciPy is imported).
 
 from __future__ import annotations
 
-import tracemalloc
 
 import numpy as np
 
 import dlmg
 import dlmg.distributed as dd
 from dlmg import Layout
+from tests._memory import measured
 
 #: Rows per process and columns of ``X``: a gather of ``X`` (``ROWS x world x COLS`` float64)
 #: is well over the memory bound, so a fit that gathers fails the memory scenario.
@@ -43,18 +43,6 @@ def _mine(a):
 
 def _local_nbytes(t):
     return sum(f.array.nbytes for f in t.fragments if f.is_local)
-
-
-def _peak(fn):
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        base = tracemalloc.get_traced_memory()[0]
-        result = fn()
-        peak = tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
-    return result, peak
 
 
 def _values(t):
@@ -119,12 +107,12 @@ def sklearn_fits():
     return sorted(fits)
 
 
-def _numpy_peak(sklearn, fit_on, X, y):
+def _numpymeasured(sklearn, fit_on, X, y):
     """The peak of new memory of scikit-learn's own fit (``array_api_dispatch=True``, NumPy) on
     this process's rows alone: what scikit-learn itself allocates for that many rows."""
     with sklearn.config_context(array_api_dispatch=True):
         fit_on(X, y)
-        return _peak(lambda: fit_on(X, y))[1]
+        return measured(lambda: fit_on(X, y))[1]
 
 
 def sklearn_memory():
@@ -145,13 +133,13 @@ def sklearn_memory():
     X, _, labels = _data(world)
     rows = slice(me * ROWS, (me + 1) * ROWS)
     X, labels = np.ascontiguousarray(X[rows]), np.ascontiguousarray(labels[rows])
-    lda_numpy = _numpy_peak(sklearn, lambda a, b: LinearDiscriminantAnalysis().fit(a, b), X, labels)
+    lda_numpy = _numpymeasured(sklearn, lambda a, b: LinearDiscriminantAnalysis().fit(a, b), X, labels)
     del X, labels
     within = {}
     with sklearn.config_context(array_api_dispatch=True):
         for name, (fit, share) in fits.items():
             fit()  # a first fit fills the caches of plans and layouts, kept for the next calls
-            model, peak = _peak(fit)
+            model, peak = measured(fit)
             _compare(name, model, want[name])
             bound = 1.5 * (share + _fitted_nbytes(model)) + block
             within[name] = peak <= bound

@@ -11,7 +11,6 @@ scenario holds NumPy fragments of 2^17 float64 per process and measures, with
 
 from __future__ import annotations
 
-import tracemalloc
 
 import numpy as np
 
@@ -19,6 +18,7 @@ import dlmg
 import dlmg.array_api as xp
 import dlmg.distributed as dd
 from dlmg import Layout
+from tests._memory import peak_of
 
 try:
     import array_api_compat.numpy as cnp
@@ -112,19 +112,6 @@ def _bound(*shares: int, block: int) -> float:
     return 1.5 * sum(shares) + block
 
 
-def _peak(fn) -> int:
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        base = tracemalloc.get_traced_memory()[0]
-        result = fn()
-        peak = tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
-    del result
-    return peak
-
-
 def sorting_memory():
     """Per process, the peak of new memory of each call stays within the bound."""
     world, me = dd.world_size(), dd.rank()
@@ -138,15 +125,15 @@ def sorting_memory():
     positive = dlmg.from_fragments({me: 1.0 + local * 1e-6}, lay)
     ordered = xp.sort(x)
     peaks = {
-        "sort": (_peak(lambda: xp.sort(x)), _bound(share, share, block=share)),
-        "argsort": (_peak(lambda: xp.argsort(x)), _bound(share, share, block=share)),
-        "cumulative_sum": (_peak(lambda: xp.cumulative_sum(x)), _bound(share, share, block=share)),
-        "cumulative_prod": (_peak(lambda: xp.cumulative_prod(positive)), _bound(share, share, block=share)),
-        "diff": (_peak(lambda: xp.diff(x)), _bound(share, share, block=share)),
-        "unique_values": (_peak(lambda: xp.unique_values(x)), _bound(share, share, block=share)),
-        "unique_counts": (_peak(lambda: xp.unique_counts(x)), _bound(share, 2 * share, block=share)),
-        "nonzero": (_peak(lambda: xp.nonzero(x)), _bound(share, share, block=share)),
-        "searchsorted": (_peak(lambda: xp.searchsorted(ordered, x)), _bound(2 * share, share, block=share)),
+        "sort": (peak_of(lambda: xp.sort(x)), _bound(share, share, block=share)),
+        "argsort": (peak_of(lambda: xp.argsort(x)), _bound(share, share, block=share)),
+        "cumulative_sum": (peak_of(lambda: xp.cumulative_sum(x)), _bound(share, share, block=share)),
+        "cumulative_prod": (peak_of(lambda: xp.cumulative_prod(positive)), _bound(share, share, block=share)),
+        "diff": (peak_of(lambda: xp.diff(x)), _bound(share, share, block=share)),
+        "unique_values": (peak_of(lambda: xp.unique_values(x)), _bound(share, share, block=share)),
+        "unique_counts": (peak_of(lambda: xp.unique_counts(x)), _bound(share, 2 * share, block=share)),
+        "nonzero": (peak_of(lambda: xp.nonzero(x)), _bound(share, share, block=share)),
+        "searchsorted": (peak_of(lambda: xp.searchsorted(ordered, x)), _bound(2 * share, share, block=share)),
     }
     over = {k: v for k, v in peaks.items() if v[0] > v[1]}
     assert not over, f"rank {me}: peaks over the bound (peak, bound) in bytes: {over}"
@@ -171,18 +158,18 @@ def sorting_memory_cyclic():
     idx = dlmg.from_fragments({i: rng.integers(0, n, a.shape[0]) for i, a in mine.items()}, lay)
     ordered = xp.sort(x)
     peaks = {
-        "sort": (_peak(lambda: xp.sort(x)), _bound(share, share, block=block)),
-        "argsort": (_peak(lambda: xp.argsort(x)), _bound(share, share, block=block)),
-        "cumulative_sum": (_peak(lambda: xp.cumulative_sum(x)), _bound(share, share, block=block)),
-        "unique_values": (_peak(lambda: xp.unique_values(x)), _bound(share, share, block=block)),
-        "nonzero": (_peak(lambda: xp.nonzero(x)), _bound(share, share, block=block)),
-        "cumulative_prod": (_peak(lambda: xp.cumulative_prod(positive)), _bound(share, share, block=block)),
-        "diff": (_peak(lambda: xp.diff(x)), _bound(share, share, block=block)),
-        "unique_counts": (_peak(lambda: xp.unique_counts(x)), _bound(share, 2 * share, block=block)),
-        "searchsorted": (_peak(lambda: xp.searchsorted(ordered, x)), _bound(2 * share, share, block=block)),
-        "take": (_peak(lambda: xp.take(x, idx)), _bound(share, share, share, block=block)),
-        "flip": (_peak(lambda: xp.flip(x)), _bound(share, share, block=block)),
-        "concat": (_peak(lambda: xp.concat([x, x])), _bound(2 * share, 2 * share, block=block)),
+        "sort": (peak_of(lambda: xp.sort(x)), _bound(share, share, block=block)),
+        "argsort": (peak_of(lambda: xp.argsort(x)), _bound(share, share, block=block)),
+        "cumulative_sum": (peak_of(lambda: xp.cumulative_sum(x)), _bound(share, share, block=block)),
+        "unique_values": (peak_of(lambda: xp.unique_values(x)), _bound(share, share, block=block)),
+        "nonzero": (peak_of(lambda: xp.nonzero(x)), _bound(share, share, block=block)),
+        "cumulative_prod": (peak_of(lambda: xp.cumulative_prod(positive)), _bound(share, share, block=block)),
+        "diff": (peak_of(lambda: xp.diff(x)), _bound(share, share, block=block)),
+        "unique_counts": (peak_of(lambda: xp.unique_counts(x)), _bound(share, 2 * share, block=block)),
+        "searchsorted": (peak_of(lambda: xp.searchsorted(ordered, x)), _bound(2 * share, share, block=block)),
+        "take": (peak_of(lambda: xp.take(x, idx)), _bound(share, share, share, block=block)),
+        "flip": (peak_of(lambda: xp.flip(x)), _bound(share, share, block=block)),
+        "concat": (peak_of(lambda: xp.concat([x, x])), _bound(2 * share, 2 * share, block=block)),
     }
     over = {k: v for k, v in peaks.items() if v[0] > v[1]}
     assert not over, f"rank {me}: peaks over the bound (peak, bound) in bytes: {over}"
