@@ -49,7 +49,7 @@ from .interop.jax import to_jax
 from .interop.partitioned import partitioned
 from .ops import dispatch, like, pointwise, reductions, statistics
 from .ops import shape as shapes
-from .ops.contract import resolve
+from .ops.contract import matmul_operator, resolve
 
 if TYPE_CHECKING:  # pragma: no cover
     from .layout import Layout
@@ -663,11 +663,11 @@ class DistributedTensor(FrameworkProtocols, TensorBase):
 
     def __matmul__(self, other: Any, /) -> Any:
         """``x @ y``: the namespace's :func:`~dlmg.array_api.matmul` (a value, never a pending sum)."""
-        return array_object.matmul_operator(self, other)
+        return matmul_operator(self, other)
 
     def __rmatmul__(self, other: Any, /) -> Any:
         """``y @ x`` with ``y`` not a tensor: see :meth:`__matmul__`."""
-        return array_object.rmatmul_operator(self, other)
+        return matmul_operator(other, self)
 
     def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
         """The array API namespace of distributed tensors, :mod:`dlmg.array_api`."""

@@ -28,6 +28,7 @@ from .._shapes import normalize_axes
 from ..errors import AxisError
 from ..layout import Layout
 from ..ops import contract as _contract
+from ..ops.contract import matmul
 from ..ops import shape as _shape
 
 __all__ = ["matmul", "tensordot", "vecdot", "outer"]
@@ -36,27 +37,6 @@ __all__ = ["matmul", "tensordot", "vecdot", "outer"]
 def _not_scalar(name: str, x1: Any, x2: Any) -> None:
     if x1.ndim == 0 or x2.ndim == 0:
         raise ValueError(f"{name}: operands must have at least one mode, got shapes {x1.shape} and {x2.shape}")
-
-
-def matmul(x1: Any, x2: Any, /, *, pending: bool = False, layout: Layout | None = None) -> Any:
-    """The matrix product with the standard's rules (1-D operands, broadcast batch modes),
-    over any layouts; ``x1 @ x2`` is ``matmul(x1, x2)``.
-
-    Parameters
-    ----------
-    x1, x2 : DistributedTensor
-    pending : bool
-        dlmg's extension: leave the pending sum that a split contracted mode gives
-        (its replicas hold the addends; every read of its values resolves it).
-    layout : Layout, optional
-        dlmg's extension: the result's layout (a pending one included).
-    """
-    _not_scalar("matmul", x1, x2)
-    k1 = x1.shape[-1]
-    k2 = x2.shape[-2] if x2.ndim > 1 else x2.shape[0]
-    if k1 != k2:
-        raise ValueError(f"matmul: inner extents differ: {x1.shape} @ {x2.shape}")
-    return _contract.matmul(x1, x2, pending=pending, layout=layout)
 
 
 def tensordot(x1: Any, x2: Any, /, *, axes: int | tuple[Sequence[int], Sequence[int]] = 2,

@@ -18,17 +18,15 @@ from typing import Any
 
 from ..distributed import state as process_state
 from ..errors import DLPackError
-from ..ops._operands import classify_operand, is_distributed
 from ..ops._pending import guard
-from ..ops.pointwise import adapter_known, astype as _astype
+from ..ops.pointwise import astype as _astype
 from ._indexing import getitem as index_read, setitem as index_write
 from ._creation import layout_of
 from ._manipulation import reshape
-from ._products import matmul
 
 __all__ = [
     "namespace", "to_device", "item", "as_int", "as_float", "as_complex", "as_index", "tolist", "copy", "getitem",
-    "setitem", "flatten", "ravel", "rows", "matmul_operator", "rmatmul_operator", "dlpack", "dlpack_device",
+    "setitem", "flatten", "ravel", "rows", "dlpack", "dlpack_device",
 ]
 
 
@@ -136,29 +134,6 @@ def rows(self: Any) -> Any:
 def _rows(x: Any) -> Any:
     for i in range(x.shape[0]):
         yield x[i]
-
-
-def _refuse_regular(other: Any) -> None:
-    """A framework's array of rank > 0 next to ``@`` gets dlmg's hint (scatter it), whichever
-    side it is on and whichever framework it is of; anything else is left to Python."""
-    if getattr(other, "ndim", 0) and adapter_known(other):
-        classify_operand(other)  # raises TypeError naming dlmg.scatter
-
-
-def matmul_operator(self: Any, other: Any, /) -> Any:
-    """``x @ y``: the namespace's :func:`~dlmg.array_api.matmul` (a value, never a pending sum)."""
-    if not is_distributed(other):
-        _refuse_regular(other)
-        return NotImplemented
-    return matmul(self, other)
-
-
-def rmatmul_operator(self: Any, other: Any, /) -> Any:
-    """``y @ x`` with ``y`` not a tensor: see :func:`matmul_operator`."""
-    if not is_distributed(other):
-        _refuse_regular(other)
-        return NotImplemented
-    return matmul(other, self)
 
 
 def dlpack(self: Any, /, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,

@@ -11,7 +11,7 @@ from ..registry import adapter_for, as_zero_d
 from ._executor import Executor, move_array
 from ..base import TensorBase
 
-__all__ = ["SCALAR_TYPES", "is_distributed", "classify_operand"]
+__all__ = ["SCALAR_TYPES", "is_distributed", "classify_operand", "is_framework_array"]
 
 #: Python scalars broadcast to every fragment as they are.
 SCALAR_TYPES = (bool, int, float, complex)
@@ -79,3 +79,16 @@ def classify_operand(obj: Any) -> Any:
             "dlmg.scatter(array, tensor.layout)"
         )
     return ZeroD(obj, adapter)
+
+
+def is_framework_array(obj: Any) -> bool:
+    """Whether ``obj`` is an array of rank > 0 of a framework an adapter knows: an operator
+    refuses it with :func:`classify_operand`'s hint (scatter it first) instead of returning
+    ``NotImplemented`` and leaving it to Python."""
+    if not getattr(obj, "ndim", 0):
+        return False
+    try:
+        adapter_for(obj)
+    except FrameworkError:
+        return False
+    return True

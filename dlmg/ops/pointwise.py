@@ -31,8 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 from .._element import read_element
 from ..dtypes import canonical
-from ..errors import DtypeError, FrameworkError
+from ..errors import DtypeError
 from ..registry import adapter_for
+from ._operands import is_framework_array
 from ._dtypes import INEXACT, INT, NUMERIC, REAL, check_inplace, kind_of, narrow_for, require
 from ._writes import check_writable, unalias
 from ..base import TensorBase
@@ -45,7 +46,7 @@ from .fused import FusedFunction, batches_operators
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import DistributedTensor
 
-__all__ = ["elementwise", "FUNCTIONS", "ALIASES", "astype", "adapter_known", "conj", "real", "imag"]
+__all__ = ["elementwise", "FUNCTIONS", "ALIASES", "astype", "conj", "real", "imag"]
 
 _SIGNED = frozenset("iufc")  # numeric but not bool
 _UINT_INT = frozenset("iu")
@@ -345,16 +346,6 @@ def _reusable(tensor: "DistributedTensor", placed: Any) -> bool:
     return True
 
 
-def adapter_known(obj: Any) -> bool:
-    """Whether a framework adapter recognises ``obj`` as one of its arrays."""
-
-    try:
-        adapter_for(obj)
-    except FrameworkError:
-        return False
-    return True
-
-
 def _binary_method(
     symbol: str,
     op: Callable[[Any, Any], Any],
@@ -376,7 +367,7 @@ def _binary_method(
             try:
                 other = classify_operand(other)
             except TypeError:
-                if getattr(other, "ndim", 0) and adapter_known(other):
+                if is_framework_array(other):
                     raise  # a framework's array: the message says to scatter it
                 return NotImplemented  # another type may know how to combine with us
         if kinds is not None:
@@ -455,7 +446,7 @@ def _inplace_method(symbol: str, iop: Callable[[Any, Any], Any], kinds: frozense
             try:
                 other = classify_operand(other)
             except TypeError:
-                if getattr(other, "ndim", 0) and adapter_known(other):
+                if is_framework_array(other):
                     raise
                 return NotImplemented
         if not keeps_pending(label, (self, other)):

@@ -13,9 +13,9 @@
 
 from __future__ import annotations
 
-from .api import dot, einsum, einsum_plan, inner, matmul, outer, tensordot, vecdot
+from .api import dot, einsum, einsum_plan, inner, matmul, matmul_operator, outer, tensordot, vecdot
 from .pending import resolve, settled
 from .plan import EinsumPlan
 
-__all__ = ["einsum", "einsum_plan", "EinsumPlan", "matmul", "tensordot", "vecdot", "dot", "inner", "outer",
+__all__ = ["einsum", "einsum_plan", "EinsumPlan", "matmul", "matmul_operator", "tensordot", "vecdot", "dot", "inner", "outer",
            "resolve", "settled"]

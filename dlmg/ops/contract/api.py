@@ -28,6 +28,7 @@ from ...errors import DtypeError
 from ...layout import Layout
 from .._batch import batch_key
 from .._pending import spread_value_layout
+from .._operands import classify_operand, is_framework_array
 from ..dispatch import is_distributed, map_fragments
 from .local import local_matmul
 from .equation import parse
@@ -37,7 +38,7 @@ from .run import delegation, run_delegated, run_plan
 if TYPE_CHECKING:  # pragma: no cover
     from ...tensor import DistributedTensor
 
-__all__ = ["einsum", "einsum_plan", "matmul", "tensordot", "vecdot", "dot", "inner", "outer"]
+__all__ = ["einsum", "einsum_plan", "matmul", "matmul_operator", "tensordot", "vecdot", "dot", "inner", "outer"]
 
 
 def _result_dtype(name: str, dtypes: Sequence[str]) -> str:
@@ -195,23 +196,59 @@ def batch_local(x1: "DistributedTensor", x2: "DistributedTensor") -> bool:
 
 def matmul(x1: "DistributedTensor", x2: "DistributedTensor", /, *, pending: bool = False,
            layout: Layout | None = None) -> "DistributedTensor":
-    """The matrix product ``x1 @ x2`` with NumPy's rules (1-D operands, broadcast batch modes),
-    over any layouts (see :func:`einsum`; ``pending=True`` leaves a pending sum, ``layout``
-    chooses the result's layout)."""
+    """The matrix product with the standard's rules (1-D operands, broadcast batch modes),
+    over any layouts; ``x1 @ x2`` is ``matmul(x1, x2)``.
+
+    Parameters
+    ----------
+    x1, x2 : DistributedTensor
+        At least one mode each; ``x1``'s last extent equals ``x2``'s second to last (its
+        only one when ``x2`` is 1-D).
+    pending : bool
+        dlmg's extension: leave the pending sum that a split contracted mode gives
+        (its replicas hold the addends; every read of its values resolves it).
+    layout : Layout, optional
+        dlmg's extension: the result's layout (a pending one included).
+
+    Returns
+    -------
+    DistributedTensor
+        Batch-local (each fragment's matrices multiplied where they lie) when every
+        fragment holds whole matrices, else the plan of :func:`einsum`.
+
+    Raises
+    ------
+    ValueError
+        A 0-d operand, or inner extents that differ (the message names both shapes).
+    """
     _check("dlmg.matmul", (x1, x2))
+    if x1.ndim == 0 or x2.ndim == 0:
+        raise ValueError(f"dlmg.matmul: operands must have at least one mode (use * for scalars), "
+                         f"got shapes {x1.shape} and {x2.shape}")
+    contracted = x2.shape[-2] if x2.ndim > 1 else x2.shape[0]
+    if x1.shape[-1] != contracted:
+        raise ValueError(f"dlmg.matmul: inner extents differ: {x1.shape} @ {x2.shape}")
     if layout is None and batch_local(x1, x2):  # every fragment holds whole matrices: the batch-local product
         return local_matmul(x1, x2)
-    if x1.ndim == 0 or x2.ndim == 0:
-        raise ValueError("dlmg.matmul: operands must have at least one mode (use * for scalars)")
     left = "...ij" if x1.ndim > 1 else "j"
     right = "...jk" if x2.ndim > 1 else "j"
     result = ("..." if max(x1.ndim, x2.ndim) > 2 or (x1.ndim > 1 and x2.ndim > 1) else "")
     result += ("i" if x1.ndim > 1 else "") + ("k" if x2.ndim > 1 else "")
-    if x1.ndim > 1 and x2.ndim > 1 and x1.shape[-1] != x2.shape[-2]:
-        raise ValueError(f"dlmg.matmul: inner extents differ: {x1.shape} @ {x2.shape}")
     if "..." in result and "..." not in left + right:
         result = result.replace("...", "")
     return einsum(f"{left},{right}->{result}", x1, x2, pending=pending, layout=layout)
+
+
+def matmul_operator(x1: Any, x2: Any, /) -> Any:
+    """``x1 @ x2`` where one side is a tensor: :func:`matmul` (a value, never a pending sum), or
+    ``NotImplemented`` where the other side is not a tensor, so that Python asks it. A
+    framework's array of rank > 0 on either side is refused with dlmg's hint (scatter it first)."""
+    other = x2 if is_distributed(x1) else x1
+    if not is_distributed(other):
+        if is_framework_array(other):
+            classify_operand(other)  # raises TypeError naming dlmg.scatter
+        return NotImplemented
+    return matmul(x1, x2)
 
 
 def tensordot(x1: "DistributedTensor", x2: "DistributedTensor", /, *, axes: int | tuple = 2,
