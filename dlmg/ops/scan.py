@@ -2,23 +2,37 @@
 
 The parallel prefix of a distributed array (Blelloch, "Prefix sums and their
 applications", 1990; the blocked scan of dask's ``cumreduction`` and Heat's
-``cumsum``): each fragment scans what it holds in its own framework, the
-fragments' totals are scanned exclusively along the split mode (in one process on
-the devices where they lie, as a running total carried from block to block; across
-processes one small :func:`~dlmg.ops.pieces.share` of one slice per fragment), and each
-fragment adds (multiplies) its offset. Along a mode that is not split, the scan is
-local to each fragment.
+``cumsum``): each block is scanned where it lies, in its fragment's framework, the
+blocks' totals are scanned exclusively in global block order, and each block adds
+(multiplies) its offset, in place. Along a mode that is one block, the scan is local
+to each fragment. Nothing is redistributed, whatever the layout.
 
-A fragment holding several blocks along the mode scans each block where it
-lies, and the totals are those of the blocks, in global block order. With more
-than :data:`BLOCKS_IN_PLACE` blocks per fragment (a cyclic deal), the tensor is
-first redistributed into the slab of the same grid and devices, and the result
-back into its own layout: two redistributions, each moving at most the tensor's
-bytes.
+A fragment's work does not grow with its number of blocks in Python steps: its ``k``
+full blocks along the mode are viewed as one ``(.., k, b, ..)`` array and scanned
+along the ``b`` mode by one call of the framework's scan, the block totals are one
+slice of that scan, and the offsets are added by one broadcast operation (the short
+last block, where a fragment holds it, on its own). The totals of the fragments that
+share the other grid coordinates are dealt back into global block order (block ``j``
+lies on grid coordinate ``j % grid``) by one stack and scanned by one call: in one
+process on the devices where they lie (once where all lie on one executor, else on
+each fragment's executor with the others' totals moved to it, so a GPU's scan makes
+no host round trip), across processes after one small
+:func:`~dlmg.ops.pieces.share` of one slice per block. JAX's immutable arrays are
+offset out of place, the others in place.
+
+Measured: with blocks of 256 dealt out cyclically (256 blocks per fragment, two
+fragments per process, 2 and 4 MPI processes; ``sorting_memory_many_blocks`` in
+``tests/_mp_sorting.py``) each process's peak of new memory is 1.1 *S* (*S* its
+share of the operand), 1.5 *S* with ``include_initial``, against the bound 3 *S*
+plus one block; in one process, 16 NumPy fragments of 256 blocks of 256 float64
+scan in 5.8 ms (best of 7), against 18-21 ms when the tensor moved into the slab
+and back and about 55 ms with a Python step per block (the command is in
+``docs/array-api.md``).
 
 ``diff`` takes one slice from the next fragment along the mode (a halo, one
 :func:`~dlmg.ops.pieces.alltoall` of one slice per fragment) and differences
-locally; ``n > 1`` repeats it.
+locally; ``n > 1`` repeats it. With more than :data:`BLOCKS_IN_PLACE` blocks per
+fragment along the mode it first moves the tensor into the slab of its grid.
 """
 
 from __future__ import annotations
@@ -230,11 +244,10 @@ def _prefixes(x: "DistributedTensor", scanned: dict[int, tuple[Any, Any]], name:
     shared through the host (:func:`~dlmg.ops.pieces.share`)."""
     layout = x.layout
     g = layout.grid[a]
-    dt_of = {}
     groups: dict[tuple[int, ...], list[Any]] = {}
 
     def local() -> dict[int, Any]:
-        found = {}
+        found: dict[int, Any] = {}
         for f in x.fragments:
             if f.is_local and f.replica == 0:
                 ex = executor(f.framework, f.device)
@@ -262,9 +275,7 @@ def _prefixes(x: "DistributedTensor", scanned: dict[int, tuple[Any, Any]], name:
         home = group[0][1] if all(t[1] is group[0][1] for t in group) else ex
         key = (others, home)
         if key not in done:
-            if home not in dt_of:
-                dt_of[home] = home.dtype(out_dtype)
-            done[key] = (home.run(_dealt_scan, [_at(t, home) for t in group], name, a, dt_of[home]), home)
+            done[key] = (home.run(_dealt_scan, [_at(t, home) for t in group], name, a, home.dtype(out_dtype)), home)
         scan, _ = done[key]
         c, k = f.layout.coords[a], f.layout.nblocks[a]
         offsets, grand = home.run(lambda xp, s: (s[_along(a, slice(c, c + k * g, g))],
