@@ -273,6 +273,22 @@ def test_scans_of_a_short_last_block_of_torch_and_jax_fragments():
                                                                           dtype=np.int32))
 
 
+@pytest.mark.parametrize("devices", [["cpu:0"] * 4, ["cpu:0", "cpu:1", "cpu:2", "cpu:3"]],
+                         ids=["one-executor", "four-executors"])
+def test_scans_in_one_process_read_no_block_total_back_to_the_host(monkeypatch, devices):
+    """In one process the blocks' totals and offsets stay arrays of the fragments' framework
+    (scanned once where they all lie on one executor, else on each fragment's)."""
+    torch = pytest.importorskip("torch")
+    layout = Layout((1000,), block=(3,), grid=(4,), devices=devices)
+    value = np.random.default_rng(7).integers(-5, 9, 1000).astype(np.float64)
+    x = dlmg.from_fragments([torch.from_numpy(expected_fragment(value, layout, i).copy()) for i in range(4)], layout)
+    monkeypatch.setattr(_scan, "host", _refuse)
+    for include in (False, True):
+        got = xp.cumulative_sum(x, include_initial=include)
+        assert all(isinstance(f.array, torch.Tensor) for f in got.fragments)
+        np.testing.assert_allclose(_host(got), cnp.cumulative_sum(value, include_initial=include))
+
+
 @pytest.mark.gpu
 def test_scans_of_many_blocks_on_gpu_fragments_stay_on_their_devices():
     torch = pytest.importorskip("torch")
