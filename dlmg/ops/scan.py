@@ -25,7 +25,7 @@ fragments per process, 2 and 4 MPI processes; ``sorting_memory_many_blocks`` in
 ``tests/_mp_sorting.py``) each process's peak of new memory is 1.1 *S* (*S* its
 share of the operand), 1.5 *S* with ``include_initial``, against the bound 3 *S*
 plus one block; in one process, 16 NumPy fragments of 256 blocks of 256 float64
-scan in 5.8 ms (best of 7), against 18-21 ms when the tensor moved into the slab
+scan in 5.4-5.9 ms (best of 7), against 13-21 ms when the tensor moved into the slab
 and back and about 55 ms with a Python step per block (the command is in
 ``docs/array-api.md``).
 
