@@ -176,5 +176,47 @@ def sorting_memory_cyclic():
     return {k: round(v[0] / share, 2) for k, v in peaks.items()}
 
 
+def sorting_memory_many_blocks():
+    """Blocks of 256 dealt out cyclically, two fragments per process: 256 blocks per fragment
+    along the mode, more than diff and searchsorted take where they lie. The scans (with
+    ``include_initial`` too, and along the second mode of a matrix whose first mode is
+    split as well) stay within the bound (the bound's block: 256 elements); ``diff`` and
+    ``searchsorted`` first move into the slab and back, within it too."""
+    world, me = dd.world_size(), dd.rank()
+    per, block = 1 << 17, 256
+    n = per * world
+    lay = Layout((n,), block=(block,), grid=(2 * world,), devices=["cpu"] * (2 * world),
+                 ranks=[i % world for i in range(2 * world)])
+    assert min(lay.fragments[i].nblocks[0] for i in lay.fragments_of(me)) > 64
+    rng = np.random.default_rng(300 + me)
+    mine = {i: rng.standard_normal(lay.fragments[i].shape[0]) for i in lay.fragments_of(me)}
+    x = dlmg.from_fragments(mine, lay)
+    share = sum(a.nbytes for a in mine.values())
+    positive = dlmg.from_fragments({i: 1.0 + a * 1e-6 for i, a in mine.items()}, lay)
+    rows = 4
+    lay2 = Layout((rows * world, n // (rows * world) * 2), block=(rows, block), grid=(world, 2),
+                  devices=["cpu"] * (2 * world), ranks=[(i + i // world) % world for i in range(2 * world)])
+    assert min(lay2.fragments[i].nblocks[1] for i in lay2.fragments_of(me)) > 64
+    matrix = dlmg.from_fragments({i: rng.standard_normal(lay2.fragments[i].shape) for i in lay2.fragments_of(me)},
+                                 lay2)
+    share2 = sum(matrix.fragments[i].array.nbytes for i in lay2.fragments_of(me))
+    ordered = xp.sort(x)
+    peaks = {
+        "cumulative_sum": (peak_of(lambda: xp.cumulative_sum(x)), _bound(share, share, block=block * 8)),
+        "cumulative_prod": (peak_of(lambda: xp.cumulative_prod(positive)), _bound(share, share, block=block * 8)),
+        "cumulative_sum include_initial": (peak_of(lambda: xp.cumulative_sum(x, include_initial=True)),
+                                           _bound(share, share + 8, block=block * 8)),
+        "cumulative_sum of a matrix": (peak_of(lambda: xp.cumulative_sum(matrix, axis=1)),
+                                       _bound(share2, share2, block=rows * block * 8)),
+        "diff": (peak_of(lambda: xp.diff(x)), _bound(share, share, block=block * 8)),
+        "searchsorted": (peak_of(lambda: xp.searchsorted(ordered, x)), _bound(2 * share, share, block=block * 8)),
+    }
+    over = {k: v for k, v in peaks.items() if v[0] > v[1]}
+    assert not over, f"rank {me}: peaks over the bound (peak, bound) in bytes: {over}"
+    full = np.asarray(x.gather())
+    np.testing.assert_allclose(np.asarray(xp.cumulative_sum(x).gather()), np.cumsum(full), rtol=1e-9, atol=1e-6)
+    return {k: round(v[0] / (share2 if "matrix" in k else share), 2) for k, v in peaks.items()}
+
+
 SCENARIOS = {"sorting_across": sorting_across, "sorting_memory": sorting_memory,
-             "sorting_memory_cyclic": sorting_memory_cyclic}
+             "sorting_memory_cyclic": sorting_memory_cyclic, "sorting_memory_many_blocks": sorting_memory_many_blocks}

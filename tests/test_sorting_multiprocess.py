@@ -15,7 +15,8 @@ SETUPS = [("torch", 2), ("torch", 4), ("mpi", 2), ("mpi", 4)]
 
 pytestmark = pytest.mark.slow
 
-run = launched_per_setup(SETUPS, with_memory(["sorting_across"], ["sorting_memory", "sorting_memory_cyclic"]),
+run = launched_per_setup(SETUPS, with_memory(["sorting_across"], ["sorting_memory", "sorting_memory_cyclic",
+                                                            "sorting_memory_many_blocks"]),
                          timeout=500)
 
 
@@ -35,3 +36,9 @@ def test_memory_of_cyclic_blocks(run):
     assert all(set(p) >= {"sort", "argsort", "unique_values", "nonzero", "searchsorted", "take", "diff"}
                for p in peaks)
     assert all(p["cumulative_sum"] < 2 and p["diff"] < 2 for p in peaks)  # each block where it lies
+
+
+def test_memory_of_many_blocks_per_fragment(run):
+    peaks = check_memory(run, "sorting_memory_many_blocks")  # each process asserts every function's peak
+    assert len(peaks) == len(run["ranks"])
+    assert all(p["cumulative_sum"] < 2 and p["cumulative_prod"] < 2 for p in peaks)  # each block where it lies

@@ -174,6 +174,134 @@ def test_scan_of_a_slab_moves_no_fragment_and_keeps_the_layout():
     np.testing.assert_array_equal(got.gather(), np.cumsum(np.arange(1.0, 11.0)))
 
 
+@st.composite
+def many_blocks(draw, frameworks=("numpy",)):
+    """A tensor whose fragments hold more than 64 small blocks along mode ``axis`` (a cyclic
+    deal, the last block often short, the other mode split too, replicas), and its value."""
+    nd = draw(st.integers(1, 2))
+    axis = draw(st.integers(0, nd - 1))
+    b, g = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    n = draw(st.integers(65 * b * g, 70 * b * g + b - 1))
+    shape = tuple(n if m == axis else draw(st.integers(0, 3)) for m in range(nd))
+    block = tuple(b if m == axis else draw(st.integers(1, 2)) for m in range(nd))
+    grid = tuple(g if m == axis else draw(st.integers(1, 2)) for m in range(nd))
+    replicas = draw(st.integers(1, 2))
+    cells = int(np.prod(grid)) * replicas
+    chosen = [draw(st.sampled_from(frameworks)) for _ in range(cells)]
+    devices = [f"cpu:{draw(st.integers(0, max(jax_cpus(), 1) - 1))}" for _ in range(cells)]
+    layout = Layout(shape, block=block, grid=grid, devices=devices)
+    assert max(f.nblocks[axis] for f in layout.fragments) > 64
+    dtype = draw(st.sampled_from(("float64", "int64", "int32", "complex128", "bool")))
+    if "jax" in chosen:
+        dtype = {"float64": "float32", "int64": "int32", "complex128": "complex64"}.get(dtype, dtype)
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    if dtype.startswith(("float", "complex")):  # products that neither overflow nor vanish
+        value = rng.choice(np.array([-1, 1, 0.5, 2]), size=shape).astype(dtype)
+        if dtype.startswith("complex"):
+            value += 1j * rng.choice(np.array([0, 0, 0.5]), size=shape).astype(dtype)
+    else:  # integer products wrap as NumPy's do
+        value = rng.choice(np.array([-1, 1, 1, 2, 3]), size=shape).astype(dtype)
+    arrays = [_make(expected_fragment(value, layout, f.index), fw, f.device)
+              for f, fw in zip(layout.fragments, chosen)]
+    return dlmg.from_fragments(arrays, layout), value, axis
+
+
+def _scans_match_numpy(x, value, axis, data) -> None:
+    include = data.draw(st.booleans())
+    dtype = data.draw(st.sampled_from([None, "float32" if "jax" in x.frameworks else "float64", "int32"]))
+    with pytest.MonkeyPatch.context() as patch:  # every block is scanned where it lies
+        patch.setattr(type(x), "redistribute", _refuse)
+        for name in ("cumulative_sum", "cumulative_prod"):
+            if dtype is not None and value.dtype.kind == "c":
+                continue
+            with np.errstate(over="ignore"):
+                want = getattr(cnp, name)(value, axis=axis, include_initial=include, dtype=dtype)
+                got = getattr(xp, name)(x, axis=axis, include_initial=include, dtype=dtype)
+            if "jax" in x.frameworks and want.dtype in (np.int64, np.uint64):
+                want = want.astype(np.int32)
+            assert str(got.dtype) == str(want.dtype), (name, got.dtype, want.dtype)
+            if want.dtype.kind in "fc":
+                np.testing.assert_allclose(_host(got), want, rtol=1e-4 if want.dtype in (np.float32, np.complex64) else 1e-10)
+            else:
+                np.testing.assert_array_equal(_host(got), want)
+            assert got.layout.same_distribution(_scan._grown(x.layout.dense, axis, int(include)))
+            assert [f.device for f in got.fragments] == [f.device for f in x.fragments]
+
+
+def _refuse(*args, **kwargs):
+    raise AssertionError("redistributed")
+
+
+@SETTINGS
+@given(many_blocks(), st.data())
+def test_scans_of_many_blocks_per_fragment_match_numpy(triple, data):
+    """More than 64 blocks per fragment are scanned where they lie, whole fragments at a time:
+    NumPy's values (integer products wrap as NumPy's do), with ``include_initial`` and ``dtype``."""
+    x, value, axis = triple
+    _scans_match_numpy(x, value, axis, data)
+
+
+@SETTINGS
+@pytest.mark.skipif(not (have("torch") and have("jax")), reason="needs torch and JAX")
+@given(many_blocks(frameworks=("torch", "jax", "numpy")), st.data())
+def test_scans_of_many_blocks_in_torch_and_jax_fragments(triple, data):
+    """The same with torch and JAX fragments (JAX's immutable arrays offset out of place), each
+    result fragment an array of its operand fragment's framework."""
+    x, value, axis = triple
+    _scans_match_numpy(x, value, axis, data)
+    got = xp.cumulative_sum(x, axis=axis)
+    assert [f.framework for f in got.fragments] == [f.framework for f in x.fragments]
+
+
+def test_scans_of_a_short_last_block_of_torch_and_jax_fragments():
+    """Blocks of 2 dealt over a torch and a JAX fragment, the last block short, both scans with
+    and without ``include_initial``: NumPy's values, each fragment in its own framework."""
+    torch = pytest.importorskip("torch")
+    jax = pytest.importorskip("jax")
+    layout = Layout((301,), block=(2,), grid=(2,), devices=["cpu:0", "cpu:1"])
+    value = (np.arange(301) % 5 - 1).astype(np.int32)
+    parts = [expected_fragment(value, layout, i) for i in range(2)]
+    x = dlmg.from_fragments([torch.from_numpy(parts[0].copy()), jax.device_put(parts[1], jax.devices("cpu")[1])],
+                            layout)
+    for include in (False, True):
+        got = xp.cumulative_sum(x, include_initial=include)
+        np.testing.assert_array_equal(_host(got), cnp.cumulative_sum(value, include_initial=include, dtype=np.int32))
+        assert isinstance(got.fragments[0].array, torch.Tensor) and isinstance(got.fragments[1].array, jax.Array)
+        with np.errstate(over="ignore"):
+            got = xp.cumulative_prod(x, include_initial=include)
+            np.testing.assert_array_equal(_host(got), cnp.cumulative_prod(value, include_initial=include,
+                                                                          dtype=np.int32))
+
+
+@pytest.mark.parametrize("devices", [["cpu:0"] * 4, ["cpu:0", "cpu:1", "cpu:2", "cpu:3"]],
+                         ids=["one-executor", "four-executors"])
+def test_scans_in_one_process_read_no_block_total_back_to_the_host(monkeypatch, devices):
+    """In one process the blocks' totals and offsets stay arrays of the fragments' framework
+    (scanned once where they all lie on one executor, else on each fragment's)."""
+    torch = pytest.importorskip("torch")
+    layout = Layout((1000,), block=(3,), grid=(4,), devices=devices)
+    value = np.random.default_rng(7).integers(-5, 9, 1000).astype(np.float64)
+    x = dlmg.from_fragments([torch.from_numpy(expected_fragment(value, layout, i).copy()) for i in range(4)], layout)
+    monkeypatch.setattr(_scan, "host", _refuse)
+    for include in (False, True):
+        got = xp.cumulative_sum(x, include_initial=include)
+        assert all(isinstance(f.array, torch.Tensor) for f in got.fragments)
+        np.testing.assert_allclose(_host(got), cnp.cumulative_sum(value, include_initial=include))
+
+
+@pytest.mark.gpu
+def test_scans_of_many_blocks_on_gpu_fragments_stay_on_their_devices():
+    torch = pytest.importorskip("torch")
+    value = np.random.default_rng(6).integers(-3, 9, 5000).astype(np.float64)
+    devices = [f"cuda:{i % torch.cuda.device_count()}" for i in range(4)]
+    layout = Layout((5000,), block=(7,), grid=(4,), devices=devices)
+    x = dlmg.scatter(torch.from_numpy(value).cuda(), layout)
+    for include in (False, True):
+        got = xp.cumulative_sum(x, include_initial=include)
+        assert all(f.array.is_cuda and f.device == d for f, d in zip(got.fragments, layout.devices))
+        np.testing.assert_allclose(to_numpy(got.gather()), cnp.cumulative_sum(value, include_initial=include))
+
+
 def test_diff_and_searchsorted_of_cyclic_blocks_redistribute_nothing(monkeypatch):
     """Blocks dealt out cyclically are differenced and searched where they lie: a halo per
     block, a search per fragment (its blocks, in order, are sorted)."""
