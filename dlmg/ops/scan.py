@@ -139,7 +139,7 @@ def _scan(x: "DistributedTensor", name: str, axis: int | None, dtype: Any,
         if f.is_local:
             ex = executor(f.framework, f.device)
             try:
-                scanned[f.index] = ex.run(_blocks_scanned, f.array, name, a, b, ex.dtype(out_dtype))
+                scanned[f.index] = ex.run(_blocks_scanned, f.array, name, a, b, ex.dtype(out_dtype), include_initial)
             except Exception as exc:
                 raise fail(f"dlmg.{name}", f.index, ex, exc) from exc
     split = g > 1 or layout.nblocks[a] > 1
@@ -191,10 +191,15 @@ def _along(a: int, index: Any) -> tuple[Any, ...]:
     return (slice(None),) * a + (index,)
 
 
-def _blocks_scanned(xp: Any, arr: Any, name: str, a: int, b: int, dt: Any) -> tuple[Any, Any]:
+def _blocks_scanned(xp: Any, arr: Any, name: str, a: int, b: int, dt: Any,
+                    include_initial: bool) -> tuple[Any, Any]:
     """Each block of the fragment ``arr`` along mode ``a`` scanned on its own, by whole-array
     operations: its ``k`` full blocks viewed as a ``(.., k, b, ..)`` array and scanned along
-    the ``b`` mode (one call), the short last block (where it holds it) on its own.
+    the ``b`` mode (one call), the short last block (where it holds it) on its own. A
+    fragment of one block (a slab) is scanned as it is, as a short block, unless
+    ``include_initial`` (whose exclusive form of a block that is not the mode's last
+    differs from a short block's): the views that fold it into blocks and back, three
+    framework calls per fragment, cost more host time than its scan on a GPU.
 
     Returns
     -------
@@ -205,6 +210,8 @@ def _blocks_scanned(xp: Any, arr: Any, name: str, a: int, b: int, dt: Any) -> tu
     length = arr.shape[a]
     k = length // b
     r = length - k * b
+    if k == 1 and r == 0 and not include_initial:
+        k, r = 0, length
     fn = getattr(xp, name)
     full = short = None
     if k:
