@@ -8,13 +8,13 @@ all-to-all, and each process's new memory stays within the bound.
 from __future__ import annotations
 
 import math
-import tracemalloc
 
 import numpy as np
 
 import dlmg
 import dlmg.distributed as dd
 from dlmg import Layout
+from tests._memory import measured
 
 
 def _scatter(x, layout, framework="numpy"):
@@ -78,18 +78,6 @@ def fft_processes():
     return count
 
 
-def _peak(fn):
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        base = tracemalloc.get_traced_memory()[0]
-        out = fn()
-        peak = tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
-    return out, peak
-
-
 def fft_memory():
     """Each process's new memory (NumPy fragments, which tracemalloc sees) during transforms
     whose modes start split: within 1.5 x (its share of operand and result) + one block."""
@@ -115,7 +103,7 @@ def fft_memory():
         del x
         out = call(a)  # first run: caches and plans
         del out
-        out, peak = _peak(lambda: call(a))
+        out, peak = measured(lambda: call(a))
         share = sum(f.array.nbytes for f in a.fragments if f.is_local)
         result = sum(f.array.nbytes for f in out.fragments if f.is_local)
         block = max(math.prod(f.shape) for f in out.layout.fragments) * out.itemsize

@@ -9,7 +9,6 @@ share of the result) plus one block.
 
 from __future__ import annotations
 
-import tracemalloc
 
 import numpy as np
 
@@ -17,6 +16,7 @@ import dlmg
 import dlmg.array_api as xp
 import dlmg.distributed as dd
 from dlmg import Layout
+from tests._memory import peak_of
 
 
 def indexing_routed():
@@ -105,16 +105,6 @@ def indexing_routed():
     return True
 
 
-def _peak(call) -> int:
-    tracemalloc.start()
-    tracemalloc.reset_peak()
-    out = call()
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    del out
-    return peak
-
-
 def indexing_memory():
     """Peak new memory of routed ``take``, ``take_along_axis`` and ``x[idx]`` on each process,
     each against 1.5 x (the process's share of the operands + of the result) + one block."""
@@ -144,11 +134,11 @@ def indexing_memory():
 
     assign()
     figures = {
-        "setitem": (_peak(assign), 1.5 * (share + share) * 8 + block),
-        "mask": (_peak(lambda: x[mask]), 1.5 * (share * 9 + selected * 8) + block),
-        "take": (_peak(lambda: xp.take(x, idx, axis=0)), 1.5 * 3 * share * 8 + block),
-        "getitem": (_peak(lambda: x[host_idx]), 1.5 * (share + share + share // world) * 8 + block),
-        "take_along_axis": (_peak(lambda: xp.take_along_axis(x, host_idx, axis=0)),
+        "setitem": (peak_of(assign), 1.5 * (share + share) * 8 + block),
+        "mask": (peak_of(lambda: x[mask]), 1.5 * (share * 9 + selected * 8) + block),
+        "take": (peak_of(lambda: xp.take(x, idx, axis=0)), 1.5 * 3 * share * 8 + block),
+        "getitem": (peak_of(lambda: x[host_idx]), 1.5 * (share + share + share // world) * 8 + block),
+        "take_along_axis": (peak_of(lambda: xp.take_along_axis(x, host_idx, axis=0)),
                             1.5 * (share + share + share // world) * 8 + block),
     }
     return figures

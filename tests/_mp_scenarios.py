@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import os
-import tracemalloc
 
 import numpy as np
 
@@ -18,6 +17,7 @@ import dlmg
 import dlmg.distributed as dd
 from dlmg import Layout
 from dlmg.errors import CollectiveError, CollectiveMismatchError
+from tests._memory import measured
 
 FRAMEWORKS = ("numpy", "torch")
 
@@ -219,21 +219,14 @@ def redistribute_many_blocks():
     x = dlmg.from_fragments({i: _piece(full, cyclic, i) for i in cyclic.fragments_of(me)}, cyclic)
     share = per * 8
 
-    def measured(source, target):
-        tracemalloc.start()
-        try:
-            tracemalloc.reset_peak()
-            base = tracemalloc.get_traced_memory()[0]
-            moved = source.redistribute(target)
-            peak = tracemalloc.get_traced_memory()[1] - base
-        finally:
-            tracemalloc.stop()
+    def moved_and_peak(source, target):
+        moved, peak = measured(lambda: source.redistribute(target))
         check_local(moved, full, f"many blocks -> {target!r}")
         return moved, peak
 
-    first, p1 = measured(x, slab)
-    _, p2 = measured(x, slab)
-    _, p3 = measured(first, cyclic)
+    first, p1 = moved_and_peak(x, slab)
+    _, p2 = moved_and_peak(x, slab)
+    _, p3 = moved_and_peak(first, cyclic)
     peaks = [p1, p2, p3]
     bound = 1.5 * (share + share) + block * 8
     assert max(peaks) <= bound, f"rank {me}: peaks {peaks} over the bound {bound}"

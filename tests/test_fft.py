@@ -7,7 +7,6 @@ sample frequencies created in a layout; and the memory a transform takes."""
 from __future__ import annotations
 
 import math
-import tracemalloc
 
 import numpy as np
 import pytest
@@ -18,6 +17,7 @@ import dlmg
 from dlmg import Layout
 from dlmg.errors import DtypeError, LayoutError
 from dlmg.ops.fft import result_layout, transposed_layout
+from _memory import peak_of
 from _ops_support import ASSIGNMENT_PARAMS, EXAMPLES, build, data, fragment_dtypes, gathered, layouts, need
 
 ONE = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
@@ -284,19 +284,6 @@ def test_a_pending_sum_is_resolved_first():
     np.testing.assert_allclose(gathered(out), np.fft.fft(xa @ xb, axis=0), atol=1e-10)
 
 
-def _peak(fn) -> int:
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        base = tracemalloc.get_traced_memory()[0]
-        out = fn()
-        peak = tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
-    del out
-    return peak
-
-
 @pytest.mark.parametrize("case", ["fftn slab", "fftn real slab", "fft split", "fft 1-D", "rfftn pencil"])
 def test_memory_stays_within_the_bound(case):
     """New memory during a transform, NumPy fragments (tracemalloc sees their buffers): within
@@ -317,7 +304,7 @@ def test_memory_stays_within_the_bound(case):
     operand, result = a.nbytes, out.nbytes
     block = max(math.prod(f.shape) for f in out.layout.fragments) * out.itemsize
     del out
-    peak = _peak(lambda: call(a))
+    peak = peak_of(lambda: call(a))
     assert peak <= 1.5 * (operand + result) + block, (peak, operand, result, block)
 
 

@@ -14,7 +14,6 @@ hold no elements) run with the collecting path made to raise.
 from __future__ import annotations
 
 import math
-import tracemalloc
 
 import numpy as np
 import pytest
@@ -23,6 +22,7 @@ from hypothesis import strategies as st
 
 import dlmg
 from dlmg import Layout
+from _memory import peak_of
 from _ops_support import build, gathered, need
 
 xp = dlmg.array_api
@@ -154,15 +154,7 @@ def test_tsqr_holds_q_and_the_result_in_one_buffer():
     x = build(a, lay)
     la.svd(x, full_matrices=False)  # a first call fills the caches of layouts and plans
     for name, fn in (("qr", lambda: la.qr(x)), ("svd", lambda: la.svd(x, full_matrices=False))):
-        tracemalloc.start()
-        try:
-            tracemalloc.reset_peak()
-            base = tracemalloc.get_traced_memory()[0]
-            out = fn()
-            peak = tracemalloc.get_traced_memory()[1] - base
-        finally:
-            tracemalloc.stop()
-        del out
+        peak = peak_of(fn)
         assert peak <= 1.3 * a.nbytes, f"{name}: peak {peak} bytes for a {a.nbytes}-byte operand and result"
 
 

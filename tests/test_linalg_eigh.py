@@ -9,7 +9,6 @@ their signs; eigenvalues ascending as ``numpy.linalg.eigh``'s.
 from __future__ import annotations
 
 import itertools
-import tracemalloc
 
 import numpy as np
 import pytest
@@ -19,6 +18,7 @@ from hypothesis import strategies as st
 import dlmg
 from dlmg import Layout
 from dlmg.ops.jacobi import ring_rounds
+from _memory import measured
 from _ops_support import build, gathered, need
 
 la = dlmg.linalg
@@ -169,12 +169,7 @@ def test_eigh_memory_in_one_process():
     x = build(a, lay)
     del a
     share = n * n * 8
-    tracemalloc.start()
-    tracemalloc.reset_peak()
-    base = tracemalloc.get_traced_memory()[0]
-    w, v = la.eigh(x)
-    peak = tracemalloc.get_traced_memory()[1] - base
-    tracemalloc.stop()
+    (w, v), peak = measured(lambda: la.eigh(x))
     bound = 1.5 * (share + share) + b * n * 8 + p * 3 * (2 * b) ** 2 * 16
     assert peak <= bound, f"peak {peak} > bound {bound} (share {share})"
 

@@ -4,7 +4,6 @@ Every run operation is compared with the same operation on explicit index arrays
 
 from __future__ import annotations
 
-import tracemalloc
 
 import numpy as np
 from hypothesis import given, settings
@@ -13,6 +12,8 @@ from hypothesis import strategies as st
 import dlmg
 from dlmg.plans.routes import layout_places, plan_routes
 from dlmg.plans.segments import blocked_mode, cyclic_mode, decompose, dense_mode, intersection
+
+from _memory import peak_of
 
 
 def _owned(block: int, grid: int, coord: int, local: int) -> np.ndarray:
@@ -92,24 +93,13 @@ def _layouts(n: int, block: int, devices: int, per: int):
     return src, dlmg.Layout.slab((n,), 0, [f"cpu:{i}" for i in range(devices)])
 
 
-def _planning_peak(plan) -> int:
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        tracemalloc.reset_peak()
-        plan()
-        return tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
-
-
 def test_planning_memory_follows_the_blocks_not_the_elements():
     # 2^20 float64 in blocks of 256 over 8 devices, two fragments each: a share is 1 MiB,
     # the mode maps of one int64 per element would be as large (per fragment, several times over)
     n, block = 2**20, 256
     src, slab = _layouts(n, block, 8, 2)
     share = n * 8 // 8
-    peak = _planning_peak(lambda: dlmg.plan_redistribution(src, slab, "float64"))
+    peak = peak_of(lambda: dlmg.plan_redistribution(src, slab, "float64"))
     assert peak < share // 2, peak
     plan = dlmg.plan_redistribution(src, slab, "float64")
     assert plan.total_bytes == n * 8
@@ -117,7 +107,7 @@ def test_planning_memory_follows_the_blocks_not_the_elements():
     ranks = [i % 2 for i in range(16)]
     src_r = src.replace(ranks=ranks)
     slab_r = slab.replace(ranks=[i % 2 for i in range(8)])
-    peak = _planning_peak(lambda: plan_routes(layout_places(src_r), layout_places(slab_r), 2, 8))
+    peak = peak_of(lambda: plan_routes(layout_places(src_r), layout_places(slab_r), 2, 8))
     assert peak < share // 2, peak
 
 
