@@ -9,6 +9,7 @@ memory with ``tracemalloc`` (NumPy fragments, whose buffers it sees).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -111,18 +112,24 @@ def linalg_grid():
     return round(float(np.linalg.norm(a)), 9)
 
 
+def _tall(m: int, n: int, block: int) -> tuple[Any, int]:
+    """An ``m x n`` random matrix in row blocks of ``block``, one fragment per process, and this
+    process's share of it in bytes."""
+    world = dd.world_size()
+    lay = Layout((m, n), block=(block, n), grid=(world, 1), devices=["cpu"] * world, ranks=list(range(world)))
+    rng = np.random.default_rng(dd.rank())
+    mine = lay.fragments_of(dd.rank())
+    arrays = [rng.standard_normal(lay.fragment(i).shape) if i in mine else None for i in range(world)]
+    return dlmg.from_fragments(arrays, lay), sum(a.nbytes for a in arrays if a is not None)
+
+
 def linalg_memory():
     """Each process's new memory during qr, svd, svdvals and pinv of a tall matrix it holds a
     share of stays within 1.5 x (its shares of operand and result) plus one block."""
     world = dd.world_size()
     m, n = 2 ** 14 * world, 16
     block = 2 ** 12
-    lay = Layout((m, n), block=(block, n), grid=(world, 1), devices=["cpu"] * world, ranks=list(range(world)))
-    rng = np.random.default_rng(dd.rank())
-    mine = lay.fragments_of(dd.rank())
-    arrays = [rng.standard_normal(lay.fragment(i).shape) if i in mine else None for i in range(world)]
-    x = dlmg.from_fragments(arrays, lay)
-    share = sum(a.nbytes for a in arrays if a is not None)
+    x, share = _tall(m, n, block)
     small = n * n * 8 * world * 4  # the stacked factors and their products (size independent of m)
     one_block = block * n * 8
     peaks = {}
@@ -179,12 +186,7 @@ def linalg_full_svd_memory():
     stays within 1.5 x (its shares of the operand and of U) plus one block and the small factors."""
     world = dd.world_size()
     m, n, block = 1024 * world, 8, 256
-    lay = Layout((m, n), block=(block, n), grid=(world, 1), devices=["cpu"] * world, ranks=list(range(world)))
-    rng = np.random.default_rng(dd.rank())
-    mine = lay.fragments_of(dd.rank())
-    arrays = [rng.standard_normal(lay.fragment(i).shape) if i in mine else None for i in range(world)]
-    x = dlmg.from_fragments(arrays, lay)
-    share = sum(a.nbytes for a in arrays if a is not None)
+    x, share = _tall(m, n, block)
     u_share = share // n * m
     small = (world * n) ** 2 * 8 * 4
     la.svd(x)  # the plans' caches filled once, as the memory of a call is measured once they exist

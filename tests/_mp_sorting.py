@@ -11,6 +11,7 @@ scenario holds NumPy fragments of 2^17 float64 per process and measures, with
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -112,6 +113,36 @@ def _bound(*shares: int, block: int) -> float:
     return 1.5 * sum(shares) + block
 
 
+def _within(peaks: dict[str, tuple[int, float]]) -> None:
+    """Every ``(peak, bound)`` of ``peaks`` held, or this process fails naming those over it."""
+    over = {k: v for k, v in peaks.items() if v[0] > v[1]}
+    assert not over, f"rank {dd.rank()}: peaks over the bound (peak, bound) in bytes: {over}"
+
+
+class _Dealt(NamedTuple):
+    """A vector dealt in blocks over two fragments per process: its layout, this process's
+    arrays, the tensor, a positive twin (for products), this process's share in bytes."""
+
+    layout: Layout
+    mine: dict[int, np.ndarray]
+    x: Any
+    positive: Any
+    share: int
+
+
+def _dealt(block: int, rng: np.random.Generator) -> _Dealt:
+    """``2^17`` float64 per process in blocks of ``block`` dealt cyclically over ``2 x world``
+    fragments, two per process."""
+    world, me = dd.world_size(), dd.rank()
+    n = (1 << 17) * world
+    lay = Layout((n,), block=(block,), grid=(2 * world,), devices=["cpu"] * (2 * world),
+                 ranks=[i % world for i in range(2 * world)])
+    mine = {i: rng.standard_normal(lay.fragments[i].shape[0]) for i in lay.fragments_of(me)}
+    return _Dealt(lay, mine, dlmg.from_fragments(mine, lay),
+                  dlmg.from_fragments({i: 1.0 + a * 1e-6 for i, a in mine.items()}, lay),
+                  sum(a.nbytes for a in mine.values()))
+
+
 def sorting_memory():
     """Per process, the peak of new memory of each call stays within the bound."""
     world, me = dd.world_size(), dd.rank()
@@ -135,8 +166,7 @@ def sorting_memory():
         "nonzero": (peak_of(lambda: xp.nonzero(x)), _bound(share, share, block=share)),
         "searchsorted": (peak_of(lambda: xp.searchsorted(ordered, x)), _bound(2 * share, share, block=share)),
     }
-    over = {k: v for k, v in peaks.items() if v[0] > v[1]}
-    assert not over, f"rank {me}: peaks over the bound (peak, bound) in bytes: {over}"
+    _within(peaks)
     return {k: round(v[0] / share, 2) for k, v in peaks.items()}
 
 
@@ -144,18 +174,10 @@ def sorting_memory_cyclic():
     """As :func:`sorting_memory`, blocks of 4096 dealt out cyclically, two fragments per process
     (the bound's block is then 4096 elements), with the searching, indexing, reordering and
     joining functions beside (every call on a cyclic operand held to the bound)."""
-    world, me = dd.world_size(), dd.rank()
-    per = 1 << 17
-    n = per * world
-    lay = Layout((n,), block=(4096,), grid=(2 * world,), devices=["cpu"] * (2 * world),
-                 ranks=[i % world for i in range(2 * world)])
-    rng = np.random.default_rng(200 + me)
-    mine = {i: rng.standard_normal(lay.fragments[i].shape[0]) for i in lay.fragments_of(me)}
-    x = dlmg.from_fragments(mine, lay)
-    share = sum(a.nbytes for a in mine.values())
+    rng = np.random.default_rng(200 + dd.rank())
+    lay, mine, x, positive, share = _dealt(4096, rng)
     block = 4096 * 8
-    positive = dlmg.from_fragments({i: 1.0 + a * 1e-6 for i, a in mine.items()}, lay)
-    idx = dlmg.from_fragments({i: rng.integers(0, n, a.shape[0]) for i, a in mine.items()}, lay)
+    idx = dlmg.from_fragments({i: rng.integers(0, x.shape[0], a.shape[0]) for i, a in mine.items()}, lay)
     ordered = xp.sort(x)
     peaks = {
         "sort": (peak_of(lambda: xp.sort(x)), _bound(share, share, block=block)),
@@ -171,8 +193,7 @@ def sorting_memory_cyclic():
         "flip": (peak_of(lambda: xp.flip(x)), _bound(share, share, block=block)),
         "concat": (peak_of(lambda: xp.concat([x, x])), _bound(2 * share, 2 * share, block=block)),
     }
-    over = {k: v for k, v in peaks.items() if v[0] > v[1]}
-    assert not over, f"rank {me}: peaks over the bound (peak, bound) in bytes: {over}"
+    _within(peaks)
     return {k: round(v[0] / share, 2) for k, v in peaks.items()}
 
 
@@ -183,16 +204,11 @@ def sorting_memory_many_blocks():
     split as well) stay within the bound (the bound's block: 256 elements); ``diff`` and
     ``searchsorted`` first move into the slab and back, within it too."""
     world, me = dd.world_size(), dd.rank()
-    per, block = 1 << 17, 256
-    n = per * world
-    lay = Layout((n,), block=(block,), grid=(2 * world,), devices=["cpu"] * (2 * world),
-                 ranks=[i % world for i in range(2 * world)])
-    assert min(lay.fragments[i].nblocks[0] for i in lay.fragments_of(me)) > 64
+    block = 256
     rng = np.random.default_rng(300 + me)
-    mine = {i: rng.standard_normal(lay.fragments[i].shape[0]) for i in lay.fragments_of(me)}
-    x = dlmg.from_fragments(mine, lay)
-    share = sum(a.nbytes for a in mine.values())
-    positive = dlmg.from_fragments({i: 1.0 + a * 1e-6 for i, a in mine.items()}, lay)
+    lay, _, x, positive, share = _dealt(block, rng)
+    n = x.shape[0]
+    assert min(lay.fragments[i].nblocks[0] for i in lay.fragments_of(me)) > 64
     rows = 4
     lay2 = Layout((rows * world, n // (rows * world) * 2), block=(rows, block), grid=(world, 2),
                   devices=["cpu"] * (2 * world), ranks=[(i + i // world) % world for i in range(2 * world)])
@@ -211,8 +227,7 @@ def sorting_memory_many_blocks():
         "diff": (peak_of(lambda: xp.diff(x)), _bound(share, share, block=block * 8)),
         "searchsorted": (peak_of(lambda: xp.searchsorted(ordered, x)), _bound(2 * share, share, block=block * 8)),
     }
-    over = {k: v for k, v in peaks.items() if v[0] > v[1]}
-    assert not over, f"rank {me}: peaks over the bound (peak, bound) in bytes: {over}"
+    _within(peaks)
     full = np.asarray(x.gather())
     np.testing.assert_allclose(np.asarray(xp.cumulative_sum(x).gather()), np.cumsum(full), rtol=1e-9, atol=1e-6)
     return {k: round(v[0] / (share2 if "matrix" in k else share), 2) for k, v in peaks.items()}
