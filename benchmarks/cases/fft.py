@@ -45,7 +45,7 @@ from ..frameworks import block
 from ..harness import describe_error
 from ..record import Row, Target, check_result, prepared
 from .common import FRAGMENTS, guarded, ok, run_checked, run_row, torch_slabs
-from .multiprocess import launch, timing
+from .multiprocess import launch_for, timing
 
 __all__ = ["run_fft", "run_fft_gpu"]
 
@@ -167,12 +167,9 @@ def _processes(ctx: Context) -> list[Row]:
             row = Row(12, f"fftn, {nprocs} processes ({engine}), one slab each", params,
                       "numpy.fft.fftn of modes 1, 2 + all-to-all + numpy.fft.fft of mode 0 + all-to-all back",
                       targets=[Target("ratio", "<=", 1.5)])
-            try:
-                result = launch(engine, nprocs, n, ctx.settings.repeats, ctx.settings.warmup, worker=WORKER)
-            except Exception as exc:  # noqa: BLE001 - recorded in the row
-                error = describe_error(exc)
-                row.timings = {"dlmg": error, "native": error}
-                rows.append(row)
+            rows.append(row)
+            result = launch_for([row], engine, nprocs, n, ctx.settings.repeats, ctx.settings.warmup, worker=WORKER)
+            if result is None:
                 continue
             times = result["times"]["fftn"]
             row.native = f"by hand with {result['native']}: " + row.native
@@ -180,7 +177,6 @@ def _processes(ctx: Context) -> list[Row]:
             row.check = "ok (checked against numpy.fft.fftn in every process)"
             kept = row.time("dlmg transposed_out")
             row.metrics["ratio transposed_out"] = kept / row.time("native") if kept and row.time("native") else None
-            rows.append(row)
     return rows
 
 

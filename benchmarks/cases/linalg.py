@@ -47,11 +47,11 @@ from typing import Any, Callable
 import numpy as np
 
 from ..config import Context
-from ..harness import describe_error, measure
+from ..harness import measure
 from ..record import Row, Target, check_result, prepared
 from ._mp_linalg import spd
 from .common import FRAGMENTS, guarded, ok, run_checked, run_row, torch_slabs
-from .multiprocess import launch, timing
+from .multiprocess import launch_for, timing
 
 __all__ = ["run_linalg", "run_linalg_gpu"]
 
@@ -196,13 +196,10 @@ def _processes(ctx: Context) -> list[Row]:
                            {**base, "size": f"{n}x{n} float32 per addend"}, "",
                            targets=[Target("ratio", "<=", 1.1)])
                    for op, into in (("all-reduce", "replicated"), ("reduce-scatter", "row slabs"))}
-        try:
-            result = launch(engine, _MP_PROCESSES, n, ctx.settings.repeats, ctx.settings.warmup, worker=WORKER)
-        except Exception as exc:  # noqa: BLE001 - recorded in the rows
-            error = describe_error(exc)
-            for row in (chol, *resolve.values()):
-                row.timings = {"dlmg": error, "native": error}
-            rows += [chol, *resolve.values()]
+        rows += [chol, *resolve.values()]
+        result = launch_for([chol, *resolve.values()], engine, _MP_PROCESSES, n, ctx.settings.repeats,
+                            ctx.settings.warmup, worker=WORKER)
+        if result is None:
             continue
         times = result["times"]
         chol.params["blocks"] = result["block"]
@@ -212,7 +209,6 @@ def _processes(ctx: Context) -> list[Row]:
             row.native = f"{result['native'][op]} of the same bytes, in place ({result['transport']})"
             row.timings = {who: timing(seconds) for who, seconds in times[op].items()}
             row.check = "ok (checked against the sum of the addends in every process)"
-        rows += [chol, *resolve.values()]
     return rows
 
 

@@ -34,7 +34,7 @@ from ..config import Context, MiB
 from ..harness import Timing, describe_error
 from ..record import Row, Target
 
-__all__ = ["launch", "run_multiprocess", "run_workers", "timing"]
+__all__ = ["launch", "launch_for", "run_multiprocess", "run_workers", "timing"]
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).resolve().parent / "_mp_collectives.py"
@@ -72,6 +72,19 @@ def launch(engine: str, nprocs: int, n: int, repeats: int, warmup: int, worker: 
                                     "--warmup", str(warmup), "--out", str(out)], nprocs, out, engine)
     finally:
         shutil.rmtree(out.parent, ignore_errors=True)
+
+
+def launch_for(rows: list[Row], engine: str, nprocs: int, n: int, repeats: int, warmup: int,
+               worker: Path = WORKER) -> dict[str, Any] | None:
+    """:func:`launch`'s result for ``rows``; ``None`` where the launch failed, its error then
+    recorded as every row's ``dlmg`` and ``native`` timings."""
+    try:
+        return launch(engine, nprocs, n, repeats, warmup, worker)
+    except Exception as exc:  # noqa: BLE001 - recorded in the rows
+        error = describe_error(exc)
+        for row in rows:
+            row.timings = {"dlmg": error, "native": error}
+        return None
 
 
 def timing(seconds: list[float]) -> Timing:

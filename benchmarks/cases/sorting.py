@@ -44,10 +44,9 @@ from typing import Any, Callable
 import numpy as np
 
 from ..config import Context
-from ..harness import describe_error
 from ..record import Row, Target, check_result, prepared
 from .common import FRAGMENTS, fragment_devices, guarded, ok, run_checked, run_row, torch_slabs
-from .multiprocess import launch, timing
+from .multiprocess import launch_for, timing
 
 __all__ = ["run_sorting", "run_sorting_gpu"]
 
@@ -219,12 +218,9 @@ def _processes(ctx: Context) -> list[Row]:
         params = {"engine": engine, "processes": nprocs, "size": f"{n} float64", "framework": "numpy"}
         row = Row(13, f"sort, {nprocs} processes ({engine}), one slab each (sample sort, stable=False)", params,
                   "numpy.sort of one share + one all-to-all of the same bytes", targets=[Target("ratio", "<=", 1.5)])
-        try:
-            result = launch(engine, nprocs, n, ctx.settings.repeats, ctx.settings.warmup, worker=WORKER)
-        except Exception as exc:  # noqa: BLE001 - recorded in the row
-            error = describe_error(exc)
-            row.timings = {"dlmg": error, "native": error}
-            rows.append(row)
+        rows.append(row)
+        result = launch_for([row], engine, nprocs, n, ctx.settings.repeats, ctx.settings.warmup, worker=WORKER)
+        if result is None:
             continue
         times = result["times"]["sort"]
         row.native = f"numpy.sort of one share + one {result['native']} of the same bytes"
@@ -232,7 +228,6 @@ def _processes(ctx: Context) -> list[Row]:
         row.check = "ok (checked against numpy.sort in every process)"
         t_stable, t_native = row.time("dlmg stable=True"), row.time("native")
         row.metrics["ratio stable=True"] = t_stable / t_native if t_stable and t_native else None
-        rows.append(row)
     return rows
 
 
