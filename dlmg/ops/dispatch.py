@@ -323,7 +323,7 @@ def _store(
         if not all(lead_frags[i].adapter.traits.mutable for i in indices):
             replace_fragment_arrays(
                 lead,
-                {i: results[i] for i in indices if not get_adapter(lead_frags[i].framework).traits.mutable},
+                {i: results[i] for i in indices if not lead_frags[i].adapter.traits.mutable},
             )
         return lead
     if out is not None:
