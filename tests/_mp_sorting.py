@@ -143,6 +143,23 @@ def _dealt(block: int, rng: np.random.Generator) -> _Dealt:
                   sum(a.nbytes for a in mine.values()))
 
 
+def _peaks(x: Any, positive: Any, share: int, block: int) -> dict[str, tuple[int, float]]:
+    """``(peak, bound)`` of the sorting, scanning, unique-value and searching functions on ``x``
+    (``positive`` for the product), this process holding ``share`` bytes of it."""
+    ordered = xp.sort(x)
+    return {
+        "sort": (peak_of(lambda: xp.sort(x)), _bound(share, share, block=block)),
+        "argsort": (peak_of(lambda: xp.argsort(x)), _bound(share, share, block=block)),
+        "cumulative_sum": (peak_of(lambda: xp.cumulative_sum(x)), _bound(share, share, block=block)),
+        "cumulative_prod": (peak_of(lambda: xp.cumulative_prod(positive)), _bound(share, share, block=block)),
+        "diff": (peak_of(lambda: xp.diff(x)), _bound(share, share, block=block)),
+        "unique_values": (peak_of(lambda: xp.unique_values(x)), _bound(share, share, block=block)),
+        "unique_counts": (peak_of(lambda: xp.unique_counts(x)), _bound(share, 2 * share, block=block)),
+        "nonzero": (peak_of(lambda: xp.nonzero(x)), _bound(share, share, block=block)),
+        "searchsorted": (peak_of(lambda: xp.searchsorted(ordered, x)), _bound(2 * share, share, block=block)),
+    }
+
+
 def sorting_memory():
     """Per process, the peak of new memory of each call stays within the bound."""
     world, me = dd.world_size(), dd.rank()
@@ -154,18 +171,7 @@ def sorting_memory():
     x = dlmg.from_fragments({me: local}, lay)
     share = local.nbytes
     positive = dlmg.from_fragments({me: 1.0 + local * 1e-6}, lay)
-    ordered = xp.sort(x)
-    peaks = {
-        "sort": (peak_of(lambda: xp.sort(x)), _bound(share, share, block=share)),
-        "argsort": (peak_of(lambda: xp.argsort(x)), _bound(share, share, block=share)),
-        "cumulative_sum": (peak_of(lambda: xp.cumulative_sum(x)), _bound(share, share, block=share)),
-        "cumulative_prod": (peak_of(lambda: xp.cumulative_prod(positive)), _bound(share, share, block=share)),
-        "diff": (peak_of(lambda: xp.diff(x)), _bound(share, share, block=share)),
-        "unique_values": (peak_of(lambda: xp.unique_values(x)), _bound(share, share, block=share)),
-        "unique_counts": (peak_of(lambda: xp.unique_counts(x)), _bound(share, 2 * share, block=share)),
-        "nonzero": (peak_of(lambda: xp.nonzero(x)), _bound(share, share, block=share)),
-        "searchsorted": (peak_of(lambda: xp.searchsorted(ordered, x)), _bound(2 * share, share, block=share)),
-    }
+    peaks = _peaks(x, positive, share, share)
     _within(peaks)
     return {k: round(v[0] / share, 2) for k, v in peaks.items()}
 
@@ -178,17 +184,8 @@ def sorting_memory_cyclic():
     lay, mine, x, positive, share = _dealt(4096, rng)
     block = 4096 * 8
     idx = dlmg.from_fragments({i: rng.integers(0, x.shape[0], a.shape[0]) for i, a in mine.items()}, lay)
-    ordered = xp.sort(x)
-    peaks = {
-        "sort": (peak_of(lambda: xp.sort(x)), _bound(share, share, block=block)),
-        "argsort": (peak_of(lambda: xp.argsort(x)), _bound(share, share, block=block)),
-        "cumulative_sum": (peak_of(lambda: xp.cumulative_sum(x)), _bound(share, share, block=block)),
-        "unique_values": (peak_of(lambda: xp.unique_values(x)), _bound(share, share, block=block)),
-        "nonzero": (peak_of(lambda: xp.nonzero(x)), _bound(share, share, block=block)),
-        "cumulative_prod": (peak_of(lambda: xp.cumulative_prod(positive)), _bound(share, share, block=block)),
-        "diff": (peak_of(lambda: xp.diff(x)), _bound(share, share, block=block)),
-        "unique_counts": (peak_of(lambda: xp.unique_counts(x)), _bound(share, 2 * share, block=block)),
-        "searchsorted": (peak_of(lambda: xp.searchsorted(ordered, x)), _bound(2 * share, share, block=block)),
+    peaks = _peaks(x, positive, share, block)
+    peaks |= {
         "take": (peak_of(lambda: xp.take(x, idx)), _bound(share, share, share, block=block)),
         "flip": (peak_of(lambda: xp.flip(x)), _bound(share, share, block=block)),
         "concat": (peak_of(lambda: xp.concat([x, x])), _bound(2 * share, 2 * share, block=block)),
